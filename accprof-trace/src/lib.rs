@@ -1,1 +1,30 @@
-//! Work in progress.
+//! The accprof trace: what one profiled process recorded, and how it sits on disk.
+//!
+//! - [`model`]: one recorded [`Event`] (a start and end joined, or a point event), its fields
+//!   and flags.
+//! - [`header`]: who made the trace ([`Header`]), the loaded modules ([`Module`]) and the clean
+//!   end marker ([`Footer`]).
+//! - [`writer`]: [`TraceWriter`], which appends self-contained chunks; used by the tool library.
+//! - [`reader`]: [`TraceReader`], which streams events back, and [`Trace`], which loads a whole file.
+//!
+//! The format is documented for people in docs/trace-format.md. This crate depends on nothing
+//! heavy: it is linked into the preloaded tool library.
+
+pub mod encode;
+pub mod error;
+pub mod header;
+pub mod model;
+pub mod reader;
+pub mod varint;
+pub mod writer;
+
+pub use error::TraceError;
+pub use header::{Footer, Header, Module};
+pub use model::{Event, EventFlags, Field, StrId};
+pub use reader::{StringTable, Trace, TraceReader};
+pub use writer::TraceWriter;
+
+/// The first eight bytes of every trace file.
+pub const FILE_MAGIC: [u8; 8] = *b"ACCPROF\0";
+/// The format version this crate writes. Readers accept this and every older version.
+pub const FORMAT_VERSION: u16 = 1;

@@ -1,0 +1,270 @@
+//! One recorded event, as the tool wrote it and the reader returns it.
+//!
+//! A start event and its end event are joined into one [`Event`] whose `kind` is the *start*
+//! event's number and which carries both timestamps. Point events (create, delete, alloc, free,
+//! runtime shutdown) have `start_ns == end_ns`. Numbers the specification does not define are kept.
+//!
+//! Every other field is optional: runtimes fill what they know (GCC fills little), and the tool
+//! records a field only when the runtime filled it with a meaningful value (`valid_bytes` covered
+//! it, and it was not NULL, -1 or SIZE_MAX). Fields live in one array indexed by [`Field`], which
+//! keeps the encoder, decoder and JSON dump as loops over one table instead of three hand-written
+//! copies of 28 fields.
+
+use accprof_abi::acc_event_t;
+
+/// An index into the trace's string table (file names, function, variable and kernel names).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct StrId(pub u32);
+
+/// How a field's 64-bit slot is to be read.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FieldType {
+    Unsigned,
+    Signed,
+    /// A [`StrId`].
+    String,
+    /// An address or opaque handle, shown in hex.
+    Pointer,
+}
+
+macro_rules! fields {
+    ($($variant:ident = $idx:literal, $name:literal, $ty:ident;)*) => {
+        /// The optional fields of an [`Event`]. The order is the bit order of the on-disk change
+        /// mask: fields that change from one event to the next come first, so they fit the first
+        /// byte of the mask.
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+        #[repr(u8)]
+        pub enum Field { $($variant = $idx,)* }
+
+        impl Field {
+            /// Every field, in index order.
+            pub const ALL: [Field; FIELD_COUNT] = [$(Field::$variant,)*];
+
+            /// The name the OpenACC specification gives the field (and `accprof dump` prints).
+            pub const fn name(self) -> &'static str {
+                match self { $(Field::$variant => $name,)* }
+            }
+
+            pub const fn field_type(self) -> FieldType {
+                match self { $(Field::$variant => FieldType::$ty,)* }
+            }
+        }
+    };
+}
+
+fields! {
+    Thread = 0, "thread_id", Signed;
+    Bytes = 1, "bytes", Unsigned;
+    HostPtr = 2, "host_ptr", Pointer;
+    DevicePtr = 3, "device_ptr", Pointer;
+    VarName = 4, "var_name", String;
+    KernelName = 5, "kernel_name", String;
+    NumGangs = 6, "num_gangs", Unsigned;
+    NumWorkers = 7, "num_workers", Unsigned;
+    VectorLength = 8, "vector_length", Unsigned;
+    Async = 9, "async", Signed;
+    AsyncQueue = 10, "async_queue", Signed;
+    SrcFile = 11, "src_file", String;
+    FuncName = 12, "func_name", String;
+    LineNo = 13, "line_no", Signed;
+    EndLineNo = 14, "end_line_no", Signed;
+    FuncLineNo = 15, "func_line_no", Signed;
+    FuncEndLineNo = 16, "func_end_line_no", Signed;
+    DeviceType = 17, "device_type", Signed;
+    DeviceNumber = 18, "device_number", Signed;
+    ParentConstruct = 19, "parent_construct", Signed;
+    Implicit = 20, "implicit", Signed;
+    DeviceApi = 21, "device_api", Signed;
+    DeviceHandle = 22, "device_handle", Pointer;
+    ContextHandle = 23, "context_handle", Pointer;
+    AsyncHandle = 24, "async_handle", Pointer;
+    ReturnAddress = 25, "return_address", Pointer;
+    Version = 26, "version", Signed;
+    Flags = 27, "flags", Unsigned;
+}
+
+/// How many optional fields an event has.
+pub const FIELD_COUNT: usize = 28;
+
+/// Facts about how an event was recorded, kept in [`Field::Flags`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct EventFlags(pub u64);
+
+impl EventFlags {
+    /// An end event arrived with no start event before it on its thread; `start_ns == end_ns`.
+    pub const NO_START: Self = Self(1);
+    /// A start event never saw its end (the program ended or was killed inside the construct);
+    /// `end_ns` is when the tool gave up waiting.
+    pub const NO_END: Self = Self(1 << 1);
+    /// The runtime gave no thread id (-1); [`Field::Thread`] holds the OS thread id instead.
+    pub const OS_THREAD_ID: Self = Self(1 << 2);
+    /// The event arrived after the tool had written its final summary at exit.
+    pub const AFTER_SHUTDOWN: Self = Self(1 << 3);
+    /// The runtime passed bytes = SIZE_MAX (libgomp does on free): size unknown.
+    pub const BYTES_UNKNOWN: Self = Self(1 << 4);
+    /// `src_file`, `line_no` and `func_name` were not reported by the runtime but attributed by
+    /// accprof from the application's return address and its debug information.
+    pub const ATTRIBUTED_LOCATION: Self = Self(1 << 5);
+
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// The flag names, for dumps.
+    pub fn names(self) -> Vec<&'static str> {
+        let all = [
+            (Self::NO_START, "no_start"),
+            (Self::NO_END, "no_end"),
+            (Self::OS_THREAD_ID, "os_thread_id"),
+            (Self::AFTER_SHUTDOWN, "after_shutdown"),
+            (Self::BYTES_UNKNOWN, "bytes_unknown"),
+            (Self::ATTRIBUTED_LOCATION, "attributed_location"),
+        ];
+        all.iter().filter(|(f, _)| self.contains(*f)).map(|(_, n)| *n).collect()
+    }
+}
+
+/// One recorded event. Plain data, `Copy`, no heap: the tool library fills these on the hot path.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Event {
+    /// The event number; for a joined pair, the start event's.
+    pub kind: acc_event_t,
+    /// Monotonic clock (CLOCK_MONOTONIC) nanoseconds at the start event.
+    pub start_ns: u64,
+    /// Monotonic clock nanoseconds at the end event; equals `start_ns` for point events.
+    pub end_ns: u64,
+    present: u32,
+    values: [u64; FIELD_COUNT],
+}
+
+impl Default for Event {
+    fn default() -> Self {
+        Self::new(acc_event_t::NONE, 0)
+    }
+}
+
+impl Event {
+    /// An event of `kind` at `start_ns` with no optional field set.
+    pub const fn new(kind: acc_event_t, start_ns: u64) -> Self {
+        Self { kind, start_ns, end_ns: start_ns, present: 0, values: [0; FIELD_COUNT] }
+    }
+
+    /// The raw 64-bit slot of `field`, if recorded.
+    #[inline]
+    pub fn get(&self, field: Field) -> Option<u64> {
+        let i = field as usize;
+        (self.present & (1 << i) != 0).then(|| self.values[i])
+    }
+
+    /// A signed field (lines, device number, async...).
+    #[inline]
+    pub fn get_i64(&self, field: Field) -> Option<i64> {
+        self.get(field).map(|v| v as i64)
+    }
+
+    /// A string field.
+    #[inline]
+    pub fn get_str(&self, field: Field) -> Option<StrId> {
+        self.get(field).map(|v| StrId(v as u32))
+    }
+
+    #[inline]
+    pub fn set(&mut self, field: Field, value: u64) {
+        let i = field as usize;
+        self.present |= 1 << i;
+        self.values[i] = value;
+    }
+
+    #[inline]
+    pub fn set_i64(&mut self, field: Field, value: i64) {
+        self.set(field, value as u64);
+    }
+
+    #[inline]
+    pub fn clear(&mut self, field: Field) {
+        let i = field as usize;
+        self.present &= !(1 << i);
+        self.values[i] = 0;
+    }
+
+    /// Which fields are set, as a bit mask indexed by [`Field`].
+    #[inline]
+    pub fn present_mask(&self) -> u32 {
+        self.present
+    }
+
+    pub fn flags(&self) -> EventFlags {
+        EventFlags(self.get(Field::Flags).unwrap_or(0))
+    }
+
+    pub fn add_flags(&mut self, flags: EventFlags) {
+        let f = self.flags().union(flags);
+        self.set(Field::Flags, f.0);
+    }
+
+    /// `end_ns - start_ns`, never negative.
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// Convenience accessors for the fields every consumer reads.
+    pub fn thread(&self) -> Option<i64> {
+        self.get_i64(Field::Thread)
+    }
+    pub fn bytes(&self) -> Option<u64> {
+        self.get(Field::Bytes)
+    }
+    pub fn line_no(&self) -> Option<i64> {
+        self.get_i64(Field::LineNo)
+    }
+    pub fn src_file(&self) -> Option<StrId> {
+        self.get_str(Field::SrcFile)
+    }
+    pub fn func_name(&self) -> Option<StrId> {
+        self.get_str(Field::FuncName)
+    }
+    pub fn var_name(&self) -> Option<StrId> {
+        self.get_str(Field::VarName)
+    }
+    pub fn kernel_name(&self) -> Option<StrId> {
+        self.get_str(Field::KernelName)
+    }
+    pub fn async_queue(&self) -> Option<i64> {
+        self.get_i64(Field::AsyncQueue)
+    }
+    pub fn implicit(&self) -> bool {
+        self.get_i64(Field::Implicit).is_some_and(|v| v != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_table_is_dense_and_fits_the_mask() {
+        for (i, f) in Field::ALL.iter().enumerate() {
+            assert_eq!(*f as usize, i);
+        }
+        assert!(FIELD_COUNT <= 32);
+    }
+
+    #[test]
+    fn set_get_clear() {
+        let mut e = Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 5);
+        assert_eq!(e.bytes(), None);
+        e.set(Field::Bytes, 64);
+        e.set_i64(Field::LineNo, -7);
+        assert_eq!(e.bytes(), Some(64));
+        assert_eq!(e.line_no(), Some(-7));
+        e.clear(Field::Bytes);
+        assert_eq!(e.bytes(), None);
+        e.add_flags(EventFlags::NO_END);
+        e.add_flags(EventFlags::OS_THREAD_ID);
+        assert_eq!(e.flags().names(), ["no_end", "os_thread_id"]);
+    }
+}

@@ -1,0 +1,387 @@
+//! Reading a trace back as a stream of events.
+//!
+//! [`TraceReader`] holds one chunk in memory at a time, so a trace of any size reads in constant
+//! memory. It resolves string, module and drop chunks as it passes them and hands out events.
+//! A partial chunk at the end is not an error: the program was killed (or is still writing);
+//! [`TraceReader::truncated_bytes`] says how much was cut, and a later call picks up where the
+//! file has grown, which is what `--follow` uses. A chunk that fails its checksum, or a file that
+//! is not a trace, is an error.
+
+use crate::encode::EventDecoder;
+use crate::error::TraceError;
+use crate::header::{Footer, Header, Module};
+use crate::model::{Event, StrId};
+use crate::varint::{unzigzag, Cursor, Malformed};
+use crate::writer::{ChunkKind, CHUNK_HEADER_LEN, CHUNK_MAGIC, FILE_HEADER_LEN, MAX_CHUNK_PAYLOAD};
+use crate::{FILE_MAGIC, FORMAT_VERSION};
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::Path;
+
+/// Ids above this are taken as corruption rather than allocated.
+const MAX_STRING_ID: u32 = 1 << 26;
+
+/// The strings a trace defined, by id.
+#[derive(Clone, Debug, Default)]
+pub struct StringTable {
+    strings: Vec<Option<Box<str>>>,
+}
+
+impl StringTable {
+    /// The string, or `None` when the id was never defined (a truncated trace can refer to
+    /// strings whose definition was lost only if the file is corrupt; treat it as unknown).
+    pub fn get(&self, id: StrId) -> Option<&str> {
+        self.strings.get(id.0 as usize).and_then(|s| s.as_deref())
+    }
+
+    /// Like [`get`](Self::get) for an optional id.
+    pub fn resolve(&self, id: Option<StrId>) -> Option<&str> {
+        id.and_then(|id| self.get(id))
+    }
+
+    /// The id of `s`, adding it if it is new. Used by readers that add strings of their own
+    /// (resolved source locations); ids the trace defined are never reused.
+    pub fn intern(&mut self, s: &str) -> StrId {
+        if let Some(i) = self.strings.iter().position(|x| x.as_deref() == Some(s)) {
+            return StrId(i as u32);
+        }
+        self.strings.push(Some(s.into()));
+        StrId(self.strings.len() as u32 - 1)
+    }
+
+    fn define(&mut self, id: u32, bytes: &[u8]) {
+        let i = id as usize;
+        if self.strings.len() <= i {
+            self.strings.resize(i + 1, None);
+        }
+        self.strings[i] = Some(String::from_utf8_lossy(bytes).into());
+    }
+
+    /// Every defined string with its id.
+    pub fn iter(&self) -> impl Iterator<Item = (StrId, &str)> {
+        self.strings.iter().enumerate().filter_map(|(i, s)| Some((StrId(i as u32), s.as_deref()?)))
+    }
+}
+
+/// Streams the events of one trace.
+#[derive(Debug)]
+pub struct TraceReader<R: Read> {
+    label: String,
+    input: R,
+    /// Bytes of the chunk being assembled (header + payload), possibly partial at EOF.
+    pending: Vec<u8>,
+    /// Offset in the file of `pending[0]`.
+    offset: u64,
+    header: Header,
+    strings: StringTable,
+    modules: Vec<Module>,
+    footer: Option<Footer>,
+    drops: Vec<(i64, u64)>,
+    dropped_total: u64,
+    /// The current events chunk's payload and read state.
+    events: Vec<u8>,
+    events_pos: usize,
+    events_left: u64,
+    decoder: EventDecoder,
+    chunks_read: u64,
+}
+
+impl TraceReader<BufReader<File>> {
+    /// Opens `path` and reads its header.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
+        let path = path.as_ref();
+        let label = path.display().to_string();
+        let file = File::open(path).map_err(|source| TraceError::Io { path: label.clone(), source })?;
+        Self::new(label, BufReader::with_capacity(1 << 20, file))
+    }
+}
+
+impl<R: Read> TraceReader<R> {
+    /// Reads the file header and header chunk from `input`. `label` names the input in errors.
+    pub fn new(label: impl Into<String>, mut input: R) -> Result<Self, TraceError> {
+        let label = label.into();
+        let mut fh = [0u8; FILE_HEADER_LEN];
+        let got = read_up_to(&mut input, &mut fh).map_err(|source| TraceError::Io { path: label.clone(), source })?;
+        if got == 0 {
+            return Err(TraceError::Empty { path: label });
+        }
+        let magic_len = got.min(FILE_MAGIC.len());
+        if fh[..magic_len] != FILE_MAGIC[..magic_len] {
+            return Err(TraceError::Foreign { path: label });
+        }
+        if got < FILE_HEADER_LEN {
+            return Err(TraceError::Corrupt {
+                path: label,
+                offset: got as u64,
+                what: "the file ends inside its header (the program was killed as recording began)".into(),
+            });
+        }
+        let version = u16::from_le_bytes([fh[8], fh[9]]);
+        if version == 0 || version > FORMAT_VERSION {
+            return Err(TraceError::UnsupportedVersion { path: label, version });
+        }
+        let mut r = TraceReader {
+            label,
+            input,
+            pending: Vec::new(),
+            offset: FILE_HEADER_LEN as u64,
+            header: Header::default(),
+            strings: StringTable::default(),
+            modules: Vec::new(),
+            footer: None,
+            drops: Vec::new(),
+            dropped_total: 0,
+            events: Vec::new(),
+            events_pos: 0,
+            events_left: 0,
+            decoder: EventDecoder::new(),
+            chunks_read: 0,
+        };
+        match r.next_chunk()? {
+            Some((ChunkKind::Header, payload)) => {
+                r.header = Header::decode(&payload).map_err(|_| r.corrupt(0, "its header does not decode"))?;
+            }
+            Some(_) => return Err(r.corrupt(0, "the first chunk is not the header")),
+            None => {
+                return Err(TraceError::Corrupt {
+                    path: r.label.clone(),
+                    offset: r.offset,
+                    what: "the file ends inside its header (the program was killed as recording began)".into(),
+                })
+            }
+        }
+        Ok(r)
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn strings(&self) -> &StringTable {
+        &self.strings
+    }
+
+    /// The string table, for adding strings of the reader's own (resolved locations).
+    pub fn strings_mut(&mut self) -> &mut StringTable {
+        &mut self.strings
+    }
+
+    pub fn modules(&self) -> &[Module] {
+        &self.modules
+    }
+
+    /// The footer, once read: present when the program ended cleanly.
+    pub fn footer(&self) -> Option<&Footer> {
+        self.footer.as_ref()
+    }
+
+    /// Events the tool dropped, per thread, as far as the trace has been read.
+    pub fn drops(&self) -> &[(i64, u64)] {
+        &self.drops
+    }
+
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped_total
+    }
+
+    /// Bytes consumed so far (complete chunks), for progress bars.
+    pub fn bytes_read(&self) -> u64 {
+        self.offset
+    }
+
+    /// Bytes of a partial chunk at the end of what has been read: non-zero when the trace was cut
+    /// short (or is still being written).
+    pub fn truncated_bytes(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// A warning for the user when the trace was cut short, else `None`.
+    pub fn truncation_warning(&self) -> Option<String> {
+        (self.truncated_bytes() > 0).then(|| {
+            format!(
+                "{}: the trace ends in the middle of a chunk ({} bytes cut at byte {}); the program was probably killed. Showing what was recorded before that.",
+                self.label,
+                self.truncated_bytes(),
+                self.offset
+            )
+        })
+    }
+
+    /// The next event, or `None` at the end of what is there now. Call again later to follow
+    /// a file that is still growing.
+    pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
+        loop {
+            if self.events_left > 0 {
+                let mut cur = Cursor::new(&self.events[self.events_pos..]);
+                let ev = self.decoder.decode(&mut cur);
+                let used = cur.position();
+                let ev = ev.map_err(|_| self.corrupt(0, "an event does not decode"))?;
+                self.events_pos += used;
+                self.events_left -= 1;
+                return Ok(Some(ev));
+            }
+            let Some((kind, payload)) = self.next_chunk()? else { return Ok(None) };
+            self.absorb(kind, payload)?;
+        }
+    }
+
+    fn absorb(&mut self, kind: ChunkKind, payload: Vec<u8>) -> Result<(), TraceError> {
+        let bad = |r: &Self, what: &str| r.corrupt(0, what);
+        match kind {
+            ChunkKind::Header => return Err(bad(self, "a second header chunk")),
+            ChunkKind::Strings => {
+                let mut cur = Cursor::new(&payload);
+                while !cur.is_empty() {
+                    let parsed: Result<(u32, &[u8]), Malformed> = (|| Ok((cur.u32()?, cur.blob()?)))();
+                    let (id, bytes) = parsed.map_err(|_| bad(self, "a string table does not decode"))?;
+                    if id > MAX_STRING_ID {
+                        return Err(bad(self, "a string id is out of range"));
+                    }
+                    self.strings.define(id, bytes);
+                }
+            }
+            ChunkKind::Modules => {
+                let mut cur = Cursor::new(&payload);
+                while !cur.is_empty() {
+                    let m = Module::decode(&mut cur).map_err(|_| bad(self, "a module map does not decode"))?;
+                    self.modules.push(m);
+                }
+            }
+            ChunkKind::Events => {
+                let mut cur = Cursor::new(&payload);
+                let count = cur.u64().map_err(|_| bad(self, "an events chunk does not decode"))?;
+                self.events_pos = cur.position();
+                self.events_left = count;
+                self.events = payload;
+                self.decoder = EventDecoder::new();
+            }
+            ChunkKind::Drops => {
+                let mut cur = Cursor::new(&payload);
+                while !cur.is_empty() {
+                    let parsed: Result<(u64, u64), Malformed> = (|| Ok((cur.u64()?, cur.u64()?)))();
+                    let (thread, count) = parsed.map_err(|_| bad(self, "a drop record does not decode"))?;
+                    self.drops.push((unzigzag(thread), count));
+                    self.dropped_total = self.dropped_total.saturating_add(count);
+                }
+            }
+            ChunkKind::Footer => {
+                self.footer = Some(Footer::decode(&payload).map_err(|_| bad(self, "the footer does not decode"))?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the next complete chunk. Unknown kinds are skipped. `None` at the end of input,
+    /// leaving a partial chunk in `pending` for a later call.
+    fn next_chunk(&mut self) -> Result<Option<(ChunkKind, Vec<u8>)>, TraceError> {
+        loop {
+            if !self.fill(CHUNK_HEADER_LEN)? {
+                return Ok(None);
+            }
+            let h = &self.pending[..CHUNK_HEADER_LEN];
+            if h[..2] != CHUNK_MAGIC {
+                return Err(self.corrupt(0, "a chunk does not start with its marker"));
+            }
+            let kind = h[2];
+            let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
+            let crc = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
+            if len > MAX_CHUNK_PAYLOAD {
+                return Err(self.corrupt(0, "a chunk claims an impossible length"));
+            }
+            if !self.fill(CHUNK_HEADER_LEN + len)? {
+                return Ok(None);
+            }
+            let payload = self.pending[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len].to_vec();
+            if crc32fast::hash(&payload) != crc {
+                return Err(self.corrupt(0, "a chunk fails its checksum"));
+            }
+            self.offset += (CHUNK_HEADER_LEN + len) as u64;
+            self.pending.clear();
+            self.chunks_read += 1;
+            if let Some(kind) = ChunkKind::from_u8(kind) {
+                return Ok(Some((kind, payload)));
+            }
+        }
+    }
+
+    /// Makes `pending` hold at least `n` bytes. `false` when the input ends first.
+    fn fill(&mut self, n: usize) -> Result<bool, TraceError> {
+        while self.pending.len() < n {
+            let have = self.pending.len();
+            self.pending.resize(n, 0);
+            let got = match self.input.read(&mut self.pending[have..]) {
+                Ok(g) => g,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+                Err(source) => {
+                    self.pending.truncate(have);
+                    return Err(TraceError::Io { path: self.label.clone(), source });
+                }
+            };
+            self.pending.truncate(have + got);
+            if got == 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn corrupt(&self, extra: u64, what: &str) -> TraceError {
+        TraceError::Corrupt { path: self.label.clone(), offset: self.offset + extra, what: what.into() }
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns how many bytes were read.
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// A whole trace in memory: for tests, small traces and tools that need random access.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub header: Header,
+    pub events: Vec<Event>,
+    pub strings: StringTable,
+    pub modules: Vec<Module>,
+    pub footer: Option<Footer>,
+    pub drops: Vec<(i64, u64)>,
+    pub dropped_total: u64,
+    /// Set when the file ended inside a chunk.
+    pub truncation_warning: Option<String>,
+}
+
+impl Trace {
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, TraceError> {
+        Self::from_reader(TraceReader::open(path)?)
+    }
+
+    pub fn from_reader<R: Read>(mut r: TraceReader<R>) -> Result<Self, TraceError> {
+        let mut events = Vec::new();
+        while let Some(e) = r.next_event()? {
+            events.push(e);
+        }
+        Ok(Trace {
+            truncation_warning: r.truncation_warning(),
+            header: r.header.clone(),
+            events,
+            strings: r.strings.clone(),
+            modules: r.modules.clone(),
+            footer: r.footer.clone(),
+            drops: r.drops.clone(),
+            dropped_total: r.dropped_total,
+        })
+    }
+
+    /// The string for an optional id.
+    pub fn str(&self, id: Option<StrId>) -> Option<&str> {
+        self.strings.resolve(id)
+    }
+}

@@ -1,0 +1,186 @@
+//! Appending a trace, one self-contained chunk at a time.
+//!
+//! A file is the 16-byte file header followed by chunks:
+//!
+//! ```text
+//! file header   "ACCPROF\0"  u16 LE format version  u16 LE flags (0)  u32 LE reserved (0)
+//! chunk         "CK"  u8 kind  u8 reserved (0)  u32 LE payload length  u32 LE CRC-32 of payload
+//!               payload
+//! ```
+//!
+//! Each chunk is assembled in memory and handed to the underlying writer in one `write_all`, so a
+//! program killed at any moment leaves every earlier chunk whole and at most one partial chunk at
+//! the end, which the reader reports as a truncated tail.
+
+use crate::encode::EventEncoder;
+use crate::header::{Footer, Header, Module};
+use crate::model::{Event, StrId};
+use crate::varint::{put_blob, put_u64, zigzag};
+use crate::{FILE_MAGIC, FORMAT_VERSION};
+use std::io::{self, Write};
+
+/// The kinds of chunk. Readers skip kinds they do not know.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum ChunkKind {
+    Header = 1,
+    Strings = 2,
+    Modules = 3,
+    Events = 4,
+    Drops = 5,
+    Footer = 6,
+}
+
+impl ChunkKind {
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            1 => Self::Header,
+            2 => Self::Strings,
+            3 => Self::Modules,
+            4 => Self::Events,
+            5 => Self::Drops,
+            6 => Self::Footer,
+            _ => return None,
+        })
+    }
+}
+
+pub const CHUNK_MAGIC: [u8; 2] = *b"CK";
+pub const FILE_HEADER_LEN: usize = 16;
+pub const CHUNK_HEADER_LEN: usize = 12;
+/// Chunks larger than this are refused by the reader as corrupt; the writer splits event batches
+/// well below it.
+pub const MAX_CHUNK_PAYLOAD: usize = 64 << 20;
+/// Events per chunk at most, so that a chunk stays a few hundred KiB.
+const EVENTS_PER_CHUNK: usize = 16384;
+
+/// Writes a trace to `W`. Keeps one scratch buffer, reused for every chunk.
+#[derive(Debug)]
+pub struct TraceWriter<W: Write> {
+    out: W,
+    chunk: Vec<u8>,
+    payload: Vec<u8>,
+    bytes_written: u64,
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// Writes the file header and the header chunk.
+    pub fn new(mut out: W, header: &Header) -> io::Result<Self> {
+        let mut fh = Vec::with_capacity(FILE_HEADER_LEN);
+        fh.extend_from_slice(&FILE_MAGIC);
+        fh.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        fh.extend_from_slice(&0u16.to_le_bytes());
+        fh.extend_from_slice(&0u32.to_le_bytes());
+        out.write_all(&fh)?;
+        let mut w = Self { out, chunk: Vec::new(), payload: Vec::new(), bytes_written: fh.len() as u64 };
+        let mut payload = std::mem::take(&mut w.payload);
+        payload.clear();
+        header.encode(&mut payload);
+        w.emit(ChunkKind::Header, &payload)?;
+        w.payload = payload;
+        Ok(w)
+    }
+
+    /// Defines strings that later events refer to by id.
+    pub fn write_strings<'a>(&mut self, defs: impl IntoIterator<Item = (StrId, &'a [u8])>) -> io::Result<()> {
+        let mut payload = std::mem::take(&mut self.payload);
+        payload.clear();
+        for (id, bytes) in defs {
+            put_u64(&mut payload, u64::from(id.0));
+            put_blob(&mut payload, bytes);
+        }
+        let r = if payload.is_empty() { Ok(()) } else { self.emit(ChunkKind::Strings, &payload) };
+        self.payload = payload;
+        r
+    }
+
+    /// Records loaded modules (new ones; earlier ones stay known to the reader).
+    pub fn write_modules(&mut self, modules: &[Module]) -> io::Result<()> {
+        if modules.is_empty() {
+            return Ok(());
+        }
+        let mut payload = std::mem::take(&mut self.payload);
+        payload.clear();
+        for m in modules {
+            m.encode(&mut payload);
+        }
+        let r = self.emit(ChunkKind::Modules, &payload);
+        self.payload = payload;
+        r
+    }
+
+    /// Appends events, in as many chunks as their number needs.
+    pub fn write_events(&mut self, events: &[Event]) -> io::Result<()> {
+        for batch in events.chunks(EVENTS_PER_CHUNK) {
+            let mut payload = std::mem::take(&mut self.payload);
+            payload.clear();
+            put_u64(&mut payload, batch.len() as u64);
+            let mut enc = EventEncoder::new();
+            for e in batch {
+                enc.encode(e, &mut payload);
+            }
+            let r = self.emit(ChunkKind::Events, &payload);
+            self.payload = payload;
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Records that `count` events of `thread` were dropped since the last such record.
+    pub fn write_drops(&mut self, drops: &[(i64, u64)]) -> io::Result<()> {
+        if drops.is_empty() {
+            return Ok(());
+        }
+        let mut payload = std::mem::take(&mut self.payload);
+        payload.clear();
+        for &(thread, count) in drops {
+            put_u64(&mut payload, zigzag(thread));
+            put_u64(&mut payload, count);
+        }
+        let r = self.emit(ChunkKind::Drops, &payload);
+        self.payload = payload;
+        r
+    }
+
+    /// Marks a clean end. Events may still follow (late events after exit), each batch in its
+    /// own chunk; the reader takes the last footer.
+    pub fn write_footer(&mut self, footer: &Footer) -> io::Result<()> {
+        let mut payload = std::mem::take(&mut self.payload);
+        payload.clear();
+        footer.encode(&mut payload);
+        let r = self.emit(ChunkKind::Footer, &payload);
+        self.payload = payload;
+        r
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    /// Bytes written so far, file header included.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn emit(&mut self, kind: ChunkKind, payload: &[u8]) -> io::Result<()> {
+        debug_assert!(payload.len() <= MAX_CHUNK_PAYLOAD);
+        self.chunk.clear();
+        self.chunk.extend_from_slice(&CHUNK_MAGIC);
+        self.chunk.push(kind as u8);
+        self.chunk.push(0);
+        self.chunk.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        self.chunk.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        self.chunk.extend_from_slice(payload);
+        self.out.write_all(&self.chunk)?;
+        self.bytes_written += self.chunk.len() as u64;
+        Ok(())
+    }
+}
