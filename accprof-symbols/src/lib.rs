@@ -1,1 +1,183 @@
-//! Work in progress.
+//! Turning a return address recorded in a trace into a source location.
+//!
+//! GCC's runtime reports no source file, function or line through acc_prof. The tool library
+//! records instead, at each construct's start, the address in the application that called into
+//! the runtime (`Field::ReturnAddress`) and the process's module map. This crate resolves those
+//! addresses after the run, never inside the profiled process:
+//!
+//! - with DWARF (`-g`): file, line and function of the innermost inlined frame, which for a
+//!   construct is the line of its `#pragma acc`;
+//! - without it (stripped): `function+0xoffset` from the symbol table, and the module path;
+//! - when the file on disk is not the one that ran (its build id differs): nothing, because a
+//!   wrong line is worse than none.
+//!
+//! Resolved events are flagged [`EventFlags::ATTRIBUTED_LOCATION`]: attributed by accprof, not
+//! reported by the runtime.
+
+use accprof_trace::{Event, EventFlags, Field, Module, StringTable, Trace};
+use std::collections::HashMap;
+
+/// Where a code address is, as far as the debug information tells.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Location {
+    /// The function, demangled; for a stripped binary `symbol+0xoffset`.
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// The executable or library the address lies in.
+    pub module: String,
+}
+
+/// One module's debug information, loaded on first use.
+struct LoadedModule {
+    loader: addr2line::Loader,
+}
+
+/// Resolves addresses against a trace's module map, caching both modules and answers.
+pub struct Symbolizer {
+    modules: Vec<Module>,
+    loaded: HashMap<String, Option<LoadedModule>>,
+    cache: HashMap<u64, Option<Location>>,
+    /// Problems worth one line to the user (a module that could not be read, a build id
+    /// mismatch), each said once.
+    warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for Symbolizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Symbolizer").field("modules", &self.modules.len()).finish_non_exhaustive()
+    }
+}
+
+impl Symbolizer {
+    pub fn new(modules: &[Module]) -> Self {
+        Self { modules: modules.to_vec(), loaded: HashMap::new(), cache: HashMap::new(), warnings: Vec::new() }
+    }
+
+    /// Adds modules that a streaming reader has seen since.
+    pub fn update_modules(&mut self, modules: &[Module]) {
+        if modules.len() > self.modules.len() {
+            self.modules = modules.to_vec();
+            // Addresses that missed before may hit now.
+            self.cache.retain(|_, v| v.is_some());
+        }
+    }
+
+    /// Warnings collected so far (unreadable modules, changed binaries).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The location of the call whose return address is `ra`.
+    pub fn resolve_return_address(&mut self, ra: u64) -> Option<Location> {
+        if let Some(hit) = self.cache.get(&ra) {
+            return hit.clone();
+        }
+        let loc = self.lookup(ra);
+        self.cache.insert(ra, loc.clone());
+        loc
+    }
+
+    fn lookup(&mut self, ra: u64) -> Option<Location> {
+        // The module that was loaded at this address when it ran; the newest mapping wins
+        // (a library unloaded and another loaded in its place).
+        let module = self.modules.iter().rev().find(|m| m.contains(ra))?.clone();
+        // A return address points after the call; the call itself is one byte earlier.
+        let probe = ra.checked_sub(1)?.checked_sub(module.bias)?;
+        let loaded = self.load(&module)?;
+        let mut loc = Location { module: module.path.clone(), ..Location::default() };
+        if let Ok(mut frames) = loaded.loader.find_frames(probe) {
+            // The innermost frame (first) holds the call's own line, also when inlined.
+            if let Ok(Some(frame)) = frames.next() {
+                if let Some(l) = frame.location {
+                    loc.file = l.file.map(str::to_owned);
+                    loc.line = l.line;
+                }
+                if let Some(f) = frame.function {
+                    loc.function = f.demangle().ok().map(|s| s.into_owned());
+                }
+            }
+        }
+        if loc.function.is_none() {
+            if let Some(sym) = loaded.loader.find_symbol_info(probe) {
+                let name = addr2line::demangle_auto(sym.name().into(), None);
+                loc.function = Some(format!("{name}+{:#x}", probe + 1 - sym.address()));
+            }
+        }
+        (loc.file.is_some() || loc.function.is_some()).then_some(loc)
+    }
+
+    fn load(&mut self, module: &Module) -> Option<&LoadedModule> {
+        if !self.loaded.contains_key(&module.path) {
+            let loaded = match open_module(module) {
+                Ok(l) => Some(l),
+                Err(why) => {
+                    self.warnings.push(format!("cannot resolve source lines in {}: {why}", module.path));
+                    None
+                }
+            };
+            self.loaded.insert(module.path.clone(), loaded);
+        }
+        self.loaded.get(&module.path).and_then(Option::as_ref)
+    }
+
+    /// Fills `src_file`, `line_no` and `func_name` of `ev` from its return address, when the
+    /// runtime gave no source file. Returns whether it did.
+    pub fn annotate(&mut self, ev: &mut Event, strings: &mut StringTable) -> bool {
+        if ev.get(Field::SrcFile).is_some() {
+            return false;
+        }
+        let Some(ra) = ev.get(Field::ReturnAddress) else { return false };
+        let Some(loc) = self.resolve_return_address(ra) else { return false };
+        let file = loc.file.as_deref().unwrap_or(&loc.module);
+        ev.set(Field::SrcFile, u64::from(strings.intern(file).0));
+        match loc.line {
+            Some(line) => ev.set_i64(Field::LineNo, i64::from(line)),
+            None => ev.clear(Field::LineNo),
+        }
+        if ev.get(Field::FuncName).is_none() {
+            if let Some(f) = &loc.function {
+                ev.set(Field::FuncName, u64::from(strings.intern(f).0));
+            }
+        }
+        ev.add_flags(EventFlags::ATTRIBUTED_LOCATION);
+        true
+    }
+}
+
+fn open_module(module: &Module) -> Result<LoadedModule, String> {
+    if module.path.is_empty() {
+        return Err("the module has no path".into());
+    }
+    if !module.build_id.is_empty() {
+        let on_disk = read_build_id(&module.path)?;
+        if on_disk.as_deref() != Some(&module.build_id[..]) {
+            return Err("the file on disk is not the one that ran (its build id differs)".into());
+        }
+    }
+    let loader = addr2line::Loader::new(&module.path).map_err(|e| e.to_string())?;
+    Ok(LoadedModule { loader })
+}
+
+fn read_build_id(path: &str) -> Result<Option<Vec<u8>>, String> {
+    use object::Object;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    // SAFETY: the mapping is read-only and dropped before we return; a binary rewritten while
+    // we read it gives wrong bytes, not undefined behaviour we act on.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
+    let obj = object::File::parse(&*map).map_err(|e| e.to_string())?;
+    Ok(obj.build_id().map_err(|e| e.to_string())?.map(<[u8]>::to_vec))
+}
+
+/// Resolves every event of a loaded trace that carries only a return address. Returns the
+/// warnings to show the user once each.
+pub fn annotate_trace(trace: &mut Trace) -> Vec<String> {
+    if !trace.events.iter().any(|e| e.get(Field::ReturnAddress).is_some()) {
+        return Vec::new();
+    }
+    let mut sym = Symbolizer::new(&trace.modules);
+    for ev in &mut trace.events {
+        sym.annotate(ev, &mut trace.strings);
+    }
+    sym.warnings
+}

@@ -25,6 +25,8 @@ const MAX_STRING_ID: u32 = 1 << 26;
 #[derive(Clone, Debug, Default)]
 pub struct StringTable {
     strings: Vec<Option<Box<str>>>,
+    /// Built on the first `intern`, so plain readers pay nothing for it.
+    index: std::collections::HashMap<Box<str>, StrId>,
 }
 
 impl StringTable {
@@ -42,11 +44,20 @@ impl StringTable {
     /// The id of `s`, adding it if it is new. Used by readers that add strings of their own
     /// (resolved source locations); ids the trace defined are never reused.
     pub fn intern(&mut self, s: &str) -> StrId {
-        if let Some(i) = self.strings.iter().position(|x| x.as_deref() == Some(s)) {
-            return StrId(i as u32);
+        if self.index.is_empty() {
+            for (i, x) in self.strings.iter().enumerate() {
+                if let Some(x) = x {
+                    self.index.entry(x.clone()).or_insert(StrId(i as u32));
+                }
+            }
+        }
+        if let Some(id) = self.index.get(s) {
+            return *id;
         }
         self.strings.push(Some(s.into()));
-        StrId(self.strings.len() as u32 - 1)
+        let id = StrId(self.strings.len() as u32 - 1);
+        self.index.insert(s.into(), id);
+        id
     }
 
     fn define(&mut self, id: u32, bytes: &[u8]) {
@@ -54,7 +65,11 @@ impl StringTable {
         if self.strings.len() <= i {
             self.strings.resize(i + 1, None);
         }
-        self.strings[i] = Some(String::from_utf8_lossy(bytes).into());
+        let s: Box<str> = String::from_utf8_lossy(bytes).into();
+        if !self.index.is_empty() {
+            self.index.entry(s.clone()).or_insert(StrId(id));
+        }
+        self.strings[i] = Some(s);
     }
 
     /// Every defined string with its id.
