@@ -1,0 +1,379 @@
+//! The emulated discrete device: for machines without a GPU, with the same semantics as one.
+//!
+//! - Device memory is separate host memory (64-byte aligned heap blocks), so a program that
+//!   forgets a copy sees stale data, as it would on a GPU. Copies are real `memcpy`s.
+//! - A capacity (default: half the machine's RAM, or `ACCSHIM_EMU_MEMORY` bytes) makes
+//!   "out of device memory" reachable.
+//! - Kernels are host functions, split over the machine's cores when the loop is long enough.
+//! - Each async queue is a worker thread running its jobs in order; the synchronous queue runs
+//!   work on the calling thread.
+
+use super::*;
+use crate::error::AccError;
+use crossbeam_channel::{unbounded, Sender};
+use std::alloc::Layout;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+
+/// Loops shorter than this run on one thread: splitting costs more than it saves.
+const SPLIT_MIN_WORK: usize = 1 << 15;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+struct Queue {
+    tx: Sender<Job>,
+    /// (jobs submitted, jobs completed)
+    counts: Mutex<(u64, u64)>,
+    done: Condvar,
+}
+
+impl Queue {
+    fn new(id: QueueId) -> Arc<Queue> {
+        let (tx, rx) = unbounded::<Job>();
+        let q = Arc::new(Queue { tx, counts: Mutex::new((0, 0)), done: Condvar::new() });
+        let worker = Arc::clone(&q);
+        std::thread::Builder::new()
+            .name(format!("accshim-q{id}"))
+            .spawn(move || {
+                for job in rx {
+                    // A panicking job must not kill the queue (waiters would hang): the runtime
+                    // reports it and aborts, as for any device failure.
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                        eprintln!("accshim: a kernel or host function panicked on async queue {id}");
+                        std::process::abort();
+                    }
+                    let mut c = worker.counts.lock().unwrap_or_else(|e| e.into_inner());
+                    c.1 += 1;
+                    worker.done.notify_all();
+                }
+            })
+            .expect("spawn queue worker");
+        q
+    }
+
+    fn submit(&self, job: Job) {
+        let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        c.0 += 1;
+        drop(c);
+        let _ = self.tx.send(job);
+    }
+
+    /// Blocks until the jobs submitted before this call are done.
+    fn wait_for(&self, target: u64) {
+        let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        while c.1 < target {
+            c = self.done.wait(c).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn submitted(&self) -> u64 {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    fn idle(&self) -> bool {
+        let c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        c.0 == c.1
+    }
+}
+
+pub struct Emulated {
+    blocks: Mutex<BTreeMap<u64, Layout>>,
+    used: AtomicUsize,
+    capacity: usize,
+    queues: Mutex<HashMap<QueueId, Arc<Queue>>>,
+    threads: usize,
+}
+
+fn physical_memory() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    if pages > 0 && size > 0 { pages as usize * size as usize } else { 8 << 30 }
+}
+
+impl Emulated {
+    pub fn new() -> Emulated {
+        let capacity = std::env::var("ACCSHIM_EMU_MEMORY")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .unwrap_or_else(|| physical_memory() / 2);
+        let threads = std::env::var("ACCSHIM_EMU_THREADS")
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        Emulated {
+            blocks: Mutex::new(BTreeMap::new()),
+            used: AtomicUsize::new(0),
+            capacity,
+            queues: Mutex::new(HashMap::new()),
+            threads,
+        }
+    }
+
+    fn queue(&self, q: QueueId) -> Arc<Queue> {
+        let mut qs = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(qs.entry(q).or_insert_with(|| Queue::new(q)))
+    }
+
+    /// Runs `job` now (sync queue) or in order on an async queue.
+    fn run(&self, q: QueueId, job: Job) {
+        if q == SYNC {
+            job()
+        } else {
+            self.queue(q).submit(job)
+        }
+    }
+
+    fn check_block(&self, dev: u64, bytes: usize) -> Result<()> {
+        // Device addresses come from the present table or acc_malloc, so a range outside every
+        // block means the caller passed garbage: refuse instead of corrupting host memory.
+        let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        let ok = blocks
+            .range(..=dev)
+            .next_back()
+            .is_some_and(|(&start, l)| dev + bytes as u64 <= start + l.size() as u64);
+        if ok || bytes == 0 {
+            Ok(())
+        } else {
+            Err(AccError::InvalidArgument(format!("[{dev:#x},+{bytes}] is not device memory")))
+        }
+    }
+}
+
+impl Default for Emulated {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+struct SendPtr(usize);
+
+/// Runs a host kernel over `0..work`, on several threads when it is long enough.
+pub fn run_kernel(host: &HostKernel, work: usize, args: &[Val], red: Option<RedOp>, threads: usize) -> f64 {
+    let identity = red.map_or(0.0, RedOp::identity);
+    if work < SPLIT_MIN_WORK || threads <= 1 {
+        return red.map_or(0.0, |op| op.combine(identity, host.call(0..work, args)));
+    }
+    let parts = chunks(work, threads);
+    let partials: Vec<f64> = std::thread::scope(|s| {
+        let handles: Vec<_> = parts[1..].iter().cloned().map(|r| s.spawn(move || host.call(r, args))).collect();
+        let mut v = vec![host.call(parts[0].clone(), args)];
+        for h in handles {
+            match h.join() {
+                Ok(x) => v.push(x),
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
+        v
+    });
+    match red {
+        Some(op) => partials.into_iter().fold(identity, |a, b| op.combine(a, b)),
+        None => 0.0,
+    }
+}
+
+impl Backend for Emulated {
+    fn device_type(&self) -> acc_device_t {
+        ACC_DEVICE_EMULATED
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "emulated device (separate host memory, {} GiB capacity, kernels on {} thread(s))",
+            self.capacity >> 30,
+            self.threads
+        )
+    }
+
+    fn properties(&self) -> Properties {
+        Properties {
+            memory: self.capacity,
+            free_memory: self.capacity.saturating_sub(self.used.load(Ordering::Relaxed)),
+            name: "accshim emulated device".into(),
+            vendor: "accshim".into(),
+            driver: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+
+    fn handles(&self, q: Option<QueueId>) -> ApiHandles {
+        // No native API: device_api_none, like GCC's host device. The async handle is the
+        // queue number + 3 so that it is non-null and distinct per queue (sync is 1).
+        ApiHandles {
+            device_api: accprof_abi::acc_device_api::NONE,
+            device: std::ptr::null(),
+            context: std::ptr::null(),
+            stream: q.map_or(std::ptr::null(), |q| (q + 3) as usize as *const c_void),
+        }
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<u64> {
+        let size = bytes.max(1);
+        if self.used.load(Ordering::Relaxed) + size > self.capacity {
+            return Err(AccError::OutOfMemory { bytes });
+        }
+        let layout = Layout::from_size_align(size, 64).map_err(|_| AccError::OutOfMemory { bytes })?;
+        // SAFETY: non-zero size.
+        let p = unsafe { std::alloc::alloc(layout) };
+        if p.is_null() {
+            return Err(AccError::OutOfMemory { bytes });
+        }
+        self.used.fetch_add(size, Ordering::Relaxed);
+        self.blocks.lock().unwrap_or_else(|e| e.into_inner()).insert(p as u64, layout);
+        Ok(p as u64)
+    }
+
+    fn free(&self, q: QueueId, dev: u64) -> Result<()> {
+        let layout = self
+            .blocks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&dev)
+            .ok_or_else(|| AccError::InvalidArgument(format!("{dev:#x} is not an allocated device address")))?;
+        let p = SendPtr(dev as usize);
+        let used = layout.size();
+        self.used.fetch_sub(used, Ordering::Relaxed);
+        self.run(
+            q,
+            Box::new(move || {
+                let p = p;
+                // SAFETY: allocated above with this layout, removed from the table once.
+                unsafe { std::alloc::dealloc(p.0 as *mut u8, layout) }
+            }),
+        );
+        Ok(())
+    }
+
+    fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
+        self.check_block(dev, bytes)?;
+        let (d, h) = (SendPtr(dev as usize), SendPtr(host as usize));
+        self.run(
+            q,
+            Box::new(move || {
+                let (d, h) = (d, h);
+                // SAFETY: dev range checked; the host range is the caller's, valid until the
+                // copy completes (the specification's rule for async copies).
+                unsafe { std::ptr::copy_nonoverlapping(h.0 as *const u8, d.0 as *mut u8, bytes) }
+            }),
+        );
+        Ok(())
+    }
+
+    fn download(&self, q: QueueId, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
+        self.check_block(dev, bytes)?;
+        let (d, h) = (SendPtr(dev as usize), SendPtr(host as usize));
+        self.run(
+            q,
+            Box::new(move || {
+                let (d, h) = (d, h);
+                // SAFETY: as in upload.
+                unsafe { std::ptr::copy_nonoverlapping(d.0 as *const u8, h.0 as *mut u8, bytes) }
+            }),
+        );
+        Ok(())
+    }
+
+    fn copy_d2d(&self, q: QueueId, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        self.check_block(dst, bytes)?;
+        self.check_block(src, bytes)?;
+        let (d, s) = (SendPtr(dst as usize), SendPtr(src as usize));
+        self.run(
+            q,
+            Box::new(move || {
+                let (d, s) = (d, s);
+                // SAFETY: both ranges are device blocks; memmove semantics for overlap.
+                unsafe { std::ptr::copy(s.0 as *const u8, d.0 as *mut u8, bytes) }
+            }),
+        );
+        Ok(())
+    }
+
+    fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<()> {
+        let Some(host) = k.host.clone() else {
+            return Err(AccError::InvalidArgument(format!(
+                "kernel {} has no host implementation for the emulated device",
+                k.name.to_string_lossy()
+            )));
+        };
+        let args = k.args.clone();
+        // A serial construct (one gang) runs on one thread, like on the device.
+        let threads = if k.gangs > 1 { self.threads } else { 1 };
+        let (work, red) = (k.work, k.reduction);
+        self.run(
+            q,
+            Box::new(move || {
+                let v = run_kernel(&host, work, &args, red, threads);
+                if let Some(RedSlot(p)) = slot {
+                    // SAFETY: the runtime keeps the slot alive until this job has run.
+                    unsafe { p.write(v) }
+                }
+            }),
+        );
+        Ok(())
+    }
+
+    fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()> {
+        self.run(q, job);
+        Ok(())
+    }
+
+    fn wait(&self, q: QueueId) -> Result<()> {
+        if q == SYNC {
+            return Ok(());
+        }
+        let queue = self.queues.lock().unwrap_or_else(|e| e.into_inner()).get(&q).cloned();
+        if let Some(queue) = queue {
+            let target = queue.submitted();
+            queue.wait_for(target);
+        }
+        Ok(())
+    }
+
+    fn test(&self, q: QueueId) -> bool {
+        let queue = self.queues.lock().unwrap_or_else(|e| e.into_inner()).get(&q).cloned();
+        queue.is_none_or(|q| q.idle())
+    }
+
+    fn queues(&self) -> Vec<QueueId> {
+        let mut v: Vec<_> = self.queues.lock().unwrap_or_else(|e| e.into_inner()).keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn queue_wait(&self, waiter: QueueId, on: QueueId) -> Result<()> {
+        if waiter == on {
+            return Ok(());
+        }
+        let target_queue = self.queues.lock().unwrap_or_else(|e| e.into_inner()).get(&on).cloned();
+        let Some(target_queue) = target_queue else { return Ok(()) };
+        let target = target_queue.submitted();
+        if waiter == SYNC {
+            target_queue.wait_for(target);
+            return Ok(());
+        }
+        self.queue(waiter).submit(Box::new(move || target_queue.wait_for(target)));
+        Ok(())
+    }
+
+    fn native_stream(&self, _q: QueueId) -> *mut c_void {
+        std::ptr::null_mut()
+    }
+
+    fn set_native_stream(&self, _q: QueueId, _stream: *mut c_void) -> bool {
+        false
+    }
+
+    fn shutdown(&self) {
+        for q in self.queues() {
+            let _ = self.wait(q);
+        }
+        // Dropping the senders ends the workers.
+        self.queues.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        for (p, l) in std::mem::take(&mut *blocks) {
+            // SAFETY: every block was allocated with its layout and is freed once.
+            unsafe { std::alloc::dealloc(p as *mut u8, l) };
+        }
+        self.used.store(0, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,207 @@
+//! Device backends. The runtime above them owns the present table, the events and the OpenACC
+//! semantics; a backend only allocates, copies, launches and orders work on queues.
+//!
+//! Queues: `SYNC` (-2) is the synchronous queue (work on it is complete when the call returns,
+//! and it is not ordered with the async queues, as the specification allows); any other value is
+//! an async queue, created on first use, whose work runs in submission order.
+
+pub mod cuda;
+pub mod emulated;
+
+use crate::error::Result;
+use crate::profiling::dispatch::ApiHandles;
+use accprof_abi::acc_device_t;
+use std::ffi::{c_char, c_void, CStr};
+use std::ops::Range;
+use std::sync::Arc;
+
+pub type QueueId = i64;
+/// The synchronous queue.
+pub const SYNC: QueueId = -2;
+
+/// `acc_device_host_nonshm`: GCC's old number for a host device with separate memory, which is
+/// exactly what the emulated device is. It is what `acc_get_device_type` and the events report
+/// while the emulated device runs.
+pub const ACC_DEVICE_EMULATED: acc_device_t = acc_device_t(3);
+
+/// One kernel argument: 8 bytes, read as a device pointer, a signed integer or a double.
+/// (C: `accshim_val`, a union of `void *`, `long long` and `double`.)
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Val(pub u64);
+
+impl Val {
+    pub fn ptr<T>(self) -> *mut T {
+        self.0 as usize as *mut T
+    }
+    pub fn i64(self) -> i64 {
+        self.0 as i64
+    }
+    pub fn usize(self) -> usize {
+        self.0 as usize
+    }
+    pub fn f64(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+    pub fn from_i64(v: i64) -> Val {
+        Val(v as u64)
+    }
+    pub fn from_f64(v: f64) -> Val {
+        Val(v.to_bits())
+    }
+}
+
+/// The resolved arguments a host kernel receives: device pointers already translated.
+pub type Args<'a> = &'a [Val];
+
+/// A kernel's host implementation: runs iterations `range` of the loop and returns its partial
+/// reduction value (ignored when the kernel has no reduction).
+pub type HostFn = dyn Fn(Range<usize>, &[Val]) -> f64 + Send + Sync;
+
+/// C host kernel: `double fn(size_t begin, size_t end, const accshim_val *args, void *user)`.
+pub type CHostFn = unsafe extern "C" fn(usize, usize, *const Val, *mut c_void) -> f64;
+
+#[derive(Clone)]
+pub enum HostKernel {
+    Rust(Arc<HostFn>),
+    C { f: CHostFn, user: usize },
+}
+
+impl HostKernel {
+    pub fn call(&self, r: Range<usize>, args: &[Val]) -> f64 {
+        match self {
+            HostKernel::Rust(f) => f(r, args),
+            // SAFETY: the C caller promised a function of this signature; args outlive the call.
+            HostKernel::C { f, user } => unsafe { f(r.start, r.end, args.as_ptr(), *user as *mut c_void) },
+        }
+    }
+}
+
+/// A reduction over the kernel's iterations (doubles; max, min or sum).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedOp {
+    Sum,
+    Max,
+    Min,
+}
+
+impl RedOp {
+    pub fn identity(self) -> f64 {
+        match self {
+            RedOp::Sum => 0.0,
+            RedOp::Max => f64::NEG_INFINITY,
+            RedOp::Min => f64::INFINITY,
+        }
+    }
+    pub fn combine(self, a: f64, b: f64) -> f64 {
+        match self {
+            RedOp::Sum => a + b,
+            RedOp::Max => a.max(b),
+            RedOp::Min => a.min(b),
+        }
+    }
+}
+
+/// Everything a backend needs to run one kernel.
+#[derive(Clone)]
+pub struct LaunchSpec {
+    pub name: &'static CStr,
+    pub host: Option<HostKernel>,
+    /// CUDA C source (compiled by NVRTC, entry point `name`) or PTX text (starts with ".version"
+    /// or "//"). Parameters: the args, then (with a reduction) a `double *` result cell.
+    pub cuda_src: Option<*const c_char>,
+    /// Length of `cuda_src` in bytes (it need not be NUL-terminated).
+    pub cuda_len: usize,
+    pub work: usize,
+    pub gangs: u32,
+    pub workers: u32,
+    pub vector: u32,
+    pub args: Vec<Val>,
+    pub reduction: Option<RedOp>,
+}
+
+// SAFETY: cuda_src points at a static NUL-terminated string.
+unsafe impl Send for LaunchSpec {}
+unsafe impl Sync for LaunchSpec {}
+
+/// Where a reduction's result lands: host memory the backend writes when the kernel (and the
+/// result's copy back) completes in queue order.
+#[derive(Clone, Copy, Debug)]
+pub struct RedSlot(pub *mut f64);
+unsafe impl Send for RedSlot {}
+
+/// A host function run in queue order.
+pub type HostJob = Box<dyn FnOnce() + Send>;
+
+/// What a device can report through acc_get_property.
+#[derive(Clone, Debug, Default)]
+pub struct Properties {
+    pub memory: usize,
+    pub free_memory: usize,
+    pub name: String,
+    pub vendor: String,
+    pub driver: String,
+}
+
+pub trait Backend: Send + Sync {
+    /// What `acc_get_device_type` and the events report.
+    fn device_type(&self) -> acc_device_t;
+    fn describe(&self) -> String;
+    fn properties(&self) -> Properties;
+    /// Handles for `acc_api_info`; `q` selects the async handle (stream).
+    fn handles(&self, q: Option<QueueId>) -> ApiHandles;
+
+    fn alloc(&self, bytes: usize) -> Result<u64>;
+    /// Frees after the work already queued on `q` is done.
+    fn free(&self, q: QueueId, dev: u64) -> Result<()>;
+
+    /// Host to device. On an async queue the host memory is read when the copy runs.
+    fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()>;
+    /// Device to host. On an async queue the host memory is written when the copy runs.
+    fn download(&self, q: QueueId, host: *mut u8, dev: u64, bytes: usize) -> Result<()>;
+    fn copy_d2d(&self, q: QueueId, dst: u64, src: u64, bytes: usize) -> Result<()>;
+    /// Writes an 8-byte value into device memory (pointer attachment).
+    fn write_u64(&self, q: QueueId, dev: u64, value: u64) -> Result<()> {
+        let boxed = Box::new(value);
+        self.upload(q, dev, (&*boxed as *const u64).cast(), 8)?;
+        // Keep the source alive until the copy has run.
+        self.host_fn(q, Box::new(move || drop(boxed)))
+    }
+
+    /// Launches; with a reduction, its result is written to `slot` in queue order.
+    fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<()>;
+    /// Runs `job` on the host after the work queued on `q` so far.
+    fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()>;
+
+    /// Blocks until `q` is empty.
+    fn wait(&self, q: QueueId) -> Result<()>;
+    /// True if `q` is empty (an unknown queue is empty).
+    fn test(&self, q: QueueId) -> bool;
+    /// Queues that exist (have been used).
+    fn queues(&self) -> Vec<QueueId>;
+    /// Makes `waiter` wait for the work queued on `on` so far, without blocking the host.
+    fn queue_wait(&self, waiter: QueueId, on: QueueId) -> Result<()>;
+
+    /// The native stream of a queue (acc_get_cuda_stream); null where there is none.
+    fn native_stream(&self, q: QueueId) -> *mut c_void;
+    /// Uses `stream` for queue `q` (acc_set_cuda_stream). False if not supported.
+    fn set_native_stream(&self, q: QueueId, stream: *mut c_void) -> bool;
+
+    /// Waits for everything and releases the device.
+    fn shutdown(&self);
+}
+
+/// Splits `0..n` into at most `parts` contiguous chunks.
+pub fn chunks(n: usize, parts: usize) -> Vec<Range<usize>> {
+    let parts = parts.clamp(1, n.max(1));
+    let base = n / parts;
+    let extra = n % parts;
+    let mut out = Vec::with_capacity(parts);
+    let mut start = 0;
+    for i in 0..parts {
+        let len = base + usize::from(i < extra);
+        out.push(start..start + len);
+        start += len;
+    }
+    out
+}

@@ -1,0 +1,364 @@
+//! Data movement with the specification's present-table semantics and every data event:
+//! alloc, create, enqueue_upload at entry; enqueue_download, delete, free at exit; uploads or
+//! downloads for updates. Used by the constructs (src/construct.rs) and by the API routines
+//! (src/ffi/api.rs) alike.
+//!
+//! The present-table lock is never held while a callback runs: each step changes the table
+//! under the lock, releases it, then dispatches the events of what it did.
+
+use crate::backend::QueueId;
+use crate::error::{AccError, Result};
+use crate::present::{Entry, Lookup};
+use crate::profiling::dispatch::{self, DataInfo, EvCtx};
+use crate::runtime::Runtime;
+use accprof_abi::acc_event_t;
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_void};
+
+/// The data clauses of the construct API (C: `ACCSHIM_*` constants, same numbers).
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClauseKind {
+    Copy = 0,
+    CopyIn = 1,
+    CopyOut = 2,
+    Create = 3,
+    Present = 4,
+    NoCreate = 5,
+    DevicePtr = 6,
+    Delete = 7,
+    Attach = 8,
+    Detach = 9,
+    /// update device(...)
+    UpdateDevice = 10,
+    /// update self(...) / update host(...)
+    UpdateSelf = 11,
+}
+
+impl ClauseKind {
+    pub fn from_i32(v: i32) -> Option<ClauseKind> {
+        use ClauseKind::*;
+        Some(match v {
+            0 => Copy,
+            1 => CopyIn,
+            2 => CopyOut,
+            3 => Create,
+            4 => Present,
+            5 => NoCreate,
+            6 => DevicePtr,
+            7 => Delete,
+            8 => Attach,
+            9 => Detach,
+            10 => UpdateDevice,
+            11 => UpdateSelf,
+            _ => return None,
+        })
+    }
+}
+
+/// One variable in a data clause: host address and length of the section, and its text as
+/// written (`A[0:n]`), which the events report as var_name.
+#[derive(Clone, Copy, Debug)]
+pub struct Clause {
+    pub kind: ClauseKind,
+    pub host: *const c_void,
+    pub bytes: usize,
+    pub name: *const c_char,
+    /// The compiler determined this data attribute (not written in a clause): events say implicit=1.
+    pub implicit: bool,
+}
+
+// SAFETY: `host` is only an address here; `name` is a static string.
+unsafe impl Send for Clause {}
+unsafe impl Sync for Clause {}
+
+/// One operation's context: the runtime, its event context, and the queue it runs on.
+#[derive(Clone, Copy)]
+pub struct Op {
+    pub rt: &'static Runtime,
+    pub ctx: EvCtx,
+    pub q: QueueId,
+}
+
+impl Op {
+    fn clause_ctx(&self, c: &Clause) -> EvCtx {
+        let mut ctx = self.ctx;
+        ctx.implicit = c.implicit;
+        ctx
+    }
+}
+
+/// What an entry did, so that the matching exit undoes exactly that.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entered {
+    /// A present-table reference was taken; the device address of the section.
+    Mapped(u64),
+    /// Nothing was mapped (no_create of absent data, deviceptr): the address to use on the device.
+    Unmapped(u64),
+}
+
+impl Entered {
+    pub fn device_addr(self) -> u64 {
+        match self {
+            Entered::Mapped(d) | Entered::Unmapped(d) => d,
+        }
+    }
+}
+
+fn info(host: usize, bytes: usize, dev: u64, name: *const c_char) -> DataInfo {
+    DataInfo { var_name: name, bytes, host_ptr: host as *const c_void, device_ptr: dev as usize as *const c_void }
+}
+
+/// Copies host -> device with enqueue_upload start/end around it.
+pub fn upload(op: &Op, ctx: &EvCtx, host: usize, dev: u64, bytes: usize, name: *const c_char) -> Result<()> {
+    let d = info(host, bytes, dev, name);
+    let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
+    let r = op.rt.backend.upload(op.q, dev, host as *const u8, bytes);
+    dispatch::data_end(acc_event_t::ENQUEUE_UPLOAD_END, ctx, &d, t);
+    r
+}
+
+/// Copies device -> host with enqueue_download start/end around it.
+pub fn download(op: &Op, ctx: &EvCtx, host: usize, dev: u64, bytes: usize, name: *const c_char) -> Result<()> {
+    let d = info(host, bytes, dev, name);
+    let t = dispatch::data_start(acc_event_t::ENQUEUE_DOWNLOAD_START, ctx, &d);
+    let r = op.rt.backend.download(op.q, host as *mut u8, dev, bytes);
+    dispatch::data_end(acc_event_t::ENQUEUE_DOWNLOAD_END, ctx, &d, t);
+    r
+}
+
+/// Data entry for one clause: structured (data construct, compute construct) or dynamic
+/// (enter data, acc_copyin/acc_create).
+pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
+    let host = c.host as usize;
+    let ctx = op.clause_ctx(c);
+    match c.kind {
+        ClauseKind::DevicePtr => return Ok(Entered::Unmapped(host as u64)),
+        ClauseKind::Attach => {
+            attach(op, &ctx, host, c.name)?;
+            return Ok(Entered::Mapped(0));
+        }
+        ClauseKind::Detach | ClauseKind::Delete | ClauseKind::UpdateDevice | ClauseKind::UpdateSelf => {
+            return Err(AccError::InvalidArgument(format!("{:?} is not an entry clause", c.kind)));
+        }
+        _ => {}
+    }
+    if host == 0 {
+        // A NULL section (an unallocated array) is ignored, like GCC does.
+        return Ok(Entered::Unmapped(0));
+    }
+    let mut table = op.rt.table();
+    match table.lookup(host, c.bytes, c.name)? {
+        Lookup::Present { key, dev } => {
+            let e = table.get_mut(key).expect("looked up");
+            if dynamic {
+                e.dynamic += 1;
+            } else {
+                e.structured += 1;
+            }
+            Ok(Entered::Mapped(dev))
+        }
+        Lookup::Absent => match c.kind {
+            ClauseKind::Present => {
+                Err(AccError::NotPresent { host, bytes: c.bytes, name: crate::present::cstr_lossy(c.name) })
+            }
+            ClauseKind::NoCreate => Ok(Entered::Unmapped(host as u64)),
+            _ => {
+                let dev = op.rt.backend.alloc(c.bytes)?;
+                table.insert(Entry {
+                    host,
+                    bytes: c.bytes,
+                    dev,
+                    structured: u32::from(!dynamic),
+                    dynamic: u32::from(dynamic),
+                    mapped: false,
+                    name: c.name,
+                    attached: BTreeMap::new(),
+                });
+                drop(table);
+                let d = info(host, c.bytes, dev, c.name);
+                dispatch::data_point(acc_event_t::ALLOC, &ctx, &d);
+                dispatch::data_point(acc_event_t::CREATE, &ctx, &d);
+                if matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyIn) {
+                    upload(op, &ctx, host, dev, c.bytes, c.name)?;
+                }
+                Ok(Entered::Mapped(dev))
+            }
+        },
+    }
+}
+
+/// Data exit for one clause. `copyout` is whether data goes back to the host when the last
+/// reference goes (copy, copyout); `finalize` zeroes the dynamic counter.
+pub fn exit(op: &Op, c: &Clause, dynamic: bool, finalize: bool) -> Result<()> {
+    let host = c.host as usize;
+    let ctx = op.clause_ctx(c);
+    match c.kind {
+        ClauseKind::DevicePtr => return Ok(()),
+        ClauseKind::Attach | ClauseKind::Detach => return detach(op, &ctx, host, c.name, finalize),
+        _ => {}
+    }
+    if host == 0 {
+        return Ok(());
+    }
+    let copyout = matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyOut);
+    let mut table = op.rt.table();
+    let key = match table.lookup(host, c.bytes, c.name)? {
+        // Exit of data that is not present: no action (OpenACC 3.x).
+        Lookup::Absent => return Ok(()),
+        Lookup::Present { key, .. } => key,
+    };
+    let e = table.get_mut(key).expect("looked up");
+    if dynamic {
+        if e.mapped {
+            // acc_map_data'd data is only removed by acc_unmap_data.
+            return Ok(());
+        }
+        e.dynamic = if finalize { 0 } else { e.dynamic.saturating_sub(1) };
+    } else {
+        e.structured = e.structured.saturating_sub(1);
+    }
+    if e.total_refs() > 0 || e.mapped {
+        return Ok(());
+    }
+    let e = table.remove(key).expect("present");
+    drop(table);
+    release(op, &ctx, e, copyout)
+}
+
+/// Removes an entry whose references are gone: copy back, delete, free (with their events).
+fn release(op: &Op, ctx: &EvCtx, e: Entry, copyout: bool) -> Result<()> {
+    if copyout {
+        download(op, ctx, e.host, e.dev, e.bytes, e.name)?;
+    }
+    let d = info(e.host, e.bytes, e.dev, e.name);
+    dispatch::data_point(acc_event_t::DELETE, ctx, &d);
+    if !e.mapped {
+        op.rt.backend.free(op.q, e.dev)?;
+        dispatch::data_point(acc_event_t::FREE, ctx, &d);
+    }
+    Ok(())
+}
+
+/// `update device` / `update self` of one section.
+pub fn update(op: &Op, c: &Clause, if_present: bool) -> Result<()> {
+    let host = c.host as usize;
+    if host == 0 || c.bytes == 0 {
+        return Ok(());
+    }
+    let ctx = op.clause_ctx(c);
+    let dev = match op.rt.table().lookup(host, c.bytes, c.name)? {
+        Lookup::Present { dev, .. } => dev,
+        Lookup::Absent if if_present => return Ok(()),
+        Lookup::Absent => {
+            return Err(AccError::NotPresent { host, bytes: c.bytes, name: crate::present::cstr_lossy(c.name) })
+        }
+    };
+    match c.kind {
+        ClauseKind::UpdateDevice => upload(op, &ctx, host, dev, c.bytes, c.name),
+        ClauseKind::UpdateSelf => download(op, &ctx, host, dev, c.bytes, c.name),
+        other => Err(AccError::InvalidArgument(format!("{other:?} is not an update clause"))),
+    }
+}
+
+/// The device address of a host address inside present data.
+pub fn device_addr(rt: &Runtime, host: usize) -> Option<u64> {
+    rt.table().containing(host).map(|e| e.dev + (host - e.host) as u64)
+}
+
+const ATTACH_NAME: *const c_char = c".attach.".as_ptr();
+const DETACH_NAME: *const c_char = c".detach.".as_ptr();
+
+/// Attaches the pointer stored at host address `ptr_addr`: its device copy gets the device
+/// address of what it points to. Counted per pointer, as the specification says.
+pub fn attach(op: &Op, ctx: &EvCtx, ptr_addr: usize, _name: *const c_char) -> Result<()> {
+    if ptr_addr == 0 {
+        return Err(AccError::InvalidArgument("attach of a NULL pointer address".into()));
+    }
+    // SAFETY: the caller passes the address of a pointer variable (acc_attach's contract).
+    let target = unsafe { *(ptr_addr as *const usize) };
+    let mut table = op.rt.table();
+    let target_dev = table.containing(target).map(|e| e.dev + (target - e.host) as u64);
+    let Some(e) = table.containing_mut(ptr_addr) else {
+        return Err(AccError::NotPresent { host: ptr_addr, bytes: 8, name: "pointer to attach".into() });
+    };
+    let slot_dev = e.dev + (ptr_addr - e.host) as u64;
+    let count = e.attached.entry(ptr_addr).or_insert(0);
+    *count += 1;
+    if *count > 1 {
+        return Ok(());
+    }
+    let Some(target_dev) = target_dev else {
+        *count -= 1;
+        return Err(AccError::NotPresent { host: target, bytes: 1, name: "attach target".into() });
+    };
+    drop(table);
+    let d = info(ptr_addr, 8, slot_dev, ATTACH_NAME);
+    let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
+    let r = op.rt.backend.write_u64(op.q, slot_dev, target_dev);
+    dispatch::data_end(acc_event_t::ENQUEUE_UPLOAD_END, ctx, &d, t);
+    r
+}
+
+/// Detaches: when the count reaches zero the device copy gets the host pointer value back.
+pub fn detach(op: &Op, ctx: &EvCtx, ptr_addr: usize, _name: *const c_char, finalize: bool) -> Result<()> {
+    let mut table = op.rt.table();
+    let Some(e) = table.containing_mut(ptr_addr) else { return Ok(()) };
+    let slot_dev = e.dev + (ptr_addr - e.host) as u64;
+    let Some(count) = e.attached.get_mut(&ptr_addr) else { return Ok(()) };
+    *count = if finalize { 0 } else { count.saturating_sub(1) };
+    if *count > 0 {
+        return Ok(());
+    }
+    e.attached.remove(&ptr_addr);
+    drop(table);
+    // SAFETY: as in attach.
+    let host_value = unsafe { *(ptr_addr as *const u64) };
+    let d = info(ptr_addr, 8, slot_dev, DETACH_NAME);
+    let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
+    let r = op.rt.backend.write_u64(op.q, slot_dev, host_value);
+    dispatch::data_end(acc_event_t::ENQUEUE_UPLOAD_END, ctx, &d, t);
+    r
+}
+
+/// acc_map_data: make `[host, host+bytes)` present at `dev` (user-owned device memory).
+pub fn map(op: &Op, host: usize, dev: u64, bytes: usize) -> Result<()> {
+    let mut table = op.rt.table();
+    match table.lookup(host, bytes, std::ptr::null())? {
+        Lookup::Present { .. } => {
+            return Err(AccError::InvalidArgument(format!("acc_map_data: [{host:#x},+{bytes}] is already present")))
+        }
+        Lookup::Absent => {}
+    }
+    table.insert(Entry {
+        host,
+        bytes,
+        dev,
+        structured: 0,
+        dynamic: 1,
+        mapped: true,
+        name: std::ptr::null(),
+        attached: BTreeMap::new(),
+    });
+    drop(table);
+    dispatch::data_point(acc_event_t::CREATE, &op.ctx, &info(host, bytes, dev, std::ptr::null()));
+    Ok(())
+}
+
+/// acc_unmap_data.
+pub fn unmap(op: &Op, host: usize) -> Result<()> {
+    let mut table = op.rt.table();
+    let ok = table.get(host).is_some_and(|e| e.mapped);
+    if !ok {
+        return Err(AccError::InvalidArgument(format!("acc_unmap_data: {host:#x} was not mapped by acc_map_data")));
+    }
+    if table.get(host).is_some_and(|e| e.structured > 0) {
+        return Err(AccError::InvalidArgument(format!(
+            "acc_unmap_data: {host:#x} is still in use by a data construct"
+        )));
+    }
+    let e = table.remove(host).expect("checked");
+    drop(table);
+    dispatch::data_point(acc_event_t::DELETE, &op.ctx, &info(e.host, e.bytes, e.dev, e.name));
+    Ok(())
+}

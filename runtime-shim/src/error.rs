@@ -1,0 +1,96 @@
+//! Runtime errors. The specification says an error in a data clause, an API call or an async
+//! argument is a runtime error: like GCC's and NVHPC's runtimes, the shim prints the message on
+//! stderr and aborts the program. Nothing here unwinds into C.
+
+use crate::loc::Loc;
+use std::ffi::CStr;
+use std::fmt;
+
+/// The error classes of OpenACC 3.x (`acc_error_*`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AccError {
+    /// Data was required present but is not (`acc_error_not_present`).
+    NotPresent { host: usize, bytes: usize, name: String },
+    /// Part of a host range is present and part is not (`acc_error_partly_present`).
+    PartlyPresent { host: usize, bytes: usize, name: String, present_host: usize, present_bytes: usize },
+    /// An async argument that is neither a queue number nor acc_async_noval/acc_async_sync.
+    InvalidAsync(i64),
+    /// The requested device type or number is not available (`acc_error_device_unavailable`).
+    DeviceUnavailable(String),
+    /// The device could not allocate (`acc_error_out_of_memory`).
+    OutOfMemory { bytes: usize },
+    /// A device (driver) operation failed.
+    Device(String),
+    /// An argument that the specification forbids (NULL where data is required, unmapping data
+    /// that was not mapped, freeing a pointer that is not device memory, ...).
+    InvalidArgument(String),
+}
+
+impl AccError {
+    /// The specification's name for this class.
+    pub fn class(&self) -> &'static str {
+        match self {
+            AccError::NotPresent { .. } => "acc_error_not_present",
+            AccError::PartlyPresent { .. } => "acc_error_partly_present",
+            AccError::InvalidAsync(_) => "acc_error_invalid_async",
+            AccError::DeviceUnavailable(_) => "acc_error_device_unavailable",
+            AccError::OutOfMemory { .. } => "acc_error_out_of_memory",
+            AccError::Device(_) => "acc_error_device_failure",
+            AccError::InvalidArgument(_) => "acc_error_invalid_argument",
+        }
+    }
+}
+
+fn named(name: &str) -> String {
+    if name.is_empty() { String::new() } else { format!(" ({name})") }
+}
+
+impl fmt::Display for AccError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AccError::NotPresent { host, bytes, name } => {
+                write!(f, "data [{host:#x},+{bytes}]{} is not present on the device", named(name))
+            }
+            AccError::PartlyPresent { host, bytes, name, present_host, present_bytes } => write!(
+                f,
+                "data [{host:#x},+{bytes}]{} is partly present on the device: present is [{present_host:#x},+{present_bytes}]",
+                named(name)
+            ),
+            AccError::InvalidAsync(a) => write!(f, "invalid async argument {a}"),
+            AccError::DeviceUnavailable(s) => write!(f, "device unavailable: {s}"),
+            AccError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
+            AccError::Device(s) => write!(f, "device failure: {s}"),
+            AccError::InvalidArgument(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, AccError>;
+
+/// Reports a runtime error and ends the program, as the specification requires.
+#[cold]
+pub fn fatal(err: &AccError, what: &str, loc: &Loc) -> ! {
+    let mut place = String::new();
+    if !loc.file.is_null() && loc.line >= 0 {
+        // SAFETY: Loc pointers are NUL-terminated static strings.
+        let file = unsafe { CStr::from_ptr(loc.file) }.to_string_lossy();
+        place = format!(" at {file}:{}", loc.line);
+    }
+    eprintln!("accshim: OpenACC runtime error [{}] in {what}{place}: {err}", err.class());
+    std::process::abort()
+}
+
+/// Unwraps or reports and aborts.
+pub trait OrFatal<T> {
+    fn or_fatal(self, what: &str, loc: &Loc) -> T;
+}
+
+impl<T> OrFatal<T> for Result<T> {
+    #[inline]
+    fn or_fatal(self, what: &str, loc: &Loc) -> T {
+        match self {
+            Ok(v) => v,
+            Err(e) => fatal(&e, what, loc),
+        }
+    }
+}

@@ -1,0 +1,530 @@
+//! The OpenACC runtime library routines (specification chapter 3) with their C names and
+//! signatures. Data routines dispatch the same events as the directives, with
+//! parent_construct = acc_construct_runtime_api: enter_data start/end around acc_copyin and
+//! acc_create, exit_data start/end around acc_copyout and acc_delete, update start/end around
+//! acc_update_*, and alloc/create/upload/download/delete/free inside.
+
+use super::guard;
+use crate::backend::{QueueId, SYNC};
+use crate::data::{self, Clause, ClauseKind, Op};
+use crate::error::{AccError, OrFatal, Result};
+use crate::loc::Loc;
+use crate::profiling::dispatch::{self, DataInfo};
+use crate::runtime::{self, ACC_ASYNC_NOVAL, ACC_ASYNC_SYNC};
+use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::Ordering;
+
+const API: acc_construct_t = acc_construct_t::RUNTIME_API;
+const NOWHERE: Loc = Loc::UNKNOWN;
+
+fn op(async_: c_int) -> Result<Op> {
+    let rt = runtime::get(API, &NOWHERE);
+    let q = rt.queue_of(async_ as i64)?;
+    Ok(Op { rt, ctx: rt.ctx(API, false, &NOWHERE, async_ as i64, q), q })
+}
+
+fn clause(kind: ClauseKind, h: *mut c_void, bytes: usize) -> Clause {
+    Clause { kind, host: h, bytes, name: std::ptr::null(), implicit: false }
+}
+
+fn run<T>(what: &str, f: impl FnOnce() -> Result<T>) -> T {
+    guard(what, || f().or_fatal(what, &NOWHERE))
+}
+
+// ----- devices -----
+
+#[no_mangle]
+pub extern "C" fn acc_get_num_devices(t: acc_device_t) -> c_int {
+    guard("acc_get_num_devices", || runtime::num_devices(t))
+}
+
+#[no_mangle]
+pub extern "C" fn acc_set_device_type(t: acc_device_t) {
+    run("acc_set_device_type", || {
+        if let Some(rt) = runtime::current() {
+            if runtime::resolve_type(t) != rt.device_type {
+                // Switching device type: shut the current one down first, like GCC does.
+                runtime::shutdown(API, &NOWHERE);
+            }
+        }
+        runtime::select_type(t)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_get_device_type() -> acc_device_t {
+    guard("acc_get_device_type", || runtime::selected().0)
+}
+
+#[no_mangle]
+pub extern "C" fn acc_set_device_num(n: c_int, t: acc_device_t) {
+    run("acc_set_device_num", || {
+        if let Some(rt) = runtime::current() {
+            if rt.device_num != n || runtime::resolve_type(t) != rt.device_type {
+                runtime::shutdown(API, &NOWHERE);
+            }
+        }
+        runtime::select_num(n, t)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_get_device_num(t: acc_device_t) -> c_int {
+    guard("acc_get_device_num", || {
+        let (cur, n) = runtime::selected();
+        if runtime::resolve_type(t) == cur { n } else { 0 }
+    })
+}
+
+/// acc_device_property_t values (GCC's numbering).
+const PROP_MEMORY: c_int = 1;
+const PROP_FREE_MEMORY: c_int = 2;
+const PROP_NAME: c_int = 0x10001;
+const PROP_VENDOR: c_int = 0x10002;
+const PROP_DRIVER: c_int = 0x10003;
+
+fn props(n: c_int, t: acc_device_t) -> Option<crate::backend::Properties> {
+    let (cur, num) = runtime::selected();
+    if runtime::resolve_type(t) != cur || n != num {
+        return None;
+    }
+    Some(runtime::get(API, &NOWHERE).backend.properties())
+}
+
+#[no_mangle]
+pub extern "C" fn acc_get_property(n: c_int, t: acc_device_t, p: c_int) -> usize {
+    guard("acc_get_property", || {
+        let Some(pr) = props(n, t) else { return 0 };
+        match p {
+            PROP_MEMORY => pr.memory,
+            PROP_FREE_MEMORY => pr.free_memory,
+            _ => 0,
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_get_property_string(n: c_int, t: acc_device_t, p: c_int) -> *const c_char {
+    guard("acc_get_property_string", || {
+        let Some(pr) = props(n, t) else { return std::ptr::null() };
+        let s = match p {
+            PROP_NAME => pr.name,
+            PROP_VENDOR => pr.vendor,
+            PROP_DRIVER => pr.driver,
+            _ => return std::ptr::null(),
+        };
+        crate::loc::intern(&s).as_ptr()
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_init(t: acc_device_t) {
+    run("acc_init", || {
+        if runtime::current().is_none() {
+            runtime::select_type(t)?;
+        }
+        runtime::init(API, false, &NOWHERE).map(|_| ())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_shutdown(_t: acc_device_t) {
+    guard("acc_shutdown", || runtime::shutdown(API, &NOWHERE))
+}
+
+/// Host code runs on the host: true for acc_device_host (and none), false for the devices.
+#[no_mangle]
+pub extern "C" fn acc_on_device(t: acc_device_t) -> c_int {
+    c_int::from(matches!(t, acc_device_t::HOST | acc_device_t::NONE))
+}
+
+// ----- async queues -----
+
+#[no_mangle]
+pub extern "C" fn acc_async_test(a: c_int) -> c_int {
+    run("acc_async_test", || {
+        runtime::check_async(a as i64)?;
+        let Some(rt) = runtime::current() else { return Ok(1) };
+        Ok(c_int::from(rt.backend.test(rt.queue_of(a as i64)?)))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_async_test_all() -> c_int {
+    guard("acc_async_test_all", || {
+        let Some(rt) = runtime::current() else { return 1 };
+        c_int::from(rt.backend.queues().into_iter().all(|q| rt.backend.test(q)))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_wait(a: c_int) {
+    run("acc_wait", || {
+        runtime::check_async(a as i64)?;
+        let rt = runtime::get(API, &NOWHERE);
+        crate::construct::wait_on(rt, API, false, &NOWHERE, Some(&[a as i64]), ACC_ASYNC_SYNC)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_async_wait(a: c_int) {
+    acc_wait(a)
+}
+
+#[no_mangle]
+pub extern "C" fn acc_wait_async(a: c_int, on: c_int) {
+    run("acc_wait_async", || {
+        runtime::check_async(a as i64)?;
+        let rt = runtime::get(API, &NOWHERE);
+        crate::construct::wait_on(rt, API, false, &NOWHERE, Some(&[a as i64]), on as i64)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_wait_all() {
+    run("acc_wait_all", || {
+        let Some(rt) = runtime::current() else { return Ok(()) };
+        crate::construct::wait_on(rt, API, false, &NOWHERE, None, ACC_ASYNC_SYNC)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_async_wait_all() {
+    acc_wait_all()
+}
+
+#[no_mangle]
+pub extern "C" fn acc_wait_all_async(on: c_int) {
+    run("acc_wait_all_async", || {
+        let rt = runtime::get(API, &NOWHERE);
+        crate::construct::wait_on(rt, API, false, &NOWHERE, None, on as i64)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_get_default_async() -> c_int {
+    guard("acc_get_default_async", || {
+        runtime::current().map_or(ACC_ASYNC_NOVAL, |rt| rt.default_async.load(Ordering::Relaxed)) as c_int
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_set_default_async(a: c_int) {
+    run("acc_set_default_async", || {
+        let a = a as i64;
+        if a < ACC_ASYNC_NOVAL {
+            // acc_async_sync cannot be the default async queue.
+            return Err(AccError::InvalidAsync(a));
+        }
+        runtime::get(API, &NOWHERE).default_async.store(a, Ordering::Relaxed);
+        Ok(())
+    })
+}
+
+// ----- memory -----
+
+#[no_mangle]
+pub extern "C" fn acc_malloc(bytes: usize) -> *mut c_void {
+    guard("acc_malloc", || {
+        let Ok(op) = op(ACC_ASYNC_SYNC as c_int) else { return std::ptr::null_mut() };
+        match op.rt.backend.alloc(bytes) {
+            Ok(dev) => {
+                let d = DataInfo { var_name: std::ptr::null(), bytes, host_ptr: std::ptr::null(), device_ptr: dev as usize as *const c_void };
+                dispatch::data_point(acc_event_t::ALLOC, &op.ctx, &d);
+                dev as usize as *mut c_void
+            }
+            // The specification: acc_malloc returns NULL when it cannot allocate.
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_free(p: *mut c_void) {
+    run("acc_free", || {
+        if p.is_null() {
+            return Ok(());
+        }
+        let op = op(ACC_ASYNC_SYNC as c_int)?;
+        op.rt.backend.free(SYNC, p as u64)?;
+        let d = DataInfo { var_name: std::ptr::null(), bytes: 0, host_ptr: std::ptr::null(), device_ptr: p };
+        dispatch::data_point(acc_event_t::FREE, &op.ctx, &d);
+        Ok(())
+    })
+}
+
+fn enter_api(what: &str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int) -> *mut c_void {
+    run(what, || {
+        if h.is_null() {
+            return Err(AccError::InvalidArgument(format!("{what}: NULL host address")));
+        }
+        let op = op(async_)?;
+        let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
+        let e = data::enter(&op, &clause(kind, h, bytes), true)?;
+        dispatch::other_end(acc_event_t::ENTER_DATA_END, &op.ctx, t);
+        Ok(e.device_addr() as usize as *mut c_void)
+    })
+}
+
+fn exit_api(what: &str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int, finalize: bool) {
+    run(what, || {
+        if h.is_null() {
+            return Ok(());
+        }
+        let op = op(async_)?;
+        let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
+        data::exit(&op, &clause(kind, h, bytes), true, finalize)?;
+        dispatch::other_end(acc_event_t::EXIT_DATA_END, &op.ctx, t);
+        Ok(())
+    })
+}
+
+fn update_api(what: &str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int) {
+    run(what, || {
+        let op = op(async_)?;
+        let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
+        data::update(&op, &clause(kind, h, bytes), false)?;
+        dispatch::other_end(acc_event_t::UPDATE_END, &op.ctx, t);
+        Ok(())
+    })
+}
+
+const SYNC_INT: c_int = ACC_ASYNC_SYNC as c_int;
+
+#[no_mangle]
+pub extern "C" fn acc_copyin(h: *mut c_void, bytes: usize) -> *mut c_void {
+    enter_api("acc_copyin", ClauseKind::CopyIn, h, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_present_or_copyin(h: *mut c_void, bytes: usize) -> *mut c_void {
+    enter_api("acc_present_or_copyin", ClauseKind::CopyIn, h, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_pcopyin(h: *mut c_void, bytes: usize) -> *mut c_void {
+    enter_api("acc_pcopyin", ClauseKind::CopyIn, h, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_copyin_async(h: *mut c_void, bytes: usize, a: c_int) {
+    enter_api("acc_copyin_async", ClauseKind::CopyIn, h, bytes, a);
+}
+#[no_mangle]
+pub extern "C" fn acc_create(h: *mut c_void, bytes: usize) -> *mut c_void {
+    enter_api("acc_create", ClauseKind::Create, h, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_present_or_create(h: *mut c_void, bytes: usize) -> *mut c_void {
+    enter_api("acc_present_or_create", ClauseKind::Create, h, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_pcreate(h: *mut c_void, bytes: usize) -> *mut c_void {
+    enter_api("acc_pcreate", ClauseKind::Create, h, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_create_async(h: *mut c_void, bytes: usize, a: c_int) {
+    enter_api("acc_create_async", ClauseKind::Create, h, bytes, a);
+}
+#[no_mangle]
+pub extern "C" fn acc_copyout(h: *mut c_void, bytes: usize) {
+    exit_api("acc_copyout", ClauseKind::CopyOut, h, bytes, SYNC_INT, false)
+}
+#[no_mangle]
+pub extern "C" fn acc_copyout_async(h: *mut c_void, bytes: usize, a: c_int) {
+    exit_api("acc_copyout_async", ClauseKind::CopyOut, h, bytes, a, false)
+}
+#[no_mangle]
+pub extern "C" fn acc_copyout_finalize(h: *mut c_void, bytes: usize) {
+    exit_api("acc_copyout_finalize", ClauseKind::CopyOut, h, bytes, SYNC_INT, true)
+}
+#[no_mangle]
+pub extern "C" fn acc_copyout_finalize_async(h: *mut c_void, bytes: usize, a: c_int) {
+    exit_api("acc_copyout_finalize_async", ClauseKind::CopyOut, h, bytes, a, true)
+}
+#[no_mangle]
+pub extern "C" fn acc_delete(h: *mut c_void, bytes: usize) {
+    exit_api("acc_delete", ClauseKind::Delete, h, bytes, SYNC_INT, false)
+}
+#[no_mangle]
+pub extern "C" fn acc_delete_async(h: *mut c_void, bytes: usize, a: c_int) {
+    exit_api("acc_delete_async", ClauseKind::Delete, h, bytes, a, false)
+}
+#[no_mangle]
+pub extern "C" fn acc_delete_finalize(h: *mut c_void, bytes: usize) {
+    exit_api("acc_delete_finalize", ClauseKind::Delete, h, bytes, SYNC_INT, true)
+}
+#[no_mangle]
+pub extern "C" fn acc_delete_finalize_async(h: *mut c_void, bytes: usize, a: c_int) {
+    exit_api("acc_delete_finalize_async", ClauseKind::Delete, h, bytes, a, true)
+}
+#[no_mangle]
+pub extern "C" fn acc_update_device(h: *mut c_void, bytes: usize) {
+    update_api("acc_update_device", ClauseKind::UpdateDevice, h, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_update_device_async(h: *mut c_void, bytes: usize, a: c_int) {
+    update_api("acc_update_device_async", ClauseKind::UpdateDevice, h, bytes, a)
+}
+#[no_mangle]
+pub extern "C" fn acc_update_self(h: *mut c_void, bytes: usize) {
+    update_api("acc_update_self", ClauseKind::UpdateSelf, h, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_update_self_async(h: *mut c_void, bytes: usize, a: c_int) {
+    update_api("acc_update_self_async", ClauseKind::UpdateSelf, h, bytes, a)
+}
+
+#[no_mangle]
+pub extern "C" fn acc_map_data(h: *mut c_void, d: *mut c_void, bytes: usize) {
+    run("acc_map_data", || {
+        if h.is_null() || d.is_null() {
+            return Err(AccError::InvalidArgument("acc_map_data: NULL address".into()));
+        }
+        data::map(&op(SYNC_INT)?, h as usize, d as u64, bytes)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_unmap_data(h: *mut c_void) {
+    run("acc_unmap_data", || data::unmap(&op(SYNC_INT)?, h as usize))
+}
+
+#[no_mangle]
+pub extern "C" fn acc_deviceptr(h: *mut c_void) -> *mut c_void {
+    guard("acc_deviceptr", || {
+        let Some(rt) = runtime::current() else { return std::ptr::null_mut() };
+        data::device_addr(rt, h as usize).map_or(std::ptr::null_mut(), |d| d as usize as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_hostptr(d: *mut c_void) -> *mut c_void {
+    guard("acc_hostptr", || {
+        let Some(rt) = runtime::current() else { return std::ptr::null_mut() };
+        let t = rt.table();
+        t.by_device(d as u64).map_or(std::ptr::null_mut(), |e| (e.host + (d as u64 - e.dev) as usize) as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_is_present(h: *mut c_void, bytes: usize) -> c_int {
+    guard("acc_is_present", || {
+        let Some(rt) = runtime::current() else { return 0 };
+        // Partly present is "not present" here, not an error (the routine is a query).
+        c_int::from(matches!(rt.table().lookup(h as usize, bytes, std::ptr::null()), Ok(crate::present::Lookup::Present { .. })))
+    })
+}
+
+fn memcpy_api(what: &str, dir: u8, dst: *mut c_void, src: *mut c_void, bytes: usize, a: c_int) {
+    run(what, || {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let op = op(a)?;
+        match dir {
+            0 => data::upload(&op, &op.ctx, src as usize, dst as u64, bytes, std::ptr::null()),
+            1 => data::download(&op, &op.ctx, dst as usize, src as u64, bytes, std::ptr::null()),
+            _ => op.rt.backend.copy_d2d(op.q, dst as u64, src as u64, bytes),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_memcpy_to_device(dst: *mut c_void, src: *mut c_void, bytes: usize) {
+    memcpy_api("acc_memcpy_to_device", 0, dst, src, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_memcpy_to_device_async(dst: *mut c_void, src: *mut c_void, bytes: usize, a: c_int) {
+    memcpy_api("acc_memcpy_to_device_async", 0, dst, src, bytes, a)
+}
+#[no_mangle]
+pub extern "C" fn acc_memcpy_from_device(dst: *mut c_void, src: *mut c_void, bytes: usize) {
+    memcpy_api("acc_memcpy_from_device", 1, dst, src, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_memcpy_from_device_async(dst: *mut c_void, src: *mut c_void, bytes: usize, a: c_int) {
+    memcpy_api("acc_memcpy_from_device_async", 1, dst, src, bytes, a)
+}
+#[no_mangle]
+pub extern "C" fn acc_memcpy_device(dst: *mut c_void, src: *mut c_void, bytes: usize) {
+    memcpy_api("acc_memcpy_device", 2, dst, src, bytes, SYNC_INT)
+}
+#[no_mangle]
+pub extern "C" fn acc_memcpy_device_async(dst: *mut c_void, src: *mut c_void, bytes: usize, a: c_int) {
+    memcpy_api("acc_memcpy_device_async", 2, dst, src, bytes, a)
+}
+
+fn attach_api(what: &str, p: *mut *mut c_void, a: c_int, detach: bool, finalize: bool) {
+    run(what, || {
+        let op = op(a)?;
+        if detach {
+            data::detach(&op, &op.ctx, p as usize, std::ptr::null(), finalize)
+        } else {
+            data::attach(&op, &op.ctx, p as usize, std::ptr::null())
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_attach(p: *mut *mut c_void) {
+    attach_api("acc_attach", p, SYNC_INT, false, false)
+}
+#[no_mangle]
+pub extern "C" fn acc_attach_async(p: *mut *mut c_void, a: c_int) {
+    attach_api("acc_attach_async", p, a, false, false)
+}
+#[no_mangle]
+pub extern "C" fn acc_detach(p: *mut *mut c_void) {
+    attach_api("acc_detach", p, SYNC_INT, true, false)
+}
+#[no_mangle]
+pub extern "C" fn acc_detach_async(p: *mut *mut c_void, a: c_int) {
+    attach_api("acc_detach_async", p, a, true, false)
+}
+#[no_mangle]
+pub extern "C" fn acc_detach_finalize(p: *mut *mut c_void) {
+    attach_api("acc_detach_finalize", p, SYNC_INT, true, true)
+}
+#[no_mangle]
+pub extern "C" fn acc_detach_finalize_async(p: *mut *mut c_void, a: c_int) {
+    attach_api("acc_detach_finalize_async", p, a, true, true)
+}
+
+// ----- CUDA interoperability -----
+
+#[no_mangle]
+pub extern "C" fn acc_get_cuda_stream(a: c_int) -> *mut c_void {
+    guard("acc_get_cuda_stream", || {
+        let rt = runtime::get(API, &NOWHERE);
+        match rt.queue_of(a as i64) {
+            Ok(q) => rt.backend.native_stream(q as QueueId),
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_set_cuda_stream(a: c_int, stream: *mut c_void) -> c_int {
+    run("acc_set_cuda_stream", || {
+        let rt = runtime::get(API, &NOWHERE);
+        let q = rt.queue_of(a as i64)?;
+        if q == SYNC {
+            return Err(AccError::InvalidAsync(a as i64));
+        }
+        Ok(c_int::from(rt.backend.set_native_stream(q, stream)))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_get_current_cuda_device() -> *mut c_void {
+    guard("acc_get_current_cuda_device", || {
+        runtime::current().map_or(std::ptr::null_mut(), |rt| rt.backend.handles(None).device as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_get_current_cuda_context() -> *mut c_void {
+    guard("acc_get_current_cuda_context", || {
+        runtime::current().map_or(std::ptr::null_mut(), |rt| rt.backend.handles(None).context as *mut c_void)
+    })
+}
+

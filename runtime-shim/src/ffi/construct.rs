@@ -1,0 +1,210 @@
+//! The construct API for C (declared in include/accshim.h): plain structures in, the same
+//! implementation as the Rust API (src/construct.rs) behind.
+
+use super::guard;
+use crate::backend::{CHostFn, HostKernel, RedOp};
+use crate::construct::{self, Arg, ComputeSpec, CudaSrc, DataRegion, Kernel};
+use crate::data::{Clause, ClauseKind};
+use crate::error::{fatal, AccError};
+use crate::loc::Loc;
+use accprof_abi::acc_construct_t;
+use std::ffi::{c_char, c_int, c_longlong, c_void, CStr};
+
+/// `accshim_clause`.
+#[repr(C)]
+pub struct CClause {
+    pub kind: c_int,
+    pub implicit: c_int,
+    pub host: *const c_void,
+    pub bytes: usize,
+    pub name: *const c_char,
+}
+
+/// `accshim_arg`: kind 0 = host address of present data, 1 = device address, 2 = long long,
+/// 3 = double; the value in the 8-byte union `v`.
+#[repr(C)]
+pub struct CArg {
+    pub kind: c_int,
+    pub pad: c_int,
+    pub v: u64,
+}
+
+/// `accshim_kernel`.
+#[repr(C)]
+pub struct CKernel {
+    pub name: *const c_char,
+    pub work: usize,
+    pub host: Option<CHostFn>,
+    pub user: *mut c_void,
+    pub cuda_src: *const c_char,
+    pub args: *const CArg,
+    pub nargs: c_int,
+    /// 0 none, 1 sum, 2 max, 3 min.
+    pub reduction_op: c_int,
+    pub reduction_var: *mut f64,
+    pub reduction_name: *const c_char,
+}
+
+/// `accshim_compute`.
+#[repr(C)]
+pub struct CCompute {
+    pub construct: c_int,
+    pub loc: *const Loc,
+    pub clauses: *const CClause,
+    pub nclauses: c_int,
+    pub num_gangs: c_int,
+    pub num_workers: c_int,
+    pub vector_length: c_int,
+    pub async_: c_longlong,
+    /// -1: no wait clause; 0: `wait` (all queues); n > 0: `wait(waits[0..n])`.
+    pub nwaits: c_int,
+    pub waits: *const c_longlong,
+}
+
+unsafe fn slice<'a, T>(p: *const T, n: c_int) -> &'a [T] {
+    if p.is_null() || n <= 0 {
+        &[]
+    } else {
+        // SAFETY: the C caller passes n valid elements.
+        unsafe { std::slice::from_raw_parts(p, n as usize) }
+    }
+}
+
+unsafe fn loc_of(p: *const Loc) -> Loc {
+    if p.is_null() { Loc::UNKNOWN } else { unsafe { *p } }
+}
+
+unsafe fn clauses(p: *const CClause, n: c_int, loc: &Loc) -> Vec<Clause> {
+    unsafe { slice(p, n) }
+        .iter()
+        .map(|c| {
+            let Some(kind) = ClauseKind::from_i32(c.kind) else {
+                fatal(&AccError::InvalidArgument(format!("unknown clause kind {}", c.kind)), "construct", loc)
+            };
+            Clause { kind, host: c.host, bytes: c.bytes, name: c.name, implicit: c.implicit != 0 }
+        })
+        .collect()
+}
+
+unsafe fn waits<'a>(p: *const c_longlong, n: c_int) -> Option<Vec<i64>> {
+    (n >= 0).then(|| unsafe { slice(p, n) }.to_vec())
+}
+
+fn static_cstr(p: *const c_char, fallback: &'static CStr) -> &'static CStr {
+    // SAFETY: the C macros pass string literals.
+    if p.is_null() { fallback } else { unsafe { CStr::from_ptr(p) } }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accshim_data_begin(loc: *const Loc, cs: *const CClause, n: c_int) -> *mut c_void {
+    guard("accshim_data_begin", || {
+        let loc = unsafe { loc_of(loc) };
+        let cs = unsafe { clauses(cs, n, &loc) };
+        Box::into_raw(Box::new(construct::data(loc, &cs))) as *mut c_void
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accshim_data_end(region: *mut c_void, end_line: c_int) {
+    guard("accshim_data_end", || {
+        if region.is_null() {
+            return;
+        }
+        // SAFETY: made by accshim_data_begin, ended once.
+        let r = unsafe { Box::from_raw(region as *mut DataRegion) };
+        r.end(end_line.max(0) as u32)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accshim_enter_data(loc: *const Loc, cs: *const CClause, n: c_int, async_: c_longlong, waits_: *const c_longlong, nwaits: c_int) {
+    guard("accshim_enter_data", || {
+        let loc = unsafe { loc_of(loc) };
+        let cs = unsafe { clauses(cs, n, &loc) };
+        let w = unsafe { waits(waits_, nwaits) };
+        construct::enter_data(loc, &cs, async_, w.as_deref())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accshim_exit_data(loc: *const Loc, cs: *const CClause, n: c_int, async_: c_longlong, waits_: *const c_longlong, nwaits: c_int, finalize: c_int) {
+    guard("accshim_exit_data", || {
+        let loc = unsafe { loc_of(loc) };
+        let cs = unsafe { clauses(cs, n, &loc) };
+        let w = unsafe { waits(waits_, nwaits) };
+        construct::exit_data(loc, &cs, async_, w.as_deref(), finalize != 0)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accshim_update(loc: *const Loc, cs: *const CClause, n: c_int, async_: c_longlong, waits_: *const c_longlong, nwaits: c_int, if_present: c_int) {
+    guard("accshim_update", || {
+        let loc = unsafe { loc_of(loc) };
+        let cs = unsafe { clauses(cs, n, &loc) };
+        let w = unsafe { waits(waits_, nwaits) };
+        construct::update(loc, &cs, async_, w.as_deref(), if_present != 0)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accshim_wait(loc: *const Loc, queues: *const c_longlong, n: c_int, async_: c_longlong) {
+    guard("accshim_wait", || {
+        let loc = unsafe { loc_of(loc) };
+        let qs = unsafe { waits(queues, n) };
+        construct::wait(loc, qs.as_deref().filter(|q| !q.is_empty()), async_)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accshim_compute(c: *const CCompute, ks: *const CKernel, nk: c_int) {
+    guard("accshim_compute", || {
+        // SAFETY: the C caller passes a valid descriptor.
+        let c = unsafe { &*c };
+        let loc = unsafe { loc_of(c.loc) };
+        let kind = acc_construct_t(c.construct);
+        if !matches!(kind, acc_construct_t::PARALLEL | acc_construct_t::KERNELS | acc_construct_t::SERIAL) {
+            fatal(&AccError::InvalidArgument(format!("construct {} is not a compute construct", c.construct)), "accshim_compute", &loc);
+        }
+        let pos = |v: c_int| (v > 0).then_some(v as u32);
+        let spec = ComputeSpec {
+            kind,
+            loc,
+            clauses: unsafe { clauses(c.clauses, c.nclauses, &loc) },
+            num_gangs: pos(c.num_gangs),
+            num_workers: pos(c.num_workers),
+            vector_length: pos(c.vector_length),
+            async_: c.async_,
+            wait: unsafe { waits(c.waits, c.nwaits) },
+        };
+        let kernels: Vec<Kernel> = unsafe { slice(ks, nk) }
+            .iter()
+            .map(|k| Kernel {
+                name: static_cstr(k.name, c"accshim_kernel"),
+                work: k.work,
+                host: k.host.map(|f| HostKernel::C { f, user: k.user as usize }),
+                cuda: (!k.cuda_src.is_null()).then(|| {
+                    let s = static_cstr(k.cuda_src, c"");
+                    CudaSrc { ptr: s.as_ptr().cast(), len: s.to_bytes().len() }
+                }),
+                args: unsafe { slice(k.args, k.nargs) }
+                    .iter()
+                    .map(|a| match a.kind {
+                        0 => Arg::Present(a.v as usize as *const c_void),
+                        1 => Arg::Device(a.v),
+                        2 => Arg::I64(a.v as i64),
+                        _ => Arg::F64(f64::from_bits(a.v)),
+                    })
+                    .collect(),
+                reduction: match k.reduction_op {
+                    1 => Some(RedOp::Sum),
+                    2 => Some(RedOp::Max),
+                    3 => Some(RedOp::Min),
+                    _ => None,
+                }
+                .filter(|_| !k.reduction_var.is_null())
+                .map(|op| (op, k.reduction_var, k.reduction_name)),
+            })
+            .collect();
+        construct::compute(&spec, &kernels)
+    })
+}

@@ -1,0 +1,26 @@
+//! The C ABI: the standard runtime API (api.rs), the profiling registration entry points
+//! (prof.rs) and the construct API for hand-lowered C (construct.rs).
+//!
+//! No Rust panic may unwind into C: every exported body runs inside [`guard`], which turns a
+//! panic into an error message and abort (what the runtime does for any fatal error).
+
+pub mod api;
+pub mod construct;
+pub mod prof;
+
+/// Runs `f`, aborting with a message if it panics.
+#[inline]
+pub(crate) fn guard<R>(name: &str, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            eprintln!("accshim: internal error in {name}: {msg}");
+            std::process::abort()
+        }
+    }
+}

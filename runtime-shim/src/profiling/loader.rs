@@ -1,0 +1,69 @@
+//! Finding and registering tool libraries, as the specification's "Loading the Library" says:
+//! an `acc_register_library` already in the process (linked in or LD_PRELOAD), then each library
+//! named in `ACC_PROFLIB`. Each distinct `acc_register_library` is called at most once per process,
+//! however often the runtime is initialised.
+
+use accprof_abi::acc_register_library_fn;
+use std::collections::HashSet;
+use std::ffi::{CStr, CString};
+use std::sync::Mutex;
+
+static CALLED: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+/// Loads and registers every tool. Called once per runtime initialisation, before the first event.
+pub fn load_tools() {
+    // (1) A tool already in the process. RTLD_DEFAULT searches the executable and every library
+    // loaded with global visibility (LD_PRELOAD'ed ones included).
+    // SAFETY: dlsym with a NUL-terminated name.
+    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"acc_register_library".as_ptr()) };
+    if !sym.is_null() {
+        register_once(sym as usize, "the process");
+    }
+    // (2) ACC_PROFLIB: ';'- or ':'-separated paths.
+    if let Ok(list) = std::env::var("ACC_PROFLIB") {
+        for path in list.split([';', ':']).map(str::trim).filter(|p| !p.is_empty()) {
+            load_one(path);
+        }
+    }
+}
+
+fn load_one(path: &str) {
+    let Ok(cpath) = CString::new(path) else { return };
+    // SAFETY: dlopen/dlsym/dlerror with valid C strings; the handle is kept open for the process.
+    unsafe {
+        let handle = libc::dlopen(cpath.as_ptr(), libc::RTLD_LAZY);
+        if handle.is_null() {
+            let err = libc::dlerror();
+            let why = if err.is_null() { "unknown error".into() } else { CStr::from_ptr(err).to_string_lossy() };
+            eprintln!("accshim: ACC_PROFLIB: cannot load {path}: {why}");
+            return;
+        }
+        let sym = libc::dlsym(handle, c"acc_register_library".as_ptr());
+        if sym.is_null() {
+            eprintln!("accshim: ACC_PROFLIB: {path} has no acc_register_library");
+            return;
+        }
+        register_once(sym as usize, path);
+    }
+}
+
+fn register_once(addr: usize, from: &str) {
+    {
+        let mut guard = CALLED.lock().unwrap_or_else(|e| e.into_inner());
+        if !guard.get_or_insert_with(HashSet::new).insert(addr) {
+            return;
+        }
+    }
+    // SAFETY: the symbol is a tool's acc_register_library, which has this C signature.
+    let f: acc_register_library_fn = unsafe { std::mem::transmute::<usize, acc_register_library_fn>(addr) };
+    let _ = from;
+    // The lock is released: the tool may call acc_prof_register (which takes the registry lock)
+    // or even the runtime API from here.
+    unsafe {
+        f(
+            Some(crate::ffi::prof::acc_prof_register),
+            Some(crate::ffi::prof::acc_prof_unregister),
+            Some(crate::ffi::prof::acc_prof_lookup),
+        )
+    };
+}

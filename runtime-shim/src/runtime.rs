@@ -1,0 +1,296 @@
+//! The runtime's global state: which device is selected, the initialised device (backend, present
+//! table, default async queue), lazy initialisation with its events, and shutdown.
+//!
+//! The initialised runtime is published through one atomic pointer, so the hot path (every
+//! construct and API call) costs one load to find it. A runtime that is shut down is retired but
+//! never freed: another thread may still hold a reference to it, and it holds little memory.
+
+use crate::backend::{self, Backend, QueueId, ACC_DEVICE_EMULATED, SYNC};
+use crate::error::{AccError, OrFatal, Result};
+use crate::loc::Loc;
+use crate::present::PresentTable;
+use crate::profiling::dispatch::{self, EvCtx};
+use crate::profiling::loader;
+use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+pub const ACC_ASYNC_NOVAL: i64 = -1;
+pub const ACC_ASYNC_SYNC: i64 = -2;
+
+pub struct Runtime {
+    pub backend: Box<dyn Backend>,
+    pub device_type: acc_device_t,
+    pub device_num: i32,
+    pub present: Mutex<PresentTable>,
+    /// The queue `acc_async_noval` means (acc_set_default_async); -1 is its own queue.
+    pub default_async: AtomicI64,
+}
+
+/// What the program selected before (or between) initialisations.
+struct Selection {
+    device_type: Option<acc_device_t>,
+    device_num: Option<i32>,
+}
+
+static CURRENT: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
+static SELECTION: Mutex<Selection> = Mutex::new(Selection { device_type: None, device_num: None });
+static ATEXIT: AtomicBool = AtomicBool::new(false);
+
+fn selection() -> MutexGuard<'static, Selection> {
+    SELECTION.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The device type named by `ACC_DEVICE_TYPE`, if set and known.
+fn env_device_type() -> Option<acc_device_t> {
+    let v = std::env::var("ACC_DEVICE_TYPE").ok()?;
+    match v.trim().to_ascii_lowercase().as_str() {
+        "nvidia" | "cuda" | "gpu" => Some(acc_device_t::NVIDIA),
+        "emulated" | "host_nonshm" | "emu" => Some(ACC_DEVICE_EMULATED),
+        "host" => Some(acc_device_t::HOST),
+        "not_host" | "default" | "" => Some(acc_device_t::NOT_HOST),
+        other => {
+            eprintln!("accshim: ACC_DEVICE_TYPE={other} is unknown; using the default device");
+            None
+        }
+    }
+}
+
+fn env_device_num() -> Option<i32> {
+    std::env::var("ACC_DEVICE_NUM").ok()?.trim().parse().ok()
+}
+
+/// The device type a selection resolves to (none, default and not_host pick CUDA when present).
+pub fn resolve_type(t: acc_device_t) -> acc_device_t {
+    match t {
+        acc_device_t::NONE | acc_device_t::DEFAULT | acc_device_t::NOT_HOST | acc_device_t::CURRENT => {
+            if backend::cuda::Cuda::count() > 0 { acc_device_t::NVIDIA } else { ACC_DEVICE_EMULATED }
+        }
+        t => t,
+    }
+}
+
+/// How many devices of type `t` there are.
+pub fn num_devices(t: acc_device_t) -> i32 {
+    match resolve_type(t) {
+        acc_device_t::NVIDIA => backend::cuda::Cuda::count(),
+        ACC_DEVICE_EMULATED => 1,
+        _ => 0,
+    }
+}
+
+/// Records a device type selection (acc_set_device_type); takes effect at the next init.
+pub fn select_type(t: acc_device_t) -> Result<()> {
+    let r = resolve_type(t);
+    if num_devices(r) == 0 {
+        return Err(AccError::DeviceUnavailable(format!("no device of type {} available", type_name(t))));
+    }
+    let mut sel = selection();
+    sel.device_type = Some(r);
+    Ok(())
+}
+
+pub fn select_num(n: i32, t: acc_device_t) -> Result<()> {
+    let r = resolve_type(t);
+    let count = num_devices(r);
+    if n < 0 || n >= count {
+        return Err(AccError::DeviceUnavailable(format!(
+            "device number {n} of type {} (there are {count})",
+            type_name(r)
+        )));
+    }
+    let mut sel = selection();
+    sel.device_type = Some(r);
+    sel.device_num = Some(n);
+    Ok(())
+}
+
+pub fn type_name(t: acc_device_t) -> String {
+    if t == ACC_DEVICE_EMULATED {
+        return "acc_device_host_nonshm (emulated)".into();
+    }
+    t.name().map_or_else(|| format!("{}", t.0), str::to_owned)
+}
+
+/// The selected (not necessarily initialised) device type and number.
+pub fn selected() -> (acc_device_t, i32) {
+    if let Some(rt) = current() {
+        return (rt.device_type, rt.device_num);
+    }
+    let sel = selection();
+    let t = sel.device_type.or_else(env_device_type).map_or_else(|| resolve_type(acc_device_t::DEFAULT), resolve_type);
+    (t, sel.device_num.or_else(env_device_num).unwrap_or(0))
+}
+
+/// The initialised runtime, if any.
+#[inline(always)]
+pub fn current() -> Option<&'static Runtime> {
+    let p = CURRENT.load(Ordering::Acquire);
+    // SAFETY: published runtimes are leaked and never freed.
+    if p.is_null() { None } else { Some(unsafe { &*p }) }
+}
+
+/// The runtime, initialising the device first if needed. `construct` and `loc` are the operation
+/// that triggered the initialisation: its device_init events carry them (implicit = 1).
+#[inline]
+pub fn get(construct: acc_construct_t, loc: &Loc) -> &'static Runtime {
+    match current() {
+        Some(rt) => rt,
+        None => init(construct, true, loc).or_fatal("device initialisation", loc),
+    }
+}
+
+/// Serialises initialisation and shutdown. Not held by readers of the selection, so a tool's
+/// callback may call acc_get_device_type and friends during device_init or device_shutdown.
+static INIT_LOCK: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    static INITIALISING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Initialises the selected device (no-op if already initialised).
+pub fn init(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<&'static Runtime> {
+    if INITIALISING.with(|f| f.get()) {
+        return Err(AccError::DeviceUnavailable(
+            "the device is needed by a callback while it is being initialised".into(),
+        ));
+    }
+    let _init = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(rt) = current() {
+        return Ok(rt);
+    }
+    INITIALISING.with(|f| f.set(true));
+    let r = init_locked(construct, implicit, loc);
+    INITIALISING.with(|f| f.set(false));
+    r
+}
+
+fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<&'static Runtime> {
+    let (t, num) = {
+        let mut sel = selection();
+        let t = sel.device_type.or_else(env_device_type).map_or_else(|| resolve_type(acc_device_t::DEFAULT), resolve_type);
+        let num = sel.device_num.or_else(env_device_num).unwrap_or(0);
+        sel.device_type = Some(t);
+        sel.device_num = Some(num);
+        (t, num)
+    };
+    // Tools first, so that they see device_init.
+    loader::load_tools();
+    let ctx = EvCtx {
+        construct,
+        implicit,
+        loc: *loc,
+        async_: ACC_ASYNC_SYNC as isize,
+        async_queue: ACC_ASYNC_SYNC as isize,
+        device_type: t,
+        device_number: num,
+        api: dispatch::ApiHandles::NONE,
+    };
+    let ti = dispatch::other_start(acc_event_t::DEVICE_INIT_START, &ctx);
+    let backend: Result<Box<dyn Backend>> = match t {
+        acc_device_t::NVIDIA => backend::cuda::open_boxed(num),
+        ACC_DEVICE_EMULATED => {
+            if num != 0 {
+                Err(AccError::DeviceUnavailable(format!("emulated device number {num} (there is 1)")))
+            } else {
+                Ok(Box::new(backend::emulated::Emulated::new()))
+            }
+        }
+        acc_device_t::HOST => Err(AccError::DeviceUnavailable(
+            "acc_device_host (shared memory) is not provided by accshim; use ACC_DEVICE_TYPE=emulated".into(),
+        )),
+        other => Err(AccError::DeviceUnavailable(format!("device type {}", type_name(other)))),
+    };
+    let backend = backend?;
+    if std::env::var_os("ACCSHIM_QUIET").is_none() {
+        eprintln!("accshim: using {}", backend.describe());
+    }
+    let rt: &'static Runtime = Box::leak(Box::new(Runtime {
+        device_type: t,
+        device_num: num,
+        present: Mutex::new(PresentTable::new()),
+        default_async: AtomicI64::new(ACC_ASYNC_NOVAL),
+        backend,
+    }));
+    let mut end_ctx = ctx;
+    end_ctx.api = rt.backend.handles(None);
+    CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+    dispatch::other_end(acc_event_t::DEVICE_INIT_END, &end_ctx, ti);
+    if !ATEXIT.swap(true, Ordering::AcqRel) {
+        // Registered after the tools' own registration, so it runs before their atexit
+        // handlers and they still see runtime_shutdown.
+        // SAFETY: at_exit is an extern "C" fn with no arguments.
+        unsafe { libc::atexit(at_exit) };
+    }
+    Ok(rt)
+}
+
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(|| shutdown(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN));
+}
+
+/// Shuts the device down: waits for all queues, frees what is left, dispatches device_shutdown
+/// start/end and runtime_shutdown. A later use initialises again.
+pub fn shutdown(construct: acc_construct_t, loc: &Loc) {
+    let _init = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let p = CURRENT.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: leaked at init, never freed.
+    let rt: &'static Runtime = unsafe { &*p };
+    let mut ctx = rt.ctx(construct, false, loc, ACC_ASYNC_SYNC, SYNC);
+    ctx.api = rt.backend.handles(None);
+    let ti = dispatch::other_start(acc_event_t::DEVICE_SHUTDOWN_START, &ctx);
+    for q in rt.backend.queues() {
+        let _ = rt.backend.wait(q);
+    }
+    let leftovers = rt.present.lock().unwrap_or_else(|e| e.into_inner()).drain();
+    for e in leftovers {
+        if !e.mapped {
+            let _ = rt.backend.free(SYNC, e.dev);
+        }
+    }
+    rt.backend.shutdown();
+    dispatch::other_end(acc_event_t::DEVICE_SHUTDOWN_END, &ctx, ti);
+    ctx.api = dispatch::ApiHandles::NONE;
+    dispatch::other_point(acc_event_t::RUNTIME_SHUTDOWN, &ctx);
+}
+
+impl Runtime {
+    /// The event context of an operation on queue `q` (async value `async_` as written).
+    #[inline]
+    pub fn ctx(&self, construct: acc_construct_t, implicit: bool, loc: &Loc, async_: i64, q: QueueId) -> EvCtx {
+        EvCtx {
+            construct,
+            implicit,
+            loc: *loc,
+            async_: async_ as isize,
+            async_queue: q as isize,
+            device_type: self.device_type,
+            device_number: self.device_num,
+            // Only look the handles up (a map access on CUDA) when a tool listens.
+            api: if dispatch::enabled() { self.backend.handles(Some(q)) } else { dispatch::ApiHandles::NONE },
+        }
+    }
+
+    /// The queue an async argument means: acc_async_sync is the synchronous queue,
+    /// acc_async_noval the default async queue, n >= 0 queue n.
+    pub fn queue_of(&self, async_: i64) -> Result<QueueId> {
+        match async_ {
+            ACC_ASYNC_SYNC => Ok(SYNC),
+            ACC_ASYNC_NOVAL => Ok(self.default_async.load(Ordering::Relaxed)),
+            n if n >= 0 => Ok(n),
+            n => Err(AccError::InvalidAsync(n)),
+        }
+    }
+
+    pub fn table(&self) -> MutexGuard<'_, PresentTable> {
+        self.present.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Checks an async argument without a runtime (acc_async_test before init).
+pub fn check_async(a: i64) -> Result<()> {
+    if a >= ACC_ASYNC_SYNC { Ok(()) } else { Err(AccError::InvalidAsync(a)) }
+}
