@@ -1,0 +1,74 @@
+//! The one callback registered for every event.
+
+use crate::lifecycle;
+use crate::thread_state::{Incoming, ThreadState};
+use accprof_abi::read;
+use accprof_abi::{acc_api_info, acc_event_info, acc_prof_info};
+use std::cell::RefCell;
+
+thread_local! {
+    static THREAD: RefCell<Option<ThreadStateGuard>> = const { RefCell::new(None) };
+}
+
+/// Retires the thread's slot when the thread ends, so its last events are written.
+struct ThreadStateGuard(ThreadState);
+
+impl Drop for ThreadStateGuard {
+    fn drop(&mut self) {
+        if let Some(rec) = lifecycle::recorder() {
+            self.0.retire(rec);
+        }
+    }
+}
+
+/// The callback the runtime calls for every event (`acc_prof_callback`).
+///
+/// # Safety
+/// Called by an OpenACC runtime with the pointers the specification describes (any of which
+/// may be NULL); never called by Rust code except the benchmarks.
+pub unsafe extern "C" fn on_event(prof: *mut acc_prof_info, info: *mut acc_event_info, api: *mut acc_api_info) {
+    // Time first: everything after this is our own overhead, not the runtime's.
+    let now = crate::clock::monotonic_ns();
+    // A panic must never unwind into the runtime's C frames; if one happens we lose this event.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: forwarded from our caller's contract.
+        unsafe { record(now, prof, info, api) }
+    }));
+}
+
+unsafe fn record(now: u64, prof: *mut acc_prof_info, info: *mut acc_event_info, api: *mut acc_api_info) {
+    let Some(rec) = lifecycle::recorder_for_event() else { return };
+    // SAFETY: the runtime's pointers are valid for valid_bytes, or NULL.
+    let Some(p) = (unsafe { read::prof_info(prof) }) else { return };
+    let kind = p.event_type;
+    // SAFETY: as above.
+    let i = unsafe { read::event_info(info, kind) };
+    // SAFETY: as above.
+    let a = unsafe { read::api_info(api) };
+    let inc = Incoming { now, kind, prof: &p, info: i.as_ref(), api: a.as_ref() };
+    let handled = THREAD.try_with(|cell| match cell.try_borrow_mut() {
+        Ok(mut st) => {
+            let st = st.get_or_insert_with(|| ThreadStateGuard(ThreadState::new(rec)));
+            st.0.handle(rec, &inc);
+            true
+        }
+        // Re-entered on this thread (a signal handler calling the runtime): not recordable.
+        Err(_) => false,
+    });
+    if !matches!(handled, Ok(true)) {
+        lifecycle::record_orphan(rec, &inc);
+    }
+}
+
+/// Flushes and closes the calling thread's state at exit (the main thread's TLS destructors do
+/// not run at `exit`).
+pub fn finish_current_thread(rec: &lifecycle::Recorder) {
+    let _ = THREAD.try_with(|cell| {
+        if let Ok(mut st) = cell.try_borrow_mut() {
+            if let Some(st) = st.as_mut() {
+                st.0.close_open(rec, crate::clock::monotonic_ns());
+                st.0.flush(rec);
+            }
+        }
+    });
+}

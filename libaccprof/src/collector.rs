@@ -1,0 +1,182 @@
+//! The writer thread: turns batches into chunks in the trace file.
+//!
+//! It creates the file on the first batch (a program that records nothing leaves no file),
+//! records the module map whenever an event points into a module it has not written yet, sweeps
+//! partly filled thread buffers every 200 ms so that a killed program loses little and a
+//! following reader sees events land, and at shutdown writes the drop counts and the footer.
+
+use crate::lifecycle::{self, Recorder};
+use crate::slots::{ship, Batch};
+use accprof_trace::{Field, Footer, Header, Module, TraceWriter};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+pub enum Message {
+    Batch(Batch),
+    /// Write out everything buffered now (runtime shutdown).
+    Flush,
+    /// Final flush; reply with what was written.
+    Shutdown(Sender<Summary>),
+}
+
+/// What the collector wrote, for the line printed at exit.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub path: Option<PathBuf>,
+    pub events: u64,
+    pub dropped: u64,
+    pub error: Option<String>,
+}
+
+const SWEEP_EVERY: Duration = Duration::from_millis(200);
+
+struct Collector {
+    header: Header,
+    writer: Option<TraceWriter<File>>,
+    path: Option<PathBuf>,
+    /// Set after the first failure to create or write the file; later batches are counted only.
+    failed: Option<String>,
+    modules: Vec<Module>,
+    events: u64,
+    dropped: u64,
+}
+
+pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Message>, header: Header) {
+    let mut c = Collector { header, writer: None, path: None, failed: None, modules: Vec::new(), events: 0, dropped: 0 };
+    loop {
+        match rx.recv_timeout(SWEEP_EVERY) {
+            Ok(Message::Batch(b)) => c.write_batch(rec, b),
+            Ok(Message::Flush) | Err(RecvTimeoutError::Timeout) => {
+                c.sweep(rec, &self_tx);
+                c.write_drops(rec);
+            }
+            Ok(Message::Shutdown(reply)) => {
+                // Everything shipped before the shutdown message is already queued behind it.
+                while let Ok(m) = rx.try_recv() {
+                    if let Message::Batch(b) = m {
+                        c.write_batch(rec, b);
+                    }
+                }
+                c.write_drops(rec);
+                let summary = c.finish();
+                let _ = reply.send(summary);
+                return;
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+impl Collector {
+    fn write_batch(&mut self, rec: &Recorder, mut b: Batch) {
+        let n = b.events.len() as u64;
+        if n == 0 && b.strings.is_empty() {
+            rec.pool.give_back(b.events);
+            return;
+        }
+        if self.writer.is_none() && self.failed.is_none() {
+            self.open(rec);
+        }
+        if let Some(w) = self.writer.as_mut() {
+            let new_modules = modules_to_record(&mut self.modules, &b);
+            let r = w
+                .write_strings(b.strings.iter().map(|(id, s)| (*id, &s[..])))
+                .and_then(|_| w.write_modules(&new_modules))
+                .and_then(|_| w.write_events(&b.events));
+            match r {
+                Ok(()) => self.events += n,
+                Err(e) => self.fail(format!("cannot write the trace: {e}; recording stopped"), n),
+            }
+        } else {
+            self.dropped += n;
+        }
+        b.strings.clear();
+        rec.pool.give_back(std::mem::take(&mut b.events));
+    }
+
+    fn open(&mut self, rec: &Recorder) {
+        let path = crate::output::trace_path(&rec.config);
+        match crate::output::create(&path, &self.header) {
+            Ok(w) => {
+                self.writer = Some(w);
+                self.path = Some(path);
+            }
+            Err(e) => self.fail(format!("cannot write the trace to {}: {e}; this run is not recorded", path.display()), 0),
+        }
+    }
+
+    fn fail(&mut self, message: String, lost: u64) {
+        // Said once, now, while the user can still connect it with what the program prints.
+        eprintln!("accprof: {message}");
+        self.failed = Some(message);
+        self.writer = None;
+        self.dropped += lost;
+    }
+
+    /// Takes partly filled buffers from threads that are not writing right now.
+    fn sweep(&mut self, rec: &Recorder, self_tx: &Sender<Message>) {
+        for slot in rec.registry.snapshot() {
+            // Sent to ourselves through the channel, so that it queues behind any batch that
+            // thread shipped earlier and the thread's order is kept.
+            slot.try_with_batch(|b| ship(b, self_tx));
+        }
+    }
+
+    fn write_drops(&mut self, rec: &Recorder) {
+        let mut drops = Vec::new();
+        for slot in rec.registry.snapshot() {
+            let n = slot.dropped.swap(0, Ordering::Relaxed);
+            if n > 0 {
+                drops.push((slot.thread, n));
+                self.dropped += n;
+            }
+        }
+        if drops.is_empty() {
+            return;
+        }
+        if self.writer.is_none() && self.failed.is_none() {
+            self.open(rec);
+        }
+        if let Some(w) = self.writer.as_mut() {
+            let _ = w.write_drops(&drops);
+        }
+    }
+
+    fn finish(mut self) -> Summary {
+        if let Some(mut w) = self.writer.take() {
+            let footer = Footer {
+                events_recorded: self.events,
+                events_dropped: self.dropped,
+                end_monotonic_ns: crate::clock::monotonic_ns(),
+            };
+            if let Err(e) = w.write_footer(&footer).and_then(|_| w.flush()) {
+                self.failed = Some(format!("cannot finish the trace: {e}"));
+            } else {
+                lifecycle::hand_over_late_writer(w);
+            }
+        }
+        Summary { path: self.path, events: self.events, dropped: self.dropped, error: self.failed }
+    }
+}
+
+/// Modules containing return addresses of `b` that have not been written yet. Reads the
+/// process's module map again only when an address falls outside every known module.
+fn modules_to_record(known: &mut Vec<Module>, b: &Batch) -> Vec<Module> {
+    let mut fresh = Vec::new();
+    for e in &b.events {
+        let Some(ra) = e.get(Field::ReturnAddress) else { continue };
+        if known.iter().any(|m| m.contains(ra)) {
+            continue;
+        }
+        for m in crate::modules::loaded_modules() {
+            if !known.iter().any(|k| k.start == m.start && k.path == m.path) {
+                fresh.push(m.clone());
+                known.push(m);
+            }
+        }
+    }
+    fresh
+}

@@ -1,0 +1,52 @@
+//! Settings from the environment, read once when recording starts.
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | ACCPROF_OUT | trace file, or directory to put it in; `%p` is replaced by the pid, `%r` by the MPI rank, `%h` by the host name. Default `accprof.<exe>.<pid>.trace` in the working directory |
+//! | ACCPROF_QUIET=1 | print nothing at exit |
+//! | ACCPROF_REPORT=1 / =FILE | print the text report to stderr at exit / write it to FILE |
+//! | ACCPROF_BUFFER_EVENTS | events per thread buffer (default 4096) |
+//! | ACCPROF_MAX_BUFFER_MB | memory for buffers waiting to be written, all threads (default 64) |
+//! | ACCPROF_MAX_WAIT_MS | how long a thread may wait for a free buffer before it drops events (default 100) |
+
+use std::path::PathBuf;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub out: Option<String>,
+    pub quiet: bool,
+    pub report: Option<ReportTarget>,
+    pub buffer_events: usize,
+    pub max_buffers: usize,
+    pub max_wait_ms: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReportTarget {
+    Stderr,
+    File(PathBuf),
+}
+
+impl Config {
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let num = |k: &str, default: u64| var(k).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(default);
+        let buffer_events = num("ACCPROF_BUFFER_EVENTS", 4096).clamp(16, 1 << 20) as usize;
+        let event_size = std::mem::size_of::<accprof_trace::Event>();
+        let max_bytes = num("ACCPROF_MAX_BUFFER_MB", 64).clamp(1, 1 << 16) << 20;
+        let max_buffers = ((max_bytes as usize) / (buffer_events * event_size)).max(4);
+        let report = var("ACCPROF_REPORT").and_then(|v| match v.as_str() {
+            "0" | "no" | "off" | "false" => None,
+            "1" | "yes" | "on" | "true" | "stderr" => Some(ReportTarget::Stderr),
+            path => Some(ReportTarget::File(PathBuf::from(path))),
+        });
+        Config {
+            out: var("ACCPROF_OUT"),
+            quiet: var("ACCPROF_QUIET").is_some_and(|v| v != "0"),
+            report,
+            buffer_events,
+            max_buffers,
+            max_wait_ms: num("ACCPROF_MAX_WAIT_MS", 100),
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Per-thread event buffers, and the pool they are recycled through.
+//!
+//! Each recording thread owns one [`Slot`]. The owner fills its buffer without any lock shared
+//! with other threads: the slot's `busy` flag is only ever contended by the collector, which
+//! takes partly filled buffers every few hundred milliseconds (so a killed program loses little
+//! and `--follow` sees events land) and at exit. A full buffer is handed to the collector over a
+//! channel and replaced from the pool; memory is bounded by the pool's size.
+
+use crate::collector::Message;
+use accprof_trace::{Event, StrId};
+use crossbeam_channel::{Receiver, Sender};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What one thread hands the collector: events, and the strings first used by them.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub events: Vec<Event>,
+    pub strings: Vec<(StrId, Box<[u8]>)>,
+}
+
+/// The buffers not in use, and how many exist.
+#[derive(Debug)]
+pub struct Pool {
+    free_tx: Sender<Vec<Event>>,
+    free_rx: Receiver<Vec<Event>>,
+    allocated: AtomicUsize,
+    max_buffers: usize,
+    buffer_events: usize,
+    max_wait: Duration,
+}
+
+impl Pool {
+    pub fn new(buffer_events: usize, max_buffers: usize, max_wait: Duration) -> Self {
+        let (free_tx, free_rx) = crossbeam_channel::bounded(max_buffers);
+        Self { free_tx, free_rx, allocated: AtomicUsize::new(0), max_buffers, buffer_events, max_wait }
+    }
+
+    /// An empty buffer: a recycled one, a new one while under the limit, or one freed by the
+    /// collector within `max_wait`. `None` means the collector is too far behind: drop.
+    pub fn take(&self) -> Option<Vec<Event>> {
+        if let Ok(v) = self.free_rx.try_recv() {
+            return Some(v);
+        }
+        let n = self.allocated.fetch_add(1, Ordering::Relaxed);
+        if n < self.max_buffers {
+            return Some(Vec::with_capacity(self.buffer_events));
+        }
+        self.allocated.fetch_sub(1, Ordering::Relaxed);
+        self.free_rx.recv_timeout(self.max_wait).ok()
+    }
+
+    /// Like [`take`](Self::take) but never waits (used where the caller must not block).
+    pub fn try_take(&self) -> Option<Vec<Event>> {
+        self.free_rx.try_recv().ok()
+    }
+
+    /// Returns a written buffer for reuse.
+    pub fn give_back(&self, mut v: Vec<Event>) {
+        v.clear();
+        if v.capacity() == 0 {
+            return;
+        }
+        if self.free_tx.try_send(v).is_err() {
+            // More buffers than the pool holds can only come from a shrink; let it go.
+            self.allocated.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One thread's buffer. Written by its owner; taken by the collector under `busy`.
+#[derive(Debug)]
+pub struct Slot {
+    busy: AtomicBool,
+    batch: UnsafeCell<Batch>,
+    /// Events this thread could not buffer, not yet reported to the collector.
+    pub dropped: AtomicU64,
+    /// The owner thread has ended; the collector removes the slot after its last sweep.
+    pub dead: AtomicBool,
+    /// Set at exit after the final sweep: later events take the late path.
+    pub closed: AtomicBool,
+    pub thread: i64,
+}
+
+// SAFETY: `batch` is only touched while `busy` is held (see `with_batch`).
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    pub fn new(thread: i64) -> Self {
+        Self {
+            busy: AtomicBool::new(false),
+            batch: UnsafeCell::new(Batch::default()),
+            dropped: AtomicU64::new(0),
+            dead: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            thread,
+        }
+    }
+
+    /// Runs `f` on the batch with `busy` held. Spins while the collector holds it, which it
+    /// does only for the time of a pointer swap.
+    #[inline]
+    pub fn with_batch<R>(&self, f: impl FnOnce(&mut Batch, bool) -> R) -> R {
+        while self.busy.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            std::hint::spin_loop();
+        }
+        // SAFETY: `busy` gives us exclusive access until we release it below.
+        let r = f(unsafe { &mut *self.batch.get() }, self.closed.load(Ordering::Relaxed));
+        self.busy.store(false, Ordering::Release);
+        r
+    }
+
+    /// The collector's side: takes the batch if the owner is not writing right now.
+    pub fn try_with_batch<R>(&self, f: impl FnOnce(&mut Batch) -> R) -> Option<R> {
+        if self.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return None;
+        }
+        // SAFETY: as in `with_batch`.
+        let r = f(unsafe { &mut *self.batch.get() });
+        self.busy.store(false, Ordering::Release);
+        Some(r)
+    }
+}
+
+/// Every live slot, for the collector's sweeps and the exit flush. Locked when a thread records
+/// its first event and by the collector; never on the per-event path.
+#[derive(Debug, Default)]
+pub struct Registry {
+    slots: Mutex<Vec<Arc<Slot>>>,
+}
+
+impl Registry {
+    pub fn add(&self, slot: Arc<Slot>) {
+        if let Ok(mut v) = self.slots.lock() {
+            v.push(slot);
+        }
+    }
+
+    /// A snapshot of the slots, pruning those whose thread ended and whose buffer is empty.
+    pub fn snapshot(&self) -> Vec<Arc<Slot>> {
+        match self.slots.lock() {
+            Ok(mut v) => {
+                v.retain(|s| !(s.dead.load(Ordering::Acquire) && s.try_with_batch(|b| b.events.is_empty() && b.strings.is_empty()).unwrap_or(false)));
+                v.clone()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+/// Sends the slot's current batch (if not empty) to the collector, leaving an empty batch with
+/// no buffer: the owner gets a fresh one from the pool on its next event. Must be called with
+/// `busy` held, so that the order of one thread's batches on the channel is the order in which
+/// they were filled.
+pub fn ship(batch: &mut Batch, tx: &Sender<Message>) {
+    if batch.events.is_empty() && batch.strings.is_empty() {
+        return;
+    }
+    let b = std::mem::take(batch);
+    // The collector lives until exit; if it is gone, the events are lost with the process.
+    let _ = tx.send(Message::Batch(b));
+}
