@@ -1,14 +1,187 @@
-//! `accprof export`: in progress.
+//! `accprof export`: a trace as Chrome Trace Event JSON, for Perfetto UI, chrome://tracing and
+//! the Chrome DevTools Performance panel.
+//!
+//! The traces are streamed once; each event is cut down to a compact [`slice::Slice`] (what the
+//! JSON shows of it), placed on a track, and, once all are read, sorted per track so that every
+//! slice nests strictly (see [`tracks`]) and written out.
+
+mod chrome;
+mod counters;
+mod json;
+mod slice;
+mod tracks;
 
 use crate::error::CliError;
+use accprof_trace::{Header, TraceReader};
+use chrome::{ChromeWriter, Process};
+use counters::Counters;
+use slice::Slice;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use tracks::{TrackKey, TrackKind, TrackTable};
 
-/// In progress.
+/// Converts traces to Chrome Trace Event JSON, to open in ui.perfetto.dev, chrome://tracing or
+/// the Chrome DevTools Performance panel.
+///
+/// Each host thread gets a track with its compute constructs, data directives, updates and waits;
+/// uploads, downloads and kernel launches go on device tracks (one per async queue, and one per
+/// host thread for synchronous work). Slices are named after the construct and source line, the
+/// variable or the kernel, and carry bytes, kernel geometry and source location as args. Counter
+/// tracks show device memory in use and bytes in flight. Several traces (one per MPI rank) become
+/// one process each, aligned on the wall clock.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    accprof export --format chrome -o laplace.json accprof.laplace.1234.trace\n  \
+    accprof export -o ranks.json accprof.app.*.trace      (one process per MPI rank)\n  \
+    accprof export -o - app.trace | gzip > app.json.gz\n\n\
+    Open the file at https://ui.perfetto.dev (Open trace file), in chrome://tracing (Load), or in \
+    the Chrome DevTools Performance panel (Load profile).")]
 pub struct Args {
-    /// Trace files.
-    pub traces: Vec<std::path::PathBuf>,
+    /// Trace files; several (one per MPI rank) become one process each.
+    #[arg(required = true, value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Chrome)]
+    pub format: Format,
+    /// Output file, or `-` for standard output. Default: the first trace's name with `.json`.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
-pub fn run(_args: Args) -> Result<(), CliError> {
-    Err(CliError::new("accprof export is not built yet"))
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Chrome Trace Event JSON (Perfetto UI, chrome://tracing, DevTools).
+    Chrome,
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    let Format::Chrome = args.format;
+    let output = args.output.clone().unwrap_or_else(|| args.traces[0].with_extension("json"));
+    let collected = collect(&args.traces)?;
+    for w in &collected.warnings {
+        eprintln!("accprof: warning: {w}");
+    }
+    let summary = if output.as_os_str() == "-" {
+        let stdout = io::stdout().lock();
+        write_chrome(collected, BufWriter::new(stdout)).map_err(|e| write_error("standard output", e))?
+    } else {
+        write_file_atomically(&output, |f| write_chrome(collected, f))?
+    };
+    if output.as_os_str() != "-" {
+        eprintln!(
+            "accprof: wrote {}: {} events on {} tracks; open it at https://ui.perfetto.dev",
+            output.display(),
+            summary.events,
+            summary.tracks
+        );
+    }
+    Ok(())
+}
+
+/// Everything read from the traces, ready to be laid out.
+struct Collected {
+    processes: Vec<Process>,
+    slices: Vec<Slice>,
+    tracks: TrackTable,
+    counters: Counters,
+    warnings: Vec<String>,
+}
+
+struct Summary {
+    events: usize,
+    tracks: usize,
+}
+
+/// Streams every trace into compact slices. Traces are ordered by MPI rank when they have one.
+fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
+    let mut readers = Vec::with_capacity(paths.len());
+    for p in paths {
+        readers.push(TraceReader::open(p)?);
+    }
+    let mut order: Vec<usize> = (0..readers.len()).collect();
+    order.sort_by_key(|&i| (readers[i].header().mpi_rank.is_none(), readers[i].header().mpi_rank, i));
+    if paths.len() > u16::MAX as usize {
+        return Err(CliError::new(format!("too many traces ({}) for one export", paths.len())));
+    }
+    let mut c = Collected {
+        processes: Vec::new(),
+        slices: Vec::new(),
+        tracks: TrackTable::default(),
+        counters: Counters::default(),
+        warnings: Vec::new(),
+    };
+    let mut readers: Vec<Option<_>> = readers.into_iter().map(Some).collect();
+    for (trace, &i) in order.iter().enumerate() {
+        let mut r = readers[i].take().expect("each trace is read once");
+        let trace = trace as u16;
+        let clock = wall_clock(r.header());
+        while let Some(ev) = r.next_event()? {
+            let thread = ev.thread();
+            let mut s = Slice::from_event(&ev, trace, 0, clock);
+            s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of(&s, thread) });
+            c.counters.add(&ev, trace, s.start, s.end);
+            c.slices.push(s);
+        }
+        c.warnings.extend(r.truncation_warning());
+        if r.dropped_total() > 0 {
+            c.warnings.push(format!(
+                "{}: the tool dropped {} events while recording; the timeline has gaps",
+                paths[i].display(),
+                r.dropped_total()
+            ));
+        }
+        let label = paths[i].display().to_string();
+        c.processes.push(Process {
+            pid: trace as u32 + 1,
+            name: Process::name_from(r.header(), &label),
+            strings: r.strings().clone(),
+        });
+    }
+    Ok(c)
+}
+
+/// Maps a trace's monotonic timestamps to wall-clock nanoseconds, so that traces of different
+/// ranks (different hosts, different monotonic clocks) line up.
+fn wall_clock(h: &Header) -> impl Fn(u64) -> u64 + Copy {
+    let offset = i128::from(h.start_unix_ns) - i128::from(h.start_monotonic_ns);
+    move |t: u64| (i128::from(t) + offset).clamp(0, i128::from(u64::MAX)) as u64
+}
+
+fn write_chrome<W: Write>(mut c: Collected, out: W) -> io::Result<Summary> {
+    tracks::assign_lanes(&mut c.slices, &mut c.tracks);
+    let tids = c.tracks.thread_ids();
+    let memory = Counters::series(&mut c.counters.memory);
+    let in_flight = Counters::series(&mut c.counters.in_flight);
+    let zero = c.slices.iter().map(|s| s.start).chain(memory.first().map(|m| m.0)).min().unwrap_or(0);
+    let mut w = ChromeWriter::new(out, zero)?;
+    w.metadata(&c.processes, &c.tracks, &tids)?;
+    for s in &c.slices {
+        w.slice(s, &c.processes[s.trace as usize], tids.tid(s.track, s.lane))?;
+    }
+    w.counter("device memory in use", &memory, &c.processes)?;
+    w.counter("bytes in flight", &in_flight, &c.processes)?;
+    w.finish()?;
+    Ok(Summary { events: c.slices.len(), tracks: c.tracks.len() })
+}
+
+/// Writes `path` through a temporary file beside it, so that a failed export leaves no
+/// half-written JSON behind.
+fn write_file_atomically<T>(path: &Path, write: impl FnOnce(BufWriter<File>) -> io::Result<T>) -> Result<T, CliError> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| CliError::new(format!("{}: not a file name", path.display())))?;
+    let tmp = dir.join(format!(".{}.accprof-{}.tmp", name.to_string_lossy(), std::process::id()));
+    let file = File::create(&tmp).map_err(|e| write_error(&path.display().to_string(), e))?;
+    let result = write(BufWriter::with_capacity(1 << 20, file)).and_then(|t| {
+        std::fs::rename(&tmp, path)?;
+        Ok(t)
+    });
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        write_error(&path.display().to_string(), e)
+    })
+}
+
+fn write_error(what: &str, e: io::Error) -> CliError {
+    CliError::new(format!("{what}: cannot write: {e}"))
 }

@@ -1,0 +1,285 @@
+//! Writing the Chrome Trace Event JSON: metadata, slices, instants and counters.
+//!
+//! Layout: `{"displayTimeUnit":"ns","traceEvents":[ ... ]}` with one event per line, so that the
+//! file stays readable with `grep` and diffs well. Times are microseconds (the format's unit)
+//! with three decimals, relative to the first event of the export.
+
+use super::counters::Series;
+use super::json::{put_micros, put_str_body, Object};
+use super::slice::{Slice, NONE_I32, NONE_U32};
+use super::tracks::{ThreadIds, TrackTable};
+use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_trace::{EventFlags, Header, StringTable};
+use std::io::{self, Write};
+
+/// What the writer needs to know about one input trace.
+#[derive(Debug)]
+pub struct Process {
+    pub pid: u32,
+    pub name: String,
+    pub strings: StringTable,
+}
+
+impl Process {
+    /// "rank 3: laplace (pid 1234)", from what the header knows.
+    pub fn name_from(header: &Header, label: &str) -> String {
+        let exe = std::path::Path::new(&header.exe)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| label.to_string());
+        let who = if header.pid != 0 { format!("{exe} (pid {})", header.pid) } else { exe };
+        match header.mpi_rank {
+            Some(r) => format!("rank {r}: {who}"),
+            None => who,
+        }
+    }
+}
+
+/// Flushes the buffer to the output once it holds this much.
+const FLUSH_AT: usize = 1 << 20;
+
+pub struct ChromeWriter<W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    first: bool,
+    /// Subtracted from every time, so the export starts at 0.
+    zero: u64,
+}
+
+impl<W: Write> ChromeWriter<W> {
+    pub fn new(out: W, zero: u64) -> io::Result<Self> {
+        let mut w = ChromeWriter { out, buf: Vec::with_capacity(FLUSH_AT + 4096), first: true, zero };
+        w.buf.extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+        Ok(w)
+    }
+
+    /// Starts the next event of the array.
+    fn next(&mut self) -> io::Result<()> {
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        self.buf.extend_from_slice(if self.first { b"\n" } else { b",\n" });
+        self.first = false;
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> io::Result<W> {
+        self.buf.extend_from_slice(b"\n]}\n");
+        self.out.write_all(&self.buf)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    /// Process and thread names and their sort order.
+    pub fn metadata(&mut self, processes: &[Process], tracks: &TrackTable, tids: &ThreadIds) -> io::Result<()> {
+        for (i, p) in processes.iter().enumerate() {
+            self.meta(p.pid, None, "process_name", |o| o.str("name", &p.name))?;
+            self.meta(p.pid, None, "process_sort_index", |o| o.u64("sort_index", i as u64))?;
+        }
+        for &t in &tids.order {
+            let key = tracks.key(t);
+            let pid = processes[key.trace as usize].pid;
+            let label = key.kind.label();
+            for lane in 0..tids.lanes(t) {
+                let tid = tids.tid(t, lane);
+                let name = if lane == 0 { label.clone() } else { format!("{label} (overlapping, lane {})", lane + 1) };
+                self.meta(pid, Some(tid), "thread_name", |o| o.str("name", &name))?;
+                self.meta(pid, Some(tid), "thread_sort_index", |o| o.u64("sort_index", u64::from(tid)))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn meta(&mut self, pid: u32, tid: Option<u32>, name: &str, args: impl FnOnce(&mut Object)) -> io::Result<()> {
+        self.next()?;
+        let mut o = Object::open(&mut self.buf);
+        o.str("ph", "M");
+        o.u64("pid", u64::from(pid));
+        if let Some(tid) = tid {
+            o.u64("tid", u64::from(tid));
+        }
+        o.str("name", name);
+        let mut a = Object::open(o.key("args"));
+        args(&mut a);
+        a.close();
+        o.close();
+        Ok(())
+    }
+
+    /// A complete slice (`X`), or an instant (`i`, thread-scoped) for a point event.
+    pub fn slice(&mut self, s: &Slice, p: &Process, tid: u32) -> io::Result<()> {
+        self.next()?;
+        let zero = self.zero;
+        let mut o = Object::open(&mut self.buf);
+        if s.is_point() {
+            o.str("ph", "i");
+            o.str("s", "t");
+        } else {
+            o.str("ph", "X");
+        }
+        o.u64("pid", u64::from(p.pid));
+        o.u64("tid", u64::from(tid));
+        put_micros(o.key("ts"), s.start - zero);
+        if !s.is_point() {
+            put_micros(o.key("dur"), s.duration());
+        }
+        let name = o.key("name");
+        name.push(b'"');
+        put_name(name, s, &p.strings);
+        name.push(b'"');
+        o.str("cat", category(s.event()));
+        let mut a = Object::open(o.key("args"));
+        put_args(&mut a, s, &p.strings);
+        a.close();
+        o.close();
+        Ok(())
+    }
+
+    /// A counter series (`C`) of each process.
+    pub fn counter(&mut self, name: &str, series: &Series, processes: &[Process]) -> io::Result<()> {
+        for &(ts, trace, value) in series {
+            self.next()?;
+            let zero = self.zero;
+            let mut o = Object::open(&mut self.buf);
+            o.str("ph", "C");
+            o.u64("pid", u64::from(processes[trace as usize].pid));
+            put_micros(o.key("ts"), ts.saturating_sub(zero));
+            o.str("name", name);
+            let mut a = Object::open(o.key("args"));
+            a.i64("bytes", value);
+            a.close();
+            o.close();
+        }
+        Ok(())
+    }
+}
+
+/// The slice's title: what happened, to what, and where in the source.
+fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
+    let var = strings.resolve(s.name_id());
+    let kind = s.event();
+    let what: &str = match kind {
+        acc_event_t::COMPUTE_CONSTRUCT_START => s.construct().map_or("compute", construct_word),
+        acc_event_t::ENTER_DATA_START => "enter data",
+        acc_event_t::EXIT_DATA_START => "exit data",
+        acc_event_t::UPDATE_START => "update",
+        acc_event_t::WAIT_START => "wait",
+        acc_event_t::DEVICE_INIT_START => "device init",
+        acc_event_t::DEVICE_SHUTDOWN_START => "device shutdown",
+        acc_event_t::RUNTIME_SHUTDOWN => "runtime shutdown",
+        acc_event_t::ENQUEUE_UPLOAD_START => "upload",
+        acc_event_t::ENQUEUE_DOWNLOAD_START => "download",
+        acc_event_t::ENQUEUE_LAUNCH_START => {
+            if let Some(k) = var {
+                put_str_body(out, k);
+                return;
+            }
+            "kernel"
+        }
+        acc_event_t::CREATE => "create",
+        acc_event_t::DELETE => "delete",
+        acc_event_t::ALLOC => "alloc",
+        acc_event_t::FREE => "free",
+        other => {
+            out.extend_from_slice(other.name().unwrap_or("unknown event").as_bytes());
+            if other.name().is_none() {
+                out.push(b' ');
+                super::json::put_i64(out, i64::from(other.0));
+            }
+            return;
+        }
+    };
+    out.extend_from_slice(what.as_bytes());
+    // Enter/exit data events also mark the edges of data regions and compute constructs.
+    if matches!(kind, acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START) {
+        if let Some(c) = s.construct().filter(|c| !matches!(*c, acc_construct_t::ENTER_DATA | acc_construct_t::EXIT_DATA)) {
+            out.extend_from_slice(b" (");
+            out.extend_from_slice(if c == acc_construct_t::DATA { b"data region" } else { construct_word(c).as_bytes() });
+            out.push(b')');
+        }
+    }
+    if let Some(v) = var {
+        out.push(b' ');
+        put_str_body(out, v);
+    }
+    // Data movement is named by its variable; constructs by where they are in the source.
+    if !super::slice::device_event(kind) && !s.is_point() {
+        if let Some(file) = strings.resolve(s.src_file_id()) {
+            let base = file.rsplit('/').next().unwrap_or(file);
+            out.push(b' ');
+            put_str_body(out, base);
+            if s.line != NONE_I32 {
+                out.push(b':');
+                super::json::put_i64(out, i64::from(s.line));
+            }
+        }
+    }
+}
+
+/// "parallel", "kernels", "data"... from `acc_construct_parallel`.
+fn construct_word(c: acc_construct_t) -> &'static str {
+    c.name().map_or("construct", |n| n.trim_start_matches("acc_construct_")).trim()
+}
+
+fn category(kind: acc_event_t) -> &'static str {
+    match kind {
+        acc_event_t::COMPUTE_CONSTRUCT_START => "compute",
+        acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START | acc_event_t::UPDATE_START => "data",
+        acc_event_t::WAIT_START => "wait",
+        acc_event_t::DEVICE_INIT_START | acc_event_t::DEVICE_SHUTDOWN_START | acc_event_t::RUNTIME_SHUTDOWN => "init",
+        acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START => "transfer",
+        acc_event_t::ENQUEUE_LAUNCH_START => "kernel",
+        acc_event_t::CREATE | acc_event_t::DELETE | acc_event_t::ALLOC | acc_event_t::FREE => "memory",
+        _ => "other",
+    }
+}
+
+/// The details shown when a slice is selected.
+fn put_args(a: &mut Object, s: &Slice, strings: &StringTable) {
+    a.str("event", s.event().name().unwrap_or("unknown"));
+    if let Some(file) = strings.resolve(s.src_file_id()) {
+        a.str("src_file", file);
+    }
+    if s.line != NONE_I32 {
+        a.i64("line", i64::from(s.line));
+    }
+    if s.end_line != NONE_I32 {
+        a.i64("end_line", i64::from(s.end_line));
+    }
+    if let Some(f) = strings.resolve(s.func_id()) {
+        a.str("func", f);
+    }
+    if let Some(n) = strings.resolve(s.name_id()) {
+        a.str(if s.event() == acc_event_t::ENQUEUE_LAUNCH_START { "kernel" } else { "var" }, n);
+    }
+    if let Some(b) = s.bytes() {
+        a.u64("bytes", b);
+    }
+    for (key, v) in [("num_gangs", s.num_gangs), ("num_workers", s.num_workers), ("vector_length", s.vector_length)] {
+        if v != NONE_U32 {
+            a.u64(key, u64::from(v));
+        }
+    }
+    if s.async_ != NONE_I32 {
+        a.i64("async", i64::from(s.async_));
+    }
+    if s.async_queue != NONE_I32 {
+        a.i64("async_queue", i64::from(s.async_queue));
+    }
+    if let Some(c) = s.construct() {
+        a.str("construct", construct_word(c));
+    }
+    if s.implicit {
+        put_u64_bool(a, "implicit");
+    }
+    let flags = EventFlags(u64::from(s.flags));
+    if flags.0 != 0 {
+        a.str("flags", &flags.names().join(","));
+    }
+}
+
+fn put_u64_bool(a: &mut Object, key: &str) {
+    a.key(key).extend_from_slice(b"true");
+}

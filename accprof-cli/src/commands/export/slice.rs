@@ -1,0 +1,135 @@
+//! The part of an [`Event`] an export needs, in a compact form.
+//!
+//! A full [`Event`] is ~260 bytes (every optional field has a slot). Sorting a million of them to
+//! fix nesting would hold a quarter of a gigabyte, so the export keeps only what it writes out:
+//! times, the track, and the handful of fields that go into a slice's name and args.
+
+use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_trace::{Event, EventFlags, Field, StrId};
+
+/// "Not recorded" for the 32-bit string and number slots below.
+pub const NONE_U32: u32 = u32::MAX;
+/// "Not recorded" for the 32-bit signed slots below.
+pub const NONE_I32: i32 = i32::MIN;
+
+/// One event, ready to be placed on a track and written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    /// Nanoseconds on the export's common clock (wall clock, so that ranks line up).
+    pub start: u64,
+    pub end: u64,
+    /// Bytes transferred, allocated or freed; `u64::MAX` when not recorded.
+    pub bytes: u64,
+    /// Index of the track (see `tracks::TrackTable`).
+    pub track: u32,
+    /// Which lane of its track the slice landed on (0 unless it overlapped a sibling).
+    pub lane: u16,
+    /// Index of the trace (rank) it came from, for its string table.
+    pub trace: u16,
+    pub kind: i32,
+    /// `var_name` for data events, `kernel_name` for launches, as a raw [`StrId`].
+    pub name: u32,
+    pub src_file: u32,
+    pub func: u32,
+    pub line: i32,
+    pub end_line: i32,
+    pub num_gangs: u32,
+    pub num_workers: u32,
+    pub vector_length: u32,
+    pub async_: i32,
+    pub async_queue: i32,
+    pub construct: i32,
+    pub implicit: bool,
+    /// [`EventFlags`] bits (they all fit in a byte).
+    pub flags: u8,
+}
+
+impl Slice {
+    /// The compact form of `ev`, whose times are moved to the common clock by `clock`.
+    pub fn from_event(ev: &Event, trace: u16, track: u32, clock: impl Fn(u64) -> u64) -> Self {
+        let str_or_none = |f: Field| ev.get_str(f).map_or(NONE_U32, |s| s.0);
+        let i32_or_none = |f: Field| ev.get_i64(f).map_or(NONE_I32, clamp_i32);
+        let u32_or_none = |f: Field| ev.get(f).map_or(NONE_U32, |v| v.min(u64::from(NONE_U32 - 1)) as u32);
+        let name = if ev.kind == acc_event_t::ENQUEUE_LAUNCH_START {
+            str_or_none(Field::KernelName)
+        } else {
+            str_or_none(Field::VarName)
+        };
+        let bytes = if ev.flags().contains(EventFlags::BYTES_UNKNOWN) { None } else { ev.bytes() };
+        Slice {
+            start: clock(ev.start_ns),
+            end: clock(ev.end_ns.max(ev.start_ns)),
+            bytes: bytes.unwrap_or(u64::MAX),
+            track,
+            lane: 0,
+            trace,
+            kind: ev.kind.0,
+            name,
+            src_file: str_or_none(Field::SrcFile),
+            func: str_or_none(Field::FuncName),
+            line: i32_or_none(Field::LineNo),
+            end_line: i32_or_none(Field::EndLineNo),
+            num_gangs: u32_or_none(Field::NumGangs),
+            num_workers: u32_or_none(Field::NumWorkers),
+            vector_length: u32_or_none(Field::VectorLength),
+            async_: i32_or_none(Field::Async),
+            async_queue: i32_or_none(Field::AsyncQueue),
+            construct: i32_or_none(Field::ParentConstruct),
+            implicit: ev.implicit(),
+            flags: ev.flags().0 as u8,
+        }
+    }
+
+    pub fn event(&self) -> acc_event_t {
+        acc_event_t(self.kind)
+    }
+
+    pub fn duration(&self) -> u64 {
+        self.end - self.start
+    }
+
+    pub fn bytes(&self) -> Option<u64> {
+        (self.bytes != u64::MAX).then_some(self.bytes)
+    }
+
+    pub fn name_id(&self) -> Option<StrId> {
+        opt_str(self.name)
+    }
+
+    pub fn src_file_id(&self) -> Option<StrId> {
+        opt_str(self.src_file)
+    }
+
+    pub fn func_id(&self) -> Option<StrId> {
+        opt_str(self.func)
+    }
+
+    pub fn construct(&self) -> Option<acc_construct_t> {
+        (self.construct != NONE_I32).then_some(acc_construct_t(self.construct))
+    }
+
+    /// A point event (create, delete, alloc, free, runtime shutdown): an instant, not a slice.
+    pub fn is_point(&self) -> bool {
+        point_event(self.event())
+    }
+}
+
+/// Events that happen at one instant and so are drawn as instants rather than slices.
+pub fn point_event(kind: acc_event_t) -> bool {
+    matches!(kind.shape(), accprof_abi::EventShape::Point)
+}
+
+/// Device work: what runs on a device queue rather than on the host thread.
+pub fn device_event(kind: acc_event_t) -> bool {
+    kind == acc_event_t::ENQUEUE_UPLOAD_START
+        || kind == acc_event_t::ENQUEUE_DOWNLOAD_START
+        || kind == acc_event_t::ENQUEUE_LAUNCH_START
+}
+
+fn opt_str(raw: u32) -> Option<StrId> {
+    (raw != NONE_U32).then_some(StrId(raw))
+}
+
+fn clamp_i32(v: i64) -> i32 {
+    v.clamp(i64::from(i32::MIN + 1), i64::from(i32::MAX)) as i32
+}

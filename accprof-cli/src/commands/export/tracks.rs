@@ -1,0 +1,201 @@
+//! Which track (Chrome "thread") each slice goes on, and keeping every track strictly nested.
+//!
+//! Perfetto drops a complete slice that overlaps a sibling without nesting inside it, so two
+//! things are done here. Device work gets tracks of its own (one per async queue, one per host
+//! thread for synchronous work), away from the constructs that enqueued it. And on every track,
+//! a slice that would still cross another one is moved to an extra lane of that track (shown as
+//! a track of its own, named after the first) rather than clipped: its duration stays true.
+
+use super::slice::{device_event, Slice};
+use std::collections::HashMap;
+
+/// `acc_async_sync`: the operation was synchronous.
+const ACC_ASYNC_SYNC: i32 = -2;
+
+/// What a track shows.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum TrackKind {
+    /// Constructs, waits and instants of one host thread (`None`: the runtime gave no thread id).
+    Host { thread: Option<i64> },
+    /// Synchronous uploads, downloads and launches issued by one host thread.
+    DeviceSync { thread: Option<i64> },
+    /// Work on one async queue, whichever thread enqueued it.
+    DeviceQueue { queue: i64 },
+}
+
+impl TrackKind {
+    /// The track an event belongs on.
+    pub fn of(slice: &Slice, thread: Option<i64>) -> Self {
+        if !device_event(slice.event()) {
+            return TrackKind::Host { thread };
+        }
+        let async_ = (slice.async_ != super::slice::NONE_I32).then_some(slice.async_);
+        let queue = (slice.async_queue != super::slice::NONE_I32).then_some(slice.async_queue);
+        match async_ {
+            Some(a) if a != ACC_ASYNC_SYNC => TrackKind::DeviceQueue { queue: i64::from(queue.unwrap_or(a)) },
+            _ => TrackKind::DeviceSync { thread },
+        }
+    }
+
+    /// The name shown for the track.
+    pub fn label(&self) -> String {
+        let thread = |t: &Option<i64>| t.map_or("host thread ?".to_string(), |t| format!("host thread {t}"));
+        match self {
+            TrackKind::Host { thread: t } => thread(t),
+            TrackKind::DeviceSync { thread: t } => format!("{}: device (synchronous)", thread(t)),
+            TrackKind::DeviceQueue { queue } => format!("device: async queue {queue}"),
+        }
+    }
+}
+
+/// A track of one trace.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct TrackKey {
+    pub trace: u16,
+    pub kind: TrackKind,
+}
+
+/// Every track met so far, numbered in order of first appearance.
+#[derive(Default, Debug)]
+pub struct TrackTable {
+    index: HashMap<TrackKey, u32>,
+    keys: Vec<TrackKey>,
+    /// Lanes each track needed (at least 1), known after [`assign_lanes`].
+    lanes: Vec<u16>,
+}
+
+impl TrackTable {
+    pub fn intern(&mut self, key: TrackKey) -> u32 {
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let i = self.keys.len() as u32;
+        self.keys.push(key);
+        self.lanes.push(1);
+        self.index.insert(key, i);
+        i
+    }
+
+    pub fn key(&self, track: u32) -> TrackKey {
+        self.keys[track as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The Chrome thread id of every (track, lane), dense from 1 in display order: per trace,
+    /// each host thread, then its synchronous device track, then the async queues.
+    pub fn thread_ids(&self) -> ThreadIds {
+        let mut order: Vec<u32> = (0..self.keys.len() as u32).collect();
+        order.sort_by_key(|&t| display_order(&self.keys[t as usize]));
+        let mut first_tid = vec![0u32; self.keys.len()];
+        let mut next = 1u32;
+        for &t in &order {
+            first_tid[t as usize] = next;
+            next += u32::from(self.lanes[t as usize]);
+        }
+        ThreadIds { first_tid, order, lanes: self.lanes.clone() }
+    }
+}
+
+/// Sorts host thread `t` just before its synchronous device track, and queues after threads.
+fn display_order(k: &TrackKey) -> (u16, u8, Option<i64>, u8) {
+    match k.kind {
+        TrackKind::Host { thread } => (k.trace, 0, thread, 0),
+        TrackKind::DeviceSync { thread } => (k.trace, 0, thread, 1),
+        TrackKind::DeviceQueue { queue } => (k.trace, 1, Some(queue), 0),
+    }
+}
+
+/// Chrome thread ids for the tracks and their lanes.
+#[derive(Debug)]
+pub struct ThreadIds {
+    first_tid: Vec<u32>,
+    /// Track indices in display order.
+    pub order: Vec<u32>,
+    lanes: Vec<u16>,
+}
+
+impl ThreadIds {
+    pub fn tid(&self, track: u32, lane: u16) -> u32 {
+        self.first_tid[track as usize] + u32::from(lane)
+    }
+
+    pub fn lanes(&self, track: u32) -> u16 {
+        self.lanes[track as usize]
+    }
+}
+
+/// Sorts `slices` by track, start, then longest first (so a parent precedes the children that
+/// start with it), and gives each one the first lane of its track in which it nests strictly:
+/// inside the innermost open slice of that lane, or after it. Instants take no part.
+pub fn assign_lanes(slices: &mut [Slice], tracks: &mut TrackTable) {
+    slices.sort_unstable_by(|a, b| {
+        (a.track, a.start, std::cmp::Reverse(a.end)).cmp(&(b.track, b.start, std::cmp::Reverse(b.end)))
+    });
+    // Per lane, the ends of the slices still open at the current start time, innermost last.
+    let mut lanes: Vec<Vec<u64>> = Vec::new();
+    let mut current_track = u32::MAX;
+    for s in slices.iter_mut() {
+        if s.track != current_track {
+            current_track = s.track;
+            lanes.iter_mut().for_each(Vec::clear);
+        }
+        if s.is_point() {
+            continue;
+        }
+        let lane = place(&mut lanes, s.start, s.end);
+        s.lane = lane;
+        let n = &mut tracks.lanes[s.track as usize];
+        *n = (*n).max(lane + 1);
+    }
+}
+
+/// The first lane where `[start, end]` nests, opening a new lane when none does.
+fn place(lanes: &mut Vec<Vec<u64>>, start: u64, end: u64) -> u16 {
+    for (i, open) in lanes.iter_mut().enumerate() {
+        // Slices come in start order, so one that ended by `start` is closed for good.
+        while open.last().is_some_and(|&e| e <= start) {
+            open.pop();
+        }
+        if open.last().is_none_or(|&e| end <= e) {
+            open.push(end);
+            return i.min(u16::MAX as usize) as u16;
+        }
+    }
+    if lanes.len() >= u16::MAX as usize {
+        // Pathological input; pile the rest on the last lane rather than grow without bound.
+        return u16::MAX - 1;
+    }
+    lanes.push(vec![end]);
+    (lanes.len() - 1) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lanes_of(spans: &[(u64, u64)]) -> Vec<u16> {
+        let mut lanes = Vec::new();
+        let mut sorted: Vec<_> = spans.to_vec();
+        sorted.sort_by_key(|&(s, e)| (s, std::cmp::Reverse(e)));
+        sorted.iter().map(|&(s, e)| place(&mut lanes, s, e)).collect()
+    }
+
+    #[test]
+    fn nested_and_sequential_slices_share_a_lane() {
+        assert_eq!(lanes_of(&[(0, 100), (10, 20), (20, 30), (30, 100), (100, 150)]), [0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_crossing_slice_moves_to_a_second_lane() {
+        // (50, 150) starts inside (0, 100) and ends after it.
+        assert_eq!(lanes_of(&[(0, 100), (50, 150), (160, 170)]), [0, 1, 0]);
+    }
+
+    #[test]
+    fn zero_length_slices_nest_at_either_edge() {
+        assert_eq!(lanes_of(&[(0, 100), (0, 0), (100, 100)]), [0, 0, 0]);
+    }
+}
