@@ -99,12 +99,20 @@ impl Symbolizer {
             }
         }
         if loc.function.is_none() {
-            if let Some(sym) = loaded.loader.find_symbol_info(probe) {
-                let name = addr2line::demangle_auto(sym.name().into(), None);
-                loc.function = Some(format!("{name}+{:#x}", probe + 1 - sym.address()));
-            }
+            loc.function = Some(match loaded.loader.find_symbol_info(probe) {
+                Some(sym) => {
+                    let name = addr2line::demangle_auto(sym.name().into(), None);
+                    format!("{name}+{:#x}", probe + 1 - sym.address())
+                }
+                // Fully stripped: no symbol either. The module and offset still let a user
+                // find the spot with `addr2line -e` on an unstripped copy.
+                None => {
+                    let base = std::path::Path::new(&module.path).file_name().map(|n| n.to_string_lossy().into_owned());
+                    format!("{}+{:#x}", base.unwrap_or_default(), probe + 1)
+                }
+            });
         }
-        (loc.file.is_some() || loc.function.is_some()).then_some(loc)
+        Some(loc)
     }
 
     fn load(&mut self, module: &Module) -> Option<&LoadedModule> {
