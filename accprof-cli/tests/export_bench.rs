@@ -30,11 +30,20 @@ fn export_a_million_events() {
     let trace_mb = std::fs::metadata(&trace).unwrap().len() as f64 / 1e6;
     let json = std::fs::read_to_string(&out).unwrap();
     println!(
-        "export: {n} events ({trace_mb:.1} MB trace) -> {:.1} MB JSON in {best:.3} s (best of 3), {:.2} M events/s",
+        "export: {n} events ({trace_mb:.1} MB trace) -> {:.1} MB JSON in {best:.3} s (best of 3), {:.2} M events/s, peak RSS {:.0} MB",
         json.len() as f64 / 1e6,
-        n as f64 / best / 1e6
+        n as f64 / best / 1e6,
+        children_peak_rss_kb() as f64 / 1024.0
     );
     // The big file must be as valid as the small ones.
     let sum = validate(&json).unwrap_or_else(|e| panic!("invalid export: {e}"));
     assert_eq!(sum.complete + sum.instants, n as usize);
+}
+
+/// The largest resident set of the child processes run so far (the exports), in KiB.
+fn children_peak_rss_kb() -> i64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    ru.ru_maxrss
 }
