@@ -153,7 +153,8 @@ struct SendPtr(usize);
 pub fn run_kernel(host: &HostKernel, work: usize, args: &[Val], red: Option<RedOp>, threads: usize) -> f64 {
     let identity = red.map_or(0.0, RedOp::identity);
     if work < SPLIT_MIN_WORK || threads <= 1 {
-        return red.map_or(0.0, |op| op.combine(identity, host.call(0..work, args)));
+        let v = host.call(0..work, args);
+        return red.map_or(0.0, |op| op.combine(identity, v));
     }
     let parts = chunks(work, threads);
     let partials: Vec<f64> = std::thread::scope(|s| {
