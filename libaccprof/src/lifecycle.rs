@@ -66,6 +66,12 @@ pub fn recorder_for_event() -> Option<&'static Recorder> {
     }
 }
 
+/// Whether the exit flush has run: later events go straight to the file.
+#[inline]
+pub fn finished() -> bool {
+    STATE.load(Ordering::Relaxed) == FINISHED
+}
+
 /// Called once a runtime has our callback: arms the exit and fork hooks.
 pub fn on_registered(how: &str) {
     if let Ok(mut r) = REGISTRATION.lock() {

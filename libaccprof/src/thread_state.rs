@@ -100,7 +100,10 @@ impl ThreadState {
         let new_strings = &mut self.new_strings;
         let slot = &self.slot;
         let late = slot.with_batch(|batch, closed| {
-            if closed {
+            // `closed` covers threads swept at exit; `finished` covers state created after it
+            // (glibc runs thread-local destructors before atexit handlers, so a runtime's own
+            // exit handler can call us on a thread whose state was already retired).
+            if closed || lifecycle::finished() {
                 return Some(e);
             }
             if !new_strings.is_empty() {

@@ -28,8 +28,10 @@ extern "C" {
     fn _Unwind_GetIP(ctx: *mut UnwindContext) -> usize;
 }
 
-/// Address ranges of the code to skip: this library, and the runtime that calls us.
-static SKIP: [AtomicU64; 4] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+/// Address ranges of the code to skip, as (start, end) pairs: this library, the runtime that
+/// calls us, and libc (never the application; without it, a runtime linked into the executable
+/// would have its constructs attributed to `__libc_start_main`).
+static SKIP: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
 
 /// Remembers the text ranges of the tool and of the runtime whose function lives at
 /// `runtime_fn` (its acc_prof_register). Called at registration, before any event.
@@ -47,6 +49,10 @@ pub fn set_skip_ranges(runtime_fn: *const c_void) {
         SKIP[2].store(s, Ordering::Relaxed);
         SKIP[3].store(e, Ordering::Relaxed);
     }
+    if let Some((s, e)) = crate::modules::module_range_of(libc::exit as *const c_void) {
+        SKIP[4].store(s, Ordering::Relaxed);
+        SKIP[5].store(e, Ordering::Relaxed);
+    }
 }
 
 #[inline]
@@ -56,7 +62,7 @@ fn skipped(ip: u64) -> bool {
         let e = SKIP[a + 1].load(Ordering::Relaxed);
         s <= ip && ip < e
     };
-    in_range(0) || in_range(2)
+    in_range(0) || in_range(2) || in_range(4)
 }
 
 struct Walk {
