@@ -1,0 +1,862 @@
+//! Building a [`Profile`] from a stream of events, in memory proportional to the number of
+//! distinct constructs, kernels and variables, not to the number of events.
+//!
+//! The tool joins a start and its end into one event and writes it when the end arrives, so on one
+//! thread a construct comes *after* the transfers and launches it contains. Each thread keeps a
+//! stack of events whose enclosing construct has not arrived yet; when a construct arrives it
+//! takes the stack entries that lie inside its interval as its children. Traces written in start
+//! order work too: an event that lies inside the construct on top of the stack is attributed to it
+//! at once. The implicit enter/exit data events inside a compute construct are transparent: what
+//! they contain is attributed to the compute construct itself, as NV_ACC_TIME does.
+
+use crate::model::*;
+use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_trace::{Event, EventFlags, Field, StrId, StringTable};
+use std::collections::HashMap;
+
+/// Transfers smaller than this are not counted as slices of an array.
+const SLICE_MIN_RUN: u64 = 8;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct ConstructKey {
+    kind: ConstructKind,
+    ctype: Option<i64>,
+    file: Option<StrId>,
+    func: Option<StrId>,
+    line: Option<i64>,
+    dev_type: Option<i64>,
+    dev_num: Option<i64>,
+}
+
+/// A variable as the builder identifies it: by name when the runtime gave one, else by host range.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum VarId {
+    Name(StrId),
+    Host { ptr: u64, bytes: u64 },
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Leaf {
+    kind: ChildKind,
+    r: EventRef,
+    line: Option<i64>,
+    bytes: Option<u64>,
+    host_ptr: Option<u64>,
+    var: VarId,
+    kernel: Option<StrId>,
+    gangs: Option<u64>,
+    workers: Option<u64>,
+    vector: Option<u64>,
+    is_async: bool,
+    /// Share of the enclosing data operation's non-transfer time (for alloc/free/create/delete).
+    overhead_ns: u64,
+}
+
+impl Leaf {
+    fn dur(&self) -> u64 {
+        self.r.end_ns.saturating_sub(self.r.start_ns)
+    }
+    fn is_transfer(&self) -> bool {
+        matches!(self.kind, ChildKind::Upload | ChildKind::Download)
+    }
+}
+
+#[derive(Debug)]
+enum Item {
+    /// An operation waiting for its construct.
+    Leaf(Leaf),
+    /// An implicit data operation of a compute construct, with what it contained.
+    Group { start: u64, end: u64, leaves: Vec<Leaf> },
+    /// A construct already accounted for (or several consecutive ones merged). `construct` is the
+    /// latest one, to which events inside it that arrive later (start-ordered traces) belong.
+    Closed { start: u64, end: u64, construct: Option<u32>, resolved: bool },
+}
+
+impl Item {
+    fn span(&self) -> (u64, u64) {
+        match self {
+            Item::Leaf(l) => (l.r.start_ns, l.r.end_ns),
+            Item::Group { start, end, .. } | Item::Closed { start, end, .. } => (*start, *end),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct LastTransfer {
+    dir: Direction,
+    construct: Option<u32>,
+    instance: u64,
+    var_index: u32,
+    r: EventRef,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SliceRun {
+    construct: Option<u32>,
+    instance: u64,
+    dir: Direction,
+    next_ptr: u64,
+    count: u64,
+    bytes: u64,
+    time: Timing,
+    first: EventRef,
+    last: EventRef,
+    array: VarId,
+}
+
+#[derive(Default, Debug)]
+struct ThreadState {
+    stack: Vec<Item>,
+    /// Host time covered by the events at the bottom of the stack (not inside another event).
+    covered_ns: u64,
+    last_transfer: HashMap<VarId, LastTransfer>,
+    run: Option<SliceRun>,
+    instance: u64,
+}
+
+#[derive(Debug)]
+struct ConstructAcc {
+    key: ConstructKey,
+    c: Construct,
+    children: HashMap<(ChildKind, Option<i64>, Option<StrId>), usize>,
+}
+
+/// Builds a [`Profile`] from events fed one at a time.
+///
+/// ```
+/// # use accprof_analysis::ProfileBuilder;
+/// # use accprof_trace::{Event, StringTable};
+/// let mut b = ProfileBuilder::new();
+/// // for each event `ev` of the trace, in file order: b.feed(&ev);
+/// let profile = b.finish(&StringTable::default());
+/// assert!(profile.is_empty());
+/// ```
+#[derive(Debug, Default)]
+pub struct ProfileBuilder {
+    index: u64,
+    threads: HashMap<i64, ThreadState>,
+    constructs: Vec<ConstructAcc>,
+    construct_index: HashMap<ConstructKey, u32>,
+    kernels: Vec<(Option<StrId>, Option<u32>, Kernel)>,
+    kernel_index: HashMap<(Option<StrId>, Option<u32>), usize>,
+    variables: Vec<(VarId, Variable)>,
+    variable_index: HashMap<(VarId, Direction), u32>,
+    sites: Vec<TransferSite>,
+    site_index: HashMap<(Option<u32>, u32), usize>,
+    roundtrips: Vec<Roundtrip>,
+    roundtrip_index: HashMap<(u32, Option<u32>, Option<u32>), usize>,
+    slices: Vec<(VarId, SliceRuns)>,
+    slice_index: HashMap<(Option<u32>, Direction, VarId), usize>,
+    allocs: Vec<AllocSite>,
+    alloc_index: HashMap<(Option<u32>, Option<u64>), usize>,
+    summary: Summary,
+}
+
+fn is_compute_parent(p: Option<i64>) -> bool {
+    matches!(p.map(|v| acc_construct_t(v as i32)), Some(acc_construct_t::PARALLEL | acc_construct_t::KERNELS | acc_construct_t::LOOP | acc_construct_t::SERIAL))
+}
+
+enum Class {
+    Leaf(ChildKind),
+    Group,
+    Construct(ConstructKind),
+    Ignore,
+}
+
+fn classify(ev: &Event) -> Class {
+    let parent = ev.get_i64(Field::ParentConstruct);
+    match ev.kind {
+        acc_event_t::ENQUEUE_UPLOAD_START => Class::Leaf(ChildKind::Upload),
+        acc_event_t::ENQUEUE_DOWNLOAD_START => Class::Leaf(ChildKind::Download),
+        acc_event_t::ENQUEUE_LAUNCH_START => Class::Leaf(ChildKind::Launch),
+        acc_event_t::ALLOC => Class::Leaf(ChildKind::Alloc),
+        acc_event_t::FREE => Class::Leaf(ChildKind::Free),
+        acc_event_t::CREATE => Class::Leaf(ChildKind::Create),
+        acc_event_t::DELETE => Class::Leaf(ChildKind::Delete),
+        acc_event_t::WAIT_START => match parent.map(|v| acc_construct_t(v as i32)) {
+            Some(acc_construct_t::WAIT | acc_construct_t::RUNTIME_API) => Class::Construct(ConstructKind::Wait),
+            _ => Class::Leaf(ChildKind::Wait),
+        },
+        acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START => {
+            let enter = ev.kind == acc_event_t::ENTER_DATA_START;
+            match parent.map(|v| acc_construct_t(v as i32)) {
+                Some(acc_construct_t::DATA) => Class::Construct(ConstructKind::Data),
+                Some(acc_construct_t::RUNTIME_API) => Class::Construct(ConstructKind::RuntimeApi),
+                _ if is_compute_parent(parent) => Class::Group,
+                None if ev.implicit() => Class::Group,
+                _ if enter => Class::Construct(ConstructKind::EnterData),
+                _ => Class::Construct(ConstructKind::ExitData),
+            }
+        }
+        acc_event_t::UPDATE_START => Class::Construct(ConstructKind::Update),
+        acc_event_t::COMPUTE_CONSTRUCT_START => Class::Construct(ConstructKind::Compute),
+        acc_event_t::DEVICE_INIT_START => Class::Construct(ConstructKind::Init),
+        _ => Class::Ignore,
+    }
+}
+
+fn is_async(ev: &Event) -> bool {
+    // acc_async_sync is -2; acc_async_noval (-1) and queues >= 0 are asynchronous.
+    ev.get_i64(Field::Async).is_some_and(|a| a != -2)
+}
+
+impl ProfileBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Events fed so far.
+    pub fn events_seen(&self) -> u64 {
+        self.index
+    }
+
+    /// Takes the next event of the trace, in file order.
+    pub fn feed(&mut self, ev: &Event) {
+        let r = EventRef { index: self.index, start_ns: ev.start_ns, end_ns: ev.end_ns.max(ev.start_ns) };
+        self.index += 1;
+        let s = &mut self.summary;
+        if s.events == 0 || r.start_ns < s.first_ns {
+            s.first_ns = r.start_ns;
+        }
+        s.last_ns = s.last_ns.max(r.end_ns);
+        s.events += 1;
+        let thread = ev.thread().unwrap_or(-1);
+        match classify(ev) {
+            Class::Ignore => {}
+            Class::Leaf(kind) => {
+                let leaf = self.leaf(ev, kind, r);
+                self.push_leaf(thread, leaf);
+            }
+            Class::Group => self.push_group(thread, r),
+            Class::Construct(kind) => self.push_construct(thread, ev, kind, r),
+        }
+    }
+
+    fn leaf(&self, ev: &Event, kind: ChildKind, r: EventRef) -> Leaf {
+        let bytes = ev.bytes().filter(|_| !ev.flags().contains(EventFlags::BYTES_UNKNOWN));
+        let host_ptr = ev.get(Field::HostPtr);
+        let var = match (ev.var_name(), host_ptr) {
+            (Some(n), _) => VarId::Name(n),
+            (None, Some(p)) => VarId::Host { ptr: p, bytes: bytes.unwrap_or(0) },
+            (None, None) => VarId::Unknown,
+        };
+        Leaf {
+            kind,
+            r,
+            line: ev.line_no(),
+            bytes,
+            host_ptr,
+            var,
+            kernel: ev.kernel_name(),
+            gangs: ev.get(Field::NumGangs),
+            workers: ev.get(Field::NumWorkers),
+            vector: ev.get(Field::VectorLength),
+            is_async: is_async(ev),
+            overhead_ns: 0,
+        }
+    }
+
+    fn push_leaf(&mut self, thread: i64, leaf: Leaf) {
+        let ts = self.threads.entry(thread).or_default();
+        // Start-ordered traces: the leaf lies inside the construct on top of the stack.
+        if let Some(Item::Closed { start, end, construct, resolved: true }) = ts.stack.last() {
+            if *start <= leaf.r.start_ns && leaf.r.end_ns <= *end {
+                let (c, inst) = (*construct, ts.instance);
+                self.resolve(thread, c, inst, vec![leaf]);
+                return;
+            }
+        }
+        if let Some(Item::Group { start, end, leaves }) = ts.stack.last_mut() {
+            if *start <= leaf.r.start_ns && leaf.r.end_ns <= *end {
+                leaves.push(leaf);
+                return;
+            }
+        }
+        ts.covered_ns += leaf.dur();
+        ts.stack.push(Item::Leaf(leaf));
+    }
+
+    /// Pops the stack entries inside `[start, end]`, returning their leaves in time order and the
+    /// time they covered.
+    fn pop_inside(ts: &mut ThreadState, start: u64, end: u64) -> (Vec<Leaf>, u64) {
+        let mut leaves = Vec::new();
+        let mut covered = 0;
+        while let Some(top) = ts.stack.last() {
+            let (s, e) = top.span();
+            if s < start || e > end {
+                break;
+            }
+            covered += e - s;
+            match ts.stack.pop() {
+                Some(Item::Leaf(l)) => leaves.push(l),
+                Some(Item::Group { leaves: g, .. }) => leaves.extend(g.into_iter().rev()),
+                _ => {}
+            }
+        }
+        leaves.reverse();
+        (leaves, covered)
+    }
+
+    fn push_group(&mut self, thread: i64, r: EventRef) {
+        let ts = self.threads.entry(thread).or_default();
+        let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
+        share_overhead(&mut leaves, r.end_ns - r.start_ns);
+        // Start-ordered: the group lies inside the construct on top; its leaves come later.
+        if let Some(Item::Closed { start, end, resolved: true, .. }) = ts.stack.last() {
+            if *start <= r.start_ns && r.end_ns <= *end {
+                if !leaves.is_empty() {
+                    let (c, inst) = match ts.stack.last() {
+                        Some(Item::Closed { construct, .. }) => (*construct, ts.instance),
+                        _ => (None, ts.instance),
+                    };
+                    self.resolve(thread, c, inst, leaves);
+                }
+                return;
+            }
+        }
+        ts.covered_ns = ts.covered_ns - covered + (r.end_ns - r.start_ns);
+        ts.stack.push(Item::Group { start: r.start_ns, end: r.end_ns, leaves });
+    }
+
+    fn push_construct(&mut self, thread: i64, ev: &Event, kind: ConstructKind, r: EventRef) {
+        let cid = self.construct_id(ev, kind);
+        let dur = r.end_ns - r.start_ns;
+        {
+            let acc = &mut self.constructs[cid as usize];
+            let c = &mut acc.c;
+            let exit_of_data_region = kind == ConstructKind::Data && ev.kind == acc_event_t::EXIT_DATA_START;
+            if !exit_of_data_region {
+                c.reached += 1;
+            }
+            c.time.add(dur);
+            if is_async(ev) {
+                c.async_count += 1;
+            }
+            if c.time.count == 1 {
+                c.first_ns = r.start_ns;
+            }
+            c.first_ns = c.first_ns.min(r.start_ns);
+            c.last_ns = c.last_ns.max(r.end_ns);
+            if let Some(e) = ev.get_i64(Field::EndLineNo) {
+                let cur = c.location.end_line.get_or_insert(e);
+                *cur = (*cur).max(e);
+            }
+            push_sample(&mut c.samples, r);
+        }
+        match kind {
+            ConstructKind::Compute => self.summary.compute.add(dur),
+            ConstructKind::Init => self.summary.device_init.add(dur),
+            ConstructKind::Wait => self.summary.waits.add(dur),
+            ConstructKind::Data
+            | ConstructKind::EnterData
+            | ConstructKind::ExitData
+            | ConstructKind::Update
+            | ConstructKind::RuntimeApi => self.summary.data_constructs.add(dur),
+        }
+        let ts = self.threads.entry(thread).or_default();
+        ts.instance += 1;
+        let inst = ts.instance;
+        let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
+        let inside_open = matches!(ts.stack.last(), Some(Item::Closed { start, end, resolved: true, .. }) if *start <= r.start_ns && r.end_ns <= *end);
+        if !inside_open {
+            ts.covered_ns = ts.covered_ns - covered + dur;
+            match ts.stack.last_mut() {
+                // Merge with the previous top-level construct: keeps the stack short over a long
+                // run while no event encloses both.
+                Some(Item::Closed { start, end, construct, resolved }) if *end <= r.start_ns && !matches!(kind, ConstructKind::Init) => {
+                    let _ = start;
+                    *end = r.end_ns;
+                    *construct = Some(cid);
+                    *resolved = true;
+                }
+                _ => ts.stack.push(Item::Closed { start: r.start_ns, end: r.end_ns, construct: Some(cid), resolved: true }),
+            }
+        }
+        if kind != ConstructKind::Compute {
+            share_overhead(&mut leaves, dur);
+        }
+        if !leaves.is_empty() {
+            self.resolve(thread, Some(cid), inst, leaves);
+        }
+    }
+
+    fn construct_id(&mut self, ev: &Event, kind: ConstructKind) -> u32 {
+        let key = ConstructKey {
+            kind,
+            ctype: ev.get_i64(Field::ParentConstruct),
+            file: ev.src_file(),
+            func: ev.func_name(),
+            line: ev.line_no(),
+            dev_type: ev.get_i64(Field::DeviceType),
+            dev_num: ev.get_i64(Field::DeviceNumber),
+        };
+        if let Some(&i) = self.construct_index.get(&key) {
+            return i;
+        }
+        let i = self.constructs.len() as u32;
+        self.construct_index.insert(key, i);
+        self.constructs.push(ConstructAcc {
+            key,
+            c: Construct {
+                kind,
+                construct_type: key.ctype.and_then(|v| acc_construct_t(v as i32).name()).map(|n| n.trim_start_matches("acc_construct_").to_string()),
+                location: Location {
+                    file: None,
+                    function: None,
+                    line: key.line,
+                    end_line: None,
+                    device_type: key.dev_type,
+                    device_number: key.dev_num,
+                },
+                reached: 0,
+                time: Timing::host(),
+                async_count: 0,
+                first_ns: 0,
+                last_ns: 0,
+                children: Vec::new(),
+                samples: Vec::new(),
+            },
+            children: HashMap::new(),
+        });
+        i
+    }
+
+    /// Accounts leaves (in time order) to construct `c` (instance `inst` on `thread`).
+    fn resolve(&mut self, thread: i64, c: Option<u32>, inst: u64, leaves: Vec<Leaf>) {
+        for leaf in leaves {
+            self.account_child(c, &leaf);
+            match leaf.kind {
+                ChildKind::Upload | ChildKind::Download => self.account_transfer(thread, c, inst, &leaf),
+                ChildKind::Launch => self.account_launch(c, &leaf),
+                ChildKind::Wait => self.summary.waits.add(leaf.dur()),
+                ChildKind::Alloc | ChildKind::Create => self.account_alloc(c, &leaf, true),
+                ChildKind::Free | ChildKind::Delete => self.account_alloc(c, &leaf, false),
+            }
+        }
+    }
+
+    fn account_child(&mut self, c: Option<u32>, leaf: &Leaf) {
+        let Some(c) = c else { return };
+        let acc = &mut self.constructs[c as usize];
+        let kernel_key = if leaf.kind == ChildKind::Launch { leaf.kernel } else { None };
+        let key = (leaf.kind, leaf.line, kernel_key);
+        let n = acc.children.len();
+        let i = *acc.children.entry(key).or_insert(n);
+        if i == acc.c.children.len() {
+            acc.c.children.push(ConstructChild { kind: leaf.kind, line: leaf.line, kernel: None, count: 0, bytes: 0, time: Timing::host() });
+        }
+        let ch = &mut acc.c.children[i];
+        ch.count += 1;
+        ch.bytes += leaf.bytes.unwrap_or(0);
+        ch.time.add(leaf.dur());
+    }
+
+    fn account_launch(&mut self, c: Option<u32>, leaf: &Leaf) {
+        let key = (leaf.kernel, if leaf.kernel.is_some() { None } else { c });
+        let i = match self.kernel_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.kernels.len();
+                self.kernel_index.insert(key, i);
+                self.kernels.push((
+                    leaf.kernel,
+                    c,
+                    Kernel {
+                        name: String::new(),
+                        construct: c.map(|c| c as usize),
+                        launches: 0,
+                        num_gangs: None,
+                        num_workers: None,
+                        vector_length: None,
+                        time: Timing::host(),
+                        async_launches: 0,
+                        first_ns: leaf.r.start_ns,
+                        last_ns: 0,
+                        samples: Vec::new(),
+                    },
+                ));
+                i
+            }
+        };
+        let k = &mut self.kernels[i].2;
+        k.launches += 1;
+        k.time.add(leaf.dur());
+        if let Some(g) = leaf.gangs {
+            ValueRange::add(&mut k.num_gangs, g);
+        }
+        if let Some(w) = leaf.workers {
+            ValueRange::add(&mut k.num_workers, w);
+        }
+        if let Some(v) = leaf.vector {
+            ValueRange::add(&mut k.vector_length, v);
+        }
+        if leaf.is_async {
+            k.async_launches += 1;
+        }
+        k.first_ns = k.first_ns.min(leaf.r.start_ns);
+        k.last_ns = k.last_ns.max(leaf.r.end_ns);
+        push_sample(&mut k.samples, leaf.r);
+        self.summary.kernels.add(leaf.dur());
+        if let Some(c) = c {
+            let acc = &mut self.constructs[c as usize];
+            if let Some(&ci) = acc.children.get(&(ChildKind::Launch, leaf.line, leaf.kernel)) {
+                acc.c.children[ci].kernel = Some(i);
+            }
+        }
+    }
+
+    fn variable_index(&mut self, var: VarId, dir: Direction, host_ptr: Option<u64>) -> u32 {
+        if let Some(&i) = self.variable_index.get(&(var, dir)) {
+            return i;
+        }
+        let i = self.variables.len() as u32;
+        self.variable_index.insert((var, dir), i);
+        self.variables.push((
+            var,
+            Variable {
+                name: String::new(),
+                named: matches!(var, VarId::Name(_)),
+                host_ptr,
+                direction: dir,
+                count: 0,
+                bytes: 0,
+                time: Timing::host(),
+                samples: Vec::new(),
+            },
+        ));
+        i
+    }
+
+    fn account_transfer(&mut self, thread: i64, c: Option<u32>, inst: u64, leaf: &Leaf) {
+        let dir = if leaf.kind == ChildKind::Upload { Direction::HostToDevice } else { Direction::DeviceToHost };
+        let bytes = leaf.bytes.unwrap_or(0);
+        let dur = leaf.dur();
+        match dir {
+            Direction::HostToDevice => {
+                self.summary.uploads.add(dur);
+                self.summary.upload_bytes += bytes;
+            }
+            Direction::DeviceToHost => {
+                self.summary.downloads.add(dur);
+                self.summary.download_bytes += bytes;
+            }
+        }
+        let vi = self.variable_index(leaf.var, dir, leaf.host_ptr);
+        {
+            let v = &mut self.variables[vi as usize].1;
+            v.count += 1;
+            v.bytes += bytes;
+            v.time.add(dur);
+            push_sample(&mut v.samples, leaf.r);
+        }
+        // Per construct and variable.
+        let si = match self.site_index.get(&(c, vi)) {
+            Some(&i) => i,
+            None => {
+                let i = self.sites.len();
+                self.site_index.insert((c, vi), i);
+                self.sites.push(TransferSite {
+                    construct: c.map(|c| c as usize),
+                    variable: vi as usize,
+                    direction: dir,
+                    count: 0,
+                    bytes: 0,
+                    max_bytes: 0,
+                    time: Timing::host(),
+                    first_ns: leaf.r.start_ns,
+                    last_ns: 0,
+                    samples: Vec::new(),
+                });
+                i
+            }
+        };
+        let site = &mut self.sites[si];
+        site.count += 1;
+        site.bytes += bytes;
+        site.max_bytes = site.max_bytes.max(bytes);
+        site.time.add(dur);
+        site.first_ns = site.first_ns.min(leaf.r.start_ns);
+        site.last_ns = site.last_ns.max(leaf.r.end_ns);
+        push_sample(&mut site.samples, leaf.r);
+
+        // Copied out by one construct, copied back in by the next one that touches it.
+        let range_key = match (leaf.host_ptr, leaf.var) {
+            (Some(p), _) => VarId::Host { ptr: p, bytes },
+            (None, v) => v,
+        };
+        let ts = self.threads.entry(thread).or_default();
+        let prev = ts.last_transfer.insert(range_key, LastTransfer { dir, construct: c, instance: inst, var_index: vi, r: leaf.r });
+        if let (Direction::HostToDevice, Some(p)) = (dir, prev) {
+            if p.dir == Direction::DeviceToHost && p.instance != inst && range_key != VarId::Unknown {
+                let key = (p.var_index, p.construct, c);
+                let ri = match self.roundtrip_index.get(&key) {
+                    Some(&i) => i,
+                    None => {
+                        let i = self.roundtrips.len();
+                        self.roundtrip_index.insert(key, i);
+                        self.roundtrips.push(Roundtrip {
+                            variable: p.var_index as usize,
+                            from_construct: p.construct.map(|c| c as usize),
+                            to_construct: c.map(|c| c as usize),
+                            count: 0,
+                            bytes: 0,
+                            time_ns: 0,
+                            samples: Vec::new(),
+                        });
+                        i
+                    }
+                };
+                let rt = &mut self.roundtrips[ri];
+                rt.count += 1;
+                rt.bytes += bytes;
+                rt.time_ns += dur + (p.r.end_ns - p.r.start_ns);
+                push_sample(&mut rt.samples, p.r);
+                push_sample(&mut rt.samples, leaf.r);
+            }
+        }
+        self.track_slices(thread, c, inst, dir, leaf);
+    }
+
+    /// Consecutive transfers of adjacent host ranges by one construct in one direction form a
+    /// run; a long run could have been one transfer of the whole array.
+    fn track_slices(&mut self, thread: i64, c: Option<u32>, inst: u64, dir: Direction, leaf: &Leaf) {
+        let bytes = leaf.bytes.unwrap_or(0);
+        let array = match leaf.var {
+            VarId::Name(n) => VarId::Name(n),
+            _ => VarId::Unknown,
+        };
+        let ts = self.threads.entry(thread).or_default();
+        let continues = match (&ts.run, leaf.host_ptr) {
+            (Some(run), Some(p)) => {
+                run.construct == c && run.dir == dir && p == run.next_ptr && (run.instance == inst || bytes > 0)
+            }
+            _ => false,
+        };
+        if continues {
+            let run = ts.run.as_mut().expect("checked above");
+            run.count += 1;
+            run.bytes += bytes;
+            run.time.add(leaf.dur());
+            run.next_ptr = leaf.host_ptr.unwrap_or(0) + bytes;
+            run.last = leaf.r;
+            return;
+        }
+        let finished = ts.run.take();
+        if let Some(p) = leaf.host_ptr.filter(|_| bytes > 0) {
+            let mut time = Timing::host();
+            time.add(leaf.dur());
+            ts.run = Some(SliceRun {
+                construct: c,
+                instance: inst,
+                dir,
+                next_ptr: p + bytes,
+                count: 1,
+                bytes,
+                time,
+                first: leaf.r,
+                last: leaf.r,
+                array: match array {
+                    VarId::Unknown => VarId::Host { ptr: p, bytes: 0 },
+                    a => a,
+                },
+            });
+        }
+        if let Some(run) = finished {
+            self.close_run(run);
+        }
+    }
+
+    fn close_run(&mut self, run: SliceRun) {
+        if run.count < SLICE_MIN_RUN {
+            return;
+        }
+        let key = (run.construct, run.dir, run.array);
+        let i = match self.slice_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.slices.len();
+                self.slice_index.insert(key, i);
+                self.slices.push((
+                    run.array,
+                    SliceRuns {
+                        construct: run.construct.map(|c| c as usize),
+                        direction: run.dir,
+                        array: String::new(),
+                        runs: 0,
+                        transfers: 0,
+                        bytes: 0,
+                        time: Timing::host(),
+                        first_ns: run.first.start_ns,
+                        last_ns: 0,
+                        samples: Vec::new(),
+                    },
+                ));
+                i
+            }
+        };
+        let s = &mut self.slices[i].1;
+        s.runs += 1;
+        s.transfers += run.count;
+        s.bytes += run.bytes;
+        s.time.merge(&run.time);
+        s.first_ns = s.first_ns.min(run.first.start_ns);
+        s.last_ns = s.last_ns.max(run.last.end_ns);
+        push_sample(&mut s.samples, run.first);
+        push_sample(&mut s.samples, run.last);
+    }
+
+    fn account_alloc(&mut self, c: Option<u32>, leaf: &Leaf, alloc: bool) {
+        let key = (c, leaf.bytes);
+        let i = match self.alloc_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.allocs.len();
+                self.alloc_index.insert(key, i);
+                self.allocs.push(AllocSite {
+                    construct: c.map(|c| c as usize),
+                    bytes: leaf.bytes,
+                    allocs: 0,
+                    frees: 0,
+                    overhead_ns: 0,
+                    first_ns: leaf.r.start_ns,
+                    last_ns: 0,
+                    samples: Vec::new(),
+                });
+                i
+            }
+        };
+        let a = &mut self.allocs[i];
+        // Alloc and create (or free and delete) both describe one allocation: count the pair
+        // once, by the alloc/free event when the runtime sends it.
+        let counts = matches!(leaf.kind, ChildKind::Alloc | ChildKind::Free);
+        if counts {
+            if alloc {
+                a.allocs += 1;
+            } else {
+                a.frees += 1;
+            }
+        }
+        a.overhead_ns += leaf.overhead_ns;
+        a.first_ns = a.first_ns.min(leaf.r.start_ns);
+        a.last_ns = a.last_ns.max(leaf.r.end_ns);
+        if counts {
+            push_sample(&mut a.samples, leaf.r);
+        }
+    }
+
+    /// Ends the stream: accounts what is still waiting for a construct, resolves names with
+    /// `strings` (the trace's table, complete by now) and returns the profile.
+    pub fn finish(self, strings: &StringTable) -> Profile {
+        self.finish_with_wall(strings, None)
+    }
+
+    /// Like [`finish`](Self::finish), with the run's wall time when the trace knows it (from its
+    /// header's start to its footer); else the span of the events is used.
+    pub fn finish_with_wall(mut self, strings: &StringTable, wall_ns: Option<u64>) -> Profile {
+        let mut threads: Vec<i64> = self.threads.keys().copied().collect();
+        threads.sort_unstable();
+        let mut busiest = 0u64;
+        for t in &threads {
+            let ts = self.threads.get_mut(t).expect("key from the map");
+            busiest = busiest.max(ts.covered_ns);
+            let stack = std::mem::take(&mut ts.stack);
+            let run = ts.run.take();
+            let mut loose = Vec::new();
+            for item in stack {
+                match item {
+                    Item::Leaf(l) => loose.push(l),
+                    Item::Group { leaves, .. } => loose.extend(leaves),
+                    Item::Closed { .. } => {}
+                }
+            }
+            if let Some(run) = run {
+                self.close_run(run);
+            }
+            if !loose.is_empty() {
+                self.resolve(*t, None, u64::MAX, loose);
+            }
+        }
+        let name = |id: Option<StrId>| strings.resolve(id).map(str::to_string);
+        let mut profile = Profile { summary: self.summary, ..Profile::default() };
+        profile.summary.threads = threads.len() as u64;
+        profile.summary.untracked_ns = 0;
+        let span = wall_ns.unwrap_or_else(|| profile.summary.last_ns.saturating_sub(profile.summary.first_ns));
+        profile.summary.wall_ns = span;
+        profile.summary.wall_from_footer = wall_ns.is_some();
+        profile.summary.untracked_ns = span.saturating_sub(busiest);
+        profile.constructs = self
+            .constructs
+            .into_iter()
+            .map(|acc| {
+                let mut c = acc.c;
+                c.location.file = name(acc.key.file);
+                c.location.function = name(acc.key.func);
+                c
+            })
+            .collect();
+        let cname = |c: Option<u32>, cs: &[Construct]| -> String {
+            match c.and_then(|c| cs.get(c as usize)) {
+                Some(c) => format!("<kernel of {}>", c.location.short()),
+                None => "<unnamed kernel>".into(),
+            }
+        };
+        profile.kernels = self
+            .kernels
+            .into_iter()
+            .map(|(n, c, mut k)| {
+                k.name = name(n).unwrap_or_else(|| cname(c, &profile.constructs));
+                k
+            })
+            .collect();
+        profile.variables = self
+            .variables
+            .into_iter()
+            .map(|(id, mut v)| {
+                v.name = var_label(id, strings);
+                v
+            })
+            .collect();
+        profile.transfer_sites = self.sites;
+        profile.roundtrips = self.roundtrips;
+        profile.slice_runs = self
+            .slices
+            .into_iter()
+            .map(|(id, mut s)| {
+                s.array = match id {
+                    VarId::Name(n) => {
+                        let full = strings.get(n).unwrap_or("?");
+                        full.split('[').next().unwrap_or(full).to_string()
+                    }
+                    VarId::Host { ptr, .. } => format!("host array near {ptr:#x}"),
+                    VarId::Unknown => "?".into(),
+                };
+                s
+            })
+            .collect();
+        profile.allocs = self.allocs;
+        profile
+    }
+}
+
+/// Spreads the host time of a data operation that its transfers do not explain over the
+/// allocations inside it.
+fn share_overhead(leaves: &mut [Leaf], dur: u64) {
+    let transfers: u64 = leaves.iter().filter(|l| l.is_transfer() || l.kind == ChildKind::Launch).map(|l| l.dur()).sum();
+    let n = leaves.iter().filter(|l| matches!(l.kind, ChildKind::Alloc | ChildKind::Free)).count() as u64;
+    if n == 0 {
+        return;
+    }
+    let share = dur.saturating_sub(transfers) / n;
+    for l in leaves.iter_mut().filter(|l| matches!(l.kind, ChildKind::Alloc | ChildKind::Free)) {
+        l.overhead_ns = share;
+    }
+}
+
+fn var_label(id: VarId, strings: &StringTable) -> String {
+    match id {
+        VarId::Name(n) => strings.get(n).unwrap_or("?").to_string(),
+        VarId::Host { ptr, bytes } => format!("host {ptr:#x}+{}", crate::format::bytes(bytes)),
+        VarId::Unknown => "(unknown variable)".into(),
+    }
+}

@@ -1,0 +1,306 @@
+//! Reading traces into profiles: streaming from a file, from a loaded [`Trace`], and merging the
+//! profiles of several traces (the ranks of one MPI job).
+
+use crate::build::ProfileBuilder;
+use crate::model::*;
+use accprof_trace::{Header, Trace, TraceError, TraceReader};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+/// How far reading has got, for progress bars: bytes of the file consumed and its size.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub bytes_read: u64,
+    pub total_bytes: u64,
+    pub events: u64,
+}
+
+/// Events between two progress callbacks.
+const PROGRESS_EVERY: u64 = 1 << 18;
+
+impl Profile {
+    /// Streams the trace at `path` into a profile, in constant memory in the number of events.
+    pub fn from_path(path: impl AsRef<Path>) -> Result<Profile, TraceError> {
+        Self::from_path_with_progress(path, |_| {})
+    }
+
+    /// Like [`from_path`](Self::from_path), calling `progress` now and then.
+    pub fn from_path_with_progress(path: impl AsRef<Path>, progress: impl FnMut(Progress)) -> Result<Profile, TraceError> {
+        let path = path.as_ref();
+        let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let reader = TraceReader::open(path)?;
+        Self::from_reader(path.display().to_string(), reader, total, progress)
+    }
+
+    /// Streams any [`TraceReader`] into a profile. `label` names the trace in the report.
+    pub fn from_reader<R: Read>(
+        label: String,
+        mut reader: TraceReader<R>,
+        total_bytes: u64,
+        mut progress: impl FnMut(Progress),
+    ) -> Result<Profile, TraceError> {
+        let mut b = ProfileBuilder::new();
+        while let Some(ev) = reader.next_event()? {
+            b.feed(&ev);
+            if b.events_seen().is_multiple_of(PROGRESS_EVERY) {
+                progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
+            }
+        }
+        progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
+        let footer_end = reader.footer().map(|f| f.end_monotonic_ns);
+        let wall = wall_time(reader.header(), footer_end);
+        let mut p = b.finish_with_wall(reader.strings(), wall);
+        p.sources.push(source(label, reader.header(), footer_end.is_some()));
+        p.summary.dropped_events = reader.dropped_total();
+        if let Some(w) = reader.truncation_warning() {
+            p.warnings.push(w);
+        }
+        add_common_warnings(&mut p, footer_end.is_some());
+        Ok(p)
+    }
+
+    /// A profile of a trace already in memory.
+    pub fn from_trace(label: impl Into<String>, trace: &Trace) -> Profile {
+        let mut b = ProfileBuilder::new();
+        for ev in &trace.events {
+            b.feed(ev);
+        }
+        let footer_end = trace.footer.as_ref().map(|f| f.end_monotonic_ns);
+        let mut p = b.finish_with_wall(&trace.strings, wall_time(&trace.header, footer_end));
+        p.sources.push(source(label.into(), &trace.header, footer_end.is_some()));
+        p.summary.dropped_events = trace.dropped_total;
+        if let Some(w) = &trace.truncation_warning {
+            p.warnings.push(w.clone());
+        }
+        add_common_warnings(&mut p, footer_end.is_some());
+        p
+    }
+}
+
+fn wall_time(h: &Header, footer_end: Option<u64>) -> Option<u64> {
+    let end = footer_end?;
+    (h.start_monotonic_ns > 0 && end > h.start_monotonic_ns).then(|| end - h.start_monotonic_ns)
+}
+
+fn source(label: String, h: &Header, clean_end: bool) -> ProfileSource {
+    ProfileSource {
+        path: label,
+        exe: h.exe.clone(),
+        args: h.args.clone(),
+        pid: h.pid,
+        hostname: h.hostname.clone(),
+        mpi_rank: h.mpi_rank,
+        start_monotonic_ns: h.start_monotonic_ns,
+        clean_end,
+    }
+}
+
+fn add_common_warnings(p: &mut Profile, clean_end: bool) {
+    let label = p.sources.last().map(|s| s.path.clone()).unwrap_or_default();
+    if p.summary.dropped_events > 0 {
+        p.warnings.push(format!(
+            "{label}: the tool dropped {} events because its writer fell behind; totals are lower bounds",
+            p.summary.dropped_events
+        ));
+    }
+    if !clean_end && p.warnings.is_empty() {
+        p.warnings.push(format!(
+            "{label}: the trace has no end marker (the program crashed, was killed, or is still running); wall time is the span of the recorded events"
+        ));
+    }
+}
+
+/// Merges profiles (one per MPI rank or process) into one: constructs, kernels and variables
+/// with the same identity are summed. Wall time is the longest of the inputs; the untracked time
+/// is the smallest (the ranks ran side by side).
+pub fn merge(profiles: &[Profile]) -> Profile {
+    let mut out = Profile::default();
+    let mut cidx: HashMap<(ConstructKind, Option<String>, Location), usize> = HashMap::new();
+    let mut kidx: HashMap<String, usize> = HashMap::new();
+    let mut vidx: HashMap<(String, Direction), usize> = HashMap::new();
+    let mut sidx: HashMap<(Option<usize>, usize), usize> = HashMap::new();
+    let mut ridx: HashMap<(usize, Option<usize>, Option<usize>), usize> = HashMap::new();
+    let mut slidx: HashMap<(Option<usize>, Direction, String), usize> = HashMap::new();
+    let mut aidx: HashMap<(Option<usize>, Option<u64>), usize> = HashMap::new();
+    for (n, p) in profiles.iter().enumerate() {
+        out.sources.extend(p.sources.iter().cloned());
+        out.warnings.extend(p.warnings.iter().cloned());
+        merge_summary(&mut out.summary, &p.summary, n == 0);
+        let cmap: Vec<usize> = p
+            .constructs
+            .iter()
+            .map(|c| {
+                let mut loc = c.location.clone();
+                loc.end_line = None;
+                let key = (c.kind, c.construct_type.clone(), loc);
+                *cidx.entry(key).or_insert_with(|| {
+                    let mut fresh = c.clone();
+                    fresh.reached = 0;
+                    fresh.time = Timing::host();
+                    fresh.async_count = 0;
+                    fresh.children.clear();
+                    fresh.samples.clear();
+                    out.constructs.push(fresh);
+                    out.constructs.len() - 1
+                })
+            })
+            .collect();
+        let kmap: Vec<usize> = p
+            .kernels
+            .iter()
+            .map(|k| {
+                *kidx.entry(k.name.clone()).or_insert_with(|| {
+                    let mut fresh = k.clone();
+                    fresh.construct = k.construct.map(|c| cmap[c]);
+                    fresh.launches = 0;
+                    fresh.time = Timing::host();
+                    fresh.async_launches = 0;
+                    fresh.samples.clear();
+                    out.kernels.push(fresh);
+                    out.kernels.len() - 1
+                })
+            })
+            .collect();
+        for (i, c) in p.constructs.iter().enumerate() {
+            let o = &mut out.constructs[cmap[i]];
+            o.reached += c.reached;
+            o.time.merge(&c.time);
+            o.async_count += c.async_count;
+            o.first_ns = o.first_ns.min(c.first_ns);
+            o.last_ns = o.last_ns.max(c.last_ns);
+            o.location.end_line = o.location.end_line.max(c.location.end_line);
+            for ch in &c.children {
+                let kernel = ch.kernel.map(|k| kmap[k]);
+                match o.children.iter_mut().find(|x| x.kind == ch.kind && x.line == ch.line && x.kernel == kernel) {
+                    Some(x) => {
+                        x.count += ch.count;
+                        x.bytes += ch.bytes;
+                        x.time.merge(&ch.time);
+                    }
+                    None => o.children.push(ConstructChild { kernel, ..ch.clone() }),
+                }
+            }
+        }
+        for (i, k) in p.kernels.iter().enumerate() {
+            let o = &mut out.kernels[kmap[i]];
+            o.launches += k.launches;
+            o.time.merge(&k.time);
+            o.async_launches += k.async_launches;
+            ValueRange::merge(&mut o.num_gangs, k.num_gangs);
+            ValueRange::merge(&mut o.num_workers, k.num_workers);
+            ValueRange::merge(&mut o.vector_length, k.vector_length);
+        }
+        let vmap: Vec<usize> = p
+            .variables
+            .iter()
+            .map(|v| {
+                let i = *vidx.entry((v.name.clone(), v.direction)).or_insert_with(|| {
+                    let mut fresh = v.clone();
+                    fresh.count = 0;
+                    fresh.bytes = 0;
+                    fresh.time = Timing::host();
+                    fresh.samples.clear();
+                    out.variables.push(fresh);
+                    out.variables.len() - 1
+                });
+                let o = &mut out.variables[i];
+                o.count += v.count;
+                o.bytes += v.bytes;
+                o.time.merge(&v.time);
+                i
+            })
+            .collect();
+        for s in &p.transfer_sites {
+            let key = (s.construct.map(|c| cmap[c]), vmap[s.variable]);
+            let i = *sidx.entry(key).or_insert_with(|| {
+                out.transfer_sites.push(TransferSite {
+                    construct: key.0,
+                    variable: key.1,
+                    count: 0,
+                    bytes: 0,
+                    time: Timing::host(),
+                    samples: Vec::new(),
+                    ..s.clone()
+                });
+                out.transfer_sites.len() - 1
+            });
+            let o = &mut out.transfer_sites[i];
+            o.count += s.count;
+            o.bytes += s.bytes;
+            o.max_bytes = o.max_bytes.max(s.max_bytes);
+            o.time.merge(&s.time);
+        }
+        for r in &p.roundtrips {
+            let key = (vmap[r.variable], r.from_construct.map(|c| cmap[c]), r.to_construct.map(|c| cmap[c]));
+            let i = *ridx.entry(key).or_insert_with(|| {
+                out.roundtrips.push(Roundtrip {
+                    variable: key.0,
+                    from_construct: key.1,
+                    to_construct: key.2,
+                    count: 0,
+                    bytes: 0,
+                    time_ns: 0,
+                    samples: Vec::new(),
+                });
+                out.roundtrips.len() - 1
+            });
+            let o = &mut out.roundtrips[i];
+            o.count += r.count;
+            o.bytes += r.bytes;
+            o.time_ns += r.time_ns;
+        }
+        for s in &p.slice_runs {
+            let key = (s.construct.map(|c| cmap[c]), s.direction, s.array.clone());
+            let i = *slidx.entry(key.clone()).or_insert_with(|| {
+                out.slice_runs.push(SliceRuns {
+                    construct: key.0,
+                    runs: 0,
+                    transfers: 0,
+                    bytes: 0,
+                    time: Timing::host(),
+                    samples: Vec::new(),
+                    ..s.clone()
+                });
+                out.slice_runs.len() - 1
+            });
+            let o = &mut out.slice_runs[i];
+            o.runs += s.runs;
+            o.transfers += s.transfers;
+            o.bytes += s.bytes;
+            o.time.merge(&s.time);
+        }
+        for a in &p.allocs {
+            let key = (a.construct.map(|c| cmap[c]), a.bytes);
+            let i = *aidx.entry(key).or_insert_with(|| {
+                out.allocs.push(AllocSite { construct: key.0, allocs: 0, frees: 0, overhead_ns: 0, samples: Vec::new(), ..a.clone() });
+                out.allocs.len() - 1
+            });
+            let o = &mut out.allocs[i];
+            o.allocs += a.allocs;
+            o.frees += a.frees;
+            o.overhead_ns += a.overhead_ns;
+        }
+    }
+    out
+}
+
+fn merge_summary(o: &mut Summary, s: &Summary, first: bool) {
+    o.wall_ns = o.wall_ns.max(s.wall_ns);
+    o.wall_from_footer = if first { s.wall_from_footer } else { o.wall_from_footer && s.wall_from_footer };
+    o.compute.merge(&s.compute);
+    o.kernels.merge(&s.kernels);
+    o.uploads.merge(&s.uploads);
+    o.upload_bytes += s.upload_bytes;
+    o.downloads.merge(&s.downloads);
+    o.download_bytes += s.download_bytes;
+    o.data_constructs.merge(&s.data_constructs);
+    o.waits.merge(&s.waits);
+    o.device_init.merge(&s.device_init);
+    o.untracked_ns = if first { s.untracked_ns } else { o.untracked_ns.min(s.untracked_ns) };
+    o.events += s.events;
+    o.threads += s.threads;
+    o.dropped_events += s.dropped_events;
+    o.first_ns = if first { s.first_ns } else { o.first_ns.min(s.first_ns) };
+    o.last_ns = o.last_ns.max(s.last_ns);
+}

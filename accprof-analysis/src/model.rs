@@ -1,0 +1,492 @@
+//! What a trace says, aggregated: the [`Profile`] and its tables.
+//!
+//! Every duration is a [`Timing`] that names where it was measured ([`TimeSource`]): today every
+//! duration comes from host-side start/end callbacks; a later trace version adds device-measured
+//! durations (CUPTI), and the report labels each line with its source.
+
+use serde::Serialize;
+
+/// Where a duration was measured.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeSource {
+    /// Between the runtime's start and end callbacks on the host thread: what the host thread
+    /// spent in the construct or operation (including waiting for the device when it was
+    /// synchronous).
+    #[default]
+    Host,
+    /// Measured on the device (kernel execution, copy engine time).
+    Device,
+}
+
+impl TimeSource {
+    pub fn label(self) -> &'static str {
+        match self {
+            TimeSource::Host => "host",
+            TimeSource::Device => "device",
+        }
+    }
+}
+
+/// Count, total, minimum and maximum of a set of durations in nanoseconds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct Timing {
+    pub source: TimeSource,
+    pub count: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Timing {
+    pub fn host() -> Self {
+        Self::default()
+    }
+
+    pub fn add(&mut self, ns: u64) {
+        if self.count == 0 || ns < self.min_ns {
+            self.min_ns = ns;
+        }
+        self.max_ns = self.max_ns.max(ns);
+        self.count += 1;
+        self.total_ns = self.total_ns.saturating_add(ns);
+    }
+
+    pub fn merge(&mut self, o: &Timing) {
+        if o.count == 0 {
+            return;
+        }
+        if self.count == 0 || o.min_ns < self.min_ns {
+            self.min_ns = o.min_ns;
+        }
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.count += o.count;
+        self.total_ns = self.total_ns.saturating_add(o.total_ns);
+        self.source = o.source;
+    }
+
+    pub fn avg_ns(&self) -> u64 {
+        self.total_ns.checked_div(self.count).unwrap_or(0)
+    }
+}
+
+/// The smallest and largest value seen (launch geometry).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct ValueRange {
+    pub min: u64,
+    pub max: u64,
+}
+
+impl ValueRange {
+    pub fn add(range: &mut Option<ValueRange>, v: u64) {
+        match range {
+            Some(r) => {
+                r.min = r.min.min(v);
+                r.max = r.max.max(v);
+            }
+            None => *range = Some(ValueRange { min: v, max: v }),
+        }
+    }
+
+    pub fn merge(range: &mut Option<ValueRange>, o: Option<ValueRange>) {
+        if let Some(o) = o {
+            ValueRange::add(range, o.min);
+            ValueRange::add(range, o.max);
+        }
+    }
+}
+
+/// One event of the trace a finding or table row points at, so that a UI can jump to it.
+/// `index` is the event's position in the trace file's event stream (0-based), which is also its
+/// index in `Trace::load(..).events`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
+pub struct EventRef {
+    pub index: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// How many evidence events a table row keeps (the first ones, in time order).
+pub const MAX_SAMPLES: usize = 8;
+
+pub(crate) fn push_sample(samples: &mut Vec<EventRef>, r: EventRef) {
+    if samples.len() < MAX_SAMPLES {
+        samples.push(r);
+    }
+}
+
+/// Where in the program something happened. Fields are `None` when the runtime did not say
+/// (GCC fills none of them).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default, Serialize, PartialOrd, Ord)]
+pub struct Location {
+    pub file: Option<String>,
+    pub function: Option<String>,
+    pub line: Option<i64>,
+    pub end_line: Option<i64>,
+    pub device_type: Option<i64>,
+    pub device_number: Option<i64>,
+}
+
+impl Location {
+    /// `file:line` as far as known.
+    pub fn short(&self) -> String {
+        let file = self.file.as_deref().map(|f| f.rsplit('/').next().unwrap_or(f)).unwrap_or("?");
+        match self.line {
+            Some(l) => format!("{file}:{l}"),
+            None => file.to_string(),
+        }
+    }
+}
+
+/// The kinds of construct the report groups by.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ConstructKind {
+    /// parallel, kernels or serial construct.
+    Compute,
+    /// A structured `data` construct (its entry and exit).
+    Data,
+    /// An `enter data` directive.
+    EnterData,
+    /// An `exit data` directive.
+    ExitData,
+    /// An `update` directive.
+    Update,
+    /// A `wait` directive (or acc_wait call).
+    Wait,
+    /// Device initialization.
+    Init,
+    /// A data routine of the runtime API (acc_copyin, acc_create...).
+    RuntimeApi,
+}
+
+impl ConstructKind {
+    /// The NV_ACC_TIME wording ("compute region", "data region", ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            ConstructKind::Compute => "compute region",
+            ConstructKind::Data => "data region",
+            ConstructKind::EnterData => "enter data directive",
+            ConstructKind::ExitData => "exit data directive",
+            ConstructKind::Update => "update directive",
+            ConstructKind::Wait => "wait directive",
+            ConstructKind::Init => "device init",
+            ConstructKind::RuntimeApi => "runtime API data call",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ConstructKind::Compute => "compute",
+            ConstructKind::Data => "data",
+            ConstructKind::EnterData => "enter_data",
+            ConstructKind::ExitData => "exit_data",
+            ConstructKind::Update => "update",
+            ConstructKind::Wait => "wait",
+            ConstructKind::Init => "init",
+            ConstructKind::RuntimeApi => "runtime_api",
+        }
+    }
+}
+
+/// What happened inside a construct.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildKind {
+    /// Host to device transfer (enqueue_upload).
+    Upload,
+    /// Device to host transfer (enqueue_download).
+    Download,
+    /// Kernel launch (enqueue_launch).
+    Launch,
+    /// Waiting for the device inside the construct.
+    Wait,
+    Alloc,
+    Free,
+    Create,
+    Delete,
+}
+
+/// Direction of a data transfer.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Host to device (copyin, update device).
+    HostToDevice,
+    /// Device to host (copyout, update self).
+    DeviceToHost,
+}
+
+impl Direction {
+    pub fn label(self) -> &'static str {
+        match self {
+            Direction::HostToDevice => "host->device",
+            Direction::DeviceToHost => "device->host",
+        }
+    }
+    pub fn copy_word(self) -> &'static str {
+        match self {
+            Direction::HostToDevice => "copyin",
+            Direction::DeviceToHost => "copyout",
+        }
+    }
+}
+
+/// One kind of operation at one line inside a construct (NV_ACC_TIME's indented lines).
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct ConstructChild {
+    pub kind: ChildKind,
+    pub line: Option<i64>,
+    /// Index into [`Profile::kernels`] for launches.
+    pub kernel: Option<usize>,
+    pub count: u64,
+    pub bytes: u64,
+    pub time: Timing,
+}
+
+/// One construct of the program (file, function, line, device, kind) and what it did.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct Construct {
+    pub kind: ConstructKind,
+    /// The construct type as the runtime named it (parallel, kernels, serial, data ...).
+    pub construct_type: Option<String>,
+    pub location: Location,
+    /// How many times the construct was reached (for a data region: its entries).
+    pub reached: u64,
+    /// Host time spent in it (for a data region: its entry plus its exit, not the body).
+    pub time: Timing,
+    /// Times it ran on an async queue.
+    pub async_count: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub children: Vec<ConstructChild>,
+    /// The first few occurrences.
+    pub samples: Vec<EventRef>,
+}
+
+impl Construct {
+    /// Host time of the construct not spent in the transfers, launches and waits it contains:
+    /// runtime bookkeeping (present lookups, allocations) and, for synchronous constructs, waiting.
+    pub fn own_time_ns(&self) -> u64 {
+        let kids: u64 = self.children.iter().map(|c| c.time.total_ns).sum();
+        self.time.total_ns.saturating_sub(kids)
+    }
+
+    pub fn child_total(&self, kind: ChildKind) -> (u64, u64, u64) {
+        self.children.iter().filter(|c| c.kind == kind).fold((0, 0, 0), |(n, b, t), c| {
+            (n + c.count, b + c.bytes, t + c.time.total_ns)
+        })
+    }
+}
+
+/// One kernel (by name) and its launches.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct Kernel {
+    /// The kernel name, or `<construct file:line>` when the runtime gave none.
+    pub name: String,
+    /// Index into [`Profile::constructs`] of the construct that launched it (the first one seen).
+    pub construct: Option<usize>,
+    pub launches: u64,
+    pub num_gangs: Option<ValueRange>,
+    pub num_workers: Option<ValueRange>,
+    pub vector_length: Option<ValueRange>,
+    /// Host time of the enqueue_launch events (the launch call, not the kernel's execution,
+    /// unless the runtime runs kernels synchronously inside the launch).
+    pub time: Timing,
+    /// Launches made on an async queue.
+    pub async_launches: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub samples: Vec<EventRef>,
+}
+
+/// One variable (or host address range) and one direction.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct Variable {
+    /// The variable as the runtime named it, else `host 0x7f..+8 MiB`.
+    pub name: String,
+    /// True when `name` came from the runtime (var_name), false when it is an address range.
+    pub named: bool,
+    pub host_ptr: Option<u64>,
+    pub direction: Direction,
+    pub count: u64,
+    pub bytes: u64,
+    pub time: Timing,
+    pub samples: Vec<EventRef>,
+}
+
+impl Variable {
+    pub fn gbps(&self) -> Option<f64> {
+        gbps(self.bytes, self.time.total_ns)
+    }
+}
+
+/// Bytes per nanosecond is GB/s (10^9 bytes per second).
+pub fn gbps(bytes: u64, ns: u64) -> Option<f64> {
+    (ns > 0 && bytes > 0).then(|| bytes as f64 / ns as f64)
+}
+
+/// Transfers of one variable in one direction by one construct: what the advice rules read.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct TransferSite {
+    /// Index into [`Profile::constructs`]; `None` for transfers outside any construct.
+    pub construct: Option<usize>,
+    /// Index into [`Profile::variables`].
+    pub variable: usize,
+    pub direction: Direction,
+    pub count: u64,
+    pub bytes: u64,
+    /// Largest single transfer.
+    pub max_bytes: u64,
+    pub time: Timing,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub samples: Vec<EventRef>,
+}
+
+/// A variable copied out by one construct and copied back in by the next construct that touched
+/// it, on the same thread: its device copy could have stayed.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct Roundtrip {
+    /// Index into [`Profile::variables`] of the download side.
+    pub variable: usize,
+    pub from_construct: Option<usize>,
+    pub to_construct: Option<usize>,
+    pub count: u64,
+    pub bytes: u64,
+    /// Time of both transfers.
+    pub time_ns: u64,
+    pub samples: Vec<EventRef>,
+}
+
+/// Runs of many small transfers of adjacent pieces of one array by one construct.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct SliceRuns {
+    pub construct: Option<usize>,
+    pub direction: Direction,
+    /// The array as far as known: variable base name or `host 0x..`.
+    pub array: String,
+    /// How many runs (each run could have been one transfer).
+    pub runs: u64,
+    pub transfers: u64,
+    pub bytes: u64,
+    pub time: Timing,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub samples: Vec<EventRef>,
+}
+
+/// Device allocations (alloc/free, create/delete) of one size by one construct.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct AllocSite {
+    pub construct: Option<usize>,
+    pub bytes: Option<u64>,
+    pub allocs: u64,
+    pub frees: u64,
+    /// Host time of the data operations around these allocations, less their transfers: what
+    /// allocation and bookkeeping cost.
+    pub overhead_ns: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub samples: Vec<EventRef>,
+}
+
+/// The totals of a run.
+#[derive(Clone, PartialEq, Debug, Default, Serialize)]
+pub struct Summary {
+    /// Wall time of the run: from the tool's start to its clean end (or the last event).
+    pub wall_ns: u64,
+    /// Whether `wall_ns` ends at the footer (a clean end) or at the last event.
+    pub wall_from_footer: bool,
+    /// Host time in compute constructs.
+    pub compute: Timing,
+    /// Host time of kernel launches.
+    pub kernels: Timing,
+    pub uploads: Timing,
+    pub upload_bytes: u64,
+    pub downloads: Timing,
+    pub download_bytes: u64,
+    /// Host time in data constructs and directives (data regions, enter/exit data, update).
+    pub data_constructs: Timing,
+    /// Host time waiting for the device (explicit and implicit waits).
+    pub waits: Timing,
+    pub device_init: Timing,
+    /// Host time (of the busiest thread) outside every OpenACC event: the program's own work.
+    pub untracked_ns: u64,
+    pub events: u64,
+    pub threads: u64,
+    pub dropped_events: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+}
+
+impl Summary {
+    pub fn transfers_ns(&self) -> u64 {
+        self.uploads.total_ns + self.downloads.total_ns
+    }
+    pub fn transfer_bytes(&self) -> u64 {
+        self.upload_bytes + self.download_bytes
+    }
+}
+
+/// Which trace a profile came from.
+#[derive(Clone, PartialEq, Debug, Default, Serialize)]
+pub struct ProfileSource {
+    pub path: String,
+    pub exe: String,
+    pub args: Vec<String>,
+    pub pid: u32,
+    pub hostname: String,
+    pub mpi_rank: Option<u32>,
+    /// The monotonic time the trace started at (header), to make times relative.
+    pub start_monotonic_ns: u64,
+    /// Whether the trace ended with a footer.
+    pub clean_end: bool,
+}
+
+impl ProfileSource {
+    /// "rank 3" or "pid 1234".
+    pub fn rank_label(&self) -> String {
+        match self.mpi_rank {
+            Some(r) => format!("rank {r}"),
+            None => format!("pid {}", self.pid),
+        }
+    }
+}
+
+/// Everything the report, advice and diff need from one trace (or several merged).
+#[derive(Clone, PartialEq, Debug, Default, Serialize)]
+pub struct Profile {
+    /// The traces this profile was built from (one, or several after [`Profile::merge`]).
+    pub sources: Vec<ProfileSource>,
+    pub summary: Summary,
+    pub constructs: Vec<Construct>,
+    pub kernels: Vec<Kernel>,
+    pub variables: Vec<Variable>,
+    pub transfer_sites: Vec<TransferSite>,
+    pub roundtrips: Vec<Roundtrip>,
+    pub slice_runs: Vec<SliceRuns>,
+    pub allocs: Vec<AllocSite>,
+    /// Problems the user should know about (truncated trace, dropped events).
+    pub warnings: Vec<String>,
+}
+
+impl Profile {
+    /// Whether the trace held no OpenACC activity at all.
+    pub fn is_empty(&self) -> bool {
+        self.summary.events == 0
+    }
+
+    /// Constructs sorted by host time, longest first.
+    pub fn top_constructs(&self, n: usize) -> Vec<(usize, &Construct)> {
+        let mut v: Vec<(usize, &Construct)> = self.constructs.iter().enumerate().collect();
+        v.sort_by(|a, b| b.1.time.total_ns.cmp(&a.1.time.total_ns).then(a.0.cmp(&b.0)));
+        v.truncate(n);
+        v
+    }
+
+    /// The construct at `i`, if any (for optional indices in the tables).
+    pub fn construct(&self, i: Option<usize>) -> Option<&Construct> {
+        i.and_then(|i| self.constructs.get(i))
+    }
+}

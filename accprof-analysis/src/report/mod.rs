@@ -1,0 +1,1 @@
+//! Rendering a profile as text, JSON or CSV.
