@@ -1,0 +1,41 @@
+/* Each case makes one runtime error the specification defines; the runtime must print its
+   message and abort (never crash or carry on with corrupt data). */
+#include <openacc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main (int argc, char **argv)
+{
+  static double a[1000], b[1000];
+  const char *c = argc > 1 ? argv[1] : "";
+  if (!strcmp (c, "not_present"))
+    acc_update_device (a, sizeof a);
+  else if (!strcmp (c, "partly_present"))
+    {
+      acc_copyin (a, 100 * sizeof (double));
+      acc_copyin (a + 50, 100 * sizeof (double));
+    }
+  else if (!strcmp (c, "invalid_async"))
+    acc_copyin_async (a, sizeof a, -7);
+  else if (!strcmp (c, "invalid_wait"))
+    acc_wait (-9);
+  else if (!strcmp (c, "device_unavailable"))
+    acc_set_device_type (acc_device_nvidia);
+  else if (!strcmp (c, "out_of_memory"))
+    acc_copyin (b, sizeof b);           /* run with ACCSHIM_EMU_MEMORY=1000 */
+  else if (!strcmp (c, "unmap_unmapped"))
+    {
+      acc_copyin (a, sizeof a);
+      acc_unmap_data (a);
+    }
+  else if (!strcmp (c, "ok"))
+    {
+      acc_copyin (a, sizeof a);
+      acc_delete (a, sizeof a);
+      printf ("fine\n");
+      return 0;
+    }
+  printf ("no error reported for %s\n", c);
+  return 0;
+}

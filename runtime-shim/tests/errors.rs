@@ -1,0 +1,50 @@
+//! The specification's error cases, through the C API: each prints the runtime error with its
+//! class and aborts, rather than crashing or continuing.
+
+mod common;
+use common::*;
+use std::process::Command;
+
+fn run_case(prog: &std::path::Path, case: &str, env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(prog);
+    cmd.arg(case).env_remove("ACC_DEVICE_TYPE").env_remove("ACC_PROFLIB");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    let code = out.status.code().or(out.status.signal().map(|s| -s));
+    (code, String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn error_cases_report_and_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("errors");
+    gcc(&crate_dir().join("tests/c/errors.c"), &prog, false);
+
+    let (code, out, _) = run_case(&prog, "ok", &[]);
+    assert_eq!((code, out.as_str()), (Some(0), "fine\n"), "the harness itself works");
+
+    let cases: [(&str, &[(&str, &str)], &str, &str); 7] = [
+        ("not_present", &[], "acc_error_not_present", "is not present on the device"),
+        ("partly_present", &[], "acc_error_partly_present", "partly present"),
+        ("invalid_async", &[], "acc_error_invalid_async", "invalid async argument -7"),
+        ("invalid_wait", &[], "acc_error_invalid_async", "invalid async argument -9"),
+        ("device_unavailable", &[], "acc_error_device_unavailable", "acc_device_nvidia"),
+        ("out_of_memory", &[("ACCSHIM_EMU_MEMORY", "1000")], "acc_error_out_of_memory", "out of device memory allocating 8000 bytes"),
+        ("unmap_unmapped", &[], "acc_error_invalid_argument", "was not mapped by acc_map_data"),
+    ];
+    let gpus = accshim::ffi::api::acc_get_num_devices(accprof_abi::acc_device_t::NVIDIA);
+    for (case, env, class, text) in cases {
+        if case == "device_unavailable" && gpus > 0 {
+            continue; // a GPU is there: selecting it is no error
+        }
+        let (code, out, err) = run_case(&prog, case, env);
+        assert_eq!(code, Some(-6), "{case}: aborts (SIGABRT); stdout {out:?} stderr {err:?}");
+        assert!(!out.contains("no error reported"), "{case}");
+        assert!(err.contains("OpenACC runtime error"), "{case}: {err}");
+        assert!(err.contains(class), "{case}: {err}");
+        assert!(err.contains(text), "{case}: {err}");
+    }
+}
