@@ -1,1 +1,103 @@
-fn main() {}
+//! `accprof-tui TRACE...`: a full-screen timeline of accprof traces in the terminal.
+
+use accprof_tui::app::App;
+use accprof_tui::input::Input;
+use accprof_tui::state::load::Loader;
+use accprof_tui::state::store::Store;
+use accprof_tui::{findings, terminal, view};
+use clap::Parser;
+use ratatui::crossterm::event;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Interactive timeline of accprof traces: host threads and device queues as lanes, constructs,
+/// kernels and transfers as bars, with details, search, a constructs table and advice.
+///
+/// Example:
+///   accprof-tui laplace.trace
+///   accprof-tui rank0.trace rank1.trace      (one set of lanes per rank)
+///   accprof-tui --follow run.trace           (while the program is still running)
+///
+/// Press ? inside for the keys; q quits.
+#[derive(Parser, Debug)]
+#[command(name = "accprof-tui", version, verbatim_doc_comment)]
+struct Args {
+    /// Trace files written by accprof (one per process / MPI rank).
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
+    /// Keep reading the traces as the running program appends to them.
+    #[arg(long)]
+    follow: bool,
+}
+
+/// How often a followed trace is checked for new events.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("accprof-tui: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    // Everything that can fail on bad input happens here, before the screen is taken over.
+    let mut store = Store::new(args.follow);
+    let mut loader = Loader::open(&args.traces, &mut store).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let show_progress = std::io::stderr().is_terminal();
+    let mut last = Instant::now();
+    loader
+        .poll(&mut store, &mut |done, total| {
+            if show_progress && total > 0 && last.elapsed() > Duration::from_millis(250) {
+                last = Instant::now();
+                eprint!("\raccprof-tui: reading {:>3}%", done * 100 / total);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    if show_progress && started.elapsed() > Duration::from_millis(250) {
+        eprint!("\r\x1b[K");
+    }
+    if !args.follow {
+        for w in &loader.warnings {
+            eprintln!("accprof-tui: warning: {w}");
+        }
+    }
+    let mut app = App::new(store, Some(loader), args.follow);
+    findings::attach(&mut app, &args.traces);
+
+    let (mut term, _guard) = terminal::enter().map_err(|e| format!("cannot use the terminal: {e}"))?;
+    let mut input = Input::default();
+    let mut last_poll = Instant::now();
+    while !app.quit {
+        term.draw(|f| view::draw(&mut app, f)).map_err(|e| e.to_string())?;
+        let wait = if app.following { FOLLOW_POLL.saturating_sub(last_poll.elapsed()) } else { Duration::from_secs(1) };
+        if event::poll(wait).map_err(|e| e.to_string())? {
+            let ev = event::read().map_err(|e| e.to_string())?;
+            if let Some(action) = input.action(&ev, &app.mode, &app.geometry) {
+                app.apply(action);
+            }
+            // Drain what queued up meanwhile (wheel bursts) before drawing again.
+            while event::poll(Duration::ZERO).map_err(|e| e.to_string())? {
+                let ev = event::read().map_err(|e| e.to_string())?;
+                if let Some(action) = input.action(&ev, &app.mode, &app.geometry) {
+                    app.apply(action);
+                }
+            }
+        }
+        if app.following && last_poll.elapsed() >= FOLLOW_POLL {
+            last_poll = Instant::now();
+            if let Err(e) = app.poll_follow() {
+                app.following = false;
+                app.flash = Some(format!("stopped following: {e}"));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! Reading traces into the [`Store`], once or, with `--follow`, again and again as they grow.
+//!
+//! Each trace is streamed with `TraceReader` and every event is reduced to a compact record at
+//! once. The reader keeps where each events chunk began (chunks decode on their own), so the
+//! details pane can later re-read one full event by record id without keeping 250-byte events in
+//! memory: see [`Loader::fetch`].
+
+use crate::state::kind::Category;
+use crate::state::table::ConstructKey;
+use crate::state::store::{LaneKind, Raw, Source, Store, NO_LINE, NO_STR};
+use accprof_abi::acc_event_t;
+use accprof_symbols::Symbolizer;
+use accprof_trace::{Event, Field, StrId, StringTable, TraceError, TraceReader};
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// `acc_async_sync`: the operation ran synchronously, on the host thread's timeline.
+const ACC_ASYNC_SYNC: i64 = -2;
+/// The string id map's "not mapped yet".
+const UNMAPPED: u32 = u32::MAX - 1;
+
+/// One trace being read.
+struct Feed {
+    source: usize,
+    path: PathBuf,
+    reader: TraceReader<BufReader<File>>,
+    /// Added to a timestamp to put it on the wall clock, so that ranks line up.
+    shift: i128,
+    /// Trace string id -> store string id.
+    str_map: Vec<u32>,
+    /// The file's bytes up to the end of its header chunk: put in front of a seek into the file,
+    /// they make a valid trace that starts at any chunk.
+    prefix: Vec<u8>,
+    symbolizer: Option<Symbolizer>,
+}
+
+/// Where the events chunk holding a run of record ids starts in its file.
+#[derive(Clone, Copy, Debug)]
+struct ChunkRef {
+    first_rec: u32,
+    feed: u16,
+    offset: u64,
+}
+
+/// Owns the open traces and feeds the store.
+pub struct Loader {
+    feeds: Vec<Feed>,
+    chunks: Vec<ChunkRef>,
+    /// Lines for the status bar: truncated traces, dropped events, symbol problems.
+    pub warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for Loader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loader").field("feeds", &self.feeds.len()).field("chunks", &self.chunks.len()).finish()
+    }
+}
+
+impl Loader {
+    /// Opens every trace and checks its header. Fails on the first unreadable one, with the
+    /// reader's one-line message.
+    pub fn open(paths: &[PathBuf], store: &mut Store) -> Result<Self, TraceError> {
+        let mut feeds = Vec::new();
+        for (i, path) in paths.iter().enumerate() {
+            let reader = TraceReader::open(path)?;
+            let prefix = read_prefix(path, reader.bytes_read())?;
+            let h = reader.header();
+            let shift = if h.start_unix_ns != 0 {
+                i128::from(h.start_unix_ns) - i128::from(h.start_monotonic_ns)
+            } else {
+                0
+            };
+            let rank = h.mpi_rank.unwrap_or(i as u32);
+            store.sources.push(Source { path: path.display().to_string(), rank });
+            feeds.push(Feed {
+                source: i,
+                path: path.clone(),
+                reader,
+                shift,
+                str_map: Vec::new(),
+                prefix,
+                symbolizer: None,
+            });
+        }
+        Ok(Self { feeds, chunks: Vec::new(), warnings: Vec::new() })
+    }
+
+    /// Reads every event that is there now into the store and rebuilds the rows that changed.
+    /// Returns how many events were added. `progress` is called now and then with
+    /// (bytes read, total bytes) of the trace being read.
+    pub fn poll(&mut self, store: &mut Store, progress: &mut dyn FnMut(u64, u64)) -> Result<usize, TraceError> {
+        let mut added = 0;
+        for fi in 0..self.feeds.len() {
+            added += self.poll_feed(fi, store, progress)?;
+        }
+        if added > 0 {
+            store.rebuild();
+        }
+        self.refresh_warnings();
+        Ok(added)
+    }
+
+    fn poll_feed(&mut self, fi: usize, store: &mut Store, progress: &mut dyn FnMut(u64, u64)) -> Result<usize, TraceError> {
+        let total = std::fs::metadata(&self.feeds[fi].path).map(|m| m.len()).unwrap_or(0);
+        let feed = &mut self.feeds[fi];
+        let mut added = 0usize;
+        loop {
+            let before = feed.reader.bytes_read();
+            let Some(mut ev) = feed.reader.next_event()? else { break };
+            if feed.reader.bytes_read() != before {
+                // This event opened a new events chunk, which starts at or after `before`.
+                self.chunks.push(ChunkRef { first_rec: store.records.len() as u32, feed: fi as u16, offset: before });
+                progress(feed.reader.bytes_read(), total);
+                if ev.get(Field::ReturnAddress).is_some() && feed.symbolizer.is_none() {
+                    feed.symbolizer = Some(Symbolizer::new(feed.reader.modules()));
+                }
+                if let Some(sym) = &mut feed.symbolizer {
+                    sym.update_modules(feed.reader.modules());
+                }
+            }
+            if let Some(sym) = &mut feed.symbolizer {
+                if ev.get(Field::ReturnAddress).is_some() {
+                    sym.annotate(&mut ev, feed.reader.strings_mut());
+                }
+            }
+            add_event(feed, &ev, store);
+            added += 1;
+        }
+        Ok(added)
+    }
+
+    fn refresh_warnings(&mut self) {
+        self.warnings.clear();
+        for f in &self.feeds {
+            if let Some(w) = f.reader.truncation_warning() {
+                self.warnings.push(w);
+            }
+            if f.reader.dropped_total() > 0 {
+                self.warnings.push(format!(
+                    "{}: the tool dropped {} events (its writer fell behind)",
+                    f.path.display(),
+                    f.reader.dropped_total()
+                ));
+            }
+            if let Some(sym) = &f.symbolizer {
+                self.warnings.extend(sym.warnings().iter().cloned());
+            }
+        }
+    }
+
+    /// Whether every trace ended cleanly (has its footer).
+    pub fn all_finished(&self) -> bool {
+        self.feeds.iter().all(|f| f.reader.footer().is_some())
+    }
+
+    /// Re-reads the full event behind record `rec`, with the string table to resolve its ids.
+    pub fn fetch(&mut self, rec: u32) -> Result<(Event, &StringTable), TraceError> {
+        let at = self.chunks.partition_point(|c| c.first_rec <= rec);
+        let Some(chunk) = at.checked_sub(1).map(|i| self.chunks[i]) else {
+            return Err(TraceError::Corrupt { path: String::new(), offset: 0, what: format!("no event {rec}") });
+        };
+        let feed = &mut self.feeds[chunk.feed as usize];
+        let label = feed.path.display().to_string();
+        let io = |source| TraceError::Io { path: label.clone(), source };
+        let mut file = File::open(&feed.path).map_err(io)?;
+        file.seek(SeekFrom::Start(chunk.offset)).map_err(io)?;
+        let input = std::io::Cursor::new(feed.prefix.clone()).chain(BufReader::new(file));
+        let mut reader = TraceReader::new(label.clone(), input)?;
+        let mut ev = None;
+        for _ in 0..=(rec - chunk.first_rec) {
+            ev = reader.next_event()?;
+        }
+        let mut ev = ev.ok_or_else(|| TraceError::Corrupt {
+            path: label.clone(),
+            offset: chunk.offset,
+            what: "the event is no longer in the file".into(),
+        })?;
+        // The streaming pass resolved return addresses; do the same so the details agree.
+        if let Some(sym) = &mut feed.symbolizer {
+            sym.annotate(&mut ev, feed.reader.strings_mut());
+        }
+        Ok((ev, feed.reader.strings()))
+    }
+
+    /// The time shift of record `rec`'s trace (to show an event's own timestamps).
+    pub fn source_of(&self, rec: u32) -> Option<usize> {
+        let at = self.chunks.partition_point(|c| c.first_rec <= rec);
+        at.checked_sub(1).map(|i| self.feeds[self.chunks[i].feed as usize].source)
+    }
+}
+
+/// The file's first `len` bytes.
+fn read_prefix(path: &Path, len: u64) -> Result<Vec<u8>, TraceError> {
+    let label = path.display().to_string();
+    let mut buf = Vec::with_capacity(len as usize);
+    File::open(path)
+        .and_then(|f| f.take(len).read_to_end(&mut buf))
+        .map_err(|source| TraceError::Io { path: label, source })?;
+    Ok(buf)
+}
+
+/// The lane an event belongs on: asynchronous device work on its queue, the rest on its thread.
+pub fn lane_kind(ev: &Event) -> LaneKind {
+    let on_device = matches!(
+        ev.kind,
+        acc_event_t::ENQUEUE_LAUNCH_START | acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START
+    );
+    let queue = ev.get_i64(Field::Async).filter(|&a| a >= -1 && a != ACC_ASYNC_SYNC);
+    match queue {
+        Some(q) if on_device => LaneKind::Queue(q),
+        _ => LaneKind::Thread(ev.thread().unwrap_or(0)),
+    }
+}
+
+fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
+    let mut map = |id: Option<StrId>| -> u32 {
+        let Some(id) = id else { return NO_STR };
+        let i = id.0 as usize;
+        if feed.str_map.len() <= i {
+            feed.str_map.resize(i + 1, UNMAPPED);
+        }
+        if feed.str_map[i] == UNMAPPED {
+            feed.str_map[i] = match feed.reader.strings().get(id) {
+                Some(s) => store.strings.intern(s),
+                None => return NO_STR,
+            };
+        }
+        feed.str_map[i]
+    };
+    let name = map(ev.kernel_name().or(ev.var_name()));
+    let file = map(ev.src_file());
+    let rec = store.records.len() as u32;
+    let r = &mut store.records;
+    r.kind.push(u8::try_from(ev.kind.0).unwrap_or(255));
+    r.parent.push(ev.get_i64(Field::ParentConstruct).and_then(|p| u8::try_from(p).ok()).filter(|&p| p != 255).unwrap_or(255));
+    r.name.push(name);
+    r.file.push(file);
+    r.line.push(ev.line_no().and_then(|l| i32::try_from(l).ok()).unwrap_or(NO_LINE));
+    r.source.push(feed.source as u16);
+    let key = ConstructKey { kind: r.kind[rec as usize], parent: r.parent[rec as usize], name, file, line: r.line[rec as usize] };
+    store.constructs.add(key, rec, ev.duration_ns(), ev.bytes().unwrap_or(0));
+    let shift = |t: u64| (i128::from(t) + feed.shift).clamp(0, i128::from(u64::MAX)) as u64;
+    let lane = store.lane_for(feed.source, lane_kind(ev));
+    store.push_raw(lane, Raw { start: shift(ev.start_ns), end: shift(ev.end_ns.max(ev.start_ns)), rec, cat: Category::of(ev.kind) });
+}

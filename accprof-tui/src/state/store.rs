@@ -1,0 +1,325 @@
+//! The compact event store the timeline draws from.
+//!
+//! A trace's `Event` is ~250 bytes; ten million of them would not fit comfortably. While reading,
+//! each event becomes a record of what the timeline, search and labels need (~35 bytes in all):
+//! its placement (lane, row, start, end, category) in the lane's [`Track`]s and a few
+//! per-record fields (kind, name, source file and line). The details pane re-reads the full
+//! event from the file when one is selected (see [`crate::state::fetch`]).
+
+use crate::state::kind::Category;
+use crate::state::track::Track;
+use std::collections::HashMap;
+
+/// "No string" in the per-record string columns.
+pub const NO_STR: u32 = u32::MAX;
+/// "No line" in the per-record line column.
+pub const NO_LINE: i32 = i32::MIN;
+
+/// Where a lane's events ran.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum LaneKind {
+    /// A host thread, by the runtime's (or the OS's) thread id.
+    Thread(i64),
+    /// A device async queue, by its async value (-1 = acc_async_noval).
+    Queue(i64),
+}
+
+/// One row group of the timeline.
+#[derive(Clone, Debug)]
+pub struct Lane {
+    /// The trace (rank) it belongs to, index into [`Store::sources`].
+    pub source: usize,
+    pub kind: LaneKind,
+    /// Rows by nesting depth: `tracks[0]` holds the outermost constructs.
+    pub tracks: Vec<Track>,
+    /// Events as read, kept only while following a growing trace, to rebuild the rows.
+    raw: Vec<Raw>,
+}
+
+/// An event as placed in a lane before nesting is worked out.
+#[derive(Clone, Copy, Debug)]
+pub struct Raw {
+    pub start: u64,
+    pub end: u64,
+    pub rec: u32,
+    pub cat: Category,
+}
+
+/// One loaded trace.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub path: String,
+    /// The MPI rank, or the position on the command line when the trace has none.
+    pub rank: u32,
+}
+
+/// The per-record columns: one entry per event, indexed by record id.
+#[derive(Clone, Debug, Default)]
+pub struct Records {
+    /// The acc_event_t number (start event of a pair); fits in a byte for every defined event.
+    pub kind: Vec<u8>,
+    /// acc_construct_t of `parent_construct`, 255 when absent.
+    pub parent: Vec<u8>,
+    /// Kernel name for launches, variable name for data events (an id in [`Store::strings`]).
+    pub name: Vec<u32>,
+    pub file: Vec<u32>,
+    pub line: Vec<i32>,
+    /// Which source the record came from.
+    pub source: Vec<u16>,
+}
+
+impl Records {
+    pub fn len(&self) -> usize {
+        self.kind.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kind.is_empty()
+    }
+}
+
+/// Strings of every loaded trace, interned once (traces number their strings independently).
+#[derive(Clone, Debug, Default)]
+pub struct Strings {
+    list: Vec<Box<str>>,
+    ids: HashMap<Box<str>, u32>,
+}
+
+impl Strings {
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.list.push(s.into());
+        self.ids.insert(s.into(), id);
+        id
+    }
+
+    pub fn get(&self, id: u32) -> Option<&str> {
+        self.list.get(id as usize).map(|s| &**s)
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+/// Everything the timeline shows.
+#[derive(Clone, Debug, Default)]
+pub struct Store {
+    pub sources: Vec<Source>,
+    pub lanes: Vec<Lane>,
+    pub records: Records,
+    pub strings: Strings,
+    /// Per-construct totals for the table.
+    pub constructs: crate::state::table::ConstructTable,
+    /// Earliest start and latest end over all events (ns); `origin == end` when empty.
+    pub origin: u64,
+    pub end: u64,
+    /// Keep raw events after building rows (following a growing trace).
+    keep_raw: bool,
+    has_events: bool,
+    lane_index: HashMap<(usize, LaneKind), usize>,
+}
+
+/// Identifies one event on the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventRef {
+    pub lane: usize,
+    pub track: usize,
+    pub idx: usize,
+}
+
+impl Store {
+    pub fn new(keep_raw: bool) -> Self {
+        Self { keep_raw, ..Self::default() }
+    }
+
+    pub fn event_count(&self) -> usize {
+        self.records.len()
+    }
+
+    /// The lane for `(source, kind)`, created on first use.
+    pub fn lane_for(&mut self, source: usize, kind: LaneKind) -> usize {
+        if let Some(&i) = self.lane_index.get(&(source, kind)) {
+            return i;
+        }
+        self.lanes.push(Lane { source, kind, tracks: Vec::new(), raw: Vec::new() });
+        let i = self.lanes.len() - 1;
+        self.lane_index.insert((source, kind), i);
+        i
+    }
+
+    /// Adds an event to a lane; it shows after [`Store::rebuild`].
+    pub fn push_raw(&mut self, lane: usize, raw: Raw) {
+        if !self.has_events {
+            self.has_events = true;
+            self.origin = raw.start;
+            self.end = raw.end;
+        }
+        self.origin = self.origin.min(raw.start);
+        self.end = self.end.max(raw.end);
+        self.lanes[lane].raw.push(raw);
+    }
+
+    /// Works out nesting for lanes that received events and rebuilds their rows; lanes are then
+    /// put in display order (by rank, threads before queues).
+    pub fn rebuild(&mut self) {
+        let keep = self.keep_raw;
+        for lane in &mut self.lanes {
+            if lane.raw.is_empty() {
+                continue;
+            }
+            let mut raw = std::mem::take(&mut lane.raw);
+            // Following: the new events join the old ones, so the rows are rebuilt from all.
+            if keep && !lane.tracks.is_empty() {
+                let mut old = Vec::new();
+                for t in &lane.tracks {
+                    for i in 0..t.len() {
+                        old.push(Raw { start: t.start[i], end: t.end[i], rec: t.rec[i], cat: Category::from_u8(t.cat[i]) });
+                    }
+                }
+                old.extend_from_slice(&raw);
+                raw = old;
+            }
+            lane.tracks = nest(&mut raw);
+        }
+        self.sort_lanes();
+    }
+
+    fn sort_lanes(&mut self) {
+        let ranks: Vec<u32> = self.sources.iter().map(|s| s.rank).collect();
+        let key = |l: &Lane| (ranks.get(l.source).copied().unwrap_or(0), l.source, l.kind);
+        if self.lanes.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+            return;
+        }
+        self.lanes.sort_by_key(key);
+        self.lane_index = self.lanes.iter().enumerate().map(|(i, l)| ((l.source, l.kind), i)).collect();
+    }
+
+    /// The lane's name in the left column, e.g. `thread 0`, `queue 1`, `r1 thread 0`.
+    pub fn lane_label(&self, lane: usize) -> String {
+        let l = &self.lanes[lane];
+        let what = match l.kind {
+            LaneKind::Thread(t) => format!("thread {t}"),
+            LaneKind::Queue(-1) => "queue noval".to_string(),
+            LaneKind::Queue(q) => format!("queue {q}"),
+        };
+        if self.sources.len() > 1 {
+            format!("r{} {what}", self.sources[l.source].rank)
+        } else {
+            what
+        }
+    }
+
+    pub fn rec_of(&self, r: EventRef) -> u32 {
+        self.lanes[r.lane].tracks[r.track].rec[r.idx]
+    }
+
+    pub fn span_of(&self, r: EventRef) -> (u64, u64) {
+        let t = &self.lanes[r.lane].tracks[r.track];
+        (t.start[r.idx], t.end[r.idx])
+    }
+
+    pub fn str(&self, id: u32) -> Option<&str> {
+        (id != NO_STR).then(|| self.strings.get(id)).flatten()
+    }
+
+    /// `file:line`, with the file's directory dropped, when the record has a location.
+    pub fn location(&self, rec: u32) -> Option<String> {
+        let r = rec as usize;
+        let file = self.str(self.records.file[r])?;
+        let base = file.rsplit('/').next().unwrap_or(file);
+        let line = self.records.line[r];
+        Some(if line == NO_LINE { base.to_string() } else { format!("{base}:{line}") })
+    }
+
+    /// The text drawn on a bar: what it is and where it came from.
+    pub fn label(&self, rec: u32) -> String {
+        let r = rec as usize;
+        let parent = (self.records.parent[r] != 255).then(|| i64::from(self.records.parent[r]));
+        let kind = crate::state::kind::short_kind_name(accprof_abi::acc_event_t(i32::from(self.records.kind[r])), parent);
+        let mut s = kind.to_string();
+        if let Some(name) = self.str(self.records.name[r]) {
+            s.push(' ');
+            s.push_str(name);
+        }
+        if let Some(loc) = self.location(rec) {
+            s.push(' ');
+            s.push_str(&loc);
+        }
+        s
+    }
+
+    /// Every event, as references, in no particular order (search and jumps).
+    pub fn refs(&self) -> impl Iterator<Item = EventRef> + '_ {
+        self.lanes.iter().enumerate().flat_map(|(lane, l)| {
+            l.tracks.iter().enumerate().flat_map(move |(track, t)| (0..t.len()).map(move |idx| EventRef { lane, track, idx }))
+        })
+    }
+
+    /// Total number of rows (tracks) over all lanes.
+    pub fn row_count(&self) -> usize {
+        self.lanes.iter().map(|l| l.tracks.len().max(1)).sum()
+    }
+}
+
+/// Sorts a lane's events by start (outer before inner at equal starts) and deals them into rows
+/// by nesting depth. An event that starts before the enclosing one ends goes one row deeper, so
+/// every row holds disjoint events (what [`Track`] relies on).
+fn nest(raw: &mut [Raw]) -> Vec<Track> {
+    // The tool writes events when they end, so children come before their parent: nearly sorted
+    // runs, which the stable sort handles in close to linear time.
+    raw.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+    let mut tracks: Vec<Track> = Vec::new();
+    // End times of the open enclosing events, outermost first.
+    let mut open: Vec<u64> = Vec::new();
+    for r in raw.iter() {
+        while open.last().is_some_and(|&end| end <= r.start) {
+            open.pop();
+        }
+        let depth = open.len();
+        if tracks.len() <= depth {
+            tracks.resize_with(depth + 1, Track::default);
+        }
+        tracks[depth].push(r.start, r.end, r.cat, r.rec);
+        open.push(r.end.max(r.start));
+    }
+    for t in &mut tracks {
+        t.finish();
+    }
+    tracks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(start: u64, end: u64, rec: u32) -> Raw {
+        Raw { start, end, rec, cat: Category::Compute }
+    }
+
+    #[test]
+    fn children_go_under_their_parent_and_siblings_share_a_row() {
+        // Written in end order like the tool does: children first.
+        let mut evs = vec![raw(10, 20, 1), raw(30, 40, 2), raw(0, 100, 0), raw(120, 130, 3), raw(12, 15, 4)];
+        let tracks = nest(&mut evs);
+        assert_eq!(tracks.len(), 3);
+        assert_eq!(tracks[0].rec, [0, 3]);
+        assert_eq!(tracks[1].rec, [1, 2]);
+        assert_eq!(tracks[2].rec, [4]);
+    }
+
+    #[test]
+    fn overlapping_siblings_do_not_share_a_row() {
+        let mut evs = vec![raw(0, 50, 0), raw(40, 90, 1)];
+        let tracks = nest(&mut evs);
+        assert_eq!(tracks.len(), 2);
+        assert_eq!(tracks[1].rec, [1]);
+    }
+}
