@@ -3,7 +3,8 @@
 
 use crate::build::ProfileBuilder;
 use crate::model::*;
-use accprof_trace::{Header, Trace, TraceError, TraceReader};
+use accprof_symbols::Symbolizer;
+use accprof_trace::{Field, Header, Trace, TraceError, TraceReader};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
@@ -41,7 +42,15 @@ impl Profile {
         mut progress: impl FnMut(Progress),
     ) -> Result<Profile, TraceError> {
         let mut b = ProfileBuilder::new();
-        while let Some(ev) = reader.next_event()? {
+        // Created on the first event that has only a return address (GCC gives no source
+        // location; accprof resolves the application's call site from its debug information).
+        let mut symbolizer: Option<Symbolizer> = None;
+        while let Some(mut ev) = reader.next_event()? {
+            if ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none() {
+                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(reader.modules()));
+                sym.update_modules(reader.modules());
+                sym.annotate(&mut ev, reader.strings_mut());
+            }
             b.feed(&ev);
             if b.events_seen().is_multiple_of(PROGRESS_EVERY) {
                 progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
@@ -56,11 +65,16 @@ impl Profile {
         if let Some(w) = reader.truncation_warning() {
             p.warnings.push(w);
         }
+        if let Some(sym) = &symbolizer {
+            p.warnings.extend(sym.warnings().iter().cloned());
+        }
         add_common_warnings(&mut p, footer_end.is_some());
         Ok(p)
     }
 
     /// A profile of a trace already in memory.
+    /// Events with only a return address are not resolved here: call
+    /// `accprof_symbols::annotate_trace` on the trace first.
     pub fn from_trace(label: impl Into<String>, trace: &Trace) -> Profile {
         let mut b = ProfileBuilder::new();
         for ev in &trace.events {

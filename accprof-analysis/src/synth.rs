@@ -232,7 +232,7 @@ impl Synth {
         let mut e = Event::new(kind, start);
         e.end_ns = end;
         e.set_i64(Field::Thread, 1);
-        e.set_i64(Field::DeviceType, 4);
+        e.set_i64(Field::DeviceType, 5);
         e.set_i64(Field::DeviceNumber, 0);
         e.set_i64(Field::ParentConstruct, i64::from(parent.0));
         e.set_i64(Field::Async, -2);

@@ -1,0 +1,43 @@
+//! Writes a synthetic Laplace trace: `synth_trace naive|data EVENTS OUT.trace [--iters K] [--n N] [--no-names] [--rank R]`.
+//! EVENTS is a minimum event count (0: use --iters). Used by the report benchmark
+//! (docs/performance/report.md) and handy for trying the TUI and exporters.
+
+use accprof_analysis::synth::{write_trace, Shape, SynthConfig};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 3 {
+        eprintln!("usage: synth_trace naive|data EVENTS OUT.trace [--iters K] [--n N] [--no-names] [--rank R]");
+        std::process::exit(2);
+    }
+    let shape = match args[0].as_str() {
+        "naive" => Shape::LaplaceNaive,
+        "data" => Shape::LaplaceData,
+        other => {
+            eprintln!("unknown shape {other}: naive or data");
+            std::process::exit(2);
+        }
+    };
+    let events: u64 = args[1].parse().expect("EVENTS is a number");
+    let mut cfg = SynthConfig::new(shape);
+    let mut i = 3;
+    while i < args.len() {
+        let val = || args.get(i + 1).and_then(|v| v.parse::<u64>().ok()).expect("a number after the flag");
+        match args[i].as_str() {
+            "--iters" => cfg = cfg.iterations(val()),
+            "--n" => cfg = cfg.grid(val()),
+            "--rank" => cfg = cfg.rank(val() as u32),
+            "--no-names" => {
+                cfg = cfg.without_names();
+                i -= 1;
+            }
+            other => panic!("unknown flag {other}"),
+        }
+        i += 2;
+    }
+    if events > 0 {
+        cfg = cfg.with_event_target(events);
+    }
+    let stats = write_trace(&cfg, &args[2]).expect("writing the trace");
+    println!("{} events, {} bytes, {} iterations -> {}", stats.events, stats.bytes, cfg.iterations, args[2]);
+}

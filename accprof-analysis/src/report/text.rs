@@ -1,0 +1,266 @@
+//! The text report: a summary, the top constructs, the transfers per variable, then the
+//! per-construct detail in NV_ACC_TIME's layout and wording.
+
+use super::{ReportOptions, Section};
+use crate::format::{bytes, duration, percent, rate, thousands, us};
+use crate::model::*;
+use accprof_abi::acc_device_t;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// What each number measures, printed at the top of every report (and in `--help`).
+pub const MEASURES: &str = "\
+What the times measure: every time is marked [host] or [device].
+  [host]   measured on the host thread, between the OpenACC runtime's start and end callbacks:
+           for a compute region, from its start to its end, including its implicit data
+           movement and, when it is synchronous, waiting for its kernels;
+           for \"kernel launched\", the launch call only (not the kernel's run on the device);
+           for a transfer, the enqueue_upload / enqueue_download call.
+  [device] measured on the device (kernel execution, copy time), when the trace has it.
+  NV_ACC_TIME prints device times from CUPTI; a [host] total is the host's view of the same work.";
+
+/// Renders the whole report.
+pub fn render(sections: &[Section], merged: Option<&Profile>, opts: ReportOptions) -> String {
+    let mut out = String::new();
+    out.push_str(MEASURES);
+    out.push('\n');
+    let several = sections.len() > 1;
+    for s in sections {
+        out.push('\n');
+        if several {
+            let _ = writeln!(out, "==== {} ({}) ====", s.label, s.profile.sources.first().map(|x| x.path.as_str()).unwrap_or(""));
+        }
+        render_profile(&mut out, &s.profile, opts);
+    }
+    if let Some(m) = merged {
+        out.push('\n');
+        let _ = writeln!(out, "==== all {} traces merged ====", sections.len());
+        out.push_str("(times are summed over the traces; wall time is the longest trace's)\n");
+        render_profile(&mut out, m, opts);
+    }
+    out
+}
+
+/// One profile: header line, warnings, summary, top constructs, variables, NV_ACC_TIME detail.
+pub fn render_profile(out: &mut String, p: &Profile, opts: ReportOptions) {
+    for src in p.sources.iter().take(1) {
+        let args = if src.args.is_empty() { src.exe.clone() } else { src.args.join(" ") };
+        let _ = writeln!(out, "Trace: {}  ({}, {}{})", src.path, args, src.rank_label(), if src.hostname.is_empty() { String::new() } else { format!(", host {}", src.hostname) });
+    }
+    for w in &p.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    if p.is_empty() {
+        out.push_str("\nThe trace holds no OpenACC events: the program ran no OpenACC construct while the tool was loaded.\n");
+        return;
+    }
+    summary(out, p);
+    top_constructs(out, p, opts.top);
+    variables(out, p);
+    nv_acc_time(out, p);
+}
+
+fn summary(out: &mut String, p: &Profile) {
+    let s = &p.summary;
+    let wall = s.wall_ns;
+    let row = |out: &mut String, name: &str, t: u64, extra: String| {
+        let _ = writeln!(out, "  {name:<28}{:>12} {:>7}  {extra}", duration(t), percent(t, wall));
+    };
+    out.push_str("\nSummary [host]\n");
+    let _ = writeln!(
+        out,
+        "  {:<28}{:>12}           {}",
+        "wall time",
+        duration(wall),
+        if s.wall_from_footer { "from the tool's start to the program's end" } else { "span of the recorded events" }
+    );
+    row(out, "compute constructs", s.compute.total_ns, format!("{} reached", thousands(s.compute.count)));
+    row(out, "kernel launches", s.kernels.total_ns, format!("{} launches (launch calls only)", thousands(s.kernels.count)));
+    let xfers = s.uploads.count + s.downloads.count;
+    row(
+        out,
+        "data transfers",
+        s.transfers_ns(),
+        format!("{} transfers, {}, {}", thousands(xfers), bytes(s.transfer_bytes()), rate(gbps(s.transfer_bytes(), s.transfers_ns()))),
+    );
+    row(out, "  host->device", s.uploads.total_ns, format!("{} transfers, {}, {}", thousands(s.uploads.count), bytes(s.upload_bytes), rate(gbps(s.upload_bytes, s.uploads.total_ns))));
+    row(out, "  device->host", s.downloads.total_ns, format!("{} transfers, {}, {}", thousands(s.downloads.count), bytes(s.download_bytes), rate(gbps(s.download_bytes, s.downloads.total_ns))));
+    row(out, "data constructs/directives", s.data_constructs.total_ns, format!("{} reached (data, enter/exit data, update)", thousands(s.data_constructs.count)));
+    row(out, "waits", s.waits.total_ns, format!("{} waits", thousands(s.waits.count)));
+    row(out, "device initialization", s.device_init.total_ns, format!("{} times", s.device_init.count));
+    row(out, "untracked host time", s.untracked_ns, "the program's own work, outside every OpenACC event".into());
+    let _ = writeln!(out, "  {} events on {} thread(s){}", thousands(s.events), s.threads, if s.dropped_events > 0 { format!(", {} dropped", thousands(s.dropped_events)) } else { String::new() });
+}
+
+fn top_constructs(out: &mut String, p: &Profile, n: usize) {
+    let top = p.top_constructs(n);
+    if top.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nTop constructs by host time [host]");
+    let _ = writeln!(out, "  {:<32} {:<22} {:>9} {:>12} {:>7} {:>11}", "location", "construct", "reached", "total", "%wall", "avg");
+    for (_, c) in top {
+        let loc = format!("{} {}", c.location.short(), c.location.function.as_deref().unwrap_or(""));
+        let _ = writeln!(
+            out,
+            "  {:<32} {:<22} {:>9} {:>12} {:>7} {:>11}",
+            loc.trim_end(),
+            c.kind.label(),
+            thousands(c.reached),
+            duration(c.time.total_ns),
+            percent(c.time.total_ns, p.summary.wall_ns),
+            duration(c.time.total_ns.checked_div(c.reached.max(1)).unwrap_or(0))
+        );
+    }
+}
+
+fn variables(out: &mut String, p: &Profile) {
+    if p.variables.is_empty() {
+        return;
+    }
+    let mut vs: Vec<&Variable> = p.variables.iter().collect();
+    vs.sort_by(|a, b| b.time.total_ns.cmp(&a.time.total_ns).then(a.name.cmp(&b.name)));
+    let _ = writeln!(out, "\nTransfers by variable [host]");
+    let _ = writeln!(out, "  {:<30} {:<13} {:>9} {:>12} {:>12} {:>12}", "variable", "direction", "count", "bytes", "time", "rate");
+    for v in vs {
+        let _ = writeln!(
+            out,
+            "  {:<30} {:<13} {:>9} {:>12} {:>12} {:>12}",
+            v.name,
+            v.direction.label(),
+            thousands(v.count),
+            bytes(v.bytes),
+            duration(v.time.total_ns),
+            rate(v.gbps())
+        );
+    }
+}
+
+fn device_label(c: &Construct) -> String {
+    let dev = c.location.device_type.map(|t| {
+        acc_device_t(t as i32).name().map(|n| n.trim_start_matches("acc_device_").to_uppercase()).unwrap_or_else(|| format!("device type {t}"))
+    });
+    match (dev, c.location.device_number) {
+        (Some(d), Some(n)) => format!("{d}  devicenum={n}"),
+        (Some(d), None) => d,
+        (None, Some(n)) => format!("devicenum={n}"),
+        (None, None) => String::new(),
+    }
+}
+
+fn times_line(t: &Timing) -> String {
+    format!(
+        "{} time(us): total={} max={} min={} avg={}",
+        t.source.label(),
+        us(t.total_ns),
+        us(t.max_ns),
+        us(t.min_ns),
+        us(t.avg_ns())
+    )
+}
+
+fn times_word(n: u64) -> &'static str {
+    if n == 1 {
+        "time"
+    } else {
+        "times"
+    }
+}
+
+fn line_text(l: Option<i64>) -> String {
+    l.map(|l| l.to_string()).unwrap_or_else(|| "?".into())
+}
+
+fn geometry(k: &Kernel) -> String {
+    let r = |v: Option<ValueRange>| match v {
+        Some(r) if r.min == r.max => r.min.to_string(),
+        Some(r) => format!("{}-{}", r.min, r.max),
+        None => "?".into(),
+    };
+    let block = match k.num_workers {
+        Some(w) if w.max > 1 => format!("{}x{}", r(k.vector_length), r(Some(w))),
+        _ => r(k.vector_length),
+    };
+    format!("grid: [{}]  block: [{}]  ({})", r(k.num_gangs), block, k.name)
+}
+
+/// NV_ACC_TIME's "Accelerator Kernel Timing data", with host times labelled as such.
+fn nv_acc_time(out: &mut String, p: &Profile) {
+    let _ = writeln!(out, "\nAccelerator Kernel Timing data (NV_ACC_TIME layout)");
+    // file -> (function, device) -> constructs
+    let mut files: BTreeMap<String, BTreeMap<(String, String), Vec<&Construct>>> = BTreeMap::new();
+    for c in &p.constructs {
+        let file = c.location.file.clone().unwrap_or_else(|| "<unknown file: the runtime gave no source location>".into());
+        let func = c.location.function.clone().unwrap_or_else(|| "<unknown function>".into());
+        files.entry(file).or_default().entry((func, device_label(c))).or_default().push(c);
+    }
+    for (file, funcs) in files {
+        let _ = writeln!(out, "{file}");
+        let mut funcs: Vec<_> = funcs.into_iter().collect();
+        funcs.sort_by_key(|(_, cs)| cs.iter().filter_map(|c| c.location.line).min());
+        for ((func, dev), mut cs) in funcs {
+            let _ = writeln!(out, "{}", format!("  {func}  {dev}").trim_end());
+            let total: u64 = cs.iter().filter(|c| c.kind != ConstructKind::Init).map(|c| c.time.total_ns).sum();
+            let _ = writeln!(out, "    host time(us): {}", us(total));
+            cs.sort_by_key(|c| (c.location.line, c.kind));
+            for c in cs {
+                construct(out, p, c);
+            }
+        }
+    }
+}
+
+fn construct(out: &mut String, p: &Profile, c: &Construct) {
+    let line = line_text(c.location.line);
+    let head = match c.kind {
+        ConstructKind::Data if c.reached == 0 => "data region exit".to_string(),
+        ConstructKind::Init => format!("device init reached {} {}", c.reached, times_word(c.reached)),
+        k => format!("{} reached {} {}", k.label(), thousands(c.reached), times_word(c.reached)),
+    };
+    let asyncs = if c.async_count > 0 { format!(" ({} async)", thousands(c.async_count)) } else { String::new() };
+    let _ = writeln!(out, "    {line}: {head}{asyncs}");
+    let _ = writeln!(out, "        {}", times_line(&c.time));
+    let mut kids: Vec<&ConstructChild> = c.children.iter().filter(|k| !matches!(k.kind, ChildKind::Create | ChildKind::Delete)).collect();
+    kids.sort_by_key(|k| (k.line, child_order(k.kind)));
+    for k in kids {
+        let l = line_text(k.line.or(c.location.line));
+        match k.kind {
+            ChildKind::Upload | ChildKind::Download => {
+                let word = if k.kind == ChildKind::Upload { "copyin" } else { "copyout" };
+                let _ = writeln!(out, "        {l}: data {word} transfers: {}  ({}, {})", thousands(k.count), bytes(k.bytes), rate(gbps(k.bytes, k.time.total_ns)));
+                let _ = writeln!(out, "             {}", times_line(&k.time));
+            }
+            ChildKind::Launch => {
+                let _ = writeln!(out, "        {l}: kernel launched {} {}", thousands(k.count), times_word(k.count));
+                if let Some(kernel) = k.kernel.and_then(|i| p.kernels.get(i)) {
+                    let _ = writeln!(out, "            {}", geometry(kernel));
+                }
+                let _ = writeln!(out, "             {}", times_line(&k.time).replacen("time(us)", "launch time(us)", 1));
+            }
+            ChildKind::Wait => {
+                let _ = writeln!(out, "        {l}: wait for the device {} {}", thousands(k.count), times_word(k.count));
+                let _ = writeln!(out, "             {}", times_line(&k.time));
+            }
+            ChildKind::Alloc => {
+                let _ = writeln!(out, "        {l}: device allocations: {}  ({})", thousands(k.count), bytes(k.bytes));
+            }
+            ChildKind::Free => {
+                let _ = writeln!(out, "        {l}: device frees: {}", thousands(k.count));
+            }
+            ChildKind::Create | ChildKind::Delete => {}
+        }
+    }
+}
+
+fn child_order(k: ChildKind) -> u8 {
+    match k {
+        ChildKind::Alloc => 0,
+        ChildKind::Create => 1,
+        ChildKind::Upload => 2,
+        ChildKind::Launch => 3,
+        ChildKind::Wait => 4,
+        ChildKind::Download => 5,
+        ChildKind::Delete => 6,
+        ChildKind::Free => 7,
+    }
+}
