@@ -107,6 +107,8 @@ pub struct App {
     pub findings: Vec<Finding>,
     /// Why findings are empty (analysis not available, trace too large...).
     pub findings_note: String,
+    /// The analysis producing the findings, while it runs.
+    pub findings_job: Option<crate::findings::FindingsJob>,
     pub following: bool,
     pub quit: bool,
     /// A one-line message for the status bar (e.g. "no later upload").
@@ -145,7 +147,8 @@ impl App {
             table_rows: Vec::new(),
             list_pos: 0,
             findings: Vec::new(),
-            findings_note: "no findings".into(),
+            findings_note: "No findings.".into(),
+            findings_job: None,
             following,
             quit: false,
             flash: None,
@@ -299,6 +302,10 @@ impl App {
             }
             Action::OpenFindings => {
                 self.list_pos = 0;
+                // A followed trace has grown since the last analysis: run it again.
+                if self.following && self.findings_job.is_none() && self.mode != Mode::Findings {
+                    crate::findings::attach(self);
+                }
                 self.mode = if self.mode == Mode::Findings { Mode::Timeline } else { Mode::Findings };
             }
             Action::ListMove(d) => {

@@ -70,14 +70,14 @@ fn run(args: Args) -> Result<(), String> {
         }
     }
     let mut app = App::new(store, Some(loader), args.follow);
-    findings::attach(&mut app, &args.traces);
+    findings::attach(&mut app);
 
     let (mut term, _guard) = terminal::enter().map_err(|e| format!("cannot use the terminal: {e}"))?;
     let mut input = Input::default();
     let mut last_poll = Instant::now();
     while !app.quit {
         term.draw(|f| view::draw(&mut app, f)).map_err(|e| e.to_string())?;
-        let wait = if app.following { FOLLOW_POLL.saturating_sub(last_poll.elapsed()) } else { Duration::from_secs(1) };
+        let wait = if app.following || app.findings_job.is_some() { FOLLOW_POLL.saturating_sub(last_poll.elapsed()) } else { Duration::from_secs(1) };
         if event::poll(wait).map_err(|e| e.to_string())? {
             let ev = event::read().map_err(|e| e.to_string())?;
             if let Some(action) = input.action(&ev, &app.mode, &app.geometry) {
@@ -91,6 +91,7 @@ fn run(args: Args) -> Result<(), String> {
                 }
             }
         }
+        findings::poll(&mut app);
         if app.following && last_poll.elapsed() >= FOLLOW_POLL {
             last_poll = Instant::now();
             if let Err(e) = app.poll_follow() {

@@ -33,6 +33,10 @@ struct Feed {
     /// they make a valid trace that starts at any chunk.
     prefix: Vec<u8>,
     symbolizer: Option<Symbolizer>,
+    /// Events read so far, and (first event index, first record id) of each poll's run: maps an
+    /// event's index in its trace (what accprof-analysis reports) to its record.
+    events_read: u64,
+    runs: Vec<(u64, u32)>,
 }
 
 /// Where the events chunk holding a run of record ids starts in its file.
@@ -81,6 +85,8 @@ impl Loader {
                 str_map: Vec::new(),
                 prefix,
                 symbolizer: None,
+                events_read: 0,
+                runs: Vec::new(),
             });
         }
         Ok(Self { feeds, chunks: Vec::new(), warnings: Vec::new() })
@@ -105,6 +111,7 @@ impl Loader {
         let total = std::fs::metadata(&self.feeds[fi].path).map(|m| m.len()).unwrap_or(0);
         let feed = &mut self.feeds[fi];
         let mut added = 0usize;
+        feed.runs.push((feed.events_read, store.records.len() as u32));
         loop {
             let before = feed.reader.bytes_read();
             let Some(mut ev) = feed.reader.next_event()? else { break };
@@ -126,6 +133,10 @@ impl Loader {
             }
             add_event(feed, &ev, store);
             added += 1;
+        }
+        feed.events_read += added as u64;
+        if added == 0 {
+            feed.runs.pop();
         }
         Ok(added)
     }
@@ -181,6 +192,22 @@ impl Loader {
             sym.annotate(&mut ev, feed.reader.strings_mut());
         }
         Ok((ev, feed.reader.strings()))
+    }
+
+    /// The record of the `index`-th event of trace `source` (as numbered by accprof-analysis).
+    pub fn rec_for(&self, source: usize, index: u64) -> Option<u32> {
+        let feed = self.feeds.iter().find(|f| f.source == source)?;
+        if index >= feed.events_read {
+            return None;
+        }
+        let at = feed.runs.partition_point(|&(first, _)| first <= index).checked_sub(1)?;
+        let (first, rec) = feed.runs[at];
+        Some(rec + (index - first) as u32)
+    }
+
+    /// The trace files, in source order.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.feeds.iter().map(|f| f.path.clone()).collect()
     }
 
     /// The time shift of record `rec`'s trace (to show an event's own timestamps).

@@ -65,7 +65,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     };
     let rec = app.store.rec_of(sel);
     let (start, end) = app.store.span_of(sel);
-    let kv = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<13}"), key), Span::raw(v)]);
+    let kv = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<16} "), key), Span::raw(v)]);
     out.push(Line::from(Span::styled(app.store.label(rec), Style::default().add_modifier(Modifier::BOLD))));
     out.push(kv("lane", app.store.lane_label(sel.lane)));
     out.push(kv("start", format!("+{}", fmt_duration(start - app.store.origin))));

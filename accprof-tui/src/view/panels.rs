@@ -70,5 +70,5 @@ pub fn render_findings(app: &App, area: Rect, buf: &mut Buffer) {
     }
     let pos_line = app.findings.iter().take(app.list_pos).count();
     let scroll = window_start(pos_line, inner.height as usize) as u16;
-    Paragraph::new(lines).scroll((scroll, 0)).render(inner, buf);
+    Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).render(inner, buf);
 }
