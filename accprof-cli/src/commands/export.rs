@@ -5,11 +5,11 @@
 //! JSON shows of it), placed on a track, and, once all are read, sorted per track so that every
 //! slice nests strictly (see [`tracks`]) and written out.
 
-mod chrome;
-mod counters;
+pub(crate) mod chrome;
+pub(crate) mod counters;
 mod json;
-mod slice;
-mod tracks;
+pub(crate) mod slice;
+pub(crate) mod tracks;
 
 use crate::error::CliError;
 use accprof_trace::{Header, TraceReader};
@@ -79,13 +79,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Everything read from the traces, ready to be laid out.
-struct Collected {
-    processes: Vec<Process>,
-    slices: Vec<Slice>,
-    tracks: TrackTable,
-    counters: Counters,
-    warnings: Vec<String>,
+/// Everything read from the traces, ready to be laid out (also the input of `accprof plot`'s
+/// timeline).
+pub(crate) struct Collected {
+    pub processes: Vec<Process>,
+    pub slices: Vec<Slice>,
+    pub tracks: TrackTable,
+    pub counters: Counters,
+    pub warnings: Vec<String>,
 }
 
 struct Summary {
@@ -94,7 +95,7 @@ struct Summary {
 }
 
 /// Streams every trace into compact slices. Traces are ordered by MPI rank when they have one.
-fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
+pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
     let mut readers = Vec::with_capacity(paths.len());
     for p in paths {
         readers.push(TraceReader::open(p)?);

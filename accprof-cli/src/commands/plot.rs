@@ -1,14 +1,142 @@
-//! `accprof plot`: in progress.
+//! `accprof plot`: a picture of where the time went, as SVG or PNG.
+//!
+//! Two panels: the per-construct breakdown (host time of the longest constructs, split into
+//! kernels, data, wait, init and host, from accprof-analysis's `Profile`) and a timeline with
+//! one lane per host thread, synchronous device track and async queue (the tracks of
+//! `accprof export`).
+
+mod breakdown;
+mod category;
+mod draw;
+mod timeline;
 
 use crate::error::CliError;
+use accprof_analysis::Profile;
+use draw::Figure;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
 
-/// In progress.
+/// Draws a trace: time per construct (kernels, data, wait, init, host) and a timeline.
+///
+/// The first panel shows the constructs that took the most host time, longest first, each bar
+/// split into kernel launches, data movement, waiting, device initialization and the host's own
+/// time in the construct. The second shows the run over time, one lane per host thread, per
+/// thread's synchronous device work and per async queue. SVG by default; PNG when the output
+/// ends in .png or with --format png (text drawn with a bundled font).
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    accprof plot accprof.laplace.1234.trace -o laplace.svg\n  \
+    accprof plot accprof.laplace.1234.trace -o laplace.png\n  \
+    accprof plot accprof.app.*.trace -o ranks.svg      (several MPI ranks: summed breakdown, one timeline per rank)")]
 pub struct Args {
-    /// Trace files.
-    pub traces: Vec<std::path::PathBuf>,
+    /// Trace files; several (one per MPI rank) are summed in the breakdown and get lanes each.
+    #[arg(required = true, value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+    /// Output file. Default: the first trace's name with .svg (or .png with --format png).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Image format. Default: from the output's extension, else SVG.
+    #[arg(long, value_enum)]
+    pub format: Option<ImageFormat>,
+    /// Title of the figure. Default: the program and the trace's name.
+    #[arg(long)]
+    pub title: Option<String>,
 }
 
-pub fn run(_args: Args) -> Result<(), CliError> {
-    Err(CliError::new("accprof plot is not built yet"))
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageFormat {
+    Svg,
+    Png,
+}
+
+impl ImageFormat {
+    fn extension(self) -> &'static str {
+        match self {
+            ImageFormat::Svg => "svg",
+            ImageFormat::Png => "png",
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    let format = args.format.unwrap_or_else(|| match &args.output {
+        Some(p) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("png")) => ImageFormat::Png,
+        _ => ImageFormat::Svg,
+    });
+    let output = args.output.clone().unwrap_or_else(|| args.traces[0].with_extension(format.extension()));
+    let fig = figure(&args)?;
+    write_image(&output, format, &fig)?;
+    eprintln!("accprof: wrote {}", output.display());
+    Ok(())
+}
+
+fn figure(args: &Args) -> Result<Figure, CliError> {
+    let mut profiles = Vec::with_capacity(args.traces.len());
+    for p in &args.traces {
+        profiles.push(Profile::from_path(p)?);
+    }
+    let profile = if profiles.len() == 1 { profiles.pop().unwrap_or_default() } else { accprof_analysis::merge(&profiles) };
+    let collected = crate::commands::export::collect(&args.traces)?;
+    // The profile repeats the reader's warnings (truncation, drops) with its own; say each once.
+    let mut warnings: Vec<String> = collected.warnings.clone();
+    for w in &profile.warnings {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
+    for w in &warnings {
+        eprintln!("accprof: warning: {w}");
+    }
+    let title = args.title.clone().unwrap_or_else(|| {
+        let names: Vec<&str> = collected.processes.iter().map(|p| p.name.as_str()).collect();
+        match names.as_slice() {
+            [one] => format!("accprof: {one}"),
+            many => format!("accprof: {} processes", many.len()),
+        }
+    });
+    let mut notes = Vec::new();
+    if profile.is_empty() {
+        notes.push("The trace holds no OpenACC events.".to_string());
+    }
+    if !warnings.is_empty() {
+        notes.push(format!("{} warning(s): see the command's output.", warnings.len()));
+    }
+    notes.push("Breakdown: host time inside each construct. Timeline: what each thread and queue was doing, per pixel the kind that took most of it.".into());
+    Ok(Figure { title, rows: breakdown::rows(&profile), timeline: timeline::build(collected, draw::PLOT_W), notes })
+}
+
+/// Draws to a temporary file beside `path` and renames it, so a failure leaves nothing behind.
+fn write_image(path: &Path, format: ImageFormat, fig: &Figure) -> Result<(), CliError> {
+    register_font();
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| CliError::new(format!("{}: not a file name", path.display())))?;
+    // The bitmap backend picks its encoder from the extension, so the temporary keeps it.
+    let tmp = dir.join(format!(".{}.accprof-{}.tmp.{}", name.to_string_lossy(), std::process::id(), format.extension()));
+    let size = (draw::WIDTH, fig.height());
+    let drawn = match format {
+        ImageFormat::Svg => {
+            let area = SVGBackend::new(&tmp, size).into_drawing_area();
+            draw::draw(&area, fig).and_then(|()| area.present()).map_err(|e| e.to_string())
+        }
+        ImageFormat::Png => {
+            let area = BitMapBackend::new(&tmp, size).into_drawing_area();
+            draw::draw(&area, fig).and_then(|()| area.present()).map_err(|e| e.to_string())
+        }
+    };
+    let result = drawn.and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        CliError::new(format!("{}: cannot write: {e}", path.display()))
+    })
+}
+
+/// PNG text is rasterized by ab_glyph from a font we ship: the machine may have none.
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let font: &'static [u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+        // The font is ours and known good; failing to parse it would be a build defect.
+        plotters::style::register_font("sans-serif", FontStyle::Normal, font)
+            .unwrap_or_else(|_| panic!("the bundled font does not parse"));
+    });
 }
