@@ -1,23 +1,562 @@
-//! CUDA backend (filled in below the emulated one; see module docs in the full version).
+//! The CUDA backend, through cudarc's dynamically loaded driver API (no toolkit at build time).
+//!
+//! - One primary context per device; it is made current on whichever thread calls in.
+//! - Queues are non-blocking CUDA streams created on first use; the synchronous queue is its own
+//!   stream whose work the runtime waits for (never the legacy default stream, which would
+//!   serialise with everything).
+//! - Kernels are CUDA C, compiled once by NVRTC (for the device's compute capability) with a small
+//!   prelude of reduction helpers, and cached by source address; PTX text is loaded as is.
+//! - Host-to-device copies of large pageable buffers are staged through pinned buffers by several
+//!   host threads in parallel, each chunk DMA'd as soon as it is staged: pageable copies alone
+//!   run at a fraction of the link's speed (see ../shared/reference/gpu.md).
+//! - cudarc panics if libcuda is missing, so [`Cuda::count`] checks for it first and every entry
+//!   from C runs inside catch_unwind (src/ffi).
 
 use super::*;
 use crate::error::AccError;
+use cudarc::driver::sys::{self, CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUresult, CUstream};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
-pub struct Cuda;
+/// Copies from pageable memory at least this big go through the pinned staging pipeline.
+const STAGE_MIN: usize = 4 << 20;
+/// Size of one pinned staging buffer.
+const STAGE_CHUNK: usize = 4 << 20;
+/// Number of staging buffers (and copy streams).
+const STAGE_BUFS: usize = 16;
+/// Reduction cells (device) and result slots (pinned host) per backend, used round-robin.
+const RED_CELLS: usize = 4096;
+
+const PRELUDE: &str = r#"
+#define ACCSHIM_BLOCK_REDUCE(NAME, OP, ATOMIC)                                          \
+__device__ __forceinline__ void NAME(double *cell, double v) {                           \
+    __shared__ double s_[1024];                                                          \
+    unsigned int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); \
+    unsigned int n = blockDim.x * blockDim.y * blockDim.z;                              \
+    s_[t] = v;                                                                           \
+    __syncthreads();                                                                     \
+    for (unsigned int half = 512; half > 0; half >>= 1) {                                \
+        if (half < n && t < half && t + half < n) s_[t] = OP(s_[t], s_[t + half]);       \
+        __syncthreads();                                                                 \
+    }                                                                                    \
+    if (t == 0) ATOMIC(cell, s_[0]);                                                     \
+}
+__device__ __forceinline__ double accshim_add_(double a, double b) { return a + b; }
+__device__ __forceinline__ void accshim_atomic_add_(double *c, double v) { atomicAdd(c, v); }
+__device__ __forceinline__ void accshim_atomic_max_(double *c, double v) {
+    unsigned long long *p = (unsigned long long *)c, old = *p, assumed;
+    while (v > __longlong_as_double(old)) {
+        assumed = old; old = atomicCAS(p, assumed, __double_as_longlong(v)); if (old == assumed) break;
+    }
+}
+__device__ __forceinline__ void accshim_atomic_min_(double *c, double v) {
+    unsigned long long *p = (unsigned long long *)c, old = *p, assumed;
+    while (v < __longlong_as_double(old)) {
+        assumed = old; old = atomicCAS(p, assumed, __double_as_longlong(v)); if (old == assumed) break;
+    }
+}
+ACCSHIM_BLOCK_REDUCE(accshim_reduce_sum, accshim_add_, accshim_atomic_add_)
+ACCSHIM_BLOCK_REDUCE(accshim_reduce_max, fmax, accshim_atomic_max_)
+ACCSHIM_BLOCK_REDUCE(accshim_reduce_min, fmin, accshim_atomic_min_)
+#line 1
+"#;
+
+fn check(r: CUresult, what: &str) -> Result<()> {
+    match r {
+        CUresult::CUDA_SUCCESS => Ok(()),
+        CUresult::CUDA_ERROR_OUT_OF_MEMORY => Err(AccError::OutOfMemory { bytes: 0 }),
+        e => Err(AccError::Device(format!("{what}: {e:?}"))),
+    }
+}
+
+/// A pointer that may cross threads (CUDA handles and pinned memory are thread-agnostic).
+#[derive(Clone, Copy)]
+struct P(usize);
+unsafe impl Send for P {}
+unsafe impl Sync for P {}
+
+struct Staging {
+    bufs: Vec<P>,
+    streams: Vec<P>,
+    events: Vec<P>,
+}
+
+pub struct Cuda {
+    ordinal: i32,
+    dev: CUdevice,
+    ctx: CUcontext,
+    name: String,
+    driver: i32,
+    arch: &'static str,
+    sync_stream: CUstream,
+    streams: Mutex<HashMap<QueueId, (P, bool)>>, // stream, owned by us
+    functions: Mutex<HashMap<(usize, usize), P>>,
+    staging: Mutex<Option<Staging>>,
+    red_cells: CUdeviceptr,
+    red_slots: P, // pinned f64[RED_CELLS]
+    red_next: std::sync::atomic::AtomicUsize,
+    stage_threads: usize,
+}
+
+unsafe impl Send for Cuda {}
+unsafe impl Sync for Cuda {}
+
+thread_local! {
+    static BOUND: Cell<usize> = const { Cell::new(0) };
+}
+
+struct HostJobBox(HostJob);
+
+unsafe extern "C" fn run_host_job(user: *mut c_void) {
+    // SAFETY: made by Box::into_raw in host_fn, run once by the driver.
+    let job = unsafe { Box::from_raw(user as *mut HostJobBox) };
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job.0)).is_err() {
+        eprintln!("accshim: a host function panicked in a CUDA stream callback");
+        std::process::abort();
+    }
+}
 
 impl Cuda {
-    /// Opens device `num`, or says why not (no libcuda, no device, driver error).
-    pub fn open(_num: i32) -> Result<Cuda> {
-        Err(AccError::DeviceUnavailable("CUDA backend not built yet".into()))
+    /// Number of CUDA devices; 0 when libcuda is missing or fails to initialise. Never panics.
+    pub fn count() -> i32 {
+        static COUNT: OnceLock<i32> = OnceLock::new();
+        *COUNT.get_or_init(|| {
+            if std::env::var_os("ACCSHIM_NO_CUDA").is_some() {
+                return 0;
+            }
+            // SAFETY: only probes for the shared library.
+            if !unsafe { sys::is_culib_present() } {
+                return 0;
+            }
+            std::panic::catch_unwind(|| {
+                if cudarc::driver::result::init().is_err() {
+                    return 0;
+                }
+                cudarc::driver::result::device::get_count().unwrap_or(0)
+            })
+            .unwrap_or(0)
+        })
     }
 
-    /// Number of CUDA devices, 0 when libcuda is missing. Never panics.
-    pub fn count() -> i32 {
-        0
+    fn bind(&self) {
+        let key = self.ctx as usize;
+        if BOUND.with(|b| b.get()) != key {
+            // SAFETY: our primary context, retained until shutdown.
+            unsafe { sys::cuCtxSetCurrent(self.ctx) };
+            BOUND.with(|b| b.set(key));
+        }
+    }
+
+    /// Opens device `num`, or says why not (no libcuda, no device, driver error).
+    pub fn open(num: i32) -> Result<Cuda> {
+        let count = Cuda::count();
+        if count == 0 {
+            return Err(AccError::DeviceUnavailable("no CUDA device (libcuda missing or no GPU)".into()));
+        }
+        if num < 0 || num >= count {
+            return Err(AccError::DeviceUnavailable(format!("CUDA device {num} (there are {count})")));
+        }
+        unsafe {
+            let dev = cudarc::driver::result::device::get(num).map_err(|e| AccError::Device(format!("{e:?}")))?;
+            let ctx = cudarc::driver::result::primary_ctx::retain(dev).map_err(|e| AccError::Device(format!("{e:?}")))?;
+            check(sys::cuCtxSetCurrent(ctx), "cuCtxSetCurrent")?;
+            BOUND.with(|b| b.set(ctx as usize));
+            let mut name = [0 as std::ffi::c_char; 256];
+            sys::cuDeviceGetName(name.as_mut_ptr(), 255, dev);
+            let name = CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned();
+            let attr = |a| {
+                let mut v = 0;
+                sys::cuDeviceGetAttribute(&mut v, a, dev);
+                v
+            };
+            let major = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+            let minor = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+            let mut driver = 0;
+            sys::cuDriverGetVersion(&mut driver);
+            let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+            let mut sync_stream: CUstream = std::ptr::null_mut();
+            check(sys::cuStreamCreate(&mut sync_stream, 1 /* NON_BLOCKING */), "cuStreamCreate")?;
+            let mut red_cells: CUdeviceptr = 0;
+            check(sys::cuMemAlloc_v2(&mut red_cells, RED_CELLS * 8), "cuMemAlloc")?;
+            let mut slots: *mut c_void = std::ptr::null_mut();
+            check(sys::cuMemHostAlloc(&mut slots, RED_CELLS * 8, 0), "cuMemHostAlloc")?;
+            let stage_threads = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(1, 8);
+            Ok(Cuda {
+                ordinal: num,
+                dev,
+                ctx,
+                name,
+                driver,
+                arch,
+                sync_stream,
+                streams: Mutex::new(HashMap::new()),
+                functions: Mutex::new(HashMap::new()),
+                staging: Mutex::new(None),
+                red_cells,
+                red_slots: P(slots as usize),
+                red_next: std::sync::atomic::AtomicUsize::new(0),
+                stage_threads,
+            })
+        }
+    }
+
+    fn stream(&self, q: QueueId) -> Result<CUstream> {
+        if q == SYNC {
+            return Ok(self.sync_stream);
+        }
+        let mut m = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((s, _)) = m.get(&q) {
+            return Ok(s.0 as CUstream);
+        }
+        let mut s: CUstream = std::ptr::null_mut();
+        check(unsafe { sys::cuStreamCreate(&mut s, 1) }, "cuStreamCreate")?;
+        m.insert(q, (P(s as usize), true));
+        Ok(s)
+    }
+
+    fn sync_if(&self, q: QueueId, s: CUstream) -> Result<()> {
+        if q == SYNC {
+            check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")
+        } else {
+            Ok(())
+        }
+    }
+
+    fn function(&self, k: &LaunchSpec) -> Result<CUfunction> {
+        let Some(src) = k.cuda_src else {
+            return Err(AccError::InvalidArgument(format!("kernel {} has no CUDA implementation", k.name.to_string_lossy())));
+        };
+        let key = (src as usize, k.name.as_ptr() as usize);
+        if let Some(f) = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(f.0 as CUfunction);
+        }
+        // SAFETY: the construct API guarantees a static string of cuda_len bytes.
+        let text = unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(src as *const u8, k.cuda_len)) };
+        let trimmed = text.trim_start();
+        let ptx: String = if trimmed.starts_with(".version") || (trimmed.starts_with("//") && text.contains(".entry")) {
+            text.to_string()
+        } else {
+            // SAFETY: probes for the library only.
+            if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+                return Err(AccError::Device("NVRTC (libnvrtc) not found: cannot compile CUDA C kernels".into()));
+            }
+            let opts = cudarc::nvrtc::CompileOptions { arch: Some(self.arch), ..Default::default() };
+            let full = format!("{PRELUDE}{text}");
+            match std::panic::catch_unwind(|| cudarc::nvrtc::compile_ptx_with_opts(full, opts)) {
+                Ok(Ok(ptx)) => ptx.to_src(),
+                Ok(Err(e)) => return Err(AccError::Device(format!("NVRTC failed on {}: {e:?}", k.name.to_string_lossy()))),
+                Err(_) => return Err(AccError::Device("NVRTC could not be loaded".into())),
+            }
+        };
+        let cptx = std::ffi::CString::new(ptx).map_err(|_| AccError::InvalidArgument("PTX with NUL".into()))?;
+        let f = unsafe {
+            let module = cudarc::driver::result::module::load_data(cptx.as_ptr().cast())
+                .map_err(|e| AccError::Device(format!("cuModuleLoadData: {e:?}")))?;
+            cudarc::driver::result::module::get_function(module, k.name.to_owned())
+                .map_err(|e| AccError::Device(format!("kernel {} not found: {e:?}", k.name.to_string_lossy())))?
+        };
+        self.functions.lock().unwrap_or_else(|e| e.into_inner()).insert(key, P(f as usize));
+        Ok(f)
+    }
+
+    fn staging<'a>(&self, g: &'a mut Option<Staging>) -> Result<&'a Staging> {
+        if g.is_none() {
+            let mut st = Staging { bufs: Vec::new(), streams: Vec::new(), events: Vec::new() };
+            for _ in 0..STAGE_BUFS {
+                unsafe {
+                    let mut b: *mut c_void = std::ptr::null_mut();
+                    check(sys::cuMemHostAlloc(&mut b, STAGE_CHUNK, 0), "cuMemHostAlloc")?;
+                    let mut s: CUstream = std::ptr::null_mut();
+                    check(sys::cuStreamCreate(&mut s, 1), "cuStreamCreate")?;
+                    let mut e: CUevent = std::ptr::null_mut();
+                    check(sys::cuEventCreate(&mut e, 2 /* DISABLE_TIMING */), "cuEventCreate")?;
+                    // Recorded once so that the first wait on it returns at once.
+                    sys::cuEventRecord(e, s);
+                    st.bufs.push(P(b as usize));
+                    st.streams.push(P(s as usize));
+                    st.events.push(P(e as usize));
+                }
+            }
+            *g = Some(st);
+        }
+        Ok(g.as_ref().expect("made above"))
+    }
+
+    /// Pageable host -> device through the pinned staging buffers: host threads copy chunks into
+    /// pinned memory and start each chunk's DMA at once, on per-buffer streams ordered after the
+    /// queue's earlier work; the queue then waits for all of them.
+    fn staged_upload(&self, s: CUstream, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
+        let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        let st = self.staging(&mut g)?;
+        unsafe {
+            let mut start: CUevent = std::ptr::null_mut();
+            check(sys::cuEventCreate(&mut start, 2), "cuEventCreate")?;
+            sys::cuEventRecord(start, s);
+            for cs in &st.streams {
+                sys::cuStreamWaitEvent(cs.0 as CUstream, start, 0);
+            }
+            sys::cuEventDestroy_v2(start);
+        }
+        let nchunks = bytes.div_ceil(STAGE_CHUNK);
+        let threads = self.stage_threads.min(nchunks).max(1);
+        let (host_p, ctx) = (P(host as usize), P(self.ctx as usize));
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let (st, failed) = (&*st, &failed);
+                scope.spawn(move || unsafe {
+                    sys::cuCtxSetCurrent(ctx.0 as CUcontext);
+                    // Thread t owns buffers t, t+threads, ...; chunk c uses buffer c % STAGE_BUFS.
+                    let mut c = t;
+                    while c < nchunks {
+                        let b = c % STAGE_BUFS;
+                        if b % threads == t % threads {
+                            let off = c * STAGE_CHUNK;
+                            let len = STAGE_CHUNK.min(bytes - off);
+                            let ev = st.events[b].0 as CUevent;
+                            if sys::cuEventSynchronize(ev) != CUresult::CUDA_SUCCESS {
+                                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            std::ptr::copy_nonoverlapping((host_p.0 as *const u8).add(off), st.bufs[b].0 as *mut u8, len);
+                            let cs = st.streams[b].0 as CUstream;
+                            if sys::cuMemcpyHtoDAsync_v2(dev + off as u64, st.bufs[b].0 as *const c_void, len, cs) != CUresult::CUDA_SUCCESS {
+                                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            sys::cuEventRecord(ev, cs);
+                        }
+                        c += 1;
+                    }
+                });
+            }
+        });
+        unsafe {
+            for e in &st.events {
+                sys::cuStreamWaitEvent(s, e.0 as CUevent, 0);
+            }
+        }
+        if failed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(AccError::Device("staged host-to-device copy failed".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Backend for Cuda {
+    fn device_type(&self) -> acc_device_t {
+        acc_device_t::NVIDIA
+    }
+
+    fn describe(&self) -> String {
+        format!("CUDA device {} ({}, {}, driver {})", self.ordinal, self.name, self.arch, self.driver)
+    }
+
+    fn properties(&self) -> Properties {
+        self.bind();
+        let (free, total) = cudarc::driver::result::mem_get_info().unwrap_or((0, 0));
+        Properties {
+            memory: total,
+            free_memory: free,
+            name: self.name.clone(),
+            vendor: "NVIDIA".into(),
+            driver: format!("{}.{}", self.driver / 1000, (self.driver % 1000) / 10),
+        }
+    }
+
+    fn handles(&self, q: Option<QueueId>) -> ApiHandles {
+        ApiHandles {
+            device_api: accprof_abi::acc_device_api::CUDA,
+            device: self.dev as usize as *const c_void,
+            context: self.ctx as *const c_void,
+            stream: q.and_then(|q| self.stream(q).ok()).map_or(std::ptr::null(), |s| s as *const c_void),
+        }
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<u64> {
+        self.bind();
+        let mut d: CUdeviceptr = 0;
+        match unsafe { sys::cuMemAlloc_v2(&mut d, bytes.max(1)) } {
+            CUresult::CUDA_SUCCESS => Ok(d),
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY => Err(AccError::OutOfMemory { bytes }),
+            e => Err(AccError::Device(format!("cuMemAlloc({bytes}): {e:?}"))),
+        }
+    }
+
+    fn free(&self, q: QueueId, dev: u64) -> Result<()> {
+        self.bind();
+        if q != SYNC {
+            // Memory from cuMemAlloc cannot be freed in stream order: wait for the queue first.
+            let s = self.stream(q)?;
+            check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
+        }
+        check(unsafe { sys::cuMemFree_v2(dev) }, "cuMemFree")
+    }
+
+    fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
+        self.bind();
+        let s = self.stream(q)?;
+        if bytes >= STAGE_MIN {
+            self.staged_upload(s, dev, host, bytes)?;
+        } else {
+            check(unsafe { sys::cuMemcpyHtoDAsync_v2(dev, host.cast(), bytes, s) }, "cuMemcpyHtoDAsync")?;
+        }
+        self.sync_if(q, s)
+    }
+
+    fn download(&self, q: QueueId, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
+        self.bind();
+        let s = self.stream(q)?;
+        check(unsafe { sys::cuMemcpyDtoHAsync_v2(host.cast(), dev, bytes, s) }, "cuMemcpyDtoHAsync")?;
+        self.sync_if(q, s)
+    }
+
+    fn copy_d2d(&self, q: QueueId, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        self.bind();
+        let s = self.stream(q)?;
+        check(unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, s) }, "cuMemcpyDtoDAsync")?;
+        self.sync_if(q, s)
+    }
+
+    fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<()> {
+        self.bind();
+        let s = self.stream(q)?;
+        let f = self.function(k)?;
+        let mut vals: Vec<u64> = k.args.iter().map(|v| v.0).collect();
+        let mut red_idx = None;
+        if let Some(op) = k.reduction {
+            let i = self.red_next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % RED_CELLS;
+            let cell = self.red_cells + (i * 8) as u64;
+            let bits = op.identity().to_bits();
+            unsafe {
+                check(sys::cuMemsetD32Async(cell, bits as u32, 1, s), "cuMemsetD32Async")?;
+                check(sys::cuMemsetD32Async(cell + 4, (bits >> 32) as u32, 1, s), "cuMemsetD32Async")?;
+            }
+            vals.push(cell);
+            red_idx = Some(i);
+        }
+        let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+        unsafe {
+            check(
+                sys::cuLaunchKernel(f, k.gangs, 1, 1, k.vector, k.workers, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut()),
+                "cuLaunchKernel",
+            )?;
+        }
+        if let (Some(i), Some(RedSlot(dst))) = (red_idx, slot) {
+            let pinned = P(self.red_slots.0 + i * 8);
+            unsafe {
+                check(sys::cuMemcpyDtoHAsync_v2(pinned.0 as *mut c_void, self.red_cells + (i * 8) as u64, 8, s), "cuMemcpyDtoHAsync")?;
+            }
+            let dst = P(dst as usize);
+            self.host_fn(q, Box::new(move || unsafe { *(dst.0 as *mut f64) = *(pinned.0 as *const f64) }))?;
+        }
+        Ok(())
+    }
+
+    fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()> {
+        self.bind();
+        let s = self.stream(q)?;
+        if q == SYNC {
+            check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
+            job();
+            return Ok(());
+        }
+        let user = Box::into_raw(Box::new(HostJobBox(job))) as *mut c_void;
+        check(unsafe { sys::cuLaunchHostFunc(s, Some(run_host_job), user) }, "cuLaunchHostFunc")
+    }
+
+    fn wait(&self, q: QueueId) -> Result<()> {
+        self.bind();
+        if q != SYNC && !self.streams.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&q) {
+            return Ok(());
+        }
+        let s = self.stream(q)?;
+        check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")
+    }
+
+    fn test(&self, q: QueueId) -> bool {
+        self.bind();
+        let s = match self.streams.lock().unwrap_or_else(|e| e.into_inner()).get(&q) {
+            Some((s, _)) => s.0 as CUstream,
+            None if q == SYNC => self.sync_stream,
+            None => return true,
+        };
+        let r = unsafe { sys::cuStreamQuery(s) };
+        r != CUresult::CUDA_ERROR_NOT_READY
+    }
+
+    fn queues(&self) -> Vec<QueueId> {
+        let mut v: Vec<_> = self.streams.lock().unwrap_or_else(|e| e.into_inner()).keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn queue_wait(&self, waiter: QueueId, on: QueueId) -> Result<()> {
+        self.bind();
+        if waiter == on {
+            return Ok(());
+        }
+        let on_s = self.stream(on)?;
+        if waiter == SYNC {
+            return check(unsafe { sys::cuStreamSynchronize(on_s) }, "cuStreamSynchronize");
+        }
+        let w = self.stream(waiter)?;
+        unsafe {
+            let mut e: CUevent = std::ptr::null_mut();
+            check(sys::cuEventCreate(&mut e, 2), "cuEventCreate")?;
+            sys::cuEventRecord(e, on_s);
+            let r = sys::cuStreamWaitEvent(w, e, 0);
+            sys::cuEventDestroy_v2(e);
+            check(r, "cuStreamWaitEvent")
+        }
+    }
+
+    fn native_stream(&self, q: QueueId) -> *mut c_void {
+        self.bind();
+        self.stream(q).map_or(std::ptr::null_mut(), |s| s as *mut c_void)
+    }
+
+    fn set_native_stream(&self, q: QueueId, stream: *mut c_void) -> bool {
+        if stream.is_null() {
+            return false;
+        }
+        let mut m = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((old, owned)) = m.insert(q, (P(stream as usize), false)) {
+            if owned {
+                unsafe {
+                    sys::cuStreamSynchronize(old.0 as CUstream);
+                    sys::cuStreamDestroy_v2(old.0 as CUstream);
+                }
+            }
+        }
+        true
+    }
+
+    fn shutdown(&self) {
+        self.bind();
+        unsafe {
+            sys::cuCtxSynchronize();
+            for (_, (s, owned)) in self.streams.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+                if owned {
+                    sys::cuStreamDestroy_v2(s.0 as CUstream);
+                }
+            }
+            if let Some(st) = self.staging.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                for i in 0..st.bufs.len() {
+                    sys::cuMemFreeHost(st.bufs[i].0 as *mut c_void);
+                    sys::cuStreamDestroy_v2(st.streams[i].0 as CUstream);
+                    sys::cuEventDestroy_v2(st.events[i].0 as CUevent);
+                }
+            }
+            sys::cuMemFree_v2(self.red_cells);
+            sys::cuMemFreeHost(self.red_slots.0 as *mut c_void);
+            sys::cuStreamDestroy_v2(self.sync_stream);
+            sys::cuDevicePrimaryCtxRelease_v2(self.dev);
+        }
+        BOUND.with(|b| b.set(0));
     }
 }
 
 /// Opens device `num` as a boxed backend.
 pub fn open_boxed(num: i32) -> Result<Box<dyn Backend>> {
-    Cuda::open(num).map(|_| unreachable!())
+    Cuda::open(num).map(|c| Box::new(c) as Box<dyn Backend>)
 }

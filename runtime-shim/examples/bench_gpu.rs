@@ -1,0 +1,95 @@
+//! GPU benchmark for PERFORMANCE-shim.md: async launch overhead (shim vs raw cudarc on the same
+//! context) and host-to-device bandwidth from pageable memory (shim vs raw cuMemcpyHtoD).
+//! Exits with a message on machines without a CUDA device. Options: --launches N (default
+//! 20000), --reps R (default 5).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use accshim::ffi::api::*;
+use accshim::{here, Clause, Kernel};
+use cudarc::driver::sys;
+use std::ffi::c_void;
+use std::time::Instant;
+
+const EMPTY_CU: &str = "extern \"C\" __global__ void bench_empty() {}\n";
+
+fn main() {
+    let launches: usize = common::arg("launches", 20000);
+    let reps: usize = common::arg("reps", 5);
+    if acc_get_num_devices(accprof_abi::acc_device_t::NVIDIA) == 0 {
+        println!("bench_gpu: no CUDA device here; nothing to measure");
+        return;
+    }
+    acc_init(accprof_abi::acc_device_t::NVIDIA);
+    let name = acc_get_property_string(0, accprof_abi::acc_device_t::NVIDIA, 0x10001);
+    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+    println!("device: {name}");
+
+    // ---- launch overhead: the shim (async parallel construct, no data clauses) ----
+    let k = Kernel::new(c"bench_empty", 1).cuda(EMPTY_CU);
+    let run_shim = |n: usize| {
+        let t = Instant::now();
+        for _ in 0..n {
+            accshim::parallel(here!()).async_(1).num_gangs(1).vector_length(32).run(k.clone());
+        }
+        acc_wait(1);
+        t.elapsed().as_secs_f64() / n as f64
+    };
+    run_shim(1000); // compile + warm up
+    // ---- raw cudarc on the same context: the same PTX, cuLaunchKernel on a stream ----
+    let ptx = cudarc::nvrtc::compile_ptx(EMPTY_CU).expect("nvrtc").to_src();
+    let cptx = std::ffi::CString::new(ptx).unwrap();
+    let (f, stream) = unsafe {
+        let m = cudarc::driver::result::module::load_data(cptx.as_ptr().cast()).unwrap();
+        let f = cudarc::driver::result::module::get_function(m, c"bench_empty".to_owned()).unwrap();
+        let mut s: sys::CUstream = std::ptr::null_mut();
+        sys::cuStreamCreate(&mut s, 1);
+        (f, s)
+    };
+    let run_raw = |n: usize| {
+        let t = Instant::now();
+        for _ in 0..n {
+            unsafe { cudarc::driver::result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut []).unwrap() };
+        }
+        unsafe { sys::cuStreamSynchronize(stream) };
+        t.elapsed().as_secs_f64() / n as f64
+    };
+    run_raw(1000);
+    let mut raw = Vec::new();
+    let mut shim = Vec::new();
+    for _ in 0..reps {
+        raw.push(run_raw(launches));
+        shim.push(run_shim(launches));
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    };
+    let (r, s) = (med(&mut raw), med(&mut shim));
+    println!("launch: raw cudarc {:.2} us, shim async parallel {:.2} us, ratio {:.2} (median of {reps} x {launches})", r * 1e6, s * 1e6, s / r);
+
+    // ---- host-to-device from pageable memory ----
+    for mib in [64usize, 256] {
+        let bytes = mib << 20;
+        let host: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
+        let h = host.as_ptr() as *mut c_void;
+        let d = acc_copyin(h, bytes); // present from here on
+        let mut best_raw = 0.0f64;
+        let mut best_shim = 0.0f64;
+        for _ in 0..reps {
+            let t = Instant::now();
+            unsafe { sys::cuMemcpyHtoD_v2(d as u64, h, bytes) };
+            best_raw = best_raw.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
+            let t = Instant::now();
+            accshim::update(here!(), &[Clause::update_device(&host, c"host[0:n]")], accshim::ACC_ASYNC_SYNC, None, false);
+            best_shim = best_shim.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
+        }
+        // Check the bytes arrived.
+        let mut back = vec![0u8; bytes];
+        acc_memcpy_from_device(back.as_mut_ptr().cast(), d, bytes);
+        let ok = back == host;
+        acc_delete(h, bytes);
+        println!("h2d {mib} MiB pageable: raw cuMemcpyHtoD {best_raw:.1} GB/s, shim update device {best_shim:.1} GB/s (best of {reps}), data {}", if ok { "ok" } else { "CORRUPT" });
+    }
+}
