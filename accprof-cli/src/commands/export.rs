@@ -12,7 +12,8 @@ pub(crate) mod slice;
 pub(crate) mod tracks;
 
 use crate::error::CliError;
-use accprof_trace::{Header, TraceReader};
+use accprof_symbols::Symbolizer;
+use accprof_trace::{Field, Header, TraceReader};
 use chrome::{ChromeWriter, Process};
 use counters::Counters;
 use slice::Slice;
@@ -117,7 +118,15 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
         let mut r = readers[i].take().expect("each trace is read once");
         let trace = trace as u16;
         let clock = wall_clock(r.header());
-        while let Some(ev) = r.next_event()? {
+        // Made on the first event that has only a return address (GCC gives no source location;
+        // accprof resolves the application's call site from its debug information).
+        let mut symbolizer: Option<Symbolizer> = None;
+        while let Some(mut ev) = r.next_event()? {
+            if ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none() {
+                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(r.modules()));
+                sym.update_modules(r.modules());
+                sym.annotate(&mut ev, r.strings_mut());
+            }
             let thread = ev.thread();
             let mut s = Slice::from_event(&ev, trace, 0, clock);
             s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of(&s, thread) });
@@ -125,6 +134,9 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
             c.slices.push(s);
         }
         c.warnings.extend(r.truncation_warning());
+        if let Some(sym) = &symbolizer {
+            c.warnings.extend(sym.warnings().iter().cloned());
+        }
         if r.dropped_total() > 0 {
             c.warnings.push(format!(
                 "{}: the tool dropped {} events while recording; the timeline has gaps",

@@ -44,7 +44,9 @@ pub fn validate(json: &str) -> Result<Summary, String> {
         }
     }
     let mut sum = Summary::default();
-    let mut slices: BTreeMap<(i64, i64), Vec<(i64, i64, usize)>> = BTreeMap::new();
+    // Per (pid, tid): each complete slice as (start ns, end ns, event index).
+    type Spans = Vec<(i64, i64, usize)>;
+    let mut slices: BTreeMap<(i64, i64), Spans> = BTreeMap::new();
     let mut open: BTreeMap<(i64, i64), Vec<(String, i64)>> = BTreeMap::new();
     let mut used_pids = BTreeSet::new();
     let mut used_tracks = BTreeSet::new();
