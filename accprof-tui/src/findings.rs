@@ -44,6 +44,18 @@ pub fn attach(app: &mut App) {
     app.findings_note = "Analysing the trace for advice…".into();
 }
 
+/// Runs the analysis and waits for it (tests, and tools that want the findings at once).
+pub fn attach_blocking(app: &mut App) {
+    attach(app);
+    if let Some(job) = app.findings_job.take() {
+        let res = job.rx.recv().unwrap_or_else(|_| Err("the analysis stopped unexpectedly".into()));
+        let (tx, rx) = channel();
+        let _ = tx.send(res);
+        app.findings_job = Some(FindingsJob { rx });
+        poll(app);
+    }
+}
+
 /// Takes the findings in if the analysis finished. Returns whether anything changed.
 pub fn poll(app: &mut App) -> bool {
     let Some(job) = &app.findings_job else { return false };

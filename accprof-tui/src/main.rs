@@ -77,6 +77,10 @@ fn run(args: Args) -> Result<(), String> {
     let mut last_poll = Instant::now();
     while !app.quit {
         term.draw(|f| view::draw(&mut app, f)).map_err(|e| e.to_string())?;
+        // For the end-to-end test of terminal restoration on panic.
+        if std::env::var_os("ACCPROF_TUI_PANIC_AFTER_DRAW").is_some() {
+            panic!("panic requested by ACCPROF_TUI_PANIC_AFTER_DRAW");
+        }
         let wait = if app.following || app.findings_job.is_some() { FOLLOW_POLL.saturating_sub(last_poll.elapsed()) } else { Duration::from_secs(1) };
         if event::poll(wait).map_err(|e| e.to_string())? {
             let ev = event::read().map_err(|e| e.to_string())?;

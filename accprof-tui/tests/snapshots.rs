@@ -1,0 +1,278 @@
+//! Snapshots of the main screens and of each interaction, drawn with ratatui's TestBackend on
+//! a synthetic Laplace-like trace (see `accprof_tui::synth`).
+
+use accprof_tui::app::{Action, App, Mode};
+use accprof_tui::input::Input;
+use accprof_tui::state::load::Loader;
+use accprof_tui::state::store::Store;
+use accprof_tui::{findings, synth, view};
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::Terminal;
+use std::path::{Path, PathBuf};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn trace(iterations: u64) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("laplace.trace");
+    synth::write_trace(&path, iterations).unwrap();
+    Fixture { _dir: dir, path }
+}
+
+fn open(path: &Path, follow: bool) -> App {
+    let mut store = Store::new(follow);
+    let mut loader = Loader::open(&[path.to_path_buf()], &mut store).unwrap();
+    loader.poll(&mut store, &mut |_, _| {}).unwrap();
+    App::new(store, Some(loader), follow)
+}
+
+/// Draws the app at `w` x `h` and returns the screen as text.
+fn screen(app: &mut App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| view::draw(app, f)).unwrap();
+    term.backend().to_string()
+}
+
+/// Sends keys through the same decoding as the real terminal, drawing before each so that the
+/// geometry the input uses is the one on screen.
+fn keys(app: &mut App, keys: &str) {
+    let mut input = Input::default();
+    for c in keys.chars() {
+        screen(app, 120, 36);
+        let code = match c {
+            '\n' => KeyCode::Enter,
+            '\x1b' => KeyCode::Esc,
+            '↑' => KeyCode::Up,
+            '↓' => KeyCode::Down,
+            '←' => KeyCode::Left,
+            '→' => KeyCode::Right,
+            c => KeyCode::Char(c),
+        };
+        let ev = Event::Key(KeyEvent::new(code, KeyModifiers::NONE));
+        if let Some(a) = input.action(&ev, &app.mode, &app.geometry) {
+            app.apply(a);
+        }
+    }
+}
+
+fn main_app() -> (Fixture, App) {
+    let f = trace(24);
+    let app = open(&f.path, false);
+    (f, app)
+}
+
+#[test]
+fn main_screen() {
+    let (_f, mut app) = main_app();
+    insta::assert_snapshot!(screen(&mut app, 120, 36));
+}
+
+#[test]
+fn zoom_in_twice_then_out_once() {
+    let (_f, mut app) = main_app();
+    keys(&mut app, "+++");
+    let zoomed = screen(&mut app, 120, 36);
+    insta::assert_snapshot!("zoom_in_x3", zoomed);
+    keys(&mut app, "-");
+    insta::assert_snapshot!("zoom_out_x1", screen(&mut app, 120, 36));
+}
+
+#[test]
+fn pan_right_and_home_end() {
+    let (_f, mut app) = main_app();
+    keys(&mut app, "++++ll");
+    insta::assert_snapshot!("pan_right", screen(&mut app, 120, 36));
+    keys(&mut app, "G");
+    insta::assert_snapshot!("end", screen(&mut app, 120, 36));
+    keys(&mut app, "g");
+    let home = screen(&mut app, 120, 36);
+    assert!(home.contains("view +0 ns"), "Home goes to the start:\n{home}");
+}
+
+#[test]
+fn select_and_step_shows_details() {
+    let (_f, mut app) = main_app();
+    // Row 2 holds the launches and transfers; zoom so they are wide enough to read.
+    keys(&mut app, "++++++jj]]");
+    let s = screen(&mut app, 120, 36);
+    assert!(app.selected.is_some());
+    insta::assert_snapshot!("selected_details", s);
+}
+
+#[test]
+fn next_of_kind_and_of_construct() {
+    let (_f, mut app) = main_app();
+    keys(&mut app, "++++++jj]");
+    let first = app.selected.expect("selected");
+    keys(&mut app, "n");
+    let next_kind = app.selected.expect("still selected");
+    assert_ne!(first, next_kind);
+    insta::assert_snapshot!("next_of_kind", screen(&mut app, 120, 36));
+    keys(&mut app, "c");
+    insta::assert_snapshot!("next_of_construct", screen(&mut app, 120, 36));
+    keys(&mut app, "C");
+    assert_eq!(app.selected, Some(next_kind), "c then C comes back");
+}
+
+#[test]
+fn zoom_to_selection() {
+    let (_f, mut app) = main_app();
+    keys(&mut app, "++++++jj]z");
+    insta::assert_snapshot!(screen(&mut app, 120, 36));
+}
+
+#[test]
+fn help_overlay() {
+    let (_f, mut app) = main_app();
+    keys(&mut app, "?");
+    assert_eq!(app.mode, Mode::Help);
+    insta::assert_snapshot!(screen(&mut app, 120, 36));
+    keys(&mut app, "?");
+    assert_eq!(app.mode, Mode::Timeline);
+}
+
+#[test]
+fn search_prompt_and_filter() {
+    let (_f, mut app) = main_app();
+    keys(&mut app, "/main_52");
+    insta::assert_snapshot!("search_prompt", screen(&mut app, 120, 36));
+    keys(&mut app, "\n");
+    let f = app.filter.as_ref().expect("filter on");
+    // Every 4th of 24 iterations launches main_52_gpu.
+    assert_eq!(f.matches, 6);
+    insta::assert_snapshot!("filtered", screen(&mut app, 120, 36));
+    keys(&mut app, "\x1b");
+    assert!(app.filter.is_none());
+}
+
+#[test]
+fn filter_by_file_and_line() {
+    let (_f, mut app) = main_app();
+    keys(&mut app, "/laplace.c:60\n");
+    // Every 10th iteration: an update and its download, at line 60.
+    assert_eq!(app.filter.as_ref().unwrap().matches, 4);
+    keys(&mut app, "/70\n");
+    assert_eq!(app.filter.as_ref().unwrap().matches, 2);
+}
+
+#[test]
+fn constructs_table_sorts_and_jumps() {
+    let (_f, mut app) = main_app();
+    keys(&mut app, "t");
+    insta::assert_snapshot!("table_by_total", screen(&mut app, 120, 36));
+    keys(&mut app, "s");
+    insta::assert_snapshot!("table_by_count", screen(&mut app, 120, 36));
+    let counts: Vec<u64> = app.table_rows.iter().map(|r| r.stats.count).collect();
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "sorted by count: {counts:?}");
+    keys(&mut app, "jj\n");
+    assert_eq!(app.mode, Mode::Timeline);
+    let sel = app.selected.expect("Enter selects the construct");
+    let rec = app.store.rec_of(sel);
+    assert_eq!(app.table_rows[2].stats.first_rec, rec);
+    insta::assert_snapshot!("table_jump", screen(&mut app, 120, 36));
+}
+
+#[test]
+fn findings_jump_to_evidence() {
+    let (_f, mut app) = main_app();
+    findings::attach_blocking(&mut app);
+    assert!(!app.findings.is_empty(), "{}", app.findings_note);
+    keys(&mut app, "a");
+    insta::assert_snapshot!("findings", screen(&mut app, 120, 36));
+    keys(&mut app, "\n");
+    assert_eq!(app.mode, Mode::Timeline);
+    assert!(app.selected.is_some());
+    insta::assert_snapshot!("findings_jump", screen(&mut app, 120, 36));
+}
+
+#[test]
+fn resize_layout_follows() {
+    let (_f, mut app) = main_app();
+    keys(&mut app, "jj]");
+    insta::assert_snapshot!("narrow_80x24", screen(&mut app, 80, 24));
+    insta::assert_snapshot!("wide_160x30", screen(&mut app, 160, 30));
+}
+
+#[test]
+fn mouse_click_selects_and_drag_zooms() {
+    let (_f, mut app) = main_app();
+    screen(&mut app, 120, 36);
+    let g = app.geometry;
+    let mut input = Input::default();
+    let mut mouse = |app: &mut App, kind, col: u16, row: u16| {
+        let ev = Event::Mouse(MouseEvent { kind, column: g.timeline_x + col, row: g.rows_y + row, modifiers: KeyModifiers::NONE });
+        if let Some(a) = input.action(&ev, &app.mode, &app.geometry) {
+            app.apply(a);
+        }
+    };
+    // Drag over the first quarter of the timeline.
+    let span = app.view.span;
+    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), 0, 0);
+    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), g.timeline_width / 4, 0);
+    assert!(app.view.span < span / 3, "drag zooms in: {} -> {}", span, app.view.span);
+    // Click in the middle of row 0 (the compute constructs are nearly back to back).
+    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), g.timeline_width / 2, 0);
+    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), g.timeline_width / 2, 0);
+    assert!(app.selected.is_some());
+    let before = app.view.span;
+    mouse(&mut app, MouseEventKind::ScrollUp, 10, 0);
+    assert!(app.view.span < before);
+    insta::assert_snapshot!(screen(&mut app, 120, 36));
+}
+
+#[test]
+fn follow_shows_new_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("growing.trace");
+    let file = std::fs::File::create(&path).unwrap();
+    let mut s = synth::Synth::new(file).unwrap();
+    s.prologue().unwrap();
+    for i in 0..4 {
+        s.iteration(i).unwrap();
+    }
+    s.flush_events().unwrap();
+    let mut app = open(&path, true);
+    let before = app.store.event_count();
+    insta::assert_snapshot!("follow_before", screen(&mut app, 120, 30));
+    for i in 4..12 {
+        s.iteration(i).unwrap();
+    }
+    s.flush_events().unwrap();
+    let added = app.poll_follow().unwrap();
+    assert!(added > 0);
+    assert_eq!(app.store.event_count(), before + added);
+    insta::assert_snapshot!("follow_after", screen(&mut app, 120, 30));
+    // The details of an event read after following started still come from the file.
+    keys(&mut app, "G+++jj[");
+    let sel = app.selected.expect("selected");
+    let d = app.details.as_ref().expect("details");
+    assert_eq!(d.rec, app.store.rec_of(sel));
+    assert!(d.event.is_some(), "{:?}", d.error);
+}
+
+#[test]
+fn empty_trace_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.trace");
+    let f = std::fs::File::create(&path).unwrap();
+    let mut w = accprof_trace::TraceWriter::new(f, &accprof_trace::Header::default()).unwrap();
+    w.write_footer(&accprof_trace::Footer::default()).unwrap();
+    let mut app = open(&path, false);
+    let s = screen(&mut app, 100, 12);
+    assert!(s.contains("This trace holds no events."), "{s}");
+    // Every key is harmless on an empty trace.
+    keys(&mut app, "+-hljk[]nNcCz0gG/x\n\x1bt\x1ba\n\x1b?");
+    screen(&mut app, 100, 12);
+}
+
+#[test]
+fn quit_key() {
+    let (_f, mut app) = main_app();
+    keys(&mut app, "q");
+    assert!(app.quit);
+    let _ = Action::Quit;
+}
