@@ -36,10 +36,15 @@ impl EventEncoder {
         put_u64(out, zigzag(i64::from(ev.kind.0)));
         put_u64(out, zigzag(ev.start_ns.wrapping_sub(prev.start_ns) as i64));
         put_u64(out, ev.duration_ns());
+        // Only fields present in either event can differ.
         let mut changed: u32 = 0;
-        for f in Field::ALL {
+        let mut candidates = ev.present_mask() | prev.present_mask();
+        while candidates != 0 {
+            let i = candidates.trailing_zeros();
+            candidates &= candidates - 1;
+            let f = Field::ALL[i as usize];
             if ev.get(f) != prev.get(f) {
-                changed |= 1 << f as u32;
+                changed |= 1 << i;
             }
         }
         put_u64(out, u64::from(changed));

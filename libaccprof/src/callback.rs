@@ -28,7 +28,7 @@ impl Drop for ThreadStateGuard {
 /// may be NULL); never called by Rust code except the benchmarks.
 pub unsafe extern "C" fn on_event(prof: *mut acc_prof_info, info: *mut acc_event_info, api: *mut acc_api_info) {
     // Time first: everything after this is our own overhead, not the runtime's.
-    let now = crate::clock::monotonic_ns();
+    let now = crate::clock::now();
     // A panic must never unwind into the runtime's C frames; if one happens we lose this event.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: forwarded from our caller's contract.
@@ -43,8 +43,13 @@ unsafe fn record(now: u64, prof: *mut acc_prof_info, info: *mut acc_event_info, 
     let kind = p.event_type;
     // SAFETY: as above.
     let i = unsafe { read::event_info(info, kind) };
-    // SAFETY: as above.
-    let a = unsafe { read::api_info(api) };
+    // An end event takes its handles from its start; only starts and points read them.
+    let a = if kind.shape() == accprof_abi::EventShape::End {
+        None
+    } else {
+        // SAFETY: as above.
+        unsafe { read::api_info(api) }
+    };
     let inc = Incoming { now, kind, prof: &p, info: i.as_ref(), api: a.as_ref() };
     let handled = THREAD.try_with(|cell| match cell.try_borrow_mut() {
         Ok(mut st) => {
@@ -66,7 +71,7 @@ pub fn finish_current_thread(rec: &lifecycle::Recorder) {
     let _ = THREAD.try_with(|cell| {
         if let Ok(mut st) = cell.try_borrow_mut() {
             if let Some(st) = st.as_mut() {
-                st.0.close_open(rec, crate::clock::monotonic_ns());
+                st.0.close_open(rec, crate::clock::now());
                 st.0.flush(rec);
             }
         }

@@ -35,6 +35,7 @@ const SWEEP_EVERY: Duration = Duration::from_millis(200);
 
 struct Collector {
     header: Header,
+    clock: crate::clock::Converter,
     writer: Option<TraceWriter<File>>,
     path: Option<PathBuf>,
     /// Set after the first failure to create or write the file; later batches are counted only.
@@ -45,11 +46,12 @@ struct Collector {
 }
 
 pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Message>, header: Header) {
-    let mut c = Collector { header, writer: None, path: None, failed: None, modules: Vec::new(), events: 0, dropped: 0 };
+    let mut c = Collector { header, clock: crate::clock::Converter::new(), writer: None, path: None, failed: None, modules: Vec::new(), events: 0, dropped: 0 };
     loop {
         match rx.recv_timeout(SWEEP_EVERY) {
             Ok(Message::Batch(b)) => c.write_batch(rec, b),
             Ok(Message::Flush) | Err(RecvTimeoutError::Timeout) => {
+                c.clock.anchor();
                 c.sweep(rec, &self_tx);
                 c.write_drops(rec);
             }
@@ -79,6 +81,10 @@ impl Collector {
         }
         if self.writer.is_none() && self.failed.is_none() {
             self.open(rec);
+        }
+        for e in &mut b.events {
+            e.start_ns = self.clock.to_ns(e.start_ns);
+            e.end_ns = self.clock.to_ns(e.end_ns);
         }
         if let Some(w) = self.writer.as_mut() {
             let new_modules = modules_to_record(&mut self.modules, &b);
@@ -155,7 +161,7 @@ impl Collector {
             if let Err(e) = w.write_footer(&footer).and_then(|_| w.flush()) {
                 self.failed = Some(format!("cannot finish the trace: {e}"));
             } else {
-                lifecycle::hand_over_late_writer(w);
+                lifecycle::hand_over_late_writer(w, self.clock);
             }
         }
         Summary { path: self.path, events: self.events, dropped: self.dropped, error: self.failed }

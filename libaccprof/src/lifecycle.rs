@@ -35,6 +35,7 @@ static LATE_LOST: AtomicU64 = AtomicU64::new(0);
 
 pub struct LateWriter {
     pub writer: TraceWriter<File>,
+    pub clock: crate::clock::Converter,
 }
 
 /// Everything shared by the recording threads and the collector.
@@ -74,6 +75,8 @@ pub fn finished() -> bool {
 
 /// Called once a runtime has our callback: arms the exit and fork hooks.
 pub fn on_registered(how: &str) {
+    // Before the runtime can call us: every timestamp must be read with the same clock.
+    crate::clock::init();
     if let Ok(mut r) = REGISTRATION.lock() {
         if r.is_empty() {
             r.push_str(how);
@@ -90,6 +93,7 @@ pub fn on_registered(how: &str) {
 }
 
 fn start() {
+    crate::clock::init();
     let config = Config::from_env();
     let (tx, rx) = crossbeam_channel::unbounded();
     let rec = Recorder {
@@ -130,10 +134,12 @@ pub fn record_orphan(rec: &Recorder, inc: &Incoming<'_>) {
 }
 
 /// Appends one event after the final flush, directly, under a lock: the program is exiting.
-pub fn write_late(new_strings: &mut Vec<(StrId, Box<[u8]>)>, e: Event) {
+pub fn write_late(new_strings: &mut Vec<(StrId, Box<[u8]>)>, mut e: Event) {
     let Ok(mut late) = LATE.lock() else { return };
     match late.as_mut() {
         Some(w) => {
+            e.start_ns = w.clock.to_ns(e.start_ns);
+            e.end_ns = w.clock.to_ns(e.end_ns);
             let strings: Vec<(StrId, Box<[u8]>)> = std::mem::take(new_strings);
             let ok = w.writer.write_strings(strings.iter().map(|(id, b)| (*id, &b[..]))).is_ok()
                 && w.writer.write_events(&[e]).is_ok();
@@ -148,9 +154,9 @@ pub fn write_late(new_strings: &mut Vec<(StrId, Box<[u8]>)>, e: Event) {
 }
 
 /// Where the collector leaves the writer at exit.
-pub fn hand_over_late_writer(writer: TraceWriter<File>) {
+pub fn hand_over_late_writer(writer: TraceWriter<File>, clock: crate::clock::Converter) {
     if let Ok(mut late) = LATE.lock() {
-        *late = Some(LateWriter { writer });
+        *late = Some(LateWriter { writer, clock });
     }
 }
 

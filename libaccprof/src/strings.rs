@@ -59,32 +59,29 @@ impl StringCache {
         if p.is_null() {
             return None;
         }
-        if let Some((id, bytes)) = self.by_ptr.get(&(p as usize)) {
+        if let Some((id, stored)) = self.by_ptr.get(&(p as usize)) {
             // SAFETY: forwarded from the caller.
-            if unsafe { same_c_string(p, bytes) } {
+            if unsafe { same_c_string(p, stored) } {
                 return Some(*id);
             }
         }
         // SAFETY: forwarded from the caller; the walk stops at MAX_LEN.
-        let bytes: Box<[u8]> = unsafe { bounded_c_bytes(p) }.into();
+        let bytes = unsafe { bounded_c_bytes(p) };
         let id = StrId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
-        new_defs.push((id, bytes.clone()));
-        self.by_ptr.insert(p as usize, (id, bytes));
+        new_defs.push((id, bytes.clone().into()));
+        let mut stored = bytes;
+        stored.push(0);
+        self.by_ptr.insert(p as usize, (id, stored.into()));
         Some(id)
     }
 }
 
-/// Whether the C string at `p` equals `bytes`, reading no byte past `p`'s terminator.
+/// Whether the C string at `p` equals `stored` (which keeps its NUL terminator), reading no
+/// byte past `p`'s terminator: strncmp stops at the first NUL of either string.
 #[inline]
-unsafe fn same_c_string(p: *const c_char, bytes: &[u8]) -> bool {
-    for (i, &b) in bytes.iter().enumerate() {
-        // SAFETY: every byte before the first mismatch or NUL is part of the string.
-        if unsafe { *p.add(i) } as u8 != b {
-            return false;
-        }
-    }
-    // SAFETY: all bytes.len() bytes matched non-NUL bytes, so the next one is in the string too.
-    unsafe { *p.add(bytes.len()) == 0 }
+unsafe fn same_c_string(p: *const c_char, stored: &[u8]) -> bool {
+    // SAFETY: both are NUL-terminated within `stored.len()` bytes or compare unequal first.
+    unsafe { libc::strncmp(p, stored.as_ptr() as *const c_char, stored.len()) == 0 }
 }
 
 unsafe fn bounded_c_bytes(p: *const c_char) -> Vec<u8> {
