@@ -216,7 +216,7 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
     let mut by_var: BTreeMap<String, Vec<&TransferSite>> = BTreeMap::new();
     for s in &p.transfer_sites {
         let Some(c) = p.construct(s.construct) else { continue };
-        if c.kind != ConstructKind::Compute || s.max_bytes < MIN_ARRAY_BYTES {
+        if c.kind != ConstructKind::Compute || s.max_bytes < MIN_ARRAY_BYTES || !s.same_range {
             continue;
         }
         by_var.entry(p.variables[s.variable].name.clone()).or_default().push(s);
@@ -259,8 +259,9 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
         let xbytes: u64 = vars.iter().map(|v| v.bytes()).sum();
         let time: u64 = vars.iter().map(|v| v.time(Direction::HostToDevice) + v.time(Direction::DeviceToHost)).sum();
         let lines = match (first_line, last_line) {
-            (Some(a), Some(b)) if b > a => format!("lines {a}-{b}"),
-            (Some(a), _) => format!("line {a}"),
+            (Some(a), Some(b)) if cs.len() > 1 && b > a => format!("lines {a}-{b}"),
+            (Some(a), Some(b)) if b > a => format!("the loop around lines {a}-{b}"),
+            (Some(a), _) => format!("the loop around line {a}"),
             _ => "the loop around these constructs".into(),
         };
         let names: Vec<String> = vars.iter().map(|v| v.name.clone()).collect();
@@ -296,7 +297,8 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
             evidence: Evidence { count, bytes: xbytes, time_ns: time, details },
             estimated_saving_ns: saving,
             change: format!(
-                "wrap {lines} in `#pragma acc data {pragma}` (a data region around the loop), so the arrays stay on the device between the compute constructs{}",
+                "wrap {lines} in `#pragma acc data {pragma}` (a data region around the loop) and use `present({})` on the compute constructs, so the arrays stay on the device between them{}",
+                names.join(", "),
                 if clauses.contains_key("copy") && !clauses.contains_key("create") {
                     "; an array that only holds intermediate results can be `create` instead of `copy`"
                 } else {
@@ -491,7 +493,7 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
         if c.kind != ConstructKind::Update || c.reached < 3 {
             continue;
         }
-        let sites: Vec<&TransferSite> = p.transfer_sites.iter().filter(|s| s.construct == Some(ci) && s.max_bytes >= 64 * 1024).collect();
+        let sites: Vec<&TransferSite> = p.transfer_sites.iter().filter(|s| s.construct == Some(ci) && s.max_bytes >= 64 * 1024 && s.same_range).collect();
         if sites.is_empty() {
             continue;
         }

@@ -149,7 +149,7 @@ pub struct ProfileBuilder {
     slices: Vec<(VarId, SliceRuns)>,
     slice_index: HashMap<(Option<u32>, Direction, VarId), usize>,
     allocs: Vec<AllocSite>,
-    alloc_index: HashMap<(Option<u32>, Option<u64>), usize>,
+    alloc_index: HashMap<(Option<u64>, Option<u64>), usize>,
     summary: Summary,
 }
 
@@ -563,6 +563,8 @@ impl ProfileBuilder {
                     count: 0,
                     bytes: 0,
                     max_bytes: 0,
+                    host_ptr: leaf.host_ptr,
+                    same_range: true,
                     time: Timing::host(),
                     first_ns: leaf.r.start_ns,
                     last_ns: 0,
@@ -572,6 +574,9 @@ impl ProfileBuilder {
             }
         };
         let site = &mut self.sites[si];
+        if site.count > 0 && (site.host_ptr != leaf.host_ptr || site.max_bytes != bytes) {
+            site.same_range = false;
+        }
         site.count += 1;
         site.bytes += bytes;
         site.max_bytes = site.max_bytes.max(bytes);
@@ -629,7 +634,9 @@ impl ProfileBuilder {
         let ts = self.threads.entry(thread).or_default();
         let continues = match (&ts.run, leaf.host_ptr) {
             (Some(run), Some(p)) => {
-                run.construct == c && run.dir == dir && p == run.next_ptr && (run.instance == inst || bytes > 0)
+                // Adjacent, or separated by a gap smaller than a slice (the halo columns a row
+                // slice skips).
+                run.construct == c && run.dir == dir && p >= run.next_ptr && p - run.next_ptr <= bytes.max(64)
             }
             _ => false,
         };
@@ -707,7 +714,9 @@ impl ProfileBuilder {
     }
 
     fn account_alloc(&mut self, c: Option<u32>, leaf: &Leaf, alloc: bool) {
-        let key = (c, leaf.bytes);
+        // By host array and size: an enter data directive allocates and an exit data directive
+        // frees the same array; the site keeps the construct that allocated first.
+        let key = (leaf.host_ptr, leaf.bytes);
         let i = match self.alloc_index.get(&key) {
             Some(&i) => i,
             None => {
@@ -727,6 +736,9 @@ impl ProfileBuilder {
             }
         };
         let a = &mut self.allocs[i];
+        if alloc && a.allocs == 0 && c.is_some() {
+            a.construct = c.map(|c| c as usize);
+        }
         // Alloc and create (or free and delete) both describe one allocation: count the pair
         // once, by the alloc/free event when the runtime sends it.
         let counts = matches!(leaf.kind, ChildKind::Alloc | ChildKind::Free);

@@ -243,6 +243,7 @@ pub fn merge(profiles: &[Profile]) -> Profile {
             o.count += s.count;
             o.bytes += s.bytes;
             o.max_bytes = o.max_bytes.max(s.max_bytes);
+            o.same_range &= s.same_range;
             o.time.merge(&s.time);
         }
         for r in &p.roundtrips {

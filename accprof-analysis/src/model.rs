@@ -338,6 +338,11 @@ pub struct TransferSite {
     pub bytes: u64,
     /// Largest single transfer.
     pub max_bytes: u64,
+    /// The host address of the first transfer.
+    pub host_ptr: Option<u64>,
+    /// Whether every transfer moved the same host range (the same array again, not successive
+    /// chunks under one clause).
+    pub same_range: bool,
     pub time: Timing,
     pub first_ns: u64,
     pub last_ns: u64,

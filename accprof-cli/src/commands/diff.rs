@@ -80,7 +80,8 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
     let _ = writeln!(out, "before: {before}\nafter:  {after}\nAll times [host].\n");
     let s = &d.summary;
     let _ = writeln!(out, "{:<26} {:>14} {:>14} {:>9}", "", "before", "after", "change");
-    let rows: [(&str, (u64, u64), fn(u64) -> String); 9] = [
+    type Row = (&'static str, (u64, u64), fn(u64) -> String);
+    let rows: [Row; 9] = [
         ("wall time", s.wall_ns, duration),
         ("compute constructs", s.compute_ns, duration),
         ("kernel launches", s.kernel_ns, duration),
