@@ -1,13 +1,249 @@
-//! `accprof run`: in progress.
+//! `accprof run`: start a program with the tool loaded, then say what it recorded.
+//!
+//! The program is started with libaccprof both preloaded (LD_PRELOAD: GCC's libgomp and
+//! runtimes that look for the tool in the process) and named in ACC_PROFLIB (runtimes that
+//! load tools themselves); the library records each event once either way. Its standard
+//! streams, exit status and signals are the program's: `accprof run -- ./app` can stand in for
+//! `./app` in a batch script.
 
 use crate::error::CliError;
+use clap::Parser;
+use std::io::IsTerminal;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Instant;
 
+/// Run a program with the profiler loaded and write its trace.
+///
+/// Everything after `--` is the program and its arguments. Its stdin, stdout, stderr and exit
+/// code pass through unchanged; SIGTERM, SIGHUP and SIGQUIT sent to accprof are forwarded to
+/// it (Ctrl-C reaches it directly). When it ends, accprof prints where the trace is and a short
+/// summary, or the full report and advice with --report and --advise.
+///
+/// The trace goes to -o, else to accprof.<program>.<pid>.trace in the current directory.
+/// Programs it starts itself (an MPI launcher's ranks, say) inherit the tool and write one
+/// trace each (use -o 'run.%p.trace' or a directory ending in '/').
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  accprof run -- ./laplace 4096\n  accprof run --report --advise -o laplace.trace -- ./laplace 4096\n  mpirun -np 4 accprof run -o traces/ -- ./app")]
 pub struct Args {
-    #[arg(trailing_var_arg = true, required = true)]
+    /// Where to write the trace: a file, or a directory (ending in '/') for one trace per
+    /// process. `%p` is replaced by the process id, `%r` by the MPI rank.
+    #[arg(short, long, value_name = "TRACE")]
+    pub output: Option<PathBuf>,
+    /// Print the full report (as `accprof report`) when the program ends.
+    #[arg(long)]
+    pub report: bool,
+    /// Print the advice (as `accprof advise`) when the program ends.
+    #[arg(long)]
+    pub advise: bool,
+    /// Print nothing of accprof's own but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The program to run and its arguments.
+    #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true, value_name = "PROGRAM")]
     pub command: Vec<String>,
 }
 
-pub fn run(_args: Args) -> Result<(), CliError> {
-    Err(CliError::new("accprof run is not built yet"))
+/// The child's pid, for the signal forwarder.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = CHILD.load(Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    let program = &args.command[0];
+    let exe = resolve_program(program)?;
+    let lib = find_library()?;
+    let exe_name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "app".into());
+    let out = match &args.output {
+        Some(p) => p.display().to_string(),
+        None => format!("accprof.{exe_name}.%p.trace"),
+    };
+
+    let mut cmd = Command::new(&exe);
+    cmd.args(&args.command[1..]);
+    cmd.env("LD_PRELOAD", prepend(&lib, std::env::var("LD_PRELOAD").ok(), ':'));
+    cmd.env("ACC_PROFLIB", prepend(&lib, std::env::var("ACC_PROFLIB").ok(), ';'));
+    cmd.env("ACCPROF_OUT", &out);
+    // accprof prints the summary itself, after the program's last line.
+    cmd.env("ACCPROF_QUIET", "1");
+    cmd.env_remove("ACCPROF_REPORT");
+
+    // Ctrl-C goes to the whole foreground group, the program included: accprof waits for it
+    // to end and then reports. Signals aimed at accprof alone are passed on.
+    // SAFETY: installing handlers that only call kill, before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(sig, forward as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        }
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| CliError::new(format!("cannot start {}: {e}", exe.display())))?;
+    let pid = child.id();
+    CHILD.store(pid as i32, Ordering::Relaxed);
+    let tty = std::io::stderr().is_terminal();
+    if tty {
+        // The elapsed time in the terminal's title: it never mixes with the program's output.
+        let title = format!("accprof: {exe_name} running");
+        eprint!("\x1b]0;{title}\x07");
+    }
+    let status = child.wait().map_err(|e| CliError::new(format!("waiting for {}: {e}", exe.display())))?;
+    let elapsed = started.elapsed();
+    if tty {
+        eprint!("\x1b]0;accprof: {exe_name} done in {:.1} s\x07", elapsed.as_secs_f64());
+    }
+    let trace = expected_trace_path(&out, pid);
+
+    let code = match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => 1,
+    };
+    let how = match status.signal() {
+        Some(s) => format!("was killed by signal {s}"),
+        None => format!("exited with status {code}"),
+    };
+    if !trace.exists() {
+        if !args.quiet {
+            eprintln!(
+                "accprof: {} {how} after {:.2} s; no trace was written (the program made no OpenACC calls, or was killed before the first events were saved)",
+                exe_name,
+                elapsed.as_secs_f64()
+            );
+        }
+        return exit_like(code);
+    }
+    if !args.quiet {
+        eprintln!("accprof: {exe_name} {how} after {:.2} s; trace: {}", elapsed.as_secs_f64(), trace.display());
+    }
+    if args.report {
+        reuse::<crate::commands::report::Args>("report", &trace, crate::commands::report::run)?;
+    }
+    if args.advise {
+        reuse::<crate::commands::advise::Args>("advise", &trace, crate::commands::advise::run)?;
+    }
+    if !args.report && !args.advise && !args.quiet {
+        print_summary(&trace)?;
+    }
+    exit_like(code)
+}
+
+/// Runs another subcommand on the trace with its default options, parsed by its own parser
+/// so `run` stays in step with it.
+fn reuse<A: clap::Args>(name: &str, trace: &Path, f: fn(A) -> Result<(), CliError>) -> Result<(), CliError> {
+    #[derive(Parser)]
+    struct Wrap<A: clap::Args> {
+        #[command(flatten)]
+        args: A,
+    }
+    let parsed = Wrap::<A>::try_parse_from([std::ffi::OsStr::new(name), std::ffi::OsStr::new("--quiet"), trace.as_os_str()])
+        .map_err(|e| CliError::new(format!("internal: {name} arguments: {e}")))?;
+    f(parsed.args)
+}
+
+/// A few lines: where the time went, and the next commands to try.
+fn print_summary(trace: &Path) -> Result<(), CliError> {
+    let profile = accprof_analysis::Profile::from_path(trace)?;
+    let s = &profile.summary;
+    let f = accprof_analysis::format::duration;
+    eprintln!(
+        "accprof: {} in compute constructs, {} in data transfers ({}), {} waiting",
+        f(s.compute.total_ns),
+        f(s.transfers_ns()),
+        accprof_analysis::format::bytes(s.transfer_bytes()),
+        f(s.waits.total_ns),
+    );
+    let findings = accprof_analysis::advise(&profile);
+    if let Some(top) = findings.first() {
+        eprintln!("accprof: top advice: {}", top.title);
+    }
+    eprintln!("accprof: next: accprof report {0}   accprof advise {0}   accprof tui {0}", trace.display());
+    Ok(())
+}
+
+fn exit_like(code: i32) -> Result<(), CliError> {
+    if code == 0 {
+        Ok(())
+    } else {
+        // The program's own status, with nothing added: it already said what went wrong.
+        std::process::exit(code)
+    }
+}
+
+/// The program as the shell would find it: a path, or a name looked up in PATH.
+fn resolve_program(program: &str) -> Result<PathBuf, CliError> {
+    let is_exec = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        if !p.exists() {
+            return Err(CliError::with_code(format!("{program}: no such file"), 127));
+        }
+        if !is_exec(&p) {
+            return Err(CliError::with_code(format!("{program}: not an executable file"), 126));
+        }
+        return Ok(p);
+    }
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|d| d.join(program))
+        .find(|p| is_exec(p))
+        .ok_or_else(|| CliError::with_code(format!("{program}: command not found (give a path, e.g. ./{program})"), 127))
+}
+
+/// libaccprof.so: ACCPROF_LIB, else next to this binary (target/release), else ../lib.
+fn find_library() -> Result<PathBuf, CliError> {
+    if let Some(p) = std::env::var_os("ACCPROF_LIB") {
+        let p = PathBuf::from(p);
+        return if p.is_file() { Ok(absolute(&p)) } else { Err(CliError::new(format!("ACCPROF_LIB={}: no such file", p.display()))) };
+    }
+    let exe = std::env::current_exe().map_err(|e| CliError::new(format!("cannot locate libaccprof.so: {e}")))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    [dir.join("libaccprof.so"), dir.join("../lib/libaccprof.so")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .map(|p| absolute(&p))
+        .ok_or_else(|| {
+            CliError::new(format!(
+                "cannot find libaccprof.so next to {} (build it with `cargo build --release -p libaccprof`, or set ACCPROF_LIB)",
+                exe.display()
+            ))
+        })
+}
+
+/// ACC_PROFLIB must be absolute: libgomp does not load a relative path (see runtimes.md).
+fn absolute(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn prepend(lib: &Path, existing: Option<String>, sep: char) -> String {
+    match existing.filter(|e| !e.is_empty()) {
+        Some(e) => format!("{}{sep}{e}", lib.display()),
+        None => lib.display().to_string(),
+    }
+}
+
+/// Where libaccprof put the trace of process `pid` given ACCPROF_OUT=`out` (its rules, for
+/// the common cases: %p expansion, a directory).
+fn expected_trace_path(out: &str, pid: u32) -> PathBuf {
+    let expanded = out.replace("%p", &pid.to_string());
+    let p = PathBuf::from(&expanded);
+    if out.ends_with('/') || p.is_dir() {
+        if let Ok(entries) = std::fs::read_dir(&p) {
+            let suffix = format!(".{pid}.trace");
+            if let Some(found) = entries.filter_map(|e| e.ok()).map(|e| e.path()).find(|f| f.to_string_lossy().ends_with(&suffix)) {
+                return found;
+            }
+        }
+    }
+    p
 }

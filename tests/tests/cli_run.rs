@@ -1,0 +1,151 @@
+//! `accprof run`, `accprof dump` and ACCPROF_REPORT, as a user types them.
+
+use accprof_integration_tests::*;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn accprof(dir: &std::path::Path) -> Command {
+    let mut c = Command::new(accprof_cli());
+    c.current_dir(dir).env_remove("LD_PRELOAD").env_remove("ACC_PROFLIB");
+    c
+}
+
+#[test]
+fn run_passes_streams_and_exit_status_through_and_says_where_the_trace_is() {
+    let dir = scratch("run");
+    let exe = compile_c("exit_code.c", &dir, &["-g"]);
+    let mut child = accprof(&dir)
+        .args(["run", "-o", "t.trace", "--"])
+        .arg(&exe)
+        .arg("7")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\nworld\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(7), "the program's exit status");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\nworld\n");
+    let err = stderr(&out);
+    assert!(err.starts_with("to stderr\n"), "{err}");
+    assert!(err.contains("exited with status 7"), "{err}");
+    assert!(err.contains("trace: t.trace"), "{err}");
+    assert!(err.contains("accprof report t.trace"), "{err}");
+    let t = load(&dir.join("t.trace"));
+    let computes: Vec<_> = t.events.iter().filter(|e| e.kind == accprof_abi::acc_event_t::COMPUTE_CONSTRUCT_START).collect();
+    assert_eq!(computes.len(), 1, "recorded once although the tool is loaded both ways");
+    assert_eq!(computes[0].line_no(), Some(pragma_line(&program_source("exit_code.c"), "parallel loop")));
+}
+
+#[test]
+fn run_reports_a_signal_death_like_a_shell() {
+    let dir = scratch("run-signal");
+    let exe = compile_c("exit_code.c", &dir, &[]);
+    let out = accprof(&dir).args(["run", "--"]).arg(&exe).args(["--signal", "15"]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + 15));
+    assert!(stderr(&out).contains("killed by signal 15"), "{}", stderr(&out));
+}
+
+#[test]
+fn run_with_a_missing_or_non_executable_program_is_one_line() {
+    let dir = scratch("run-missing");
+    for (arg, code, msg) in [
+        ("./nope", 127, "./nope: no such file"),
+        ("no-such-command-accprof", 127, "command not found"),
+    ] {
+        let out = accprof(&dir).args(["run", "--", arg]).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{arg}");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(msg), "{err}");
+    }
+    std::fs::write(dir.join("data.txt"), "x").unwrap();
+    let out = accprof(&dir).args(["run", "--", "./data.txt"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(126));
+    assert!(stderr(&out).contains("not an executable"), "{}", stderr(&out));
+}
+
+#[test]
+fn run_report_and_advise_print_after_the_program() {
+    let dir = scratch("run-report");
+    let exe = compile_c("simple.c", &dir, &["-g"]);
+    let out = accprof(&dir).args(["run", "--report", "--advise", "-o", "r.trace", "--"]).arg(&exe).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(all.contains("compute region reached 2 times") || all.contains("compute region reached"), "{all}");
+    assert!(all.contains("simple.c"), "{all}");
+}
+
+#[test]
+fn dump_prints_one_json_object_per_event_with_the_specification_names() {
+    let dir = scratch("dump");
+    let exe = compile_c("simple.c", &dir, &["-g"]);
+    let trace = dir.join("d.trace");
+    assert!(run_profiled(&exe, &[], Load::Preload, &trace, &[]).status.success());
+    let out = accprof(&dir).arg("dump").arg(&trace).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+    assert_eq!(lines.len(), 6);
+    let update = &lines[3];
+    assert_eq!(update["event_type"], "acc_ev_update_start");
+    assert_eq!(update["end_event_type"], "acc_ev_update_end");
+    assert_eq!(update["line_no"], pragma_line(&program_source("simple.c"), "update self"));
+    assert_eq!(update["func_name"], "main");
+    assert_eq!(update["location_attributed"], true);
+    assert_eq!(update["parent_construct"], "acc_construct_update");
+    assert!(update["src_file"].as_str().unwrap().ends_with("simple.c"));
+    assert!(update["end_ns"].as_u64().unwrap() >= update["start_ns"].as_u64().unwrap());
+}
+
+#[test]
+fn dump_and_report_refuse_bad_files_in_one_line() {
+    let dir = scratch("bad-files");
+    std::fs::write(dir.join("empty.trace"), b"").unwrap();
+    std::fs::write(dir.join("foreign.trace"), b"\x7fELF this is not a trace at all").unwrap();
+    let exe = compile_c("simple.c", &dir, &[]);
+    let good = dir.join("good.trace");
+    assert!(run_profiled(&exe, &[], Load::Preload, &good, &[]).status.success());
+    let mut corrupt = std::fs::read(&good).unwrap();
+    let n = corrupt.len();
+    corrupt[n - 20] ^= 0xff;
+    std::fs::write(dir.join("corrupt.trace"), &corrupt).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(dir.join("truncated.trace"), &bytes[..bytes.len() - 7]).unwrap();
+    for cmd in ["dump", "report"] {
+        for (file, msg) in [
+            ("missing.trace", "cannot read"),
+            ("empty.trace", "empty"),
+            ("foreign.trace", "not an accprof trace"),
+            ("corrupt.trace", "corrupt"),
+        ] {
+            let out = accprof(&dir).arg(cmd).arg(file).output().unwrap();
+            assert_eq!(out.status.code(), Some(1), "{cmd} {file}");
+            let err = stderr(&out);
+            assert_eq!(err.lines().count(), 1, "{cmd} {file}: {err}");
+            assert!(err.contains(msg) && !err.contains("panicked"), "{cmd} {file}: {err}");
+        }
+        let out = accprof(&dir).arg(cmd).arg("truncated.trace").output().unwrap();
+        assert!(out.status.success(), "{cmd}: {}", stderr(&out));
+        assert!(stderr(&out).contains("warning"), "{cmd}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn accprof_report_variable_prints_the_report_at_exit() {
+    let dir = scratch("report-env");
+    let exe = compile_c("simple.c", &dir, &["-g"]);
+    let trace = dir.join("e.trace");
+    let out = run_profiled(&exe, &[], Load::Preload, &trace, &[("ACCPROF_REPORT", "1"), ("ACCPROF_CLI", accprof_cli().to_str().unwrap())]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1999", "the report does not go to the program's stdout");
+    let err = stderr(&out);
+    assert!(err.contains("compute region reached"), "{err}");
+    // ACCPROF_REPORT=FILE writes it there instead, and finds accprof next to the library.
+    let file = dir.join("report.txt");
+    let out = run_profiled(&exe, &[], Load::Preload, &trace, &[("ACCPROF_REPORT", file.to_str().unwrap())]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("compute region reached"));
+    assert!(std::fs::read_to_string(&file).unwrap().contains("compute region reached"));
+}
