@@ -31,7 +31,7 @@ pub fn start(paths: Vec<PathBuf>) -> FindingsJob {
                 }
             }
         }
-        all.sort_by(|a, b| b.1.estimated_saving_ns.cmp(&a.1.estimated_saving_ns));
+        all.sort_by_key(|f| std::cmp::Reverse(f.1.estimated_saving_ns));
         let _ = tx.send(Ok(all));
     });
     FindingsJob { rx }

@@ -69,6 +69,15 @@ pub struct Records {
 }
 
 impl Records {
+    pub fn reserve(&mut self, n: usize) {
+        self.kind.reserve(n);
+        self.parent.reserve(n);
+        self.name.reserve(n);
+        self.file.reserve(n);
+        self.line.reserve(n);
+        self.source.reserve(n);
+    }
+
     pub fn len(&self) -> usize {
         self.kind.len()
     }

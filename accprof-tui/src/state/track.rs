@@ -160,13 +160,7 @@ impl Track {
         let i = self.first_starting_at(t.saturating_add(1));
         let mut best: Option<(u64, usize)> = None;
         for j in [i.checked_sub(1), (i < self.len()).then_some(i)].into_iter().flatten() {
-            let d = if t < self.start[j] {
-                self.start[j] - t
-            } else if t > self.end[j] {
-                t - self.end[j]
-            } else {
-                0
-            };
+            let d = if t < self.start[j] { self.start[j] - t } else { t.saturating_sub(self.end[j]) };
             if d <= slack && best.is_none_or(|(bd, _)| d < bd) {
                 best = Some((d, j));
             }
