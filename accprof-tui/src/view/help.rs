@@ -28,7 +28,7 @@ pub const KEYS: &[(&str, &str)] = &[
 ];
 
 pub fn render(area: Rect, buf: &mut Buffer) {
-    let w = area.width.min(76);
+    let w = area.width.min(84);
     let h = area.height.min(KEYS.len() as u16 + 4);
     let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
     Clear.render(r, buf);
