@@ -276,3 +276,21 @@ fn quit_key() {
     assert!(app.quit);
     let _ = Action::Quit;
 }
+
+#[test]
+fn several_traces_get_lanes_per_rank() {
+    let (a, b) = (trace(4), trace(8));
+    let mut store = Store::new(false);
+    let mut loader = Loader::open(&[a.path.clone(), b.path.clone()], &mut store).unwrap();
+    loader.poll(&mut store, &mut |_, _| {}).unwrap();
+    let mut app = App::new(store, Some(loader), false);
+    let s = screen(&mut app, 120, 20);
+    assert!(s.contains("r0 thread 0") && s.contains("r1 thread 0") && s.contains("r1 queue 1"), "{s}");
+    assert!(s.contains("2 traces"), "{s}");
+    // Details of rank 1's events come from rank 1's file.
+    let lane = (0..app.store.lanes.len()).find(|&l| app.store.lane_label(l) == "r1 queue 1").unwrap();
+    let r = accprof_tui::state::store::EventRef { lane, track: 0, idx: 0 };
+    app.select(r);
+    let d = app.details.as_ref().unwrap();
+    assert_eq!(d.event.as_ref().map(|e| e.kind), Some(accprof_abi::acc_event_t::ENQUEUE_LAUNCH_START));
+}
