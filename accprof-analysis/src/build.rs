@@ -134,7 +134,6 @@ struct LastTransfer {
 #[derive(Clone, Copy, Debug)]
 struct SliceRun {
     construct: Option<u32>,
-    instance: u64,
     dir: Direction,
     next_ptr: u64,
     count: u64,
@@ -404,8 +403,7 @@ impl ProfileBuilder {
             match ts.stack.last_mut() {
                 // Merge with the previous top-level construct: keeps the stack short over a long
                 // run while no event encloses both.
-                Some(Item::Closed { start, end, construct, resolved }) if *end <= r.start_ns && !matches!(kind, ConstructKind::Init) => {
-                    let _ = start;
+                Some(Item::Closed { end, construct, resolved, .. }) if *end <= r.start_ns && !matches!(kind, ConstructKind::Init) => {
                     *end = r.end_ns;
                     *construct = Some(cid);
                     *resolved = true;
@@ -660,12 +658,12 @@ impl ProfileBuilder {
                 push_sample(&mut rt.samples, leaf.r);
             }
         }
-        self.track_slices(thread, c, inst, dir, leaf);
+        self.track_slices(thread, c, dir, leaf);
     }
 
     /// Consecutive transfers of adjacent host ranges by one construct in one direction form a
     /// run; a long run could have been one transfer of the whole array.
-    fn track_slices(&mut self, thread: i64, c: Option<u32>, inst: u64, dir: Direction, leaf: &Leaf) {
+    fn track_slices(&mut self, thread: i64, c: Option<u32>, dir: Direction, leaf: &Leaf) {
         let bytes = leaf.bytes.unwrap_or(0);
         let array = match leaf.var {
             VarId::Name(n) => VarId::Name(n),
@@ -695,7 +693,6 @@ impl ProfileBuilder {
             time.add(leaf.dur());
             ts.run = Some(SliceRun {
                 construct: c,
-                instance: inst,
                 dir,
                 next_ptr: p + bytes,
                 count: 1,
