@@ -22,25 +22,33 @@ use std::sync::{Mutex, OnceLock};
 /// Copies from pageable memory at least this big go through the pinned staging pipeline.
 const STAGE_MIN: usize = 4 << 20;
 /// Size of one pinned staging buffer.
-const STAGE_CHUNK: usize = 4 << 20;
+const STAGE_CHUNK: usize = 2 << 20;
 /// Number of staging buffers (and copy streams).
-const STAGE_BUFS: usize = 16;
+const STAGE_BUFS: usize = 32;
 /// Reduction cells (device) and result slots (pinned host) per backend, used round-robin.
 const RED_CELLS: usize = 4096;
 
 const PRELUDE: &str = r#"
-#define ACCSHIM_BLOCK_REDUCE(NAME, OP, ATOMIC)                                          \
+#define ACCSHIM_BLOCK_REDUCE(NAME, OP, ATOMIC, IDENTITY)                                \
 __device__ __forceinline__ void NAME(double *cell, double v) {                           \
-    __shared__ double s_[1024];                                                          \
+    __shared__ double s_[32];                                                            \
     unsigned int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); \
     unsigned int n = blockDim.x * blockDim.y * blockDim.z;                              \
-    s_[t] = v;                                                                           \
-    __syncthreads();                                                                     \
-    for (unsigned int half = 512; half > 0; half >>= 1) {                                \
-        if (half < n && t < half && t + half < n) s_[t] = OP(s_[t], s_[t + half]);       \
-        __syncthreads();                                                                 \
+    unsigned int lane = t & 31, warp = t >> 5, nwarps = (n + 31) >> 5;                  \
+    unsigned int live = (warp == nwarps - 1 && (n & 31)) ? (n & 31) : 32;                \
+    for (unsigned int o = 16; o > 0; o >>= 1) {                                          \
+        double u = __shfl_down_sync(__activemask(), v, o);                               \
+        if (lane + o < live) v = OP(v, u);                                               \
     }                                                                                    \
-    if (t == 0) ATOMIC(cell, s_[0]);                                                     \
+    if (lane == 0) s_[warp] = v;                                                         \
+    __syncthreads();                                                                     \
+    if (nwarps == 1) {                                                                   \
+        if (t == 0) ATOMIC(cell, s_[0]);                                                 \
+    } else if (warp == 0) { /* n > 32: warp 0 is full */                                 \
+        v = lane < nwarps ? s_[lane] : IDENTITY;                                         \
+        for (unsigned int o = 16; o > 0; o >>= 1) v = OP(v, __shfl_down_sync(0xffffffffu, v, o)); \
+        if (lane == 0) ATOMIC(cell, v);                                                  \
+    }                                                                                    \
 }
 __device__ __forceinline__ double accshim_add_(double a, double b) { return a + b; }
 __device__ __forceinline__ void accshim_atomic_add_(double *c, double v) { atomicAdd(c, v); }
@@ -56,9 +64,9 @@ __device__ __forceinline__ void accshim_atomic_min_(double *c, double v) {
         assumed = old; old = atomicCAS(p, assumed, __double_as_longlong(v)); if (old == assumed) break;
     }
 }
-ACCSHIM_BLOCK_REDUCE(accshim_reduce_sum, accshim_add_, accshim_atomic_add_)
-ACCSHIM_BLOCK_REDUCE(accshim_reduce_max, fmax, accshim_atomic_max_)
-ACCSHIM_BLOCK_REDUCE(accshim_reduce_min, fmin, accshim_atomic_min_)
+ACCSHIM_BLOCK_REDUCE(accshim_reduce_sum, accshim_add_, accshim_atomic_add_, 0.0)
+ACCSHIM_BLOCK_REDUCE(accshim_reduce_max, fmax, accshim_atomic_max_, -__longlong_as_double(0x7ff0000000000000ULL))
+ACCSHIM_BLOCK_REDUCE(accshim_reduce_min, fmin, accshim_atomic_min_, __longlong_as_double(0x7ff0000000000000ULL))
 #line 1
 "#;
 
@@ -75,6 +83,48 @@ fn check(r: CUresult, what: &str) -> Result<()> {
 struct P(usize);
 unsafe impl Send for P {}
 unsafe impl Sync for P {}
+
+/// Persistent host threads for staging (spawning threads per copy would cost more than the copy
+/// of a few MiB). Each thread has the context current.
+struct StagePool {
+    senders: Vec<crossbeam_channel::Sender<(HostJob, crossbeam_channel::Sender<()>)>>,
+}
+
+impl StagePool {
+    fn new(threads: usize, ctx: usize) -> StagePool {
+        let senders = (0..threads)
+            .map(|i| {
+                let (tx, rx) = crossbeam_channel::unbounded::<(HostJob, crossbeam_channel::Sender<()>)>();
+                let c = P(ctx);
+                std::thread::Builder::new()
+                    .name(format!("accshim-stage{i}"))
+                    .spawn(move || {
+                        let c = c;
+                        unsafe { sys::cuCtxSetCurrent(c.0 as CUcontext) };
+                        for (job, done) in rx {
+                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                            let _ = done.send(());
+                        }
+                    })
+                    .expect("spawn staging thread");
+                tx
+            })
+            .collect();
+        StagePool { senders }
+    }
+
+    /// Runs job i on thread i and waits for all of them.
+    fn run(&self, jobs: Vec<HostJob>) {
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let n = jobs.len();
+        for (i, job) in jobs.into_iter().enumerate() {
+            let _ = self.senders[i % self.senders.len()].send((job, done_tx.clone()));
+        }
+        for _ in 0..n {
+            let _ = done_rx.recv();
+        }
+    }
+}
 
 struct Staging {
     bufs: Vec<P>,
@@ -97,6 +147,11 @@ pub struct Cuda {
     red_slots: P, // pinned f64[RED_CELLS]
     red_next: std::sync::atomic::AtomicUsize,
     stage_threads: usize,
+    /// Host jobs of the synchronous queue, run at its next wait (the runtime always waits for
+    /// the synchronous queue before a construct returns), so a reduction does not stall the
+    /// launches that follow it.
+    sync_jobs: Mutex<Vec<HostJob>>,
+    pool: StagePool,
 }
 
 unsafe impl Send for Cuda {}
@@ -181,7 +236,7 @@ impl Cuda {
             check(sys::cuMemAlloc_v2(&mut red_cells, RED_CELLS * 8), "cuMemAlloc")?;
             let mut slots: *mut c_void = std::ptr::null_mut();
             check(sys::cuMemHostAlloc(&mut slots, RED_CELLS * 8, 0), "cuMemHostAlloc")?;
-            let stage_threads = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(1, 8);
+            let stage_threads = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(1, 12);
             Ok(Cuda {
                 ordinal: num,
                 dev,
@@ -197,6 +252,8 @@ impl Cuda {
                 red_slots: P(slots as usize),
                 red_next: std::sync::atomic::AtomicUsize::new(0),
                 stage_threads,
+                sync_jobs: Mutex::new(Vec::new()),
+                pool: StagePool::new(stage_threads, ctx as usize),
             })
         }
     }
@@ -300,36 +357,36 @@ impl Cuda {
         }
         let nchunks = bytes.div_ceil(STAGE_CHUNK);
         let threads = self.stage_threads.min(nchunks).max(1);
-        let (host_p, ctx) = (P(host as usize), P(self.ctx as usize));
-        let failed = std::sync::atomic::AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            for t in 0..threads {
-                let (st, failed) = (&*st, &failed);
-                scope.spawn(move || unsafe {
-                    sys::cuCtxSetCurrent(ctx.0 as CUcontext);
-                    // Thread t owns buffers t, t+threads, ...; chunk c uses buffer c % STAGE_BUFS.
-                    let mut c = t;
-                    while c < nchunks {
+        let (bufs, streams, events) = (st.bufs.clone(), st.streams.clone(), st.events.clone());
+        let host_p = P(host as usize);
+        let failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let jobs: Vec<HostJob> = (0..threads)
+            .map(|t| {
+                let (bufs, streams, events, failed) = (bufs.clone(), streams.clone(), events.clone(), failed.clone());
+                Box::new(move || unsafe {
+                    // Thread t handles the chunks whose buffer it owns (buffer = chunk % STAGE_BUFS,
+                    // owner = buffer % threads), waiting for a buffer's previous DMA before reuse.
+                    for c in 0..nchunks {
                         let b = c % STAGE_BUFS;
-                        if b % threads == t % threads {
-                            let off = c * STAGE_CHUNK;
-                            let len = STAGE_CHUNK.min(bytes - off);
-                            let ev = st.events[b].0 as CUevent;
-                            if sys::cuEventSynchronize(ev) != CUresult::CUDA_SUCCESS {
-                                failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                            }
-                            std::ptr::copy_nonoverlapping((host_p.0 as *const u8).add(off), st.bufs[b].0 as *mut u8, len);
-                            let cs = st.streams[b].0 as CUstream;
-                            if sys::cuMemcpyHtoDAsync_v2(dev + off as u64, st.bufs[b].0 as *const c_void, len, cs) != CUresult::CUDA_SUCCESS {
-                                failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                            }
-                            sys::cuEventRecord(ev, cs);
+                        if b % threads != t {
+                            continue;
                         }
-                        c += 1;
+                        let off = c * STAGE_CHUNK;
+                        let len = STAGE_CHUNK.min(bytes - off);
+                        let ev = events[b].0 as CUevent;
+                        let mut ok = sys::cuEventSynchronize(ev) == CUresult::CUDA_SUCCESS;
+                        std::ptr::copy_nonoverlapping((host_p.0 as *const u8).add(off), bufs[b].0 as *mut u8, len);
+                        let cs = streams[b].0 as CUstream;
+                        ok &= sys::cuMemcpyHtoDAsync_v2(dev + off as u64, bufs[b].0 as *const c_void, len, cs) == CUresult::CUDA_SUCCESS;
+                        sys::cuEventRecord(ev, cs);
+                        if !ok {
+                            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
                     }
-                });
-            }
-        });
+                }) as HostJob
+            })
+            .collect();
+        self.pool.run(jobs);
         unsafe {
             for e in &st.events {
                 sys::cuStreamWaitEvent(s, e.0 as CUevent, 0);
@@ -456,8 +513,7 @@ impl Backend for Cuda {
         self.bind();
         let s = self.stream(q)?;
         if q == SYNC {
-            check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
-            job();
+            self.sync_jobs.lock().unwrap_or_else(|e| e.into_inner()).push(job);
             return Ok(());
         }
         let user = Box::into_raw(Box::new(HostJobBox(job))) as *mut c_void;
@@ -470,7 +526,14 @@ impl Backend for Cuda {
             return Ok(());
         }
         let s = self.stream(q)?;
-        check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")
+        check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
+        if q == SYNC {
+            let jobs = std::mem::take(&mut *self.sync_jobs.lock().unwrap_or_else(|e| e.into_inner()));
+            for job in jobs {
+                job();
+            }
+        }
+        Ok(())
     }
 
     fn test(&self, q: QueueId) -> bool {
