@@ -232,3 +232,23 @@ fn every_mistake_example_runs_with_the_tool() {
         }
     }
 }
+
+#[test]
+fn tool_registering_from_its_constructor_before_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let so = dir.path().join("ctor_tool.so");
+    gcc(&crate_dir().join("tests/c/ctor_tool.c"), &so, true);
+    let out_file = dir.path().join("ctor.txt");
+    for prog in [example("saxpy"), example("mistake_copies_in_loop")] {
+        let out = std::process::Command::new(&prog)
+            .args(["--n", "100", "--reps", "3", "--iters", "3"])
+            .env("LD_PRELOAD", &so)
+            .env("CTOR_TOOL_OUT", &out_file)
+            .env_remove("ACC_PROFLIB")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = std::fs::read_to_string(&out_file).unwrap();
+        assert_eq!(text.trim(), "constructs=3 shutdowns=1", "{}", prog.display());
+    }
+}
