@@ -582,7 +582,8 @@ fn short_kernels(p: &Profile, out: &mut Vec<Finding>) {
         if per_construct > 20_000 || c.time.total_ns * 10 < wall {
             continue;
         }
-        let overhead = k.time.min_ns;
+        // The launch call's host time: with device records `time` is the kernel's run instead.
+        let overhead = if k.time.source == TimeSource::Device { k.host_time.min_ns } else { k.time.min_ns };
         let saving = (k.launches - k.async_launches) * overhead;
         if saving == 0 {
             continue;

@@ -11,7 +11,7 @@
 
 use crate::model::*;
 use accprof_abi::{acc_construct_t, acc_event_t};
-use accprof_trace::{Event, EventFlags, Field, StrId, StringTable};
+use accprof_trace::{device, Event, EventFlags, Field, StrId, StringTable};
 use std::collections::HashMap as StdHashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -91,11 +91,29 @@ struct Leaf {
     is_async: bool,
     /// Share of the enclosing data operation's non-transfer time (for alloc/free/create/delete).
     overhead_ns: u64,
+    /// The host measured this operation (`r` spans the runtime's callbacks). False for an
+    /// operation known only from a device record.
+    host_timed: bool,
+    /// The device's time for it, when it came from a device record.
+    device_ns: Option<u64>,
 }
 
 impl Leaf {
     fn dur(&self) -> u64 {
         self.r.end_ns.saturating_sub(self.r.start_ns)
+    }
+    /// The duration the tables prefer: the device's when known.
+    fn best_ns(&self) -> u64 {
+        self.device_ns.unwrap_or_else(|| self.dur())
+    }
+    /// Adds this operation's times to a row's host and device timings.
+    fn add_times(&self, host: &mut Timing, dev: &mut Timing) {
+        if self.host_timed {
+            host.add(self.dur());
+        }
+        if let Some(d) = self.device_ns {
+            dev.add(d);
+        }
     }
     fn is_transfer(&self) -> bool {
         matches!(self.kind, ChildKind::Upload | ChildKind::Download)
@@ -129,6 +147,7 @@ struct LastTransfer {
     instance: u64,
     var_index: u32,
     r: EventRef,
+    best_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -144,8 +163,75 @@ struct SliceRun {
     array: VarId,
 }
 
+/// A construct instance on a thread, kept (in device mode) to tie device records to it.
+#[derive(Clone, Copy, Debug)]
+struct ConstructSpan {
+    start: u64,
+    end: u64,
+    construct: u32,
+    instance: u64,
+    /// Index of the innermost span enclosing this one (set once spans are sorted).
+    parent: Option<u32>,
+}
+
+/// Where a host-reported transfer or launch was accounted, so that a device record of the same
+/// operation adds its device time to the same rows instead of counting the operation again.
+#[derive(Clone, Copy, Debug)]
+struct OpSpan {
+    start: u64,
+    end: u64,
+    kind: ChildKind,
+    construct: Option<u32>,
+    child: Option<u32>,
+    kernel: Option<u32>,
+    variable: Option<u32>,
+    site: Option<u32>,
+}
+
+/// A device record waiting for the end of the stream (it arrives after the constructs that
+/// issued it: CUPTI delivers its buffers late).
+#[derive(Clone, Copy, Debug)]
+struct DeviceRecord {
+    thread: i64,
+    /// When the host thread issued the driver call.
+    host_ns: u64,
+    kind: DeviceOp,
+    r: EventRef,
+    bytes: Option<u64>,
+    host_ptr: Option<u64>,
+    var: Option<StrId>,
+    kernel: Option<StrId>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum DeviceOp {
+    Kernel,
+    Copy(Direction),
+    /// Device to device, host to host, peer or array copies: totals only.
+    OtherCopy,
+    Memset,
+}
+
+/// Device time per row, kept beside the host time until the end, when the row's `time` becomes
+/// the device's where it has any.
+#[derive(Debug)]
+struct DeviceTotals {
+    kernels: Timing,
+    uploads: Timing,
+    downloads: Timing,
+}
+
+impl Default for DeviceTotals {
+    fn default() -> Self {
+        Self { kernels: Timing::device(), uploads: Timing::device(), downloads: Timing::device() }
+    }
+}
+
 #[derive(Default, Debug)]
 struct ThreadState {
+    /// Device mode only: construct instances and host-reported operations, by time.
+    construct_spans: Vec<ConstructSpan>,
+    op_spans: Vec<OpSpan>,
     stack: Vec<Item>,
     /// Host time covered by the events at the bottom of the stack (not inside another event).
     covered_ns: u64,
@@ -159,6 +245,8 @@ struct ConstructAcc {
     key: ConstructKey,
     c: Construct,
     children: HashMap<(ChildKind, Option<i64>, Option<StrId>), usize>,
+    /// Device time of each child, by the child's index.
+    device: Vec<Timing>,
 }
 
 /// Builds a [`Profile`] from events fed one at a time.
@@ -173,6 +261,13 @@ struct ConstructAcc {
 /// ```
 #[derive(Debug, Default)]
 pub struct ProfileBuilder {
+    /// The trace holds device records: keep construct and operation spans to tie them to.
+    device_mode: bool,
+    device_records: Vec<DeviceRecord>,
+    device_totals: DeviceTotals,
+    kernel_device: Vec<Timing>,
+    variable_device: Vec<Timing>,
+    site_device: Vec<Timing>,
     index: u64,
     threads: HashMap<i64, ThreadState>,
     constructs: Vec<ConstructAcc>,
@@ -187,6 +282,8 @@ pub struct ProfileBuilder {
     roundtrip_index: HashMap<(u32, Option<u32>, Option<u32>), usize>,
     slices: Vec<(VarId, SliceRuns)>,
     slice_index: HashMap<(Option<u32>, Direction, VarId), usize>,
+    /// Slice runs left open by device records, closed at the end.
+    close_run_later: Vec<SliceRun>,
     allocs: Vec<AllocSite>,
     alloc_index: HashMap<(Option<u64>, Option<u64>), usize>,
     summary: Summary,
@@ -245,6 +342,15 @@ impl ProfileBuilder {
         Self::default()
     }
 
+    /// A builder for a trace that holds device records (its header has a `device_activity`
+    /// key): it keeps, per thread, the time spans of construct instances and of the transfers
+    /// and launches the runtime reported, so that each device record can be tied to the
+    /// construct open on its issuing thread when it was issued. Costs memory per construct
+    /// instance, so traces without device records do without.
+    pub fn with_device_records() -> Self {
+        Self { device_mode: true, ..Self::default() }
+    }
+
     /// Events fed so far.
     pub fn events_seen(&self) -> u64 {
         self.index
@@ -261,6 +367,10 @@ impl ProfileBuilder {
         s.last_ns = s.last_ns.max(r.end_ns);
         s.events += 1;
         let thread = ev.thread().unwrap_or(-1);
+        if device::is_device_record(ev.kind) {
+            self.feed_device_record(ev, thread, r);
+            return;
+        }
         match classify(ev) {
             Class::Ignore => {}
             Class::Leaf(kind) => {
@@ -293,7 +403,32 @@ impl ProfileBuilder {
             vector: ev.get(Field::VectorLength),
             is_async: is_async(ev),
             overhead_ns: 0,
+            host_timed: true,
+            device_ns: None,
         }
+    }
+
+    fn feed_device_record(&mut self, ev: &Event, thread: i64, r: EventRef) {
+        let kind = match ev.kind {
+            device::KERNEL => DeviceOp::Kernel,
+            device::MEMSET => DeviceOp::Memset,
+            _ => match ev.get(Field::CopyKind).map(|v| device::split_copy_kind(v).0) {
+                Some(device::COPY_HTOD) => DeviceOp::Copy(Direction::HostToDevice),
+                Some(device::COPY_DTOH) => DeviceOp::Copy(Direction::DeviceToHost),
+                _ => DeviceOp::OtherCopy,
+            },
+        };
+        self.summary.device_records += 1;
+        self.device_records.push(DeviceRecord {
+            thread,
+            host_ns: ev.get(Field::HostCallNs).unwrap_or(r.start_ns),
+            kind,
+            r,
+            bytes: ev.bytes(),
+            host_ptr: ev.get(Field::HostPtr),
+            var: ev.var_name(),
+            kernel: ev.kernel_name(),
+        });
     }
 
     fn push_leaf(&mut self, thread: i64, leaf: Leaf) {
@@ -396,6 +531,9 @@ impl ProfileBuilder {
         let ts = self.threads.entry(thread).or_default();
         ts.instance += 1;
         let inst = ts.instance;
+        if self.device_mode {
+            ts.construct_spans.push(ConstructSpan { start: r.start_ns, end: r.end_ns, construct: cid, instance: inst, parent: None });
+        }
         let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
         let inside_open = matches!(ts.stack.last(), Some(Item::Closed { start, end, resolved: true, .. }) if *start <= r.start_ns && r.end_ns <= *end);
         if !inside_open {
@@ -456,6 +594,7 @@ impl ProfileBuilder {
                 samples: Vec::new(),
             },
             children: HashMap::default(),
+            device: Vec::new(),
         });
         i
     }
@@ -463,34 +602,46 @@ impl ProfileBuilder {
     /// Accounts leaves (in time order) to construct `c` (instance `inst` on `thread`).
     fn resolve(&mut self, thread: i64, c: Option<u32>, inst: u64, leaves: Vec<Leaf>) {
         for leaf in leaves {
-            self.account_child(c, &leaf);
+            let child = self.account_child(c, &leaf);
+            let (mut kernel, mut variable, mut site) = (None, None, None);
             match leaf.kind {
-                ChildKind::Upload | ChildKind::Download => self.account_transfer(thread, c, inst, &leaf),
-                ChildKind::Launch => self.account_launch(c, &leaf),
+                ChildKind::Upload | ChildKind::Download => {
+                    let (v, s) = self.account_transfer(thread, c, inst, &leaf);
+                    (variable, site) = (Some(v), Some(s));
+                }
+                ChildKind::Launch => kernel = Some(self.account_launch(c, &leaf)),
                 ChildKind::Wait => self.summary.waits.add(leaf.dur()),
                 ChildKind::Alloc | ChildKind::Create => self.account_alloc(c, &leaf, true),
                 ChildKind::Free | ChildKind::Delete => self.account_alloc(c, &leaf, false),
             }
+            if self.device_mode && leaf.host_timed && matches!(leaf.kind, ChildKind::Upload | ChildKind::Download | ChildKind::Launch) {
+                let span = OpSpan { start: leaf.r.start_ns, end: leaf.r.end_ns, kind: leaf.kind, construct: c, child, kernel, variable, site };
+                self.threads.entry(thread).or_default().op_spans.push(span);
+            }
         }
     }
 
-    fn account_child(&mut self, c: Option<u32>, leaf: &Leaf) {
-        let Some(c) = c else { return };
+    /// Accounts `leaf` as a child of construct `c`; returns the child's index.
+    fn account_child(&mut self, c: Option<u32>, leaf: &Leaf) -> Option<u32> {
+        let c = c?;
         let acc = &mut self.constructs[c as usize];
         let kernel_key = if leaf.kind == ChildKind::Launch { leaf.kernel } else { None };
         let key = (leaf.kind, leaf.line, kernel_key);
         let n = acc.children.len();
         let i = *acc.children.entry(key).or_insert(n);
         if i == acc.c.children.len() {
-            acc.c.children.push(ConstructChild { kind: leaf.kind, line: leaf.line, kernel: None, count: 0, bytes: 0, time: Timing::host() });
+            acc.c.children.push(ConstructChild { kind: leaf.kind, line: leaf.line, kernel: None, count: 0, bytes: 0, time: Timing::host(), host_time: Timing::host() });
+            acc.device.push(Timing::device());
         }
         let ch = &mut acc.c.children[i];
         ch.count += 1;
         ch.bytes += leaf.bytes.unwrap_or(0);
-        ch.time.add(leaf.dur());
+        leaf.add_times(&mut ch.time, &mut acc.device[i]);
+        Some(i as u32)
     }
 
-    fn account_launch(&mut self, c: Option<u32>, leaf: &Leaf) {
+    /// Accounts a launch to its kernel; returns the kernel's index.
+    fn account_launch(&mut self, c: Option<u32>, leaf: &Leaf) -> u32 {
         let key = (leaf.kernel, if leaf.kernel.is_some() { None } else { c });
         let i = match self.kernel_index.get(&key) {
             Some(&i) => i,
@@ -508,18 +659,20 @@ impl ProfileBuilder {
                         num_workers: None,
                         vector_length: None,
                         time: Timing::host(),
+                        host_time: Timing::host(),
                         async_launches: 0,
                         first_ns: leaf.r.start_ns,
                         last_ns: 0,
                         samples: Vec::new(),
                     },
                 ));
+                self.kernel_device.push(Timing::device());
                 i
             }
         };
         let k = &mut self.kernels[i].2;
         k.launches += 1;
-        k.time.add(leaf.dur());
+        leaf.add_times(&mut k.time, &mut self.kernel_device[i]);
         if let Some(g) = leaf.gangs {
             ValueRange::add(&mut k.num_gangs, g);
         }
@@ -535,13 +688,14 @@ impl ProfileBuilder {
         k.first_ns = k.first_ns.min(leaf.r.start_ns);
         k.last_ns = k.last_ns.max(leaf.r.end_ns);
         push_sample(&mut k.samples, leaf.r);
-        self.summary.kernels.add(leaf.dur());
+        leaf.add_times(&mut self.summary.kernels, &mut self.device_totals.kernels);
         if let Some(c) = c {
             let acc = &mut self.constructs[c as usize];
             if let Some(&ci) = acc.children.get(&(ChildKind::Launch, leaf.line, leaf.kernel)) {
                 acc.c.children[ci].kernel = Some(i);
             }
         }
+        i as u32
     }
 
     fn variable_index(&mut self, var: VarId, dir: Direction, host_ptr: Option<u64>) -> u32 {
@@ -560,23 +714,26 @@ impl ProfileBuilder {
                 count: 0,
                 bytes: 0,
                 time: Timing::host(),
+                host_time: Timing::host(),
                 samples: Vec::new(),
             },
         ));
+        self.variable_device.push(Timing::device());
         i
     }
 
-    fn account_transfer(&mut self, thread: i64, c: Option<u32>, inst: u64, leaf: &Leaf) {
+    /// Accounts a transfer; returns the indices of its variable and transfer site.
+    fn account_transfer(&mut self, thread: i64, c: Option<u32>, inst: u64, leaf: &Leaf) -> (u32, u32) {
         let dir = if leaf.kind == ChildKind::Upload { Direction::HostToDevice } else { Direction::DeviceToHost };
         let bytes = leaf.bytes.unwrap_or(0);
-        let dur = leaf.dur();
+        let dur = leaf.best_ns();
         match dir {
             Direction::HostToDevice => {
-                self.summary.uploads.add(dur);
+                leaf.add_times(&mut self.summary.uploads, &mut self.device_totals.uploads);
                 self.summary.upload_bytes += bytes;
             }
             Direction::DeviceToHost => {
-                self.summary.downloads.add(dur);
+                leaf.add_times(&mut self.summary.downloads, &mut self.device_totals.downloads);
                 self.summary.download_bytes += bytes;
             }
         }
@@ -585,7 +742,7 @@ impl ProfileBuilder {
             let v = &mut self.variables[vi as usize].1;
             v.count += 1;
             v.bytes += bytes;
-            v.time.add(dur);
+            leaf.add_times(&mut v.time, &mut self.variable_device[vi as usize]);
             push_sample(&mut v.samples, leaf.r);
         }
         // Per construct and variable.
@@ -604,10 +761,12 @@ impl ProfileBuilder {
                     host_ptr: leaf.host_ptr,
                     same_range: true,
                     time: Timing::host(),
+                    host_time: Timing::host(),
                     first_ns: leaf.r.start_ns,
                     last_ns: 0,
                     samples: Vec::new(),
                 });
+                self.site_device.push(Timing::device());
                 i
             }
         };
@@ -618,7 +777,7 @@ impl ProfileBuilder {
         site.count += 1;
         site.bytes += bytes;
         site.max_bytes = site.max_bytes.max(bytes);
-        site.time.add(dur);
+        leaf.add_times(&mut site.time, &mut self.site_device[si]);
         site.first_ns = site.first_ns.min(leaf.r.start_ns);
         site.last_ns = site.last_ns.max(leaf.r.end_ns);
         push_sample(&mut site.samples, leaf.r);
@@ -629,7 +788,7 @@ impl ProfileBuilder {
             (None, v) => v,
         };
         let ts = self.threads.entry(thread).or_default();
-        let prev = ts.last_transfer.insert(range_key, LastTransfer { dir, construct: c, instance: inst, var_index: vi, r: leaf.r });
+        let prev = ts.last_transfer.insert(range_key, LastTransfer { dir, construct: c, instance: inst, var_index: vi, r: leaf.r, best_ns: dur });
         if let (Direction::HostToDevice, Some(p)) = (dir, prev) {
             if p.dir == Direction::DeviceToHost && p.instance != inst && range_key != VarId::Unknown {
                 let key = (p.var_index, p.construct, c);
@@ -653,12 +812,13 @@ impl ProfileBuilder {
                 let rt = &mut self.roundtrips[ri];
                 rt.count += 1;
                 rt.bytes += bytes;
-                rt.time_ns += dur + (p.r.end_ns - p.r.start_ns);
+                rt.time_ns += dur + p.best_ns;
                 push_sample(&mut rt.samples, p.r);
                 push_sample(&mut rt.samples, leaf.r);
             }
         }
         self.track_slices(thread, c, dir, leaf);
+        (vi, si as u32)
     }
 
     /// Consecutive transfers of adjacent host ranges by one construct in one direction form a
@@ -682,15 +842,15 @@ impl ProfileBuilder {
             let run = ts.run.as_mut().expect("checked above");
             run.count += 1;
             run.bytes += bytes;
-            run.time.add(leaf.dur());
+            run.time.add(leaf.best_ns());
             run.next_ptr = leaf.host_ptr.unwrap_or(0) + bytes;
             run.last = leaf.r;
             return;
         }
         let finished = ts.run.take();
         if let Some(p) = leaf.host_ptr.filter(|_| bytes > 0) {
-            let mut time = Timing::host();
-            time.add(leaf.dur());
+            let mut time = if leaf.device_ns.is_some() { Timing::device() } else { Timing::host() };
+            time.add(leaf.best_ns());
             ts.run = Some(SliceRun {
                 construct: c,
                 dir,
@@ -826,6 +986,8 @@ impl ProfileBuilder {
                 self.resolve(*t, None, u64::MAX, loose);
             }
         }
+        self.attribute_device_records();
+        self.prefer_device_times();
         let name = |id: Option<StrId>| strings.resolve(id).map(str::to_string);
         let mut profile = Profile { summary: self.summary, ..Profile::default() };
         profile.summary.threads = threads.len() as u64;
@@ -886,6 +1048,188 @@ impl ProfileBuilder {
         profile.allocs = self.allocs;
         profile
     }
+}
+
+impl ProfileBuilder {
+    /// Ties each device record to what its issuing thread was doing when it issued the driver
+    /// call: the transfer or launch the runtime reported (the device time is added to that
+    /// operation's rows), else the innermost construct instance open then (the record is a new
+    /// operation of that construct: GCC reports no transfers), else no construct.
+    fn attribute_device_records(&mut self) {
+        if self.device_records.is_empty() {
+            return;
+        }
+        let mut recs = std::mem::take(&mut self.device_records);
+        // Issue order per thread: the round-trip and slice rules read transfers in order.
+        recs.sort_by_key(|d| (d.thread, d.host_ns, d.r.start_ns));
+        for ts in self.threads.values_mut() {
+            index_spans(ts);
+        }
+        for d in recs {
+            match d.kind {
+                DeviceOp::Memset => {
+                    self.summary.memsets.source = TimeSource::Device;
+                    self.summary.memsets.add(dur(d.r));
+                    self.summary.memset_bytes += d.bytes.unwrap_or(0);
+                    continue;
+                }
+                DeviceOp::OtherCopy => continue,
+                DeviceOp::Kernel | DeviceOp::Copy(_) => {}
+            }
+            let want = match d.kind {
+                DeviceOp::Kernel => ChildKind::Launch,
+                DeviceOp::Copy(Direction::HostToDevice) => ChildKind::Upload,
+                _ => ChildKind::Download,
+            };
+            let ts = self.threads.get(&d.thread);
+            if let Some(op) = ts.and_then(|ts| find_op(ts, d.host_ns, want)) {
+                self.add_device_time(&op, dur(d.r));
+                continue;
+            }
+            let (c, inst) = match ts.and_then(|ts| innermost_construct(ts, d.host_ns)) {
+                Some(span) => (Some(span.construct), span.instance),
+                None => {
+                    self.summary.device_records_outside += 1;
+                    (None, u64::MAX)
+                }
+            };
+            let line = c.and_then(|c| self.constructs[c as usize].c.location.line);
+            let leaf = Leaf {
+                kind: want,
+                r: d.r,
+                line,
+                bytes: d.bytes,
+                host_ptr: d.host_ptr,
+                var: match (d.var, d.host_ptr) {
+                    (Some(n), _) => VarId::Name(n),
+                    (None, Some(p)) => VarId::Host { ptr: p, bytes: d.bytes.unwrap_or(0) },
+                    (None, None) => VarId::Unknown,
+                },
+                kernel: d.kernel,
+                gangs: None,
+                workers: None,
+                vector: None,
+                is_async: false,
+                overhead_ns: 0,
+                host_timed: false,
+                device_ns: Some(dur(d.r)),
+            };
+            self.resolve(d.thread, c, inst, vec![leaf]);
+        }
+        for ts in self.threads.values_mut() {
+            if let Some(run) = ts.run.take() {
+                self.close_run_later.push(run);
+            }
+        }
+        for run in std::mem::take(&mut self.close_run_later) {
+            self.close_run(run);
+        }
+    }
+
+    /// Adds a device record's time to the rows its host-reported operation was accounted in.
+    fn add_device_time(&mut self, op: &OpSpan, ns: u64) {
+        if let (Some(c), Some(ch)) = (op.construct, op.child) {
+            self.constructs[c as usize].device[ch as usize].add(ns);
+        }
+        match op.kind {
+            ChildKind::Launch => {
+                if let Some(k) = op.kernel {
+                    self.kernel_device[k as usize].add(ns);
+                }
+                self.device_totals.kernels.add(ns);
+            }
+            _ => {
+                if let Some(v) = op.variable {
+                    self.variable_device[v as usize].add(ns);
+                }
+                if let Some(s) = op.site {
+                    self.site_device[s as usize].add(ns);
+                }
+                if op.kind == ChildKind::Upload {
+                    self.device_totals.uploads.add(ns);
+                } else {
+                    self.device_totals.downloads.add(ns);
+                }
+            }
+        }
+    }
+
+    /// Every row whose operations have device records reports the device's time; the host's is
+    /// kept in `host_time`. NV_ACC_TIME prefers device times the same way.
+    fn prefer_device_times(&mut self) {
+        fn pick(time: &mut Timing, host_time: &mut Timing, dev: &Timing) {
+            *host_time = *time;
+            if dev.count > 0 {
+                *time = *dev;
+            }
+        }
+        for acc in &mut self.constructs {
+            for (ch, dev) in acc.c.children.iter_mut().zip(&acc.device) {
+                pick(&mut ch.time, &mut ch.host_time, dev);
+            }
+        }
+        for ((_, _, k), dev) in self.kernels.iter_mut().zip(&self.kernel_device) {
+            pick(&mut k.time, &mut k.host_time, dev);
+        }
+        for ((_, v), dev) in self.variables.iter_mut().zip(&self.variable_device) {
+            pick(&mut v.time, &mut v.host_time, dev);
+        }
+        for (s, dev) in self.sites.iter_mut().zip(&self.site_device) {
+            pick(&mut s.time, &mut s.host_time, dev);
+        }
+        let s = &mut self.summary;
+        pick(&mut s.kernels, &mut s.kernels_host, &self.device_totals.kernels);
+        pick(&mut s.uploads, &mut s.uploads_host, &self.device_totals.uploads);
+        pick(&mut s.downloads, &mut s.downloads_host, &self.device_totals.downloads);
+    }
+}
+
+fn dur(r: EventRef) -> u64 {
+    r.end_ns.saturating_sub(r.start_ns)
+}
+
+/// Sorts a thread's spans by start (outer before inner at equal starts) and links each
+/// construct span to the innermost span enclosing it.
+fn index_spans(ts: &mut ThreadState) {
+    let spans = &mut ts.construct_spans;
+    spans.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    let mut open: Vec<u32> = Vec::new();
+    for i in 0..spans.len() {
+        while let Some(&top) = open.last() {
+            if spans[top as usize].end >= spans[i].end && spans[top as usize].start <= spans[i].start {
+                break;
+            }
+            open.pop();
+        }
+        spans[i].parent = open.last().copied();
+        open.push(i as u32);
+    }
+    ts.op_spans.sort_by_key(|o| (o.start, std::cmp::Reverse(o.end)));
+}
+
+/// The innermost construct instance open on the thread at `t`.
+fn innermost_construct(ts: &ThreadState, t: u64) -> Option<ConstructSpan> {
+    let spans = &ts.construct_spans;
+    let i = spans.partition_point(|s| s.start <= t).checked_sub(1)?;
+    // The last span starting at or before t, or one of its ancestors, contains t if any does:
+    // spans on one thread nest.
+    let mut cur = Some(i as u32);
+    while let Some(j) = cur {
+        let s = spans[j as usize];
+        if s.end >= t {
+            return Some(s);
+        }
+        cur = s.parent;
+    }
+    None
+}
+
+/// The host-reported operation of kind `want` whose callbacks enclose `t` on this thread.
+fn find_op(ts: &ThreadState, t: u64, want: ChildKind) -> Option<OpSpan> {
+    let ops = &ts.op_spans;
+    let end = ops.partition_point(|o| o.start <= t);
+    // Operations of one kind do not overlap on a thread; look back over a few neighbours.
+    ops[..end].iter().rev().take(8).find(|o| o.kind == want && o.end >= t).copied()
 }
 
 /// Spreads the host time of a data operation that its transfers do not explain over the

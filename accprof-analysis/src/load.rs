@@ -41,7 +41,7 @@ impl Profile {
         total_bytes: u64,
         mut progress: impl FnMut(Progress),
     ) -> Result<Profile, TraceError> {
-        let mut b = ProfileBuilder::new();
+        let mut b = builder_for(reader.header());
         // Created on the first event that has only a return address (GCC gives no source
         // location; accprof resolves the application's call site from its debug information).
         let mut symbolizer: Option<Symbolizer> = None;
@@ -76,7 +76,7 @@ impl Profile {
     /// Events with only a return address are not resolved here: call
     /// `accprof_symbols::annotate_trace` on the trace first.
     pub fn from_trace(label: impl Into<String>, trace: &Trace) -> Profile {
-        let mut b = ProfileBuilder::new();
+        let mut b = builder_for(&trace.header);
         for ev in &trace.events {
             b.feed(ev);
         }
@@ -89,6 +89,18 @@ impl Profile {
         }
         add_common_warnings(&mut p, footer_end.is_some());
         p
+    }
+}
+
+/// The header key libaccprof writes when it records device activity (CUPTI), naming the
+/// library it loaded.
+pub const DEVICE_ACTIVITY_KEY: &str = "device_activity";
+
+fn builder_for(h: &Header) -> ProfileBuilder {
+    if h.extra.iter().any(|(k, _)| k == DEVICE_ACTIVITY_KEY) {
+        ProfileBuilder::with_device_records()
+    } else {
+        ProfileBuilder::new()
     }
 }
 
@@ -168,7 +180,8 @@ pub fn merge(profiles: &[Profile]) -> Profile {
                     let mut fresh = k.clone();
                     fresh.construct = k.construct.map(|c| cmap[c]);
                     fresh.launches = 0;
-                    fresh.time = Timing::host();
+                    fresh.time = Timing { source: k.time.source, ..Timing::host() };
+                    fresh.host_time = Timing::host();
                     fresh.async_launches = 0;
                     fresh.samples.clear();
                     out.kernels.push(fresh);
@@ -191,6 +204,7 @@ pub fn merge(profiles: &[Profile]) -> Profile {
                         x.count += ch.count;
                         x.bytes += ch.bytes;
                         x.time.merge(&ch.time);
+                        x.host_time.merge(&ch.host_time);
                     }
                     None => o.children.push(ConstructChild { kernel, ..ch.clone() }),
                 }
@@ -200,6 +214,7 @@ pub fn merge(profiles: &[Profile]) -> Profile {
             let o = &mut out.kernels[kmap[i]];
             o.launches += k.launches;
             o.time.merge(&k.time);
+            o.host_time.merge(&k.host_time);
             o.async_launches += k.async_launches;
             ValueRange::merge(&mut o.num_gangs, k.num_gangs);
             ValueRange::merge(&mut o.num_workers, k.num_workers);
@@ -213,7 +228,8 @@ pub fn merge(profiles: &[Profile]) -> Profile {
                     let mut fresh = v.clone();
                     fresh.count = 0;
                     fresh.bytes = 0;
-                    fresh.time = Timing::host();
+                    fresh.time = Timing { source: v.time.source, ..Timing::host() };
+                    fresh.host_time = Timing::host();
                     fresh.samples.clear();
                     out.variables.push(fresh);
                     out.variables.len() - 1
@@ -222,6 +238,7 @@ pub fn merge(profiles: &[Profile]) -> Profile {
                 o.count += v.count;
                 o.bytes += v.bytes;
                 o.time.merge(&v.time);
+                o.host_time.merge(&v.host_time);
                 i
             })
             .collect();
@@ -233,7 +250,8 @@ pub fn merge(profiles: &[Profile]) -> Profile {
                     variable: key.1,
                     count: 0,
                     bytes: 0,
-                    time: Timing::host(),
+                    time: Timing { source: s.time.source, ..Timing::host() },
+                    host_time: Timing::host(),
                     samples: Vec::new(),
                     ..s.clone()
                 });
@@ -245,6 +263,7 @@ pub fn merge(profiles: &[Profile]) -> Profile {
             o.max_bytes = o.max_bytes.max(s.max_bytes);
             o.same_range &= s.same_range;
             o.time.merge(&s.time);
+            o.host_time.merge(&s.host_time);
         }
         for r in &p.roundtrips {
             let key = (vmap[r.variable], r.from_construct.map(|c| cmap[c]), r.to_construct.map(|c| cmap[c]));
@@ -309,6 +328,13 @@ fn merge_summary(o: &mut Summary, s: &Summary, first: bool) {
     o.upload_bytes += s.upload_bytes;
     o.downloads.merge(&s.downloads);
     o.download_bytes += s.download_bytes;
+    o.kernels_host.merge(&s.kernels_host);
+    o.uploads_host.merge(&s.uploads_host);
+    o.downloads_host.merge(&s.downloads_host);
+    o.memsets.merge(&s.memsets);
+    o.memset_bytes += s.memset_bytes;
+    o.device_records += s.device_records;
+    o.device_records_outside += s.device_records_outside;
     o.data_constructs.merge(&s.data_constructs);
     o.waits.merge(&s.waits);
     o.device_init.merge(&s.device_init);

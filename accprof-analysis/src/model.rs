@@ -43,6 +43,10 @@ impl Timing {
         Self::default()
     }
 
+    pub fn device() -> Self {
+        Self { source: TimeSource::Device, ..Self::default() }
+    }
+
     pub fn add(&mut self, ns: u64) {
         if self.count == 0 || ns < self.min_ns {
             self.min_ns = ns;
@@ -241,7 +245,11 @@ pub struct ConstructChild {
     pub kernel: Option<usize>,
     pub count: u64,
     pub bytes: u64,
+    /// Device time where the trace has device records for these operations, else host time.
     pub time: Timing,
+    /// Host time of the runtime's enqueue callbacks (count 0 when the runtime reported none:
+    /// GCC reports no transfers, so its transfers are known from device records alone).
+    pub host_time: Timing,
 }
 
 /// One construct of the program (file, function, line, device, kind) and what it did.
@@ -290,9 +298,12 @@ pub struct Kernel {
     pub num_gangs: Option<ValueRange>,
     pub num_workers: Option<ValueRange>,
     pub vector_length: Option<ValueRange>,
-    /// Host time of the enqueue_launch events (the launch call, not the kernel's execution,
-    /// unless the runtime runs kernels synchronously inside the launch).
+    /// The kernel's execution on the device where the trace has device records; else the host
+    /// time of the enqueue_launch events (the launch call, not the kernel's execution, unless
+    /// the runtime runs kernels synchronously inside the launch).
     pub time: Timing,
+    /// Host time of the enqueue_launch events, always.
+    pub host_time: Timing,
     /// Launches made on an async queue.
     pub async_launches: u64,
     pub first_ns: u64,
@@ -311,7 +322,10 @@ pub struct Variable {
     pub direction: Direction,
     pub count: u64,
     pub bytes: u64,
+    /// Device (copy engine) time where the trace has device records, else host enqueue time.
     pub time: Timing,
+    /// Host time of the enqueue_upload / enqueue_download events (count 0 when none).
+    pub host_time: Timing,
     pub samples: Vec<EventRef>,
 }
 
@@ -343,7 +357,9 @@ pub struct TransferSite {
     /// Whether every transfer moved the same host range (the same array again, not successive
     /// chunks under one clause).
     pub same_range: bool,
+    /// Device time where known, else host time (see [`Variable::time`]).
     pub time: Timing,
+    pub host_time: Timing,
     pub first_ns: u64,
     pub last_ns: u64,
     pub samples: Vec<EventRef>,
@@ -405,12 +421,25 @@ pub struct Summary {
     pub wall_from_footer: bool,
     /// Host time in compute constructs.
     pub compute: Timing,
-    /// Host time of kernel launches.
+    /// Kernel execution on the device where the trace has device records, else host time of the
+    /// launch calls (`kernels.source` says which).
     pub kernels: Timing,
+    /// Transfers: device time where known, else host enqueue time.
     pub uploads: Timing,
     pub upload_bytes: u64,
     pub downloads: Timing,
     pub download_bytes: u64,
+    /// Host time of the launch calls and transfer enqueues the runtime reported.
+    pub kernels_host: Timing,
+    pub uploads_host: Timing,
+    pub downloads_host: Timing,
+    /// Device memsets (device records only).
+    pub memsets: Timing,
+    pub memset_bytes: u64,
+    /// Device records in the trace (kernels, copies, memsets measured on the device).
+    pub device_records: u64,
+    /// Device records tied to no construct (issued outside every OpenACC event on their thread).
+    pub device_records_outside: u64,
     /// Host time in data constructs and directives (data regions, enter/exit data, update).
     pub data_constructs: Timing,
     /// Host time waiting for the device (explicit and implicit waits).

@@ -20,7 +20,7 @@ pub mod writer;
 
 pub use error::TraceError;
 pub use header::{Footer, Header, Module};
-pub use model::{Event, EventFlags, Field, StrId};
+pub use model::{device, Event, EventFlags, Field, StrId};
 pub use reader::{StringTable, Trace, TraceReader};
 pub use writer::TraceWriter;
 

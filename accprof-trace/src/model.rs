@@ -81,10 +81,59 @@ fields! {
     ReturnAddress = 25, "return_address", Pointer;
     Version = 26, "version", Signed;
     Flags = 27, "flags", Unsigned;
+    // Device records (kinds in [`device`]) only.
+    CopyKind = 28, "copy_kind", Unsigned;
+    CorrelationId = 29, "correlation_id", Unsigned;
+    HostCallNs = 30, "host_call_ns", Unsigned;
 }
 
 /// How many optional fields an event has.
-pub const FIELD_COUNT: usize = 28;
+pub const FIELD_COUNT: usize = 31;
+
+/// Device records: what the device did (from CUPTI's activity API), with device timestamps.
+///
+/// Their kinds lie outside the OpenACC specification's numbers. `start_ns`/`end_ns` are when the
+/// device ran the operation, converted to CLOCK_MONOTONIC; [`Field::HostCallNs`] is when the host
+/// thread [`Field::Thread`] issued the driver call, which ties the record to the construct open on
+/// that thread then. [`Field::AsyncHandle`] is the CUDA stream id, [`Field::CorrelationId`]
+/// CUPTI's id of the driver call.
+pub mod device {
+    use accprof_abi::acc_event_t;
+
+    /// A kernel's execution: `kernel_name` (the device function's name).
+    pub const KERNEL: acc_event_t = acc_event_t(1001);
+    /// A copy: `bytes`, [`super::Field::CopyKind`], and `host_ptr` when the driver call named one.
+    pub const MEMCPY: acc_event_t = acc_event_t(1002);
+    /// A memset: `bytes`.
+    pub const MEMSET: acc_event_t = acc_event_t(1003);
+
+    /// Whether `kind` is a device record.
+    pub fn is_device_record(kind: acc_event_t) -> bool {
+        matches!(kind, KERNEL | MEMCPY | MEMSET)
+    }
+
+    /// The copy direction in the low byte of [`super::Field::CopyKind`] (CUPTI's
+    /// `CUpti_ActivityMemcpyKind`); bits 8-15 and 16-23 hold the source and destination memory
+    /// kinds ([`MEM_PAGEABLE`], [`MEM_PINNED`], [`MEM_DEVICE`], ...).
+    pub const COPY_HTOD: u64 = 1;
+    pub const COPY_DTOH: u64 = 2;
+    pub const COPY_DTOD: u64 = 8;
+    pub const COPY_HTOH: u64 = 9;
+    pub const COPY_PTOP: u64 = 10;
+    pub const MEM_PAGEABLE: u64 = 1;
+    pub const MEM_PINNED: u64 = 2;
+    pub const MEM_DEVICE: u64 = 3;
+
+    /// Packs a copy's direction and memory kinds into the [`super::Field::CopyKind`] value.
+    pub const fn copy_kind(direction: u8, src_mem: u8, dst_mem: u8) -> u64 {
+        direction as u64 | (src_mem as u64) << 8 | (dst_mem as u64) << 16
+    }
+
+    /// `(direction, src_mem, dst_mem)` of a [`super::Field::CopyKind`] value.
+    pub const fn split_copy_kind(v: u64) -> (u64, u64, u64) {
+        (v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff)
+    }
+}
 
 /// Facts about how an event was recorded, kept in [`Field::Flags`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -251,6 +300,14 @@ mod tests {
             assert_eq!(*f as usize, i);
         }
         assert!(FIELD_COUNT <= 32);
+    }
+
+    #[test]
+    fn copy_kind_packs_and_splits() {
+        let v = device::copy_kind(device::COPY_DTOH as u8, device::MEM_DEVICE as u8, device::MEM_PAGEABLE as u8);
+        assert_eq!(device::split_copy_kind(v), (device::COPY_DTOH, device::MEM_DEVICE, device::MEM_PAGEABLE));
+        assert!(device::is_device_record(device::MEMCPY));
+        assert!(!device::is_device_record(acc_event_t::ENQUEUE_UPLOAD_START));
     }
 
     #[test]

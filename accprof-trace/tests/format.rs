@@ -188,3 +188,38 @@ fn launch_and_transfer_heavy_traces_stay_under_32_bytes_per_event() {
     let per_event = (w.bytes_written() - before) as f64 / evs.len() as f64;
     assert!(per_event <= 32.0, "{per_event:.1} bytes per event");
 }
+
+/// Device records (CUPTI activity) use kinds outside the specification and the last three fields;
+/// they interleave with host events and must come back bit for bit, every field included.
+#[test]
+fn device_records_round_trip_with_every_field() {
+    use accprof_trace::device;
+    let mut evs = events(10);
+    let mut k = Event::new(device::KERNEL, 20_000);
+    k.end_ns = 20_000 + 364_000;
+    k.set_i64(Field::Thread, 12345);
+    k.set(Field::KernelName, 1);
+    k.set(Field::AsyncHandle, 13);
+    k.set(Field::CorrelationId, 77);
+    k.set(Field::HostCallNs, 19_500);
+    let mut c = Event::new(device::MEMCPY, 30_000);
+    c.end_ns = 31_000_000;
+    c.set_i64(Field::Thread, 12345);
+    c.set(Field::Bytes, 134_217_728);
+    c.set(Field::HostPtr, 0x5555_0000_1000);
+    c.set(Field::CopyKind, device::copy_kind(device::COPY_HTOD as u8, device::MEM_PAGEABLE as u8, device::MEM_DEVICE as u8));
+    c.set(Field::CorrelationId, 78);
+    c.set(Field::HostCallNs, 29_000);
+    let mut m = Event::new(device::MEMSET, 40_000);
+    m.end_ns = 40_100;
+    m.set(Field::Bytes, 64);
+    m.set(Field::CorrelationId, u64::from(u32::MAX));
+    evs.splice(3..3, [k, c, m]);
+    let t = read(&write_trace(&evs)).unwrap();
+    assert_eq!(t.events, evs);
+    let got = &t.events[4];
+    assert_eq!(got.kind, device::MEMCPY);
+    assert_eq!(device::split_copy_kind(got.get(Field::CopyKind).unwrap()), (device::COPY_HTOD, device::MEM_PAGEABLE, device::MEM_DEVICE));
+    assert_eq!(got.get(Field::HostCallNs), Some(29_000));
+    assert_eq!(t.events[5].get(Field::CorrelationId), Some(u64::from(u32::MAX)));
+}

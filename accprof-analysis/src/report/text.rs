@@ -16,7 +16,8 @@ What the times measure: every time is marked [host] or [device].
            movement and, when it is synchronous, waiting for its kernels;
            for \"kernel launched\", the launch call only (not the kernel's run on the device);
            for a transfer, the enqueue_upload / enqueue_download call.
-  [device] measured on the device (kernel execution, copy time), when the trace has it.
+  [device] measured on the device (kernel execution, copy engine time), from CUPTI's activity
+           records when the trace has them; preferred wherever they exist, as NV_ACC_TIME does.
   NV_ACC_TIME prints device times from CUPTI; a [host] total is the host's view of the same work.";
 
 /// Renders the whole report.
@@ -64,31 +65,52 @@ fn summary(out: &mut String, p: &Profile) {
     let s = &p.summary;
     let wall = s.wall_ns;
     let row = |out: &mut String, name: &str, t: u64, extra: String| {
-        let _ = writeln!(out, "  {name:<28}{:>12} {:>7}  {extra}", duration(t), percent(t, wall));
+        let _ = writeln!(out, "  {name:<34}{:>12} {:>7}  {extra}", duration(t), percent(t, wall));
     };
-    out.push_str("\nSummary [host]\n");
+    let tag = |t: &Timing| format!("[{}]", t.source.label());
+    out.push_str("\nSummary\n");
     let _ = writeln!(
         out,
-        "  {:<28}{:>12}           {}",
+        "  {:<34}{:>12}           {}",
         "wall time",
         duration(wall),
         if s.wall_from_footer { "from the tool's start to the program's end" } else { "span of the recorded events" }
     );
-    row(out, "compute constructs", s.compute.total_ns, format!("{} reached", thousands(s.compute.count)));
-    row(out, "kernel launches", s.kernels.total_ns, format!("{} launches (launch calls only)", thousands(s.kernels.count)));
-    let xfers = s.uploads.count + s.downloads.count;
+    row(out, "compute constructs [host]", s.compute.total_ns, format!("{} reached", thousands(s.compute.count)));
+    if s.kernels.source == TimeSource::Device {
+        row(out, "kernels [device]", s.kernels.total_ns, format!("{} kernels run on the device", thousands(s.kernels.count)));
+        if s.kernels_host.count > 0 {
+            row(out, "  launch calls [host]", s.kernels_host.total_ns, format!("{} launches", thousands(s.kernels_host.count)));
+        }
+    } else {
+        row(out, "kernel launches [host]", s.kernels.total_ns, format!("{} launches (launch calls only)", thousands(s.kernels.count)));
+    }
+    let xfers = s.uploads.count.max(s.uploads_host.count) + s.downloads.count.max(s.downloads_host.count);
+    let xfer_tag = if s.uploads.source == TimeSource::Device || s.downloads.source == TimeSource::Device { "[device]" } else { "[host]" };
     row(
         out,
-        "data transfers",
+        &format!("data transfers {xfer_tag}"),
         s.transfers_ns(),
         format!("{} transfers, {}, {}", thousands(xfers), bytes(s.transfer_bytes()), rate(gbps(s.transfer_bytes(), s.transfers_ns()))),
     );
-    row(out, "  host->device", s.uploads.total_ns, format!("{} transfers, {}, {}", thousands(s.uploads.count), bytes(s.upload_bytes), rate(gbps(s.upload_bytes, s.uploads.total_ns))));
-    row(out, "  device->host", s.downloads.total_ns, format!("{} transfers, {}, {}", thousands(s.downloads.count), bytes(s.download_bytes), rate(gbps(s.download_bytes, s.downloads.total_ns))));
-    row(out, "data constructs/directives", s.data_constructs.total_ns, format!("{} reached (data, enter/exit data, update)", thousands(s.data_constructs.count)));
-    row(out, "waits", s.waits.total_ns, format!("{} waits", thousands(s.waits.count)));
-    row(out, "device initialization", s.device_init.total_ns, format!("{} times", s.device_init.count));
-    row(out, "untracked host time", s.untracked_ns, "the program's own work, outside every OpenACC event".into());
+    for (name, t, host, b) in [("host->device", &s.uploads, &s.uploads_host, s.upload_bytes), ("device->host", &s.downloads, &s.downloads_host, s.download_bytes)] {
+        let n = t.count.max(host.count);
+        row(out, &format!("  {name} {}", tag(t)), t.total_ns, format!("{} transfers, {}, {}", thousands(n), bytes(b), rate(gbps(b, t.total_ns))));
+        if t.source == TimeSource::Device && host.count > 0 {
+            row(out, "    enqueue calls [host]", host.total_ns, format!("{} enqueues", thousands(host.count)));
+        }
+    }
+    if s.memsets.count > 0 {
+        row(out, "memsets [device]", s.memsets.total_ns, format!("{} memsets, {}", thousands(s.memsets.count), bytes(s.memset_bytes)));
+    }
+    row(out, "data constructs/directives [host]", s.data_constructs.total_ns, format!("{} reached (data, enter/exit data, update)", thousands(s.data_constructs.count)));
+    row(out, "waits [host]", s.waits.total_ns, format!("{} waits", thousands(s.waits.count)));
+    row(out, "device initialization [host]", s.device_init.total_ns, format!("{} times", s.device_init.count));
+    row(out, "untracked host time [host]", s.untracked_ns, "the program's own work, outside every OpenACC event".into());
+    if s.device_records > 0 {
+        let outside = if s.device_records_outside > 0 { format!(", {} issued outside every OpenACC construct", thousands(s.device_records_outside)) } else { String::new() };
+        let _ = writeln!(out, "  {} device records (kernels, copies, memsets measured on the device){outside}", thousands(s.device_records));
+    }
     let _ = writeln!(out, "  {} events on {} thread(s){}", thousands(s.events), s.threads, if s.dropped_events > 0 { format!(", {} dropped", thousands(s.dropped_events)) } else { String::new() });
 }
 
@@ -120,17 +142,18 @@ fn variables(out: &mut String, p: &Profile) {
     }
     let mut vs: Vec<&Variable> = p.variables.iter().collect();
     vs.sort_by(|a, b| b.time.total_ns.cmp(&a.time.total_ns).then(a.name.cmp(&b.name)));
-    let _ = writeln!(out, "\nTransfers by variable [host]");
-    let _ = writeln!(out, "  {:<30} {:<13} {:>9} {:>12} {:>12} {:>12}", "variable", "direction", "count", "bytes", "time", "rate");
+    let _ = writeln!(out, "\nTransfers by variable");
+    let _ = writeln!(out, "  {:<30} {:<13} {:>9} {:>12} {:>21} {:>12}", "variable", "direction", "count", "bytes", "time", "rate");
     for v in vs {
         let _ = writeln!(
             out,
-            "  {:<30} {:<13} {:>9} {:>12} {:>12} {:>12}",
+            "  {:<30} {:<13} {:>9} {:>12} {:>12} {:>8} {:>12}",
             v.name,
             v.direction.label(),
             thousands(v.count),
             bytes(v.bytes),
             duration(v.time.total_ns),
+            format!("[{}]", v.time.source.label()),
             rate(v.gbps())
         );
     }
@@ -229,13 +252,23 @@ fn construct(out: &mut String, p: &Profile, c: &Construct) {
                 let word = if k.kind == ChildKind::Upload { "copyin" } else { "copyout" };
                 let _ = writeln!(out, "        {l}: data {word} transfers: {}  ({}, {})", thousands(k.count), bytes(k.bytes), rate(gbps(k.bytes, k.time.total_ns)));
                 let _ = writeln!(out, "             {}", times_line(&k.time));
+                if k.time.source == TimeSource::Device && k.host_time.count > 0 {
+                    let _ = writeln!(out, "             {}", times_line(&k.host_time).replacen("time(us)", "enqueue time(us)", 1));
+                }
             }
             ChildKind::Launch => {
                 let _ = writeln!(out, "        {l}: kernel launched {} {}", thousands(k.count), times_word(k.count));
                 if let Some(kernel) = k.kernel.and_then(|i| p.kernels.get(i)) {
                     let _ = writeln!(out, "            {}", geometry(kernel));
                 }
-                let _ = writeln!(out, "             {}", times_line(&k.time).replacen("time(us)", "launch time(us)", 1));
+                if k.time.source == TimeSource::Device {
+                    let _ = writeln!(out, "             {}", times_line(&k.time));
+                    if k.host_time.count > 0 {
+                        let _ = writeln!(out, "             {}", times_line(&k.host_time).replacen("time(us)", "launch time(us)", 1));
+                    }
+                } else {
+                    let _ = writeln!(out, "             {}", times_line(&k.time).replacen("time(us)", "launch time(us)", 1));
+                }
             }
             ChildKind::Wait => {
                 let _ = writeln!(out, "        {l}: wait for the device {} {}", thousands(k.count), times_word(k.count));

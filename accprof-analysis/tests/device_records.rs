@@ -1,0 +1,195 @@
+//! Device records (CUPTI activity written by libaccprof) tied to the constructs that issued them.
+//!
+//! Two shapes of trace, built with TraceWriter the way libaccprof writes them (host events first,
+//! device records in later chunks, because CUPTI delivers its buffers late):
+//! - GCC-like: compute constructs with implicit data events and launches but no transfer events;
+//!   the transfers exist only as device records, which must appear under the construct with
+//!   their counts, bytes and device times;
+//! - shim-like: every transfer reported by the runtime too; device records must add device
+//!   times to those rows without counting the transfers twice.
+
+use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_analysis::{advise, ChildKind, Direction, Profile, Rule, TimeSource};
+use accprof_trace::{device, Event, Field, Footer, Header, StrId, TraceWriter};
+
+const TID: i64 = 4711;
+const LINE: i64 = 20;
+const MB8: u64 = 8 << 20;
+const PTR_A: u64 = 0x7f00_0000_0000;
+const PTR_ANEW: u64 = 0x7f10_0000_0000;
+
+fn host(kind: acc_event_t, s: u64, e: u64) -> Event {
+    let mut x = Event::new(kind, s);
+    x.end_ns = e;
+    x.set_i64(Field::Thread, TID);
+    x.set_i64(Field::LineNo, LINE);
+    x.set(Field::SrcFile, 0);
+    x.set(Field::FuncName, 4);
+    x.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::PARALLEL.0));
+    x
+}
+
+fn copy(dir: u64, host_call: u64, dev_start: u64, dev_ns: u64, ptr: u64) -> Event {
+    let mut x = Event::new(device::MEMCPY, dev_start);
+    x.end_ns = dev_start + dev_ns;
+    x.set_i64(Field::Thread, TID);
+    x.set(Field::Bytes, MB8);
+    x.set(Field::HostPtr, ptr);
+    x.set(Field::HostCallNs, host_call);
+    x.set(Field::CopyKind, device::copy_kind(dir as u8, device::MEM_PAGEABLE as u8, device::MEM_DEVICE as u8));
+    x
+}
+
+fn kernel(host_call: u64, dev_start: u64, dev_ns: u64) -> Event {
+    let mut x = Event::new(device::KERNEL, dev_start);
+    x.end_ns = dev_start + dev_ns;
+    x.set_i64(Field::Thread, TID);
+    x.set(Field::KernelName, 1);
+    x.set(Field::HostCallNs, host_call);
+    x
+}
+
+/// `iters` compute constructs at LINE, 1 ms apart: copy A and Anew in, run the kernel, copy
+/// both out (the seeds' naive Laplace). With `host_transfers`, the runtime reports the
+/// transfers too (the shim); without, only the device knows of them (GCC).
+fn naive(iters: u64, host_transfers: bool) -> (Vec<Event>, Vec<Event>) {
+    let (mut h, mut d) = (Vec::new(), Vec::new());
+    for i in 0..iters {
+        let t = 1_000_000 + i * 1_000_000;
+        for (j, ptr) in [PTR_A, PTR_ANEW].into_iter().enumerate() {
+            let call = t + 20_000 + j as u64 * 100_000;
+            if host_transfers {
+                let mut u = host(acc_event_t::ENQUEUE_UPLOAD_START, call - 1_000, call + 90_000);
+                u.set(Field::Bytes, MB8);
+                u.set(Field::HostPtr, ptr);
+                u.set(Field::VarName, 2 + j as u64);
+                h.push(u);
+            }
+            d.push(copy(device::COPY_HTOD, call, call + 500, 80_000, ptr));
+        }
+        h.push(host(acc_event_t::ENTER_DATA_START, t + 10_000, t + 300_000));
+        let mut l = host(acc_event_t::ENQUEUE_LAUNCH_START, t + 310_000, t + 320_000);
+        l.set(Field::KernelName, 1);
+        h.push(l);
+        d.push(kernel(t + 315_000, t + 330_000, 40_000));
+        for (j, ptr) in [PTR_A, PTR_ANEW].into_iter().enumerate() {
+            let call = t + 420_000 + j as u64 * 200_000;
+            if host_transfers {
+                let mut u = host(acc_event_t::ENQUEUE_DOWNLOAD_START, call - 1_000, call + 150_000);
+                u.set(Field::Bytes, MB8);
+                u.set(Field::HostPtr, ptr);
+                u.set(Field::VarName, 2 + j as u64);
+                h.push(u);
+            }
+            d.push(copy(device::COPY_DTOH, call, call + 500, 120_000, ptr));
+        }
+        h.push(host(acc_event_t::EXIT_DATA_START, t + 400_000, t + 900_000));
+        h.push(host(acc_event_t::COMPUTE_CONSTRUCT_START, t, t + 950_000));
+    }
+    // A copy the runtime made before any construct (device init): tied to no construct.
+    d.push(copy(device::COPY_HTOD, 10, 20, 5, 0x1000));
+    (h, d)
+}
+
+fn write(host_events: &[Event], device_events: &[Event], device_header: bool) -> tempfile::NamedTempFile {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    let mut header = Header { exe: "/bin/laplace".into(), pid: 1, start_monotonic_ns: 1, ..Header::default() };
+    if device_header {
+        header.extra.push(("device_activity".into(), "cupti /usr/local/cuda/lib64/libcupti.so.13".into()));
+    }
+    let mut w = TraceWriter::new(std::fs::File::create(f.path()).unwrap(), &header).unwrap();
+    w.write_strings([(StrId(0), &b"laplace.c"[..]), (StrId(1), &b"main$_omp_fn$0"[..]), (StrId(2), &b"A"[..]), (StrId(3), &b"Anew"[..]), (StrId(4), &b"main"[..])]).unwrap();
+    w.write_events(host_events).unwrap();
+    w.write_events(device_events).unwrap();
+    w.write_footer(&Footer { events_recorded: 0, events_dropped: 0, end_monotonic_ns: 20_000_000 }).unwrap();
+    w.flush().unwrap();
+    f
+}
+
+fn profile(host_transfers: bool) -> Profile {
+    let (h, d) = naive(3, host_transfers);
+    let f = write(&h, &d, true);
+    Profile::from_path(f.path()).unwrap()
+}
+
+#[test]
+fn gcc_transfers_known_only_from_the_device_appear_under_their_construct() {
+    let p = profile(false);
+    assert_eq!(p.constructs.iter().filter(|c| c.kind == accprof_analysis::ConstructKind::Compute).count(), 1);
+    let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
+    let up = c.children.iter().find(|k| k.kind == ChildKind::Upload).expect("copyin row from device records");
+    assert_eq!((up.count, up.bytes), (6, 6 * MB8));
+    assert_eq!(up.time.source, TimeSource::Device);
+    assert_eq!(up.time.total_ns, 6 * 80_000);
+    assert_eq!(up.host_time.count, 0, "GCC reported no upload");
+    let down = c.children.iter().find(|k| k.kind == ChildKind::Download).unwrap();
+    assert_eq!((down.count, down.bytes, down.time.total_ns), (6, 6 * MB8, 6 * 120_000));
+    // The launches the runtime reported get the kernels' device time, counted once.
+    let launch = c.children.iter().find(|k| k.kind == ChildKind::Launch).unwrap();
+    assert_eq!(launch.count, 3);
+    assert_eq!((launch.time.source, launch.time.total_ns), (TimeSource::Device, 3 * 40_000));
+    assert_eq!((launch.host_time.count, launch.host_time.total_ns), (3, 3 * 10_000));
+    let s = &p.summary;
+    assert_eq!((s.uploads.count, s.upload_bytes), (7, 6 * MB8 + MB8));
+    assert_eq!(s.kernels.source, TimeSource::Device);
+    assert_eq!(s.kernels_host.count, 3);
+    assert_eq!(s.device_records, 3 * 5 + 1);
+    assert_eq!(s.device_records_outside, 1);
+    // Variables are host ranges (GCC names none); A is copied out and in again every iteration.
+    let a_out = p.variables.iter().find(|v| v.host_ptr == Some(PTR_A) && v.direction == Direction::DeviceToHost).unwrap();
+    assert_eq!(a_out.count, 3);
+    assert!(!p.roundtrips.is_empty(), "copied out, then in again by the next construct");
+}
+
+#[test]
+fn advice_on_device_only_transfers_names_the_construct() {
+    let p = profile(false);
+    let findings = advise(&p);
+    let f = findings.iter().find(|f| f.rule == Rule::DataRegion).unwrap_or_else(|| panic!("{findings:#?}"));
+    assert_eq!(f.location.line, Some(LINE), "{f:#?}");
+    assert!(f.estimated_saving_ns > 0);
+}
+
+#[test]
+fn reported_transfers_get_device_times_without_being_counted_twice() {
+    let p = profile(true);
+    let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
+    let up = c.children.iter().find(|k| k.kind == ChildKind::Upload).unwrap();
+    assert_eq!((up.count, up.bytes), (6, 6 * MB8));
+    assert_eq!((up.time.source, up.time.total_ns), (TimeSource::Device, 6 * 80_000));
+    assert_eq!((up.host_time.count, up.host_time.total_ns), (6, 6 * 91_000));
+    let a = p.variables.iter().find(|v| v.name == "A" && v.direction == Direction::HostToDevice).unwrap();
+    assert_eq!((a.count, a.time.total_ns, a.host_time.total_ns), (3, 3 * 80_000, 3 * 91_000));
+    let site = p.transfer_sites.iter().find(|s| s.variable == p.variables.iter().position(|v| std::ptr::eq(v, a)).unwrap()).unwrap();
+    assert_eq!((site.count, site.time.source), (3, TimeSource::Device));
+    assert_eq!(p.summary.uploads_host.count, 6);
+    // The copy outside every construct was not reported by the runtime: counted from the device.
+    assert_eq!(p.summary.uploads.count, 7);
+}
+
+#[test]
+fn report_labels_every_time_with_its_source() {
+    let p = profile(false);
+    let text = accprof_analysis::report::text::render(
+        &[accprof_analysis::report::Section { label: "t".into(), profile: p }],
+        None,
+        accprof_analysis::report::ReportOptions::default(),
+    );
+    assert!(text.contains("kernels [device]"), "{text}");
+    assert!(text.contains("launch calls [host]"), "{text}");
+    assert!(text.contains("data copyin transfers: 6"), "{text}");
+    assert!(text.contains("device time(us): total=480"), "{text}");
+    assert!(text.contains("16 device records"), "{text}");
+}
+
+#[test]
+fn without_the_header_key_device_records_count_but_tie_to_no_construct() {
+    // Honest fallback: the spans were not kept, so nothing is attributed by guesswork.
+    let (h, d) = naive(2, false);
+    let f = write(&h, &d, false);
+    let p = Profile::from_path(f.path()).unwrap();
+    assert_eq!(p.summary.device_records, 11);
+    assert_eq!(p.summary.device_records_outside, 11);
+    let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
+    assert!(c.children.iter().all(|k| k.kind != ChildKind::Upload));
+}
