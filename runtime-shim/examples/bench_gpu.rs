@@ -1,4 +1,4 @@
-//! GPU benchmark for PERFORMANCE-shim.md: async launch overhead (shim vs raw cudarc on the same
+//! GPU benchmark for docs/performance/shim.md: async launch overhead (shim vs raw cudarc on the same
 //! context) and host-to-device bandwidth from pageable memory (shim vs raw cuMemcpyHtoD).
 //! Exits with a message on machines without a CUDA device. Options: --launches N (default
 //! 20000), --reps R (default 5).

@@ -342,7 +342,7 @@ fn compute_in(rt: &'static Runtime, spec: &ComputeSpec, kernels: &[Kernel]) -> R
 /// Default vector length when the construct gives none (NVHPC's default too).
 pub const DEFAULT_VECTOR: u32 = 128;
 /// Upper bound of the default gang count (kernels use grid-stride loops; on the H200 4096 gangs
-/// ran the Laplace kernels faster than one lane per iteration: PERFORMANCE-shim.md).
+/// ran the Laplace kernels faster than one lane per iteration: docs/performance/shim.md).
 pub const MAX_DEFAULT_GANGS: u32 = 4096;
 
 fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool) -> Result<()> {
