@@ -16,6 +16,8 @@ use std::time::Duration;
 
 pub enum Message {
     Batch(Batch),
+    /// Device records from CUPTI: already on CLOCK_MONOTONIC, and not from the buffer pool.
+    Device(Batch),
     /// Write out everything buffered now (runtime shutdown).
     Flush,
     /// Final flush; reply with what was written.
@@ -50,6 +52,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
     loop {
         match rx.recv_timeout(SWEEP_EVERY) {
             Ok(Message::Batch(b)) => c.write_batch(rec, b),
+            Ok(Message::Device(b)) => c.write_device_batch(rec, b),
             Ok(Message::Flush) | Err(RecvTimeoutError::Timeout) => {
                 c.clock.anchor();
                 c.sweep(rec, &self_tx);
@@ -58,8 +61,10 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
             Ok(Message::Shutdown(reply)) => {
                 // Everything shipped before the shutdown message is already queued behind it.
                 while let Ok(m) = rx.try_recv() {
-                    if let Message::Batch(b) = m {
-                        c.write_batch(rec, b);
+                    match m {
+                        Message::Batch(b) => c.write_batch(rec, b),
+                        Message::Device(b) => c.write_device_batch(rec, b),
+                        _ => {}
                     }
                 }
                 c.write_drops(rec);
@@ -101,6 +106,22 @@ impl Collector {
         }
         b.strings.clear();
         rec.pool.give_back(std::mem::take(&mut b.events));
+    }
+
+    fn write_device_batch(&mut self, rec: &Recorder, b: Batch) {
+        let n = b.events.len() as u64;
+        if self.writer.is_none() && self.failed.is_none() {
+            self.open(rec);
+        }
+        if let Some(w) = self.writer.as_mut() {
+            let r = w.write_strings(b.strings.iter().map(|(id, s)| (*id, &s[..]))).and_then(|_| w.write_events(&b.events));
+            match r {
+                Ok(()) => self.events += n,
+                Err(e) => self.fail(format!("cannot write the trace: {e}; recording stopped"), n),
+            }
+        } else {
+            self.dropped += n;
+        }
     }
 
     fn open(&mut self, rec: &Recorder) {

@@ -8,6 +8,8 @@
 //! | ACCPROF_BUFFER_EVENTS | events per thread buffer (default 4096) |
 //! | ACCPROF_MAX_BUFFER_MB | memory for buffers waiting to be written, all threads (default 64) |
 //! | ACCPROF_MAX_WAIT_MS | how long a thread may wait for a free buffer before it drops events (default 100) |
+//! | ACCPROF_CUPTI=auto/on/off | record device activity through CUPTI when it loads (auto, default), insist and say why not (on), or never (off) |
+//! | ACCPROF_CUPTI_LIB | path of libcupti, when it is in none of the usual places |
 
 use std::path::PathBuf;
 
@@ -19,6 +21,7 @@ pub struct Config {
     pub buffer_events: usize,
     pub max_buffers: usize,
     pub max_wait_ms: u64,
+    pub cupti: crate::cupti::Mode,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +50,7 @@ impl Config {
             buffer_events,
             max_buffers,
             max_wait_ms: num("ACCPROF_MAX_WAIT_MS", 100),
+            cupti: crate::cupti::Mode::parse(var("ACCPROF_CUPTI").as_deref()),
         }
     }
 }

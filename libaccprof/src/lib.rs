@@ -11,6 +11,8 @@
 //!   filled, joins start and end, hands the result to [`thread_state`].
 //! - [`thread_state`]: per-thread buffers ([`slots`]), the open-construct stack, string interning.
 //! - [`collector`]: one background thread that writes full buffers to the file in chunks.
+//! - [`cupti`]: device activity (kernels, copies, memsets with device times) from CUPTI, when it
+//!   is there.
 //! - [`lifecycle`]: start on the first event, flush at runtime shutdown and exit, fork handling,
 //!   the one line printed at exit, ACCPROF_REPORT.
 //!
@@ -22,6 +24,7 @@ pub mod callback;
 pub mod clock;
 pub mod collector;
 pub mod config;
+pub mod cupti;
 pub mod lifecycle;
 pub mod modules;
 pub mod output;

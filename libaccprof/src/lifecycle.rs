@@ -95,6 +95,7 @@ pub fn on_registered(how: &str) {
 fn start() {
     crate::clock::init();
     let config = Config::from_env();
+    let cupti_mode = config.cupti;
     let (tx, rx) = crossbeam_channel::unbounded();
     let rec = Recorder {
         pool: Pool::new(config.buffer_events, config.max_buffers, Duration::from_millis(config.max_wait_ms)),
@@ -104,7 +105,12 @@ fn start() {
         config,
     };
     let registration = REGISTRATION.lock().map(|r| r.clone()).unwrap_or_default();
-    let header = crate::output::header(&registration);
+    let mut header = crate::output::header(&registration);
+    // Before the runtime creates its CUDA context (this is its first event), so that CUPTI sees
+    // all of its device work; CUPTI's buffers reach the collector through the recorder.
+    if let Some(keys) = crate::cupti::start(cupti_mode) {
+        header.extra.extend(keys);
+    }
     if RECORDER.set(rec).is_err() {
         return;
     }
@@ -182,6 +188,8 @@ pub fn finish() {
         return;
     }
     let Some(rec) = RECORDER.get() else { return };
+    // Device records still in CUPTI's buffers go to the collector before its final flush.
+    crate::cupti::flush();
     crate::callback::finish_current_thread(rec);
     if let Ok(mut o) = rec.orphans.lock() {
         if let Some(st) = o.as_mut() {
@@ -229,6 +237,13 @@ fn say_where(rec: &Recorder, s: &Summary) {
                     " ({} events DROPPED because the trace writer fell behind; raise ACCPROF_MAX_BUFFER_MB)",
                     s.dropped
                 ));
+            }
+            let (device, device_dropped) = crate::cupti::counts();
+            if crate::cupti::active() {
+                line.push_str(&format!(", {device} of them device records from CUPTI"));
+            }
+            if device_dropped > 0 {
+                line.push_str(&format!(" (CUPTI DROPPED {device_dropped} device records)"));
             }
             eprintln!("{line}");
         }

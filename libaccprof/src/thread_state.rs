@@ -11,8 +11,25 @@ use crate::strings::StringCache;
 use accprof_abi::read::{ApiFields, EventFields, ProfFields};
 use accprof_abi::{acc_device_api, acc_event_t, EventInfoKind, EventShape};
 use accprof_trace::{Event, EventFlags, Field, StrId};
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+thread_local! {
+    /// The thread id this thread's events carry, for device records issued from it (CUPTI's
+    /// driver callback runs on the issuing thread). i64::MIN until its first event.
+    static THREAD_ID: Cell<i64> = const { Cell::new(i64::MIN) };
+}
+
+/// The id the calling thread's OpenACC events carry: the runtime's thread id, else the OS
+/// thread id (also for a thread that has had no OpenACC event yet).
+pub fn current_thread_id() -> i64 {
+    match THREAD_ID.try_with(Cell::get) {
+        Ok(t) if t != i64::MIN => t,
+        // SAFETY: gettid has no preconditions.
+        _ => i64::from(unsafe { libc::gettid() }),
+    }
+}
 
 /// Deeper nesting than this means ends are being lost; the oldest open event is then written
 /// out as unfinished so the stack stays bounded.
@@ -30,6 +47,8 @@ struct FieldReader {
     /// Strings first seen since the last event was buffered.
     new_strings: Vec<(StrId, Box<[u8]>)>,
     os_tid: i64,
+    /// The thread id last published to [`current_thread_id`].
+    last_tid: i64,
 }
 
 /// The fields of one callback, as read from the runtime's structures.
@@ -50,7 +69,7 @@ impl ThreadState {
         Self {
             slot,
             open: Vec::with_capacity(16),
-            fields: FieldReader { strings: StringCache::default(), new_strings: Vec::new(), os_tid },
+            fields: FieldReader { strings: StringCache::default(), new_strings: Vec::new(), os_tid, last_tid: i64::MIN },
         }
     }
 
@@ -191,12 +210,20 @@ impl FieldReader {
                 return;
             }
         } else {
-            match p.thread_id {
-                Some(t) if t >= 0 => e.set_i64(Field::Thread, i64::from(t)),
+            let tid = match p.thread_id {
+                Some(t) if t >= 0 => {
+                    e.set_i64(Field::Thread, i64::from(t));
+                    i64::from(t)
+                }
                 _ => {
                     e.set_i64(Field::Thread, self.os_tid);
                     e.add_flags(EventFlags::OS_THREAD_ID);
+                    self.os_tid
                 }
+            };
+            if tid != self.last_tid {
+                self.last_tid = tid;
+                let _ = THREAD_ID.try_with(|c| c.set(tid));
             }
             if let Some(v) = p.version {
                 e.set_i64(Field::Version, i64::from(v));
