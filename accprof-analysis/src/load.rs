@@ -51,6 +51,13 @@ impl Profile {
                 sym.update_modules(reader.modules());
                 sym.annotate(&mut ev, reader.strings_mut());
             }
+            // The host side of a device copy the runtime did not name: a global or static
+            // variable's name from the symbol table (GCC names no variable).
+            if accprof_symbols::unnamed_device_copy(&ev) && !reader.modules().is_empty() {
+                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(reader.modules()));
+                sym.update_modules(reader.modules());
+                sym.annotate_data(&mut ev, reader.strings_mut());
+            }
             b.feed(&ev);
             if b.events_seen().is_multiple_of(PROGRESS_EVERY) {
                 progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });

@@ -31,6 +31,30 @@ pub struct Location {
 /// One module's debug information, loaded on first use.
 struct LoadedModule {
     loader: addr2line::Loader,
+    /// Data objects (global and static variables) by file address: (address, size, name).
+    data: Vec<(u64, u64, String)>,
+}
+
+/// A global or static variable holding an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataSymbol {
+    pub name: String,
+    /// Where the address lies inside the variable.
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl DataSymbol {
+    /// The variable's name, with the byte range when a transfer of `bytes` covers only part of
+    /// it (`A[+0x8000, 64 KiB]`): never more than the symbol table says.
+    pub fn label(&self, bytes: Option<u64>) -> String {
+        match bytes {
+            Some(b) if self.offset == 0 && b == self.size => self.name.clone(),
+            Some(b) => format!("{}[+{:#x}, {} bytes]", self.name, self.offset, b),
+            None if self.offset == 0 => self.name.clone(),
+            None => format!("{}[+{:#x}]", self.name, self.offset),
+        }
+    }
 }
 
 /// Resolves addresses against a trace's module map, caching both modules and answers.
@@ -129,6 +153,31 @@ impl Symbolizer {
         self.loaded.get(&module.path).and_then(Option::as_ref)
     }
 
+    /// The global or static variable that holds address `addr` in the profiled process, from
+    /// the symbol table of the module it lies in. Heap and stack addresses have none.
+    pub fn resolve_data(&mut self, addr: u64) -> Option<DataSymbol> {
+        let module = self.modules.iter().rev().find(|m| m.contains(addr))?.clone();
+        let probe = addr.checked_sub(module.bias)?;
+        let loaded = self.load(&module)?;
+        let i = loaded.data.partition_point(|(a, _, _)| *a <= probe).checked_sub(1)?;
+        let (a, size, name) = &loaded.data[i];
+        (probe < a + size).then(|| DataSymbol { name: name.clone(), offset: probe - a, size: *size })
+    }
+
+    /// Names the host side of a transfer that the runtime left unnamed, from the symbol table:
+    /// sets `var_name` and flags [`EventFlags::ATTRIBUTED_NAME`]. Returns whether it did.
+    pub fn annotate_data(&mut self, ev: &mut Event, strings: &mut StringTable) -> bool {
+        if ev.get(Field::VarName).is_some() {
+            return false;
+        }
+        let Some(p) = ev.get(Field::HostPtr) else { return false };
+        let Some(sym) = self.resolve_data(p) else { return false };
+        let label = sym.label(ev.bytes());
+        ev.set(Field::VarName, u64::from(strings.intern(&label).0));
+        ev.add_flags(EventFlags::ATTRIBUTED_NAME);
+        true
+    }
+
     /// Fills `src_file`, `line_no` and `func_name` of `ev` from its return address, when the
     /// runtime gave no source file. Returns whether it did.
     pub fn annotate(&mut self, ev: &mut Event, strings: &mut StringTable) -> bool {
@@ -164,7 +213,24 @@ fn open_module(module: &Module) -> Result<LoadedModule, String> {
         }
     }
     let loader = addr2line::Loader::new(&module.path).map_err(|e| e.to_string())?;
-    Ok(LoadedModule { loader })
+    Ok(LoadedModule { loader, data: data_symbols(&module.path).unwrap_or_default() })
+}
+
+/// The sized data objects of an object file's symbol table, sorted by address.
+fn data_symbols(path: &str) -> Result<Vec<(u64, u64, String)>, String> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    // SAFETY: as in read_build_id.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
+    let obj = object::File::parse(&*map).map_err(|e| e.to_string())?;
+    let mut out: Vec<(u64, u64, String)> = obj
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Data && s.size() > 0 && s.is_definition())
+        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+        .collect();
+    out.sort();
+    out.dedup_by_key(|(a, _, _)| *a);
+    Ok(out)
 }
 
 fn read_build_id(path: &str) -> Result<Option<Vec<u8>>, String> {
@@ -180,12 +246,20 @@ fn read_build_id(path: &str) -> Result<Option<Vec<u8>>, String> {
 /// Resolves every event of a loaded trace that carries only a return address. Returns the
 /// warnings to show the user once each.
 pub fn annotate_trace(trace: &mut Trace) -> Vec<String> {
-    if !trace.events.iter().any(|e| e.get(Field::ReturnAddress).is_some()) {
+    if !trace.events.iter().any(|e| e.get(Field::ReturnAddress).is_some() || unnamed_device_copy(e)) {
         return Vec::new();
     }
     let mut sym = Symbolizer::new(&trace.modules);
     for ev in &mut trace.events {
         sym.annotate(ev, &mut trace.strings);
+        if unnamed_device_copy(ev) {
+            sym.annotate_data(ev, &mut trace.strings);
+        }
     }
     sym.warnings
+}
+
+/// A device copy whose host side has an address but no name (GCC names none).
+pub fn unnamed_device_copy(e: &Event) -> bool {
+    e.kind == accprof_trace::device::MEMCPY && e.get(Field::HostPtr).is_some() && e.get(Field::VarName).is_none()
 }

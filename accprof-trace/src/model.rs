@@ -154,6 +154,9 @@ impl EventFlags {
     /// `src_file`, `line_no` and `func_name` were not reported by the runtime but attributed by
     /// accprof from the application's return address and its debug information.
     pub const ATTRIBUTED_LOCATION: Self = Self(1 << 5);
+    /// `var_name` was not reported by the runtime but read by accprof from the symbol table:
+    /// `host_ptr` lies inside that global or static variable.
+    pub const ATTRIBUTED_NAME: Self = Self(1 << 6);
 
     pub const fn contains(self, other: Self) -> bool {
         self.0 & other.0 == other.0
@@ -172,6 +175,7 @@ impl EventFlags {
             (Self::AFTER_SHUTDOWN, "after_shutdown"),
             (Self::BYTES_UNKNOWN, "bytes_unknown"),
             (Self::ATTRIBUTED_LOCATION, "attributed_location"),
+            (Self::ATTRIBUTED_NAME, "attributed_name"),
         ];
         all.iter().filter(|(f, _)| self.contains(*f)).map(|(_, n)| *n).collect()
     }
