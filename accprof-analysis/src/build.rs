@@ -219,11 +219,13 @@ struct DeviceTotals {
     kernels: Timing,
     uploads: Timing,
     downloads: Timing,
+    upload_bytes: u64,
+    download_bytes: u64,
 }
 
 impl Default for DeviceTotals {
     fn default() -> Self {
-        Self { kernels: Timing::device(), uploads: Timing::device(), downloads: Timing::device() }
+        Self { kernels: Timing::device(), uploads: Timing::device(), downloads: Timing::device(), upload_bytes: 0, download_bytes: 0 }
     }
 }
 
@@ -1082,22 +1084,35 @@ impl ProfileBuilder {
                 _ => ChildKind::Download,
             };
             let ts = self.threads.get(&d.thread);
-            if let Some(op) = ts.and_then(|ts| find_op(ts, d.host_ns, want)) {
+            // The issuing thread's own operation; else one open on another thread at that time:
+            // runtimes stage copies on helper threads of their own (the shim's pinned uploads),
+            // which report no OpenACC events.
+            let op = ts.and_then(|ts| find_op(ts, d.host_ns, want)).or_else(|| {
+                let helper = ts.is_none_or(|ts| ts.construct_spans.is_empty() && ts.op_spans.is_empty());
+                if !helper {
+                    return None;
+                }
+                self.threads.values().find_map(|other| find_op(other, d.host_ns, want))
+            });
+            if let Some(op) = op {
+                self.add_device_bytes(want, d.bytes);
                 self.add_device_time(&op, dur(d.r));
                 continue;
             }
-            let (c, inst) = match ts.and_then(|ts| innermost_construct(ts, d.host_ns)) {
+            let span = ts.and_then(|ts| innermost_construct(ts, d.host_ns));
+            self.add_device_bytes(want, d.bytes);
+            let (c, inst) = match span {
                 Some(span) => (Some(span.construct), span.instance),
                 None => {
                     self.summary.device_records_outside += 1;
                     (None, u64::MAX)
                 }
             };
-            let line = c.and_then(|c| self.constructs[c as usize].c.location.line);
             let leaf = Leaf {
                 kind: want,
                 r: d.r,
-                line,
+                // Like the runtime's own operations inside a construct: the construct's line.
+                line: None,
                 bytes: d.bytes,
                 host_ptr: d.host_ptr,
                 var: match (d.var, d.host_ptr) {
@@ -1123,6 +1138,16 @@ impl ProfileBuilder {
         }
         for run in std::mem::take(&mut self.close_run_later) {
             self.close_run(run);
+        }
+    }
+
+    /// Counts what a device copy moved, for the summary: with device records the device says
+    /// how many copies moved how many bytes (a runtime's one upload may be many staged copies).
+    fn add_device_bytes(&mut self, kind: ChildKind, bytes: Option<u64>) {
+        match kind {
+            ChildKind::Upload => self.device_totals.upload_bytes += bytes.unwrap_or(0),
+            ChildKind::Download => self.device_totals.download_bytes += bytes.unwrap_or(0),
+            _ => {}
         }
     }
 
@@ -1178,6 +1203,12 @@ impl ProfileBuilder {
             pick(&mut s.time, &mut s.host_time, dev);
         }
         let s = &mut self.summary;
+        if self.device_totals.uploads.count > 0 {
+            s.upload_bytes = self.device_totals.upload_bytes;
+        }
+        if self.device_totals.downloads.count > 0 {
+            s.download_bytes = self.device_totals.download_bytes;
+        }
         pick(&mut s.kernels, &mut s.kernels_host, &self.device_totals.kernels);
         pick(&mut s.uploads, &mut s.uploads_host, &self.device_totals.uploads);
         pick(&mut s.downloads, &mut s.downloads_host, &self.device_totals.downloads);

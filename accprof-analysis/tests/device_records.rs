@@ -193,3 +193,29 @@ fn without_the_header_key_device_records_count_but_tie_to_no_construct() {
     let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
     assert!(c.children.iter().all(|k| k.kind != ChildKind::Upload));
 }
+
+#[test]
+fn copies_staged_by_a_runtime_helper_thread_belong_to_the_reported_upload() {
+    // The shim uploads through pinned staging buffers on a thread of its own: one reported
+    // upload of 8 MiB becomes four 2 MiB device copies issued from a thread with no OpenACC
+    // events, while the upload event is open.
+    let (h, mut d) = naive(1, true);
+    d.retain(|e| e.get(Field::CopyKind).map(device::split_copy_kind).map(|k| k.0) != Some(device::COPY_HTOD));
+    for j in 0..2u64 {
+        let call = 1_000_000 + 20_000 + j * 100_000;
+        for c in 0..4u64 {
+            let mut x = copy(device::COPY_HTOD, call + c * 10_000, call + c * 10_000 + 500, 20_000, 0x9000_0000 + c * (MB8 / 4));
+            x.set(Field::Bytes, MB8 / 4);
+            x.set_i64(Field::Thread, 999);
+            d.push(x);
+        }
+    }
+    let f = write(&h, &d, true);
+    let p = Profile::from_path(f.path()).unwrap();
+    let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
+    let up = c.children.iter().find(|k| k.kind == ChildKind::Upload).unwrap();
+    assert_eq!((up.count, up.bytes), (2, 2 * MB8), "the runtime's two uploads, not eight");
+    assert_eq!((up.time.source, up.time.count, up.time.total_ns), (TimeSource::Device, 8, 8 * 20_000));
+    assert_eq!(p.summary.device_records_outside, 0);
+    assert_eq!((p.summary.uploads.count, p.summary.upload_bytes), (8, 2 * MB8), "the summary counts what the device moved");
+}

@@ -25,6 +25,10 @@ const MAX_STRING_ID: u32 = 1 << 26;
 #[derive(Clone, Debug, Default)]
 pub struct StringTable {
     strings: Vec<Option<Box<str>>>,
+    /// Strings readers added ([`StringTable::intern`]), with ids counted down from u32::MAX:
+    /// the trace's own ids are dense from 0 and may still be defined further on in the file
+    /// (device records' kernel names come at its end), so an added string must never take one.
+    added: Vec<Box<str>>,
     /// Built on the first `intern`, so plain readers pay nothing for it.
     index: std::collections::HashMap<Box<str>, StrId>,
 }
@@ -33,6 +37,9 @@ impl StringTable {
     /// The string, or `None` when the id was never defined (a truncated trace can refer to
     /// strings whose definition was lost only if the file is corrupt; treat it as unknown).
     pub fn get(&self, id: StrId) -> Option<&str> {
+        if id.0 > MAX_STRING_ID {
+            return self.added.get((u32::MAX - id.0) as usize).map(|s| &**s);
+        }
         self.strings.get(id.0 as usize).and_then(|s| s.as_deref())
     }
 
@@ -54,8 +61,8 @@ impl StringTable {
         if let Some(id) = self.index.get(s) {
             return *id;
         }
-        self.strings.push(Some(s.into()));
-        let id = StrId(self.strings.len() as u32 - 1);
+        self.added.push(s.into());
+        let id = StrId(u32::MAX - (self.added.len() as u32 - 1));
         self.index.insert(s.into(), id);
         id
     }
@@ -74,7 +81,8 @@ impl StringTable {
 
     /// Every defined string with its id.
     pub fn iter(&self) -> impl Iterator<Item = (StrId, &str)> {
-        self.strings.iter().enumerate().filter_map(|(i, s)| Some((StrId(i as u32), s.as_deref()?)))
+        let own = self.strings.iter().enumerate().filter_map(|(i, s)| Some((StrId(i as u32), s.as_deref()?)));
+        own.chain(self.added.iter().enumerate().map(|(i, s)| (StrId(u32::MAX - i as u32), &**s)))
     }
 }
 

@@ -223,3 +223,27 @@ fn device_records_round_trip_with_every_field() {
     assert_eq!(got.get(Field::HostCallNs), Some(29_000));
     assert_eq!(t.events[5].get(Field::CorrelationId), Some(u64::from(u32::MAX)));
 }
+
+/// A reader that adds strings while streaming (resolved source lines, variable names) must not
+/// take an id the trace defines further on: device records' kernel names arrive at the end.
+#[test]
+fn strings_added_while_streaming_never_collide_with_later_definitions() {
+    let mut w = TraceWriter::new(Vec::new(), &header()).unwrap();
+    w.write_strings([(StrId(0), &b"laplace.c"[..])]).unwrap();
+    let mut e = Event::new(acc_event_t::COMPUTE_CONSTRUCT_START, 5);
+    e.set(Field::SrcFile, 0);
+    w.write_events(&[e]).unwrap();
+    w.write_strings([(StrId(1), &b"main$_omp_fn$0"[..])]).unwrap();
+    let mut k = Event::new(accprof_trace::device::KERNEL, 9);
+    k.set(Field::KernelName, 1);
+    w.write_events(&[k]).unwrap();
+    let bytes = w.into_inner();
+    let mut r = TraceReader::new("t.trace", &bytes[..]).unwrap();
+    r.next_event().unwrap().unwrap();
+    let added = r.strings_mut().intern("/src/laplace.c");
+    r.next_event().unwrap().unwrap();
+    assert_eq!(r.strings().get(added), Some("/src/laplace.c"));
+    assert_eq!(r.strings().get(StrId(1)), Some("main$_omp_fn$0"));
+    assert_eq!(r.strings_mut().intern("laplace.c"), StrId(0), "a string the trace defined keeps its id");
+    assert!(r.strings().iter().any(|(id, s)| id == added && s == "/src/laplace.c"));
+}

@@ -14,6 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 #ifndef NMAX
 #define NMAX 4096
@@ -41,6 +49,7 @@ int main(int argc, char **argv)
         Anew[j][0] = 1.0;
     }
 
+    double t0 = now_s();
 #ifdef DATA_REGION
 #pragma acc data copy(A) create(Anew)
 #endif
@@ -64,6 +73,8 @@ int main(int argc, char **argv)
             iter++;
         }
     }
+    double secs = now_s() - t0;
+    printf(" total: %.6f s\n", secs);
     printf("laplace %s n=%d iterations=%d error=%g\n",
 #ifdef DATA_REGION
            "data-region",

@@ -1,0 +1,131 @@
+#!/bin/bash
+# Validates accprof's device recording (CUPTI) on a real GPU, with GCC's OpenACC and the
+# bundled runtime's CUDA backend, and measures its overhead. docs/performance/gpu.md has the
+# figures and how they were taken.
+#
+# Here (a machine with GCC's nvptx offloading and CUPTI's headers):
+#   apt-get install -y gcc-12-offload-nvptx
+#   CUPTI_INCLUDE=/usr/local/cuda/extras/CUPTI/include CUDA_INCLUDE=/usr/local/cuda/include \
+#     bash scripts/gpu-validate.sh stage            # builds everything into .device-carry/gpu
+# There (the GPU machine; nothing is built there):
+#   bash scripts/gpu-validate.sh run [outdir]       # traces, reports, results table -> outdir
+#
+# What `run` checks, per program (GCC naive and data region, shim naive and data region):
+# the trace's transfer counts and bytes equal a bare CUPTI collector's (scripts/gpu/cupti_bare.c)
+# over the same program, kernel device time within 3%, every copy tied to a construct, and
+# `accprof advise` asks for the data region (with A and Anew named) on the naive runs only.
+# Then wall-time medians of REPS runs of the data-region programs (ITERS iterations): no tool,
+# ACCPROF_CUPTI=off, ACCPROF_CUPTI=on, and the bare collector.
+set -u
+D=.device-carry/gpu
+N=${N:-4096}
+TRACE_ITERS_NAIVE=${TRACE_ITERS_NAIVE:-4}
+TRACE_ITERS_DATA=${TRACE_ITERS_DATA:-10}
+ITERS=${ITERS:-1000}
+REPS=${REPS:-7}
+
+if [ "${1:-}" = stage ]; then
+  set -e
+  cargo build --release -p libaccprof -p accprof-cli
+  cargo build --release -p runtime-shim --example laplace
+  rm -rf $D && mkdir -p $D/lib
+  cp target/release/libaccprof.so target/release/accprof target/release/examples/laplace $D/
+  mv $D/laplace $D/shim_laplace
+  OFF=(-O2 -g -fopenacc -foffload=nvptx-none "-foffload-options=-misa=sm_80 -lm")
+  gcc "${OFF[@]}" scripts/gpu/laplace.c -o $D/gcc_laplace_naive -lm
+  gcc "${OFF[@]}" -DDATA_REGION scripts/gpu/laplace.c -o $D/gcc_laplace_data -lm
+  # The sources the traces' line numbers point into, at the path the debug info names.
+  cp -L /usr/lib/x86_64-linux-gnu/libgomp.so.1 /usr/lib/x86_64-linux-gnu/libgomp-plugin-nvptx.so.1 $D/lib/
+  gcc -O2 -shared -fPIC ${CUPTI_STUB:+-I$CUPTI_STUB} -I"${CUPTI_INCLUDE:?set CUPTI_INCLUDE}" -I"${CUDA_INCLUDE:?set CUDA_INCLUDE}" \
+      scripts/gpu/cupti_bare.c -o $D/cupti_bare.so -ldl
+  # Only the executables the traces name need their symbols.
+  strip $D/accprof $D/shim_laplace $D/libaccprof.so
+  du -sh $D
+  exit 0
+fi
+
+[ "${1:-}" = run ] || { echo "usage: $0 stage | run [outdir]" >&2; exit 2; }
+OUT=${2:-${OUT:-/tmp/accprof-gpu}}
+mkdir -p "$OUT"
+T=$(mktemp -d)
+# Run from a fixed path: the traces name the executables there, and the tests that report the
+# committed traces put the committed binaries at the same path to resolve their source lines.
+B=/tmp/accprof-gpu-bin
+rm -rf $B && cp -r $D $B && D=$B
+export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export ACCPROF_QUIET=1
+LOG=$OUT/validate.log
+RES=$OUT/results.txt
+: > "$LOG"; : > "$RES"
+{
+  echo "accprof GPU validation, $(date -u +%Y-%m-%dT%H:%MZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  ls -l /usr/local/cuda/targets/x86_64-linux/lib/libcupti.so* 2>/dev/null | awk '{print $NF}' | head -3
+  echo "N=$N trace iterations naive=$TRACE_ITERS_NAIVE data=$TRACE_ITERS_DATA; overhead: $ITERS iterations, median of $REPS"
+} | tee -a "$RES"
+
+status=0
+# name, expect, source, command...
+validate() {
+  local name=$1 expect=$2 src=$3; shift 3
+  echo "== $name: $*" | tee -a "$RES" >> "$LOG"
+  ACCPROF_CUPTI=on ACCPROF_OUT=$OUT/$name.trace LD_PRELOAD=$D/libaccprof.so "$@" >> "$LOG" 2>&1 || { echo "  FAIL: the profiled run failed" | tee -a "$RES"; status=1; return; }
+  CUPTI_BARE_MEMSET=1 CUPTI_BARE_OUT=$T/$name.bare LD_PRELOAD=$D/cupti_bare.so "$@" >> "$LOG" 2>&1
+  $D/accprof report --format json "$OUT/$name.trace" > "$T/$name.json"
+  $D/accprof advise --format json "$OUT/$name.trace" > "$T/$name.advice.json"
+  { $D/accprof report "$OUT/$name.trace"; $D/accprof advise "$OUT/$name.trace"; } >> "$LOG" 2>&1
+  python3 scripts/gpu/check.py "$name" "$T/$name.json" "$T/$name.advice.json" "$T/$name.bare" "$src" "$expect" >> "$RES" 2>&1 || status=1
+}
+if [ "${ONLY_OVERHEAD:-0}" != 1 ]; then
+validate gcc_naive data-region scripts/gpu/laplace.c $D/gcc_laplace_naive $N $TRACE_ITERS_NAIVE
+validate gcc_data none scripts/gpu/laplace.c $D/gcc_laplace_data $N $TRACE_ITERS_DATA
+validate shim_naive data-region - $D/shim_laplace --version naive --n $N --iters $TRACE_ITERS_NAIVE
+validate shim_data none - $D/shim_laplace --version data --n $N --iters $TRACE_ITERS_DATA
+fi
+
+# Overhead: wall time of whole runs, configurations interleaved so drift hits all alike.
+now() { date +%s%N; }
+overhead() {
+  local name=$1; shift
+  declare -A times loops
+  for r in $(seq $REPS); do
+    for cfg in none off on bare; do
+      local t0 t1
+      t0=$(now)
+      case $cfg in
+        none) "$@" > $T/stdout 2>&1 ;;
+        off) ACCPROF_CUPTI=off ACCPROF_OUT=$T/o.trace LD_PRELOAD=$D/libaccprof.so "$@" > $T/stdout 2>&1 ;;
+        on) ACCPROF_CUPTI=on ACCPROF_OUT=$T/o.trace LD_PRELOAD=$D/libaccprof.so "$@" > $T/stdout 2>&1 ;;
+        bare) CUPTI_BARE_OUT=$T/o.bare LD_PRELOAD=$D/cupti_bare.so "$@" > $T/stdout 2>&1 ;;
+      esac
+      t1=$(now)
+      times[$cfg]="${times[$cfg]:-} $(( (t1 - t0) / 1000 ))"
+      # The program's own timing of its solver loop (" total: S s"), without process start-up
+      # and exit.
+      loops[$cfg]="${loops[$cfg]:-} $(awk '/ total: /{printf "%d", $2 * 1e6}' $T/stdout)"
+    done
+  done
+  for what in wall loop; do
+  if [ $what = wall ]; then set -- "${times[none]}" "${times[off]}" "${times[on]}" "${times[bare]}"; else set -- "${loops[none]}" "${loops[off]}" "${loops[on]}" "${loops[bare]}"; fi
+  python3 - "$name $what" "$@" <<'PY' | tee -a "$RES"
+import statistics, sys
+name = sys.argv[1]
+cfg = dict(zip(["none", "off", "on", "bare"], [[int(x) / 1e6 for x in a.split()] for a in sys.argv[2:6]]))
+med = {k: statistics.median(v) for k, v in cfg.items()}
+for k, v in cfg.items():
+    print(f"  {name} {k:5s} median {med[k]:.3f} s  (min {min(v):.3f}, max {max(v):.3f}; {' '.join(f'{x:.3f}' for x in v)})")
+off = (med["off"] / med["none"] - 1) * 100
+on = (med["on"] / med["none"] - 1) * 100
+bare = (med["bare"] / med["none"] - 1) * 100
+print(f"  {name}: ACCPROF_CUPTI=off {off:+.2f}% vs no tool (target <= 1%); on {on:+.2f}%, bare collector {bare:+.2f}%, difference {on - bare:+.2f} points (target <= 1)")
+mins = {k: min(v) for k, v in cfg.items()}
+print(f"  {name} (minima): off {(mins['off']/mins['none']-1)*100:+.2f}%, on {(mins['on']/mins['none']-1)*100:+.2f}%, bare {(mins['bare']/mins['none']-1)*100:+.2f}%")
+PY
+  done
+}
+echo "== overhead" | tee -a "$RES"
+overhead gcc_data $D/gcc_laplace_data $N $ITERS
+overhead shim_data $D/shim_laplace --version data --n $N --iters $ITERS
+ls -l "$OUT" >> "$LOG"
+echo "status $status" | tee -a "$RES"
+exit $status
