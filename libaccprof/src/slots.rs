@@ -30,16 +30,28 @@ pub struct Pool {
     max_buffers: usize,
     buffer_events: usize,
     max_wait: Duration,
+    /// Set when a wait for a free buffer timed out, cleared when the writer returns one. While
+    /// set, nobody waits again: a stalled writer costs the program one wait, not one per event.
+    starved: AtomicBool,
 }
 
 impl Pool {
     pub fn new(buffer_events: usize, max_buffers: usize, max_wait: Duration) -> Self {
         let (free_tx, free_rx) = crossbeam_channel::bounded(max_buffers);
-        Self { free_tx, free_rx, allocated: AtomicUsize::new(0), max_buffers, buffer_events, max_wait }
+        Self {
+            free_tx,
+            free_rx,
+            allocated: AtomicUsize::new(0),
+            max_buffers,
+            buffer_events,
+            max_wait,
+            starved: AtomicBool::new(false),
+        }
     }
 
     /// An empty buffer: a recycled one, a new one while under the limit, or one freed by the
-    /// collector within `max_wait`. `None` means the collector is too far behind: drop.
+    /// collector within `max_wait` (unless an earlier wait already timed out and the writer has
+    /// not caught up since). `None` means the collector is too far behind: drop.
     pub fn take(&self) -> Option<Vec<Event>> {
         if let Ok(v) = self.free_rx.try_recv() {
             return Some(v);
@@ -49,7 +61,14 @@ impl Pool {
             return Some(Vec::with_capacity(self.buffer_events));
         }
         self.allocated.fetch_sub(1, Ordering::Relaxed);
-        self.free_rx.recv_timeout(self.max_wait).ok()
+        if self.starved.load(Ordering::Relaxed) {
+            return None;
+        }
+        let got = self.free_rx.recv_timeout(self.max_wait).ok();
+        if got.is_none() {
+            self.starved.store(true, Ordering::Relaxed);
+        }
+        got
     }
 
     /// Like [`take`](Self::take) but never waits (used where the caller must not block).
@@ -59,6 +78,7 @@ impl Pool {
 
     /// Returns a written buffer for reuse.
     pub fn give_back(&self, mut v: Vec<Event>) {
+        self.starved.store(false, Ordering::Relaxed);
         v.clear();
         if v.capacity() == 0 {
             return;
@@ -138,11 +158,18 @@ impl Registry {
         }
     }
 
-    /// A snapshot of the slots, pruning those whose thread ended and whose buffer is empty.
+    /// A snapshot of the slots, pruning those whose thread ended and that hold nothing more:
+    /// no buffered events and no drops still to be reported (a thread that dropped events and
+    /// then ended must still have them counted).
     pub fn snapshot(&self) -> Vec<Arc<Slot>> {
         match self.slots.lock() {
             Ok(mut v) => {
-                v.retain(|s| !(s.dead.load(Ordering::Acquire) && s.try_with_batch(|b| b.events.is_empty() && b.strings.is_empty()).unwrap_or(false)));
+                v.retain(|s| {
+                    let finished = s.dead.load(Ordering::Acquire)
+                        && s.dropped.load(Ordering::Acquire) == 0
+                        && s.try_with_batch(|b| b.events.is_empty() && b.strings.is_empty()).unwrap_or(false);
+                    !finished
+                });
                 v.clone()
             }
             Err(_) => Vec::new(),
