@@ -86,7 +86,7 @@ fn infos(kind: acc_event_t) -> Infos {
         valid_bytes: valid_bytes::API_INFO,
         device_type: acc_device_t::NVIDIA,
         vendor: 0,
-        device_handle: 1 as *const c_void,
+        device_handle: std::ptr::without_provenance(1),
         context_handle: 0x1234 as *const c_void,
         async_handle: 0x5678 as *const c_void,
     };

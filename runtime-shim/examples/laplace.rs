@@ -134,7 +134,7 @@ fn main() {
                 .clause(Clause::copy(&anew, c"Anew[0:n*m]").implicit())
                 .end_line(line!())
                 .run_all(&ks);
-            if iter % 100 == 0 {
+            if iter.is_multiple_of(100) {
                 println!("{iter:5}, {error:0.6}");
             }
             if iter == 0 {
@@ -157,7 +157,7 @@ fn main() {
                 .clause(Clause::copy(&anew, c"Anew[0:n*m]").implicit())
                 .end_line(line!())
                 .run_all(&ks);
-            if iter % 100 == 0 {
+            if iter.is_multiple_of(100) {
                 println!("{iter:5}, {error:0.6}");
             }
             if iter == 0 {

@@ -39,6 +39,9 @@ impl Entry {
     }
 }
 
+/// The name at `p`, or "" for NULL. Names come from the construct API, whose callers pass
+/// NUL-terminated literals (the C macros) or `&CStr` (Rust): `p` is never a dangling pointer.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn cstr_lossy(p: *const c_char) -> String {
     if p.is_null() {
         String::new()

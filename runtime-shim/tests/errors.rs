@@ -26,7 +26,9 @@ fn error_cases_report_and_abort() {
     let (code, out, _) = run_case(&prog, "ok", &[]);
     assert_eq!((code, out.as_str()), (Some(0), "fine\n"), "the harness itself works");
 
-    let cases: [(&str, &[(&str, &str)], &str, &str); 7] = [
+    /// (program argument, environment, error class, message).
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: [Case; 7] = [
         ("not_present", &[], "acc_error_not_present", "is not present on the device"),
         ("partly_present", &[], "acc_error_partly_present", "partly present"),
         ("invalid_async", &[], "acc_error_invalid_async", "invalid async argument -7"),

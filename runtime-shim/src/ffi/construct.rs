@@ -86,7 +86,7 @@ unsafe fn clauses(p: *const CClause, n: c_int, loc: &Loc) -> Vec<Clause> {
         .collect()
 }
 
-unsafe fn waits<'a>(p: *const c_longlong, n: c_int) -> Option<Vec<i64>> {
+unsafe fn waits(p: *const c_longlong, n: c_int) -> Option<Vec<i64>> {
     (n >= 0).then(|| unsafe { slice(p, n) }.to_vec())
 }
 
