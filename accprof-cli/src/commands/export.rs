@@ -22,7 +22,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use tracks::{TrackKey, TrackKind, TrackTable};
 
-/// Converts traces to Chrome Trace Event JSON, to open in ui.perfetto.dev, chrome://tracing or
+/// Convert traces to Chrome Trace Event JSON, to open in ui.perfetto.dev, chrome://tracing or
 /// the Chrome DevTools Performance panel.
 ///
 /// Each host thread gets a track with its compute constructs, data directives, updates and waits;

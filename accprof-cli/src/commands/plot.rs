@@ -16,7 +16,7 @@ use draw::Figure;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
-/// Draws a trace: time per construct (kernels, data, wait, init, host) and a timeline.
+/// Draw a trace: time per construct (kernels, data, wait, init, host) and a timeline.
 ///
 /// The first panel shows the constructs that took the most host time, longest first, each bar
 /// split into kernel launches, data movement, waiting, device initialization and the host's own

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 /// Runs the `accprof-tui` program installed next to `accprof` with the same arguments; see
 /// `accprof-tui --help` for its keys.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  accprof tui accprof.laplace.1234.trace\n  accprof tui traces/*.trace              # one group of lanes per MPI rank\n  accprof tui --follow run.trace          # while the program is still writing it")]
 pub struct Args {
     /// Arguments passed to accprof-tui (trace files, --follow).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
