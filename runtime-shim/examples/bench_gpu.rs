@@ -1,7 +1,8 @@
 //! GPU benchmark for docs/performance/shim.md: async launch overhead (shim vs raw cudarc on the same
 //! context) and host-to-device bandwidth from pageable memory (shim vs raw cuMemcpyHtoD).
 //! Exits with a message on machines without a CUDA device. Options: --launches N (default
-//! 20000), --reps R (default 5).
+//! 20000), --reps R (default 5), --only launch|h2d (default both), --sizes MiB,MiB (default
+//! 64,256). The staging pipeline's shape comes from ACCSHIM_STAGE_* (runtime-shim/README.md).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -17,6 +18,9 @@ const EMPTY_CU: &str = "extern \"C\" __global__ void bench_empty() {}\n";
 fn main() {
     let launches: usize = common::arg("launches", 20000);
     let reps: usize = common::arg("reps", 5);
+    let only: String = common::arg("only", String::new());
+    let sizes: String = common::arg("sizes", "64,256".to_string());
+    let sizes: Vec<usize> = sizes.split(',').filter_map(|s| s.trim().parse().ok()).collect();
     if acc_get_num_devices(accprof_abi::acc_device_t::NVIDIA) == 0 {
         println!("bench_gpu: no CUDA device here; nothing to measure");
         return;
@@ -26,6 +30,15 @@ fn main() {
     let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
     println!("device: {name}");
 
+    if only != "h2d" {
+        launch_overhead(launches, reps);
+    }
+    if only != "launch" {
+        h2d(&sizes, reps);
+    }
+}
+
+fn launch_overhead(launches: usize, reps: usize) {
     // ---- launch overhead: the shim (async parallel construct, no data clauses) ----
     let k = Kernel::new(c"bench_empty", 1).cuda(EMPTY_CU);
     let run_shim = |n: usize| {
@@ -69,8 +82,11 @@ fn main() {
     let (r, s) = (med(&mut raw), med(&mut shim));
     println!("launch: raw cudarc {:.2} us, shim async parallel {:.2} us, ratio {:.2} (median of {reps} x {launches})", r * 1e6, s * 1e6, s / r);
 
+}
+
+fn h2d(sizes: &[usize], reps: usize) {
     // ---- host-to-device from pageable memory ----
-    for mib in [64usize, 256] {
+    for &mib in sizes {
         let bytes = mib << 20;
         let host: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
         let h = host.as_ptr() as *mut c_void;

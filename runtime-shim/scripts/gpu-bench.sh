@@ -2,16 +2,34 @@
 # Runs the GPU measurements of PERFORMANCE-shim.md on the lent device machine.
 # Build here first:  cargo build --release -p runtime-shim --examples
 #                    sh runtime-shim/scripts/gpu-bench.sh stage   (copies binaries to .device-carry/shim)
-# Then, there (carry .device-carry):  sh runtime-shim/scripts/gpu-bench.sh run
+# Then, there (carry .device-carry/shim):  sh runtime-shim/scripts/gpu-bench.sh run
+# `sweep` (there, after `run`) measures the staging pipeline's shapes (ACCSHIM_STAGE_*) and
+# repeats the Laplace data run.
 set -u
 D=.device-carry/shim
 if [ "${1:-}" = stage ]; then
   mkdir -p $D
-  for e in bench_gpu laplace saxpy async_pipeline; do cp target/release/examples/$e $D/; done
+  for e in bench_gpu laplace saxpy async_pipeline; do cp target/release/examples/$e $D/ && strip $D/$e; done
   gcc -shared -fPIC -O1 -o $D/event_logger.so runtime-shim/tests/c/event_logger.c -lpthread
   exit 0
 fi
 OUT=${OUT:-/tmp}
+if [ "${1:-}" = sweep ]; then
+  echo "== sweep: H2D staging shapes (first chunk, largest chunk, threads, non-temporal)"
+  for cfg in "65536 1048576 16 1" "2097152 2097152 12 0" "262144 2097152 16 1" "65536 1048576 16 1" \
+             "2097152 2097152 12 0" "262144 2097152 16 1" "65536 1048576 16 1"; do
+    set -- $cfg
+    echo "-- first=$1 chunk=$2 threads=$3 nt=$4"
+    ACCSHIM_QUIET=1 ACCSHIM_STAGE_FIRST=$1 ACCSHIM_STAGE_CHUNK=$2 ACCSHIM_STAGE_THREADS=$3 ACCSHIM_STAGE_NT=$4 \
+      $D/bench_gpu --only h2d --reps 5 | grep h2d
+  done
+  echo "== sweep: Laplace 4096 x 1000 (data), three more runs (run-to-run spread)"
+  for g in 1 2 3; do
+    echo "-- run $g"
+    ACCSHIM_QUIET=1 $D/laplace --version data --n 4096 --iters 1000 | grep "per iteration\|900,"
+  done
+  exit 0
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 date -u
 echo "== bench_gpu"; $D/bench_gpu --launches 20000 --reps 5

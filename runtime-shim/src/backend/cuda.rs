@@ -7,8 +7,12 @@
 //! - Kernels are CUDA C, compiled once by NVRTC (for the device's compute capability) with a small
 //!   prelude of reduction helpers, and cached by source address; PTX text is loaded as is.
 //! - Host-to-device copies of large pageable buffers are staged through pinned buffers by several
-//!   host threads in parallel, each chunk DMA'd as soon as it is staged: pageable copies alone
-//!   run at a fraction of the link's speed (see ../shared/reference/gpu.md).
+//!   host threads in parallel (non-temporal stores), each chunk DMA'd as soon as it is staged, the
+//!   first chunks small and doubling so the first DMA starts early: pageable copies alone run at a
+//!   fraction of the link's speed (see ../shared/reference/gpu.md).
+//! - Reductions: each (stream, operator) has a pool of device cells that hold the identity when a
+//!   kernel starts (reset in stream order only when the pool wraps), so a launch with a reduction
+//!   enqueues no memset; max and min combine blocks with one native 64-bit atomic each.
 //! - cudarc panics if libcuda is missing, so [`Cuda::count`] checks for it first and every entry
 //!   from C runs inside catch_unwind (src/ffi).
 
@@ -21,12 +25,19 @@ use std::sync::{Mutex, OnceLock};
 
 /// Copies from pageable memory at least this big go through the pinned staging pipeline.
 const STAGE_MIN: usize = 4 << 20;
-/// Size of one pinned staging buffer.
-const STAGE_CHUNK: usize = 2 << 20;
+/// Largest staging chunk (= size of one pinned staging buffer); `ACCSHIM_STAGE_CHUNK` overrides.
+const STAGE_CHUNK: usize = 1 << 20;
+/// First staging chunk; chunks double from here up to the largest, so the first DMA starts after
+/// a small copy instead of one full chunk (`ACCSHIM_STAGE_FIRST` overrides).
+const STAGE_FIRST: usize = 64 << 10;
 /// Number of staging buffers (and copy streams).
 const STAGE_BUFS: usize = 32;
-/// Reduction cells (device) and result slots (pinned host) per backend, used round-robin.
-const RED_CELLS: usize = 4096;
+/// Reduction cells per (stream, operator): cells hold the operator's identity when a kernel
+/// starts; a pool is reset (one 8 KiB copy in stream order) only when its cells run out, so a
+/// launch with a reduction needs no memset.
+const RED_POOL: usize = 1024;
+/// Non-temporal copies into the staging buffers by default (`ACCSHIM_STAGE_NT=0|1` overrides).
+const STAGE_NT: bool = true;
 
 const PRELUDE: &str = r#"
 #define ACCSHIM_BLOCK_REDUCE(NAME, OP, ATOMIC, IDENTITY)                                \
@@ -52,17 +63,19 @@ __device__ __forceinline__ void NAME(double *cell, double v) {                  
 }
 __device__ __forceinline__ double accshim_add_(double a, double b) { return a + b; }
 __device__ __forceinline__ void accshim_atomic_add_(double *c, double v) { atomicAdd(c, v); }
+/* max / min in one native atomic: a double's bits order like signed integers when the sign
+   is clear and reversed as unsigned integers when it is set (NaN is ignored, as fmax does). */
 __device__ __forceinline__ void accshim_atomic_max_(double *c, double v) {
-    unsigned long long *p = (unsigned long long *)c, old = *p, assumed;
-    while (v > __longlong_as_double(old)) {
-        assumed = old; old = atomicCAS(p, assumed, __double_as_longlong(v)); if (old == assumed) break;
-    }
+    long long b = __double_as_longlong(v);
+    if (v != v) return;
+    if (b >= 0) atomicMax((long long *)c, b);
+    else atomicMin((unsigned long long *)c, (unsigned long long)b);
 }
 __device__ __forceinline__ void accshim_atomic_min_(double *c, double v) {
-    unsigned long long *p = (unsigned long long *)c, old = *p, assumed;
-    while (v < __longlong_as_double(old)) {
-        assumed = old; old = atomicCAS(p, assumed, __double_as_longlong(v)); if (old == assumed) break;
-    }
+    long long b = __double_as_longlong(v);
+    if (v != v) return;
+    if (b >= 0) atomicMin((long long *)c, b);
+    else atomicMax((unsigned long long *)c, (unsigned long long)b);
 }
 ACCSHIM_BLOCK_REDUCE(accshim_reduce_sum, accshim_add_, accshim_atomic_add_, 0.0)
 ACCSHIM_BLOCK_REDUCE(accshim_reduce_max, fmax, accshim_atomic_max_, -__longlong_as_double(0x7ff0000000000000ULL))
@@ -126,6 +139,88 @@ impl StagePool {
     }
 }
 
+/// The staging pipeline's shape, from the constants or the `ACCSHIM_STAGE_*` variables (for
+/// measuring; docs/performance/shim.md).
+#[derive(Clone, Copy, Debug)]
+struct StageConfig {
+    /// Largest chunk = buffer size.
+    chunk: usize,
+    /// First chunk; each next one is twice as big, up to `chunk`.
+    first: usize,
+    threads: usize,
+    /// Copy into the pinned buffers with non-temporal stores (x86-64): the destination is not
+    /// read for ownership first, which leaves more of the host's memory bandwidth to the DMA.
+    nt: bool,
+}
+
+impl StageConfig {
+    fn from_env() -> StageConfig {
+        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<usize>().ok());
+        let chunk = var("ACCSHIM_STAGE_CHUNK").unwrap_or(STAGE_CHUNK).clamp(64 << 10, 64 << 20);
+        let first = var("ACCSHIM_STAGE_FIRST").unwrap_or(STAGE_FIRST).clamp(4 << 10, chunk);
+        let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+        let threads = var("ACCSHIM_STAGE_THREADS").unwrap_or(cores.clamp(1, 16)).clamp(1, 64);
+        let nt = var("ACCSHIM_STAGE_NT").map_or(STAGE_NT, |v| v != 0);
+        StageConfig { chunk, first, threads, nt }
+    }
+
+    /// (offset, length) of each chunk of a `bytes`-byte copy: `first`, doubling up to `chunk`.
+    fn chunks(&self, bytes: usize) -> Vec<(usize, usize)> {
+        let mut out = Vec::with_capacity(bytes / self.chunk + 8);
+        let (mut off, mut size) = (0, self.first);
+        while off < bytes {
+            let len = size.min(bytes - off);
+            out.push((off, len));
+            off += len;
+            size = (size * 2).min(self.chunk);
+        }
+        out
+    }
+}
+
+/// Copies `len` bytes from `src` to the 16-byte aligned `dst`, with non-temporal stores where
+/// the target has them, then fences them (the DMA that reads `dst` is started afterwards).
+///
+/// # Safety
+/// `src` and `dst` are valid for `len` bytes and do not overlap; `dst` is 16-byte aligned.
+unsafe fn copy_to_staging(src: *const u8, dst: *mut u8, len: usize, nt: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if nt {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        let body = len / 64 * 64;
+        let mut i = 0;
+        // SAFETY: in bounds (i + 64 <= body <= len); dst + i is 16-byte aligned; SSE2 is part
+        // of x86-64.
+        unsafe {
+            while i < body {
+                let s = src.add(i) as *const __m128i;
+                let d = dst.add(i) as *mut __m128i;
+                let (a, b, c, e) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)), _mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
+                _mm_stream_si128(d, a);
+                _mm_stream_si128(d.add(1), b);
+                _mm_stream_si128(d.add(2), c);
+                _mm_stream_si128(d.add(3), e);
+                i += 64;
+            }
+            _mm_sfence();
+            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
+        }
+        return;
+    }
+    let _ = nt;
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+}
+
+/// Reduction cells of one (stream, operator): the device cells, the pinned slots their results
+/// are copied back to, and a pinned array of the operator's identity that resets the cells.
+struct RedPool {
+    cells: CUdeviceptr,
+    slots: P,
+    ident: P,
+    next: usize,
+}
+
 struct Staging {
     bufs: Vec<P>,
     streams: Vec<P>,
@@ -143,10 +238,10 @@ pub struct Cuda {
     streams: Mutex<HashMap<QueueId, (P, bool)>>, // stream, owned by us
     functions: Mutex<HashMap<(usize, usize), P>>,
     staging: Mutex<Option<Staging>>,
-    red_cells: CUdeviceptr,
-    red_slots: P, // pinned f64[RED_CELLS]
-    red_next: std::sync::atomic::AtomicUsize,
-    stage_threads: usize,
+    /// Keyed by (stream, operator): a stream's launches use its pools in stream order, so a
+    /// cell is reset only after every earlier use of it has completed.
+    red: Mutex<HashMap<(usize, u8), RedPool>>,
+    stage: StageConfig,
     /// Host jobs of the synchronous queue, run at its next wait (the runtime always waits for
     /// the synchronous queue before a construct returns), so a reduction does not stall the
     /// launches that follow it.
@@ -232,11 +327,7 @@ impl Cuda {
             let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
             let mut sync_stream: CUstream = std::ptr::null_mut();
             check(sys::cuStreamCreate(&mut sync_stream, 1 /* NON_BLOCKING */), "cuStreamCreate")?;
-            let mut red_cells: CUdeviceptr = 0;
-            check(sys::cuMemAlloc_v2(&mut red_cells, RED_CELLS * 8), "cuMemAlloc")?;
-            let mut slots: *mut c_void = std::ptr::null_mut();
-            check(sys::cuMemHostAlloc(&mut slots, RED_CELLS * 8, 0), "cuMemHostAlloc")?;
-            let stage_threads = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(1, 12);
+            let stage = StageConfig::from_env();
             Ok(Cuda {
                 ordinal: num,
                 dev,
@@ -248,12 +339,10 @@ impl Cuda {
                 streams: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
                 staging: Mutex::new(None),
-                red_cells,
-                red_slots: P(slots as usize),
-                red_next: std::sync::atomic::AtomicUsize::new(0),
-                stage_threads,
+                red: Mutex::new(HashMap::new()),
+                stage,
                 sync_jobs: Mutex::new(Vec::new()),
-                pool: StagePool::new(stage_threads, ctx as usize),
+                pool: StagePool::new(stage.threads, ctx as usize),
             })
         }
     }
@@ -317,13 +406,41 @@ impl Cuda {
         Ok(f)
     }
 
+    /// A reduction cell for a launch on `s` (holding `op`'s identity when the launch runs) and the
+    /// pinned slot for its result. A pool's first use and each wrap-around enqueue one copy of
+    /// the identities on `s`, after every earlier launch that used the pool.
+    fn red_cell(&self, s: CUstream, op: RedOp) -> Result<(CUdeviceptr, P)> {
+        let mut m = self.red.lock().unwrap_or_else(|e| e.into_inner());
+        let pool = match m.entry((s as usize, op as u8)) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => unsafe {
+                let mut cells: CUdeviceptr = 0;
+                check(sys::cuMemAlloc_v2(&mut cells, RED_POOL * 8), "cuMemAlloc")?;
+                let mut slots: *mut c_void = std::ptr::null_mut();
+                check(sys::cuMemHostAlloc(&mut slots, RED_POOL * 8, 0), "cuMemHostAlloc")?;
+                let mut ident: *mut c_void = std::ptr::null_mut();
+                check(sys::cuMemHostAlloc(&mut ident, RED_POOL * 8, 0), "cuMemHostAlloc")?;
+                // SAFETY: just allocated, RED_POOL doubles.
+                std::slice::from_raw_parts_mut(ident as *mut f64, RED_POOL).fill(op.identity());
+                e.insert(RedPool { cells, slots: P(slots as usize), ident: P(ident as usize), next: 0 })
+            },
+        };
+        let i = pool.next % RED_POOL;
+        if i == 0 {
+            // SAFETY: pinned source that never changes; device cells of the same size.
+            check(unsafe { sys::cuMemcpyHtoDAsync_v2(pool.cells, pool.ident.0 as *const c_void, RED_POOL * 8, s) }, "cuMemcpyHtoDAsync")?;
+        }
+        pool.next += 1;
+        Ok((pool.cells + (i * 8) as u64, P(pool.slots.0 + i * 8)))
+    }
+
     fn staging<'a>(&self, g: &'a mut Option<Staging>) -> Result<&'a Staging> {
         if g.is_none() {
             let mut st = Staging { bufs: Vec::new(), streams: Vec::new(), events: Vec::new() };
             for _ in 0..STAGE_BUFS {
                 unsafe {
                     let mut b: *mut c_void = std::ptr::null_mut();
-                    check(sys::cuMemHostAlloc(&mut b, STAGE_CHUNK, 0), "cuMemHostAlloc")?;
+                    check(sys::cuMemHostAlloc(&mut b, self.stage.chunk, 0), "cuMemHostAlloc")?;
                     let mut s: CUstream = std::ptr::null_mut();
                     check(sys::cuStreamCreate(&mut s, 1), "cuStreamCreate")?;
                     let mut e: CUevent = std::ptr::null_mut();
@@ -355,27 +472,26 @@ impl Cuda {
             }
             sys::cuEventDestroy_v2(start);
         }
-        let nchunks = bytes.div_ceil(STAGE_CHUNK);
-        let threads = self.stage_threads.min(nchunks).max(1);
+        let cfg = self.stage;
+        let chunks = std::sync::Arc::new(cfg.chunks(bytes));
+        let threads = cfg.threads.min(chunks.len()).max(1);
         let (bufs, streams, events) = (st.bufs.clone(), st.streams.clone(), st.events.clone());
         let host_p = P(host as usize);
         let failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let jobs: Vec<HostJob> = (0..threads)
             .map(|t| {
-                let (bufs, streams, events, failed) = (bufs.clone(), streams.clone(), events.clone(), failed.clone());
+                let (bufs, streams, events, failed, chunks) = (bufs.clone(), streams.clone(), events.clone(), failed.clone(), chunks.clone());
                 Box::new(move || unsafe {
                     // Thread t handles the chunks whose buffer it owns (buffer = chunk % STAGE_BUFS,
                     // owner = buffer % threads), waiting for a buffer's previous DMA before reuse.
-                    for c in 0..nchunks {
+                    for (c, &(off, len)) in chunks.iter().enumerate() {
                         let b = c % STAGE_BUFS;
                         if b % threads != t {
                             continue;
                         }
-                        let off = c * STAGE_CHUNK;
-                        let len = STAGE_CHUNK.min(bytes - off);
                         let ev = events[b].0 as CUevent;
                         let mut ok = sys::cuEventSynchronize(ev) == CUresult::CUDA_SUCCESS;
-                        std::ptr::copy_nonoverlapping((host_p.0 as *const u8).add(off), bufs[b].0 as *mut u8, len);
+                        copy_to_staging((host_p.0 as *const u8).add(off), bufs[b].0 as *mut u8, len, cfg.nt);
                         let cs = streams[b].0 as CUstream;
                         ok &= sys::cuMemcpyHtoDAsync_v2(dev + off as u64, bufs[b].0 as *const c_void, len, cs) == CUresult::CUDA_SUCCESS;
                         sys::cuEventRecord(ev, cs);
@@ -479,17 +595,11 @@ impl Backend for Cuda {
         let s = self.stream(q)?;
         let f = self.function(k)?;
         let mut vals: Vec<u64> = k.args.iter().map(|v| v.0).collect();
-        let mut red_idx = None;
+        let mut red = None;
         if let Some(op) = k.reduction {
-            let i = self.red_next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % RED_CELLS;
-            let cell = self.red_cells + (i * 8) as u64;
-            let bits = op.identity().to_bits();
-            unsafe {
-                check(sys::cuMemsetD32Async(cell, bits as u32, 1, s), "cuMemsetD32Async")?;
-                check(sys::cuMemsetD32Async(cell + 4, (bits >> 32) as u32, 1, s), "cuMemsetD32Async")?;
-            }
+            let (cell, pinned) = self.red_cell(s, op)?;
             vals.push(cell);
-            red_idx = Some(i);
+            red = Some((cell, pinned));
         }
         let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
         unsafe {
@@ -498,10 +608,9 @@ impl Backend for Cuda {
                 "cuLaunchKernel",
             )?;
         }
-        if let (Some(i), Some(RedSlot(dst))) = (red_idx, slot) {
-            let pinned = P(self.red_slots.0 + i * 8);
+        if let (Some((cell, pinned)), Some(RedSlot(dst))) = (red, slot) {
             unsafe {
-                check(sys::cuMemcpyDtoHAsync_v2(pinned.0 as *mut c_void, self.red_cells + (i * 8) as u64, 8, s), "cuMemcpyDtoHAsync")?;
+                check(sys::cuMemcpyDtoHAsync_v2(pinned.0 as *mut c_void, cell, 8, s), "cuMemcpyDtoHAsync")?;
             }
             let dst = P(dst as usize);
             self.host_fn(q, Box::new(move || unsafe { *(dst.0 as *mut f64) = *(pinned.0 as *const f64) }))?;
@@ -610,8 +719,11 @@ impl Backend for Cuda {
                     sys::cuEventDestroy_v2(st.events[i].0 as CUevent);
                 }
             }
-            sys::cuMemFree_v2(self.red_cells);
-            sys::cuMemFreeHost(self.red_slots.0 as *mut c_void);
+            for (_, p) in self.red.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+                sys::cuMemFree_v2(p.cells);
+                sys::cuMemFreeHost(p.slots.0 as *mut c_void);
+                sys::cuMemFreeHost(p.ident.0 as *mut c_void);
+            }
             sys::cuStreamDestroy_v2(self.sync_stream);
             sys::cuDevicePrimaryCtxRelease_v2(self.dev);
         }
