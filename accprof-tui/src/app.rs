@@ -103,6 +103,11 @@ pub struct App {
     pub sort: SortBy,
     pub sort_reverse: bool,
     pub table_rows: Vec<TableRow>,
+    /// Kernel and transfer rows of traces with device records, from accprof-analysis (see
+    /// [`crate::state::table`]); empty until the analysis is done.
+    pub profile_rows: Vec<TableRow>,
+    /// Why `profile_rows` is missing when the analysis failed.
+    pub profile_error: Option<String>,
     pub list_pos: usize,
     pub findings: Vec<Finding>,
     /// Why findings are empty (analysis not available, trace too large...).
@@ -114,6 +119,8 @@ pub struct App {
     /// A one-line message for the status bar (e.g. "no later upload").
     pub flash: Option<String>,
     pub geometry: Geometry,
+    /// Width of the lane-name column, from the longest lane name.
+    pub label_width: u16,
     /// Rows as (lane, track), in display order.
     rows: Vec<(usize, usize)>,
 }
@@ -145,6 +152,8 @@ impl App {
             sort: SortBy::Total,
             sort_reverse: false,
             table_rows: Vec::new(),
+            profile_rows: Vec::new(),
+            profile_error: None,
             list_pos: 0,
             findings: Vec::new(),
             findings_note: "No findings.".into(),
@@ -153,6 +162,7 @@ impl App {
             quit: false,
             flash: None,
             geometry: Geometry { timeline_width: 80, ..Geometry::default() },
+            label_width: crate::view::timeline::LABEL_WIDTH,
             rows: Vec::new(),
         };
         app.refresh_rows();
@@ -173,6 +183,8 @@ impl App {
             .flat_map(|(li, l)| (0..l.tracks.len().max(1)).map(move |t| (li, t)))
             .collect();
         self.focus_row = self.focus_row.min(self.rows.len().saturating_sub(1));
+        let labels: Vec<String> = (0..self.store.lanes.len()).map(|l| self.store.lane_label(l)).collect();
+        self.label_width = crate::view::timeline::label_width(labels.iter().map(String::as_str));
     }
 
     /// The track drawn for a row: the filtered one while a filter is on.
@@ -296,7 +308,7 @@ impl App {
                 _ => self.mode = Mode::Timeline,
             },
             Action::OpenTable => {
-                self.table_rows = table::rows(&self.store, self.sort, self.sort_reverse);
+                self.refresh_table();
                 self.list_pos = 0;
                 self.mode = if self.mode == Mode::Table { Mode::Timeline } else { Mode::Table };
             }
@@ -320,7 +332,7 @@ impl App {
                 } else {
                     self.sort_reverse = !self.sort_reverse;
                 }
-                self.table_rows = table::rows(&self.store, self.sort, self.sort_reverse);
+                self.refresh_table();
             }
             Action::ListEnter => self.list_enter(),
             Action::Resize => {}
@@ -339,6 +351,23 @@ impl App {
         } else if row >= self.scroll + h {
             self.scroll = row + 1 - h;
         }
+    }
+
+    /// Rebuilds the table's rows (host counts and the profile's device-timed rows).
+    pub fn refresh_table(&mut self) {
+        self.table_rows = table::rows(&self.store, &self.profile_rows, self.sort, self.sort_reverse);
+    }
+
+    /// What the table is missing, if anything: the kernels and transfers of traces with device
+    /// records until the analysis gives them.
+    pub fn table_note(&self) -> Option<String> {
+        if !self.store.sources.iter().any(|s| s.device_activity) {
+            return None;
+        }
+        if let Some(e) = &self.profile_error {
+            return Some(format!("kernels and transfers missing: the analysis failed: {e}"));
+        }
+        (self.findings_job.is_some() && self.profile_rows.is_empty()).then(|| "kernels and transfers: analysing (device times)…".to_string())
     }
 
     /// Selects `r` and loads its details.
@@ -523,7 +552,7 @@ impl App {
 
     fn list_enter(&mut self) {
         let rec = match self.mode {
-            Mode::Table => self.table_rows.get(self.list_pos).map(|r| r.stats.first_rec),
+            Mode::Table => self.table_rows.get(self.list_pos).and_then(|r| r.jump),
             Mode::Findings => self.findings.get(self.list_pos).and_then(|f| f.evidence),
             _ => None,
         };
@@ -574,7 +603,7 @@ impl App {
             self.filter = Some(Filter::build(&self.store, &q));
         }
         if self.mode == Mode::Table {
-            self.table_rows = table::rows(&self.store, self.sort, self.sort_reverse);
+            self.refresh_table();
         }
         Ok(added)
     }

@@ -166,13 +166,13 @@ fn constructs_table_sorts_and_jumps() {
     insta::assert_snapshot!("table_by_total", screen(&mut app, 120, 36));
     keys(&mut app, "s");
     insta::assert_snapshot!("table_by_count", screen(&mut app, 120, 36));
-    let counts: Vec<u64> = app.table_rows.iter().map(|r| r.stats.count).collect();
+    let counts: Vec<u64> = app.table_rows.iter().map(|r| r.count).collect();
     assert!(counts.windows(2).all(|w| w[0] >= w[1]), "sorted by count: {counts:?}");
     keys(&mut app, "jj\n");
     assert_eq!(app.mode, Mode::Timeline);
     let sel = app.selected.expect("Enter selects the construct");
     let rec = app.store.rec_of(sel);
-    assert_eq!(app.table_rows[2].stats.first_rec, rec);
+    assert_eq!(app.table_rows[2].jump, Some(rec));
     insta::assert_snapshot!("table_jump", screen(&mut app, 120, 36));
 }
 

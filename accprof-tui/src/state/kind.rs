@@ -1,6 +1,8 @@
-//! The colour categories of the timeline: every OpenACC event number falls into one.
+//! The colour categories of the timeline: every OpenACC event number, and every device record
+//! (CUPTI kernel, copy, memset), falls into one.
 
 use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_trace::device;
 
 /// What a bar on the timeline is, at the granularity the legend shows.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -18,10 +20,19 @@ pub enum Category {
     Update = 7,
     /// device init/shutdown, runtime shutdown, numbers the specification does not define.
     Other = 8,
+    /// Device records (kinds 1001-1003): what the device did, timed on the device.
+    DeviceKernel = 9,
+    /// A host-to-device copy on the device.
+    DeviceUpload = 10,
+    /// A device-to-host copy on the device.
+    DeviceDownload = 11,
+    /// Device-to-device, host-to-host and peer copies.
+    DeviceCopy = 12,
+    DeviceMemset = 13,
 }
 
 /// How many categories there are (the length of per-category arrays).
-pub const CATEGORY_COUNT: usize = 9;
+pub const CATEGORY_COUNT: usize = 14;
 
 impl Category {
     pub const ALL: [Category; CATEGORY_COUNT] = [
@@ -34,8 +45,15 @@ impl Category {
         Category::Data,
         Category::Update,
         Category::Other,
+        Category::DeviceKernel,
+        Category::DeviceUpload,
+        Category::DeviceDownload,
+        Category::DeviceCopy,
+        Category::DeviceMemset,
     ];
 
+    /// The category of a host (acc_prof) event; device records need their copy direction too:
+    /// see [`Category::of_device`].
     pub fn of(kind: acc_event_t) -> Category {
         match kind {
             acc_event_t::COMPUTE_CONSTRUCT_START => Category::Compute,
@@ -46,7 +64,35 @@ impl Category {
             acc_event_t::WAIT_START => Category::Wait,
             acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START => Category::Data,
             acc_event_t::UPDATE_START => Category::Update,
+            device::KERNEL => Category::DeviceKernel,
+            device::MEMCPY => Category::DeviceCopy,
+            device::MEMSET => Category::DeviceMemset,
             _ => Category::Other,
+        }
+    }
+
+    /// The category of a device record, from its kind and `copy_kind` field.
+    pub fn of_device(kind: acc_event_t, copy_kind: Option<u64>) -> Category {
+        match (kind, copy_kind.map(|v| device::split_copy_kind(v).0)) {
+            (device::MEMCPY, Some(device::COPY_HTOD)) => Category::DeviceUpload,
+            (device::MEMCPY, Some(device::COPY_DTOH)) => Category::DeviceDownload,
+            _ => Category::of(kind),
+        }
+    }
+
+    /// Whether bars of this category are device records (timed on the device).
+    pub fn is_device(self) -> bool {
+        self as u8 >= Category::DeviceKernel as u8
+    }
+
+    /// The host category whose work this device category executes (launch for a kernel, upload
+    /// for a host-to-device copy...): a device record matches host events of that category.
+    pub fn host_counterpart(self) -> Option<Category> {
+        match self {
+            Category::DeviceKernel => Some(Category::Launch),
+            Category::DeviceUpload => Some(Category::Upload),
+            Category::DeviceDownload => Some(Category::Download),
+            _ => None,
         }
     }
 
@@ -66,7 +112,62 @@ impl Category {
             Category::Data => "enter/exit data",
             Category::Update => "update",
             Category::Other => "other",
+            Category::DeviceKernel => "kernel",
+            Category::DeviceUpload => "HtoD",
+            Category::DeviceDownload => "DtoH",
+            Category::DeviceCopy => "copy",
+            Category::DeviceMemset => "memset",
         }
+    }
+}
+
+/// Record kind codes: the per-record kind column is one byte. acc_event_t numbers below
+/// [`DEVICE_CODES`] are stored as they are; device records get the codes from there up, with a
+/// copy's direction folded in so that labels and "same construct" jumps tell HtoD from DtoH.
+pub const DEVICE_CODES: u8 = 240;
+const CODE_KERNEL: u8 = DEVICE_CODES;
+const CODE_HTOD: u8 = DEVICE_CODES + 1;
+const CODE_DTOH: u8 = DEVICE_CODES + 2;
+const CODE_COPY: u8 = DEVICE_CODES + 3;
+const CODE_MEMSET: u8 = DEVICE_CODES + 4;
+/// An event number that fits no code.
+pub const CODE_UNKNOWN: u8 = 255;
+
+/// The kind column's code for an event of `kind` in category `cat`.
+pub fn kind_code(kind: acc_event_t, cat: Category) -> u8 {
+    match cat {
+        Category::DeviceKernel => CODE_KERNEL,
+        Category::DeviceUpload => CODE_HTOD,
+        Category::DeviceDownload => CODE_DTOH,
+        Category::DeviceCopy => CODE_COPY,
+        Category::DeviceMemset => CODE_MEMSET,
+        _ => u8::try_from(kind.0).ok().filter(|&k| k < DEVICE_CODES).unwrap_or(CODE_UNKNOWN),
+    }
+}
+
+/// The event number back from a kind code (device copies of every direction: `MEMCPY`).
+pub fn kind_of_code(code: u8) -> acc_event_t {
+    match code {
+        CODE_KERNEL => device::KERNEL,
+        CODE_HTOD | CODE_DTOH | CODE_COPY => device::MEMCPY,
+        CODE_MEMSET => device::MEMSET,
+        c => acc_event_t(i32::from(c)),
+    }
+}
+
+/// Whether a kind code is a device record's.
+pub fn is_device_code(code: u8) -> bool {
+    (DEVICE_CODES..CODE_UNKNOWN).contains(&code)
+}
+
+/// The bar label's word for a device record's kind code.
+pub fn device_code_name(code: u8) -> &'static str {
+    match code {
+        CODE_KERNEL => "kernel",
+        CODE_HTOD => "HtoD",
+        CODE_DTOH => "DtoH",
+        CODE_MEMSET => "memset",
+        _ => "copy",
     }
 }
 
@@ -123,5 +224,26 @@ mod tests {
         assert_eq!(Category::of(acc_event_t::ENQUEUE_UPLOAD_START), Category::Upload);
         assert_eq!(Category::of(acc_event_t::FREE), Category::Memory);
         assert_eq!(Category::of(acc_event_t(999)), Category::Other);
+    }
+
+    #[test]
+    fn device_records_get_device_categories_and_codes_that_round_trip() {
+        let htod = device::copy_kind(device::COPY_HTOD as u8, device::MEM_PAGEABLE as u8, device::MEM_DEVICE as u8);
+        let dtoh = device::copy_kind(device::COPY_DTOH as u8, device::MEM_DEVICE as u8, device::MEM_PAGEABLE as u8);
+        assert_eq!(Category::of_device(device::MEMCPY, Some(htod)), Category::DeviceUpload);
+        assert_eq!(Category::of_device(device::MEMCPY, Some(dtoh)), Category::DeviceDownload);
+        assert_eq!(Category::of_device(device::MEMCPY, Some(device::COPY_DTOD)), Category::DeviceCopy);
+        assert_eq!(Category::of_device(device::KERNEL, None), Category::DeviceKernel);
+        assert_eq!(Category::DeviceUpload.host_counterpart(), Some(Category::Upload));
+        assert!(Category::DeviceMemset.is_device() && !Category::Other.is_device());
+        for (kind, cat) in [(device::KERNEL, Category::DeviceKernel), (device::MEMCPY, Category::DeviceDownload), (device::MEMSET, Category::DeviceMemset)] {
+            let code = kind_code(kind, cat);
+            assert!(is_device_code(code));
+            assert_eq!(kind_of_code(code), kind);
+        }
+        let code = kind_code(acc_event_t::ENQUEUE_LAUNCH_START, Category::Launch);
+        assert!(!is_device_code(code));
+        assert_eq!(kind_of_code(code), acc_event_t::ENQUEUE_LAUNCH_START);
+        assert_eq!(kind_code(acc_event_t(999), Category::Other), CODE_UNKNOWN);
     }
 }

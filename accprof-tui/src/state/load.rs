@@ -5,12 +5,12 @@
 //! details pane can later re-read one full event by record id without keeping 250-byte events in
 //! memory: see [`Loader::fetch`].
 
-use crate::state::kind::Category;
+use crate::state::kind::{kind_code, Category};
 use crate::state::table::ConstructKey;
 use crate::state::store::{LaneKind, Raw, Source, Store, NO_LINE, NO_STR};
 use accprof_abi::acc_event_t;
 use accprof_symbols::Symbolizer;
-use accprof_trace::{Event, Field, StrId, StringTable, TraceError, TraceReader};
+use accprof_trace::{device, Event, Field, StrId, StringTable, TraceError, TraceReader};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -40,6 +40,9 @@ struct Feed {
     /// The lane of the previous event: consecutive events mostly share one, which saves a hash
     /// lookup per event.
     last_lane: Option<(LaneKind, usize)>,
+    /// The last (stream handle, async queue) pair a host event named, to skip repeating the
+    /// map update for every event on the same queue.
+    last_stream_queue: Option<(u64, i64)>,
 }
 
 /// Where the events chunk holding a run of record ids starts in its file.
@@ -79,7 +82,8 @@ impl Loader {
                 0
             };
             let rank = h.mpi_rank.unwrap_or(i as u32);
-            store.sources.push(Source { path: path.display().to_string(), rank });
+            let device_activity = h.extra.iter().any(|(k, _)| k == accprof_analysis::load::DEVICE_ACTIVITY_KEY);
+            store.sources.push(Source { path: path.display().to_string(), rank, device_activity });
             feeds.push(Feed {
                 source: i,
                 path: path.clone(),
@@ -91,6 +95,7 @@ impl Loader {
                 events_read: 0,
                 runs: Vec::new(),
                 last_lane: None,
+                last_stream_queue: None,
             });
         }
         Ok(Self { feeds, chunks: Vec::new(), warnings: Vec::new() })
@@ -141,6 +146,7 @@ impl Loader {
                     sym.annotate(&mut ev, feed.reader.strings_mut());
                 }
             }
+            name_device_copy(feed, &mut ev);
             add_event(feed, &ev, store);
             added += 1;
         }
@@ -197,10 +203,12 @@ impl Loader {
             offset: chunk.offset,
             what: "the event is no longer in the file".into(),
         })?;
-        // The streaming pass resolved return addresses; do the same so the details agree.
+        // The streaming pass resolved return addresses and named device copies; do the same so
+        // the details agree.
         if let Some(sym) = &mut feed.symbolizer {
             sym.annotate(&mut ev, feed.reader.strings_mut());
         }
+        name_device_copy(feed, &mut ev);
         Ok((ev, feed.reader.strings()))
     }
 
@@ -237,8 +245,23 @@ fn read_prefix(path: &Path, len: u64) -> Result<Vec<u8>, TraceError> {
     Ok(buf)
 }
 
-/// The lane an event belongs on: asynchronous device work on its queue, the rest on its thread.
+/// Names the host side of a device copy the runtime left unnamed (GCC names none) from the
+/// program's symbol table, as accprof-analysis does: `A`, `Anew` instead of an address.
+fn name_device_copy(feed: &mut Feed, ev: &mut Event) {
+    if !accprof_symbols::unnamed_device_copy(ev) || feed.reader.modules().is_empty() {
+        return;
+    }
+    let sym = feed.symbolizer.get_or_insert_with(|| Symbolizer::new(feed.reader.modules()));
+    sym.update_modules(feed.reader.modules());
+    sym.annotate_data(ev, feed.reader.strings_mut());
+}
+
+/// The lane an event belongs on: device records on their stream, asynchronous enqueues on
+/// their queue, the rest on their thread.
 pub fn lane_kind(ev: &Event) -> LaneKind {
+    if device::is_device_record(ev.kind) {
+        return LaneKind::Device(ev.get(Field::AsyncHandle).unwrap_or(0));
+    }
     let on_device = matches!(
         ev.kind,
         acc_event_t::ENQUEUE_LAUNCH_START | acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START
@@ -268,16 +291,34 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     let name = map(ev.kernel_name().or(ev.var_name()));
     let file = map(ev.src_file());
     let rec = store.records.len() as u32;
+    let is_device = device::is_device_record(ev.kind);
+    let cat = if is_device { Category::of_device(ev.kind, ev.get(Field::CopyKind)) } else { Category::of(ev.kind) };
     let r = &mut store.records;
-    r.kind.push(u8::try_from(ev.kind.0).unwrap_or(255));
+    r.kind.push(kind_code(ev.kind, cat));
     r.parent.push(ev.get_i64(Field::ParentConstruct).and_then(|p| u8::try_from(p).ok()).filter(|&p| p != 255).unwrap_or(255));
     r.name.push(name);
     r.file.push(file);
     r.line.push(ev.line_no().and_then(|l| i32::try_from(l).ok()).unwrap_or(NO_LINE));
     r.source.push(feed.source as u16);
-    let key = ConstructKey { kind: r.kind[rec as usize], parent: r.parent[rec as usize], name, file, line: r.line[rec as usize] };
-    store.constructs.add(key, rec, ev.duration_ns(), ev.bytes().unwrap_or(0));
+    // With device records, kernels and transfers come into the table from accprof-analysis's
+    // profile, which ties device times to them (see state::table); the host counts the rest.
+    let from_profile = store.sources[feed.source].device_activity
+        && (is_device || matches!(cat, Category::Launch | Category::Upload | Category::Download));
+    if !from_profile {
+        let key = ConstructKey { kind: r.kind[rec as usize], parent: r.parent[rec as usize], name, file, line: r.line[rec as usize] };
+        store.constructs.add(key, rec, ev.duration_ns(), ev.bytes().unwrap_or(0));
+    }
     let shift = |t: u64| (i128::from(t) + feed.shift).clamp(0, i128::from(u64::MAX)) as u64;
+    if is_device {
+        let call = ev.get(Field::HostCallNs).map(shift);
+        store.device.push(rec, ev.thread(), call, shift(ev.start_ns), shift(ev.end_ns.max(ev.start_ns)), cat);
+    } else if let (Some(handle), Some(q)) = (ev.get(Field::AsyncHandle), ev.get_i64(Field::AsyncQueue)) {
+        // acc_async_sync (-2) names no queue.
+        if q >= -1 && feed.last_stream_queue != Some((handle, q)) {
+            feed.last_stream_queue = Some((handle, q));
+            store.stream_queues.insert((feed.source, handle), q);
+        }
+    }
     let kind = lane_kind(ev);
     let lane = match feed.last_lane {
         Some((k, l)) if k == kind && store.lanes.get(l).is_some_and(|x| x.kind == kind && x.source == feed.source) => l,
@@ -287,5 +328,5 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
             l
         }
     };
-    store.push_raw(lane, Raw { start: shift(ev.start_ns), end: shift(ev.end_ns.max(ev.start_ns)), rec, cat: Category::of(ev.kind) });
+    store.push_raw(lane, Raw { start: shift(ev.start_ns), end: shift(ev.end_ns.max(ev.start_ns)), rec, cat });
 }

@@ -1,5 +1,6 @@
 //! What the timeline knows, independent of how it is drawn.
 
+pub mod device;
 pub mod kind;
 pub mod load;
 pub mod store;

@@ -20,8 +20,12 @@ pub const NO_LINE: i32 = i32::MIN;
 pub enum LaneKind {
     /// A host thread, by the runtime's (or the OS's) thread id.
     Thread(i64),
-    /// A device async queue, by its async value (-1 = acc_async_noval).
+    /// A device async queue, by its async value (-1 = acc_async_noval): the runtime's enqueue
+    /// events for asynchronous work (host-timed).
     Queue(i64),
+    /// A CUDA stream, by the device records' `async_handle` (CUPTI's stream id): what the device
+    /// ran, device-timed.
+    Device(u64),
 }
 
 /// One row group of the timeline.
@@ -51,12 +55,15 @@ pub struct Source {
     pub path: String,
     /// The MPI rank, or the position on the command line when the trace has none.
     pub rank: u32,
+    /// The trace holds device records (its header names the activity source, CUPTI).
+    pub device_activity: bool,
 }
 
 /// The per-record columns: one entry per event, indexed by record id.
 #[derive(Clone, Debug, Default)]
 pub struct Records {
-    /// The acc_event_t number (start event of a pair); fits in a byte for every defined event.
+    /// The event's kind code ([`crate::state::kind::kind_code`]): the acc_event_t number of a
+    /// host event (start event of a pair), a device code for device records.
     pub kind: Vec<u8>,
     /// acc_construct_t of `parent_construct`, 255 when absent.
     pub parent: Vec<u8>,
@@ -127,6 +134,13 @@ pub struct Store {
     pub strings: Strings,
     /// Per-construct totals for the table.
     pub constructs: crate::state::table::ConstructTable,
+    /// The device records' issuing thread and call time, to pair them with host events.
+    pub device: crate::state::device::DeviceIndex,
+    /// (source, stream handle) -> async queue, from host events that name both: labels the
+    /// device lane of that stream "queue N (device)".
+    pub stream_queues: HashMap<(usize, u64), i64>,
+    /// Which categories occur, one bit per [`Category`] (the legend lists only those).
+    pub categories_seen: u32,
     /// Earliest start and latest end over all events (ns); `origin == end` when empty.
     pub origin: u64,
     pub end: u64,
@@ -173,6 +187,7 @@ impl Store {
         }
         self.origin = self.origin.min(raw.start);
         self.end = self.end.max(raw.end);
+        self.categories_seen |= 1 << raw.cat as u32;
         self.lanes[lane].raw.push(raw);
     }
 
@@ -199,6 +214,18 @@ impl Store {
             lane.tracks = nest(&mut raw);
         }
         self.sort_lanes();
+        self.device.finish();
+    }
+
+    /// Whether `source` has a host thread lane for `thread` (device records issued from a
+    /// thread without one came from a runtime's helper thread).
+    pub fn has_thread_lane(&self, source: usize, thread: i64) -> bool {
+        self.lane_index.contains_key(&(source, LaneKind::Thread(thread)))
+    }
+
+    /// The lane of `(source, kind)`, if it exists.
+    pub fn lane_of(&self, source: usize, kind: LaneKind) -> Option<usize> {
+        self.lane_index.get(&(source, kind)).copied()
     }
 
     fn sort_lanes(&mut self) {
@@ -211,13 +238,19 @@ impl Store {
         self.lane_index = self.lanes.iter().enumerate().map(|(i, l)| ((l.source, l.kind), i)).collect();
     }
 
-    /// The lane's name in the left column, e.g. `thread 0`, `queue 1`, `r1 thread 0`.
+    /// The lane's name in the left column, e.g. `thread 0`, `queue 1`, `r1 thread 0`,
+    /// `device stream 0x7`, `queue 1 (device)`.
     pub fn lane_label(&self, lane: usize) -> String {
         let l = &self.lanes[lane];
         let what = match l.kind {
             LaneKind::Thread(t) => format!("thread {t}"),
             LaneKind::Queue(-1) => "queue noval".to_string(),
             LaneKind::Queue(q) => format!("queue {q}"),
+            LaneKind::Device(stream) => match self.stream_queues.get(&(l.source, stream)) {
+                Some(-1) => "queue noval (device)".to_string(),
+                Some(q) => format!("queue {q} (device)"),
+                None => format!("device stream {stream:#x}"),
+            },
         };
         if self.sources.len() > 1 {
             format!("r{} {what}", self.sources[l.source].rank)
@@ -250,9 +283,11 @@ impl Store {
 
     /// The text drawn on a bar: what it is and where it came from.
     pub fn label(&self, rec: u32) -> String {
+        use crate::state::kind::{device_code_name, is_device_code, kind_of_code, short_kind_name};
         let r = rec as usize;
+        let code = self.records.kind[r];
         let parent = (self.records.parent[r] != 255).then(|| i64::from(self.records.parent[r]));
-        let kind = crate::state::kind::short_kind_name(accprof_abi::acc_event_t(i32::from(self.records.kind[r])), parent);
+        let kind = if is_device_code(code) { device_code_name(code) } else { short_kind_name(kind_of_code(code), parent) };
         let mut s = kind.to_string();
         if let Some(name) = self.str(self.records.name[r]) {
             s.push(' ');

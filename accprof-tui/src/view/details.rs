@@ -2,6 +2,9 @@
 //! (duration, bandwidth, kernel geometry, source location).
 
 use crate::app::App;
+use crate::state::device;
+use crate::state::kind::Category;
+use crate::state::store::EventRef;
 use crate::state::viewport::fmt_duration;
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_trace::model::FieldType;
@@ -52,9 +55,58 @@ fn field_value(ev: &Event, f: Field, strings: &StringTable) -> Option<String> {
     })
 }
 
+/// CUPTI's copy directions (`CUpti_ActivityMemcpyKind`), by number.
+fn copy_direction_name(d: u64) -> &'static str {
+    match d {
+        1 => "HtoD (host to device)",
+        2 => "DtoH (device to host)",
+        3 => "HtoA (host to array)",
+        4 => "AtoH (array to host)",
+        5 => "AtoA (array to array)",
+        6 => "AtoD (array to device)",
+        7 => "DtoA (device to array)",
+        8 => "DtoD (device to device)",
+        9 => "HtoH (host to host)",
+        10 => "PtoP (peer to peer)",
+        _ => "unknown",
+    }
+}
+
+/// CUPTI's memory kinds (`CUpti_ActivityMemoryKind`), by number.
+fn memory_kind_name(m: u64) -> &'static str {
+    match m {
+        1 => "pageable",
+        2 => "pinned",
+        3 => "device",
+        4 => "array",
+        5 => "managed",
+        6 => "device static",
+        7 => "managed static",
+        _ => "unknown",
+    }
+}
+
+/// A duration with where it was measured: `18 µs [host]`, `241 µs [device]`.
+pub fn timed(ns: u64, device: bool) -> String {
+    format!("{} {}", fmt_duration(ns), if device { "[device]" } else { "[host]" })
+}
+
+/// `8.13 GB/s [device]` (bytes per ns are GB/s).
+fn rate(bytes: u64, ns: u64, device: bool) -> Option<String> {
+    (ns > 0 && bytes > 0).then(|| format!("{:.2} GB/s {}", bytes as f64 / ns as f64, if device { "[device]" } else { "[host]" }))
+}
+
+fn key_style() -> Style {
+    Style::default().fg(Color::DarkGray)
+}
+
+fn kv(k: &str, v: String) -> Line<'static> {
+    Line::from(vec![Span::styled(format!("{k:<16} "), key_style()), Span::raw(v)])
+}
+
 /// The pane's lines for the current selection.
 pub fn lines(app: &App) -> Vec<Line<'static>> {
-    let key = Style::default().fg(Color::DarkGray);
+    let key = key_style();
     let mut out = Vec::new();
     let Some(sel) = app.selected else {
         out.push(Line::from("Nothing selected."));
@@ -63,13 +115,19 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         out.push(Line::from("to select an event. ? for help."));
         return out;
     };
-    let rec = app.store.rec_of(sel);
-    let (start, end) = app.store.span_of(sel);
-    let kv = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<16} "), key), Span::raw(v)]);
-    out.push(Line::from(Span::styled(app.store.label(rec), Style::default().add_modifier(Modifier::BOLD))));
-    out.push(kv("lane", app.store.lane_label(sel.lane)));
-    out.push(kv("start", format!("+{}", fmt_duration(start - app.store.origin))));
-    out.push(kv("duration", fmt_duration(end - start)));
+    let store = &app.store;
+    let rec = store.rec_of(sel);
+    let (start, end) = store.span_of(sel);
+    let is_device = Category::from_u8(store.lanes[sel.lane].tracks[sel.track].cat[sel.idx]).is_device();
+    out.push(Line::from(Span::styled(store.label(rec), Style::default().add_modifier(Modifier::BOLD))));
+    out.push(kv("lane", store.lane_label(sel.lane)));
+    if is_device {
+        out.push(kv("device start", format!("+{}", fmt_duration(start.saturating_sub(store.origin)))));
+        out.push(kv("device end", format!("+{}", fmt_duration(end.saturating_sub(store.origin)))));
+    } else {
+        out.push(kv("start", format!("+{}", fmt_duration(start.saturating_sub(store.origin)))));
+    }
+    out.push(kv("duration", timed(end - start, is_device)));
     let Some(d) = app.details.as_ref().filter(|d| d.rec == rec) else {
         return out;
     };
@@ -79,37 +137,10 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     }
     let Some(ev) = &d.event else { return out };
     let strings = &d.strings;
-    let kind_name = ev.kind.name().map(str::to_string).unwrap_or_else(|| format!("event {}", ev.kind.0));
-    out.push(kv("event", kind_name));
-    // Source location first: it is what the user acts on.
-    let file = strings.resolve(ev.src_file());
-    let func = strings.resolve(ev.func_name());
-    if file.is_some() || func.is_some() {
-        let mut loc = file.unwrap_or("?").to_string();
-        if let Some(l) = ev.line_no() {
-            loc.push_str(&format!(":{l}"));
-            if let Some(e) = ev.get_i64(Field::EndLineNo) {
-                loc.push_str(&format!("-{e}"));
-            }
-        }
-        if let Some(f) = func {
-            loc.push_str(&format!(" ({f})"));
-        }
-        out.push(kv("source", loc));
-    }
-    if let Some(v) = strings.resolve(ev.var_name()) {
-        out.push(kv("variable", v.to_string()));
-    }
-    if let Some(b) = ev.bytes() {
-        out.push(kv("bytes", fmt_bytes(b)));
-        let dur = ev.duration_ns();
-        if dur > 0 && matches!(ev.kind, acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START) {
-            out.push(kv("bandwidth", format!("{:.2} GB/s", b as f64 / dur as f64)));
-        }
-    }
-    if ev.kind == acc_event_t::ENQUEUE_LAUNCH_START {
-        let g = |f| ev.get(f).map(|v| v.to_string()).unwrap_or_else(|| "?".into());
-        out.push(kv("geometry", format!("{} gangs × {} workers × {} vector", g(Field::NumGangs), g(Field::NumWorkers), g(Field::VectorLength))));
+    if is_device {
+        device_lines(app, sel, ev, strings, &mut out);
+    } else {
+        host_lines(app, sel, ev, strings, &mut out);
     }
     out.push(Line::from(""));
     out.push(Line::from(Span::styled("recorded fields", key.add_modifier(Modifier::UNDERLINED))));
@@ -119,6 +150,123 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         }
     }
     out
+}
+
+/// `file:line-end (func)` of an event, when it has a location.
+fn source_of(ev: &Event, strings: &StringTable) -> Option<String> {
+    let file = strings.resolve(ev.src_file());
+    let func = strings.resolve(ev.func_name());
+    if file.is_none() && func.is_none() {
+        return None;
+    }
+    let mut loc = file.unwrap_or("?").to_string();
+    if let Some(l) = ev.line_no() {
+        loc.push_str(&format!(":{l}"));
+        if let Some(e) = ev.get_i64(Field::EndLineNo) {
+            loc.push_str(&format!("-{e}"));
+        }
+    }
+    if let Some(f) = func {
+        loc.push_str(&format!(" ({f})"));
+    }
+    Some(loc)
+}
+
+/// A host (acc_prof) event: its fields, and the device's time for the same work when device
+/// records of it exist.
+fn host_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out: &mut Vec<Line<'static>>) {
+    let kind_name = ev.kind.name().map(str::to_string).unwrap_or_else(|| format!("event {}", ev.kind.0));
+    out.push(kv("event", kind_name));
+    let work = device::device_work_of(&app.store, sel, ev.thread().unwrap_or(0));
+    if !work.is_empty() {
+        let dev_ns: u64 = work.iter().map(|r| r.duration()).sum();
+        out.push(kv("duration", timed(dev_ns, true)));
+        if work.len() > 1 {
+            out.push(kv("device records", format!("{} (durations summed)", work.len())));
+        }
+        let first = work.iter().map(|r| r.start).min().unwrap_or(0);
+        let last = work.iter().map(|r| r.end).max().unwrap_or(0);
+        out.push(kv("on the device", format!("+{} … +{}", fmt_duration(first.saturating_sub(app.store.origin)), fmt_duration(last.saturating_sub(app.store.origin)))));
+    }
+    // Source location first: it is what the user acts on.
+    if let Some(loc) = source_of(ev, strings) {
+        out.push(kv("source", loc));
+    }
+    if let Some(v) = strings.resolve(ev.var_name()) {
+        out.push(kv("variable", v.to_string()));
+    }
+    if let Some(b) = ev.bytes() {
+        out.push(kv("bytes", fmt_bytes(b)));
+        if matches!(ev.kind, acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START) {
+            if !work.is_empty() {
+                let dev_ns: u64 = work.iter().map(|r| r.duration()).sum();
+                out.extend(rate(b, dev_ns, true).map(|r| kv("bandwidth", r)));
+            }
+            out.extend(rate(b, ev.duration_ns(), false).map(|r| kv("bandwidth", r)));
+        }
+    }
+    if ev.kind == acc_event_t::ENQUEUE_LAUNCH_START {
+        let g = |f| ev.get(f).map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+        out.push(kv("geometry", format!("{} gangs × {} workers × {} vector", g(Field::NumGangs), g(Field::NumWorkers), g(Field::VectorLength))));
+    }
+}
+
+/// A device record: what ran, when the host asked for it, and the construct it belongs to.
+fn device_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out: &mut Vec<Line<'static>>) {
+    let store = &app.store;
+    let op = match ev.kind {
+        accprof_trace::device::KERNEL => "kernel execution",
+        accprof_trace::device::MEMCPY => "memcpy",
+        accprof_trace::device::MEMSET => "memset",
+        _ => "device record",
+    };
+    out.push(kv("event", format!("{op} (device record {})", ev.kind.0)));
+    if let Some(k) = strings.resolve(ev.kernel_name()) {
+        out.push(kv("kernel", k.to_string()));
+    }
+    if let Some(v) = strings.resolve(ev.var_name()) {
+        let how = if ev.flags().contains(accprof_trace::EventFlags::ATTRIBUTED_NAME) { " (symbol table)" } else { "" };
+        out.push(kv("variable", format!("{v}{how}")));
+    }
+    if let Some(b) = ev.bytes() {
+        out.push(kv("bytes", fmt_bytes(b)));
+        out.extend(rate(b, ev.duration_ns(), true).map(|r| kv("bandwidth", r)));
+    }
+    if let Some(ck) = ev.get(Field::CopyKind) {
+        let (dir, src, dst) = accprof_trace::device::split_copy_kind(ck);
+        out.push(kv("direction", copy_direction_name(dir).to_string()));
+        out.push(kv("memory", format!("{} → {}", memory_kind_name(src), memory_kind_name(dst))));
+    }
+    if let Some(s) = ev.get(Field::AsyncHandle) {
+        out.push(kv("stream", format!("{s:#x}")));
+    }
+    if let Some(c) = ev.get(Field::CorrelationId) {
+        out.push(kv("correlation id", c.to_string()));
+    }
+    let (start, _) = store.span_of(sel);
+    let dev = store.device.find(store.rec_of(sel));
+    match dev.and_then(|d| d.host_call) {
+        Some(call) => {
+            out.push(kv("host call", format!("+{}", fmt_duration(call.saturating_sub(store.origin)))));
+            let delay = if start >= call { fmt_duration(start - call) } else { format!("-{}", fmt_duration(call - start)) };
+            out.push(kv("call → start", delay));
+        }
+        None => out.push(kv("host call", "not seen by the tool".into())),
+    }
+    if let Some(t) = ev.thread() {
+        out.push(kv("issued by", format!("thread {t}")));
+    }
+    let side = dev.map(|d| device::host_side_of(store, &d)).unwrap_or_default();
+    if let Some(c) = side.construct {
+        let rec = store.rec_of(c);
+        out.push(kv("construct", store.label(rec)));
+    } else {
+        out.push(kv("construct", "none open on the issuing thread".into()));
+    }
+    if let Some(e) = side.enqueue {
+        let (a, b) = store.span_of(e);
+        out.push(kv("host enqueue", format!("{}, {}", store.label(store.rec_of(e)), timed(b - a, false))));
+    }
 }
 
 #[cfg(test)]

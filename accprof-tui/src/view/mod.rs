@@ -40,8 +40,8 @@ pub fn geometry(app: &App, area: Rect) -> (Geometry, Rect, Option<Rect>, Option<
     };
     let rows_height = timeline.height.saturating_sub(2);
     let g = Geometry {
-        timeline_x: timeline.x + timeline::LABEL_WIDTH,
-        timeline_width: timeline.width.saturating_sub(timeline::LABEL_WIDTH),
+        timeline_x: timeline.x + app.label_width,
+        timeline_width: timeline.width.saturating_sub(app.label_width),
         rows_y: timeline.y,
         rows_height,
     };
@@ -67,7 +67,7 @@ pub fn draw(app: &mut App, frame: &mut Frame) {
         timeline::render(app, rows_area, buf);
     }
     let axis_area = Rect {
-        x: timeline_area.x + timeline::LABEL_WIDTH,
+        x: timeline_area.x + app.label_width,
         y: timeline_area.y + g.rows_height,
         width: g.timeline_width,
         height: 2.min(timeline_area.height),
@@ -84,7 +84,7 @@ pub fn draw(app: &mut App, frame: &mut Frame) {
             _ => panels::render_findings(app, p, buf),
         }
     }
-    ratatui::widgets::Widget::render(Paragraph::new(legend()), legend_area, buf);
+    ratatui::widgets::Widget::render(Paragraph::new(legend(app.store.categories_seen)), legend_area, buf);
     ratatui::widgets::Widget::render(Paragraph::new(status(app)), status_area, buf);
     if app.mode == Mode::Help {
         help::render(area, buf);
@@ -115,9 +115,23 @@ fn header(app: &App) -> Line<'static> {
     Line::from(spans)
 }
 
-fn legend() -> Line<'static> {
+/// The colour key. Host categories all, as long as the trace has no device records; with them,
+/// the categories that occur, host and device apart (both would not fit one line).
+fn legend(seen: u32) -> Line<'static> {
+    let has_device = Category::ALL.iter().any(|c| c.is_device() && seen & (1 << *c as u32) != 0);
     let mut spans = vec![Span::raw(" ")];
+    if has_device {
+        spans.push(Span::styled("host: ", Style::default().fg(Color::DarkGray)));
+    }
+    let mut device_started = false;
     for c in Category::ALL {
+        if has_device && seen & (1 << c as u32) == 0 || !has_device && c.is_device() {
+            continue;
+        }
+        if c.is_device() && !device_started {
+            device_started = true;
+            spans.push(Span::styled("│ device: ", Style::default().fg(Color::DarkGray)));
+        }
         spans.push(Span::styled("█", Style::default().fg(palette::color(c))));
         spans.push(Span::raw(format!(" {}  ", c.label())));
     }

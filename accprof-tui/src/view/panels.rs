@@ -19,8 +19,9 @@ fn window_start(pos: usize, height: usize) -> usize {
 }
 
 pub fn render_table(app: &App, area: Rect, buf: &mut Buffer) {
+    let note = app.table_note().map(|n| format!("{n} — ")).unwrap_or_default();
     let title = format!(
-        " Constructs and kernels ({}) — sorted by {}{}; s: sort, S: reverse, Enter: jump, Esc: close ",
+        " Constructs and kernels ({}) — {note}sorted by {}{}; s: sort, S: reverse, Enter: jump, Esc: close ",
         app.table_rows.len(),
         app.sort.label(),
         if app.sort_reverse { " (reversed)" } else { "" }
@@ -34,16 +35,28 @@ pub fn render_table(app: &App, area: Rect, buf: &mut Buffer) {
         let style = if i == app.list_pos { selected_style() } else { Style::default() };
         Row::new(vec![
             Cell::from(r.what.clone()),
-            Cell::from(r.stats.count.to_string()),
-            Cell::from(fmt_duration(r.stats.total_ns)),
-            Cell::from(fmt_duration(r.stats.avg_ns())),
-            Cell::from(if r.stats.bytes > 0 { fmt_bytes(r.stats.bytes) } else { "-".into() }),
+            Cell::from(r.count.to_string()),
+            Cell::from(fmt_duration(r.total_ns)),
+            Cell::from(fmt_duration(r.avg_ns())),
+            Cell::from(r.source_label()),
+            Cell::from(if r.bytes > 0 { fmt_bytes(r.bytes) } else { "-".into() }),
+            Cell::from(r.host_ns.map(fmt_duration).unwrap_or_else(|| "-".into())),
         ])
         .style(style)
     });
-    let header = Row::new(vec!["construct / kernel / transfer", "count", "total", "average", "data"])
+    // "time" says where total and average were measured; "host enqueue" is the runtime's
+    // launch/transfer calls behind a device-timed row.
+    let header = Row::new(vec!["construct / kernel / transfer", "count", "total", "average", "time", "data", "host enqueue"])
         .style(Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED));
-    let widths = [Constraint::Min(30), Constraint::Length(9), Constraint::Length(10), Constraint::Length(10), Constraint::Length(10)];
+    let widths = [
+        Constraint::Min(30),
+        Constraint::Length(7),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Length(8),
+        Constraint::Length(10),
+        Constraint::Length(12),
+    ];
     Table::new(rows, widths).header(header).render(inner, buf);
 }
 

@@ -15,8 +15,16 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
-/// Width of the lane-name column.
+/// Width of the lane-name column: at least this, wider when a lane's name needs it
+/// (`device stream 0x7f..`), up to [`MAX_LABEL_WIDTH`].
 pub const LABEL_WIDTH: u16 = 14;
+pub const MAX_LABEL_WIDTH: u16 = 34;
+
+/// The lane-name column's width for these lane names: the marker, the name and the rule.
+pub fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> u16 {
+    let longest = labels.map(|l| l.chars().count()).max().unwrap_or(0);
+    u16::try_from(longest + 2).unwrap_or(MAX_LABEL_WIDTH).clamp(LABEL_WIDTH, MAX_LABEL_WIDTH)
+}
 
 /// Left-aligned partial blocks, one to eight eighths.
 const LEFT_EIGHTHS: [char; 8] = ['▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'];
@@ -56,11 +64,12 @@ pub fn glyph(s: &CellSummary, track: &Track, a: u64, b: u64) -> char {
 
 /// Draws rows `app.scroll ..` into `area` (labels column included).
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
-    if area.width <= LABEL_WIDTH + 1 || area.height == 0 {
+    let label_w = app.label_width;
+    if area.width <= label_w + 1 || area.height == 0 {
         return;
     }
-    let width = area.width - LABEL_WIDTH;
-    let x0 = area.x + LABEL_WIDTH;
+    let width = area.width - label_w;
+    let x0 = area.x + label_w;
     let current_row = app.current_row();
     let rows = app.rows();
     for (screen_row, row) in (app.scroll..rows.len()).take(area.height as usize).enumerate() {
@@ -70,7 +79,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         let label = if track == 0 { app.store.lane_label(lane) } else { format!("  └{}", track) };
         let marker = if row == current_row { "▶" } else { " " };
         let style = if row == current_row { Style::default().add_modifier(Modifier::BOLD) } else { Style::default() };
-        buf.set_stringn(area.x, y, format!("{marker}{label}"), LABEL_WIDTH as usize - 1, style);
+        buf.set_stringn(area.x, y, format!("{marker}{label}"), label_w as usize - 1, style);
         buf.set_string(x0 - 1, y, "│", Style::default().fg(Color::DarkGray));
         if let Some(t) = app.shown_track(lane, track) {
             let sel = app.selected.filter(|s| s.lane == lane && s.track == track).map(|s| app.store.span_of(s));
