@@ -36,6 +36,11 @@ fn devtools_trace_engine_keeps_every_slice_on_its_named_track() {
     // An overlap on queue 3, which the export has to split over two lanes.
     s.launch(1_000, 5_000, 0, "k1", (1, 1, 1), Some(3));
     s.launch(3_000, 8_000, 0, "k2", (1, 1, 1), Some(3));
+    // Device records on two streams (one split over two lanes), with flows from the constructs
+    // and launches that issued them.
+    s.device_kernel(102_500, 111_000, Some(0x7f10), Some((0, 102_100)), "main_42_gpu");
+    s.device_kernel(110_000, 112_000, Some(0x7f10), Some((0, 102_200)), "main_42_gpu");
+    s.device_copy(62_500, 73_000, Some(0x7f20), Some((0, 62_100)), accprof_trace::device::COPY_HTOD, 8 << 20, Some("A"));
     let trace = dir.path().join("laplace.trace");
     s.write(&trace);
     let json_path = dir.path().join("laplace.json");
@@ -58,6 +63,8 @@ fn devtools_trace_engine_keeps_every_slice_on_its_named_track() {
     assert_eq!(names, expected);
     let kept: u64 = threads.iter().map(|t| t["entries"].as_u64().unwrap()).sum();
     assert_eq!(kept as usize, ours.complete, "the engine dropped slices: {seen}");
+    assert_eq!(ours.flows, 3);
+    assert!(names.contains(&"device stream 0x7f10 (overlapping, lane 2)"), "{names:?}");
     // Four parallel constructs each hold their implicit enter and exit data: 4 x 2 children.
     let host = threads.iter().find(|t| t["name"] == "host thread 0").unwrap();
     assert_eq!(host["entries"].as_u64().unwrap() - host["roots"].as_u64().unwrap(), 8);

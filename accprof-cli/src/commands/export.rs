@@ -7,13 +7,16 @@
 
 pub(crate) mod chrome;
 pub(crate) mod counters;
+pub(crate) mod device;
+pub(crate) mod flows;
 mod json;
 pub(crate) mod slice;
 pub(crate) mod tracks;
 
 use crate::error::CliError;
 use accprof_symbols::Symbolizer;
-use accprof_trace::{Field, Header, TraceReader};
+use accprof_trace::{device as device_kind, Field, Header, TraceReader};
+use device::DeviceInfo;
 use chrome::{ChromeWriter, Process};
 use counters::Counters;
 use slice::Slice;
@@ -27,9 +30,12 @@ use tracks::{TrackKey, TrackKind, TrackTable};
 ///
 /// Each host thread gets a track with its compute constructs, data directives, updates and waits;
 /// uploads, downloads and kernel launches go on device tracks (one per async queue, and one per
-/// host thread for synchronous work). Slices are named after the construct and source line, the
-/// variable or the kernel, and carry bytes, kernel geometry and source location as args. Counter
-/// tracks show device memory in use and bytes in flight. Several traces (one per MPI rank) become
+/// host thread for synchronous work). Device records (CUPTI's kernels, copies and memsets, with
+/// device times) go on one track per CUDA stream, with a flow arrow from the host slice that
+/// issued each. Slices are named after the construct and source line, the variable or the kernel
+/// ("memcpy HtoD 128 MiB A" for device copies), and carry bytes, kernel geometry, source
+/// location and device times as args. Counter tracks show device memory in use and bytes in
+/// flight (from the device's copies when the trace has them). Several traces (one per MPI rank) become
 /// one process each, aligned on the wall clock.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  \
@@ -86,6 +92,8 @@ pub(crate) struct Collected {
     pub processes: Vec<Process>,
     pub slices: Vec<Slice>,
     pub tracks: TrackTable,
+    /// What device records have beyond their slice, indexed by [`Slice::device`].
+    pub device: Vec<DeviceInfo>,
     pub counters: Counters,
     pub warnings: Vec<String>,
 }
@@ -110,6 +118,7 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
         processes: Vec::new(),
         slices: Vec::new(),
         tracks: TrackTable::default(),
+        device: Vec::new(),
         counters: Counters::default(),
         warnings: Vec::new(),
     };
@@ -127,9 +136,24 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
                 sym.update_modules(r.modules());
                 sym.annotate(&mut ev, r.strings_mut());
             }
+            // The host side of a device copy the runtime did not name: a global or static
+            // variable's name from the symbol table (GCC names no variable), as the report does.
+            if accprof_symbols::unnamed_device_copy(&ev) && !r.modules().is_empty() {
+                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(r.modules()));
+                sym.update_modules(r.modules());
+                sym.annotate_data(&mut ev, r.strings_mut());
+            }
             let thread = ev.thread();
+            let stream = ev.get(Field::AsyncHandle);
             let mut s = Slice::from_event(&ev, trace, 0, clock);
-            s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of(&s, thread) });
+            if device_kind::is_device_record(ev.kind) {
+                s.device = c.device.len() as u32;
+                c.device.push(DeviceInfo::from_event(&ev, clock));
+            } else if let (Some(h), Some(q)) = (stream, ev.async_queue()) {
+                // An OpenACC event says which async queue this stream serves.
+                c.tracks.note_stream_queue(trace, h, q);
+            }
+            s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of(&s, thread, stream) });
             c.counters.add(&ev, trace, s.start, s.end);
             c.slices.push(s);
         }
@@ -164,13 +188,21 @@ fn wall_clock(h: &Header) -> impl Fn(u64) -> u64 + Copy {
 fn write_chrome<W: Write>(mut c: Collected, out: W) -> io::Result<Summary> {
     tracks::assign_lanes(&mut c.slices, &mut c.tracks);
     let tids = c.tracks.thread_ids();
+    let flows = flows::link(&c.slices, &c.tracks, &tids, &mut c.device);
     let memory = Counters::series(&mut c.counters.memory);
-    let in_flight = Counters::series(&mut c.counters.in_flight);
+    let in_flight = Counters::series(&mut c.counters.in_flight());
     let zero = c.slices.iter().map(|s| s.start).chain(memory.first().map(|m| m.0)).min().unwrap_or(0);
     let mut w = ChromeWriter::new(out, zero)?;
     w.metadata(&c.processes, &c.tracks, &tids)?;
     for s in &c.slices {
-        w.slice(s, &c.processes[s.trace as usize], tids.tid(s.track, s.lane))?;
+        let dev = s.device_index().map(|k| {
+            let d = &c.device[k];
+            (d, d.issued_by.map(|h| &c.slices[h as usize]))
+        });
+        w.slice(s, &c.processes[s.trace as usize], tids.tid(s.track, s.lane), dev)?;
+    }
+    for f in &flows {
+        w.flow(f, &c.processes)?;
     }
     w.counter("device memory in use", &memory, &c.processes)?;
     w.counter("bytes in flight", &in_flight, &c.processes)?;

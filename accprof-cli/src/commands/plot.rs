@@ -1,8 +1,9 @@
 //! `accprof plot`: a picture of where the time went, as SVG or PNG.
 //!
-//! Two panels: the per-construct breakdown (host time of the longest constructs, split into
-//! kernels, data, wait, init and host, from accprof-analysis's `Profile`) and a timeline with
-//! one lane per host thread, synchronous device track and async queue (the tracks of
+//! Two panels: the per-construct breakdown (the longest constructs, split into kernels, data,
+//! wait, init and host, from accprof-analysis's `Profile`; kernels and data in device time where
+//! the trace has device records, and labelled "[device]" then) and a timeline with one lane per
+//! host thread, synchronous device track, async queue and CUDA stream (the tracks of
 //! `accprof export`).
 
 mod breakdown;
@@ -20,8 +21,9 @@ use std::path::{Path, PathBuf};
 ///
 /// The first panel shows the constructs that took the most host time, longest first, each bar
 /// split into kernel launches, data movement, waiting, device initialization and the host's own
-/// time in the construct. The second shows the run over time, one lane per host thread, per
-/// thread's synchronous device work and per async queue. SVG by default; PNG when the output
+/// time in the construct; when the trace has device records (CUPTI), kernels and data are the
+/// device's times and are labelled [device]. The second shows the run over time, one lane per
+/// host thread, per thread's synchronous device work, per async queue and per CUDA stream. SVG by default; PNG when the output
 /// ends in .png or with --format png (text drawn with a bundled font).
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  \
@@ -101,8 +103,13 @@ fn figure(args: &Args) -> Result<Figure, CliError> {
     if !warnings.is_empty() {
         notes.push(format!("{} warning(s): see the command's output.", warnings.len()));
     }
-    notes.push("Breakdown: host time inside each construct. Timeline: what each thread and queue was doing, per pixel the kind that took most of it.".into());
-    Ok(Figure { title, rows: breakdown::rows(&profile), timeline: timeline::build(collected, draw::PLOT_W), notes })
+    let sources = breakdown::Sources::of(&profile);
+    if sources.any_device() {
+        notes.push("Breakdown: kernels and copies as the device timed them [device]; the rest is host time inside each construct. Timeline: what each thread, queue and CUDA stream was doing, per pixel the kind that took most of it.".into());
+    } else {
+        notes.push("Breakdown: host time inside each construct. Timeline: what each thread and queue was doing, per pixel the kind that took most of it.".into());
+    }
+    Ok(Figure { title, rows: breakdown::rows(&profile), sources, timeline: timeline::build(collected, draw::PLOT_W), notes })
 }
 
 /// Draws to a temporary file beside `path` and renames it, so a failure leaves nothing behind.

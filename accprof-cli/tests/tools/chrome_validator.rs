@@ -7,7 +7,10 @@
 //! - on every (pid, tid) track, complete slices nest strictly (Perfetto drops one that crosses
 //!   another), and `B`/`E` pairs balance, names matching;
 //! - every process has a `process_name` and every track a `thread_name`;
-//! - counter (`C`) events of one (pid, name) come in time order, with numeric args.
+//! - counter (`C`) events of one (pid, name) come in time order, with numeric args;
+//! - flow events (`s` start, `f` finish) pair up by id: every `s` has one `f` with the same id,
+//!   name and category, not before it; each lies within (edges included) a complete slice of its
+//!   own track, the slice a viewer binds it to (a flow bound to nothing is not drawn).
 
 #![allow(dead_code)]
 
@@ -27,6 +30,18 @@ pub struct Summary {
     pub threads: BTreeMap<(i64, i64), String>,
     /// Maximum nesting depth of complete slices over all tracks.
     pub max_depth: usize,
+    /// Flow arrows (matched `s`/`f` pairs).
+    pub flows: usize,
+}
+
+/// One end of a flow arrow, as read.
+#[derive(Debug, Clone)]
+struct FlowEnd {
+    track: (i64, i64),
+    ts: i64,
+    name: String,
+    cat: String,
+    index: usize,
 }
 
 /// Nanoseconds from a microsecond number, rounded as Perfetto rounds them.
@@ -51,6 +66,8 @@ pub fn validate(json: &str) -> Result<Summary, String> {
     let mut used_pids = BTreeSet::new();
     let mut used_tracks = BTreeSet::new();
     let mut last_counter: BTreeMap<(i64, String), i64> = BTreeMap::new();
+    let mut flow_starts: BTreeMap<String, FlowEnd> = BTreeMap::new();
+    let mut flow_ends: BTreeMap<String, FlowEnd> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
         let at = || format!("event {i} ({e})");
         let ph = e.get("ph").and_then(Value::as_str).ok_or_else(|| format!("{}: no ph", at()))?;
@@ -128,6 +145,17 @@ pub fn validate(json: &str) -> Result<Summary, String> {
                 last_counter.insert(key, ts);
                 sum.counters += 1;
             }
+            "s" | "f" => {
+                let id = e.get("id").map(|v| v.to_string()).ok_or_else(|| format!("{}: flow without id", at()))?;
+                let track = (pid, tid()?);
+                used_tracks.insert(track);
+                let cat = e.get("cat").and_then(Value::as_str).unwrap_or("").to_string();
+                let end = FlowEnd { track, ts, name: name.to_string(), cat, index: i };
+                let ends = if ph == "s" { &mut flow_starts } else { &mut flow_ends };
+                if ends.insert(id.clone(), end).is_some() {
+                    return Err(format!("{}: a second {ph:?} with id {id}", at()));
+                }
+            }
             other => return Err(format!("{}: phase {other:?} not expected here", at())),
         }
     }
@@ -155,6 +183,25 @@ pub fn validate(json: &str) -> Result<Summary, String> {
             stack.push((s, e, i));
             sum.max_depth = sum.max_depth.max(stack.len());
         }
+    }
+    for (id, s) in &flow_starts {
+        let f = flow_ends.get(id).ok_or_else(|| format!("flow start {} has no finish with id {id}", events[s.index]))?;
+        if (&f.name, &f.cat) != (&s.name, &s.cat) {
+            return Err(format!("flow {id}: start {} and finish {} differ in name or category", events[s.index], events[f.index]));
+        }
+        if f.ts < s.ts {
+            return Err(format!("flow {id}: finish {} before its start {}", events[f.index], events[s.index]));
+        }
+        for end in [s, f] {
+            let inside = slices.get(&end.track).is_some_and(|list| list.iter().any(|&(a, b, _)| a <= end.ts && end.ts <= b));
+            if !inside {
+                return Err(format!("flow {id}: {} lies within no slice of its track", events[end.index]));
+            }
+        }
+        sum.flows += 1;
+    }
+    if let Some((id, f)) = flow_ends.iter().find(|(id, _)| !flow_starts.contains_key(*id)) {
+        return Err(format!("flow finish {} has no start with id {id}", events[f.index]));
     }
     for pid in &used_pids {
         if !sum.processes.contains_key(pid) {

@@ -100,6 +100,46 @@ impl Synth {
         }
     }
 
+    /// A device record (`kind` one of `accprof_trace::device`'s) from `T0 + start` to
+    /// `T0 + end` on CUDA stream `stream`, issued by `thread` at `T0 + host_call`, as
+    /// libaccprof writes them from CUPTI: no device type or number, no source location.
+    pub fn device_record(&mut self, kind: acc_event_t, start: u64, end: u64, stream: Option<u64>, issued: Option<(i64, u64)>) -> &mut Event {
+        let mut e = Event::new(kind, T0 + start);
+        e.end_ns = T0 + end;
+        if let Some(h) = stream {
+            e.set(Field::AsyncHandle, h);
+        }
+        if let Some((thread, call)) = issued {
+            e.set_i64(Field::Thread, thread);
+            e.set(Field::HostCallNs, T0 + call);
+        }
+        e.set(Field::CorrelationId, self.events.len() as u64 + 1);
+        self.events.push(e);
+        self.events.last_mut().unwrap()
+    }
+
+    /// A device copy of `bytes` in direction `direction` (`device::COPY_HTOD`, ...), named
+    /// `var` when given.
+    pub fn device_copy(&mut self, start: u64, end: u64, stream: Option<u64>, issued: Option<(i64, u64)>, direction: u64, bytes: u64, var: Option<&str>) -> &mut Event {
+        let v = var.map(|v| self.str(v));
+        let e = self.device_record(accprof_trace::device::MEMCPY, start, end, stream, issued);
+        let (src, dst) = if direction == accprof_trace::device::COPY_DTOH { (3, 2) } else { (2, 3) };
+        e.set(Field::CopyKind, accprof_trace::device::copy_kind(direction as u8, src, dst));
+        e.set(Field::Bytes, bytes);
+        if let Some(v) = v {
+            e.set(Field::VarName, u64::from(v.0));
+        }
+        e
+    }
+
+    /// A device kernel `kernel` on `stream`.
+    pub fn device_kernel(&mut self, start: u64, end: u64, stream: Option<u64>, issued: Option<(i64, u64)>, kernel: &str) -> &mut Event {
+        let k = self.str(kernel);
+        let e = self.device_record(accprof_trace::device::KERNEL, start, end, stream, issued);
+        e.set(Field::KernelName, u64::from(k.0));
+        e
+    }
+
     /// Writes the trace, events in order of their end (how the tool library emits them).
     pub fn write(&self, path: &Path) {
         let mut events = self.events.clone();

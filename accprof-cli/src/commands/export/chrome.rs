@@ -1,15 +1,17 @@
-//! Writing the Chrome Trace Event JSON: metadata, slices, instants and counters.
+//! Writing the Chrome Trace Event JSON: metadata, slices, instants, flows and counters.
 //!
 //! Layout: `{"displayTimeUnit":"ns","traceEvents":[ ... ]}` with one event per line, so that the
 //! file stays readable with `grep` and diffs well. Times are microseconds (the format's unit)
 //! with three decimals, relative to the first event of the export.
 
 use super::counters::Series;
+use super::device::{direction_label, direction_word, event_word, gb_per_s, human_bytes, memory_word, DeviceInfo};
+use super::flows::Flow;
 use super::json::{put_micros, put_str_body, Object};
 use super::slice::{Slice, NONE_I32, NONE_U32};
 use super::tracks::{ThreadIds, TrackTable};
 use accprof_abi::{acc_construct_t, acc_event_t};
-use accprof_trace::{EventFlags, Header, StringTable};
+use accprof_trace::{device, EventFlags, Header, StringTable};
 use std::io::{self, Write};
 
 /// What the writer needs to know about one input trace.
@@ -81,7 +83,7 @@ impl<W: Write> ChromeWriter<W> {
         for &t in &tids.order {
             let key = tracks.key(t);
             let pid = processes[key.trace as usize].pid;
-            let label = key.kind.label();
+            let label = tracks.label(t);
             for lane in 0..tids.lanes(t) {
                 let tid = tids.tid(t, lane);
                 let name = if lane == 0 { label.clone() } else { format!("{label} (overlapping, lane {})", lane + 1) };
@@ -108,8 +110,9 @@ impl<W: Write> ChromeWriter<W> {
         Ok(())
     }
 
-    /// A complete slice (`X`), or an instant (`i`, thread-scoped) for a point event.
-    pub fn slice(&mut self, s: &Slice, p: &Process, tid: u32) -> io::Result<()> {
+    /// A complete slice (`X`), or an instant (`i`, thread-scoped) for a point event. A device
+    /// record comes with its [`DeviceInfo`] and the host slice that issued it, if known.
+    pub fn slice(&mut self, s: &Slice, p: &Process, tid: u32, dev: Option<(&DeviceInfo, Option<&Slice>)>) -> io::Result<()> {
         self.next()?;
         let zero = self.zero;
         let mut o = Object::open(&mut self.buf);
@@ -127,13 +130,51 @@ impl<W: Write> ChromeWriter<W> {
         }
         let name = o.key("name");
         name.push(b'"');
-        put_name(name, s, &p.strings);
+        match dev {
+            Some((d, _)) => put_device_name(name, s, d, &p.strings),
+            None => put_name(name, s, &p.strings),
+        }
         name.push(b'"');
-        o.str("cat", category(s.event()));
+        o.str("cat", if dev.is_some() { device_category(s.event()) } else { category(s.event()) });
         let mut a = Object::open(o.key("args"));
         put_args(&mut a, s, &p.strings);
+        if let Some((d, issuer)) = dev {
+            put_device_args(&mut a, s, d);
+            if let Some(h) = issuer {
+                let mut issued = Vec::new();
+                put_name(&mut issued, h, &p.strings);
+                // Already escaped by put_name.
+                let out = a.key("issued_by");
+                out.push(b'"');
+                out.extend_from_slice(&issued);
+                out.push(b'"');
+            }
+        }
         a.close();
         o.close();
+        Ok(())
+    }
+
+    /// A flow arrow (`s` at the issuing host slice, `f` bound to the enclosing device slice),
+    /// the pair sharing an id, name and category as the format asks.
+    pub fn flow(&mut self, f: &Flow, processes: &[Process]) -> io::Result<()> {
+        let pid = processes[f.trace as usize].pid;
+        for (ph, tid, ts) in [("s", f.src_tid, f.src_ts), ("f", f.dst_tid, f.dst_ts)] {
+            self.next()?;
+            let zero = self.zero;
+            let mut o = Object::open(&mut self.buf);
+            o.str("ph", ph);
+            if ph == "f" {
+                o.str("bp", "e");
+            }
+            o.u64("id", f.id);
+            o.u64("pid", u64::from(pid));
+            o.u64("tid", u64::from(tid));
+            put_micros(o.key("ts"), ts.saturating_sub(zero));
+            o.str("name", "issued");
+            o.str("cat", "device");
+            o.close();
+        }
         Ok(())
     }
 
@@ -223,6 +264,68 @@ fn construct_word(c: acc_construct_t) -> &'static str {
     c.name().map_or("construct", |n| n.trim_start_matches("acc_construct_")).trim()
 }
 
+/// A device record's title: "kernel_name", "memcpy HtoD 128 MiB A", "memset".
+fn put_device_name(out: &mut Vec<u8>, s: &Slice, d: &DeviceInfo, strings: &StringTable) {
+    let var = strings.resolve(s.name_id());
+    match s.event() {
+        device::KERNEL => put_str_body(out, var.unwrap_or("kernel")),
+        device::MEMCPY => {
+            out.extend_from_slice(b"memcpy");
+            if let Some(dir) = d.direction() {
+                out.push(b' ');
+                out.extend_from_slice(direction_word(dir).as_bytes());
+            }
+            if let Some(b) = s.bytes() {
+                out.push(b' ');
+                out.extend_from_slice(human_bytes(b).as_bytes());
+            }
+            if let Some(v) = var {
+                out.push(b' ');
+                put_str_body(out, v);
+            }
+        }
+        _ => out.extend_from_slice(b"memset"),
+    }
+}
+
+/// Categories of device records: "device" first, so that one filter shows or hides them all.
+fn device_category(kind: acc_event_t) -> &'static str {
+    match kind {
+        device::KERNEL => "device,kernel",
+        device::MEMCPY => "device,transfer",
+        _ => "device,memset",
+    }
+}
+
+/// What only a device record has: device times, the copy, the call that issued it.
+fn put_device_args(a: &mut Object, s: &Slice, d: &DeviceInfo) {
+    a.u64("device_start_ns", d.start_ns);
+    a.u64("device_end_ns", d.end_ns);
+    if let Some(gbs) = s.bytes().and_then(|b| gb_per_s(b, s.duration())) {
+        a.f64("GB_per_s", gbs);
+    }
+    if let Some(dir) = d.direction() {
+        a.str("direction", direction_label(dir));
+        let (_, src, dst) = accprof_trace::device::split_copy_kind(d.copy_kind.unwrap_or(0));
+        a.str("src_memory", memory_word(src));
+        a.str("dst_memory", memory_word(dst));
+    }
+    if let Some(c) = d.correlation_id {
+        a.u64("correlation_id", c);
+    }
+    if let Some(t) = d.host_call_ns {
+        a.u64("host_call_ns", t);
+        a.i64("call_to_start_ns", d.start_ns as i64 - t as i64);
+    }
+    if let Some(t) = d.thread {
+        a.i64("host_thread", t);
+    }
+    match d.stream {
+        Some(h) => a.str("stream", &format!("{h:#x}")),
+        None => a.str("stream", "none"),
+    }
+}
+
 fn category(kind: acc_event_t) -> &'static str {
     match kind {
         acc_event_t::COMPUTE_CONSTRUCT_START => "compute",
@@ -238,7 +341,7 @@ fn category(kind: acc_event_t) -> &'static str {
 
 /// The details shown when a slice is selected.
 fn put_args(a: &mut Object, s: &Slice, strings: &StringTable) {
-    a.str("event", s.event().name().unwrap_or("unknown"));
+    a.str("event", s.event().name().or_else(|| event_word(s.event())).unwrap_or("unknown"));
     if let Some(file) = strings.resolve(s.src_file_id()) {
         a.str("src_file", file);
     }
@@ -252,7 +355,8 @@ fn put_args(a: &mut Object, s: &Slice, strings: &StringTable) {
         a.str("func", f);
     }
     if let Some(n) = strings.resolve(s.name_id()) {
-        a.str(if s.event() == acc_event_t::ENQUEUE_LAUNCH_START { "kernel" } else { "var" }, n);
+        let kernel = s.event() == acc_event_t::ENQUEUE_LAUNCH_START || s.event() == device::KERNEL;
+        a.str(if kernel { "kernel" } else { "var" }, n);
     }
     if let Some(b) = s.bytes() {
         a.u64("bytes", b);

@@ -1,10 +1,14 @@
 //! Counter tracks: device memory in use (from alloc/free) and bytes in flight (from transfers).
 //!
+//! Bytes in flight come from the device's own copies when a trace has device records (their
+//! times are when the copy engine moved the bytes), else from the runtime's upload and download
+//! events. Never both: they are the same transfers seen twice.
+//!
 //! Both are kept as +/- steps while reading and summed in time order at the end, because a trace
 //! holds events in the order each thread finished them, not in time order.
 
 use accprof_abi::acc_event_t;
-use accprof_trace::{Event, EventFlags, Field};
+use accprof_trace::{device, Event, EventFlags, Field};
 use std::collections::HashMap;
 
 /// One step of a counter.
@@ -19,7 +23,12 @@ pub struct Step {
 #[derive(Default, Debug)]
 pub struct Counters {
     pub memory: Vec<Step>,
-    pub in_flight: Vec<Step>,
+    /// From the runtime's upload/download events.
+    in_flight_host: Vec<Step>,
+    /// From device copies between host and device.
+    in_flight_device: Vec<Step>,
+    /// Traces that hold device records.
+    device_traces: std::collections::BTreeSet<u16>,
     /// Bytes each live device allocation holds, for frees whose size the runtime did not give.
     live: HashMap<(u16, u64), u64>,
 }
@@ -32,6 +41,16 @@ impl Counters {
     pub fn add(&mut self, ev: &Event, trace: u16, start: u64, end: u64) {
         let bytes = || if ev.flags().contains(EventFlags::BYTES_UNKNOWN) { None } else { ev.bytes() };
         let dev = ev.get(Field::DevicePtr);
+        if device::is_device_record(ev.kind) {
+            self.device_traces.insert(trace);
+            let direction = ev.get(Field::CopyKind).map(|k| device::split_copy_kind(k).0);
+            if ev.kind == device::MEMCPY && matches!(direction, Some(device::COPY_HTOD | device::COPY_DTOH)) {
+                let Some(b) = bytes() else { return };
+                self.in_flight_device.push(Step { ts: start, trace, delta: b as i64 });
+                self.in_flight_device.push(Step { ts: end, trace, delta: -(b as i64) });
+            }
+            return;
+        }
         match ev.kind {
             acc_event_t::ALLOC => {
                 let Some(b) = bytes() else { return };
@@ -47,11 +66,20 @@ impl Counters {
             }
             acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START => {
                 let Some(b) = bytes() else { return };
-                self.in_flight.push(Step { ts: start, trace, delta: b as i64 });
-                self.in_flight.push(Step { ts: end, trace, delta: -(b as i64) });
+                self.in_flight_host.push(Step { ts: start, trace, delta: b as i64 });
+                self.in_flight_host.push(Step { ts: end, trace, delta: -(b as i64) });
             }
             _ => {}
         }
+    }
+
+    /// The steps of "bytes in flight": per trace, its device copies if it has device records,
+    /// else its runtime transfers.
+    pub fn in_flight(&mut self) -> Vec<Step> {
+        let device_traces = &self.device_traces;
+        let mut steps: Vec<Step> = self.in_flight_host.drain(..).filter(|s| !device_traces.contains(&s.trace)).collect();
+        steps.append(&mut self.in_flight_device);
+        steps
     }
 
     /// Running sums per trace, one point per distinct timestamp, in time order.
@@ -92,6 +120,26 @@ mod tests {
             Step { ts: 30, trace: 0, delta: -500 },
         ];
         assert_eq!(Counters::series(&mut steps), [(10, 0, 100), (20, 0, 50), (30, 0, 0)]);
+    }
+
+    #[test]
+    fn device_copies_replace_the_runtimes_transfers_of_their_trace() {
+        let mut c = Counters::default();
+        let mut up = Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 10);
+        up.end_ns = 50;
+        up.set(Field::Bytes, 100);
+        let mut copy = Event::new(device::MEMCPY, 20);
+        copy.end_ns = 40;
+        copy.set(Field::Bytes, 100);
+        copy.set(Field::CopyKind, device::copy_kind(1, 2, 3));
+        let mut d2d = copy;
+        d2d.set(Field::CopyKind, device::copy_kind(8, 3, 3));
+        // Trace 0 has device records; trace 1 only the runtime's events.
+        for (ev, trace) in [(&up, 0), (&copy, 0), (&d2d, 0), (&up, 1)] {
+            c.add(ev, trace, ev.start_ns, ev.end_ns);
+        }
+        let mut steps = c.in_flight();
+        assert_eq!(Counters::series(&mut steps), [(10, 1, 100), (20, 0, 100), (40, 0, 0), (50, 1, 0)]);
     }
 
     #[test]

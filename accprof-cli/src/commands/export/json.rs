@@ -104,6 +104,13 @@ impl<'a> Object<'a> {
         put_i64(self.key(key), v);
     }
 
+    /// A finite number with two decimals (rates); non-finite values, which JSON cannot hold,
+    /// are written as 0.
+    pub fn f64(&mut self, key: &str, v: f64) {
+        let v = if v.is_finite() { v } else { 0.0 };
+        self.key(key).extend_from_slice(format!("{v:.2}").as_bytes());
+    }
+
     pub fn close(self) {
         self.out.push(b'}');
     }

@@ -5,10 +5,15 @@
 //! times, the track, and the handful of fields that go into a slice's name and args.
 
 use accprof_abi::{acc_construct_t, acc_event_t};
-use accprof_trace::{Event, EventFlags, Field, StrId};
+use accprof_trace::{device, Event, EventFlags, Field, StrId};
 
 /// "Not recorded" for the 32-bit string and number slots below.
 pub const NONE_U32: u32 = u32::MAX;
+/// "Not recorded" for the string slots below. Not `u32::MAX`: the reader numbers the strings it
+/// adds (resolved file names, variables named from the symbol table) down from `u32::MAX`,
+/// while the ids a trace defines stay far below 2^31; the first added string would read as
+/// absent.
+pub const NO_STRING: u32 = 1 << 31;
 /// "Not recorded" for the 32-bit signed slots below.
 pub const NONE_I32: i32 = i32::MIN;
 
@@ -27,7 +32,8 @@ pub struct Slice {
     /// Index of the trace (rank) it came from, for its string table.
     pub trace: u16,
     pub kind: i32,
-    /// `var_name` for data events, `kernel_name` for launches, as a raw [`StrId`].
+    /// `var_name` for data events, `kernel_name` for launches, as a raw [`StrId`] ([`NO_STRING`]
+    /// when absent, as for `src_file` and `func`).
     pub name: u32,
     pub src_file: u32,
     pub func: u32,
@@ -42,15 +48,18 @@ pub struct Slice {
     pub implicit: bool,
     /// [`EventFlags`] bits (they all fit in a byte).
     pub flags: u8,
+    /// Index into the export's device table (see [`super::device`]) for a device record, else
+    /// [`NONE_U32`]. It fits in the padding the struct had, so slices do not grow.
+    pub device: u32,
 }
 
 impl Slice {
     /// The compact form of `ev`, whose times are moved to the common clock by `clock`.
     pub fn from_event(ev: &Event, trace: u16, track: u32, clock: impl Fn(u64) -> u64) -> Self {
-        let str_or_none = |f: Field| ev.get_str(f).map_or(NONE_U32, |s| s.0);
+        let str_or_none = |f: Field| ev.get_str(f).map_or(NO_STRING, |s| s.0);
         let i32_or_none = |f: Field| ev.get_i64(f).map_or(NONE_I32, clamp_i32);
         let u32_or_none = |f: Field| ev.get(f).map_or(NONE_U32, |v| v.min(u64::from(NONE_U32 - 1)) as u32);
-        let name = if ev.kind == acc_event_t::ENQUEUE_LAUNCH_START {
+        let name = if ev.kind == acc_event_t::ENQUEUE_LAUNCH_START || ev.kind == device::KERNEL {
             str_or_none(Field::KernelName)
         } else {
             str_or_none(Field::VarName)
@@ -77,6 +86,7 @@ impl Slice {
             construct: i32_or_none(Field::ParentConstruct),
             implicit: ev.implicit(),
             flags: ev.flags().0 as u8,
+            device: NONE_U32,
         }
     }
 
@@ -108,6 +118,12 @@ impl Slice {
         (self.construct != NONE_I32).then_some(acc_construct_t(self.construct))
     }
 
+    /// A device record (kernel, memcpy, memset measured on the device): its index in the
+    /// export's device table.
+    pub fn device_index(&self) -> Option<usize> {
+        (self.device != NONE_U32).then_some(self.device as usize)
+    }
+
     /// A point event (create, delete, alloc, free, runtime shutdown): an instant, not a slice.
     pub fn is_point(&self) -> bool {
         point_event(self.event())
@@ -119,7 +135,8 @@ pub fn point_event(kind: acc_event_t) -> bool {
     matches!(kind.shape(), accprof_abi::EventShape::Point)
 }
 
-/// Device work: what runs on a device queue rather than on the host thread.
+/// The runtime's enqueue events: host-side calls that put work on a device queue, shown on the
+/// device tracks of their thread or queue (device records have tracks per stream instead).
 pub fn device_event(kind: acc_event_t) -> bool {
     kind == acc_event_t::ENQUEUE_UPLOAD_START
         || kind == acc_event_t::ENQUEUE_DOWNLOAD_START
@@ -127,9 +144,27 @@ pub fn device_event(kind: acc_event_t) -> bool {
 }
 
 fn opt_str(raw: u32) -> Option<StrId> {
-    (raw != NONE_U32).then_some(StrId(raw))
+    (raw != NO_STRING).then_some(StrId(raw))
 }
 
 fn clamp_i32(v: i64) -> i32 {
     v.clamp(i64::from(i32::MIN + 1), i64::from(i32::MAX)) as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accprof_trace::StringTable;
+
+    #[test]
+    fn strings_the_reader_added_stay_present() {
+        // The first string a reader adds gets id u32::MAX.
+        let mut strings = StringTable::default();
+        let file = strings.intern("/src/laplace.c");
+        let mut ev = Event::new(acc_event_t::COMPUTE_CONSTRUCT_START, 1);
+        ev.set(Field::SrcFile, u64::from(file.0));
+        let s = Slice::from_event(&ev, 0, 0, |t| t);
+        assert_eq!(strings.resolve(s.src_file_id()), Some("/src/laplace.c"));
+        assert_eq!(s.func_id(), None);
+    }
 }

@@ -1,6 +1,7 @@
 //! The five kinds of time the plots tell apart, with their colors.
 
 use accprof_abi::acc_event_t;
+use accprof_trace::device;
 use plotters::style::RGBColor;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -49,7 +50,8 @@ impl Category {
     /// Where an event's time goes on the timeline.
     pub fn of_event(kind: acc_event_t) -> Category {
         match kind {
-            acc_event_t::ENQUEUE_LAUNCH_START => Category::Kernels,
+            acc_event_t::ENQUEUE_LAUNCH_START | device::KERNEL => Category::Kernels,
+            device::MEMCPY | device::MEMSET => Category::Data,
             acc_event_t::ENQUEUE_UPLOAD_START
             | acc_event_t::ENQUEUE_DOWNLOAD_START
             | acc_event_t::ENTER_DATA_START

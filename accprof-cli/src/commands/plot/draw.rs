@@ -2,7 +2,7 @@
 //! horizontal bars) and the timeline (one lane per thread or queue), on any plotters backend, so
 //! that SVG and PNG come from the same code.
 
-use super::breakdown::Row;
+use super::breakdown::{Row, Sources};
 use super::category::Category;
 use super::timeline::Timeline;
 use plotters::coord::Shift;
@@ -23,6 +23,8 @@ pub const PLOT_W: usize = (RIGHT - LEFT) as usize;
 pub struct Figure {
     pub title: String,
     pub rows: Vec<Row>,
+    /// Where the bars' kernel and data times were measured (for the legend and heading).
+    pub sources: Sources,
     pub timeline: Timeline,
     pub notes: Vec<String>,
 }
@@ -43,17 +45,19 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, fig: &Figure) -> 
     let right = |size: u32| text(size).pos(Pos::new(HPos::Right, VPos::Center));
     let left = |size: u32| text(size).pos(Pos::new(HPos::Left, VPos::Center));
     area.draw(&Text::new(fig.title.clone(), (16, 24), left(20)))?;
-    // Legend, top right.
-    let mut x = WIDTH as i32 - 16 - Category::ALL.len() as i32 * 90;
-    for c in Category::ALL {
+    // Legend, top right; entries as wide as their labels ("kernels [device]" is longer).
+    let legend: Vec<(Category, String)> = Category::ALL.iter().map(|&c| (c, fig.sources.legend(c))).collect();
+    let entry_w = |label: &str| (label.chars().count() as i32 * 7).max(50) + 40;
+    let mut x = WIDTH as i32 - 16 - legend.iter().map(|(_, l)| entry_w(l)).sum::<i32>();
+    for (c, label) in &legend {
         area.draw(&Rectangle::new([(x, 44), (x + 14, 58)], c.color().filled()))?;
-        area.draw(&Text::new(c.label(), (x + 20, 51), left(13)))?;
-        x += 90;
+        area.draw(&Text::new(label.clone(), (x + 20, 51), left(13)))?;
+        x += entry_w(label);
     }
 
     // Breakdown.
     let mut y = 80;
-    area.draw(&Text::new("Host time per construct (longest first)", (16, y), left(15)))?;
+    area.draw(&Text::new(fig.sources.heading(), (16, y), left(15)))?;
     y += 24;
     let max = fig.rows.iter().map(Row::total).max().unwrap_or(0).max(1);
     let scale = |ns: u64| (ns as f64 / max as f64 * f64::from(RIGHT - LEFT)) as i32;

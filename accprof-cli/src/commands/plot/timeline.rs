@@ -1,9 +1,9 @@
-//! The timeline: one lane per host thread, synchronous device track and async queue (the tracks
-//! of `accprof export`), each reduced to one category per pixel column so that a trace of any
+//! The timeline: one lane per host thread, synchronous device track, async queue and, when the
+//! trace has device records, CUDA stream (the tracks of `accprof export`), each reduced to one category per pixel column so that a trace of any
 //! size draws as at most lanes x width rectangles.
 
 use super::category::Category;
-use crate::commands::export::tracks::{assign_lanes, TrackKind};
+use crate::commands::export::tracks::{assign_lanes, TrackKind, TrackTable};
 use crate::commands::export::Collected;
 
 /// Lanes beyond this are left out of the picture (and said so).
@@ -42,7 +42,7 @@ pub fn build(mut c: Collected, width: usize) -> Timeline {
         for lane in 0..tids.lanes(t) {
             row_of.insert((t, lane), labels.len());
             let more = if lane > 0 { format!(" ({})", lane + 1) } else { String::new() };
-            labels.push(format!("{prefix}{}{more}", short_label(&key.kind)));
+            labels.push(format!("{prefix}{}{more}", short_label(&key.kind, &c.tracks, t)));
         }
     }
     let mut time = vec![[0u64; 5]; labels.len() * width];
@@ -81,12 +81,14 @@ fn dominant(times: &[u64; 5]) -> Option<Category> {
     (t > 0).then_some(Category::ALL[i])
 }
 
-fn short_label(kind: &TrackKind) -> String {
+fn short_label(kind: &TrackKind, tracks: &TrackTable, track: u32) -> String {
     let thread = |t: &Option<i64>| t.map_or("thread ?".to_string(), |t| format!("thread {t}"));
     match kind {
         TrackKind::Host { thread: t } => format!("host {}", thread(t)),
         TrackKind::DeviceSync { thread: t } => format!("device ({}, sync)", thread(t)),
         TrackKind::DeviceQueue { queue } => format!("device queue {queue}"),
+        // What the device did, measured on it: the export's name ("device stream 0x7 (queue 1)").
+        TrackKind::DeviceStream { .. } => tracks.label(track),
     }
 }
 
