@@ -107,6 +107,19 @@ fn keys_drive_the_real_binary_and_q_restores_the_terminal() {
 }
 
 #[test]
+fn a_gpu_trace_shows_its_device_stream_lane() {
+    // Recorded on an H200 (traces/gpu/README.md); the stream lane holds CUPTI's device records.
+    let trace = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu/shim_naive.trace");
+    let t = Tmux::start(&format!("{BIN} {}", trace.display()));
+    // The legend names the device categories (waited for too: tmux may show half a frame).
+    t.wait_for("a device lane", |s| s.contains("device stream 0x") && s.contains("shim_naive.trace") && s.contains("device:"));
+    // Open the table: once the analysis is done, kernels carry device times.
+    t.send(&["t"]);
+    t.wait_for("device-timed rows", |s| s.contains("Constructs and kernels") && s.contains("[device]"));
+    t.send(&["q"]);
+}
+
+#[test]
 fn a_panic_restores_the_terminal_before_the_message() {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path(), 4);

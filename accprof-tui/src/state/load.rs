@@ -19,6 +19,9 @@ use std::path::{Path, PathBuf};
 const ACC_ASYNC_SYNC: i64 = -2;
 /// The string id map's "not mapped yet".
 const UNMAPPED: u32 = u32::MAX - 1;
+/// String ids from here up are the reader's own (`StringTable::intern` gives them out from
+/// u32::MAX down); a trace's ids stay far below.
+const READER_IDS_FROM: u32 = u32::MAX / 2;
 
 /// One trace being read.
 struct Feed {
@@ -29,6 +32,8 @@ struct Feed {
     shift: i128,
     /// Trace string id -> store string id.
     str_map: Vec<u32>,
+    /// The same for the ids of strings the reader added, by `u32::MAX - id`.
+    added_str_map: Vec<u32>,
     /// The file's bytes up to the end of its header chunk: put in front of a seek into the file,
     /// they make a valid trace that starts at any chunk.
     prefix: Vec<u8>,
@@ -90,6 +95,7 @@ impl Loader {
                 reader,
                 shift,
                 str_map: Vec::new(),
+                added_str_map: Vec::new(),
                 prefix,
                 symbolizer: None,
                 events_read: 0,
@@ -276,17 +282,23 @@ pub fn lane_kind(ev: &Event) -> LaneKind {
 fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     let mut map = |id: Option<StrId>| -> u32 {
         let Some(id) = id else { return NO_STR };
-        let i = id.0 as usize;
-        if feed.str_map.len() <= i {
-            feed.str_map.resize(i + 1, UNMAPPED);
+        // The trace's ids count up from 0; strings the reader added (resolved source files,
+        // variable names from the symbol table) count down from u32::MAX: two dense maps.
+        let (table, i) = if id.0 >= READER_IDS_FROM {
+            (&mut feed.added_str_map, (u32::MAX - id.0) as usize)
+        } else {
+            (&mut feed.str_map, id.0 as usize)
+        };
+        if table.len() <= i {
+            table.resize(i + 1, UNMAPPED);
         }
-        if feed.str_map[i] == UNMAPPED {
-            feed.str_map[i] = match feed.reader.strings().get(id) {
+        if table[i] == UNMAPPED {
+            table[i] = match feed.reader.strings().get(id) {
                 Some(s) => store.strings.intern(s),
                 None => return NO_STR,
             };
         }
-        feed.str_map[i]
+        table[i]
     };
     let name = map(ev.kernel_name().or(ev.var_name()));
     let file = map(ev.src_file());

@@ -281,15 +281,23 @@ impl Store {
         Some(if line == NO_LINE { base.to_string() } else { format!("{base}:{line}") })
     }
 
-    /// The text drawn on a bar: what it is and where it came from.
-    pub fn label(&self, rec: u32) -> String {
+    /// What a record is, in a word or two: `parallel`, `implicit enter`, `upload`, `HtoD`.
+    pub fn kind_word(&self, rec: u32) -> &'static str {
         use crate::state::kind::{device_code_name, is_device_code, kind_of_code, short_kind_name};
         let r = rec as usize;
         let code = self.records.kind[r];
         let parent = (self.records.parent[r] != 255).then(|| i64::from(self.records.parent[r]));
-        let kind = if is_device_code(code) { device_code_name(code) } else { short_kind_name(kind_of_code(code), parent) };
-        let mut s = kind.to_string();
-        if let Some(name) = self.str(self.records.name[r]) {
+        if is_device_code(code) {
+            device_code_name(code)
+        } else {
+            short_kind_name(kind_of_code(code), parent)
+        }
+    }
+
+    /// The text drawn on a bar: what it is and where it came from.
+    pub fn label(&self, rec: u32) -> String {
+        let mut s = self.kind_word(rec).to_string();
+        if let Some(name) = self.str(self.records.name[rec as usize]) {
             s.push(' ');
             s.push_str(name);
         }

@@ -91,6 +91,12 @@ pub fn timed(ns: u64, device: bool) -> String {
     format!("{} {}", fmt_duration(ns), if device { "[device]" } else { "[host]" })
 }
 
+/// A time since the trace's start to the nanosecond, `+223.460175 ms`: device records are often
+/// microseconds long, and their start, end and call time are compared with each other.
+fn at_ns(t: u64, origin: u64) -> String {
+    format!("+{:.6} ms", t.saturating_sub(origin) as f64 / 1e6)
+}
+
 /// `8.13 GB/s [device]` (bytes per ns are GB/s).
 fn rate(bytes: u64, ns: u64, device: bool) -> Option<String> {
     (ns > 0 && bytes > 0).then(|| format!("{:.2} GB/s {}", bytes as f64 / ns as f64, if device { "[device]" } else { "[host]" }))
@@ -122,8 +128,8 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     out.push(Line::from(Span::styled(store.label(rec), Style::default().add_modifier(Modifier::BOLD))));
     out.push(kv("lane", store.lane_label(sel.lane)));
     if is_device {
-        out.push(kv("device start", format!("+{}", fmt_duration(start.saturating_sub(store.origin)))));
-        out.push(kv("device end", format!("+{}", fmt_duration(end.saturating_sub(store.origin)))));
+        out.push(kv("device start", at_ns(start, store.origin)));
+        out.push(kv("device end", at_ns(end, store.origin)));
     } else {
         out.push(kv("start", format!("+{}", fmt_duration(start.saturating_sub(store.origin)))));
     }
@@ -175,9 +181,8 @@ fn source_of(ev: &Event, strings: &StringTable) -> Option<String> {
 /// A host (acc_prof) event: its fields, and the device's time for the same work when device
 /// records of it exist.
 fn host_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out: &mut Vec<Line<'static>>) {
-    let kind_name = ev.kind.name().map(str::to_string).unwrap_or_else(|| format!("event {}", ev.kind.0));
-    out.push(kv("event", kind_name));
     let work = device::device_work_of(&app.store, sel, ev.thread().unwrap_or(0));
+    // The device's duration goes right under the host's.
     if !work.is_empty() {
         let dev_ns: u64 = work.iter().map(|r| r.duration()).sum();
         out.push(kv("duration", timed(dev_ns, true)));
@@ -186,8 +191,11 @@ fn host_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out: 
         }
         let first = work.iter().map(|r| r.start).min().unwrap_or(0);
         let last = work.iter().map(|r| r.end).max().unwrap_or(0);
-        out.push(kv("on the device", format!("+{} … +{}", fmt_duration(first.saturating_sub(app.store.origin)), fmt_duration(last.saturating_sub(app.store.origin)))));
+        out.push(kv("device start", at_ns(first, app.store.origin)));
+        out.push(kv("device end", at_ns(last, app.store.origin)));
     }
+    let kind_name = ev.kind.name().map(str::to_string).unwrap_or_else(|| format!("event {}", ev.kind.0));
+    out.push(kv("event", kind_name));
     // Source location first: it is what the user acts on.
     if let Some(loc) = source_of(ev, strings) {
         out.push(kv("source", loc));
@@ -215,12 +223,12 @@ fn host_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out: 
 fn device_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out: &mut Vec<Line<'static>>) {
     let store = &app.store;
     let op = match ev.kind {
-        accprof_trace::device::KERNEL => "kernel execution",
+        accprof_trace::device::KERNEL => "kernel run",
         accprof_trace::device::MEMCPY => "memcpy",
         accprof_trace::device::MEMSET => "memset",
         _ => "device record",
     };
-    out.push(kv("event", format!("{op} (device record {})", ev.kind.0)));
+    out.push(kv("event", format!("{op} (kind {})", ev.kind.0)));
     if let Some(k) = strings.resolve(ev.kernel_name()) {
         out.push(kv("kernel", k.to_string()));
     }
@@ -247,7 +255,7 @@ fn device_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out
     let dev = store.device.find(store.rec_of(sel));
     match dev.and_then(|d| d.host_call) {
         Some(call) => {
-            out.push(kv("host call", format!("+{}", fmt_duration(call.saturating_sub(store.origin)))));
+            out.push(kv("host call", at_ns(call, store.origin)));
             let delay = if start >= call { fmt_duration(start - call) } else { format!("-{}", fmt_duration(call - start)) };
             out.push(kv("call → start", delay));
         }
@@ -259,13 +267,15 @@ fn device_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out
     let side = dev.map(|d| device::host_side_of(store, &d)).unwrap_or_default();
     if let Some(c) = side.construct {
         let rec = store.rec_of(c);
-        out.push(kv("construct", store.label(rec)));
+        out.push(kv("construct", store.kind_word(rec).to_string()));
+        out.extend(store.location(rec).map(|l| kv("source", l)));
     } else {
         out.push(kv("construct", "none open on the issuing thread".into()));
     }
     if let Some(e) = side.enqueue {
         let (a, b) = store.span_of(e);
-        out.push(kv("host enqueue", format!("{}, {}", store.label(store.rec_of(e)), timed(b - a, false))));
+        out.push(kv("host enqueue", store.label(store.rec_of(e))));
+        out.push(kv("enqueue duration", timed(b - a, false)));
     }
 }
 

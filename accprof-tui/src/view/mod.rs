@@ -133,7 +133,8 @@ fn legend(seen: u32) -> Line<'static> {
             spans.push(Span::styled("│ device: ", Style::default().fg(Color::DarkGray)));
         }
         spans.push(Span::styled("█", Style::default().fg(palette::color(c))));
-        spans.push(Span::raw(format!(" {}  ", c.label())));
+        // One space less between entries when both groups must fit.
+        spans.push(Span::raw(format!(" {}{}", c.label(), if has_device { " " } else { "  " })));
     }
     Line::from(spans)
 }

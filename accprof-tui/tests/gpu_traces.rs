@@ -1,0 +1,160 @@
+//! The traces recorded on a real GPU (traces/gpu/, see traces/gpu/README.md), drawn with
+//! ratatui's TestBackend: device records on their stream's lane, a device record's details, a
+//! host launch with its [host] and [device] durations, and the constructs table with device
+//! times from the analysis.
+
+use accprof_tui::app::{App, Mode};
+use accprof_tui::input::Input;
+use accprof_tui::state::kind::Category;
+use accprof_tui::state::load::Loader;
+use accprof_tui::state::store::{EventRef, LaneKind, Store};
+use accprof_tui::{findings, view};
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use std::path::PathBuf;
+
+fn trace(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu").join(format!("{name}.trace"));
+    assert!(p.exists(), "{} is missing", p.display());
+    p
+}
+
+/// The GCC programs ran from /tmp/accprof-gpu-bin on the GPU machine; the same files are
+/// committed so that their debug information and symbol table name lines and arrays here too
+/// (as accprof-cli/tests/gpu_traces.rs does).
+fn install_gcc_binaries() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu/bin");
+    let dst = PathBuf::from("/tmp/accprof-gpu-bin");
+    std::fs::create_dir_all(&dst).unwrap();
+    for exe in ["gcc_laplace_naive", "gcc_laplace_data"] {
+        let from = src.join(exe);
+        let to = dst.join(exe);
+        if std::fs::read(&to).ok() != std::fs::read(&from).ok() {
+            // Written under another name and renamed: tests side by side never see half a file.
+            let tmp = dst.join(format!(".{exe}.tui.{}", std::process::id()));
+            std::fs::copy(&from, &tmp).unwrap();
+            std::fs::rename(&tmp, &to).unwrap();
+        }
+    }
+}
+
+fn open(name: &str) -> App {
+    install_gcc_binaries();
+    let mut store = Store::new(false);
+    let mut loader = Loader::open(&[trace(name)], &mut store).unwrap();
+    loader.poll(&mut store, &mut |_, _| {}).unwrap();
+    App::new(store, Some(loader), false)
+}
+
+fn screen(app: &mut App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| view::draw(app, f)).unwrap();
+    term.backend().to_string()
+}
+
+fn keys(app: &mut App, keys: &str) {
+    let mut input = Input::default();
+    for c in keys.chars() {
+        screen(app, 140, 44);
+        let code = match c {
+            '\n' => KeyCode::Enter,
+            '\x1b' => KeyCode::Esc,
+            c => KeyCode::Char(c),
+        };
+        if let Some(a) = input.action(&Event::Key(KeyEvent::new(code, KeyModifiers::NONE)), &app.mode, &app.geometry) {
+            app.apply(a);
+        }
+    }
+}
+
+/// The first event of category `cat` (in time order over its lane's rows).
+fn first_of(app: &App, cat: Category) -> EventRef {
+    let mut best: Option<(u64, EventRef)> = None;
+    for (lane, l) in app.store.lanes.iter().enumerate() {
+        for (track, t) in l.tracks.iter().enumerate() {
+            if let Some(idx) = t.cat.iter().position(|&c| c == cat as u8) {
+                if best.is_none_or(|(s, _)| t.start[idx] < s) {
+                    best = Some((t.start[idx], EventRef { lane, track, idx }));
+                }
+            }
+        }
+    }
+    best.unwrap_or_else(|| panic!("no {cat:?} event")).1
+}
+
+/// Selects `r` and zooms the timeline to it, as `z` does.
+fn select_and_zoom(app: &mut App, r: EventRef) {
+    app.select(r);
+    keys(app, "z");
+}
+
+#[test]
+fn gcc_naive_device_lane_and_a_device_copy() {
+    let mut app = open("gcc_naive");
+    let device_lanes: Vec<String> =
+        (0..app.store.lanes.len()).filter(|&l| matches!(app.store.lanes[l].kind, LaneKind::Device(_))).map(|l| app.store.lane_label(l)).collect();
+    assert_eq!(device_lanes, ["device stream 0x7"], "GCC runs everything on one stream");
+    insta::assert_snapshot!("gcc_naive_main", screen(&mut app, 140, 44));
+    // The first big upload: GCC reports none, the device record is all there is.
+    let r = first_of(&app, Category::DeviceUpload);
+    select_and_zoom(&mut app, r);
+    let s = screen(&mut app, 140, 44);
+    assert!(s.contains("duration         ") && s.contains("[device]"), "{s}");
+    insta::assert_snapshot!("gcc_naive_device_upload", s);
+}
+
+#[test]
+fn gcc_naive_launch_shows_host_and_device_durations() {
+    let mut app = open("gcc_naive");
+    let r = first_of(&app, Category::Launch);
+    select_and_zoom(&mut app, r);
+    let s = screen(&mut app, 140, 44);
+    assert!(s.contains("[host]") && s.contains("[device]"), "{s}");
+    insta::assert_snapshot!("gcc_naive_launch", s);
+    // And the kernel's own record names the launch as its host enqueue.
+    let k = first_of(&app, Category::DeviceKernel);
+    select_and_zoom(&mut app, k);
+    insta::assert_snapshot!("gcc_naive_device_kernel", screen(&mut app, 140, 44));
+}
+
+#[test]
+fn gcc_naive_table_prefers_device_time() {
+    let mut app = open("gcc_naive");
+    findings::attach_blocking(&mut app);
+    keys(&mut app, "t");
+    assert_eq!(app.mode, Mode::Table);
+    let kernel = app.table_rows.iter().find(|r| r.what.starts_with("kernel main$_omp_fn$0")).expect("kernel row");
+    assert_eq!(kernel.source_label(), "[device]");
+    assert!(kernel.host_ns.is_some(), "GCC reports its launches: the host column has them");
+    let up = app.table_rows.iter().find(|r| r.what.starts_with("upload A ")).expect("upload of A");
+    assert_eq!((up.source_label(), up.host_ns), ("[device]", None), "GCC reports no transfer of A");
+    insta::assert_snapshot!("gcc_naive_table", screen(&mut app, 140, 64));
+    // Enter on the kernel row lands on its first launch; on a device-only transfer row, on the
+    // device copy.
+    app.list_pos = app.table_rows.iter().position(|r| r.what.starts_with("kernel main$_omp_fn$0")).unwrap();
+    keys(&mut app, "\n");
+    let sel = app.selected.expect("Enter selects");
+    assert_eq!(app.store.label(app.store.rec_of(sel)), "launch main$_omp_fn$0");
+    keys(&mut app, "t");
+    app.list_pos = app.table_rows.iter().position(|r| r.what.starts_with("upload A ")).unwrap();
+    keys(&mut app, "\n");
+    let sel = app.selected.expect("Enter selects");
+    assert!(matches!(app.store.lanes[sel.lane].kind, LaneKind::Device(_)), "jumped to {:?}", app.store.lane_label(sel.lane));
+}
+
+#[test]
+fn shim_naive_staged_upload_pairs_with_its_device_copies() {
+    let mut app = open("shim_naive");
+    let labels: Vec<String> = (0..app.store.lanes.len()).map(|l| app.store.lane_label(l)).collect();
+    assert!(labels.iter().filter(|l| l.starts_with("device stream ")).count() >= 2, "{labels:?}");
+    insta::assert_snapshot!("shim_naive_main", screen(&mut app, 140, 44));
+    let r = first_of(&app, Category::Upload);
+    select_and_zoom(&mut app, r);
+    let s = screen(&mut app, 140, 44);
+    assert!(s.contains("device records"), "staged on helper threads, summed:\n{s}");
+    insta::assert_snapshot!("shim_naive_upload", s);
+    findings::attach_blocking(&mut app);
+    keys(&mut app, "t");
+    insta::assert_snapshot!("shim_naive_table", screen(&mut app, 140, 64));
+}
