@@ -157,6 +157,10 @@ impl EventFlags {
     /// `var_name` was not reported by the runtime but read by accprof from the symbol table:
     /// `host_ptr` lies inside that global or static variable.
     pub const ATTRIBUTED_NAME: Self = Self(1 << 6);
+    /// A device record timed with CUDA events that the tool recorded on the runtime's stream
+    /// around the operation (no CUPTI): no `correlation_id`; the span is what the stream did
+    /// between the operation's enqueue start and end.
+    pub const FROM_CUDA_EVENTS: Self = Self(1 << 7);
 
     pub const fn contains(self, other: Self) -> bool {
         self.0 & other.0 == other.0
@@ -176,6 +180,7 @@ impl EventFlags {
             (Self::BYTES_UNKNOWN, "bytes_unknown"),
             (Self::ATTRIBUTED_LOCATION, "attributed_location"),
             (Self::ATTRIBUTED_NAME, "attributed_name"),
+            (Self::FROM_CUDA_EVENTS, "from_cuda_events"),
         ];
         all.iter().filter(|(f, _)| self.contains(*f)).map(|(_, n)| *n).collect()
     }

@@ -18,6 +18,9 @@ pub enum Message {
     Batch(Batch),
     /// Device records from CUPTI: already on CLOCK_MONOTONIC, and not from the buffer pool.
     Device(Batch),
+    /// Device records from CUDA events: device times on CLOCK_MONOTONIC, `host_call_ns` still
+    /// in the hot path's clock unit (converted here, like the host event it equals).
+    CudaEvents(Vec<accprof_trace::Event>),
     /// Write out everything buffered now (runtime shutdown).
     Flush,
     /// Final flush; reply with what was written.
@@ -34,6 +37,8 @@ pub struct Summary {
 }
 
 const SWEEP_EVERY: Duration = Duration::from_millis(200);
+/// How long the exit flush waits for the device to pass the CUDA events still pending.
+const CUDA_EVENTS_EXIT_WAIT: Duration = Duration::from_secs(2);
 
 struct Collector {
     header: Header,
@@ -53,9 +58,16 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
         match rx.recv_timeout(SWEEP_EVERY) {
             Ok(Message::Batch(b)) => c.write_batch(rec, b),
             Ok(Message::Device(b)) => c.write_device_batch(rec, b),
+            Ok(Message::CudaEvents(ev)) => c.write_cuda_events(rec, ev),
             Ok(Message::Flush) | Err(RecvTimeoutError::Timeout) => {
                 c.clock.anchor();
+                // Pairs are taken before the sweep and their records sent to ourselves after
+                // it, so that they queue behind the batches defining their names.
+                let cuda = crate::cuda_events::collect();
                 c.sweep(rec, &self_tx);
+                if !cuda.is_empty() {
+                    let _ = self_tx.send(Message::CudaEvents(cuda));
+                }
                 c.write_drops(rec);
             }
             Ok(Message::Shutdown(reply)) => {
@@ -64,9 +76,13 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
                     match m {
                         Message::Batch(b) => c.write_batch(rec, b),
                         Message::Device(b) => c.write_device_batch(rec, b),
+                        Message::CudaEvents(ev) => c.write_cuda_events(rec, ev),
                         _ => {}
                     }
                 }
+                // What the device has not finished yet: bounded, the program is exiting.
+                let cuda = crate::cuda_events::collect_all(CUDA_EVENTS_EXIT_WAIT);
+                c.write_cuda_events(rec, cuda);
                 c.write_drops(rec);
                 let summary = c.finish();
                 let _ = reply.send(summary);
@@ -122,6 +138,18 @@ impl Collector {
         } else {
             self.dropped += n;
         }
+    }
+
+    fn write_cuda_events(&mut self, rec: &Recorder, mut events: Vec<accprof_trace::Event>) {
+        if events.is_empty() {
+            return;
+        }
+        for e in &mut events {
+            if let Some(t) = e.get(Field::HostCallNs) {
+                e.set(Field::HostCallNs, self.clock.to_ns(t));
+            }
+        }
+        self.write_device_batch(rec, Batch { events, strings: Vec::new() });
     }
 
     fn open(&mut self, rec: &Recorder) {

@@ -10,6 +10,8 @@
 //! | ACCPROF_MAX_WAIT_MS | how long a thread may wait for a free buffer before it drops events (default 100) |
 //! | ACCPROF_CUPTI=auto/on/off | record device activity through CUPTI when it loads (auto, default), insist and say why not (on), or never (off) |
 //! | ACCPROF_CUPTI_LIB | path of libcupti, when it is in none of the usual places |
+//! | ACCPROF_CUDA_EVENTS=auto/on/off | time launches and copies with CUDA events on the runtime's streams when CUPTI is not recording (auto, default), also beside CUPTI and say why not (on), or never (off) |
+//! | ACCPROF_CUDA_LIB | path of the CUDA driver library (default `libcuda.so.1`) |
 
 use std::path::PathBuf;
 
@@ -22,6 +24,7 @@ pub struct Config {
     pub max_buffers: usize,
     pub max_wait_ms: u64,
     pub cupti: crate::cupti::Mode,
+    pub cuda_events: crate::cuda_events::Mode,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +54,7 @@ impl Config {
             max_buffers,
             max_wait_ms: num("ACCPROF_MAX_WAIT_MS", 100),
             cupti: crate::cupti::Mode::parse(var("ACCPROF_CUPTI").as_deref()),
+            cuda_events: crate::cuda_events::Mode::parse(var("ACCPROF_CUDA_EVENTS").as_deref()),
         }
     }
 }

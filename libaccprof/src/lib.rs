@@ -13,6 +13,8 @@
 //! - [`collector`]: one background thread that writes full buffers to the file in chunks.
 //! - [`cupti`]: device activity (kernels, copies, memsets with device times) from CUPTI, when it
 //!   is there.
+//! - [`cuda_events`]: device times from CUDA events recorded on the streams a runtime hands out
+//!   in acc_api_info, when CUPTI is not there.
 //! - [`lifecycle`]: start on the first event, flush at runtime shutdown and exit, fork handling,
 //!   the one line printed at exit, ACCPROF_REPORT.
 //!
@@ -24,6 +26,7 @@ pub mod callback;
 pub mod clock;
 pub mod collector;
 pub mod config;
+pub mod cuda_events;
 pub mod cupti;
 pub mod lifecycle;
 pub mod modules;

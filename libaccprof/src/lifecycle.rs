@@ -96,6 +96,7 @@ fn start() {
     crate::clock::init();
     let config = Config::from_env();
     let cupti_mode = config.cupti;
+    let cuda_events_mode = config.cuda_events;
     let (tx, rx) = crossbeam_channel::unbounded();
     let rec = Recorder {
         pool: Pool::new(config.buffer_events, config.max_buffers, Duration::from_millis(config.max_wait_ms)),
@@ -109,6 +110,11 @@ fn start() {
     // Before the runtime creates its CUDA context (this is its first event), so that CUPTI sees
     // all of its device work; CUPTI's buffers reach the collector through the recorder.
     if let Some(keys) = crate::cupti::start(cupti_mode) {
+        header.extra.extend(keys);
+    }
+    // Without CUPTI (or beside it, when asked), device times from CUDA events on the runtime's
+    // streams.
+    if let Some(keys) = crate::cuda_events::start(cuda_events_mode, crate::cupti::active()) {
         header.extra.extend(keys);
     }
     if RECORDER.set(rec).is_err() {
@@ -244,6 +250,13 @@ fn say_where(rec: &Recorder, s: &Summary) {
             }
             if device_dropped > 0 {
                 line.push_str(&format!(" (CUPTI DROPPED {device_dropped} device records)"));
+            }
+            let (timed, skipped, failed) = crate::cuda_events::counts();
+            if crate::cuda_events::active() {
+                line.push_str(&format!(", {timed} device records from CUDA events"));
+            }
+            if skipped + failed > 0 {
+                line.push_str(&format!(" ({} launches and copies NOT timed with CUDA events: {skipped} found no free event, {failed} the driver refused)", skipped + failed));
             }
             eprintln!("{line}");
         }

@@ -39,6 +39,8 @@ pub struct ThreadState {
     slot: Arc<Slot>,
     open: Vec<Event>,
     fields: FieldReader,
+    /// CUDA events around launches and copies, when they are in use (cuda_events).
+    cuda: Option<crate::cuda_events::pending::ThreadEvents>,
 }
 
 /// Copies runtime fields into events, interning their strings.
@@ -70,6 +72,7 @@ impl ThreadState {
             slot,
             open: Vec::with_capacity(16),
             fields: FieldReader { strings: StringCache::default(), new_strings: Vec::new(), os_tid, last_tid: i64::MIN },
+            cuda: crate::cuda_events::thread_events(),
         }
     }
 
@@ -83,6 +86,9 @@ impl ThreadState {
                     oldest.end_ns = inc.now;
                     oldest.add_flags(EventFlags::NO_END);
                     self.emit(rec, &oldest);
+                    if let Some(c) = self.cuda.as_mut() {
+                        c.shift_down();
+                    }
                 }
                 self.open.push(Event::new(inc.kind, inc.now));
                 let Some(e) = self.open.last_mut() else { return };
@@ -91,6 +97,9 @@ impl ThreadState {
                     if let Some(ra) = crate::unwind::caller_return_address() {
                         e.set(Field::ReturnAddress, ra);
                     }
+                }
+                if let Some(c) = self.cuda.as_mut() {
+                    c.on_start(inc.kind, self.open.len() - 1, inc.api);
                 }
             }
             EventShape::End => {
@@ -103,6 +112,9 @@ impl ThreadState {
                         self.fields.fill(e, inc, true);
                         let e = &self.open[i];
                         emit_into(&self.slot, &mut self.fields.new_strings, rec, e);
+                        if let Some(c) = self.cuda.as_mut() {
+                            c.on_end(start_kind, i, e);
+                        }
                         if i + 1 == self.open.len() {
                             self.open.truncate(i);
                         } else {
@@ -123,9 +135,26 @@ impl ThreadState {
                 self.emit(rec, &e);
             }
         }
+        if inc.kind == acc_event_t::DEVICE_SHUTDOWN_START && self.cuda.is_some() {
+            self.before_device_shutdown(rec, inc);
+        }
         if inc.kind == acc_event_t::RUNTIME_SHUTDOWN {
             self.flush(rec);
             lifecycle::request_flush(rec);
+        }
+    }
+
+    /// The runtime is about to shut down a device: its CUDA context may be gone after this
+    /// event, so the CUDA events recorded in it are finished now (waiting a bounded time).
+    #[cold]
+    fn before_device_shutdown(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
+        let Some(a) = inc.api.filter(|a| a.device_api == Some(acc_device_api::CUDA)) else { return };
+        let Some(ctx) = a.context_handle.filter(|p| !p.is_null()) else { return };
+        // The names the records use travel in this thread's batch: send it first.
+        self.flush(rec);
+        let events = crate::cuda_events::device_shutdown(ctx as usize);
+        if !events.is_empty() {
+            let _ = rec.tx.send(crate::collector::Message::CudaEvents(events));
         }
     }
 
@@ -145,6 +174,9 @@ impl ThreadState {
 
     /// Writes out constructs still open (the program is ending inside them) as unfinished.
     pub fn close_open(&mut self, rec: &Recorder, now: u64) {
+        if let Some(c) = self.cuda.as_mut() {
+            c.abandon_open();
+        }
         for mut e in std::mem::take(&mut self.open) {
             e.end_ns = now.max(e.start_ns);
             e.add_flags(EventFlags::NO_END);
