@@ -157,6 +157,13 @@ mod tests {
     use accprof_trace::StringTable;
 
     #[test]
+    fn the_device_index_fits_in_what_was_padding() {
+        // 3 x u64, 14 x 32-bit, 2 x u16, 2 bytes: 86 bytes, 88 aligned (82, also 88, before the
+        // device index).
+        assert_eq!(std::mem::size_of::<Slice>(), 88);
+    }
+
+    #[test]
     fn strings_the_reader_added_stay_present() {
         // The first string a reader adds gets id u32::MAX.
         let mut strings = StringTable::default();
