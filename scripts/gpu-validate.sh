@@ -10,6 +10,13 @@
 # There (the GPU machine; nothing is built there):
 #   bash scripts/gpu-validate.sh run [outdir]       # traces, reports, results table -> outdir
 #
+# Device times from CUDA events (ACCPROF_CUDA_EVENTS) against CUPTI, shim only:
+#   bash scripts/gpu-validate.sh stage-lib          # here: refreshes accprof, libaccprof.so, shim_laplace
+#   bash scripts/gpu-validate.sh cuda-events [outdir]   # there: the shim's Laplace (naive, data)
+#     with ACCPROF_CUPTI=on, with ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=on, and with both;
+#     scripts/gpu/compare_cuda_events.py compares the records; then wall-time medians of REPS
+#     runs of the data version (ITERS iterations): no tool against CUDA events.
+#
 # What `run` checks, per program (GCC naive and data region, shim naive and data region):
 # the trace's transfer counts and bytes equal a bare CUPTI collector's (scripts/gpu/cupti_bare.c)
 # over the same program, kernel device time within 3%, every copy tied to a construct, and
@@ -44,7 +51,78 @@ if [ "${1:-}" = stage ]; then
   exit 0
 fi
 
-[ "${1:-}" = run ] || { echo "usage: $0 stage | run [outdir]" >&2; exit 2; }
+if [ "${1:-}" = stage-lib ]; then
+  set -e
+  cargo build --release -p libaccprof -p accprof-cli
+  cargo build --release -p runtime-shim --example laplace
+  mkdir -p $D
+  cp target/release/libaccprof.so target/release/accprof $D/
+  cp target/release/examples/laplace $D/shim_laplace
+  strip $D/accprof $D/shim_laplace $D/libaccprof.so
+  du -sh $D
+  exit 0
+fi
+
+if [ "${1:-}" = cuda-events ]; then
+  OUT=${2:-${OUT:-/tmp/accprof-gpu}}
+  mkdir -p "$OUT"
+  T=$(mktemp -d)
+  B=/tmp/accprof-gpu-bin
+  rm -rf $B && cp -r $D $B && D=$B
+  RES=$OUT/cuda_events.txt
+  LOG=$OUT/cuda_events.log
+  : > "$RES"; : > "$LOG"
+  {
+    echo "accprof CUDA events against CUPTI, $(date -u +%Y-%m-%dT%H:%MZ)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    echo "N=$N iterations naive=$TRACE_ITERS_NAIVE data=$TRACE_ITERS_DATA; overhead: $ITERS iterations, median of $REPS"
+  } | tee -a "$RES"
+  status=0
+  for v in naive data; do
+    if [ $v = naive ]; then it=$TRACE_ITERS_NAIVE; else it=$TRACE_ITERS_DATA; fi
+    prog=($D/shim_laplace --version $v --n $N --iters $it)
+    for cfg in cupti events both; do
+      case $cfg in
+        cupti) env=(ACCPROF_CUPTI=on ACCPROF_CUDA_EVENTS=off) ;;
+        events) env=(ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=on) ;;
+        both) env=(ACCPROF_CUPTI=on ACCPROF_CUDA_EVENTS=on) ;;
+      esac
+      tr=$OUT/shim_${v}_$cfg.trace
+      [ $cfg = events ] && [ $v = naive ] && tr=$OUT/shim_naive_cudaevents.trace
+      echo "== shim $v $cfg: ${env[*]} ${prog[*]}" >> "$LOG"
+      env "${env[@]}" ACCPROF_OUT=$tr LD_PRELOAD=$D/libaccprof.so "${prog[@]}" >> "$LOG" 2>&1 || { echo "  FAIL: shim $v $cfg run failed" | tee -a "$RES"; status=1; }
+      $D/accprof dump "$tr" > $T/${v}_$cfg.jsonl
+      [ $cfg = events ] && $D/accprof report "$tr" >> "$LOG" 2>&1
+    done
+    python3 scripts/gpu/compare_cuda_events.py "shim $v" $T/${v}_cupti.jsonl $T/${v}_events.jsonl $T/${v}_both.jsonl 2>&1 | tee -a "$RES" || status=1
+  done
+  echo "== overhead: shim data, $ITERS iterations" | tee -a "$RES"
+  declare -A times loops
+  for r in $(seq $REPS); do
+    for cfg in none events; do
+      t0=$(date +%s%N)
+      case $cfg in
+        none) $D/shim_laplace --version data --n $N --iters $ITERS > $T/stdout 2>&1 ;;
+        events) ACCPROF_QUIET=1 ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=on ACCPROF_OUT=$T/o.trace LD_PRELOAD=$D/libaccprof.so $D/shim_laplace --version data --n $N --iters $ITERS > $T/stdout 2>&1 ;;
+      esac
+      t1=$(date +%s%N)
+      times[$cfg]="${times[$cfg]:-} $(( (t1 - t0) / 1000 ))"
+      loops[$cfg]="${loops[$cfg]:-} $(awk '/ total: /{printf "%d", $2 * 1e6}' $T/stdout)"
+    done
+  done
+  python3 - "${times[none]}" "${times[events]}" "${loops[none]}" "${loops[events]}" <<'PY' | tee -a "$RES"
+import statistics, sys
+w0, w1, l0, l1 = ([int(x) / 1e6 for x in a.split()] for a in sys.argv[1:5])
+for what, a, b in (("wall", w0, w1), ("loop", l0, l1)):
+    if a and b:
+        m0, m1 = statistics.median(a), statistics.median(b)
+        print(f"  {what}: no tool {m0:.3f} s, CUDA events {m1:.3f} s ({(m1/m0-1)*100:+.2f}%); no tool {' '.join(f'{x:.3f}' for x in a)}; events {' '.join(f'{x:.3f}' for x in b)}")
+PY
+  echo "status $status" | tee -a "$RES"
+  exit $status
+fi
+
+[ "${1:-}" = run ] || { echo "usage: $0 stage | stage-lib | run [outdir] | cuda-events [outdir]" >&2; exit 2; }
 OUT=${2:-${OUT:-/tmp/accprof-gpu}}
 mkdir -p "$OUT"
 T=$(mktemp -d)

@@ -81,3 +81,26 @@ fn with_whatever_driver_this_machine_has_a_host_fallback_program_gets_no_device_
     assert_eq!(cuda_lines(&stderr(&out)).len(), usize::from(!loaded), "{}", stderr(&out));
     assert!(no_cuda_event_records(&t));
 }
+
+#[test]
+fn the_committed_gpu_trace_from_cuda_events_reports_device_times_counted_once() {
+    // Recorded on an H200 with ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=on (traces/gpu/README.md).
+    let trace = workspace_root().join("traces/gpu/shim_naive_cudaevents.trace");
+    let t = load(&trace);
+    assert!(t.header.extra.iter().any(|(k, v)| k == "device_activity" && v == "cuda_events"), "{:?}", t.header.extra);
+    let records: Vec<_> = t.events.iter().filter(|e| device::is_device_record(e.kind)).collect();
+    assert_eq!(records.len(), 28, "8 kernels, 8 uploads, 12 downloads");
+    assert!(records.iter().all(|e| e.flags().contains(EventFlags::FROM_CUDA_EVENTS) && e.get(accprof_trace::Field::CorrelationId).is_none()));
+    let out = std::process::Command::new(accprof_cli()).arg("report").arg(&trace).output().expect("accprof report");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    let line = |start: &str| report.lines().find(|l| l.trim_start().starts_with(start)).unwrap_or_else(|| panic!("no {start:?} line:\n{report}")).to_string();
+    let kernels = line("kernels [device]");
+    assert!(kernels.contains("8 kernels run on the device"), "{kernels}");
+    // Each runtime transfer has one device record: counted once, with the device's time.
+    let up = line("host->device [device]");
+    assert!(up.contains("8 transfers, 1 GiB"), "{up}");
+    let down = line("device->host [device]");
+    assert!(down.contains("12 transfers"), "{down}");
+    assert!(report.contains("A[0:n*m]") && report.contains("[device]"), "{report}");
+}
