@@ -265,6 +265,10 @@ struct ConstructAcc {
 pub struct ProfileBuilder {
     /// The trace holds device records: keep construct and operation spans to tie them to.
     device_mode: bool,
+    /// CUPTI recorded this run: device records from CUDA events (ACCPROF_CUDA_EVENTS=on beside
+    /// CUPTI, a comparison mode) time the same work again and are set aside, counted here.
+    cuda_event_records_set_aside: u64,
+    prefer_cupti: bool,
     device_records: Vec<DeviceRecord>,
     device_totals: DeviceTotals,
     kernel_device: Vec<Timing>,
@@ -353,6 +357,13 @@ impl ProfileBuilder {
         Self { device_mode: true, ..Self::default() }
     }
 
+    /// Like [`with_device_records`](Self::with_device_records), for a trace where CUPTI recorded
+    /// the device: its records are kept and those from CUDA events, which time the same work
+    /// less exactly, are left out so nothing is counted twice.
+    pub fn with_cupti_records() -> Self {
+        Self { device_mode: true, prefer_cupti: true, ..Self::default() }
+    }
+
     /// Events fed so far.
     pub fn events_seen(&self) -> u64 {
         self.index
@@ -370,6 +381,10 @@ impl ProfileBuilder {
         s.events += 1;
         let thread = ev.thread().unwrap_or(-1);
         if device::is_device_record(ev.kind) {
+            if self.prefer_cupti && ev.flags().contains(accprof_trace::EventFlags::FROM_CUDA_EVENTS) {
+                self.cuda_event_records_set_aside += 1;
+                return;
+            }
             self.feed_device_record(ev, thread, r);
             return;
         }
@@ -992,6 +1007,12 @@ impl ProfileBuilder {
         self.prefer_device_times();
         let name = |id: Option<StrId>| strings.resolve(id).map(str::to_string);
         let mut profile = Profile { summary: self.summary, ..Profile::default() };
+        if self.cuda_event_records_set_aside > 0 {
+            profile.warnings.push(format!(
+                "this run recorded device times both with CUPTI and with CUDA events (ACCPROF_CUDA_EVENTS=on); the {} CUDA-event records are left out and CUPTI's are used",
+                self.cuda_event_records_set_aside
+            ));
+        }
         profile.summary.threads = threads.len() as u64;
         profile.summary.untracked_ns = 0;
         let span = wall_ns.unwrap_or_else(|| profile.summary.last_ns.saturating_sub(profile.summary.first_ns));

@@ -104,7 +104,10 @@ impl Profile {
 pub const DEVICE_ACTIVITY_KEY: &str = "device_activity";
 
 fn builder_for(h: &Header) -> ProfileBuilder {
-    if h.extra.iter().any(|(k, _)| k == DEVICE_ACTIVITY_KEY) {
+    let activity = |v: &str| h.extra.iter().any(|(k, val)| k == DEVICE_ACTIVITY_KEY && val.starts_with(v));
+    if activity("cupti") {
+        ProfileBuilder::with_cupti_records()
+    } else if h.extra.iter().any(|(k, _)| k == DEVICE_ACTIVITY_KEY) {
         ProfileBuilder::with_device_records()
     } else {
         ProfileBuilder::new()

@@ -219,3 +219,37 @@ fn copies_staged_by_a_runtime_helper_thread_belong_to_the_reported_upload() {
     assert_eq!(p.summary.device_records_outside, 0);
     assert_eq!((p.summary.uploads.count, p.summary.upload_bytes), (8, 2 * MB8), "the summary counts what the device moved");
 }
+
+/// ACCPROF_CUDA_EVENTS=on beside CUPTI times each launch twice: the report must use CUPTI's
+/// record and count the launch once.
+#[test]
+fn with_cupti_and_cuda_events_both_on_cupti_is_used_and_nothing_counted_twice() {
+    let (h, mut d) = naive(3, true);
+    // The same three kernels as timed by CUDA events: longer (they include launch latency).
+    let cuda: Vec<Event> = d
+        .iter()
+        .filter(|e| e.kind == device::KERNEL)
+        .map(|e| {
+            let mut x = *e;
+            x.end_ns += 25_000;
+            x.add_flags(accprof_trace::EventFlags::FROM_CUDA_EVENTS);
+            x
+        })
+        .collect();
+    d.extend(cuda);
+    let f = tempfile::NamedTempFile::new().unwrap();
+    let mut header = Header { exe: "/bin/laplace".into(), pid: 1, start_monotonic_ns: 1, ..Header::default() };
+    header.extra.push(("device_activity".into(), "cupti".into()));
+    header.extra.push(("device_activity".into(), "cuda_events".into()));
+    let mut w = TraceWriter::new(std::fs::File::create(f.path()).unwrap(), &header).unwrap();
+    w.write_strings([(StrId(0), &b"laplace.c"[..]), (StrId(1), &b"main$_omp_fn$0"[..]), (StrId(2), &b"A"[..]), (StrId(3), &b"Anew"[..]), (StrId(4), &b"main"[..])]).unwrap();
+    w.write_events(&h).unwrap();
+    w.write_events(&d).unwrap();
+    w.write_footer(&Footer { events_recorded: 0, events_dropped: 0, end_monotonic_ns: 20_000_000 }).unwrap();
+    w.flush().unwrap();
+    let p = Profile::from_path(f.path()).unwrap();
+    let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
+    let launch = c.children.iter().find(|k| k.kind == ChildKind::Launch).unwrap();
+    assert_eq!((launch.time.source, launch.time.total_ns), (TimeSource::Device, 3 * 40_000), "CUPTI's kernel times, once");
+    assert!(p.warnings.iter().any(|w| w.contains("3 CUDA-event records are left out")), "{:?}", p.warnings);
+}
