@@ -151,19 +151,31 @@ fn open(name: &str) -> Result<Cupti, String> {
     unsafe {
         Ok(Cupti {
             path,
-            activity_register_callbacks: std::mem::transmute::<*mut c_void, _>(need("cuptiActivityRegisterCallbacks")?),
-            activity_enable: std::mem::transmute::<*mut c_void, _>(need("cuptiActivityEnable")?),
-            activity_flush_all: std::mem::transmute::<*mut c_void, _>(need("cuptiActivityFlushAll")?),
-            activity_get_next_record: std::mem::transmute::<*mut c_void, _>(need("cuptiActivityGetNextRecord")?),
-            activity_get_num_dropped_records: std::mem::transmute::<*mut c_void, _>(need("cuptiActivityGetNumDroppedRecords")?),
-            get_timestamp: std::mem::transmute::<*mut c_void, _>(need("cuptiGetTimestamp")?),
-            subscribe: std::mem::transmute::<*mut c_void, _>(need("cuptiSubscribe")?),
-            enable_callback: std::mem::transmute::<*mut c_void, _>(need("cuptiEnableCallback")?),
-            get_result_string: std::mem::transmute::<*mut c_void, _>(need("cuptiGetResultString")?),
-            get_callback_name: sym("cuptiGetCallbackName").map(|p| std::mem::transmute::<*mut c_void, _>(p)),
-            register_timestamp_callback: sym("cuptiActivityRegisterTimestampCallback").map(|p| std::mem::transmute::<*mut c_void, _>(p)),
+            activity_register_callbacks: as_fn(need("cuptiActivityRegisterCallbacks")?),
+            activity_enable: as_fn(need("cuptiActivityEnable")?),
+            activity_flush_all: as_fn(need("cuptiActivityFlushAll")?),
+            activity_get_next_record: as_fn(need("cuptiActivityGetNextRecord")?),
+            activity_get_num_dropped_records: as_fn(need("cuptiActivityGetNumDroppedRecords")?),
+            get_timestamp: as_fn(need("cuptiGetTimestamp")?),
+            subscribe: as_fn(need("cuptiSubscribe")?),
+            enable_callback: as_fn(need("cuptiEnableCallback")?),
+            get_result_string: as_fn(need("cuptiGetResultString")?),
+            get_callback_name: sym("cuptiGetCallbackName").map(|p| as_fn(p)),
+            register_timestamp_callback: sym("cuptiActivityRegisterTimestampCallback").map(|p| as_fn(p)),
         })
     }
+}
+
+/// A symbol's address as the function pointer type of the field it fills. The type is the
+/// field's, inferred at each use; the size check keeps this from turning a pointer into
+/// anything wider.
+///
+/// # Safety
+/// `p` is the address of a function whose C signature is `F`.
+unsafe fn as_fn<F: Copy>(p: *mut c_void) -> F {
+    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>(), "not a function pointer type");
+    // SAFETY: same size, and the caller vouches for the signature.
+    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) }
 }
 
 /// The file a dlopen handle came from, for the trace header.
