@@ -23,8 +23,8 @@ pub struct Config {
     pub buffer_events: usize,
     pub max_buffers: usize,
     pub max_wait_ms: u64,
-    pub cupti: crate::cupti::Mode,
-    pub cuda_events: crate::cuda_events::Mode,
+    pub cupti: Switch,
+    pub cuda_events: Switch,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,8 +53,28 @@ impl Config {
             buffer_events,
             max_buffers,
             max_wait_ms: num("ACCPROF_MAX_WAIT_MS", 100),
-            cupti: crate::cupti::Mode::parse(var("ACCPROF_CUPTI").as_deref()),
-            cuda_events: crate::cuda_events::Mode::parse(var("ACCPROF_CUDA_EVENTS").as_deref()),
+            cupti: Switch::parse(var("ACCPROF_CUPTI").as_deref()),
+            cuda_events: Switch::parse(var("ACCPROF_CUDA_EVENTS").as_deref()),
+        }
+    }
+}
+
+/// An `auto`/`on`/`off` setting (ACCPROF_CUPTI, ACCPROF_CUDA_EVENTS). What `auto` means is the
+/// setting's own (see the table above); `on` insists and says in one line why it cannot.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Switch {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl Switch {
+    pub fn parse(v: Option<&str>) -> Self {
+        match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+            Some("on" | "1" | "yes" | "true") => Switch::On,
+            Some("off" | "0" | "no" | "false") => Switch::Off,
+            _ => Switch::Auto,
         }
     }
 }

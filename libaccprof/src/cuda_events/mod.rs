@@ -35,26 +35,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-/// `ACCPROF_CUDA_EVENTS`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub enum Mode {
-    /// Only when CUPTI is not recording; say nothing when libcuda does not load.
-    #[default]
-    Auto,
-    /// Also beside CUPTI; say in one line why not when libcuda does not load.
-    On,
-    Off,
-}
-
-impl Mode {
-    pub fn parse(v: Option<&str>) -> Self {
-        match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-            Some("on" | "1" | "yes" | "true") => Mode::On,
-            Some("off" | "0" | "no" | "false") => Mode::Off,
-            _ => Mode::Auto,
-        }
-    }
-}
+/// `ACCPROF_CUDA_EVENTS`: `auto` times with CUDA events only when CUPTI is not recording; `on`
+/// also beside CUPTI, for comparison.
+pub use crate::config::Switch as Mode;
 
 /// Counters for the line printed at exit.
 #[derive(Debug, Default)]

@@ -28,26 +28,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-/// `ACCPROF_CUPTI`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub enum Mode {
-    /// Use CUPTI when it loads and starts; say nothing otherwise.
-    #[default]
-    Auto,
-    /// Use CUPTI; say in one line why not when it cannot be used.
-    On,
-    Off,
-}
-
-impl Mode {
-    pub fn parse(v: Option<&str>) -> Self {
-        match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-            Some("on" | "1" | "yes" | "true") => Mode::On,
-            Some("off" | "0" | "no" | "false") => Mode::Off,
-            _ => Mode::Auto,
-        }
-    }
-}
+/// `ACCPROF_CUPTI`: `auto` uses CUPTI when it loads and starts and says nothing otherwise.
+pub use crate::config::Switch as Mode;
 
 /// Activity buffers handed to CUPTI: large enough that a busy GPU fills one every few hundred
 /// milliseconds at most, not so large that many of them cost memory.
