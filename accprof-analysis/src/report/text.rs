@@ -127,7 +127,7 @@ fn top_constructs(out: &mut String, p: &Profile, n: usize) {
             out,
             "  {:<32} {:<22} {:>9} {:>12} {:>7} {:>11}",
             loc.trim_end(),
-            c.kind.label(),
+            construct_name(c),
             thousands(c.reached),
             duration(c.time.total_ns),
             percent(c.time.total_ns, p.summary.wall_ns),
@@ -233,10 +233,20 @@ fn nv_acc_time(out: &mut String, p: &Profile) {
     }
 }
 
+/// What a construct row is called. A data region whose exit sits on another line than its
+/// entry (GCC's line table puts the end call at the region's last statement) has a row of its
+/// own that is only ever exited: "data region exit", not "data region reached 0 times".
+fn construct_name(c: &Construct) -> &'static str {
+    match c.kind {
+        ConstructKind::Data if c.reached == 0 => "data region exit",
+        k => k.label(),
+    }
+}
+
 fn construct(out: &mut String, p: &Profile, c: &Construct) {
     let line = line_text(c.location.line);
     let head = match c.kind {
-        ConstructKind::Data if c.reached == 0 => "data region exit".to_string(),
+        ConstructKind::Data if c.reached == 0 => construct_name(c).to_string(),
         ConstructKind::Init => format!("device init reached {} {}", c.reached, times_word(c.reached)),
         k => format!("{} reached {} {}", k.label(), thousands(c.reached), times_word(c.reached)),
     };
