@@ -166,13 +166,19 @@ now() { date +%s%N; }
 overhead() {
   local name=$1; shift
   declare -A times loops
+  local order=(none off on bare)
   for r in $(seq $REPS); do
-    for cfg in none off on bare; do
+    # Each repetition starts at another configuration, so none of them always runs first or
+    # last in the cycle (the machine drifts during a run).
+    local rot=$(( (r - 1) % 4 ))
+    for cfg in "${order[@]:rot}" "${order[@]:0:rot}"; do
       local t0 t1
       t0=$(now)
       case $cfg in
         none) "$@" > $T/stdout 2>&1 ;;
-        off) ACCPROF_CUPTI=off ACCPROF_OUT=$T/o.trace LD_PRELOAD=$D/libaccprof.so "$@" > $T/stdout 2>&1 ;;
+        # "off": the tool without device recording. CUDA events are off too: with CUPTI off they
+        # would time the shim's streams instead (ACCPROF_CUDA_EVENTS=auto), a different cost.
+        off) ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=off ACCPROF_OUT=$T/o.trace LD_PRELOAD=$D/libaccprof.so "$@" > $T/stdout 2>&1 ;;
         on) ACCPROF_CUPTI=on ACCPROF_OUT=$T/o.trace LD_PRELOAD=$D/libaccprof.so "$@" > $T/stdout 2>&1 ;;
         bare) CUPTI_BARE_OUT=$T/o.bare LD_PRELOAD=$D/cupti_bare.so "$@" > $T/stdout 2>&1 ;;
       esac
