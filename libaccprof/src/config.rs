@@ -78,3 +78,21 @@ impl Switch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switch_parses_the_usual_spellings() {
+        assert_eq!(Switch::parse(None), Switch::Auto);
+        assert_eq!(Switch::parse(Some("auto")), Switch::Auto);
+        assert_eq!(Switch::parse(Some("banana")), Switch::Auto);
+        for on in ["on", "ON", " 1 ", "yes", "true"] {
+            assert_eq!(Switch::parse(Some(on)), Switch::On, "{on}");
+        }
+        for off in ["off", "0", "no", "false"] {
+            assert_eq!(Switch::parse(Some(off)), Switch::Off, "{off}");
+        }
+    }
+}

@@ -223,14 +223,6 @@ pub fn counts() -> (u64, u64, u64) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn mode_parses_the_usual_spellings() {
-        assert_eq!(Mode::parse(None), Mode::Auto);
-        assert_eq!(Mode::parse(Some("auto")), Mode::Auto);
-        assert_eq!(Mode::parse(Some("ON")), Mode::On);
-        assert_eq!(Mode::parse(Some("off")), Mode::Off);
-        assert_eq!(Mode::parse(Some("0")), Mode::Off);
-    }
 
     #[test]
     fn auto_stays_out_of_cuptis_way_and_off_is_off() {

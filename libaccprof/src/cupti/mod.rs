@@ -263,17 +263,3 @@ unsafe fn deliver(s: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, val
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mode_parses_the_usual_spellings() {
-        assert_eq!(Mode::parse(None), Mode::Auto);
-        assert_eq!(Mode::parse(Some("auto")), Mode::Auto);
-        assert_eq!(Mode::parse(Some("ON")), Mode::On);
-        assert_eq!(Mode::parse(Some("1")), Mode::On);
-        assert_eq!(Mode::parse(Some("off")), Mode::Off);
-        assert_eq!(Mode::parse(Some("false")), Mode::Off);
-    }
-}
