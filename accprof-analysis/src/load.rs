@@ -51,9 +51,10 @@ impl Profile {
                 sym.update_modules(reader.modules());
                 sym.annotate(&mut ev, reader.strings_mut());
             }
-            // The host side of a device copy the runtime did not name: a global or static
-            // variable's name from the symbol table (GCC names no variable).
-            if accprof_symbols::unnamed_device_copy(&ev) && !reader.modules().is_empty() {
+            // The host side of a transfer the runtime did not name: the heap block's allocation
+            // site, or a global or static variable's name from the symbol table (GCC names no
+            // variable).
+            if accprof_symbols::unnamed_host_data(&ev) && !reader.modules().is_empty() {
                 let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(reader.modules()));
                 sym.update_modules(reader.modules());
                 sym.annotate_data(&mut ev, reader.strings_mut());

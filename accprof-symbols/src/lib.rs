@@ -164,14 +164,45 @@ impl Symbolizer {
         (probe < a + size).then(|| DataSymbol { name: name.clone(), offset: probe - a, size: *size })
     }
 
-    /// Names the host side of a transfer that the runtime left unnamed, from the symbol table:
-    /// sets `var_name` and flags [`EventFlags::ATTRIBUTED_NAME`]. Returns whether it did.
+    /// The heap block an event's host pointer lay in, named after its allocation site
+    /// (`Field::AllocSite`, recorded by libaccprof's allocation hooks): `heap@file.c:LINE`, or
+    /// `heap@module+0xoff` without debug information; `offset` and `size` as for a variable.
+    pub fn resolve_heap(&mut self, ev: &Event) -> Option<DataSymbol> {
+        let site = ev.get(Field::AllocSite)?;
+        let base = ev.get(Field::AllocBase)?;
+        let size = ev.get(Field::AllocBytes)?;
+        let offset = ev.get(Field::HostPtr)?.checked_sub(base)?;
+        let loc = self.resolve_return_address(site);
+        let place = match loc.as_ref().and_then(|l| Some((l.file.as_deref()?, l.line?))) {
+            Some((file, line)) => {
+                let file = std::path::Path::new(file).file_name().map_or_else(|| file.to_string(), |f| f.to_string_lossy().into_owned());
+                format!("{file}:{line}")
+            }
+            None => {
+                // No line: the module and the offset in it, which `addr2line -e` resolves on an
+                // unstripped copy.
+                let module = self.modules.iter().rev().find(|m| m.contains(site));
+                match module {
+                    Some(m) => {
+                        let name = std::path::Path::new(&m.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                        format!("{name}+{:#x}", site - m.bias)
+                    }
+                    None => format!("{site:#x}"),
+                }
+            }
+        };
+        Some(DataSymbol { name: format!("heap@{place}"), offset, size })
+    }
+
+    /// Names the host side of a transfer that the runtime left unnamed: from the heap block it
+    /// lay in (when the trace recorded one), else from the symbol table. Sets `var_name` and
+    /// flags [`EventFlags::ATTRIBUTED_NAME`]. Returns whether it did.
     pub fn annotate_data(&mut self, ev: &mut Event, strings: &mut StringTable) -> bool {
         if ev.get(Field::VarName).is_some() {
             return false;
         }
         let Some(p) = ev.get(Field::HostPtr) else { return false };
-        let Some(sym) = self.resolve_data(p) else { return false };
+        let Some(sym) = self.resolve_heap(ev).or_else(|| self.resolve_data(p)) else { return false };
         let label = sym.label(ev.bytes());
         ev.set(Field::VarName, u64::from(strings.intern(&label).0));
         ev.add_flags(EventFlags::ATTRIBUTED_NAME);
@@ -243,23 +274,36 @@ fn read_build_id(path: &str) -> Result<Option<Vec<u8>>, String> {
     Ok(obj.build_id().map_err(|e| e.to_string())?.map(<[u8]>::to_vec))
 }
 
-/// Resolves every event of a loaded trace that carries only a return address. Returns the
-/// warnings to show the user once each.
+/// Resolves every event of a loaded trace that carries only a return address, and names the
+/// host side of unnamed transfers. Returns the warnings to show the user once each.
 pub fn annotate_trace(trace: &mut Trace) -> Vec<String> {
-    if !trace.events.iter().any(|e| e.get(Field::ReturnAddress).is_some() || unnamed_device_copy(e)) {
+    if !trace.events.iter().any(|e| e.get(Field::ReturnAddress).is_some() || unnamed_host_data(e)) {
         return Vec::new();
     }
     let mut sym = Symbolizer::new(&trace.modules);
     for ev in &mut trace.events {
         sym.annotate(ev, &mut trace.strings);
-        if unnamed_device_copy(ev) {
+        if unnamed_host_data(ev) {
             sym.annotate_data(ev, &mut trace.strings);
         }
     }
     sym.warnings
 }
 
-/// A device copy whose host side has an address but no name (GCC names none).
-pub fn unnamed_device_copy(e: &Event) -> bool {
-    e.kind == accprof_trace::device::MEMCPY && e.get(Field::HostPtr).is_some() && e.get(Field::VarName).is_none()
+/// An event whose host side has an address but no name (GCC names none; the OpenACC runtime
+/// API names none): device copies, and the OpenACC data events (upload, download, create,
+/// delete, alloc, free).
+pub fn unnamed_host_data(e: &Event) -> bool {
+    use accprof_abi::acc_event_t as K;
+    let data = matches!(
+        e.kind,
+        accprof_trace::device::MEMCPY
+            | K::ENQUEUE_UPLOAD_START
+            | K::ENQUEUE_DOWNLOAD_START
+            | K::CREATE
+            | K::DELETE
+            | K::ALLOC
+            | K::FREE
+    );
+    data && e.get(Field::HostPtr).is_some() && e.get(Field::VarName).is_none()
 }

@@ -37,7 +37,7 @@ impl EventEncoder {
         put_u64(out, zigzag(ev.start_ns.wrapping_sub(prev.start_ns) as i64));
         put_u64(out, ev.duration_ns());
         // Only fields present in either event can differ.
-        let mut changed: u32 = 0;
+        let mut changed: u64 = 0;
         let mut candidates = ev.present_mask() | prev.present_mask();
         while candidates != 0 {
             let i = candidates.trailing_zeros();
@@ -47,7 +47,7 @@ impl EventEncoder {
                 changed |= 1 << i;
             }
         }
-        put_u64(out, u64::from(changed));
+        put_u64(out, changed);
         let mut bits = changed;
         while bits != 0 {
             let i = bits.trailing_zeros() as usize;
@@ -80,7 +80,7 @@ impl EventDecoder {
         let kind = i32::try_from(unzigzag(cur.u64()?)).map_err(|_| Malformed)?;
         let start = self.prev.start_ns.wrapping_add(unzigzag(cur.u64()?) as u64);
         let duration = cur.u64()?;
-        let changed = cur.u32()?;
+        let changed = cur.u64()?;
         if changed >> FIELD_COUNT != 0 {
             return Err(Malformed);
         }

@@ -85,10 +85,25 @@ fields! {
     CopyKind = 28, "copy_kind", Unsigned;
     CorrelationId = 29, "correlation_id", Unsigned;
     HostCallNs = 30, "host_call_ns", Unsigned;
+    // Heap blocks (libaccprof's allocation hooks): the block `host_ptr` lay in when the event
+    // happened. Indices 31+ make the change mask wider than 32 bits (it is a varint on disk).
+    AllocSite = 31, "alloc_site", Pointer;
+    AllocBase = 32, "alloc_base", Pointer;
+    AllocBytes = 33, "alloc_bytes", Unsigned;
 }
 
 /// How many optional fields an event has.
-pub const FIELD_COUNT: usize = 31;
+pub const FIELD_COUNT: usize = 34;
+
+/// Records about the tool itself, with kinds outside the specification's numbers.
+pub mod tool {
+    use accprof_abi::acc_event_t;
+
+    /// A point event: the heap hooks' record queue overflowed and allocation records were lost;
+    /// `bytes` holds how many (a count of records, not bytes). From then on the tool names no
+    /// heap block, since a lost free could make a stale name.
+    pub const HEAP_RECORDS_LOST: acc_event_t = acc_event_t(1100);
+}
 
 /// Device records: what the device did (from CUPTI's activity API), with device timestamps.
 ///
@@ -195,7 +210,7 @@ pub struct Event {
     pub start_ns: u64,
     /// Monotonic clock nanoseconds at the end event; equals `start_ns` for point events.
     pub end_ns: u64,
-    present: u32,
+    present: u64,
     values: [u64; FIELD_COUNT],
 }
 
@@ -251,7 +266,7 @@ impl Event {
 
     /// Which fields are set, as a bit mask indexed by [`Field`].
     #[inline]
-    pub fn present_mask(&self) -> u32 {
+    pub fn present_mask(&self) -> u64 {
         self.present
     }
 
@@ -308,8 +323,8 @@ mod tests {
         for (i, f) in Field::ALL.iter().enumerate() {
             assert_eq!(*f as usize, i);
         }
-        // The change mask is a u32: checked at compile time.
-        const _: () = assert!(FIELD_COUNT <= 32);
+        // The presence and change masks are u64: checked at compile time.
+        const _: () = assert!(FIELD_COUNT <= 64);
     }
 
     #[test]

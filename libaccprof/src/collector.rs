@@ -50,10 +50,24 @@ struct Collector {
     modules: Vec<Module>,
     events: u64,
     dropped: u64,
+    /// Heap blocks, to tag events whose host pointer lies in one.
+    heap: crate::heap::Namer,
 }
 
 pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Message>, header: Header) {
-    let mut c = Collector { header, clock: crate::clock::Converter::new(), writer: None, path: None, failed: None, modules: Vec::new(), events: 0, dropped: 0 };
+    // Our own buffers are no application arrays.
+    crate::heap::ignore_this_thread();
+    let mut c = Collector {
+        header,
+        clock: crate::clock::Converter::new(),
+        writer: None,
+        path: None,
+        failed: None,
+        modules: Vec::new(),
+        events: 0,
+        dropped: 0,
+        heap: crate::heap::Namer::new(),
+    };
     loop {
         match rx.recv_timeout(SWEEP_EVERY) {
             Ok(Message::Batch(b)) => c.write_batch(rec, b),
@@ -64,6 +78,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
                 // Pairs are taken before the sweep and their records sent to ourselves after
                 // it, so that they queue behind the batches defining their names.
                 let cuda = crate::cuda_events::collect();
+                c.heap.drain(&mut c.clock);
                 c.sweep(rec, &self_tx);
                 if !cuda.is_empty() {
                     let _ = self_tx.send(Message::CudaEvents(cuda));
@@ -107,6 +122,7 @@ impl Collector {
             e.start_ns = self.clock.to_ns(e.start_ns);
             e.end_ns = self.clock.to_ns(e.end_ns);
         }
+        self.name_heap_blocks(&mut b.events);
         if let Some(w) = self.writer.as_mut() {
             let new_modules = modules_to_record(&mut self.modules, &b);
             let r = w
@@ -124,13 +140,18 @@ impl Collector {
         rec.pool.give_back(std::mem::take(&mut b.events));
     }
 
-    fn write_device_batch(&mut self, rec: &Recorder, b: Batch) {
+    fn write_device_batch(&mut self, rec: &Recorder, mut b: Batch) {
         let n = b.events.len() as u64;
         if self.writer.is_none() && self.failed.is_none() {
             self.open(rec);
         }
+        self.name_heap_blocks(&mut b.events);
         if let Some(w) = self.writer.as_mut() {
-            let r = w.write_strings(b.strings.iter().map(|(id, s)| (*id, &s[..]))).and_then(|_| w.write_events(&b.events));
+            let new_modules = modules_to_record(&mut self.modules, &b);
+            let r = w
+                .write_strings(b.strings.iter().map(|(id, s)| (*id, &s[..])))
+                .and_then(|_| w.write_modules(&new_modules))
+                .and_then(|_| w.write_events(&b.events));
             match r {
                 Ok(()) => self.events += n,
                 Err(e) => self.fail(format!("cannot write the trace: {e}; recording stopped"), n),
@@ -150,6 +171,18 @@ impl Collector {
             }
         }
         self.write_device_batch(rec, Batch { events, strings: Vec::new() });
+    }
+
+    /// Tags events whose host pointer lay in a recorded heap block (one place for every
+    /// source: OpenACC batches, CUPTI records, CUDA-event records). Times are CLOCK_MONOTONIC.
+    fn name_heap_blocks(&mut self, events: &mut [accprof_trace::Event]) {
+        if !events.iter().any(|e| e.get(Field::HostPtr).is_some()) {
+            return;
+        }
+        self.heap.drain(&mut self.clock);
+        for e in events {
+            self.heap.annotate(e);
+        }
     }
 
     fn open(&mut self, rec: &Recorder) {
@@ -181,6 +214,16 @@ impl Collector {
     }
 
     fn write_drops(&mut self, rec: &Recorder) {
+        if let Some(ev) = self.heap.loss_event() {
+            if self.writer.is_none() && self.failed.is_none() {
+                self.open(rec);
+            }
+            if let Some(w) = self.writer.as_mut() {
+                if w.write_events(&[ev]).is_ok() {
+                    self.events += 1;
+                }
+            }
+        }
         let mut drops = Vec::new();
         for slot in rec.registry.snapshot() {
             let n = slot.dropped.swap(0, Ordering::Relaxed);
@@ -217,12 +260,13 @@ impl Collector {
     }
 }
 
-/// Modules containing return addresses of `b` that have not been written yet. Reads the
-/// process's module map again only when an address falls outside every known module.
+/// Modules containing return addresses (calls into the runtime, heap allocation sites) of `b`
+/// that have not been written yet. Reads the process's module map again only when an address
+/// falls outside every known module.
 fn modules_to_record(known: &mut Vec<Module>, b: &Batch) -> Vec<Module> {
     let mut fresh = Vec::new();
-    for e in &b.events {
-        let Some(ra) = e.get(Field::ReturnAddress) else { continue };
+    let code_addresses = b.events.iter().flat_map(|e| [e.get(Field::ReturnAddress), e.get(Field::AllocSite)]).flatten();
+    for ra in code_addresses {
         if known.iter().any(|m| m.contains(ra)) {
             continue;
         }

@@ -12,6 +12,8 @@
 //! | ACCPROF_CUPTI_LIB | path of libcupti, when it is in none of the usual places |
 //! | ACCPROF_CUDA_EVENTS=auto/on/off | time launches and copies with CUDA events on the runtime's streams when CUPTI is not recording (auto, default), also beside CUPTI and say why not (on), or never (off) |
 //! | ACCPROF_CUDA_LIB | path of the CUDA driver library (default `libcuda.so.1`) |
+//! | ACCPROF_HEAP=auto/on/off | name transfers of heap memory by the allocation's file:line: record blocks from malloc, calloc, realloc, posix_memalign, ... when libaccprof is LD_PRELOADed (auto, default), say why not when it cannot (on), or never (off). Read when the library loads |
+//! | ACCPROF_HEAP_MIN_BYTES | the smallest block recorded (default 65536); smaller ones cost two instructions and get no name |
 
 use std::path::PathBuf;
 
@@ -59,7 +61,30 @@ impl Config {
     }
 }
 
-/// An `auto`/`on`/`off` setting (ACCPROF_CUPTI, ACCPROF_CUDA_EVENTS). What `auto` means is the
+/// Heap naming settings. Read by the library's constructor, before recording starts (blocks are
+/// allocated long before the first OpenACC event), so kept apart from [`Config`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeapConfig {
+    pub mode: Switch,
+    pub min_bytes: usize,
+}
+
+/// Default of ACCPROF_HEAP_MIN_BYTES: arrays worth naming in a transfer are larger, and blocks
+/// this large are rare enough that walking the stack for each costs nothing measurable.
+pub const HEAP_MIN_BYTES_DEFAULT: usize = 64 << 10;
+
+impl HeapConfig {
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let min_bytes = var("ACCPROF_HEAP_MIN_BYTES")
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(HEAP_MIN_BYTES_DEFAULT)
+            .max(1);
+        HeapConfig { mode: Switch::parse(var("ACCPROF_HEAP").as_deref()), min_bytes }
+    }
+}
+
+/// An `auto`/`on`/`off` setting (ACCPROF_CUPTI, ACCPROF_CUDA_EVENTS, ACCPROF_HEAP). What `auto` means is the
 /// setting's own (see the table above); `on` insists and says in one line why it cannot.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum Switch {

@@ -15,6 +15,9 @@
 //!   is there.
 //! - [`cuda_events`]: device times from CUDA events recorded on the streams a runtime hands out
 //!   in acc_api_info, when CUPTI is not there.
+//! - [`heap`]: names heap arrays by their allocation site: malloc & co. interposed when
+//!   LD_PRELOADed, big blocks queued to the collector, which tags events whose host pointer lies
+//!   in one.
 //! - [`lifecycle`]: start on the first event, flush at runtime shutdown and exit, fork handling,
 //!   the one line printed at exit, ACCPROF_REPORT.
 //!
@@ -28,6 +31,7 @@ pub mod collector;
 pub mod config;
 pub mod cuda_events;
 pub mod cupti;
+pub mod heap;
 pub mod lifecycle;
 pub mod modules;
 pub mod output;

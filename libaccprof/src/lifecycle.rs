@@ -117,6 +117,7 @@ fn start() {
     if let Some(keys) = crate::cuda_events::start(cuda_events_mode, crate::cupti::active()) {
         header.extra.extend(keys);
     }
+    header.extra.extend(crate::heap::header_keys());
     if RECORDER.set(rec).is_err() {
         return;
     }
@@ -257,6 +258,12 @@ fn say_where(rec: &Recorder, s: &Summary) {
             }
             if skipped + failed > 0 {
                 line.push_str(&format!(" ({} launches and copies NOT timed with CUDA events: {skipped} found no free event, {failed} the driver refused)", skipped + failed));
+            }
+            let (_, heap_lost) = crate::heap::counts();
+            if heap_lost > 0 {
+                line.push_str(&format!(
+                    " (heap allocation records LOST: {heap_lost}; heap blocks are not named after that point)"
+                ));
             }
             eprintln!("{line}");
         }

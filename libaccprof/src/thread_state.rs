@@ -372,19 +372,19 @@ fn set_ptr(e: &mut Event, f: Field, p: Option<*const std::ffi::c_void>) {
     }
 }
 
-const fn mask(fields: &[Field]) -> u32 {
+const fn mask(fields: &[Field]) -> u64 {
     let mut m = 0;
     let mut i = 0;
     while i < fields.len() {
-        m |= 1 << fields[i] as u32;
+        m |= 1 << fields[i] as u64;
         i += 1;
     }
     m
 }
 
 /// Fields a data event's start usually carries; an end adds nothing when all are there.
-const DATA_FIELDS: u32 = mask(&[Field::Bytes, Field::HostPtr, Field::DevicePtr, Field::VarName]);
-const LAUNCH_FIELDS: u32 = mask(&[Field::KernelName, Field::NumGangs, Field::NumWorkers, Field::VectorLength]);
+const DATA_FIELDS: u64 = mask(&[Field::Bytes, Field::HostPtr, Field::DevicePtr, Field::VarName]);
+const LAUNCH_FIELDS: u64 = mask(&[Field::KernelName, Field::NumGangs, Field::NumWorkers, Field::VectorLength]);
 
 /// Construct-level starts: the events a user reads by source line.
 fn wants_call_site(kind: acc_event_t) -> bool {

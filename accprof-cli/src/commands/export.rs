@@ -138,7 +138,7 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
             }
             // The host side of a device copy the runtime did not name: a global or static
             // variable's name from the symbol table (GCC names no variable), as the report does.
-            if accprof_symbols::unnamed_device_copy(&ev) && !r.modules().is_empty() {
+            if accprof_symbols::unnamed_host_data(&ev) && !r.modules().is_empty() {
                 let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(r.modules()));
                 sym.update_modules(r.modules());
                 sym.annotate_data(&mut ev, r.strings_mut());

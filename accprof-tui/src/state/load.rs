@@ -254,7 +254,7 @@ fn read_prefix(path: &Path, len: u64) -> Result<Vec<u8>, TraceError> {
 /// Names the host side of a device copy the runtime left unnamed (GCC names none) from the
 /// program's symbol table, as accprof-analysis does: `A`, `Anew` instead of an address.
 fn name_device_copy(feed: &mut Feed, ev: &mut Event) {
-    if !accprof_symbols::unnamed_device_copy(ev) || feed.reader.modules().is_empty() {
+    if !accprof_symbols::unnamed_host_data(ev) || feed.reader.modules().is_empty() {
         return;
     }
     let sym = feed.symbolizer.get_or_insert_with(|| Symbolizer::new(feed.reader.modules()));
