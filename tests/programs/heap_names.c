@@ -33,6 +33,19 @@ int main(void) {
     double *c = cv;
     double *d = malloc(100 * sizeof(double));
     d = realloc(d, BYTES); /* SITE:realloc */
+    /* A block freed and the next one allocated at its address (before the runtime frees any
+     * block of its own, which glibc could hand out instead): the transfer must be named after
+     * the second allocation. */
+    double *f = malloc(BYTES); /* SITE:freed */
+    if (!f)
+        return 1;
+    fill(f, 6);
+    uintptr_t old_f = (uintptr_t)f;
+    free(f);
+    double *e = malloc(BYTES); /* SITE:reuse */
+    if (!e)
+        return 1;
+    fill(e, 7);
     if (!a || !b || !d)
         return 1;
     fill(a, 1);
@@ -60,18 +73,6 @@ int main(void) {
     acc_copyout(d, BYTES);
     acc_copyout(global_arr, BYTES);
 
-    /* A block freed and the next one allocated at its address: the transfer must be named
-     * after the second allocation. */
-    double *f = malloc(BYTES); /* SITE:freed */
-    if (!f)
-        return 1;
-    fill(f, 6);
-    uintptr_t old_f = (uintptr_t)f;
-    free(f);
-    double *e = malloc(BYTES); /* SITE:reuse */
-    if (!e)
-        return 1;
-    fill(e, 7);
     acc_copyin(e, BYTES);
     show("reuse", e);
     acc_copyout(e, BYTES);

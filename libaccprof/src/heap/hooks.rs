@@ -126,8 +126,3 @@ fn set_errno(v: c_int) {
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = v };
 }
-
-/// Our `malloc`, to compare with what the loader resolves `malloc` to.
-pub fn our_malloc() -> *const c_void {
-    malloc as *const c_void
-}

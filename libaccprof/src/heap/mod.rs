@@ -156,7 +156,11 @@ fn init() {
 fn hooks_are_the_process_malloc() -> bool {
     // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches the global scope.
     let resolved = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr()) };
-    !resolved.is_null() && resolved as *const c_void == hooks::our_malloc()
+    // Compared by module, not with `hooks::malloc as *const _`: inside this library that
+    // reference itself goes through the GOT and resolves to whichever malloc wins, so it would
+    // always be "equal". `on_load` is private, so its address is our own.
+    let ours = crate::modules::module_range_of(on_load as *const c_void);
+    !resolved.is_null() && ours.is_some() && crate::modules::module_range_of(resolved) == ours
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
