@@ -349,4 +349,29 @@ mod tests {
         e.add_flags(EventFlags::OS_THREAD_ID);
         assert_eq!(e.flags().names(), ["no_end", "os_thread_id"]);
     }
+
+    #[test]
+    fn fields_past_bit_31_round_trip_through_the_encoder() {
+        use crate::encode::{EventDecoder, EventEncoder};
+        let mut e = Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 10);
+        e.set(Field::HostPtr, 0x7f00_0000_1000);
+        e.set(Field::AllocSite, 0x5555_0000_1234);
+        e.set(Field::AllocBase, 0x7f00_0000_0000);
+        e.set(Field::AllocBytes, 1 << 20);
+        let mut plain = e;
+        plain.clear(Field::AllocSite);
+        plain.clear(Field::AllocBase);
+        plain.clear(Field::AllocBytes);
+        let evs = [e, plain, e];
+        let mut enc = EventEncoder::new();
+        let mut buf = Vec::new();
+        for ev in &evs {
+            enc.encode(ev, &mut buf);
+        }
+        let mut dec = EventDecoder::new();
+        let mut cur = crate::varint::Cursor::new(&buf);
+        for ev in &evs {
+            assert_eq!(&dec.decode(&mut cur).unwrap(), ev);
+        }
+    }
 }
