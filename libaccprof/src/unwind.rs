@@ -7,7 +7,8 @@
 //!
 //! The walk uses the unwinder of libgcc_s (which std links in), driven by the `.eh_frame` that
 //! GCC emits by default on x86-64. It costs about a microsecond, which is why it runs only on
-//! construct start events and only when the runtime gives no location.
+//! construct start events and only when the runtime gives no location, and for heap blocks of at
+//! least ACCPROF_HEAP_MIN_BYTES ([`heap_caller`], with its own set of modules to skip).
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};

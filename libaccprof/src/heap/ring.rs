@@ -37,8 +37,14 @@ struct Slot {
 
 impl Slot {
     const fn new(seq: usize) -> Self {
-        const Z: AtomicU64 = AtomicU64::new(0);
-        Slot { seq: AtomicUsize::new(seq), op: Z, ptr: Z, size: Z, site: Z, time: Z }
+        Slot {
+            seq: AtomicUsize::new(seq),
+            op: AtomicU64::new(0),
+            ptr: AtomicU64::new(0),
+            size: AtomicU64::new(0),
+            site: AtomicU64::new(0),
+            time: AtomicU64::new(0),
+        }
     }
 }
 
@@ -134,7 +140,7 @@ mod tests {
     use super::*;
 
     fn rec(i: u64) -> Record {
-        Record { op: if i % 2 == 0 { Op::Alloc } else { Op::Free }, ptr: i, size: i * 10, site: i + 1, time: i * 100 }
+        Record { op: if i.is_multiple_of(2) { Op::Alloc } else { Op::Free }, ptr: i, size: i * 10, site: i + 1, time: i * 100 }
     }
 
     #[test]
