@@ -1,8 +1,15 @@
 //! GPU benchmark for docs/performance/shim.md: async launch overhead (shim vs raw cudarc on the same
 //! context) and host-to-device bandwidth from pageable memory (shim vs raw cuMemcpyHtoD).
 //! Exits with a message on machines without a CUDA device. Options: --launches N (default
-//! 20000), --reps R (default 5), --only launch|h2d (default both), --sizes MiB,MiB (default
-//! 64,256). The staging pipeline's shape comes from ACCSHIM_STAGE_* (runtime-shim/README.md).
+//! 20000), --reps R (default 5), --only launch|h2d|calls (default launch and h2d), --sizes
+//! MiB,MiB (default 64,256). The staging pipeline's shape comes from ACCSHIM_STAGE_*
+//! (runtime-shim/README.md).
+//!
+//! `--only calls` measures what a profiling tool loaded into the process adds to each CUDA driver
+//! call an OpenACC runtime makes (run it bare, then under each tool, and subtract): an async
+//! launch, an 8-byte device-to-host copy with its stream synchronisation, an 8-byte pinned
+//! host-to-device copy, and a stream query (a call no tool subscribes to). Medians of --reps
+//! rounds of --launches calls each, in ns per call.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -30,6 +37,10 @@ fn main() {
     let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
     println!("device: {name}");
 
+    if only == "calls" {
+        driver_calls(launches, reps);
+        return;
+    }
     if only != "h2d" {
         launch_overhead(launches, reps);
     }
@@ -50,7 +61,7 @@ fn launch_overhead(launches: usize, reps: usize) {
         t.elapsed().as_secs_f64() / n as f64
     };
     run_shim(1000); // compile + warm up
-    // ---- raw cudarc on the same context: the same PTX, cuLaunchKernel on a stream ----
+                    // ---- raw cudarc on the same context: the same PTX, cuLaunchKernel on a stream ----
     let ptx = cudarc::nvrtc::compile_ptx(EMPTY_CU).expect("nvrtc").to_src();
     let cptx = std::ffi::CString::new(ptx).unwrap();
     let (f, stream) = unsafe {
@@ -80,8 +91,12 @@ fn launch_overhead(launches: usize, reps: usize) {
         v[v.len() / 2]
     };
     let (r, s) = (med(&mut raw), med(&mut shim));
-    println!("launch: raw cudarc {:.2} us, shim async parallel {:.2} us, ratio {:.2} (median of {reps} x {launches})", r * 1e6, s * 1e6, s / r);
-
+    println!(
+        "launch: raw cudarc {:.2} us, shim async parallel {:.2} us, ratio {:.2} (median of {reps} x {launches})",
+        r * 1e6,
+        s * 1e6,
+        s / r
+    );
 }
 
 fn h2d(sizes: &[usize], reps: usize) {
@@ -105,7 +120,94 @@ fn h2d(sizes: &[usize], reps: usize) {
         let mut back = vec![0u8; bytes];
         acc_memcpy_from_device(back.as_mut_ptr().cast(), d, bytes);
         let ok = back == host;
+        // Device-to-host into pageable memory: raw, and the shim's `update self` (staged).
+        let (mut best_raw_down, mut best_shim_down) = (0.0f64, 0.0f64);
+        let mut down = vec![0u8; bytes];
+        for _ in 0..reps {
+            let t = Instant::now();
+            unsafe { sys::cuMemcpyDtoH_v2(down.as_mut_ptr().cast(), d as u64, bytes) };
+            best_raw_down = best_raw_down.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
+        }
+        down.fill(0);
+        acc_map_data(down.as_mut_ptr().cast(), d, bytes);
+        for _ in 0..reps {
+            let t = Instant::now();
+            accshim::update(here!(), &[Clause::update_self(&down, c"down[0:n]")], accshim::ACC_ASYNC_SYNC, None, false);
+            best_shim_down = best_shim_down.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
+        }
+        acc_unmap_data(down.as_mut_ptr().cast());
+        let down_ok = down == host;
+        println!(
+            "d2h {mib} MiB pageable: raw cuMemcpyDtoH {best_raw_down:.1} GB/s, shim update self {best_shim_down:.1} GB/s (best of {reps}), data {}",
+            if down_ok { "ok" } else { "CORRUPT" }
+        );
         acc_delete(h, bytes);
-        println!("h2d {mib} MiB pageable: raw cuMemcpyHtoD {best_raw:.1} GB/s, shim update device {best_shim:.1} GB/s (best of {reps}), data {}", if ok { "ok" } else { "CORRUPT" });
+        println!(
+            "h2d {mib} MiB pageable: raw cuMemcpyHtoD {best_raw:.1} GB/s, shim update device {best_shim:.1} GB/s (best of {reps}), data {}",
+            if ok { "ok" } else { "CORRUPT" }
+        );
+        // The link's ceiling on this machine start: the same size from pinned memory.
+        let mut pinned: *mut c_void = std::ptr::null_mut();
+        if unsafe { sys::cuMemAllocHost_v2(&mut pinned, bytes) } == sys::CUresult::CUDA_SUCCESS {
+            let d = acc_malloc(bytes);
+            let mut best = 0.0f64;
+            for _ in 0..reps {
+                let t = Instant::now();
+                unsafe { sys::cuMemcpyHtoD_v2(d as u64, pinned, bytes) };
+                best = best.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
+            }
+            acc_free(d);
+            unsafe { sys::cuMemFreeHost(pinned) };
+            println!("h2d {mib} MiB pinned: raw cuMemcpyHtoD {best:.1} GB/s (best of {reps}; the link's ceiling here)");
+        }
+    }
+}
+
+/// ns per call of a few driver calls, median of `reps` rounds of `n` calls (module docs).
+fn driver_calls(n: usize, reps: usize) {
+    let ptx = cudarc::nvrtc::compile_ptx(EMPTY_CU).expect("nvrtc").to_src();
+    let cptx = std::ffi::CString::new(ptx).unwrap();
+    let (f, stream, dev, pinned) = unsafe {
+        let m = cudarc::driver::result::module::load_data(cptx.as_ptr().cast()).unwrap();
+        let f = cudarc::driver::result::module::get_function(m, c"bench_empty".to_owned()).unwrap();
+        let mut s: sys::CUstream = std::ptr::null_mut();
+        sys::cuStreamCreate(&mut s, 1);
+        let mut p: *mut c_void = std::ptr::null_mut();
+        sys::cuMemAllocHost_v2(&mut p, 4096);
+        (f, s, acc_malloc(4096) as u64, p)
+    };
+    let time = |body: &dyn Fn()| {
+        let t = Instant::now();
+        for _ in 0..n {
+            body();
+        }
+        unsafe { sys::cuStreamSynchronize(stream) };
+        t.elapsed().as_secs_f64() * 1e9 / n as f64
+    };
+    let launch = || unsafe { cudarc::driver::result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut []).unwrap() };
+    let d2h_sync = || unsafe {
+        sys::cuMemcpyDtoHAsync_v2(pinned, dev, 8, stream);
+        sys::cuStreamSynchronize(stream);
+    };
+    let h2d = || unsafe {
+        sys::cuMemcpyHtoDAsync_v2(dev, pinned, 8, stream);
+    };
+    let query = || unsafe {
+        sys::cuStreamQuery(stream);
+    };
+    let cases: [(&str, &dyn Fn()); 4] =
+        [("launch", &launch), ("d2h 8 B + sync", &d2h_sync), ("h2d 8 B pinned", &h2d), ("stream query", &query)];
+    let mut results: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    for (_, body) in &cases {
+        time(*body); // warm up
+    }
+    for _ in 0..reps {
+        for (i, (_, body)) in cases.iter().enumerate() {
+            results[i].push(time(*body));
+        }
+    }
+    for ((name, _), mut v) in cases.iter().zip(results) {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        println!("calls: {name}: {:.0} ns (median of {reps} x {n}; min {:.0})", v[v.len() / 2], v[0]);
     }
 }

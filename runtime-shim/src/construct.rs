@@ -125,7 +125,14 @@ fn op_for(rt: &'static Runtime, construct: acc_construct_t, implicit: bool, loc:
 /// The `wait` directive or clause: with the host (when `async_` is acc_async_sync), dispatching
 /// wait start/end for each queue, or by making queue `async_` wait, without blocking the host.
 /// `queues` None means every queue.
-pub fn wait_on(rt: &'static Runtime, construct: acc_construct_t, implicit: bool, loc: &Loc, queues: Option<&[i64]>, async_: i64) -> Result<()> {
+pub fn wait_on(
+    rt: &'static Runtime,
+    construct: acc_construct_t,
+    implicit: bool,
+    loc: &Loc,
+    queues: Option<&[i64]>,
+    async_: i64,
+) -> Result<()> {
     let target = rt.queue_of(async_)?;
     let list: Vec<(i64, QueueId)> = match queues {
         Some(qs) => qs.iter().map(|&a| rt.queue_of(a).map(|q| (a, q))).collect::<Result<_>>()?,
@@ -180,7 +187,14 @@ fn data_enter(rt: &'static Runtime, loc: Loc, clauses: &[Clause], async_: i64, w
     Ok(entered)
 }
 
-fn data_exit(rt: &'static Runtime, loc: Loc, entered: &[(Clause, Entered)], async_: i64, construct: acc_construct_t, implicit: bool) -> Result<()> {
+fn data_exit(
+    rt: &'static Runtime,
+    loc: Loc,
+    entered: &[(Clause, Entered)],
+    async_: i64,
+    construct: acc_construct_t,
+    implicit: bool,
+) -> Result<()> {
     let op = op_for(rt, construct, implicit, &loc, async_)?;
     let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
     for (c, e) in entered.iter().rev() {
@@ -324,9 +338,11 @@ fn compute_in(rt: &'static Runtime, spec: &ComputeSpec, kernels: &[Kernel]) -> R
     dispatch::other_end(acc_event_t::ENTER_DATA_END, &implicit.ctx, t);
 
     let serial = spec.kind == acc_construct_t::SERIAL;
+    let mut reductions = Vec::new();
     for k in kernels {
-        launch(&implicit, spec, k, serial)?;
+        reductions.extend(launch(&implicit, spec, k, serial)?);
     }
+    copy_back_reductions(&implicit, reductions)?;
 
     if op.q == SYNC {
         let t = dispatch::other_start(acc_event_t::WAIT_START, &implicit.ctx);
@@ -345,7 +361,18 @@ pub const DEFAULT_VECTOR: u32 = 128;
 /// ran the Laplace kernels faster than one lane per iteration: docs/performance/shim.md).
 pub const MAX_DEFAULT_GANGS: u32 = 4096;
 
-fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool) -> Result<()> {
+/// A reduction result on its way back: the slot the backend writes, and the user's variable
+/// it is combined into.
+struct PendingReduction {
+    red: RedOp,
+    var: *mut f64,
+    name: *const c_char,
+    slot: *mut f64,
+}
+
+/// Launches one kernel; returns its reduction, whose result comes back once the construct's
+/// kernels are all launched ([`copy_back_reductions`]).
+fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool) -> Result<Option<PendingReduction>> {
     let rt = op.rt;
     let (gangs, workers, vector) = if serial {
         (1, 1, 1)
@@ -353,10 +380,7 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool) -> Result<()> {
         let vector = spec.vector_length.unwrap_or(DEFAULT_VECTOR).max(1);
         let workers = spec.num_workers.unwrap_or(1).max(1);
         let per_gang = (vector as usize) * (workers as usize);
-        let gangs = spec
-            .num_gangs
-            .unwrap_or_else(|| (k.work.div_ceil(per_gang).clamp(1, MAX_DEFAULT_GANGS as usize)) as u32)
-            .max(1);
+        let gangs = spec.num_gangs.unwrap_or_else(|| (k.work.div_ceil(per_gang).clamp(1, MAX_DEFAULT_GANGS as usize)) as u32).max(1);
         (gangs, workers, vector)
     };
     // Translate the args through the present table (one lock for all of them).
@@ -370,7 +394,11 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool) -> Result<()> {
                     match table.containing(h) {
                         Some(e) => Ok(Val(e.dev + (h - e.host) as u64)),
                         None if h == 0 => Ok(Val(0)),
-                        None => Err(AccError::NotPresent { host: h, bytes: 1, name: format!("argument of kernel {}", k.name.to_string_lossy()) }),
+                        None => Err(AccError::NotPresent {
+                            host: h,
+                            bytes: 1,
+                            name: format!("argument of kernel {}", k.name.to_string_lossy()),
+                        }),
                     }
                 }
                 Arg::Device(d) => Ok(Val(d)),
@@ -391,29 +419,51 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool) -> Result<()> {
         args,
         reduction: k.reduction.map(|r| r.0),
     };
-    let li = LaunchInfo { kernel_name: k.name.as_ptr(), num_gangs: gangs as usize, num_workers: workers as usize, vector_length: vector as usize };
+    let li = LaunchInfo {
+        kernel_name: k.name.as_ptr(),
+        num_gangs: gangs as usize,
+        num_workers: workers as usize,
+        vector_length: vector as usize,
+    };
     let slot = k.reduction.map(|_| Box::into_raw(Box::new(0.0f64)));
     let t = dispatch::launch_start(&op.ctx, &li);
     let r = rt.backend.launch(op.q, &ls, slot.map(RedSlot));
     dispatch::launch_end(&op.ctx, &li, t);
-    r?;
-    if let (Some((red, var, name)), Some(slot)) = (k.reduction, slot) {
-        // The reduction result comes back to the host: a download of one value.
-        let d = DataInfo { var_name: name, bytes: 8, host_ptr: var as *const c_void, device_ptr: std::ptr::null() };
+    if let Err(e) = r {
+        if let Some(slot) = slot {
+            // SAFETY: from Box::into_raw above; nothing was launched that writes it.
+            drop(unsafe { Box::from_raw(slot) });
+        }
+        return Err(e);
+    }
+    Ok(k.reduction.zip(slot).map(|((red, var, name), slot)| PendingReduction { red, var, name, slot }))
+}
+
+/// Brings a construct's reduction results back to the host after its last kernel: one
+/// download of one value each. The backend enqueues all of them in the first download's
+/// enqueue_download start/end.
+fn copy_back_reductions(op: &Op, reductions: Vec<PendingReduction>) -> Result<()> {
+    let rt = op.rt;
+    for (i, p) in reductions.into_iter().enumerate() {
+        let d = DataInfo { var_name: p.name, bytes: 8, host_ptr: p.var as *const c_void, device_ptr: std::ptr::null() };
         let t = dispatch::data_start(acc_event_t::ENQUEUE_DOWNLOAD_START, &op.ctx, &d);
-        let (slot, var) = (SendPtr(slot), SendPtr(var));
-        let r = rt.backend.host_fn(
-            op.q,
-            Box::new(move || {
-                let (slot, var) = (slot, var);
-                // SAFETY: slot came from Box::into_raw above and is freed once, here; `var` is
-                // the user's reduction variable, which must live until the construct completes.
-                unsafe {
-                    let v = *Box::from_raw(slot.0);
-                    *var.0 = red.combine(*var.0, v);
-                }
-            }),
-        );
+        let flushed = if i == 0 { rt.backend.flush_reductions(op.q) } else { Ok(()) };
+        let (slot, var, red) = (SendPtr(p.slot), SendPtr(p.var), p.red);
+        let r = flushed.and_then(|_| {
+            rt.backend.host_fn(
+                op.q,
+                Box::new(move || {
+                    let (slot, var) = (slot, var);
+                    // SAFETY: slot came from Box::into_raw in launch and is freed once, here;
+                    // `var` is the user's reduction variable, which must live until the
+                    // construct completes.
+                    unsafe {
+                        let v = *Box::from_raw(slot.0);
+                        *var.0 = red.combine(*var.0, v);
+                    }
+                }),
+            )
+        });
         dispatch::data_end(acc_event_t::ENQUEUE_DOWNLOAD_END, &op.ctx, &d, t);
         r?;
     }

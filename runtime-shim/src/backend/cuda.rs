@@ -6,9 +6,10 @@
 //!   serialise with everything).
 //! - Kernels are CUDA C, compiled once by NVRTC (for the device's compute capability) with a small
 //!   prelude of reduction helpers, and cached by source address; PTX text is loaded as is.
-//! - Host-to-device copies of large pageable buffers are staged through pinned buffers by several
-//!   host threads in parallel (non-temporal stores), each chunk DMA'd as soon as it is staged, the
-//!   first chunks small and doubling so the first DMA starts early: pageable copies alone run at a
+//! - Copies of large pageable buffers go through pinned buffers, copied by several host threads
+//!   in parallel: uploads are staged (non-temporal stores) and each chunk DMA'd as soon as it is
+//!   staged, the first chunks small and doubling so the first DMA starts early; downloads DMA into
+//!   every buffer at once and copy each chunk out as it lands. Pageable copies alone run at a
 //!   fraction of the link's speed (see ../shared/reference/gpu.md).
 //! - Reductions: each (stream, operator) has a pool of device cells that hold the identity when a
 //!   kernel starts (reset in stream order only when the pool wraps), so a launch with a reduction
@@ -30,7 +31,7 @@ const STAGE_CHUNK: usize = 1 << 20;
 /// First staging chunk; chunks double from here up to the largest, so the first DMA starts after
 /// a small copy instead of one full chunk (`ACCSHIM_STAGE_FIRST` overrides).
 const STAGE_FIRST: usize = 64 << 10;
-/// Number of staging buffers (and copy streams).
+/// Number of staging buffers (and copy streams); `ACCSHIM_STAGE_BUFS` overrides.
 const STAGE_BUFS: usize = 32;
 /// Reduction cells per (stream, operator): cells hold the operator's identity when a kernel
 /// starts; a pool is reset (one 8 KiB copy in stream order) only when its cells run out, so a
@@ -148,6 +149,8 @@ struct StageConfig {
     /// First chunk; each next one is twice as big, up to `chunk`.
     first: usize,
     threads: usize,
+    /// Pinned buffers (each `chunk` bytes) and copy streams.
+    bufs: usize,
     /// Copy into the pinned buffers with non-temporal stores (x86-64): the destination is not
     /// read for ownership first, which leaves more of the host's memory bandwidth to the DMA.
     nt: bool,
@@ -161,7 +164,8 @@ impl StageConfig {
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
         let threads = var("ACCSHIM_STAGE_THREADS").unwrap_or(cores.clamp(1, 16)).clamp(1, 64);
         let nt = var("ACCSHIM_STAGE_NT").map_or(STAGE_NT, |v| v != 0);
-        StageConfig { chunk, first, threads, nt }
+        let bufs = var("ACCSHIM_STAGE_BUFS").unwrap_or(STAGE_BUFS).clamp(2, 256);
+        StageConfig { chunk, first, threads, bufs, nt }
     }
 
     /// (offset, length) of each chunk of a `bytes`-byte copy: `first`, doubling up to `chunk`.
@@ -246,6 +250,9 @@ pub struct Cuda {
     /// the synchronous queue before a construct returns), so a reduction does not stall the
     /// launches that follow it.
     sync_jobs: Mutex<Vec<HostJob>>,
+    /// Reduction results waiting for [`Backend::flush_reductions`]: (stream, device cell, pinned
+    /// slot the cell is copied to, where the runtime wants the value).
+    pending_red: Mutex<Vec<(P, CUdeviceptr, P, P)>>,
     pool: StagePool,
 }
 
@@ -342,6 +349,7 @@ impl Cuda {
                 red: Mutex::new(HashMap::new()),
                 stage,
                 sync_jobs: Mutex::new(Vec::new()),
+                pending_red: Mutex::new(Vec::new()),
                 pool: StagePool::new(stage.threads, ctx as usize),
             })
         }
@@ -437,7 +445,7 @@ impl Cuda {
     fn staging<'a>(&self, g: &'a mut Option<Staging>) -> Result<&'a Staging> {
         if g.is_none() {
             let mut st = Staging { bufs: Vec::new(), streams: Vec::new(), events: Vec::new() };
-            for _ in 0..STAGE_BUFS {
+            for _ in 0..self.stage.bufs {
                 unsafe {
                     let mut b: *mut c_void = std::ptr::null_mut();
                     check(sys::cuMemHostAlloc(&mut b, self.stage.chunk, 0), "cuMemHostAlloc")?;
@@ -480,12 +488,13 @@ impl Cuda {
         let failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let jobs: Vec<HostJob> = (0..threads)
             .map(|t| {
-                let (bufs, streams, events, failed, chunks) = (bufs.clone(), streams.clone(), events.clone(), failed.clone(), chunks.clone());
+                let (bufs, streams, events, failed, chunks) =
+                    (bufs.clone(), streams.clone(), events.clone(), failed.clone(), chunks.clone());
                 Box::new(move || unsafe {
-                    // Thread t handles the chunks whose buffer it owns (buffer = chunk % STAGE_BUFS,
+                    // Thread t handles the chunks whose buffer it owns (buffer = chunk % bufs,
                     // owner = buffer % threads), waiting for a buffer's previous DMA before reuse.
                     for (c, &(off, len)) in chunks.iter().enumerate() {
-                        let b = c % STAGE_BUFS;
+                        let b = c % cfg.bufs;
                         if b % threads != t {
                             continue;
                         }
@@ -510,6 +519,75 @@ impl Cuda {
         }
         if failed.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(AccError::Device("staged host-to-device copy failed".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Cuda {
+    /// Device-to-host into pageable memory, the upload pipeline run backwards: every pinned
+    /// buffer's first DMA is issued at once (after the work already on `s`), and each staging
+    /// thread, as a DMA into one of its buffers completes, copies that chunk out to `host` and
+    /// issues the DMA of the next chunk for the buffer. The copy is complete when this returns.
+    fn staged_download(&self, s: CUstream, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
+        let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        let st = self.staging(&mut g)?;
+        unsafe {
+            let mut after: CUevent = std::ptr::null_mut();
+            check(sys::cuEventCreate(&mut after, 2), "cuEventCreate")?;
+            sys::cuEventRecord(after, s);
+            for cs in &st.streams {
+                sys::cuStreamWaitEvent(cs.0 as CUstream, after, 0);
+            }
+            sys::cuEventDestroy_v2(after);
+        }
+        let cfg = self.stage;
+        // Equal chunks: here the tail (the last copy out) is what waits, not the head.
+        let chunks: std::sync::Arc<Vec<(usize, usize)>> =
+            std::sync::Arc::new((0..bytes).step_by(cfg.chunk).map(|off| (off, cfg.chunk.min(bytes - off))).collect());
+        let threads = cfg.threads.min(chunks.len()).max(1);
+        let (bufs, streams, events) = (st.bufs.clone(), st.streams.clone(), st.events.clone());
+        let host_p = P(host as usize);
+        let failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let jobs: Vec<HostJob> = (0..threads)
+            .map(|t| {
+                let (bufs, streams, events, failed, chunks) =
+                    (bufs.clone(), streams.clone(), events.clone(), failed.clone(), chunks.clone());
+                Box::new(move || unsafe {
+                    // As in staged_upload: thread t owns the buffers b with b % threads == t and
+                    // so every chunk c with c % bufs == b.
+                    let dma = |c: usize| {
+                        let b = c % cfg.bufs;
+                        let (off, len) = chunks[c];
+                        let cs = streams[b].0 as CUstream;
+                        let ok = sys::cuMemcpyDtoHAsync_v2(bufs[b].0 as *mut c_void, dev + off as u64, len, cs) == CUresult::CUDA_SUCCESS;
+                        sys::cuEventRecord(events[b].0 as CUevent, cs);
+                        ok
+                    };
+                    let mut ok = true;
+                    for c in (0..chunks.len().min(cfg.bufs)).filter(|c| c % threads == t) {
+                        ok &= dma(c);
+                    }
+                    for (c, &(off, len)) in chunks.iter().enumerate() {
+                        let b = c % cfg.bufs;
+                        if b % threads != t {
+                            continue;
+                        }
+                        ok &= sys::cuEventSynchronize(events[b].0 as CUevent) == CUresult::CUDA_SUCCESS;
+                        copy_to_staging(bufs[b].0 as *const u8, (host_p.0 as *mut u8).add(off), len, false);
+                        if c + cfg.bufs < chunks.len() {
+                            ok &= dma(c + cfg.bufs);
+                        }
+                    }
+                    if !ok {
+                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }) as HostJob
+            })
+            .collect();
+        self.pool.run(jobs);
+        if failed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(AccError::Device("staged device-to-host copy failed".into()));
         }
         Ok(())
     }
@@ -579,6 +657,11 @@ impl Backend for Cuda {
     fn download(&self, q: QueueId, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;
+        if bytes >= STAGE_MIN {
+            // Pageable downloads are synchronous for the host anyway; staged, they run at
+            // several times the driver's pageable rate.
+            return self.staged_download(s, host, dev, bytes);
+        }
         check(unsafe { sys::cuMemcpyDtoHAsync_v2(host.cast(), dev, bytes, s) }, "cuMemcpyDtoHAsync")?;
         self.sync_if(q, s)
     }
@@ -609,10 +692,24 @@ impl Backend for Cuda {
             )?;
         }
         if let (Some((cell, pinned)), Some(RedSlot(dst))) = (red, slot) {
+            self.pending_red.lock().unwrap_or_else(|e| e.into_inner()).push((P(s as usize), cell, pinned, P(dst as usize)));
+        }
+        Ok(())
+    }
+
+    fn flush_reductions(&self, q: QueueId) -> Result<()> {
+        self.bind();
+        let s = self.stream(q)?;
+        let mine: Vec<_> = {
+            let mut pending = self.pending_red.lock().unwrap_or_else(|e| e.into_inner());
+            let (mine, rest) = pending.drain(..).partition(|(ps, ..)| ps.0 == s as usize);
+            *pending = rest;
+            mine
+        };
+        for (_, cell, pinned, dst) in mine {
             unsafe {
                 check(sys::cuMemcpyDtoHAsync_v2(pinned.0 as *mut c_void, cell, 8, s), "cuMemcpyDtoHAsync")?;
             }
-            let dst = P(dst as usize);
             self.host_fn(q, Box::new(move || unsafe { *(dst.0 as *mut f64) = *(pinned.0 as *const f64) }))?;
         }
         Ok(())

@@ -168,8 +168,16 @@ pub trait Backend: Send + Sync {
         self.host_fn(q, Box::new(move || drop(boxed)))
     }
 
-    /// Launches; with a reduction, its result is written to `slot` in queue order.
+    /// Launches; with a reduction, its result is written to `slot` in queue order, at the
+    /// latest after the next [`Backend::flush_reductions`] on `q`.
     fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<()>;
+    /// Enqueues the copy back of the reduction results of the kernels launched on `q` since the
+    /// last flush. The runtime calls it after the last kernel of a compute construct, so that a
+    /// copy back does not sit between two kernels of the construct (on a GPU each one stalls the
+    /// next kernel by a device-to-host round trip).
+    fn flush_reductions(&self, _q: QueueId) -> Result<()> {
+        Ok(())
+    }
     /// Runs `job` on the host after the work queued on `q` so far.
     fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()>;
 
