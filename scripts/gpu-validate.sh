@@ -10,6 +10,9 @@
 # There (the GPU machine; nothing is built there):
 #   bash scripts/gpu-validate.sh run [outdir]       # traces, reports, results table -> outdir
 #
+# Cost per CUDA driver call of each tool (bare collector, accprof with and without CUPTI):
+#   bash scripts/gpu-validate.sh calls              # there; see the comment at that branch
+#
 # Device times from CUDA events (ACCPROF_CUDA_EVENTS) against CUPTI, shim only:
 #   bash scripts/gpu-validate.sh stage-lib          # here: refreshes accprof, libaccprof.so, shim_laplace
 #   bash scripts/gpu-validate.sh cuda-events [outdir]   # there: the shim's Laplace (naive, data)
@@ -60,6 +63,25 @@ if [ "${1:-}" = stage-lib ]; then
   cp target/release/examples/laplace $D/shim_laplace
   strip $D/accprof $D/shim_laplace $D/libaccprof.so
   du -sh $D
+  exit 0
+fi
+
+if [ "${1:-}" = calls ]; then
+  # What each tool adds per CUDA driver call (runtime-shim's bench_gpu --only calls), bare and under
+  # the bare CUPTI collector, accprof with CUPTI, and accprof without CUPTI or CUDA events;
+  # ROUNDS rounds, the configurations in turn. Needs .device-carry/shim/bench_gpu too.
+  B=${BENCH:-.device-carry/shim/bench_gpu}
+  for round in $(seq ${ROUNDS:-3}); do
+    for cfg in none bare accprof-cupti accprof-off; do
+      echo "-- round $round: $cfg"
+      case $cfg in
+        none) ACCSHIM_QUIET=1 $B --only calls --launches 20000 --reps 7 ;;
+        bare) CUPTI_BARE_OUT=/tmp/bare.txt LD_PRELOAD=$PWD/$D/cupti_bare.so ACCSHIM_QUIET=1 $B --only calls --launches 20000 --reps 7 ;;
+        accprof-cupti) ACCPROF_OUT=/tmp/calls.trace ACCPROF_QUIET=1 ACCPROF_CUPTI=on LD_PRELOAD=$PWD/$D/libaccprof.so ACCSHIM_QUIET=1 $B --only calls --launches 20000 --reps 7 ;;
+        accprof-off) ACCPROF_OUT=/tmp/calls.trace ACCPROF_QUIET=1 ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=off LD_PRELOAD=$PWD/$D/libaccprof.so ACCSHIM_QUIET=1 $B --only calls --launches 20000 --reps 7 ;;
+      esac
+    done
+  done
   exit 0
 fi
 

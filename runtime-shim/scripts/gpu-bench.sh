@@ -14,6 +14,28 @@ if [ "${1:-}" = stage ]; then
   exit 0
 fi
 OUT=${OUT:-/tmp}
+if [ "${1:-}" = tune ]; then
+  # Laplace kernel mappings and launch geometry (steady state of 300 iterations, twice each,
+  # interleaved), then the staging shapes (first, chunk, threads, buffers, non-temporal).
+  echo "== tune: Laplace 4096 data, 300 iterations"
+  for round in 1 2; do
+    for cfg in "flat 0 0" "rows 0 0" "rows 0 256" "rows 0 512" "rows 0 1024" "rows 2048 256" "rows 8192 128"; do
+      set -- $cfg
+      printf -- "-- round %s kernels=%s gangs=%s vector=%s: " $round $1 $2 $3
+      ACCSHIM_QUIET=1 $D/laplace --version data --n 4096 --iters 300 --kernels $1 --gangs $2 --vector $3 | grep "after the first" | tr -d '\n'
+      echo
+    done
+  done
+  echo "== tune: H2D staging shapes"
+  for cfg in "65536 1048576 16 32 1" "65536 262144 16 32 0" "65536 262144 16 64 0" "65536 131072 16 64 0" \
+             "65536 524288 16 32 0" "65536 262144 8 16 0" "65536 262144 16 32 1" "65536 1048576 16 32 1"; do
+    set -- $cfg
+    echo "-- first=$1 chunk=$2 threads=$3 bufs=$4 nt=$5"
+    ACCSHIM_QUIET=1 ACCSHIM_STAGE_FIRST=$1 ACCSHIM_STAGE_CHUNK=$2 ACCSHIM_STAGE_THREADS=$3 ACCSHIM_STAGE_BUFS=$4 ACCSHIM_STAGE_NT=$5 \
+      $D/bench_gpu --only h2d --reps 5 | grep h2d
+  done
+  exit 0
+fi
 if [ "${1:-}" = sweep ]; then
   echo "== sweep: H2D staging shapes (first chunk, largest chunk, threads, non-temporal)"
   for cfg in "65536 1048576 16 1" "2097152 2097152 12 0" "262144 2097152 16 1" "65536 1048576 16 1" \

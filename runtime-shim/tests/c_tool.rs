@@ -93,7 +93,7 @@ fn laplace_data_region_stream() {
         assert_eq!(l["implicit"], "1");
         assert!(l["gangs"].parse::<usize>().unwrap() >= 1);
         assert_eq!(l["workers"], "1");
-        assert_eq!(l["vector"], "128");
+        assert_eq!(l["vector"], "256", "the example's vector_length(256) reaches the event");
     }
     // Implicit data region and wait inside every compute construct.
     let ed: Vec<&Event> = evs.iter().filter(|e| e["ev"] == "enter_data_start" && e["construct"] == "1").collect();
