@@ -297,10 +297,17 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
             evidence: Evidence { count, bytes: xbytes, time_ns: time, details },
             estimated_saving_ns: saving,
             change: format!(
-                "wrap {lines} in `#pragma acc data {pragma}` (a data region around the loop) and use `present({})` on the compute constructs, so the arrays stay on the device between them{}",
+                "wrap {lines} in `#pragma acc data {pragma}` (a data region around the loop) and use `present({})` on the compute constructs, so the arrays stay on the device between them{}{}",
                 names.join(", "),
                 if clauses.contains_key("copy") && !clauses.contains_key("create") {
                     "; an array that only holds intermediate results can be `create` instead of `copy`"
+                } else {
+                    ""
+                },
+                if names.iter().any(|n| n.starts_with("heap@")) {
+                    // The runtime named nothing and no symbol holds a heap block: the name is the
+                    // allocation line, which the user has to turn back into the pointer's name.
+                    "; heap@FILE:LINE is the array allocated at that line: write its pointer and section (A[0:n]) in the clauses"
                 } else {
                     ""
                 }

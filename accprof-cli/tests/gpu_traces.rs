@@ -18,14 +18,15 @@ fn install_gcc_binaries() {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu/bin");
     let dst = PathBuf::from("/tmp/accprof-gpu-bin");
     std::fs::create_dir_all(&dst).unwrap();
-    for exe in ["gcc_laplace_naive", "gcc_laplace_data"] {
+    for exe in ["gcc_laplace_naive", "gcc_laplace_data", "gcc_laplace_heap"] {
         let from = src.join(exe);
         let to = dst.join(exe);
         let same = std::fs::read(&to).ok() == std::fs::read(&from).ok();
         if !same {
             // Written under another name and renamed: tests running side by side never see a
             // half-written file.
-            let tmp = dst.join(format!(".{exe}.{}", std::process::id()));
+            // The name is unique per thread too: the tests of this file run side by side in one process.
+            let tmp = dst.join(format!(".{exe}.{}.{:?}", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
             std::fs::copy(&from, &tmp).unwrap();
             std::fs::rename(&tmp, &to).unwrap();
         }
@@ -71,6 +72,30 @@ fn gcc_naive_report_has_cuptis_transfers_under_the_pragma_lines() {
     assert!(vars.contains(&"A") && vars.contains(&"Anew"), "named from the symbol table: {vars:?}");
 }
 
+/// scripts/gpu/laplace_heap.c mallocs A and Anew: no symbol names them and GCC reports no
+/// names, so the CUPTI copies are named by the lines of the two mallocs, found by libaccprof's
+/// allocation hooks on the GPU machine and resolved here against the committed binary.
+#[test]
+fn gcc_heap_arrays_are_named_by_their_malloc_lines() {
+    install_gcc_binaries();
+    let src = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/gpu/laplace_heap.c")).unwrap();
+    let line_of = |marker: &str| src.lines().position(|l| l.contains(marker)).unwrap() + 1;
+    let (a, anew) = (format!("heap@laplace_heap.c:{}", line_of("ALLOC_A */")), format!("heap@laplace_heap.c:{}", line_of("ALLOC_ANEW */")));
+    let p = report_json("gcc_heap");
+    let vars = p["variables"].as_array().unwrap();
+    for name in [&a, &anew] {
+        let rows: Vec<&serde_json::Value> = vars.iter().filter(|v| v["name"] == name.as_str()).collect();
+        assert_eq!(rows.len(), 2, "{name} up and down: {vars:?}");
+        for r in rows {
+            assert_eq!(u(&r["count"]), 8, "4 iterations x 2 constructs: {r}");
+            assert_eq!(u(&r["bytes"]), 8 << 27, "8 x 128 MiB: {r}");
+        }
+    }
+    let advice = stdout(&accprof(&["advise", &trace("gcc_heap")]));
+    assert!(advice.contains(&a) && advice.contains(&anew), "{advice}");
+    assert!(advice.contains("heap@FILE:LINE is the array allocated at that line"), "the pragma's names need explaining: {advice}");
+}
+
 #[test]
 fn advise_asks_for_the_data_region_on_the_naive_runs_only() {
     install_gcc_binaries();
@@ -104,7 +129,7 @@ fn shim_staged_uploads_count_as_the_device_moved_them() {
 fn every_gpu_trace_reports_exports_and_diffs() {
     install_gcc_binaries();
     let dir = tempfile::tempdir().unwrap();
-    for name in ["gcc_naive", "gcc_data", "shim_naive", "shim_data"] {
+    for name in ["gcc_naive", "gcc_data", "gcc_heap", "shim_naive", "shim_data"] {
         let t = trace(name);
         let r = accprof(&["report", &t]);
         assert!(r.status.success(), "{name}: {}", stderr(&r));
