@@ -283,11 +283,11 @@ fn main() {
     let n: usize = common::arg("n", 512);
     let iter_max: usize = common::arg("iters", 100);
     let tol: f64 = common::arg("tol", 1.0e-6);
-    let kernels: String = common::arg("kernels", if n % 2 == 0 { "pairs" } else { "flat" }.to_string());
+    let kernels: String = common::arg("kernels", if n.is_multiple_of(2) { "pairs" } else { "flat" }.to_string());
     let gangs: u32 = common::arg("gangs", 0);
     let vector: u32 = common::arg("vector", DEFAULT_VECTOR);
     let mapping = match kernels.as_str() {
-        "pairs" if n % 2 == 0 => Some(Mapping::Pairs),
+        "pairs" if n.is_multiple_of(2) => Some(Mapping::Pairs),
         "flat4" => Some(Mapping::Flat4),
         "flat" => Some(Mapping::Flat),
         "rows" => Some(Mapping::Rows),

@@ -216,6 +216,21 @@ unsafe fn copy_to_staging(src: *const u8, dst: *mut u8, len: usize, nt: bool) {
     unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
 }
 
+/// Orders every staging stream of `st` after the work already queued on `s`, so that a staged
+/// copy sees what the queue's earlier kernels and copies left.
+fn copy_streams_after(st: &Staging, s: CUstream) -> Result<()> {
+    unsafe {
+        let mut after: CUevent = std::ptr::null_mut();
+        check(sys::cuEventCreate(&mut after, 2 /* DISABLE_TIMING */), "cuEventCreate")?;
+        sys::cuEventRecord(after, s);
+        for cs in &st.streams {
+            sys::cuStreamWaitEvent(cs.0 as CUstream, after, 0);
+        }
+        sys::cuEventDestroy_v2(after);
+    }
+    Ok(())
+}
+
 /// Reduction cells of one (stream, operator): the device cells, the pinned slots their results
 /// are copied back to, and a pinned array of the operator's identity that resets the cells.
 struct RedPool {
@@ -471,15 +486,7 @@ impl Cuda {
     fn staged_upload(&self, s: CUstream, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         let st = self.staging(&mut g)?;
-        unsafe {
-            let mut start: CUevent = std::ptr::null_mut();
-            check(sys::cuEventCreate(&mut start, 2), "cuEventCreate")?;
-            sys::cuEventRecord(start, s);
-            for cs in &st.streams {
-                sys::cuStreamWaitEvent(cs.0 as CUstream, start, 0);
-            }
-            sys::cuEventDestroy_v2(start);
-        }
+        copy_streams_after(st, s)?;
         let cfg = self.stage;
         let chunks = std::sync::Arc::new(cfg.chunks(bytes));
         let threads = cfg.threads.min(chunks.len()).max(1);
@@ -532,15 +539,7 @@ impl Cuda {
     fn staged_download(&self, s: CUstream, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         let st = self.staging(&mut g)?;
-        unsafe {
-            let mut after: CUevent = std::ptr::null_mut();
-            check(sys::cuEventCreate(&mut after, 2), "cuEventCreate")?;
-            sys::cuEventRecord(after, s);
-            for cs in &st.streams {
-                sys::cuStreamWaitEvent(cs.0 as CUstream, after, 0);
-            }
-            sys::cuEventDestroy_v2(after);
-        }
+        copy_streams_after(st, s)?;
         let cfg = self.stage;
         // Equal chunks: here the tail (the last copy out) is what waits, not the head.
         let chunks: std::sync::Arc<Vec<(usize, usize)>> =
