@@ -115,39 +115,30 @@ impl Collector {
             rec.pool.give_back(b.events);
             return;
         }
-        if self.writer.is_none() && self.failed.is_none() {
-            self.open(rec);
-        }
         for e in &mut b.events {
             e.start_ns = self.clock.to_ns(e.start_ns);
             e.end_ns = self.clock.to_ns(e.end_ns);
         }
-        self.name_heap_blocks(&mut b.events);
-        if let Some(w) = self.writer.as_mut() {
-            let new_modules = modules_to_record(&mut self.modules, &b);
-            let r = w
-                .write_strings(b.strings.iter().map(|(id, s)| (*id, &s[..])))
-                .and_then(|_| w.write_modules(&new_modules))
-                .and_then(|_| w.write_events(&b.events));
-            match r {
-                Ok(()) => self.events += n,
-                Err(e) => self.fail(format!("cannot write the trace: {e}; recording stopped"), n),
-            }
-        } else {
-            self.dropped += n;
-        }
+        self.write_events(rec, &mut b);
         b.strings.clear();
         rec.pool.give_back(std::mem::take(&mut b.events));
     }
 
+    /// Device records: already on CLOCK_MONOTONIC, and their buffers are not the pool's.
     fn write_device_batch(&mut self, rec: &Recorder, mut b: Batch) {
+        self.write_events(rec, &mut b);
+    }
+
+    /// Names heap blocks, then writes the batch's strings, the modules its addresses need, and
+    /// its events (times already on the trace's clock); counts them written or lost.
+    fn write_events(&mut self, rec: &Recorder, b: &mut Batch) {
         let n = b.events.len() as u64;
         if self.writer.is_none() && self.failed.is_none() {
             self.open(rec);
         }
         self.name_heap_blocks(&mut b.events);
         if let Some(w) = self.writer.as_mut() {
-            let new_modules = modules_to_record(&mut self.modules, &b);
+            let new_modules = modules_to_record(&mut self.modules, b);
             let r = w
                 .write_strings(b.strings.iter().map(|(id, s)| (*id, &s[..])))
                 .and_then(|_| w.write_modules(&new_modules))
