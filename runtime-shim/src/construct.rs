@@ -439,15 +439,23 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool) -> Result<Optio
     Ok(k.reduction.zip(slot).map(|((red, var, name), slot)| PendingReduction { red, var, name, slot }))
 }
 
-/// Brings a construct's reduction results back to the host after its last kernel: one
-/// download of one value each. The backend enqueues all of them in the first download's
-/// enqueue_download start/end.
+/// Brings a construct's reduction results back to the host after its last kernel. Each comes
+/// back in an enqueue_download of its variable (8 bytes); a backend that returns it with a
+/// kernel of its own (the CUDA one) reports that kernel's launch just before.
 fn copy_back_reductions(op: &Op, reductions: Vec<PendingReduction>) -> Result<()> {
     let rt = op.rt;
-    for (i, p) in reductions.into_iter().enumerate() {
+    let store = rt.backend.reduction_store_kernel();
+    for p in reductions {
+        let stored = store.map(|name| {
+            let li = LaunchInfo { kernel_name: name.as_ptr(), num_gangs: 1, num_workers: 1, vector_length: 1 };
+            let t = dispatch::launch_start(&op.ctx, &li);
+            let r = rt.backend.flush_reduction(op.q);
+            dispatch::launch_end(&op.ctx, &li, t);
+            r
+        });
         let d = DataInfo { var_name: p.name, bytes: 8, host_ptr: p.var as *const c_void, device_ptr: std::ptr::null() };
         let t = dispatch::data_start(acc_event_t::ENQUEUE_DOWNLOAD_START, &op.ctx, &d);
-        let flushed = if i == 0 { rt.backend.flush_reductions(op.q) } else { Ok(()) };
+        let flushed = stored.unwrap_or_else(|| rt.backend.flush_reduction(op.q));
         let (slot, var, red) = (SendPtr(p.slot), SendPtr(p.var), p.red);
         let r = flushed.and_then(|_| {
             rt.backend.host_fn(

@@ -13,7 +13,10 @@
 //!   fraction of the link's speed (see ../shared/reference/gpu.md).
 //! - Reductions: each (stream, operator) has a pool of device cells that hold the identity when a
 //!   kernel starts (reset in stream order only when the pool wraps), so a launch with a reduction
-//!   enqueues no memset; max and min combine blocks with one native 64-bit atomic each.
+//!   enqueues no memset; max and min combine blocks with one native 64-bit atomic each. After a
+//!   construct's last kernel, a one-thread kernel stores the results into mapped pinned memory:
+//!   on the H200 a kernel starts ~1 us after the previous one ends, a device-to-host copy 4-6 us
+//!   (CUPTI), and the loop of the Laplace example waits for that result every iteration.
 //! - cudarc panics if libcuda is missing, so [`Cuda::count`] checks for it first and every entry
 //!   from C runs inside catch_unwind (src/ffi).
 
@@ -39,6 +42,29 @@ const STAGE_BUFS: usize = 32;
 const RED_POOL: usize = 1024;
 /// Non-temporal copies into the staging buffers by default (`ACCSHIM_STAGE_NT=0|1` overrides).
 const STAGE_NT: bool = true;
+
+/// The kernel [`PUBLISH_PTX`] defines.
+const STORE_KERNEL: &CStr = c"accshim_store_reduction";
+/// Stores one reduction cell into its mapped pinned slot (`*slot = *cell`). PTX, so that it
+/// needs no NVRTC (programs with PTX kernels only may have none); sm_52 PTX JITs on every GPU
+/// the driver supports.
+const PUBLISH_PTX: &CStr = c"\
+.version 6.0
+.target sm_52
+.address_size 64
+.visible .entry accshim_store_reduction(.param .u64 cell, .param .u64 slot)
+{
+    .reg .b64 %rd<5>;
+    .reg .f64 %fd<2>;
+    ld.param.u64 %rd1, [cell];
+    ld.param.u64 %rd2, [slot];
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    ld.global.f64 %fd1, [%rd3];
+    st.global.f64 [%rd4], %fd1;
+    ret;
+}
+";
 
 const PRELUDE: &str = r#"
 #define ACCSHIM_BLOCK_REDUCE(NAME, OP, ATOMIC, IDENTITY)                                \
@@ -231,13 +257,25 @@ fn copy_streams_after(st: &Staging, s: CUstream) -> Result<()> {
     Ok(())
 }
 
-/// Reduction cells of one (stream, operator): the device cells, the pinned slots their results
-/// are copied back to, and a pinned array of the operator's identity that resets the cells.
+/// Reduction cells of one (stream, operator): the device cells, the mapped pinned slots their
+/// results are stored into (host address and device address), and a pinned array of the
+/// operator's identity that resets the cells.
 struct RedPool {
     cells: CUdeviceptr,
     slots: P,
+    slots_dev: CUdeviceptr,
     ident: P,
     next: usize,
+}
+
+/// A reduction result on its way to the host: the launch's stream and cell, the slot it is
+/// stored into (host and device address), and where the runtime wants the value.
+struct PendingRed {
+    stream: P,
+    cell: CUdeviceptr,
+    slot: P,
+    slot_dev: CUdeviceptr,
+    dst: P,
 }
 
 struct Staging {
@@ -265,9 +303,11 @@ pub struct Cuda {
     /// the synchronous queue before a construct returns), so a reduction does not stall the
     /// launches that follow it.
     sync_jobs: Mutex<Vec<HostJob>>,
-    /// Reduction results waiting for [`Backend::flush_reductions`]: (stream, device cell, pinned
-    /// slot the cell is copied to, where the runtime wants the value).
-    pending_red: Mutex<Vec<(P, CUdeviceptr, P, P)>>,
+    /// Reduction results waiting for [`Backend::flush_reduction`], oldest first.
+    pending_red: Mutex<Vec<PendingRed>>,
+    /// The kernel that stores reduction results into their slots, loaded on first use; `None`
+    /// when it failed to load (results are then copied back).
+    publish: OnceLock<Option<P>>,
     pool: StagePool,
 }
 
@@ -365,6 +405,7 @@ impl Cuda {
                 stage,
                 sync_jobs: Mutex::new(Vec::new()),
                 pending_red: Mutex::new(Vec::new()),
+                publish: OnceLock::new(),
                 pool: StagePool::new(stage.threads, ctx as usize),
             })
         }
@@ -432,7 +473,7 @@ impl Cuda {
     /// A reduction cell for a launch on `s` (holding `op`'s identity when the launch runs) and the
     /// pinned slot for its result. A pool's first use and each wrap-around enqueue one copy of
     /// the identities on `s`, after every earlier launch that used the pool.
-    fn red_cell(&self, s: CUstream, op: RedOp) -> Result<(CUdeviceptr, P)> {
+    fn red_cell(&self, s: CUstream, op: RedOp) -> Result<(CUdeviceptr, P, CUdeviceptr)> {
         let mut m = self.red.lock().unwrap_or_else(|e| e.into_inner());
         let pool = match m.entry((s as usize, op as u8)) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -440,12 +481,14 @@ impl Cuda {
                 let mut cells: CUdeviceptr = 0;
                 check(sys::cuMemAlloc_v2(&mut cells, RED_POOL * 8), "cuMemAlloc")?;
                 let mut slots: *mut c_void = std::ptr::null_mut();
-                check(sys::cuMemHostAlloc(&mut slots, RED_POOL * 8, 0), "cuMemHostAlloc")?;
+                check(sys::cuMemHostAlloc(&mut slots, RED_POOL * 8, 2 /* DEVICEMAP */), "cuMemHostAlloc")?;
+                let mut slots_dev: CUdeviceptr = 0;
+                check(sys::cuMemHostGetDevicePointer_v2(&mut slots_dev, slots, 0), "cuMemHostGetDevicePointer")?;
                 let mut ident: *mut c_void = std::ptr::null_mut();
                 check(sys::cuMemHostAlloc(&mut ident, RED_POOL * 8, 0), "cuMemHostAlloc")?;
                 // SAFETY: just allocated, RED_POOL doubles.
                 std::slice::from_raw_parts_mut(ident as *mut f64, RED_POOL).fill(op.identity());
-                e.insert(RedPool { cells, slots: P(slots as usize), ident: P(ident as usize), next: 0 })
+                e.insert(RedPool { cells, slots: P(slots as usize), slots_dev, ident: P(ident as usize), next: 0 })
             },
         };
         let i = pool.next % RED_POOL;
@@ -454,7 +497,22 @@ impl Cuda {
             check(unsafe { sys::cuMemcpyHtoDAsync_v2(pool.cells, pool.ident.0 as *const c_void, RED_POOL * 8, s) }, "cuMemcpyHtoDAsync")?;
         }
         pool.next += 1;
-        Ok((pool.cells + (i * 8) as u64, P(pool.slots.0 + i * 8)))
+        Ok((pool.cells + (i * 8) as u64, P(pool.slots.0 + i * 8), pool.slots_dev + (i * 8) as u64))
+    }
+
+    /// Loads [`PUBLISH_PTX`]; says once why not, and the results are then copied back.
+    fn load_publish(&self) -> Option<P> {
+        let loaded = unsafe {
+            cudarc::driver::result::module::load_data(PUBLISH_PTX.as_ptr().cast())
+                .and_then(|m| cudarc::driver::result::module::get_function(m, STORE_KERNEL.to_owned()))
+        };
+        match loaded {
+            Ok(f) => Some(P(f as usize)),
+            Err(e) => {
+                eprintln!("accshim: reduction results are copied back ({e:?} loading the store kernel)");
+                None
+            }
+        }
     }
 
     fn staging<'a>(&self, g: &'a mut Option<Staging>) -> Result<&'a Staging> {
@@ -679,9 +737,9 @@ impl Backend for Cuda {
         let mut vals: Vec<u64> = k.args.iter().map(|v| v.0).collect();
         let mut red = None;
         if let Some(op) = k.reduction {
-            let (cell, pinned) = self.red_cell(s, op)?;
+            let (cell, slot, slot_dev) = self.red_cell(s, op)?;
             vals.push(cell);
-            red = Some((cell, pinned));
+            red = Some((cell, slot, slot_dev));
         }
         let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
         unsafe {
@@ -690,28 +748,45 @@ impl Backend for Cuda {
                 "cuLaunchKernel",
             )?;
         }
-        if let (Some((cell, pinned)), Some(RedSlot(dst))) = (red, slot) {
-            self.pending_red.lock().unwrap_or_else(|e| e.into_inner()).push((P(s as usize), cell, pinned, P(dst as usize)));
+        if let (Some((cell, slot, slot_dev)), Some(RedSlot(dst))) = (red, slot) {
+            let pending = PendingRed { stream: P(s as usize), cell, slot, slot_dev, dst: P(dst as usize) };
+            self.pending_red.lock().unwrap_or_else(|e| e.into_inner()).push(pending);
         }
         Ok(())
     }
 
-    fn flush_reductions(&self, q: QueueId) -> Result<()> {
+    fn reduction_store_kernel(&self) -> Option<&'static CStr> {
+        self.bind();
+        self.publish.get_or_init(|| self.load_publish()).map(|_| STORE_KERNEL)
+    }
+
+    fn flush_reduction(&self, q: QueueId) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;
-        let mine: Vec<_> = {
+        let p = {
             let mut pending = self.pending_red.lock().unwrap_or_else(|e| e.into_inner());
-            let (mine, rest) = pending.drain(..).partition(|(ps, ..)| ps.0 == s as usize);
-            *pending = rest;
-            mine
-        };
-        for (_, cell, pinned, dst) in mine {
-            unsafe {
-                check(sys::cuMemcpyDtoHAsync_v2(pinned.0 as *mut c_void, cell, 8, s), "cuMemcpyDtoHAsync")?;
+            match pending.iter().position(|p| p.stream.0 == s as usize) {
+                Some(i) => pending.remove(i),
+                None => return Ok(()),
             }
-            self.host_fn(q, Box::new(move || unsafe { *(dst.0 as *mut f64) = *(pinned.0 as *const f64) }))?;
+        };
+        match *self.publish.get_or_init(|| self.load_publish()) {
+            Some(f) => {
+                let (mut cell, mut slot_dev) = (p.cell, p.slot_dev);
+                let mut params = [&mut cell as *mut u64 as *mut c_void, &mut slot_dev as *mut u64 as *mut c_void];
+                // SAFETY: the store kernel takes (const double *cell, double *slot); both are live.
+                check(
+                    unsafe { sys::cuLaunchKernel(f.0 as CUfunction, 1, 1, 1, 1, 1, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut()) },
+                    "cuLaunchKernel",
+                )?;
+            }
+            // SAFETY: a pinned slot of 8 bytes and a device cell of 8 bytes.
+            None => check(unsafe { sys::cuMemcpyDtoHAsync_v2(p.slot.0 as *mut c_void, p.cell, 8, s) }, "cuMemcpyDtoHAsync")?,
         }
-        Ok(())
+        let (slot, dst) = (p.slot, p.dst);
+        // SAFETY: the slot is written by the work queued before this job; dst is the runtime's
+        // slot for this launch.
+        self.host_fn(q, Box::new(move || unsafe { *(dst.0 as *mut f64) = *(slot.0 as *const f64) }))
     }
 
     fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()> {

@@ -169,14 +169,19 @@ pub trait Backend: Send + Sync {
     }
 
     /// Launches; with a reduction, its result is written to `slot` in queue order, at the
-    /// latest after the next [`Backend::flush_reductions`] on `q`.
+    /// latest after the [`Backend::flush_reduction`] on `q` that takes it.
     fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<()>;
-    /// Enqueues the copy back of the reduction results of the kernels launched on `q` since the
-    /// last flush. The runtime calls it after the last kernel of a compute construct, so that a
-    /// copy back does not sit between two kernels of the construct (on a GPU each one stalls the
-    /// next kernel by a device-to-host round trip).
-    fn flush_reductions(&self, _q: QueueId) -> Result<()> {
+    /// Enqueues the return of the oldest reduction result launched on `q` and not yet returned.
+    /// The runtime calls it after the last kernel of a compute construct, so that a return does
+    /// not sit between two kernels of the construct (on a GPU each one stalls the next kernel).
+    fn flush_reduction(&self, _q: QueueId) -> Result<()> {
         Ok(())
+    }
+    /// The kernel with which [`Backend::flush_reduction`] returns a result, when it uses one
+    /// instead of a copy: the runtime reports it as a launch, so that a tool sees every kernel
+    /// the device runs.
+    fn reduction_store_kernel(&self) -> Option<&'static CStr> {
+        None
     }
     /// Runs `job` on the host after the work queued on `q` so far.
     fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()>;
