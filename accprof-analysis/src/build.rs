@@ -184,6 +184,8 @@ struct OpSpan {
     construct: Option<u32>,
     child: Option<u32>,
     kernel: Option<u32>,
+    /// The launched kernel's name as the runtime reported it (launches only).
+    kernel_name: Option<StrId>,
     variable: Option<u32>,
     site: Option<u32>,
 }
@@ -195,6 +197,11 @@ struct DeviceRecord {
     thread: i64,
     /// When the host thread issued the driver call.
     host_ns: u64,
+    /// Whether the trace says which call issued it (thread and time); else `thread` is -1 and
+    /// `host_ns` the device start until [`match_kernels_by_name`] finds its launch.
+    issued: bool,
+    /// CUPTI's correlation id: issue order across the process.
+    correlation: Option<u64>,
     kind: DeviceOp,
     r: EventRef,
     bytes: Option<u64>,
@@ -439,6 +446,8 @@ impl ProfileBuilder {
         self.device_records.push(DeviceRecord {
             thread,
             host_ns: ev.get(Field::HostCallNs).unwrap_or(r.start_ns),
+            issued: ev.get(Field::HostCallNs).is_some(),
+            correlation: ev.get(Field::CorrelationId),
             kind,
             r,
             bytes: ev.bytes(),
@@ -632,7 +641,17 @@ impl ProfileBuilder {
                 ChildKind::Free | ChildKind::Delete => self.account_alloc(c, &leaf, false),
             }
             if self.device_mode && leaf.host_timed && matches!(leaf.kind, ChildKind::Upload | ChildKind::Download | ChildKind::Launch) {
-                let span = OpSpan { start: leaf.r.start_ns, end: leaf.r.end_ns, kind: leaf.kind, construct: c, child, kernel, variable, site };
+                let span = OpSpan {
+                    start: leaf.r.start_ns,
+                    end: leaf.r.end_ns,
+                    kind: leaf.kind,
+                    construct: c,
+                    child,
+                    kernel,
+                    kernel_name: leaf.kernel,
+                    variable,
+                    site,
+                };
                 self.threads.entry(thread).or_default().op_spans.push(span);
             }
         }
@@ -1003,7 +1022,7 @@ impl ProfileBuilder {
                 self.resolve(*t, None, u64::MAX, loose);
             }
         }
-        self.attribute_device_records();
+        self.attribute_device_records(strings);
         self.prefer_device_times();
         let name = |id: Option<StrId>| strings.resolve(id).map(str::to_string);
         let mut profile = Profile { summary: self.summary, ..Profile::default() };
@@ -1078,16 +1097,17 @@ impl ProfileBuilder {
     /// call: the transfer or launch the runtime reported (the device time is added to that
     /// operation's rows), else the innermost construct instance open then (the record is a new
     /// operation of that construct: GCC reports no transfers), else no construct.
-    fn attribute_device_records(&mut self) {
+    fn attribute_device_records(&mut self, strings: &StringTable) {
         if self.device_records.is_empty() {
             return;
         }
         let mut recs = std::mem::take(&mut self.device_records);
-        // Issue order per thread: the round-trip and slice rules read transfers in order.
-        recs.sort_by_key(|d| (d.thread, d.host_ns, d.r.start_ns));
         for ts in self.threads.values_mut() {
             index_spans(ts);
         }
+        match_kernels_by_name(&self.threads, &mut recs, strings);
+        // Issue order per thread: the round-trip and slice rules read transfers in order.
+        recs.sort_by_key(|d| (d.thread, d.host_ns, d.r.start_ns));
         for d in recs {
             match d.kind {
                 DeviceOp::Memset => {
@@ -1277,6 +1297,56 @@ fn innermost_construct(ts: &ThreadState, t: u64) -> Option<ConstructSpan> {
 }
 
 /// The host-reported operation of kind `want` whose callbacks enclose `t` on this thread.
+/// How far a kernel may seem to start before its launch was issued: device times converted by
+/// anchoring CUPTI's clock to the host's (no timestamp callback) can be off by this much.
+const CLOCK_SLACK_NS: u64 = 1_000_000;
+
+/// Gives kernel records that do not say which call issued them the thread and time of the
+/// runtime's reported launch of the same kernel. libaccprof stops CUPTI's launch callback once
+/// the runtime reports launches through acc_prof (the callback cost about 0.6 us per launch on
+/// the H200); GCC, NVHPC and the shim report each launch with the kernel's name, which CUPTI's
+/// records carry too. Per name, the launches not already claimed by a record with its call are
+/// taken in host time order and the records in issue (correlation id) order; a record that
+/// started on the device before its candidate launch was issued is not that launch's, and stays
+/// outside any construct (as do kernels that no runtime reported, such as a CUDA library's).
+fn match_kernels_by_name(threads: &HashMap<i64, ThreadState>, recs: &mut [DeviceRecord], strings: &StringTable) {
+    if !recs.iter().any(|d| d.kind == DeviceOp::Kernel && !d.issued) {
+        return;
+    }
+    let mut claimed = std::collections::HashSet::new();
+    for d in recs.iter().filter(|d| d.kind == DeviceOp::Kernel && d.issued) {
+        if let Some(op) = threads.get(&d.thread).and_then(|ts| find_op(ts, d.host_ns, ChildKind::Launch)) {
+            claimed.insert((d.thread, op.start));
+        }
+    }
+    let mut launches: HashMap<&str, Vec<(u64, u64, i64)>> = HashMap::default();
+    for (&thread, ts) in threads {
+        for o in ts.op_spans.iter().filter(|o| o.kind == ChildKind::Launch && !claimed.contains(&(thread, o.start))) {
+            if let Some(name) = strings.resolve(o.kernel_name) {
+                launches.entry(name).or_default().push((o.start, o.end, thread));
+            }
+        }
+    }
+    for list in launches.values_mut() {
+        list.sort_unstable();
+    }
+    let mut order: Vec<usize> = (0..recs.len()).filter(|&i| recs[i].kind == DeviceOp::Kernel && !recs[i].issued).collect();
+    order.sort_by_key(|&i| (recs[i].correlation.unwrap_or(u64::MAX), recs[i].r.start_ns));
+    let mut next: HashMap<&str, usize> = HashMap::default();
+    for i in order {
+        let Some(name) = strings.resolve(recs[i].kernel) else { continue };
+        let Some(list) = launches.get(name) else { continue };
+        let k = next.entry(name).or_default();
+        let Some(&(start, end, thread)) = list.get(*k) else { continue };
+        if recs[i].r.start_ns.saturating_add(CLOCK_SLACK_NS) < start {
+            continue;
+        }
+        *k += 1;
+        recs[i].thread = thread;
+        recs[i].host_ns = start + (end - start) / 2;
+    }
+}
+
 fn find_op(ts: &ThreadState, t: u64, want: ChildKind) -> Option<OpSpan> {
     let ops = &ts.op_spans;
     let end = ops.partition_point(|o| o.start <= t);

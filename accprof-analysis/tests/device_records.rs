@@ -99,6 +99,7 @@ fn write(host_events: &[Event], device_events: &[Event], device_header: bool) ->
     }
     let mut w = TraceWriter::new(std::fs::File::create(f.path()).unwrap(), &header).unwrap();
     w.write_strings([(StrId(0), &b"laplace.c"[..]), (StrId(1), &b"main$_omp_fn$0"[..]), (StrId(2), &b"A"[..]), (StrId(3), &b"Anew"[..]), (StrId(4), &b"main"[..])]).unwrap();
+    w.write_strings([(StrId(5), &b"main$_omp_fn$1"[..]), (StrId(6), &b"volta_sgemm"[..])]).unwrap();
     w.write_events(host_events).unwrap();
     w.write_events(device_events).unwrap();
     w.write_footer(&Footer { events_recorded: 0, events_dropped: 0, end_monotonic_ns: 20_000_000 }).unwrap();
@@ -252,4 +253,58 @@ fn with_cupti_and_cuda_events_both_on_cupti_is_used_and_nothing_counted_twice() 
     let launch = c.children.iter().find(|k| k.kind == ChildKind::Launch).unwrap();
     assert_eq!((launch.time.source, launch.time.total_ns), (TimeSource::Device, 3 * 40_000), "CUPTI's kernel times, once");
     assert!(p.warnings.iter().any(|w| w.contains("3 CUDA-event records are left out")), "{:?}", p.warnings);
+}
+
+/// After the runtime's first reported launch libaccprof stops CUPTI's launch callback, so later
+/// kernel records carry no thread and no call time: each takes the runtime's launch of the same
+/// kernel name, in issue order, on whichever thread made it. Kernels no runtime reported (a CUDA
+/// library's), and a record that ran before the launch it would pair with, stay outside.
+#[test]
+fn kernels_without_their_call_take_the_reported_launch_of_the_same_name() {
+    const TID2: i64 = 815;
+    let (mut h, mut d) = naive(3, true);
+    // Only the first iteration's kernel was seen by the callback.
+    let mut corr = 100u64;
+    for (i, k) in d.iter_mut().filter(|e| e.kind == device::KERNEL).enumerate() {
+        k.set(Field::CorrelationId, corr);
+        corr += 10;
+        if i > 0 {
+            k.clear(Field::Thread);
+            k.clear(Field::HostCallNs);
+        }
+    }
+    // A second thread launches another kernel twice inside its own construct at line 40.
+    for i in 0..2u64 {
+        let t = 5_000_000 + i * 1_000_000;
+        let on_thread2 = |mut e: Event| {
+            e.set_i64(Field::Thread, TID2);
+            e.set_i64(Field::LineNo, 40);
+            e
+        };
+        let mut l = on_thread2(host(acc_event_t::ENQUEUE_LAUNCH_START, t + 10_000, t + 20_000));
+        l.set(Field::KernelName, 5);
+        h.push(l);
+        h.push(on_thread2(host(acc_event_t::COMPUTE_CONSTRUCT_START, t, t + 500_000)));
+        let mut k = Event::new(device::KERNEL, t + 30_000);
+        k.end_ns = t + 30_000 + 70_000;
+        k.set(Field::KernelName, 5);
+        k.set(Field::CorrelationId, 500 + i);
+        d.push(k);
+    }
+    // A library kernel nobody reported, and one more main$_omp_fn$0 than was launched.
+    for (name, start, id) in [(6u64, 2_500_000u64, 400u64), (1, 3_990_000, 450)] {
+        let mut k = Event::new(device::KERNEL, start);
+        k.end_ns = start + 1_000;
+        k.set(Field::KernelName, name);
+        k.set(Field::CorrelationId, id);
+        d.push(k);
+    }
+    let f = write(&h, &d, true);
+    let p = Profile::from_path(f.path()).unwrap();
+    let at = |line: i64| p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute && c.location.line == Some(line)).unwrap();
+    let launch = at(LINE).children.iter().find(|k| k.kind == ChildKind::Launch).unwrap();
+    assert_eq!((launch.count, launch.time.source, launch.time.count, launch.time.total_ns), (3, TimeSource::Device, 3, 3 * 40_000));
+    let launch2 = at(40).children.iter().find(|k| k.kind == ChildKind::Launch).unwrap();
+    assert_eq!((launch2.count, launch2.time.count, launch2.time.total_ns), (2, 2, 2 * 70_000), "thread 2's kernels, by name");
+    assert_eq!(p.summary.device_records_outside, 1 + 2, "the copy before any construct, the library kernel, the extra kernel");
 }

@@ -129,7 +129,7 @@ fn shim_staged_uploads_count_as_the_device_moved_them() {
 fn every_gpu_trace_reports_exports_and_diffs() {
     install_gcc_binaries();
     let dir = tempfile::tempdir().unwrap();
-    for name in ["gcc_naive", "gcc_data", "gcc_heap", "shim_naive", "shim_data"] {
+    for name in ["gcc_naive", "gcc_data", "gcc_heap", "shim_naive", "shim_data", "gcc_data_by_name", "shim_data_by_name"] {
         let t = trace(name);
         let r = accprof(&["report", &t]);
         assert!(r.status.success(), "{name}: {}", stderr(&r));
@@ -148,5 +148,35 @@ fn every_gpu_trace_reports_exports_and_diffs() {
         let d = accprof(&["diff", &trace(a), &trace(b)]);
         assert!(d.status.success(), "{a} vs {b}: {}", stderr(&d));
         assert!(!stdout(&d).is_empty());
+    }
+}
+
+/// Recorded after libaccprof learned to switch CUPTI's launch callback off at the runtime's first
+/// reported launch: no kernel record says which call issued it, and the report still puts every
+/// kernel under its construct, with its device time, by pairing it with the runtime's launch of
+/// the same name. The shim's third kernel per iteration stores the reduction result
+/// (accshim_store_reduction) and is reported as a launch of the construct too.
+#[test]
+fn kernels_recorded_without_their_calls_are_tied_to_the_runtimes_launches() {
+    install_gcc_binaries();
+    for (name, kernels) in [("gcc_data_by_name", 20), ("shim_data_by_name", 30)] {
+        let dump = accprof(&["dump", &trace(name)]);
+        assert!(dump.status.success(), "{name}: {}", stderr(&dump));
+        let records: Vec<serde_json::Value> =
+            stdout(&dump).lines().map(|l| serde_json::from_str(l).unwrap()).filter(|e: &serde_json::Value| e["event_type"] == 1001).collect();
+        assert_eq!(records.len(), kernels, "{name}: kernel records");
+        assert!(records.iter().all(|e| e.get("host_call_ns").is_none()), "{name}: the callback was off for every launch");
+        let p = report_json(name);
+        let s = &p["summary"];
+        assert_eq!((u(&s["kernels"]["count"]), s["kernels"]["source"].as_str()), (kernels as u64, Some("device")), "{name}");
+        assert_eq!(u(&s["device_records_outside"]), 0, "{name}: every record tied to a construct");
+        let launches: Vec<&serde_json::Value> =
+            p["constructs"].as_array().unwrap().iter().flat_map(|c| c["children"].as_array().unwrap()).filter(|ch| ch["kind"] == "launch").collect();
+        let timed: u64 = launches.iter().filter(|l| l["time"]["source"] == "device").map(|l| u(&l["time"]["count"])).sum();
+        assert_eq!(timed, kernels as u64, "{name}: each launch row carries its kernels' device times");
+        if name.starts_with("shim") {
+            let text = stdout(&accprof(&["report", &trace(name)]));
+            assert!(text.contains("accshim_store_reduction"), "{text}");
+        }
     }
 }

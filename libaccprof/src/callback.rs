@@ -50,6 +50,10 @@ unsafe fn record(now: u64, prof: *mut acc_prof_info, info: *mut acc_event_info, 
         // SAFETY: as above.
         unsafe { read::api_info(api) }
     };
+    if kind == accprof_abi::acc_event_t::ENQUEUE_LAUNCH_START {
+        // Before the launch reaches the driver, so that CUPTI's callback already skips it.
+        crate::cupti::runtime_reports_launches();
+    }
     let inc = Incoming { now, kind, prof: &p, info: i.as_ref(), api: a.as_ref() };
     let handled = THREAD.try_with(|cell| match cell.try_borrow_mut() {
         Ok(mut st) => {

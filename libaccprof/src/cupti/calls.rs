@@ -27,8 +27,11 @@ pub struct Call {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Class {
     Ignore,
-    /// Launches a kernel, sets memory, or copies with a descriptor (2-D/3-D, arrays, peers).
+    /// Sets memory, or copies with a descriptor (2-D/3-D, arrays, peers).
     Issue,
+    /// Launches a kernel. Noted only until the runtime reports its launches through acc_prof
+    /// ([`super::runtime_reports_launches`]).
+    Launch,
     /// A 1-D copy whose parameters start `dst, src, ByteCount`: cuMemcpy(Async),
     /// cuMemcpyHtoD(Async), cuMemcpyDtoH(Async), cuMemcpyDtoD(Async), and their _v2/_ptds forms.
     Copy1D,
@@ -39,7 +42,8 @@ pub fn classify(name: &str) -> Class {
     let base = name.trim_end_matches("_ptds").trim_end_matches("_ptsz").trim_end_matches("_v2");
     match base {
         "cuMemcpy" | "cuMemcpyAsync" | "cuMemcpyHtoD" | "cuMemcpyHtoDAsync" | "cuMemcpyDtoH" | "cuMemcpyDtoHAsync" | "cuMemcpyDtoD" | "cuMemcpyDtoDAsync" => Class::Copy1D,
-        _ if base.starts_with("cuLaunch") || base.starts_with("cuMemset") || base.starts_with("cuMemcpy") => Class::Issue,
+        _ if base.starts_with("cuLaunch") => Class::Launch,
+        _ if base.starts_with("cuMemset") || base.starts_with("cuMemcpy") => Class::Issue,
         _ => Class::Ignore,
     }
 }
@@ -114,6 +118,11 @@ impl CallTable {
         self.class.iter().enumerate().filter(|(_, c)| **c != Class::Ignore).map(|(i, _)| i as u32)
     }
 
+    /// The callback ids of kernel launches.
+    pub fn launches(&self) -> impl Iterator<Item = u32> + '_ {
+        self.class.iter().enumerate().filter(|(_, c)| **c == Class::Launch).map(|(i, _)| i as u32)
+    }
+
     pub fn class(&self, cbid: u32) -> Class {
         self.class.get(cbid as usize).copied().unwrap_or(Class::Ignore)
     }
@@ -179,7 +188,8 @@ mod tests {
         assert_eq!(classify("cuMemcpy_ptds"), Class::Copy1D);
         assert_eq!(classify("cuMemcpy2DAsync_v2"), Class::Issue);
         assert_eq!(classify("cuMemcpyPeerAsync"), Class::Issue);
-        assert_eq!(classify("cuLaunchKernelEx"), Class::Issue);
+        assert_eq!(classify("cuLaunchKernelEx"), Class::Launch);
+        assert_eq!(classify("cuLaunchKernel_ptsz"), Class::Launch);
         assert_eq!(classify("cuMemsetD32Async"), Class::Issue);
         assert_eq!(classify("cuCtxSynchronize"), Class::Ignore);
         assert_eq!(classify("cuMemAlloc_v2"), Class::Ignore);
@@ -192,6 +202,9 @@ mod tests {
         assert!(on.contains(&307) && on.contains(&276) && on.contains(&279) && on.contains(&71));
         assert_eq!(t.class(276), Class::Copy1D);
         assert_eq!(t.class(56), Class::Issue);
+        assert_eq!(t.class(307), Class::Launch);
+        let launches: Vec<u32> = t.launches().collect();
+        assert_eq!(launches, vec![115, 116, 117, 307], "cuLaunch, cuLaunchGrid(Async), cuLaunchKernel");
         assert_eq!(t.class(1), Class::Ignore);
         assert_eq!(t.class(u32::MAX), Class::Ignore);
     }
