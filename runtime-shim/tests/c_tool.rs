@@ -71,9 +71,10 @@ fn laplace_data_region_stream() {
     assert_ne!(up["host"], "(nil)");
     assert_ne!(up["dev"], "(nil)");
     assert_ne!(up["host"], up["dev"], "emulated device memory is separate");
-    // 5 iterations, one kernels construct each, two launches each, no array transfers inside.
+    // 5 iterations, one kernels construct each, no array transfers inside; three launches
+    // each: the two loops, then the runtime's store of the reduction result.
     assert_eq!(count(&evs, "compute_construct_start"), 5);
-    assert_eq!(count(&evs, "enqueue_launch_start"), 10);
+    assert_eq!(count(&evs, "enqueue_launch_start"), 15);
     assert_eq!(count(&evs, "enqueue_upload_start"), 1);
     // Downloads: the error reduction (5) and A at the end (1).
     assert_eq!(count(&evs, "enqueue_download_start"), 6);
@@ -89,7 +90,14 @@ fn laplace_data_region_stream() {
     let launches: Vec<&Event> = evs.iter().filter(|e| e["ev"] == "enqueue_launch_start").collect();
     assert_eq!(launches[0]["kernel"], "laplace_stencil");
     assert_eq!(launches[1]["kernel"], "laplace_copy");
-    for l in &launches {
+    // The emulated device reports the store of the error reduction as a launch, as the CUDA
+    // backend does (a one-thread kernel on the GPU), between the loops and the error's copy back.
+    assert_eq!(launches[2]["kernel"], "accshim_store_reduction");
+    assert_eq!((launches[2]["gangs"].as_str(), launches[2]["workers"].as_str(), launches[2]["vector"].as_str()), ("1", "1", "1"));
+    let store_at = evs.iter().position(|e| e["ev"] == "enqueue_launch_start" && e["kernel"] == "accshim_store_reduction").unwrap();
+    assert_eq!(evs[store_at + 2]["ev"], "enqueue_download_start", "the result then comes back: {:?}", evs[store_at + 2]);
+    assert_eq!(evs[store_at + 2]["var"], "error");
+    for l in launches.iter().filter(|l| l["kernel"] != "accshim_store_reduction") {
         assert_eq!(l["implicit"], "1");
         assert!(l["gangs"].parse::<usize>().unwrap() >= 1);
         assert_eq!(l["workers"], "1");

@@ -43,9 +43,7 @@ const RED_POOL: usize = 1024;
 /// Non-temporal copies into the staging buffers by default (`ACCSHIM_STAGE_NT=0|1` overrides).
 const STAGE_NT: bool = true;
 
-/// The kernel [`PUBLISH_PTX`] defines.
-const STORE_KERNEL: &CStr = c"accshim_store_reduction";
-/// Stores one reduction cell into its mapped pinned slot (`*slot = *cell`). PTX, so that it
+/// Stores one reduction cell into its mapped pinned slot (`*slot = *cell`): [`STORE_KERNEL`]. PTX, so that it
 /// needs no NVRTC (programs with PTX kernels only may have none); sm_52 PTX JITs on every GPU
 /// the driver supports.
 const PUBLISH_PTX: &CStr = c"\

@@ -83,6 +83,17 @@ pub struct Emulated {
     capacity: usize,
     queues: Mutex<HashMap<QueueId, Arc<Queue>>>,
     threads: usize,
+    /// Reduction results held in "device memory" until [`Backend::flush_reduction`] enqueues
+    /// the store that moves each into the runtime's slot, oldest first, as the CUDA backend
+    /// does: the same events on both devices (the store is reported as a launch).
+    pending_red: Mutex<Vec<PendingRed>>,
+}
+
+struct PendingRed {
+    q: QueueId,
+    /// The result's bits, written by the kernel's job.
+    cell: Arc<std::sync::atomic::AtomicU64>,
+    slot: RedSlot,
 }
 
 fn physical_memory() -> usize {
@@ -107,6 +118,7 @@ impl Emulated {
             used: AtomicUsize::new(0),
             capacity,
             queues: Mutex::new(HashMap::new()),
+            pending_red: Mutex::new(Vec::new()),
             threads,
         }
     }
@@ -300,14 +312,43 @@ impl Backend for Emulated {
         // A serial construct (one gang) runs on one thread, like on the device.
         let threads = if k.gangs > 1 { self.threads } else { 1 };
         let (work, red) = (k.work, k.reduction);
+        let cell = slot.map(|_| Arc::new(std::sync::atomic::AtomicU64::new(0)));
+        let kernel_cell = cell.clone();
         self.run(
             q,
             Box::new(move || {
                 let v = run_kernel(&host, work, &args, red, threads);
-                if let Some(RedSlot(p)) = slot {
-                    // SAFETY: the runtime keeps the slot alive until this job has run.
-                    unsafe { p.write(v) }
+                if let Some(c) = kernel_cell {
+                    c.store(v.to_bits(), Ordering::Release);
                 }
+            }),
+        );
+        if let (Some(cell), Some(slot)) = (cell, slot) {
+            self.pending_red.lock().unwrap_or_else(|e| e.into_inner()).push(PendingRed { q, cell, slot });
+        }
+        Ok(())
+    }
+
+    fn reduction_store_kernel(&self) -> Option<&'static CStr> {
+        Some(STORE_KERNEL)
+    }
+
+    fn flush_reduction(&self, q: QueueId) -> Result<()> {
+        let p = {
+            let mut pending = self.pending_red.lock().unwrap_or_else(|e| e.into_inner());
+            match pending.iter().position(|p| p.q == q) {
+                Some(i) => pending.remove(i),
+                None => return Ok(()),
+            }
+        };
+        let (cell, slot) = (p.cell, p.slot);
+        self.run(
+            q,
+            Box::new(move || {
+                let slot = slot;
+                // SAFETY: the runtime keeps the slot alive until the jobs queued after this
+                // one (its copy back) have run.
+                unsafe { slot.0.write(f64::from_bits(cell.load(Ordering::Acquire))) }
             }),
         );
         Ok(())

@@ -128,6 +128,8 @@ unsafe impl Sync for LaunchSpec {}
 /// result's copy back) completes in queue order.
 #[derive(Clone, Copy, Debug)]
 pub struct RedSlot(pub *mut f64);
+/// The kernel both backends return reduction results with ([`Backend::reduction_store_kernel`]).
+pub const STORE_KERNEL: &CStr = c"accshim_store_reduction";
 unsafe impl Send for RedSlot {}
 
 /// A host function run in queue order.
