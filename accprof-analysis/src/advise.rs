@@ -622,9 +622,19 @@ fn short_kernels(p: &Profile, out: &mut Vec<Finding>) {
     }
 }
 
+/// Kernels a runtime launches on one gang by design, to finish a reduction: the shim's store of
+/// the result into host memory, and NVHPC's `<kernel>__red` (PGI's naming). They are no
+/// sequential user loop, and charging their construct's time to them would be wrong.
+fn finishes_a_reduction(kernel: &str) -> bool {
+    kernel == "accshim_store_reduction" || kernel.ends_with("__red")
+}
+
 fn sequential_kernels(p: &Profile, out: &mut Vec<Finding>) {
     let wall = p.summary.wall_ns.max(1);
     for k in &p.kernels {
+        if finishes_a_reduction(&k.name) {
+            continue;
+        }
         let Some(c) = p.construct(k.construct) else { continue };
         if c.construct_type.as_deref() == Some("serial") {
             continue;
