@@ -101,7 +101,7 @@ impl ThreadState {
                 if wants_call_site(inc.kind) && e.get(Field::SrcFile).is_none() {
                     let call_site = match enclosing_call_site {
                         Some(ra) if e.implicit() => Some(ra),
-                        _ => crate::unwind::caller_return_address(),
+                        _ => crate::unwind::caller_return_address(inc.kind.0 as u32),
                     };
                     if let Some(ra) = call_site {
                         e.set(Field::ReturnAddress, ra);

@@ -6,9 +6,17 @@
 //! resolved to file:line after the run (accprof-symbols); here we only walk the stack.
 //!
 //! The walk uses the unwinder of libgcc_s (which std links in), driven by the `.eh_frame` that
-//! GCC emits by default on x86-64. It costs about a microsecond, which is why it runs only on
-//! construct start events and only when the runtime gives no location, and for heap blocks of at
-//! least ACCPROF_HEAP_MIN_BYTES ([`heap_caller`], with its own set of modules to skip).
+//! GCC emits by default on x86-64. It runs only on construct start events and only when the
+//! runtime gives no location, and for heap blocks of at least ACCPROF_HEAP_MIN_BYTES
+//! ([`heap_caller`], with its own set of modules to skip).
+//!
+//! A walk costs about 14,000 instructions (callgrind, GCC's Laplace: 3-4 us, two per iteration,
+//! about 1% of the data-region loop on the H200), and a loop reaches the same construct from the
+//! same stack depth again and again. So [`caller_return_address`] keeps, per thread, where on the
+//! stack the walk found the application's return address (the slot just below the runtime
+//! entry's frame, [`Shortcut`]): the next construct of the same kind from the same stack
+//! position reads that slot instead of walking, and trusts what it reads only if an earlier
+//! walk from there found that very address. Anything else, and every 256th use, walks again.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +35,7 @@ type TraceFn = extern "C" fn(*mut UnwindContext, *mut c_void) -> UnwindReasonCod
 extern "C" {
     fn _Unwind_Backtrace(trace: TraceFn, arg: *mut c_void) -> UnwindReasonCode;
     fn _Unwind_GetIP(ctx: *mut UnwindContext) -> usize;
+    fn _Unwind_GetCFA(ctx: *mut UnwindContext) -> usize;
 }
 
 /// Address ranges of code whose frames a walk skips, as (start, end) pairs; (0, 0) is unused.
@@ -117,6 +126,9 @@ pub fn set_heap_skip_ranges() {
 
 struct Walk<'a> {
     found: u64,
+    /// Where the found return address is stored: just below the canonical frame address of the
+    /// frame before it (the runtime's entry point, which the application called). 0 if unknown.
+    slot: usize,
     frames: u32,
     skip: &'a dyn Fn(u64) -> bool,
 }
@@ -132,26 +144,129 @@ extern "C" fn visit(ctx: *mut UnwindContext, arg: *mut c_void) -> UnwindReasonCo
     }
     if !(walk.skip)(ip) {
         walk.found = ip;
+        // x86-64: a call pushes the return address just below the callee's CFA, which is what
+        // libgcc's context holds while it reports the caller's frame.
+        // SAFETY: as above.
+        let cfa = unsafe { _Unwind_GetCFA(ctx) };
+        if cfg!(target_arch = "x86_64") && cfa >= 8 {
+            walk.slot = cfa - 8;
+        }
         return URC_NORMAL_STOP;
     }
     URC_NO_REASON
 }
 
+/// The first return address outside `skip`, and the stack slot that holds it (0 if unknown).
 #[inline(always)]
-fn walk(skip: &dyn Fn(u64) -> bool) -> Option<u64> {
-    let mut w = Walk { found: 0, frames: 0, skip };
+fn walk(skip: &dyn Fn(u64) -> bool) -> Option<(u64, usize)> {
+    let mut w = Walk { found: 0, slot: 0, frames: 0, skip };
     // SAFETY: the callback only touches `w`, which outlives the call.
     unsafe { _Unwind_Backtrace(visit, &mut w as *mut Walk<'_> as *mut c_void) };
-    (w.found != 0).then_some(w.found)
+    (w.found != 0).then_some((w.found, w.slot))
 }
 
-/// The return address of the innermost frame outside the tool and the runtime, if any.
+/// Return addresses a shortcut trusts, per stack position.
+const KNOWN_PER_SHORTCUT: usize = 8;
+/// Stack positions remembered per thread.
+const SHORTCUTS: usize = 8;
+/// A trusted read is checked by a full walk this often all the same.
+const VERIFY_EVERY: u32 = 256;
+
+/// Where a walk from one stack position (`sp`: this function's frame, so the runtime's frames
+/// above it are the same ones as long as the event kind is the same) found the application's
+/// return address, and which addresses walks from there have found.
+#[derive(Clone, Copy)]
+struct Shortcut {
+    sp: usize,
+    kind: u32,
+    slot: usize,
+    known: [u64; KNOWN_PER_SHORTCUT],
+    uses: u32,
+}
+
+const EMPTY: Shortcut = Shortcut { sp: 0, kind: 0, slot: 0, known: [0; KNOWN_PER_SHORTCUT], uses: 0 };
+
+struct Shortcuts {
+    entries: [Shortcut; SHORTCUTS],
+    next: usize,
+}
+
+thread_local! {
+    static SHORTCUTS_OF_THREAD: std::cell::RefCell<Shortcuts> =
+        const { std::cell::RefCell::new(Shortcuts { entries: [EMPTY; SHORTCUTS], next: 0 }) };
+}
+
+impl Shortcuts {
+    /// A return address an earlier walk from this position found and the slot holds now.
+    fn lookup(&mut self, sp: usize, kind: u32) -> Option<u64> {
+        let e = self.entries.iter_mut().find(|e| e.sp == sp && e.kind == kind && e.slot != 0)?;
+        e.uses = e.uses.wrapping_add(1);
+        if e.uses % VERIFY_EVERY == 0 {
+            return None;
+        }
+        // SAFETY: `slot` lies above `sp` in this thread's stack (checked when it was learned),
+        // and the same position means the same live frames: the read is of mapped stack.
+        let ra = unsafe { (e.slot as *const u64).read_volatile() };
+        e.known.contains(&ra).then_some(ra)
+    }
+
+    /// A walk from `sp` found no slot holding its result: nothing there is to be trusted.
+    fn forget(&mut self, sp: usize, kind: u32) {
+        for e in self.entries.iter_mut().filter(|e| e.sp == sp && e.kind == kind) {
+            *e = EMPTY;
+        }
+    }
+
+    /// Learns what a walk from `sp` found (`slot` holds `ra`).
+    fn learn(&mut self, sp: usize, kind: u32, ra: u64, slot: usize) {
+        let i = match self.entries.iter().position(|e| e.sp == sp && e.kind == kind) {
+            Some(i) if self.entries[i].slot == slot => i,
+            Some(i) => {
+                // Another layout from the same position: start over there.
+                self.entries[i] = Shortcut { sp, kind, slot, ..EMPTY };
+                i
+            }
+            None => {
+                let i = self.next;
+                self.next = (self.next + 1) % SHORTCUTS;
+                self.entries[i] = Shortcut { sp, kind, slot, ..EMPTY };
+                i
+            }
+        };
+        let e = &mut self.entries[i];
+        if !e.known.contains(&ra) {
+            // Full: the oldest address goes.
+            e.known.rotate_right(1);
+            e.known[0] = ra;
+        }
+    }
+}
+
+/// The return address of the innermost frame outside the tool and the runtime, if any, for
+/// an event of `kind` (module docs: a shortcut per stack position and kind).
 #[inline(never)]
-pub fn caller_return_address() -> Option<u64> {
+pub fn caller_return_address(kind: u32) -> Option<u64> {
     if !CONSTRUCT_SKIP.armed() {
         return None;
     }
-    walk(&|ip| CONSTRUCT_SKIP.skips(ip))
+    let marker = 0u8;
+    let sp = std::hint::black_box(&marker) as *const u8 as usize;
+    if let Ok(Some(ra)) = SHORTCUTS_OF_THREAD.try_with(|s| s.try_borrow_mut().ok()?.lookup(sp, kind)) {
+        return Some(ra);
+    }
+    let (ra, slot) = walk(&|ip| CONSTRUCT_SKIP.skips(ip))?;
+    // SAFETY: a slot above this frame is in this thread's live stack.
+    let holds_ra = slot > sp && unsafe { (slot as *const u64).read_volatile() } == ra;
+    let _ = SHORTCUTS_OF_THREAD.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            if holds_ra {
+                s.learn(sp, kind, ra, slot);
+            } else {
+                s.forget(sp, kind);
+            }
+        }
+    });
+    Some(ra)
 }
 
 /// The return address of the innermost frame outside the tool, libc and the language
@@ -161,5 +276,43 @@ pub fn heap_caller() -> Option<u64> {
     if !HEAP_SKIP.armed() {
         return None;
     }
-    walk(&|ip| HEAP_SKIP.skips(ip))
+    walk(&|ip| HEAP_SKIP.skips(ip)).map(|(ra, _)| ra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shortcut_trusts_only_what_a_walk_found_in_that_slot() {
+        let mut stack = [0u64; 4];
+        let p = stack.as_mut_ptr();
+        // SAFETY: within `stack`.
+        let (slot, other) = unsafe { (p.add(2), p.add(3)) };
+        let put = |at: *mut u64, v: u64| unsafe { at.write_volatile(v) };
+        let mut s = Shortcuts { entries: [EMPTY; SHORTCUTS], next: 0 };
+        assert_eq!(s.lookup(100, 16), None, "nothing learned");
+        put(slot, 0xAAAA);
+        s.learn(100, 16, 0xAAAA, slot as usize);
+        assert_eq!(s.lookup(100, 16), Some(0xAAAA));
+        assert_eq!(s.lookup(100, 10), None, "another event kind");
+        assert_eq!(s.lookup(101, 16), None, "another stack position");
+        put(slot, 0xBBBB);
+        assert_eq!(s.lookup(100, 16), None, "an address no walk found there: walk");
+        s.learn(100, 16, 0xBBBB, slot as usize);
+        assert_eq!(s.lookup(100, 16), Some(0xBBBB));
+        put(slot, 0xAAAA);
+        assert_eq!(s.lookup(100, 16), Some(0xAAAA), "both call sites are known");
+        let walks = (0..2 * VERIFY_EVERY).filter(|_| s.lookup(100, 16).is_none()).count();
+        assert_eq!(walks, 2, "every {VERIFY_EVERY}th use walks all the same");
+        // Another slot from the same position: what was known there is dropped.
+        put(other, 0xCCCC);
+        s.learn(100, 16, 0xCCCC, other as usize);
+        put(other, 0xAAAA);
+        assert_eq!(s.lookup(100, 16), None);
+        put(other, 0xCCCC);
+        assert_eq!(s.lookup(100, 16), Some(0xCCCC));
+        s.forget(100, 16);
+        assert_eq!(s.lookup(100, 16), None, "forgotten");
+    }
 }
