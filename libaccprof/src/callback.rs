@@ -29,11 +29,13 @@ impl Drop for ThreadStateGuard {
 pub unsafe extern "C" fn on_event(prof: *mut acc_prof_info, info: *mut acc_event_info, api: *mut acc_api_info) {
     // Time first: everything after this is our own overhead, not the runtime's.
     let now = crate::clock::now();
+    let t0 = crate::self_time::begin();
     // A panic must never unwind into the runtime's C frames; if one happens we lose this event.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: forwarded from our caller's contract.
         unsafe { record(now, prof, info, api) }
     }));
+    crate::self_time::end_openacc(t0);
 }
 
 unsafe fn record(now: u64, prof: *mut acc_prof_info, info: *mut acc_event_info, api: *mut acc_api_info) {

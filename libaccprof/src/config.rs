@@ -13,6 +13,7 @@
 //! | ACCPROF_CUDA_EVENTS=auto/on/off | time launches and copies with CUDA events on the runtime's streams when CUPTI is not recording (auto, default), also beside CUPTI and say why not (on), or never (off) |
 //! | ACCPROF_CUDA_LIB | path of the CUDA driver library (default `libcuda.so.1`) |
 //! | ACCPROF_HEAP=auto/on/off | name transfers of heap memory by the allocation's file:line: record blocks from malloc, calloc, realloc, posix_memalign, ... when libaccprof is LD_PRELOADed (auto, default), say why not when it cannot (on), or never (off). Read when the library loads |
+//! | ACCPROF_SELF_TIME=1 | print at exit how long the application's threads spent inside accprof (OpenACC callbacks, CUPTI's driver callbacks): the tool's own overhead, measured directly |
 //! | ACCPROF_HEAP_MIN_BYTES | the smallest block recorded (default 65536); smaller ones cost two instructions and get no name |
 
 use std::path::PathBuf;

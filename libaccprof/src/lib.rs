@@ -36,6 +36,7 @@ pub mod lifecycle;
 pub mod modules;
 pub mod output;
 pub mod registration;
+pub mod self_time;
 pub mod slots;
 pub mod strings;
 pub mod thread_state;

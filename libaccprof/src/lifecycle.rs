@@ -222,6 +222,10 @@ pub fn finish() {
         }
     };
     say_where(rec, &summary);
+    // Asked for explicitly: printed even with ACCPROF_QUIET.
+    if let Some(line) = crate::self_time::line() {
+        eprintln!("{line}");
+    }
     if let (Some(target), Some(path)) = (&rec.config.report, &summary.path) {
         crate::output::run_report(target, path);
     }

@@ -197,6 +197,7 @@ pub fn counts() -> (u64, u64) {
 
 /// The driver callback: notes who issued device work. Runs on the application's thread.
 unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: u32, cbid: u32, cbdata: *const c_void) {
+    let t0 = crate::self_time::begin();
     let _ = std::panic::catch_unwind(|| {
         let Some(s) = STATE.get() else { return };
         if domain != ffi::CB_DOMAIN_DRIVER_API || cbdata.is_null() {
@@ -220,6 +221,7 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: u32, cbid: u32, 
         let call = Call { thread: crate::thread_state::current_thread_id(), host_ns: crate::clock::monotonic_ns(), src, dst };
         s.calls.note(d.correlation_id, call);
     });
+    crate::self_time::end_driver(t0);
 }
 
 unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
