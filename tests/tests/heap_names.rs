@@ -102,7 +102,9 @@ fn transfers_of_heap_blocks_are_named_by_their_allocation_line() {
 fn heap_naming_off_or_without_preload_names_no_block() {
     let dir = scratch("heap-off");
     let exe = compile_against_shim("heap_names.c", &dir);
-    let cases: [(&str, Load, &[(&str, &str)]); 3] = [
+    /// (name, how the tool is loaded, environment)
+    type Case<'a> = (&'a str, Load, &'a [(&'a str, &'a str)]);
+    let cases: [Case; 3] = [
         ("off", Load::Preload, &[("ACCPROF_HEAP", "off")]),
         ("proflib", Load::Proflib, &[]),
         ("proflib-on", Load::Proflib, &[("ACCPROF_HEAP", "on")]),
