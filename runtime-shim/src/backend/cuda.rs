@@ -43,10 +43,10 @@ const RED_POOL: usize = 1024;
 /// Non-temporal copies into the staging buffers by default (`ACCSHIM_STAGE_NT=0|1` overrides).
 const STAGE_NT: bool = true;
 
-/// Stores one reduction cell into its mapped pinned slot (`*slot = *cell`): [`STORE_KERNEL`]. PTX, so that it
-/// needs no NVRTC (programs with PTX kernels only may have none); sm_52 PTX JITs on every GPU
-/// the driver supports.
-const PUBLISH_PTX: &CStr = c"\
+/// [`STORE_KERNEL`]: stores one reduction cell into its mapped pinned slot (`*slot = *cell`).
+/// PTX, so that it needs no NVRTC (programs with PTX kernels only may have none); sm_52 PTX
+/// JITs on every GPU the driver supports.
+const STORE_KERNEL_PTX: &CStr = c"\
 .version 6.0
 .target sm_52
 .address_size 64
@@ -305,7 +305,7 @@ pub struct Cuda {
     pending_red: Mutex<Vec<PendingRed>>,
     /// The kernel that stores reduction results into their slots, loaded on first use; `None`
     /// when it failed to load (results are then copied back).
-    publish: OnceLock<Option<P>>,
+    store_kernel: OnceLock<Option<P>>,
     pool: StagePool,
 }
 
@@ -403,7 +403,7 @@ impl Cuda {
                 stage,
                 sync_jobs: Mutex::new(Vec::new()),
                 pending_red: Mutex::new(Vec::new()),
-                publish: OnceLock::new(),
+                store_kernel: OnceLock::new(),
                 pool: StagePool::new(stage.threads, ctx as usize),
             })
         }
@@ -498,10 +498,10 @@ impl Cuda {
         Ok((pool.cells + (i * 8) as u64, P(pool.slots.0 + i * 8), pool.slots_dev + (i * 8) as u64))
     }
 
-    /// Loads [`PUBLISH_PTX`]; says once why not, and the results are then copied back.
-    fn load_publish(&self) -> Option<P> {
+    /// Loads [`STORE_KERNEL_PTX`]; says once why not, and the results are then copied back.
+    fn load_store_kernel(&self) -> Option<P> {
         let loaded = unsafe {
-            cudarc::driver::result::module::load_data(PUBLISH_PTX.as_ptr().cast())
+            cudarc::driver::result::module::load_data(STORE_KERNEL_PTX.as_ptr().cast())
                 .and_then(|m| cudarc::driver::result::module::get_function(m, STORE_KERNEL.to_owned()))
         };
         match loaded {
@@ -755,7 +755,7 @@ impl Backend for Cuda {
 
     fn reduction_store_kernel(&self) -> Option<&'static CStr> {
         self.bind();
-        self.publish.get_or_init(|| self.load_publish()).map(|_| STORE_KERNEL)
+        self.store_kernel.get_or_init(|| self.load_store_kernel()).map(|_| STORE_KERNEL)
     }
 
     fn flush_reduction(&self, q: QueueId) -> Result<()> {
@@ -768,7 +768,7 @@ impl Backend for Cuda {
                 None => return Ok(()),
             }
         };
-        match *self.publish.get_or_init(|| self.load_publish()) {
+        match *self.store_kernel.get_or_init(|| self.load_store_kernel()) {
             Some(f) => {
                 let (mut cell, mut slot_dev) = (p.cell, p.slot_dev);
                 let mut params = [&mut cell as *mut u64 as *mut c_void, &mut slot_dev as *mut u64 as *mut c_void];
