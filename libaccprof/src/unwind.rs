@@ -207,7 +207,8 @@ impl Shortcuts {
         // SAFETY: `slot` lies above `sp` in this thread's stack (checked when it was learned),
         // and the same position means the same live frames: the read is of mapped stack.
         let ra = unsafe { (e.slot as *const u64).read_volatile() };
-        e.known.contains(&ra).then_some(ra)
+        // Unused entries of `known` are 0: a zero word is never a return address.
+        (ra != 0 && e.known.contains(&ra)).then_some(ra)
     }
 
     /// A walk from `sp` found no slot holding its result: nothing there is to be trusted.
@@ -312,6 +313,9 @@ mod tests {
         assert_eq!(s.lookup(100, 16), None);
         put(other, 0xCCCC);
         assert_eq!(s.lookup(100, 16), Some(0xCCCC));
+        put(other, 0);
+        assert_eq!(s.lookup(100, 16), None, "a zero word is no return address, though unused entries are 0");
+        put(other, 0xCCCC);
         s.forget(100, 16);
         assert_eq!(s.lookup(100, 16), None, "forgotten");
     }
