@@ -761,13 +761,7 @@ impl Backend for Cuda {
     fn flush_reduction(&self, q: QueueId) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;
-        let p = {
-            let mut pending = self.pending_red.lock().unwrap_or_else(|e| e.into_inner());
-            match pending.iter().position(|p| p.stream.0 == s as usize) {
-                Some(i) => pending.remove(i),
-                None => return Ok(()),
-            }
-        };
+        let Some(p) = take_oldest(&self.pending_red, |p| p.stream.0 == s as usize) else { return Ok(()) };
         match *self.store_kernel.get_or_init(|| self.load_store_kernel()) {
             Some(f) => {
                 let (mut cell, mut slot_dev) = (p.cell, p.slot_dev);

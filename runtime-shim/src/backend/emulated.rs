@@ -334,13 +334,7 @@ impl Backend for Emulated {
     }
 
     fn flush_reduction(&self, q: QueueId) -> Result<()> {
-        let p = {
-            let mut pending = self.pending_red.lock().unwrap_or_else(|e| e.into_inner());
-            match pending.iter().position(|p| p.q == q) {
-                Some(i) => pending.remove(i),
-                None => return Ok(()),
-            }
-        };
+        let Some(p) = take_oldest(&self.pending_red, |p| p.q == q) else { return Ok(()) };
         let (cell, slot) = (p.cell, p.slot);
         self.run(
             q,

@@ -128,6 +128,14 @@ unsafe impl Sync for LaunchSpec {}
 /// result's copy back) completes in queue order.
 #[derive(Clone, Copy, Debug)]
 pub struct RedSlot(pub *mut f64);
+/// Removes and returns the oldest of `pending` that `is_mine` accepts: the reduction result a
+/// [`Backend::flush_reduction`] on one queue returns next (both backends keep them in launch order).
+pub(crate) fn take_oldest<T>(pending: &std::sync::Mutex<Vec<T>>, is_mine: impl Fn(&T) -> bool) -> Option<T> {
+    let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
+    let i = pending.iter().position(is_mine)?;
+    Some(pending.remove(i))
+}
+
 /// The kernel both backends return reduction results with ([`Backend::reduction_store_kernel`]).
 pub const STORE_KERNEL: &CStr = c"accshim_store_reduction";
 unsafe impl Send for RedSlot {}
