@@ -4,6 +4,8 @@
 //!   and flags.
 //! - [`header`]: who made the trace ([`Header`]), the loaded modules ([`Module`]) and the clean
 //!   end marker ([`Footer`]).
+//! - [`packed`]: [`PackedEvents`], events with only their set fields, as the tool library
+//!   buffers them between the recording threads and its writer thread.
 //! - [`writer`]: [`TraceWriter`], which appends self-contained chunks; used by the tool library.
 //! - [`reader`]: [`TraceReader`], which streams events back, and [`Trace`], which loads a whole file.
 //!
@@ -14,6 +16,7 @@ pub mod encode;
 pub mod error;
 pub mod header;
 pub mod model;
+pub mod packed;
 pub mod reader;
 pub mod varint;
 pub mod writer;
@@ -21,6 +24,7 @@ pub mod writer;
 pub use error::TraceError;
 pub use header::{Footer, Header, Module};
 pub use model::{device, Event, EventFlags, Field, StrId};
+pub use packed::PackedEvents;
 pub use reader::{StringTable, Trace, TraceReader};
 pub use writer::TraceWriter;
 

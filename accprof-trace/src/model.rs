@@ -264,6 +264,24 @@ impl Event {
         self.values[i] = 0;
     }
 
+    /// Makes this an event of `kind` at `start_ns..end_ns` with no field set, touching only
+    /// the slots of the fields that were set (cheaper than a new event when reusing one).
+    #[inline]
+    pub fn reset(&mut self, kind: acc_event_t, start_ns: u64, end_ns: u64) {
+        let mut bits = self.present;
+        while bits != 0 {
+            self.values[bits.trailing_zeros() as usize] = 0;
+            bits &= bits - 1;
+        }
+        *self = Self { kind, start_ns, end_ns, present: 0, ..*self };
+    }
+
+    /// Every field's slot, indexed by [`Field`]; the slot of a field not set holds 0.
+    #[inline]
+    pub fn values(&self) -> &[u64; FIELD_COUNT] {
+        &self.values
+    }
+
     /// Which fields are set, as a bit mask indexed by [`Field`].
     #[inline]
     pub fn present_mask(&self) -> u64 {

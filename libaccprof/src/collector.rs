@@ -7,7 +7,7 @@
 
 use crate::lifecycle::{self, Recorder};
 use crate::slots::{ship, Batch};
-use accprof_trace::{Field, Footer, Header, Module, TraceWriter};
+use accprof_trace::{Event, Field, Footer, Header, Module, StrId, TraceWriter};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::fs::File;
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ use std::time::Duration;
 pub enum Message {
     Batch(Batch),
     /// Device records from CUPTI: already on CLOCK_MONOTONIC, and not from the buffer pool.
-    Device(Batch),
+    Device(DeviceBatch),
     /// Device records from CUDA events: device times on CLOCK_MONOTONIC, `host_call_ns` still
     /// in the hot path's clock unit (converted here, like the host event it equals).
     CudaEvents(Vec<accprof_trace::Event>),
@@ -25,6 +25,13 @@ pub enum Message {
     Flush,
     /// Final flush; reply with what was written.
     Shutdown(Sender<Summary>),
+}
+
+/// Device records converted on CUPTI's buffer thread, with the kernel names first used by them.
+#[derive(Debug, Default)]
+pub struct DeviceBatch {
+    pub events: Vec<Event>,
+    pub strings: Vec<(StrId, Box<[u8]>)>,
 }
 
 /// What the collector wrote, for the line printed at exit.
@@ -52,6 +59,8 @@ struct Collector {
     dropped: u64,
     /// Heap blocks, to tag events whose host pointer lies in one.
     heap: crate::heap::Namer,
+    /// A thread batch's events, unpacked; reused so that the writer allocates once.
+    unpacked: Vec<Event>,
 }
 
 pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Message>, header: Header) {
@@ -67,6 +76,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
         events: 0,
         dropped: 0,
         heap: crate::heap::Namer::new(),
+        unpacked: Vec::new(),
     };
     loop {
         match rx.recv_timeout(SWEEP_EVERY) {
@@ -109,40 +119,41 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
 }
 
 impl Collector {
-    fn write_batch(&mut self, rec: &Recorder, mut b: Batch) {
-        let n = b.events.len() as u64;
-        if n == 0 && b.strings.is_empty() {
+    fn write_batch(&mut self, rec: &Recorder, b: Batch) {
+        if b.events.is_empty() && b.strings.is_empty() {
             rec.pool.give_back(b.events);
             return;
         }
-        for e in &mut b.events {
+        let mut events = std::mem::take(&mut self.unpacked);
+        b.events.unpack_into(&mut events);
+        for e in &mut events {
             e.start_ns = self.clock.to_ns(e.start_ns);
             e.end_ns = self.clock.to_ns(e.end_ns);
         }
-        self.write_events(rec, &mut b);
-        b.strings.clear();
-        rec.pool.give_back(std::mem::take(&mut b.events));
+        rec.pool.give_back(b.events);
+        self.write_events(rec, &mut events, &b.strings);
+        self.unpacked = events;
     }
 
     /// Device records: already on CLOCK_MONOTONIC, and their buffers are not the pool's.
-    fn write_device_batch(&mut self, rec: &Recorder, mut b: Batch) {
-        self.write_events(rec, &mut b);
+    fn write_device_batch(&mut self, rec: &Recorder, mut b: DeviceBatch) {
+        self.write_events(rec, &mut b.events, &b.strings);
     }
 
     /// Names heap blocks, then writes the batch's strings, the modules its addresses need, and
     /// its events (times already on the trace's clock); counts them written or lost.
-    fn write_events(&mut self, rec: &Recorder, b: &mut Batch) {
-        let n = b.events.len() as u64;
+    fn write_events(&mut self, rec: &Recorder, events: &mut [Event], strings: &[(StrId, Box<[u8]>)]) {
+        let n = events.len() as u64;
         if self.writer.is_none() && self.failed.is_none() {
             self.open(rec);
         }
-        self.name_heap_blocks(&mut b.events);
+        self.name_heap_blocks(events);
         if let Some(w) = self.writer.as_mut() {
-            let new_modules = modules_to_record(&mut self.modules, b);
+            let new_modules = modules_to_record(&mut self.modules, events);
             let r = w
-                .write_strings(b.strings.iter().map(|(id, s)| (*id, &s[..])))
+                .write_strings(strings.iter().map(|(id, s)| (*id, &s[..])))
                 .and_then(|_| w.write_modules(&new_modules))
-                .and_then(|_| w.write_events(&b.events));
+                .and_then(|_| w.write_events(events));
             match r {
                 Ok(()) => self.events += n,
                 Err(e) => self.fail(format!("cannot write the trace: {e}; recording stopped"), n),
@@ -161,7 +172,7 @@ impl Collector {
                 e.set(Field::HostCallNs, self.clock.to_ns(t));
             }
         }
-        self.write_device_batch(rec, Batch { events, strings: Vec::new() });
+        self.write_device_batch(rec, DeviceBatch { events, strings: Vec::new() });
     }
 
     /// Tags events whose host pointer lay in a recorded heap block (one place for every
@@ -251,12 +262,12 @@ impl Collector {
     }
 }
 
-/// Modules containing return addresses (calls into the runtime, heap allocation sites) of `b`
-/// that have not been written yet. Reads the process's module map again only when an address
-/// falls outside every known module.
-fn modules_to_record(known: &mut Vec<Module>, b: &Batch) -> Vec<Module> {
+/// Modules containing return addresses (calls into the runtime, heap allocation sites) of
+/// `events` that have not been written yet. Reads the process's module map again only when an
+/// address falls outside every known module.
+fn modules_to_record(known: &mut Vec<Module>, events: &[Event]) -> Vec<Module> {
     let mut fresh = Vec::new();
-    let code_addresses = b.events.iter().flat_map(|e| [e.get(Field::ReturnAddress), e.get(Field::AllocSite)]).flatten();
+    let code_addresses = events.iter().flat_map(|e| [e.get(Field::ReturnAddress), e.get(Field::AllocSite)]).flatten();
     for ra in code_addresses {
         if known.iter().any(|m| m.contains(ra)) {
             continue;

@@ -5,7 +5,7 @@
 //! | ACCPROF_OUT | trace file, or directory to put it in; `%p` is replaced by the pid, `%r` by the MPI rank, `%h` by the host name. Default `accprof.<exe>.<pid>.trace` in the working directory |
 //! | ACCPROF_QUIET=1 | print nothing at exit |
 //! | ACCPROF_REPORT=1 / =FILE | print the text report to stderr at exit / write it to FILE |
-//! | ACCPROF_BUFFER_EVENTS | events per thread buffer (default 4096) |
+//! | ACCPROF_BUFFER_EVENTS | events per thread buffer at the typical packed size of 128 bytes (default 4096) |
 //! | ACCPROF_MAX_BUFFER_MB | memory for buffers waiting to be written, all threads (default 64) |
 //! | ACCPROF_MAX_WAIT_MS | how long a thread may wait for a free buffer before it drops events (default 100) |
 //! | ACCPROF_CUPTI=auto/on/off | record device activity through CUPTI when it loads (auto, default), insist and say why not (on), or never (off) |
@@ -18,12 +18,16 @@
 
 use std::path::PathBuf;
 
+/// Words a packed event typically takes (header and a dozen fields), for sizing buffers.
+const TYPICAL_PACKED_WORDS: usize = 16;
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub out: Option<String>,
     pub quiet: bool,
     pub report: Option<ReportTarget>,
-    pub buffer_events: usize,
+    /// Words (u64) per thread buffer.
+    pub buffer_words: usize,
     pub max_buffers: usize,
     pub max_wait_ms: u64,
     pub cupti: Switch,
@@ -41,9 +45,10 @@ impl Config {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let num = |k: &str, default: u64| var(k).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(default);
         let buffer_events = num("ACCPROF_BUFFER_EVENTS", 4096).clamp(16, 1 << 20) as usize;
-        let event_size = std::mem::size_of::<accprof_trace::Event>();
+        // Buffers hold packed events (accprof_trace::packed): only the fields a runtime set.
+        let buffer_words = buffer_events * TYPICAL_PACKED_WORDS;
         let max_bytes = num("ACCPROF_MAX_BUFFER_MB", 64).clamp(1, 1 << 16) << 20;
-        let max_buffers = ((max_bytes as usize) / (buffer_events * event_size)).max(4);
+        let max_buffers = ((max_bytes as usize) / (buffer_words * 8)).max(4);
         let report = var("ACCPROF_REPORT").and_then(|v| match v.as_str() {
             "0" | "no" | "off" | "false" => None,
             "1" | "yes" | "on" | "true" | "stderr" => Some(ReportTarget::Stderr),
@@ -53,7 +58,7 @@ impl Config {
             out: var("ACCPROF_OUT"),
             quiet: var("ACCPROF_QUIET").is_some_and(|v| v != "0"),
             report,
-            buffer_events,
+            buffer_words,
             max_buffers,
             max_wait_ms: num("ACCPROF_MAX_WAIT_MS", 100),
             cupti: Switch::parse(var("ACCPROF_CUPTI").as_deref()),

@@ -99,7 +99,7 @@ fn start() {
     let cuda_events_mode = config.cuda_events;
     let (tx, rx) = crossbeam_channel::unbounded();
     let rec = Recorder {
-        pool: Pool::new(config.buffer_events, config.max_buffers, Duration::from_millis(config.max_wait_ms)),
+        pool: Pool::new(config.buffer_words, config.max_buffers, Duration::from_millis(config.max_wait_ms)),
         registry: Registry::default(),
         tx: tx.clone(),
         orphans: Mutex::new(None),

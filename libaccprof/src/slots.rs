@@ -7,28 +7,29 @@
 //! channel and replaced from the pool; memory is bounded by the pool's size.
 
 use crate::collector::Message;
-use accprof_trace::{Event, StrId};
+use accprof_trace::{PackedEvents, StrId};
 use crossbeam_channel::{Receiver, Sender};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// What one thread hands the collector: events, and the strings first used by them.
+/// What one thread hands the collector: events (packed: only their set fields), and the
+/// strings first used by them.
 #[derive(Debug, Default)]
 pub struct Batch {
-    pub events: Vec<Event>,
+    pub events: PackedEvents,
     pub strings: Vec<(StrId, Box<[u8]>)>,
 }
 
 /// The buffers not in use, and how many exist.
 #[derive(Debug)]
 pub struct Pool {
-    free_tx: Sender<Vec<Event>>,
-    free_rx: Receiver<Vec<Event>>,
+    free_tx: Sender<PackedEvents>,
+    free_rx: Receiver<PackedEvents>,
     allocated: AtomicUsize,
     max_buffers: usize,
-    buffer_events: usize,
+    buffer_words: usize,
     max_wait: Duration,
     /// Set when a wait for a free buffer timed out, cleared when the writer returns one. While
     /// set, nobody waits again: a stalled writer costs the program one wait, not one per event.
@@ -36,14 +37,14 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(buffer_events: usize, max_buffers: usize, max_wait: Duration) -> Self {
+    pub fn new(buffer_words: usize, max_buffers: usize, max_wait: Duration) -> Self {
         let (free_tx, free_rx) = crossbeam_channel::bounded(max_buffers);
         Self {
             free_tx,
             free_rx,
             allocated: AtomicUsize::new(0),
             max_buffers,
-            buffer_events,
+            buffer_words,
             max_wait,
             starved: AtomicBool::new(false),
         }
@@ -52,13 +53,13 @@ impl Pool {
     /// An empty buffer: a recycled one, a new one while under the limit, or one freed by the
     /// collector within `max_wait` (unless an earlier wait already timed out and the writer has
     /// not caught up since). `None` means the collector is too far behind: drop.
-    pub fn take(&self) -> Option<Vec<Event>> {
+    pub fn take(&self) -> Option<PackedEvents> {
         if let Ok(v) = self.free_rx.try_recv() {
             return Some(v);
         }
         let n = self.allocated.fetch_add(1, Ordering::Relaxed);
         if n < self.max_buffers {
-            return Some(Vec::with_capacity(self.buffer_events));
+            return Some(PackedEvents::with_capacity_words(self.buffer_words));
         }
         self.allocated.fetch_sub(1, Ordering::Relaxed);
         if self.starved.load(Ordering::Relaxed) {
@@ -72,15 +73,15 @@ impl Pool {
     }
 
     /// Like [`take`](Self::take) but never waits (used where the caller must not block).
-    pub fn try_take(&self) -> Option<Vec<Event>> {
+    pub fn try_take(&self) -> Option<PackedEvents> {
         self.free_rx.try_recv().ok()
     }
 
     /// Returns a written buffer for reuse.
-    pub fn give_back(&self, mut v: Vec<Event>) {
+    pub fn give_back(&self, mut v: PackedEvents) {
         self.starved.store(false, Ordering::Relaxed);
         v.clear();
-        if v.capacity() == 0 {
+        if v.capacity_words() == 0 {
             return;
         }
         if self.free_tx.try_send(v).is_err() {

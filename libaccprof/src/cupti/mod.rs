@@ -27,7 +27,7 @@ pub mod ffi;
 pub mod records;
 
 use crate::collector::Message;
-use crate::slots::Batch;
+use crate::collector::DeviceBatch;
 use crate::strings::StringCache;
 use calls::{Call, CallTable, Class};
 use ffi::{CallbackData, Cupti, CUPTI_SUCCESS};
@@ -260,7 +260,7 @@ unsafe fn deliver(s: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, val
     }
     let anchors = if monotonic { None } else { s.anchors.lock().ok().map(|a| a.clone()) };
     let to_ns = |t: u64| anchors.as_ref().map_or(t, |a| a.to_ns(t));
-    let mut batch = Batch::default();
+    let mut batch = DeviceBatch::default();
     let mut names = s.names.lock().ok();
     let end = buffer as usize + valid;
     let mut rec: *mut u8 = std::ptr::null_mut();

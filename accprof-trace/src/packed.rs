@@ -1,0 +1,241 @@
+//! Events packed for the trip from a recording thread to the writer thread.
+//!
+//! An [`Event`] is about 300 bytes because it has a slot for every field, but a runtime fills
+//! a dozen of them. Copying the whole event into a thread's buffer was the largest single cost
+//! of a callback when the caches are cold (the usual case: between two callbacks the program
+//! streams its arrays or runs driver code), so the buffer keeps only the fields that are set:
+//! `kind, start_ns, end_ns, present mask`, then one word per set field in field order.
+//! Typical events take 12-16 words (96-128 bytes) instead of 38.
+//!
+//! The buffer never grows: [`PackedEvents::push`] refuses an event when fewer than
+//! [`MAX_EVENT_WORDS`] words are left, so pushing never allocates.
+
+use crate::model::{Event, Field, FIELD_COUNT};
+use accprof_abi::acc_event_t;
+
+/// Words of the fixed part of a packed event: kind, start, end, present mask.
+const HEADER_WORDS: usize = 4;
+/// The most words one event can take (every field set).
+pub const MAX_EVENT_WORDS: usize = HEADER_WORDS + FIELD_COUNT;
+
+/// A bounded buffer of packed events.
+#[derive(Debug, Default)]
+pub struct PackedEvents {
+    words: Vec<u64>,
+    events: usize,
+}
+
+impl PackedEvents {
+    /// An empty buffer of `words` words (at least room for one event of every field).
+    pub fn with_capacity_words(words: usize) -> Self {
+        Self { words: Vec::with_capacity(words.max(MAX_EVENT_WORDS)), events: 0 }
+    }
+
+    /// Whether any event fits: a buffer without capacity (taken away, not yet replaced) has none.
+    #[inline]
+    pub fn has_room(&self) -> bool {
+        self.words.capacity() - self.words.len() >= MAX_EVENT_WORDS
+    }
+
+    /// Appends `e`, returning false (and leaving the buffer as it was) when there is no room.
+    #[inline]
+    pub fn push(&mut self, e: &Event) -> bool {
+        if !self.has_room() {
+            return false;
+        }
+        let mask = e.present_mask();
+        let values = e.values();
+        let len = self.words.len();
+        // SAFETY: `has_room` guarantees MAX_EVENT_WORDS free words of capacity. Every value
+        // is written at `k`, which only advances past set fields (no branch to mispredict,
+        // whatever fields an event has), and the words written beyond the event's end (at most HEADER_WORDS + FIELD_COUNT in all) are
+        // inside that capacity and left unpublished by `set_len`.
+        unsafe {
+            let p = self.words.as_mut_ptr().add(len);
+            p.write(u64::from(e.kind.0 as u32));
+            p.add(1).write(e.start_ns);
+            p.add(2).write(e.end_ns);
+            p.add(3).write(mask);
+            let mut k = HEADER_WORDS;
+            for (i, &v) in values.iter().enumerate() {
+                p.add(k).write(v);
+                k += ((mask >> i) & 1) as usize;
+            }
+            self.words.set_len(len + k);
+        }
+        self.events += 1;
+        true
+    }
+
+    /// Events in the buffer.
+    pub fn len(&self) -> usize {
+        self.events
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events == 0
+    }
+
+    /// Words allocated (for memory accounting).
+    pub fn capacity_words(&self) -> usize {
+        self.words.capacity()
+    }
+
+    /// Empties the buffer, keeping its allocation.
+    pub fn clear(&mut self) {
+        self.words.clear();
+        self.events = 0;
+    }
+
+    /// The events, unpacked, in the order they were pushed.
+    pub fn iter(&self) -> Unpack<'_> {
+        Unpack { words: &self.words }
+    }
+
+    /// Unpacks every event into `out` (replacing its contents), reusing the events already
+    /// there.
+    pub fn unpack_into(&self, out: &mut Vec<Event>) {
+        let mut u = self.iter();
+        u.next_chunk_into(out, usize::MAX);
+    }
+}
+
+/// Iterator over the events of a [`PackedEvents`].
+pub struct Unpack<'a> {
+    words: &'a [u64],
+}
+
+impl Unpack<'_> {
+    /// Unpacks up to `max` events into `out` (replacing its contents), reusing the events
+    /// already there; returns how many. The writer thread unpacks every batch this way:
+    /// building each event afresh (zeroing and copying 300 bytes) cost it more time and memory
+    /// bandwidth, which the recording threads share.
+    pub fn next_chunk_into(&mut self, out: &mut Vec<Event>, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let [kind, start, end, mask, rest @ ..] = self.words else { break };
+            let count = mask.count_ones() as usize;
+            if *mask >> FIELD_COUNT != 0 || rest.len() < count {
+                self.words = &[];
+                break;
+            }
+            if n == out.len() {
+                out.push(Event::default());
+            }
+            let e = &mut out[n];
+            e.reset(acc_event_t(*kind as u32 as i32), *start, *end);
+            let mut bits = *mask;
+            for &v in &rest[..count] {
+                e.set(Field::ALL[bits.trailing_zeros() as usize], v);
+                bits &= bits - 1;
+            }
+            self.words = &rest[count..];
+            n += 1;
+        }
+        out.truncate(n);
+        n
+    }
+}
+
+impl Iterator for Unpack<'_> {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        let [kind, start, end, mask, rest @ ..] = self.words else { return None };
+        // Only `push` writes these words, so the mask never has bits beyond the fields; the
+        // check keeps a bug from becoming an out-of-bounds read.
+        let n = mask.count_ones() as usize;
+        if *mask >> FIELD_COUNT != 0 || rest.len() < n {
+            self.words = &[];
+            return None;
+        }
+        let mut e = Event::new(acc_event_t(*kind as u32 as i32), *start);
+        e.end_ns = *end;
+        let mut bits = *mask;
+        for &v in &rest[..n] {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            e.set(Field::ALL[i], v);
+        }
+        self.words = &rest[n..];
+        Some(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::EventFlags;
+
+    fn sample(i: u64) -> Event {
+        let mut e = Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 1000 + i);
+        e.end_ns = 2000 + i;
+        e.set(Field::Bytes, 1 << 20);
+        e.set_i64(Field::LineNo, 59);
+        e.set(Field::HostPtr, 0x7f00_0000_0000 + i);
+        e.add_flags(EventFlags::NO_END);
+        e
+    }
+
+    #[test]
+    fn events_come_back_exactly_in_order() {
+        let mut b = PackedEvents::with_capacity_words(1024);
+        let mut full = Event::new(acc_event_t(-7), u64::MAX);
+        for f in Field::ALL {
+            full.set(f, u64::MAX - f as u64);
+        }
+        let point = Event::new(acc_event_t::RUNTIME_SHUTDOWN, 5);
+        let want = [sample(0), full, point, sample(1)];
+        for e in &want {
+            assert!(b.push(e));
+        }
+        assert_eq!(b.len(), 4);
+        assert_eq!(b.iter().collect::<Vec<_>>(), want);
+        // The point event took the header only; the sample 4 + its 4 fields.
+        assert_eq!(b.words.len(), 8 + MAX_EVENT_WORDS + HEADER_WORDS + 8);
+    }
+
+    #[test]
+    fn unpacking_into_used_events_leaves_nothing_of_them() {
+        let mut b = PackedEvents::with_capacity_words(1024);
+        let point = Event::new(acc_event_t::RUNTIME_SHUTDOWN, 5);
+        for e in [point, sample(1)] {
+            assert!(b.push(&e));
+        }
+        let mut full = Event::new(acc_event_t(3), 9);
+        for f in Field::ALL {
+            full.set(f, 77);
+        }
+        let mut out = vec![full, full, full];
+        b.unpack_into(&mut out);
+        assert_eq!(out, [point, sample(1)], "old fields cleared, extra events dropped");
+        assert_eq!(out[0].values(), &[0; FIELD_COUNT]);
+        b.push(&sample(2));
+        b.unpack_into(&mut out);
+        assert_eq!(out, [point, sample(1), sample(2)], "grows when needed");
+        let mut u = b.iter();
+        assert_eq!(u.next_chunk_into(&mut out, 2), 2);
+        assert_eq!(out, [point, sample(1)]);
+        assert_eq!(u.next_chunk_into(&mut out, 2), 1);
+        assert_eq!(out, [sample(2)]);
+        assert_eq!(u.next_chunk_into(&mut out, 2), 0);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_full_buffer_refuses_without_growing_and_clear_keeps_the_allocation() {
+        let mut b = PackedEvents::with_capacity_words(MAX_EVENT_WORDS + 8);
+        let cap = b.capacity_words();
+        let mut pushed = 0;
+        while b.push(&sample(pushed)) {
+            pushed += 1;
+        }
+        assert!(pushed >= 1);
+        assert_eq!(b.capacity_words(), cap, "push never reallocates");
+        assert_eq!(b.iter().count() as u64, pushed);
+        b.clear();
+        assert!(b.is_empty() && b.has_room());
+        assert_eq!(b.capacity_words(), cap);
+        assert!(!PackedEvents::default().has_room(), "a taken buffer has no room");
+    }
+}
