@@ -4,7 +4,7 @@
 #                    sh runtime-shim/scripts/gpu-bench.sh stage   (copies binaries to .device-carry/shim)
 # Then, there (carry .device-carry/shim):  sh runtime-shim/scripts/gpu-bench.sh run
 # `sweep` (there, after `run`) measures the staging pipeline's shapes (ACCSHIM_STAGE_*) and
-# repeats the Laplace data run.
+# repeats the Laplace data run; `h2d` repeats the pageable upload with neighbouring shapes.
 set -u
 D=.device-carry/shim
 if [ "${1:-}" = stage ]; then
@@ -33,6 +33,20 @@ if [ "${1:-}" = tune ]; then
     echo "-- first=$1 chunk=$2 threads=$3 bufs=$4 nt=$5"
     ACCSHIM_QUIET=1 ACCSHIM_STAGE_FIRST=$1 ACCSHIM_STAGE_CHUNK=$2 ACCSHIM_STAGE_THREADS=$3 ACCSHIM_STAGE_BUFS=$4 ACCSHIM_STAGE_NT=$5 \
       $D/bench_gpu --only h2d --reps 5 | grep h2d
+  done
+  exit 0
+fi
+if [ "${1:-}" = h2d ]; then
+  # The pageable upload, ROUNDS rounds of the committed staging shape with neighbouring shapes
+  # interleaved (best of 7 per measurement; docs/performance/shim.md, session 4).
+  b() { echo "-- $*"; env "$@" $D/bench_gpu --only h2d --reps 7 --sizes 64,256 2>&1 | grep -E "^h2d (64|256) MiB pageable"; }
+  for round in $(seq ${ROUNDS:-5}); do
+    echo "=== round $round"
+    b ACCSHIM_STAGE_NT=1
+    b ACCSHIM_STAGE_THREADS=12
+    b ACCSHIM_STAGE_THREADS=14
+    b ACCSHIM_STAGE_BUFS=48
+    b ACCSHIM_STAGE_FIRST=131072
   done
   exit 0
 fi
