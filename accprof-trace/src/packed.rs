@@ -93,10 +93,20 @@ impl PackedEvents {
     }
 
     /// Unpacks every event into `out` (replacing its contents), reusing the events already
-    /// there.
+    /// there. The writer thread unpacks every batch this way: building each event afresh
+    /// (zeroing and copying 300 bytes) cost it more time and memory bandwidth, which the
+    /// recording threads share.
     pub fn unpack_into(&self, out: &mut Vec<Event>) {
         let mut u = self.iter();
-        u.next_chunk_into(out, usize::MAX);
+        let mut n = 0;
+        while let Some(p) = u.next_parts() {
+            if n == out.len() {
+                out.push(Event::default());
+            }
+            p.write_to(&mut out[n]);
+            n += 1;
+        }
+        out.truncate(n);
     }
 }
 
@@ -105,42 +115,29 @@ pub struct Unpack<'a> {
     words: &'a [u64],
 }
 
-impl Unpack<'_> {
-    /// Unpacks up to `max` events into `out` (replacing its contents), reusing the events
-    /// already there; returns how many. The writer thread unpacks every batch this way:
-    /// building each event afresh (zeroing and copying 300 bytes) cost it more time and memory
-    /// bandwidth, which the recording threads share.
-    pub fn next_chunk_into(&mut self, out: &mut Vec<Event>, max: usize) -> usize {
-        let mut n = 0;
-        while n < max {
-            let [kind, start, end, mask, rest @ ..] = self.words else { break };
-            let count = mask.count_ones() as usize;
-            if *mask >> FIELD_COUNT != 0 || rest.len() < count {
-                self.words = &[];
-                break;
-            }
-            if n == out.len() {
-                out.push(Event::default());
-            }
-            let e = &mut out[n];
-            e.reset(acc_event_t(*kind as u32 as i32), *start, *end);
-            let mut bits = *mask;
-            for &v in &rest[..count] {
-                e.set(Field::ALL[bits.trailing_zeros() as usize], v);
-                bits &= bits - 1;
-            }
-            self.words = &rest[count..];
-            n += 1;
+/// One packed event, not yet unpacked.
+struct Parts<'a> {
+    kind: u64,
+    start: u64,
+    end: u64,
+    mask: u64,
+    values: &'a [u64],
+}
+
+impl Parts<'_> {
+    /// Makes `e` this event, clearing whatever it held before.
+    fn write_to(&self, e: &mut Event) {
+        e.reset(acc_event_t(self.kind as u32 as i32), self.start, self.end);
+        let mut bits = self.mask;
+        for &v in self.values {
+            e.set(Field::ALL[bits.trailing_zeros() as usize], v);
+            bits &= bits - 1;
         }
-        out.truncate(n);
-        n
     }
 }
 
-impl Iterator for Unpack<'_> {
-    type Item = Event;
-
-    fn next(&mut self) -> Option<Event> {
+impl<'a> Unpack<'a> {
+    fn next_parts(&mut self) -> Option<Parts<'a>> {
         let [kind, start, end, mask, rest @ ..] = self.words else { return None };
         // Only `push` writes these words, so the mask never has bits beyond the fields; the
         // check keeps a bug from becoming an out-of-bounds read.
@@ -149,15 +146,17 @@ impl Iterator for Unpack<'_> {
             self.words = &[];
             return None;
         }
-        let mut e = Event::new(acc_event_t(*kind as u32 as i32), *start);
-        e.end_ns = *end;
-        let mut bits = *mask;
-        for &v in &rest[..n] {
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            e.set(Field::ALL[i], v);
-        }
         self.words = &rest[n..];
+        Some(Parts { kind: *kind, start: *start, end: *end, mask: *mask, values: &rest[..n] })
+    }
+}
+
+impl Iterator for Unpack<'_> {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        let mut e = Event::default();
+        self.next_parts()?.write_to(&mut e);
         Some(e)
     }
 }
@@ -213,13 +212,6 @@ mod tests {
         b.push(&sample(2));
         b.unpack_into(&mut out);
         assert_eq!(out, [point, sample(1), sample(2)], "grows when needed");
-        let mut u = b.iter();
-        assert_eq!(u.next_chunk_into(&mut out, 2), 2);
-        assert_eq!(out, [point, sample(1)]);
-        assert_eq!(u.next_chunk_into(&mut out, 2), 1);
-        assert_eq!(out, [sample(2)]);
-        assert_eq!(u.next_chunk_into(&mut out, 2), 0);
-        assert!(out.is_empty());
     }
 
     #[test]
