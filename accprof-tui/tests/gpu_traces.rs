@@ -3,15 +3,13 @@
 //! host launch with its [host] and [device] durations, and the constructs table with device
 //! times from the analysis.
 
+mod common;
+
 use accprof_tui::app::{App, Mode};
-use accprof_tui::input::Input;
+use common::screen;
 use accprof_tui::state::kind::Category;
-use accprof_tui::state::load::Loader;
-use accprof_tui::state::store::{EventRef, LaneKind, Store};
-use accprof_tui::{findings, view};
-use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
+use accprof_tui::state::store::{EventRef, LaneKind};
+use accprof_tui::findings;
 use std::path::PathBuf;
 
 fn trace(name: &str) -> PathBuf {
@@ -41,31 +39,11 @@ fn install_gcc_binaries() {
 
 fn open(name: &str) -> App {
     install_gcc_binaries();
-    let mut store = Store::new(false);
-    let mut loader = Loader::open(&[trace(name)], &mut store).unwrap();
-    loader.poll(&mut store, &mut |_, _| {}).unwrap();
-    App::new(store, Some(loader), false)
-}
-
-fn screen(app: &mut App, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| view::draw(app, f)).unwrap();
-    term.backend().to_string()
+    common::open(&trace(name), false)
 }
 
 fn keys(app: &mut App, keys: &str) {
-    let mut input = Input::default();
-    for c in keys.chars() {
-        screen(app, 140, 44);
-        let code = match c {
-            '\n' => KeyCode::Enter,
-            '\x1b' => KeyCode::Esc,
-            c => KeyCode::Char(c),
-        };
-        if let Some(a) = input.action(&Event::Key(KeyEvent::new(code, KeyModifiers::NONE)), &app.mode, &app.geometry) {
-            app.apply(a);
-        }
-    }
+    common::keys_at(app, keys, 140, 44);
 }
 
 /// The first event of category `cat` (in time order over its lane's rows).

@@ -1,15 +1,16 @@
 //! Snapshots of the main screens and of each interaction, drawn with ratatui's TestBackend on
 //! a synthetic Laplace-like trace (see `accprof_tui::synth`).
 
+mod common;
+
 use accprof_tui::app::{Action, App, Mode};
+use common::{open, screen};
 use accprof_tui::input::Input;
 use accprof_tui::state::load::Loader;
 use accprof_tui::state::store::Store;
-use accprof_tui::{findings, synth, view};
-use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use ratatui::Terminal;
-use std::path::{Path, PathBuf};
+use accprof_tui::{findings, synth};
+use ratatui::crossterm::event::{Event, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use std::path::PathBuf;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -23,40 +24,9 @@ fn trace(iterations: u64) -> Fixture {
     Fixture { _dir: dir, path }
 }
 
-fn open(path: &Path, follow: bool) -> App {
-    let mut store = Store::new(follow);
-    let mut loader = Loader::open(&[path.to_path_buf()], &mut store).unwrap();
-    loader.poll(&mut store, &mut |_, _| {}).unwrap();
-    App::new(store, Some(loader), follow)
-}
-
-/// Draws the app at `w` x `h` and returns the screen as text.
-fn screen(app: &mut App, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| view::draw(app, f)).unwrap();
-    term.backend().to_string()
-}
-
-/// Sends keys through the same decoding as the real terminal, drawing before each so that the
-/// geometry the input uses is the one on screen.
+/// Sends keys at the size most snapshots use.
 fn keys(app: &mut App, keys: &str) {
-    let mut input = Input::default();
-    for c in keys.chars() {
-        screen(app, 120, 36);
-        let code = match c {
-            '\n' => KeyCode::Enter,
-            '\x1b' => KeyCode::Esc,
-            '↑' => KeyCode::Up,
-            '↓' => KeyCode::Down,
-            '←' => KeyCode::Left,
-            '→' => KeyCode::Right,
-            c => KeyCode::Char(c),
-        };
-        let ev = Event::Key(KeyEvent::new(code, KeyModifiers::NONE));
-        if let Some(a) = input.action(&ev, &app.mode, &app.geometry) {
-            app.apply(a);
-        }
-    }
+    common::keys_at(app, keys, 120, 36);
 }
 
 fn main_app() -> (Fixture, App) {
