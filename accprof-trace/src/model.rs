@@ -202,7 +202,11 @@ impl EventFlags {
 }
 
 /// One recorded event. Plain data, `Copy`, no heap: the tool library fills these on the hot path.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+///
+/// Only the fields in the present mask have a value; the slots of the others hold whatever an
+/// earlier use of the event left there (so that [`Event::reset`] costs the same whatever was
+/// set), and equality and `Debug` ignore them.
+#[derive(Clone, Copy)]
 pub struct Event {
     /// The event number; for a joined pair, the start event's.
     pub kind: acc_event_t,
@@ -217,6 +221,27 @@ pub struct Event {
 impl Default for Event {
     fn default() -> Self {
         Self::new(acc_event_t::NONE, 0)
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        (self.kind, self.start_ns, self.end_ns, self.present) == (other.kind, other.start_ns, other.end_ns, other.present)
+            && self.set_values().eq(other.set_values())
+    }
+}
+
+impl Eq for Event {}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let fields: Vec<(Field, u64)> = Field::ALL.iter().filter_map(|&fd| self.get(fd).map(|v| (fd, v))).collect();
+        f.debug_struct("Event")
+            .field("kind", &self.kind)
+            .field("start_ns", &self.start_ns)
+            .field("end_ns", &self.end_ns)
+            .field("fields", &fields)
+            .finish()
     }
 }
 
@@ -259,27 +284,33 @@ impl Event {
 
     #[inline]
     pub fn clear(&mut self, field: Field) {
-        let i = field as usize;
-        self.present &= !(1 << i);
-        self.values[i] = 0;
+        self.present &= !(1 << field as usize);
     }
 
-    /// Makes this an event of `kind` at `start_ns..end_ns` with no field set, touching only
-    /// the slots of the fields that were set (cheaper than a new event when reusing one).
+    /// Makes this an event of `kind` at `start_ns..end_ns` with no field set, without touching
+    /// the field slots (cheaper than a new event when reusing one).
     #[inline]
     pub fn reset(&mut self, kind: acc_event_t, start_ns: u64, end_ns: u64) {
-        let mut bits = self.present;
-        while bits != 0 {
-            self.values[bits.trailing_zeros() as usize] = 0;
-            bits &= bits - 1;
-        }
-        *self = Self { kind, start_ns, end_ns, present: 0, ..*self };
+        (self.kind, self.start_ns, self.end_ns, self.present) = (kind, start_ns, end_ns, 0);
     }
 
-    /// Every field's slot, indexed by [`Field`]; the slot of a field not set holds 0.
+    /// Every field's slot, indexed by [`Field`]. Only the slots of the fields in
+    /// [`present_mask`](Self::present_mask) hold values; the others are stale.
     #[inline]
     pub fn values(&self) -> &[u64; FIELD_COUNT] {
         &self.values
+    }
+
+    /// The values of the set fields, in field order.
+    fn set_values(&self) -> impl Iterator<Item = u64> + '_ {
+        let mut bits = self.present;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let i = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                self.values[i]
+            })
+        })
     }
 
     /// Which fields are set, as a bit mask indexed by [`Field`].
@@ -335,6 +366,26 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reset_forgets_fields_and_equality_ignores_stale_slots() {
+        let mut a = Event::new(acc_event_t(16), 1);
+        a.set(Field::LineNo, 7);
+        a.set(Field::Bytes, 9);
+        a.reset(acc_event_t(18), 2, 3);
+        assert_eq!((a.get(Field::LineNo), a.get(Field::Bytes)), (None, None));
+        let mut b = Event::new(acc_event_t(18), 2);
+        b.end_ns = 3;
+        assert_eq!(a, b, "the stale slots of LineNo and Bytes do not count");
+        a.set(Field::Bytes, 5);
+        b.set(Field::Bytes, 5);
+        assert_eq!(a, b);
+        b.set(Field::Bytes, 6);
+        assert_ne!(a, b);
+        b.clear(Field::Bytes);
+        assert_ne!(a, b);
+        assert!(!format!("{a:?}").contains("LineNo"), "Debug shows set fields only: {a:?}");
+    }
 
     #[test]
     fn field_table_is_dense_and_fits_the_mask() {

@@ -2,7 +2,7 @@
 
 use crate::lifecycle;
 use crate::thread_state::{Incoming, ThreadState};
-use accprof_abi::read;
+use accprof_abi::read::{ApiView, EventView, ProfView};
 use accprof_abi::{acc_api_info, acc_event_info, acc_prof_info};
 use std::cell::RefCell;
 
@@ -40,23 +40,23 @@ pub unsafe extern "C" fn on_event(prof: *mut acc_prof_info, info: *mut acc_event
 
 unsafe fn record(now: u64, prof: *mut acc_prof_info, info: *mut acc_event_info, api: *mut acc_api_info) {
     let Some(rec) = lifecycle::recorder_for_event() else { return };
-    // SAFETY: the runtime's pointers are valid for valid_bytes, or NULL.
-    let Some(p) = (unsafe { read::prof_info(prof) }) else { return };
-    let kind = p.event_type;
+    // SAFETY: the runtime's pointers are valid for valid_bytes, or NULL, through the callback.
+    let Some(prof) = (unsafe { ProfView::new(prof) }) else { return };
+    let kind = prof.event_type();
     // SAFETY: as above.
-    let i = unsafe { read::event_info(info, kind) };
+    let info = unsafe { EventView::new(info, kind) };
     // An end event takes its handles from its start; only starts and points read them.
-    let a = if kind.shape() == accprof_abi::EventShape::End {
+    let api = if kind.shape() == accprof_abi::EventShape::End {
         None
     } else {
         // SAFETY: as above.
-        unsafe { read::api_info(api) }
+        unsafe { ApiView::new(api) }
     };
     if kind == accprof_abi::acc_event_t::ENQUEUE_LAUNCH_START {
         // Before the launch reaches the driver, so that CUPTI's callback already skips it.
         crate::cupti::runtime_reports_launches();
     }
-    let inc = Incoming { now, kind, prof: &p, info: i.as_ref(), api: a.as_ref() };
+    let inc = Incoming { now, kind, prof, info, api };
     let handled = THREAD.try_with(|cell| match cell.try_borrow_mut() {
         Ok(mut st) => {
             let st = st.get_or_insert_with(|| ThreadStateGuard(ThreadState::new(rec)));

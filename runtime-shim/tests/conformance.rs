@@ -188,29 +188,29 @@ fn tool_info_flows_from_start_to_end_even_nested() {
 static FIELDS_BAD: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 unsafe extern "C" fn field_cb(pi: *mut acc_prof_info, ei: *mut acc_event_info, ai: *mut acc_api_info) {
-    let p = unsafe { accprof_abi::read::prof_info(pi) }.unwrap();
-    let e = unsafe { accprof_abi::read::event_info(ei, p.event_type) }.unwrap();
-    let a = unsafe { accprof_abi::read::api_info(ai) }.unwrap();
+    let p = unsafe { accprof_abi::read::ProfView::new(pi) }.unwrap();
+    let e = unsafe { accprof_abi::read::EventView::new(ei, p.event_type()) }.unwrap();
+    let a = unsafe { accprof_abi::read::ApiView::new(ai) }.unwrap();
     let mut bad = Vec::new();
-    if p.valid_bytes != valid_bytes::PROF_INFO || p.version != Some(ACC_PROF_INFO_VERSION_2_6) {
+    if p.valid_bytes() != valid_bytes::PROF_INFO as usize || p.version() != Some(ACC_PROF_INFO_VERSION_2_6) {
         bad.push("prof_info valid_bytes/version");
     }
-    let want = match p.event_type.info_kind() {
+    let want = match p.event_type().info_kind() {
         EventInfoKind::Data => valid_bytes::DATA_EVENT_INFO,
         EventInfoKind::Launch => valid_bytes::LAUNCH_EVENT_INFO,
         EventInfoKind::Other => valid_bytes::OTHER_EVENT_INFO,
     };
-    if e.valid_bytes != want {
+    if e.valid_bytes() != want as usize {
         bad.push("event valid_bytes");
     }
-    if a.valid_bytes != valid_bytes::API_INFO || a.device_type != p.device_type {
+    if a.valid_bytes() != valid_bytes::API_INFO as usize || a.device_type() != p.device_type() {
         bad.push("api_info");
     }
-    if p.event_type.info_kind() == EventInfoKind::Data && e.bytes.unwrap_or(0) == 0 {
+    if e.data().is_some_and(|d| d.bytes().unwrap_or(0) == 0) {
         bad.push("data event without bytes");
     }
     if !bad.is_empty() {
-        FIELDS_BAD.lock().unwrap().push(format!("{:?}: {bad:?}", p.event_type.name()));
+        FIELDS_BAD.lock().unwrap().push(format!("{:?}: {bad:?}", p.event_type().name()));
     }
 }
 

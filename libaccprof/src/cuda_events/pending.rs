@@ -10,7 +10,7 @@
 use super::driver::Handle;
 use super::pool::Context;
 use super::Shared;
-use accprof_abi::read::ApiFields;
+use accprof_abi::read::ApiView;
 use accprof_abi::{acc_device_api, acc_event_t};
 use accprof_trace::{Event, Field};
 use crossbeam_channel::Sender;
@@ -85,13 +85,13 @@ impl ThreadEvents {
     /// At an enqueue start that is the `depth`th open event of the thread: records an event on
     /// the runtime's stream, when acc_api_info names a CUDA context and stream.
     #[inline]
-    pub fn on_start(&mut self, kind: acc_event_t, depth: usize, api: Option<&ApiFields>) {
+    pub fn on_start(&mut self, kind: acc_event_t, depth: usize, api: Option<&ApiView<'_>>) {
         let Some(op) = Op::of_start(kind) else { return };
         let Some(a) = api else { return };
-        if a.device_api != Some(acc_device_api::CUDA) {
+        if a.device_api() != Some(acc_device_api::CUDA) {
             return;
         }
-        let (Some(ctx), Some(stream)) = (a.context_handle.filter(|p| !p.is_null()), a.async_handle.filter(|p| !p.is_null())) else { return };
+        let (Some(ctx), Some(stream)) = (a.context_handle().filter(|p| !p.is_null()), a.async_handle().filter(|p| !p.is_null())) else { return };
         let (ctx, stream) = (ctx as Handle, stream as Handle);
         let c = match &self.cached {
             Some(c) if c.ctx == ctx && !c.is_closed() => c.clone(),
@@ -190,6 +190,7 @@ mod tests {
     use super::super::fake::Fake;
     use super::super::pool::GROW;
     use super::*;
+    use accprof_abi::acc_api_info;
     use std::ffi::c_void;
 
     fn shared() -> &'static Shared {
@@ -198,16 +199,19 @@ mod tests {
     fn fake(s: &Shared) -> &Fake {
         s.fake().unwrap()
     }
-    fn cuda(ctx: usize, stream: usize) -> ApiFields {
-        ApiFields {
-            valid_bytes: 56,
-            device_api: Some(acc_device_api::CUDA),
-            device_type: None,
-            vendor: None,
-            device_handle: None,
-            context_handle: Some(ctx as *const c_void),
-            async_handle: Some(stream as *const c_void),
+    fn cuda(ctx: usize, stream: usize) -> acc_api_info {
+        acc_api_info {
+            device_api: acc_device_api::CUDA,
+            valid_bytes: accprof_abi::valid_bytes::API_INFO,
+            device_type: accprof_abi::acc_device_t::NVIDIA,
+            vendor: 0,
+            device_handle: std::ptr::null(),
+            context_handle: ctx as *const c_void,
+            async_handle: stream as *const c_void,
         }
+    }
+    fn view(a: &acc_api_info) -> ApiView<'_> {
+        unsafe { ApiView::new(a) }.unwrap()
     }
     fn host_event(kind: acc_event_t, start: u64) -> Event {
         let mut e = Event::new(kind, start);
@@ -221,7 +225,7 @@ mod tests {
     fn start_and_end_become_one_pair_on_the_runtimes_stream() {
         let s = shared();
         let mut t = ThreadEvents::new(s);
-        t.on_start(acc_event_t::ENQUEUE_UPLOAD_START, 2, Some(&cuda(0xc0, 0x5e)));
+        t.on_start(acc_event_t::ENQUEUE_UPLOAD_START, 2, Some(&view(&cuda(0xc0, 0x5e))));
         assert_eq!(fake(s).records(), 1);
         t.on_end(acc_event_t::ENQUEUE_UPLOAD_START, 2, &host_event(acc_event_t::ENQUEUE_UPLOAD_START, 1234));
         assert_eq!(fake(s).records(), 2);
@@ -236,11 +240,11 @@ mod tests {
         let s = shared();
         let mut t = ThreadEvents::new(s);
         let mut none = cuda(0xc0, 0x5e);
-        none.device_api = Some(acc_device_api::NONE);
-        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&none));
-        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&cuda(0xc0, 0)));
+        none.device_api = acc_device_api::NONE;
+        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&view(&none)));
+        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&view(&cuda(0xc0, 0))));
         t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, None);
-        t.on_start(acc_event_t::COMPUTE_CONSTRUCT_START, 0, Some(&cuda(0xc0, 0x5e)));
+        t.on_start(acc_event_t::COMPUTE_CONSTRUCT_START, 0, Some(&view(&cuda(0xc0, 0x5e))));
         assert_eq!(fake(s).records(), 0);
         assert_eq!(fake(s).live_events(), 0, "no context was even set up");
     }
@@ -249,8 +253,8 @@ mod tests {
     fn ends_pair_with_their_own_start_when_operations_nest() {
         let s = shared();
         let mut t = ThreadEvents::new(s);
-        t.on_start(acc_event_t::ENQUEUE_UPLOAD_START, 1, Some(&cuda(0xc0, 0x5e)));
-        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 2, Some(&cuda(0xc0, 0x5f)));
+        t.on_start(acc_event_t::ENQUEUE_UPLOAD_START, 1, Some(&view(&cuda(0xc0, 0x5e))));
+        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 2, Some(&view(&cuda(0xc0, 0x5f))));
         // An end whose start was not timed (different depth) hands nothing over.
         t.on_end(acc_event_t::ENQUEUE_LAUNCH_START, 3, &host_event(acc_event_t::ENQUEUE_LAUNCH_START, 1));
         assert!(s.drain_queues().is_empty());
@@ -268,7 +272,7 @@ mod tests {
         let ops = super::super::pool::MAX_EVENTS / 2 + 10;
         let mut held = Vec::new();
         for i in 0..ops {
-            t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&cuda(0xc0, 0x5e)));
+            t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&view(&cuda(0xc0, 0x5e))));
             t.on_end(acc_event_t::ENQUEUE_LAUNCH_START, 0, &host_event(acc_event_t::ENQUEUE_LAUNCH_START, i as u64));
             if i % 1000 == 999 {
                 // Keep the queue from being the limit.
@@ -286,10 +290,10 @@ mod tests {
         let s = shared();
         let mut t = ThreadEvents::new(s);
         fake(s).fail_records(true);
-        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&cuda(0xc0, 0x5e)));
+        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&view(&cuda(0xc0, 0x5e))));
         assert_eq!(s.stats.failed.load(Ordering::Relaxed), 1);
         fake(s).fail_records(false);
-        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&cuda(0xc0, 0x5e)));
+        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&view(&cuda(0xc0, 0x5e))));
         t.shift_down();
         t.on_end(acc_event_t::ENQUEUE_LAUNCH_START, 0, &host_event(acc_event_t::ENQUEUE_LAUNCH_START, 1));
         assert!(s.drain_queues().is_empty(), "the start fell off the open stack; its event went back");
