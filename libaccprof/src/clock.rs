@@ -107,8 +107,14 @@ impl Converter {
         }
         let a = &self.anchors;
         // The segment containing t; before the first anchor or after the last, extend the
-        // nearest segment.
-        let i = a.partition_point(|&(ticks, _)| ticks <= t).clamp(1, a.len().max(2) - 1);
+        // nearest segment. Batches arrive in time order, so t is nearly always in the last
+        // segment: checked first, before searching all anchors (one per sweep, growing).
+        let last = a.len().max(2) - 1;
+        let i = if a.len() >= 2 && a[last - 1].0 <= t {
+            last
+        } else {
+            a.partition_point(|&(ticks, _)| ticks <= t).clamp(1, last)
+        };
         let (Some(&(t0, n0)), Some(&(t1, n1))) = (a.get(i - 1), a.get(i)) else {
             return a.first().map_or(t, |&(_, n)| n);
         };
@@ -122,6 +128,16 @@ impl Converter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_convert_on_the_segment_that_holds_them() {
+        let mut c = Converter { tsc: true, anchors: vec![(100, 1000), (200, 2000), (300, 4000)] };
+        assert_eq!(c.to_ns(250), 3000, "last segment");
+        assert_eq!(c.to_ns(300), 4000);
+        assert_eq!(c.to_ns(150), 1500, "an older segment");
+        assert_eq!(c.to_ns(200), 2000);
+        assert_eq!(c.to_ns(50), 500, "before the first anchor: the first segment extended");
+    }
 
     #[test]
     fn converted_ticks_fall_between_the_clock_reads_around_them() {
