@@ -28,10 +28,10 @@ run_cfg() { # cfg prog...
     none) "$@" ;;
     bare) CUPTI_BARE_OUT=/tmp/o.bare LD_PRELOAD=$G/cupti_bare.so "$@" ;;
     base) ACCPROF_CUPTI=on ACCPROF_OUT=/tmp/o.trace LD_PRELOAD=$G/libaccprof_base.so "$@" ;;
-    packed) ACCPROF_CUPTI=on ACCPROF_OUT=/tmp/o.trace LD_PRELOAD=$G/libaccprof.so "$@" ;;
+    new) ACCPROF_CUPTI=on ACCPROF_OUT=/tmp/o.trace LD_PRELOAD=$G/libaccprof.so "$@" ;;
   esac
 }
-order=(none bare base packed)
+order=(none bare base new)
 for prog in gcc shim; do
   for r in $(seq $REPS); do
     rot=$(( (r - 1) % 4 ))
@@ -53,11 +53,11 @@ for line in open('/tmp/pairs.txt'):
     d[(p, int(r))][c] = float(v)
 for prog in ("gcc", "shim"):
     reps = [v for (p, r), v in sorted(d.items()) if p == prog and len(v) == 4]
-    med = {c: st.median(x[c] for x in reps) for c in ("none", "bare", "base", "packed")}
+    med = {c: st.median(x[c] for x in reps) for c in ("none", "bare", "base", "new")}
     print(prog, "medians", {c: round(m, 5) for c, m in med.items()}, "reps", len(reps))
-    for c in ("bare", "base", "packed"):
+    for c in ("bare", "base", "new"):
         print(f"  {prog} {c}: median {(med[c]/med['none']-1)*100:+.2f}% vs none")
-    for c in ("base", "packed"):
+    for c in ("base", "new"):
         diffs = [(x[c] - x['bare']) / x['none'] * 100 for x in reps]
         print(f"  {prog} {c} - bare: difference of medians {(med[c]-med['bare'])/med['none']*100:+.2f} points; median of paired differences {st.median(diffs):+.2f} points; pairs {' '.join(f'{x:+.1f}' for x in diffs)}")
 PY
