@@ -6,6 +6,9 @@
  * Variants, one line each (median and best GB/s over reps, after one untimed warm-up rep):
  *   pinned               cuMemcpyHtoD from cuMemHostAlloc'd memory (the ceiling)
  *   pageable_raw         cuMemcpyHtoD from the malloc'd source
+ *   pinned_chunked       the pinned source in chunks of C bytes round-robin on S streams, one
+ *                        issuing thread: the DMA side of staging alone (H2D_ONLY_PINNED=1 stops
+ *                        after these)
  *   register_whole       cuMemHostRegister + cuMemcpyHtoD + cuMemHostUnregister of the whole source
  *   register_pipelined   T threads register P pieces in turn and copy each on their own stream;
  *                        also prints the time in cuMemHostRegister summed over threads against the
@@ -298,6 +301,23 @@ static void rep_plain(void *arg, double m[NM])
     m[0] = secs(now_ns() - t0);
 }
 
+/* ---- 1b: the pinned source in chunks of C bytes on S streams (what the DMA side of staging
+ * can reach at that granularity, with the host copy taken away) ---- */
+
+struct chunked { size_t C; int S; };
+
+static void rep_pinned_chunked(void *arg, double m[NM])
+{
+    const struct chunked *c = arg;
+    uint64_t t0 = now_ns();
+    for (size_t off = 0, i = 0; off < bytes; off += c->C, i++) {
+        size_t n = bytes - off < c->C ? bytes - off : c->C;
+        CK(p_cuMemcpyHtoDAsync(dptr + off, psrc + off, n, streams[i % (size_t)c->S]));
+    }
+    CK(p_cuCtxSynchronize());
+    m[0] = secs(now_ns() - t0);
+}
+
 /* ---- 3: register the whole source, copy, unregister ---- */
 
 static void rep_register_whole(void *arg, double m[NM])
@@ -582,6 +602,15 @@ int main(int argc, char **argv)
     line("pinned", "", med, best, ok, "");
     ok = bench(rep_plain, src, src, med, best);
     line("pageable_raw", "", med, best, ok, "");
+    {
+        static const struct chunked cc[] = {{256 << 10, 32}, {1 << 20, 32}, {1 << 20, 1}, {2 << 20, 32}, {4 << 20, 16}};
+        for (size_t i = 0; i < sizeof cc / sizeof *cc; i++) {
+            ok = bench(rep_pinned_chunked, (void *)&cc[i], psrc, med, best);
+            snprintf(params, sizeof params, "C=%zuK S=%d", cc[i].C >> 10, cc[i].S);
+            line("pinned_chunked", params, med, best, ok, "");
+        }
+    }
+    if (getenv("H2D_ONLY_PINNED")) return 0;
 
     ok = bench(rep_register_whole, NULL, src, med, best);
     snprintf(extra, sizeof extra, "| incl unregister %.1f GB/s; register %.2f ms, copy %.2f ms (%.1f GB/s), unregister %.2f ms",
