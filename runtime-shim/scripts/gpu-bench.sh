@@ -26,38 +26,36 @@ if [ "${1:-}" = tune ]; then
       echo
     done
   done
-  echo "== tune: H2D staging shapes"
-  for cfg in "65536 1048576 16 32 1" "65536 262144 16 32 0" "65536 262144 16 64 0" "65536 131072 16 64 0" \
-             "65536 524288 16 32 0" "65536 262144 8 16 0" "65536 262144 16 32 1" "65536 1048576 16 32 1"; do
+  echo "== tune: H2D staging shapes (upload_pipeline: first chunk, largest chunk, piece, buffers, threads)"
+  for cfg in "65536 4194304 524288 8 16" "65536 4194304 262144 8 16" "65536 4194304 1048576 8 16" \
+             "65536 8388608 524288 4 16" "131072 4194304 524288 8 16" "65536 4194304 524288 8 12"; do
     set -- $cfg
-    echo "-- first=$1 chunk=$2 threads=$3 bufs=$4 nt=$5"
-    ACCSHIM_QUIET=1 ACCSHIM_STAGE_FIRST=$1 ACCSHIM_STAGE_CHUNK=$2 ACCSHIM_STAGE_THREADS=$3 ACCSHIM_STAGE_BUFS=$4 ACCSHIM_STAGE_NT=$5 \
-      $D/bench_gpu --only h2d --reps 5 | grep h2d
+    echo "-- first=$1 chunk=$2 piece=$3 bufs=$4 threads=$5"
+    ACCSHIM_QUIET=1 ACCSHIM_STAGE_FIRST=$1 ACCSHIM_STAGE_UP_CHUNK=$2 ACCSHIM_STAGE_PIECE=$3 ACCSHIM_STAGE_UP_BUFS=$4 \
+      ACCSHIM_STAGE_THREADS=$5 $D/bench_gpu --only h2d --reps 5 | grep h2d
   done
   exit 0
 fi
 if [ "${1:-}" = h2d ]; then
   # The pageable upload, ROUNDS rounds of the committed staging shape with neighbouring shapes
-  # interleaved (best of 7 per measurement; docs/performance/shim.md, session 4).
-  b() { echo "-- $*"; env "$@" $D/bench_gpu --only h2d --reps 7 --sizes 64,256 2>&1 | grep -E "^h2d (64|256) MiB pageable"; }
+  # interleaved (best of 7 per measurement; docs/performance/shim.md, session 5).
+  b() { echo "-- $*"; env "$@" $D/bench_gpu --only h2d --reps 7 --sizes 64,256 2>&1 | grep -E "^(h2d|d2h) (64|256) MiB pageable"; }
   for round in $(seq ${ROUNDS:-5}); do
     echo "=== round $round"
     b ACCSHIM_STAGE_NT=1
+    b ACCSHIM_STAGE_PIECE=262144
+    b ACCSHIM_STAGE_PIECE=1048576
+    b ACCSHIM_STAGE_UP_CHUNK=8388608 ACCSHIM_STAGE_UP_BUFS=4
     b ACCSHIM_STAGE_THREADS=12
-    b ACCSHIM_STAGE_THREADS=14
-    b ACCSHIM_STAGE_BUFS=48
-    b ACCSHIM_STAGE_FIRST=131072
   done
   exit 0
 fi
 if [ "${1:-}" = sweep ]; then
-  echo "== sweep: H2D staging shapes (first chunk, largest chunk, threads, non-temporal)"
-  for cfg in "65536 1048576 16 1" "2097152 2097152 12 0" "262144 2097152 16 1" "65536 1048576 16 1" \
-             "2097152 2097152 12 0" "262144 2097152 16 1" "65536 1048576 16 1"; do
+  echo "== sweep: H2D staging shapes (largest upload chunk, piece)"
+  for cfg in "4194304 524288" "1048576 1048576" "4194304 1048576" "4194304 524288"; do
     set -- $cfg
-    echo "-- first=$1 chunk=$2 threads=$3 nt=$4"
-    ACCSHIM_QUIET=1 ACCSHIM_STAGE_FIRST=$1 ACCSHIM_STAGE_CHUNK=$2 ACCSHIM_STAGE_THREADS=$3 ACCSHIM_STAGE_NT=$4 \
-      $D/bench_gpu --only h2d --reps 5 | grep h2d
+    echo "-- up_chunk=$1 piece=$2"
+    ACCSHIM_QUIET=1 ACCSHIM_STAGE_UP_CHUNK=$1 ACCSHIM_STAGE_PIECE=$2 $D/bench_gpu --only h2d --reps 5 | grep h2d
   done
   echo "== sweep: Laplace 4096 x 1000 (data), three more runs (run-to-run spread)"
   for g in 1 2 3; do

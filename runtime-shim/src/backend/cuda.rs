@@ -29,13 +29,21 @@ use std::sync::{Mutex, OnceLock};
 
 /// Copies from pageable memory at least this big go through the pinned staging pipeline.
 const STAGE_MIN: usize = 4 << 20;
-/// Largest staging chunk (= size of one pinned staging buffer); `ACCSHIM_STAGE_CHUNK` overrides.
+/// Download chunk (= size of one pinned download buffer); `ACCSHIM_STAGE_CHUNK` overrides.
 const STAGE_CHUNK: usize = 1 << 20;
-/// First staging chunk; chunks double from here up to the largest, so the first DMA starts after
-/// a small copy instead of one full chunk (`ACCSHIM_STAGE_FIRST` overrides).
-const STAGE_FIRST: usize = 64 << 10;
-/// Number of staging buffers (and copy streams); `ACCSHIM_STAGE_BUFS` overrides.
+/// Number of download buffers (and copy streams); `ACCSHIM_STAGE_BUFS` overrides.
 const STAGE_BUFS: usize = 32;
+/// Uploads (upload_pipeline): the first chunk, doubling up to the largest, so that the first
+/// DMA starts after a small copy (`ACCSHIM_STAGE_FIRST` overrides)...
+const STAGE_FIRST: usize = 64 << 10;
+/// ...the largest chunk, one DMA and one upload buffer: 4 MiB copies reach 52-53 GB/s on the
+/// H200 where 1 MiB copies reach 47-48 (`ACCSHIM_STAGE_UP_CHUNK` overrides)...
+const STAGE_UP_CHUNK: usize = 4 << 20;
+/// ...the upload buffers (`ACCSHIM_STAGE_UP_BUFS`)...
+const STAGE_UP_BUFS: usize = 8;
+/// ...and the largest piece of a chunk that one thread copies (`ACCSHIM_STAGE_PIECE`): 512 KiB
+/// gave 43.5-44.6 GB/s at 64 MiB where 1 MiB gave 41.5-42.7 and 256 KiB 44.0-46.0 (H200).
+const STAGE_PIECE: usize = 512 << 10;
 /// Reduction cells per (stream, operator): cells hold the operator's identity when a kernel
 /// starts; a pool is reset (one 8 KiB copy in stream order) only when its cells run out, so a
 /// launch with a reduction needs no memset.
@@ -168,13 +176,12 @@ impl StagePool {
 /// measuring; docs/performance/shim.md).
 #[derive(Clone, Copy, Debug)]
 struct StageConfig {
-    /// Largest chunk = buffer size.
+    /// Downloads: chunk = buffer size, and the number of buffers (and copy streams).
     chunk: usize,
-    /// First chunk; each next one is twice as big, up to `chunk`.
-    first: usize,
-    threads: usize,
-    /// Pinned buffers (each `chunk` bytes) and copy streams.
     bufs: usize,
+    /// Uploads: the pipeline's shape (upload_pipeline).
+    up: upload_pipeline::Shape,
+    threads: usize,
     /// Copy into the pinned buffers with non-temporal stores (x86-64): the destination is not
     /// read for ownership first, which leaves more of the host's memory bandwidth to the DMA.
     nt: bool,
@@ -184,25 +191,18 @@ impl StageConfig {
     fn from_env() -> StageConfig {
         let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<usize>().ok());
         let chunk = var("ACCSHIM_STAGE_CHUNK").unwrap_or(STAGE_CHUNK).clamp(64 << 10, 64 << 20);
-        let first = var("ACCSHIM_STAGE_FIRST").unwrap_or(STAGE_FIRST).clamp(4 << 10, chunk);
+        let bufs = var("ACCSHIM_STAGE_BUFS").unwrap_or(STAGE_BUFS).clamp(2, 256);
+        let up_chunk = var("ACCSHIM_STAGE_UP_CHUNK").unwrap_or(STAGE_UP_CHUNK).clamp(64 << 10, 64 << 20);
+        let up = upload_pipeline::Shape {
+            first: var("ACCSHIM_STAGE_FIRST").unwrap_or(STAGE_FIRST).clamp(4 << 10, up_chunk),
+            chunk: up_chunk,
+            piece: var("ACCSHIM_STAGE_PIECE").unwrap_or(STAGE_PIECE).clamp(4 << 10, up_chunk),
+            bufs: var("ACCSHIM_STAGE_UP_BUFS").unwrap_or(STAGE_UP_BUFS).clamp(2, 256),
+        };
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
         let threads = var("ACCSHIM_STAGE_THREADS").unwrap_or(cores.clamp(1, 16)).clamp(1, 64);
         let nt = var("ACCSHIM_STAGE_NT").map_or(STAGE_NT, |v| v != 0);
-        let bufs = var("ACCSHIM_STAGE_BUFS").unwrap_or(STAGE_BUFS).clamp(2, 256);
-        StageConfig { chunk, first, threads, bufs, nt }
-    }
-
-    /// (offset, length) of each chunk of a `bytes`-byte copy: `first`, doubling up to `chunk`.
-    fn chunks(&self, bytes: usize) -> Vec<(usize, usize)> {
-        let mut out = Vec::with_capacity(bytes / self.chunk + 8);
-        let (mut off, mut size) = (0, self.first);
-        while off < bytes {
-            let len = size.min(bytes - off);
-            out.push((off, len));
-            off += len;
-            size = (size * 2).min(self.chunk);
-        }
-        out
+        StageConfig { chunk, bufs, up, threads, nt }
     }
 }
 
@@ -240,9 +240,9 @@ unsafe fn copy_to_staging(src: *const u8, dst: *mut u8, len: usize, nt: bool) {
     unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
 }
 
-/// Orders every staging stream of `st` after the work already queued on `s`, so that a staged
-/// copy sees what the queue's earlier kernels and copies left.
-fn copy_streams_after(st: &Staging, s: CUstream) -> Result<()> {
+/// Orders every stream of `st` after the work already queued on `s`, so that a staged copy sees
+/// what the queue's earlier kernels and copies left.
+fn copy_streams_after(st: &StageSet, s: CUstream) -> Result<()> {
     unsafe {
         let mut after: CUevent = std::ptr::null_mut();
         check(sys::cuEventCreate(&mut after, 2 /* DISABLE_TIMING */), "cuEventCreate")?;
@@ -276,10 +276,60 @@ struct PendingRed {
     dst: P,
 }
 
-struct Staging {
+/// Pinned buffers of one size, each with its copy stream and an event recorded after its last
+/// copy.
+struct StageSet {
     bufs: Vec<P>,
     streams: Vec<P>,
     events: Vec<P>,
+}
+
+impl StageSet {
+    fn new(count: usize, size: usize) -> Result<StageSet> {
+        let mut st = StageSet { bufs: Vec::new(), streams: Vec::new(), events: Vec::new() };
+        for _ in 0..count {
+            unsafe {
+                let mut b: *mut c_void = std::ptr::null_mut();
+                if let Err(e) = check(sys::cuMemHostAlloc(&mut b, size, 0), "cuMemHostAlloc") {
+                    st.free();
+                    return Err(e);
+                }
+                let mut s: CUstream = std::ptr::null_mut();
+                sys::cuStreamCreate(&mut s, 1);
+                let mut e: CUevent = std::ptr::null_mut();
+                sys::cuEventCreate(&mut e, 2 /* DISABLE_TIMING */);
+                // Recorded once so that the first wait on it returns at once.
+                sys::cuEventRecord(e, s);
+                st.bufs.push(P(b as usize));
+                st.streams.push(P(s as usize));
+                st.events.push(P(e as usize));
+            }
+        }
+        Ok(st)
+    }
+
+    /// Releases the buffers, streams and events (the context must be idle).
+    fn free(&mut self) {
+        unsafe {
+            for b in self.bufs.drain(..) {
+                sys::cuMemFreeHost(b.0 as *mut c_void);
+            }
+            for s in self.streams.drain(..) {
+                sys::cuStreamDestroy_v2(s.0 as CUstream);
+            }
+            for e in self.events.drain(..) {
+                sys::cuEventDestroy_v2(e.0 as CUevent);
+            }
+        }
+    }
+}
+
+/// The staging buffers, each set allocated on the first staged copy in its direction: uploads
+/// use fewer, larger buffers than downloads (one DMA per buffer each way; see the constants).
+#[derive(Default)]
+struct Staging {
+    up: Option<StageSet>,
+    down: Option<StageSet>,
 }
 
 pub struct Cuda {
@@ -292,7 +342,7 @@ pub struct Cuda {
     sync_stream: CUstream,
     streams: Mutex<HashMap<QueueId, (P, bool)>>, // stream, owned by us
     functions: Mutex<HashMap<(usize, usize), P>>,
-    staging: Mutex<Option<Staging>>,
+    staging: Mutex<Staging>,
     /// Keyed by (stream, operator): a stream's launches use its pools in stream order, so a
     /// cell is reset only after every earlier use of it has completed.
     red: Mutex<HashMap<(usize, u8), RedPool>>,
@@ -398,7 +448,7 @@ impl Cuda {
                 sync_stream,
                 streams: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
-                staging: Mutex::new(None),
+                staging: Mutex::new(Staging::default()),
                 red: Mutex::new(HashMap::new()),
                 stage,
                 sync_jobs: Mutex::new(Vec::new()),
@@ -513,64 +563,36 @@ impl Cuda {
         }
     }
 
-    fn staging<'a>(&self, g: &'a mut Option<Staging>) -> Result<&'a Staging> {
-        if g.is_none() {
-            let mut st = Staging { bufs: Vec::new(), streams: Vec::new(), events: Vec::new() };
-            for _ in 0..self.stage.bufs {
-                unsafe {
-                    let mut b: *mut c_void = std::ptr::null_mut();
-                    check(sys::cuMemHostAlloc(&mut b, self.stage.chunk, 0), "cuMemHostAlloc")?;
-                    let mut s: CUstream = std::ptr::null_mut();
-                    check(sys::cuStreamCreate(&mut s, 1), "cuStreamCreate")?;
-                    let mut e: CUevent = std::ptr::null_mut();
-                    check(sys::cuEventCreate(&mut e, 2 /* DISABLE_TIMING */), "cuEventCreate")?;
-                    // Recorded once so that the first wait on it returns at once.
-                    sys::cuEventRecord(e, s);
-                    st.bufs.push(P(b as usize));
-                    st.streams.push(P(s as usize));
-                    st.events.push(P(e as usize));
-                }
-            }
-            *g = Some(st);
+    /// The staging set for one direction, allocated on first use.
+    fn stage_set<'a>(&self, set: &'a mut Option<StageSet>, count: usize, size: usize) -> Result<&'a StageSet> {
+        if set.is_none() {
+            *set = Some(StageSet::new(count, size)?);
         }
-        Ok(g.as_ref().expect("made above"))
+        Ok(set.as_ref().expect("made above"))
     }
 
-    /// Pageable host -> device through the pinned staging buffers: host threads copy chunks into
-    /// pinned memory and start each chunk's DMA at once, on per-buffer streams ordered after the
-    /// queue's earlier work; the queue then waits for all of them.
+    /// Pageable host -> device through the pinned upload buffers (upload_pipeline): the
+    /// staging threads copy pieces of each chunk into its buffer and the thread that completes
+    /// a chunk starts its DMA, on per-buffer streams ordered after the queue's earlier work; the
+    /// queue then waits for all of them.
     fn staged_upload(&self, s: CUstream, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let st = self.staging(&mut g)?;
+        let st = self.stage_set(&mut g.up, self.stage.up.bufs, self.stage.up.chunk)?;
         copy_streams_after(st, s)?;
         let cfg = self.stage;
-        let chunks = std::sync::Arc::new(cfg.chunks(bytes));
-        let threads = cfg.threads.min(chunks.len()).max(1);
-        let (bufs, streams, events) = (st.bufs.clone(), st.streams.clone(), st.events.clone());
+        let plan = std::sync::Arc::new(upload_pipeline::Upload::new(cfg.up, bytes));
+        let threads = cfg.threads.min(plan.pieces().len()).max(1);
+        let dma = std::sync::Arc::new(StageDma { dev, bufs: st.bufs.clone(), streams: st.streams.clone(), events: st.events.clone() });
         let host_p = P(host as usize);
-        let failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let jobs: Vec<HostJob> = (0..threads)
-            .map(|t| {
-                let (bufs, streams, events, failed, chunks) =
-                    (bufs.clone(), streams.clone(), events.clone(), failed.clone(), chunks.clone());
-                Box::new(move || unsafe {
-                    // Thread t handles the chunks whose buffer it owns (buffer = chunk % bufs,
-                    // owner = buffer % threads), waiting for a buffer's previous DMA before reuse.
-                    for (c, &(off, len)) in chunks.iter().enumerate() {
-                        let b = c % cfg.bufs;
-                        if b % threads != t {
-                            continue;
-                        }
-                        let ev = events[b].0 as CUevent;
-                        let mut ok = sys::cuEventSynchronize(ev) == CUresult::CUDA_SUCCESS;
-                        copy_to_staging((host_p.0 as *const u8).add(off), bufs[b].0 as *mut u8, len, cfg.nt);
-                        let cs = streams[b].0 as CUstream;
-                        ok &= sys::cuMemcpyHtoDAsync_v2(dev + off as u64, bufs[b].0 as *const c_void, len, cs) == CUresult::CUDA_SUCCESS;
-                        sys::cuEventRecord(ev, cs);
-                        if !ok {
-                            failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                        }
-                    }
+            .map(|_| {
+                let (plan, dma) = (plan.clone(), dma.clone());
+                Box::new(move || {
+                    let copy = |off: usize, in_buf: usize, buf: usize, len: usize| {
+                        // SAFETY: the plan's pieces lie inside the transfer and their buffer.
+                        unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, cfg.nt) }
+                    };
+                    plan.work(copy, &*dma);
                 }) as HostJob
             })
             .collect();
@@ -580,10 +602,35 @@ impl Cuda {
                 sys::cuStreamWaitEvent(s, e.0 as CUevent, 0);
             }
         }
-        if failed.load(std::sync::atomic::Ordering::Relaxed) {
+        if plan.failed() {
             return Err(AccError::Device("staged host-to-device copy failed".into()));
         }
         Ok(())
+    }
+}
+
+/// The upload pipeline's device side: buffer `b` is copied on stream `b`, which records event
+/// `b` after each copy.
+struct StageDma {
+    dev: u64,
+    bufs: Vec<P>,
+    streams: Vec<P>,
+    events: Vec<P>,
+}
+
+impl upload_pipeline::Dma for StageDma {
+    fn issue(&self, buf: usize, off: usize, len: usize) -> bool {
+        let cs = self.streams[buf].0 as CUstream;
+        // SAFETY: a pinned buffer of at least `len` bytes, a device range inside the transfer.
+        unsafe {
+            let ok = sys::cuMemcpyHtoDAsync_v2(self.dev + off as u64, self.bufs[buf].0 as *const c_void, len, cs) == CUresult::CUDA_SUCCESS;
+            ok & (sys::cuEventRecord(self.events[buf].0 as CUevent, cs) == CUresult::CUDA_SUCCESS)
+        }
+    }
+
+    fn wait(&self, buf: usize) -> bool {
+        // SAFETY: an event of our context.
+        unsafe { sys::cuEventSynchronize(self.events[buf].0 as CUevent) == CUresult::CUDA_SUCCESS }
     }
 }
 
@@ -594,7 +641,7 @@ impl Cuda {
     /// issues the DMA of the next chunk for the buffer. The copy is complete when this returns.
     fn staged_download(&self, s: CUstream, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let st = self.staging(&mut g)?;
+        let st = self.stage_set(&mut g.down, self.stage.bufs, self.stage.chunk)?;
         copy_streams_after(st, s)?;
         let cfg = self.stage;
         // Equal chunks: here the tail (the last copy out) is what waits, not the head.
@@ -875,12 +922,9 @@ impl Backend for Cuda {
                     sys::cuStreamDestroy_v2(s.0 as CUstream);
                 }
             }
-            if let Some(st) = self.staging.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                for i in 0..st.bufs.len() {
-                    sys::cuMemFreeHost(st.bufs[i].0 as *mut c_void);
-                    sys::cuStreamDestroy_v2(st.streams[i].0 as CUstream);
-                    sys::cuEventDestroy_v2(st.events[i].0 as CUevent);
-                }
+            let mut st = std::mem::take(&mut *self.staging.lock().unwrap_or_else(|e| e.into_inner()));
+            for set in [st.up.as_mut(), st.down.as_mut()].into_iter().flatten() {
+                set.free();
             }
             for (_, p) in self.red.lock().unwrap_or_else(|e| e.into_inner()).drain() {
                 sys::cuMemFree_v2(p.cells);

@@ -7,6 +7,7 @@
 
 pub mod cuda;
 pub mod emulated;
+mod upload_pipeline;
 
 use crate::error::Result;
 use crate::profiling::dispatch::ApiHandles;
