@@ -27,8 +27,8 @@ if [ "${1:-}" = tune ]; then
     done
   done
   echo "== tune: H2D staging shapes (upload_pipeline: first chunk, largest chunk, piece, buffers, threads)"
-  for cfg in "65536 4194304 524288 8 16" "65536 4194304 262144 8 16" "65536 4194304 1048576 8 16" \
-             "65536 8388608 524288 4 16" "131072 4194304 524288 8 16" "65536 4194304 524288 8 12"; do
+  for cfg in "65536 4194304 262144 8 16" "65536 4194304 524288 8 16" "65536 4194304 1048576 8 16" \
+             "65536 8388608 262144 4 16" "131072 4194304 262144 8 16" "65536 4194304 262144 8 12"; do
     set -- $cfg
     echo "-- first=$1 chunk=$2 piece=$3 bufs=$4 threads=$5"
     ACCSHIM_QUIET=1 ACCSHIM_STAGE_FIRST=$1 ACCSHIM_STAGE_UP_CHUNK=$2 ACCSHIM_STAGE_PIECE=$3 ACCSHIM_STAGE_UP_BUFS=$4 \
@@ -42,9 +42,9 @@ if [ "${1:-}" = h2d ]; then
   b() { echo "-- $*"; env "$@" $D/bench_gpu --only h2d --reps 7 --sizes 64,256 2>&1 | grep -E "^(h2d|d2h) (64|256) MiB pageable"; }
   for round in $(seq ${ROUNDS:-5}); do
     echo "=== round $round"
-    b ACCSHIM_STAGE_NT=1
-    b ACCSHIM_STAGE_PIECE=262144
-    b ACCSHIM_STAGE_PIECE=1048576
+    b ACCSHIM_QUIET=1
+    b ACCSHIM_STAGE_STORES=nt
+    b ACCSHIM_STAGE_PIECE=524288
     b ACCSHIM_STAGE_UP_CHUNK=8388608 ACCSHIM_STAGE_UP_BUFS=4
     b ACCSHIM_STAGE_THREADS=12
   done
@@ -52,7 +52,7 @@ if [ "${1:-}" = h2d ]; then
 fi
 if [ "${1:-}" = sweep ]; then
   echo "== sweep: H2D staging shapes (largest upload chunk, piece)"
-  for cfg in "4194304 524288" "1048576 1048576" "4194304 1048576" "4194304 524288"; do
+  for cfg in "4194304 262144" "1048576 1048576" "4194304 1048576" "4194304 262144"; do
     set -- $cfg
     echo "-- up_chunk=$1 piece=$2"
     ACCSHIM_QUIET=1 ACCSHIM_STAGE_UP_CHUNK=$1 ACCSHIM_STAGE_PIECE=$2 $D/bench_gpu --only h2d --reps 5 | grep h2d

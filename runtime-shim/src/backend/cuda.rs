@@ -21,6 +21,7 @@
 //!   from C runs inside catch_unwind (src/ffi).
 
 use super::*;
+use super::stage_copy::{copy_to_staging, Stores};
 use crate::error::AccError;
 use cudarc::driver::sys::{self, CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUresult, CUstream};
 use std::cell::Cell;
@@ -41,15 +42,13 @@ const STAGE_FIRST: usize = 64 << 10;
 const STAGE_UP_CHUNK: usize = 4 << 20;
 /// ...the upload buffers (`ACCSHIM_STAGE_UP_BUFS`)...
 const STAGE_UP_BUFS: usize = 8;
-/// ...and the largest piece of a chunk that one thread copies (`ACCSHIM_STAGE_PIECE`): 512 KiB
-/// gave 43.5-44.6 GB/s at 64 MiB where 1 MiB gave 41.5-42.7 and 256 KiB 44.0-46.0 (H200).
-const STAGE_PIECE: usize = 512 << 10;
+/// ...and the largest piece of a chunk that one thread copies (`ACCSHIM_STAGE_PIECE`): on the
+/// H200 256 KiB and 512 KiB were alike, 1 MiB slower (docs/performance/shim.md, session 5).
+const STAGE_PIECE: usize = 256 << 10;
 /// Reduction cells per (stream, operator): cells hold the operator's identity when a kernel
 /// starts; a pool is reset (one 8 KiB copy in stream order) only when its cells run out, so a
 /// launch with a reduction needs no memset.
 const RED_POOL: usize = 1024;
-/// Non-temporal copies into the staging buffers by default (`ACCSHIM_STAGE_NT=0|1` overrides).
-const STAGE_NT: bool = true;
 
 /// [`STORE_KERNEL`]: stores one reduction cell into its mapped pinned slot (`*slot = *cell`).
 /// PTX, so that it needs no NVRTC (programs with PTX kernels only may have none); sm_52 PTX
@@ -182,9 +181,8 @@ struct StageConfig {
     /// Uploads: the pipeline's shape (upload_pipeline).
     up: upload_pipeline::Shape,
     threads: usize,
-    /// Copy into the pinned buffers with non-temporal stores (x86-64): the destination is not
-    /// read for ownership first, which leaves more of the host's memory bandwidth to the DMA.
-    nt: bool,
+    /// How the staging threads write the pinned upload buffers (stage_copy).
+    stores: Stores,
 }
 
 impl StageConfig {
@@ -201,43 +199,9 @@ impl StageConfig {
         };
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
         let threads = var("ACCSHIM_STAGE_THREADS").unwrap_or(cores.clamp(1, 16)).clamp(1, 64);
-        let nt = var("ACCSHIM_STAGE_NT").map_or(STAGE_NT, |v| v != 0);
-        StageConfig { chunk, bufs, up, threads, nt }
+        let stores = std::env::var("ACCSHIM_STAGE_STORES").ok().and_then(|v| Stores::parse(&v)).unwrap_or_else(Stores::best);
+        StageConfig { chunk, bufs, up, threads, stores }
     }
-}
-
-/// Copies `len` bytes from `src` to the 16-byte aligned `dst`, with non-temporal stores where
-/// the target has them, then fences them (the DMA that reads `dst` is started afterwards).
-///
-/// # Safety
-/// `src` and `dst` are valid for `len` bytes and do not overlap; `dst` is 16-byte aligned.
-unsafe fn copy_to_staging(src: *const u8, dst: *mut u8, len: usize, nt: bool) {
-    #[cfg(target_arch = "x86_64")]
-    if nt {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
-        let body = len / 64 * 64;
-        let mut i = 0;
-        // SAFETY: in bounds (i + 64 <= body <= len); dst + i is 16-byte aligned; SSE2 is part
-        // of x86-64.
-        unsafe {
-            while i < body {
-                let s = src.add(i) as *const __m128i;
-                let d = dst.add(i) as *mut __m128i;
-                let (a, b, c, e) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)), _mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
-                _mm_stream_si128(d, a);
-                _mm_stream_si128(d.add(1), b);
-                _mm_stream_si128(d.add(2), c);
-                _mm_stream_si128(d.add(3), e);
-                i += 64;
-            }
-            _mm_sfence();
-            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
-        }
-        return;
-    }
-    let _ = nt;
-    // SAFETY: the caller's contract.
-    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
 }
 
 /// Orders every stream of `st` after the work already queued on `s`, so that a staged copy sees
@@ -324,12 +288,14 @@ impl StageSet {
     }
 }
 
-/// The staging buffers, each set allocated on the first staged copy in its direction: uploads
-/// use fewer, larger buffers than downloads (one DMA per buffer each way; see the constants).
-#[derive(Default)]
+/// The staging buffers: uploads use fewer, larger buffers than downloads (one DMA per buffer
+/// each way; see the constants). Both sets are allocated at the first staged copy, whichever
+/// its direction: pinning 32 MiB takes milliseconds (about 18 ms for the 32 download buffers on
+/// the H200 machine), which belong at the start of a run, not in the copyout of its last
+/// construct.
 struct Staging {
-    up: Option<StageSet>,
-    down: Option<StageSet>,
+    up: StageSet,
+    down: StageSet,
 }
 
 pub struct Cuda {
@@ -342,7 +308,7 @@ pub struct Cuda {
     sync_stream: CUstream,
     streams: Mutex<HashMap<QueueId, (P, bool)>>, // stream, owned by us
     functions: Mutex<HashMap<(usize, usize), P>>,
-    staging: Mutex<Staging>,
+    staging: Mutex<Option<Staging>>,
     /// Keyed by (stream, operator): a stream's launches use its pools in stream order, so a
     /// cell is reset only after every earlier use of it has completed.
     red: Mutex<HashMap<(usize, u8), RedPool>>,
@@ -448,7 +414,7 @@ impl Cuda {
                 sync_stream,
                 streams: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
-                staging: Mutex::new(Staging::default()),
+                staging: Mutex::new(None),
                 red: Mutex::new(HashMap::new()),
                 stage,
                 sync_jobs: Mutex::new(Vec::new()),
@@ -563,12 +529,14 @@ impl Cuda {
         }
     }
 
-    /// The staging set for one direction, allocated on first use.
-    fn stage_set<'a>(&self, set: &'a mut Option<StageSet>, count: usize, size: usize) -> Result<&'a StageSet> {
-        if set.is_none() {
-            *set = Some(StageSet::new(count, size)?);
+    /// The staging buffers, allocated on first use.
+    fn staging<'a>(&self, g: &'a mut Option<Staging>) -> Result<&'a Staging> {
+        if g.is_none() {
+            let mut up = StageSet::new(self.stage.up.bufs, self.stage.up.chunk)?;
+            let down = StageSet::new(self.stage.bufs, self.stage.chunk).inspect_err(|_| up.free())?;
+            *g = Some(Staging { up, down });
         }
-        Ok(set.as_ref().expect("made above"))
+        Ok(g.as_ref().expect("made above"))
     }
 
     /// Pageable host -> device through the pinned upload buffers (upload_pipeline): the
@@ -577,7 +545,7 @@ impl Cuda {
     /// queue then waits for all of them.
     fn staged_upload(&self, s: CUstream, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let st = self.stage_set(&mut g.up, self.stage.up.bufs, self.stage.up.chunk)?;
+        let st = &self.staging(&mut g)?.up;
         copy_streams_after(st, s)?;
         let cfg = self.stage;
         let plan = std::sync::Arc::new(upload_pipeline::Upload::new(cfg.up, bytes));
@@ -590,7 +558,7 @@ impl Cuda {
                 Box::new(move || {
                     let copy = |off: usize, in_buf: usize, buf: usize, len: usize| {
                         // SAFETY: the plan's pieces lie inside the transfer and their buffer.
-                        unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, cfg.nt) }
+                        unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, cfg.stores) }
                     };
                     plan.work(copy, &*dma);
                 }) as HostJob
@@ -641,7 +609,7 @@ impl Cuda {
     /// issues the DMA of the next chunk for the buffer. The copy is complete when this returns.
     fn staged_download(&self, s: CUstream, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let st = self.stage_set(&mut g.down, self.stage.bufs, self.stage.chunk)?;
+        let st = &self.staging(&mut g)?.down;
         copy_streams_after(st, s)?;
         let cfg = self.stage;
         // Equal chunks: here the tail (the last copy out) is what waits, not the head.
@@ -676,7 +644,7 @@ impl Cuda {
                             continue;
                         }
                         ok &= sys::cuEventSynchronize(events[b].0 as CUevent) == CUresult::CUDA_SUCCESS;
-                        copy_to_staging(bufs[b].0 as *const u8, (host_p.0 as *mut u8).add(off), len, false);
+                        std::ptr::copy_nonoverlapping(bufs[b].0 as *const u8, (host_p.0 as *mut u8).add(off), len);
                         if c + cfg.bufs < chunks.len() {
                             ok &= dma(c + cfg.bufs);
                         }
@@ -922,9 +890,9 @@ impl Backend for Cuda {
                     sys::cuStreamDestroy_v2(s.0 as CUstream);
                 }
             }
-            let mut st = std::mem::take(&mut *self.staging.lock().unwrap_or_else(|e| e.into_inner()));
-            for set in [st.up.as_mut(), st.down.as_mut()].into_iter().flatten() {
-                set.free();
+            if let Some(mut st) = self.staging.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                st.up.free();
+                st.down.free();
             }
             for (_, p) in self.red.lock().unwrap_or_else(|e| e.into_inner()).drain() {
                 sys::cuMemFree_v2(p.cells);

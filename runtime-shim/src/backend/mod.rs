@@ -7,6 +7,7 @@
 
 pub mod cuda;
 pub mod emulated;
+mod stage_copy;
 mod upload_pipeline;
 
 use crate::error::Result;
