@@ -160,11 +160,18 @@ impl StagePool {
 
     /// Runs job i on thread i and waits for all of them.
     fn run(&self, jobs: Vec<HostJob>) {
+        self.run_with(jobs, || {});
+    }
+
+    /// Like [`run`](Self::run), and runs `here` on the calling thread while the jobs run (the
+    /// caller would only wait otherwise, and it needs no waking).
+    fn run_with(&self, jobs: Vec<HostJob>, here: impl FnOnce()) {
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
         let n = jobs.len();
         for (i, job) in jobs.into_iter().enumerate() {
             let _ = self.senders[i % self.senders.len()].send((job, done_tx.clone()));
         }
+        here();
         for _ in 0..n {
             let _ = done_rx.recv();
         }
@@ -549,22 +556,25 @@ impl Cuda {
         copy_streams_after(st, s)?;
         let cfg = self.stage;
         let plan = std::sync::Arc::new(upload_pipeline::Upload::new(cfg.up, bytes));
-        let threads = cfg.threads.min(plan.pieces().len()).max(1);
+        // The calling thread is one of the workers: it starts at once, while the pool's
+        // threads are being woken.
+        let helpers = cfg.threads.min(plan.pieces().len()).max(1) - 1;
         let dma = std::sync::Arc::new(StageDma { dev, bufs: st.bufs.clone(), streams: st.streams.clone(), events: st.events.clone() });
         let host_p = P(host as usize);
-        let jobs: Vec<HostJob> = (0..threads)
+        let worker = move |plan: &upload_pipeline::Upload, dma: &StageDma| {
+            let copy = |off: usize, in_buf: usize, buf: usize, len: usize| {
+                // SAFETY: the plan's pieces lie inside the transfer and their buffer.
+                unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, cfg.stores) }
+            };
+            plan.work(copy, dma);
+        };
+        let jobs: Vec<HostJob> = (0..helpers)
             .map(|_| {
                 let (plan, dma) = (plan.clone(), dma.clone());
-                Box::new(move || {
-                    let copy = |off: usize, in_buf: usize, buf: usize, len: usize| {
-                        // SAFETY: the plan's pieces lie inside the transfer and their buffer.
-                        unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, cfg.stores) }
-                    };
-                    plan.work(copy, &*dma);
-                }) as HostJob
+                Box::new(move || worker(&plan, &dma)) as HostJob
             })
             .collect();
-        self.pool.run(jobs);
+        self.pool.run_with(jobs, || worker(&plan, &dma));
         unsafe {
             for e in &st.events {
                 sys::cuStreamWaitEvent(s, e.0 as CUevent, 0);
