@@ -259,24 +259,30 @@ impl StageSet {
     fn new(count: usize, size: usize) -> Result<StageSet> {
         let mut st = StageSet { bufs: Vec::new(), streams: Vec::new(), events: Vec::new() };
         for _ in 0..count {
-            unsafe {
-                let mut b: *mut c_void = std::ptr::null_mut();
-                if let Err(e) = check(sys::cuMemHostAlloc(&mut b, size, 0), "cuMemHostAlloc") {
-                    st.free();
-                    return Err(e);
-                }
-                let mut s: CUstream = std::ptr::null_mut();
-                sys::cuStreamCreate(&mut s, 1);
-                let mut e: CUevent = std::ptr::null_mut();
-                sys::cuEventCreate(&mut e, 2 /* DISABLE_TIMING */);
-                // Recorded once so that the first wait on it returns at once.
-                sys::cuEventRecord(e, s);
-                st.bufs.push(P(b as usize));
-                st.streams.push(P(s as usize));
-                st.events.push(P(e as usize));
+            if let Err(e) = st.add(size) {
+                st.free();
+                return Err(e);
             }
         }
         Ok(st)
+    }
+
+    /// One more buffer with its stream and event; what was made before a failure is kept in
+    /// `self`, for [`free`](Self::free).
+    fn add(&mut self, size: usize) -> Result<()> {
+        unsafe {
+            let mut b: *mut c_void = std::ptr::null_mut();
+            check(sys::cuMemHostAlloc(&mut b, size, 0), "cuMemHostAlloc")?;
+            self.bufs.push(P(b as usize));
+            let mut s: CUstream = std::ptr::null_mut();
+            check(sys::cuStreamCreate(&mut s, 1 /* NON_BLOCKING */), "cuStreamCreate")?;
+            self.streams.push(P(s as usize));
+            let mut e: CUevent = std::ptr::null_mut();
+            check(sys::cuEventCreate(&mut e, 2 /* DISABLE_TIMING */), "cuEventCreate")?;
+            self.events.push(P(e as usize));
+            // Recorded once so that the first wait on it returns at once.
+            check(sys::cuEventRecord(e, s), "cuEventRecord")
+        }
     }
 
     /// Releases the buffers, streams and events (the context must be idle).
