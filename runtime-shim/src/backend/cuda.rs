@@ -201,7 +201,9 @@ impl StageConfig {
         let up = upload_pipeline::Shape {
             first: var("ACCSHIM_STAGE_FIRST").unwrap_or(STAGE_FIRST).clamp(4 << 10, up_chunk),
             chunk: up_chunk,
-            piece: var("ACCSHIM_STAGE_PIECE").unwrap_or(STAGE_PIECE).clamp(4 << 10, up_chunk),
+            // Whole pages: a piece starts that far into its buffer, and non-temporal stores
+            // need 16-byte alignment.
+            piece: var("ACCSHIM_STAGE_PIECE").unwrap_or(STAGE_PIECE).clamp(4 << 10, up_chunk) / 4096 * 4096,
             bufs: var("ACCSHIM_STAGE_UP_BUFS").unwrap_or(STAGE_UP_BUFS).clamp(2, 256),
         };
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
