@@ -4,7 +4,8 @@
 #                    sh runtime-shim/scripts/gpu-bench.sh stage   (copies binaries to .device-carry/shim)
 # Then, there (carry .device-carry/shim):  sh runtime-shim/scripts/gpu-bench.sh run
 # `sweep` (there, after `run`) measures the staging pipeline's shapes (ACCSHIM_STAGE_*) and
-# repeats the Laplace data run; `h2d` repeats the pageable upload with neighbouring shapes.
+# repeats the Laplace data run; `h2d` repeats the pageable upload with neighbouring shapes;
+# `trace` writes the timelines of 64 MiB uploads (ACCSHIM_STAGE_TRACE) under $OUT.
 set -u
 D=.device-carry/shim
 if [ "${1:-}" = stage ]; then
@@ -43,10 +44,19 @@ if [ "${1:-}" = h2d ]; then
   for round in $(seq ${ROUNDS:-5}); do
     echo "=== round $round"
     b ACCSHIM_QUIET=1
+    b ACCSHIM_STAGE_NT_HEAD=0
     b ACCSHIM_STAGE_STORES=nt
     b ACCSHIM_STAGE_PIECE=524288
-    b ACCSHIM_STAGE_UP_CHUNK=8388608 ACCSHIM_STAGE_UP_BUFS=4
     b ACCSHIM_STAGE_THREADS=12
+  done
+  exit 0
+fi
+if [ "${1:-}" = trace ]; then
+  # Each 64 MiB upload's timeline (upload_trace; docs/performance/shim.md, session 6) into
+  # $OUT/trace_*.err, with and without the non-temporal head.
+  for h in 16777216 0; do
+    ACCSHIM_QUIET=1 ACCSHIM_STAGE_TRACE=1 ACCSHIM_STAGE_NT_HEAD=$h $D/bench_gpu --only h2d --reps 7 --sizes 64 >/dev/null 2>$OUT/trace_$h.err
+    grep -c "stage trace" $OUT/trace_$h.err
   done
   exit 0
 fi

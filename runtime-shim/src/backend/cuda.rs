@@ -7,10 +7,12 @@
 //! - Kernels are CUDA C, compiled once by NVRTC (for the device's compute capability) with a small
 //!   prelude of reduction helpers, and cached by source address; PTX text is loaded as is.
 //! - Copies of large pageable buffers go through pinned buffers, copied by several host threads
-//!   in parallel: uploads are staged (non-temporal stores) and each chunk DMA'd as soon as it is
-//!   staged, the first chunks small and doubling so the first DMA starts early; downloads DMA into
-//!   every buffer at once and copy each chunk out as it lands. Pageable copies alone run at a
-//!   fraction of the link's speed (see ../shared/reference/gpu.md).
+//!   in parallel: uploads are staged in pieces (stage_copy, upload_pipeline) and each chunk
+//!   DMA'd as soon as it is staged, the first chunks small and doubling so the first DMA starts
+//!   early; downloads DMA into every buffer at once and copy each chunk out as it lands.
+//!   Pageable copies alone run at a fraction of the link's speed (see
+//!   ../shared/reference/gpu.md). `ACCSHIM_STAGE_TRACE=1` prints each upload's timeline
+//!   (upload_trace).
 //! - Reductions: each (stream, operator) has a pool of device cells that hold the identity when a
 //!   kernel starts (reset in stream order only when the pool wraps), so a launch with a reduction
 //!   enqueues no memset; max and min combine blocks with one native 64-bit atomic each. After a
@@ -21,7 +23,9 @@
 //!   from C runs inside catch_unwind (src/ffi).
 
 use super::*;
-use super::stage_copy::{copy_to_staging, Stores};
+use super::stage_copy::{copy_to_staging, stores_at, Stores};
+use super::stage_pool::StagePool;
+use super::upload_trace::{self, UploadTrace};
 use crate::error::AccError;
 use cudarc::driver::sys::{self, CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUresult, CUstream};
 use std::cell::Cell;
@@ -45,6 +49,14 @@ const STAGE_UP_BUFS: usize = 8;
 /// ...and the largest piece of a chunk that one thread copies (`ACCSHIM_STAGE_PIECE`): on the
 /// H200 256 KiB and 512 KiB were alike, 1 MiB slower (docs/performance/shim.md, session 5).
 const STAGE_PIECE: usize = 256 << 10;
+/// ...written with demoted stores where the CPU has CLDEMOTE (stage_copy), except the first
+/// bytes of each upload, written with non-temporal stores (`ACCSHIM_STAGE_NT_HEAD`): until the
+/// pool's threads are all awake (most within 60 us, a few after 300-900 us on the H200
+/// machine) each thread's copy speed holds the DMA back, and non-temporal stores copy 1.7x
+/// faster per thread (6.6 against 3.9 GB/s); once all run, host memory is the limit, and
+/// demoted lines, which the DMA reads from the cache, spare it (docs/performance/shim.md,
+/// session 6: +1.6 GB/s at 64 MiB over 12 paired measurements, none at 256 MiB).
+const STAGE_NT_HEAD: usize = 16 << 20;
 /// Reduction cells per (stream, operator): cells hold the operator's identity when a kernel
 /// starts; a pool is reset (one 8 KiB copy in stream order) only when its cells run out, so a
 /// launch with a reduction needs no memset.
@@ -129,55 +141,6 @@ struct P(usize);
 unsafe impl Send for P {}
 unsafe impl Sync for P {}
 
-/// Persistent host threads for staging (spawning threads per copy would cost more than the copy
-/// of a few MiB). Each thread has the context current.
-struct StagePool {
-    senders: Vec<crossbeam_channel::Sender<(HostJob, crossbeam_channel::Sender<()>)>>,
-}
-
-impl StagePool {
-    fn new(threads: usize, ctx: usize) -> StagePool {
-        let senders = (0..threads)
-            .map(|i| {
-                let (tx, rx) = crossbeam_channel::unbounded::<(HostJob, crossbeam_channel::Sender<()>)>();
-                let c = P(ctx);
-                std::thread::Builder::new()
-                    .name(format!("accshim-stage{i}"))
-                    .spawn(move || {
-                        let c = c;
-                        unsafe { sys::cuCtxSetCurrent(c.0 as CUcontext) };
-                        for (job, done) in rx {
-                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-                            let _ = done.send(());
-                        }
-                    })
-                    .expect("spawn staging thread");
-                tx
-            })
-            .collect();
-        StagePool { senders }
-    }
-
-    /// Runs job i on thread i and waits for all of them.
-    fn run(&self, jobs: Vec<HostJob>) {
-        self.run_with(jobs, || {});
-    }
-
-    /// Like [`run`](Self::run), and runs `here` on the calling thread while the jobs run (the
-    /// caller would only wait otherwise, and it needs no waking).
-    fn run_with(&self, jobs: Vec<HostJob>, here: impl FnOnce()) {
-        let (done_tx, done_rx) = crossbeam_channel::unbounded();
-        let n = jobs.len();
-        for (i, job) in jobs.into_iter().enumerate() {
-            let _ = self.senders[i % self.senders.len()].send((job, done_tx.clone()));
-        }
-        here();
-        for _ in 0..n {
-            let _ = done_rx.recv();
-        }
-    }
-}
-
 /// The staging pipeline's shape, from the constants or the `ACCSHIM_STAGE_*` variables (for
 /// measuring; docs/performance/shim.md).
 #[derive(Clone, Copy, Debug)]
@@ -188,8 +151,10 @@ struct StageConfig {
     /// Uploads: the pipeline's shape (upload_pipeline).
     up: upload_pipeline::Shape,
     threads: usize,
-    /// How the staging threads write the pinned upload buffers (stage_copy).
+    /// How the staging threads write the pinned upload buffers (stage_copy)...
     stores: Stores,
+    /// ...except the first bytes of each upload (stage_copy::stores_at, [`STAGE_NT_HEAD`]).
+    nt_head: usize,
 }
 
 impl StageConfig {
@@ -209,7 +174,8 @@ impl StageConfig {
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
         let threads = var("ACCSHIM_STAGE_THREADS").unwrap_or(cores.clamp(1, 16)).clamp(1, 64);
         let stores = std::env::var("ACCSHIM_STAGE_STORES").ok().and_then(|v| Stores::parse(&v)).unwrap_or_else(Stores::best);
-        StageConfig { chunk, bufs, up, threads, stores }
+        let nt_head = var("ACCSHIM_STAGE_NT_HEAD").unwrap_or(STAGE_NT_HEAD);
+        StageConfig { chunk, bufs, up, threads, stores, nt_head }
     }
 }
 
@@ -435,7 +401,14 @@ impl Cuda {
                 sync_jobs: Mutex::new(Vec::new()),
                 pending_red: Mutex::new(Vec::new()),
                 store_kernel: OnceLock::new(),
-                pool: StagePool::new(stage.threads, ctx as usize),
+                pool: {
+                    let c = P(ctx as usize);
+                    // Each staging thread makes the context current once (inside this unsafe
+                    // block: the context is alive as long as the pool).
+                    StagePool::new(stage.threads, move || {
+                        sys::cuCtxSetCurrent(c.0 as CUcontext);
+                    })
+                },
             })
         }
     }
@@ -567,26 +540,37 @@ impl Cuda {
         // The calling thread is one of the workers: it starts at once, while the pool's
         // threads are being woken.
         let helpers = cfg.threads.min(plan.pieces().len()).max(1) - 1;
-        let dma = std::sync::Arc::new(StageDma { dev, bufs: st.bufs.clone(), streams: st.streams.clone(), events: st.events.clone() });
+        let trace = upload_trace::enabled()
+            .then(|| std::sync::Arc::new(UploadTrace::start(s, bytes, plan.chunks().iter().map(|c| c.0).collect(), helpers + 1)));
+        let dma = std::sync::Arc::new(StageDma { dev, bufs: st.bufs.clone(), streams: st.streams.clone(), events: st.events.clone(), trace: trace.clone() });
         let host_p = P(host as usize);
-        let worker = move |plan: &upload_pipeline::Upload, dma: &StageDma| {
+        // Worker `w` (0: the calling thread).
+        let worker = move |w: usize, plan: &upload_pipeline::Upload, dma: &StageDma| {
             let copy = |off: usize, in_buf: usize, buf: usize, len: usize| {
                 // SAFETY: the plan's pieces lie inside the transfer and their buffer.
-                unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, cfg.stores) }
+                let stores = stores_at(cfg.stores, cfg.nt_head, off);
+                let copy = || unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, stores) };
+                match &dma.trace {
+                    Some(t) => t.timed(w, copy),
+                    None => copy(),
+                }
             };
             plan.work(copy, dma);
         };
-        let jobs: Vec<HostJob> = (0..helpers)
-            .map(|_| {
+        let jobs: Vec<HostJob> = (1..=helpers)
+            .map(|w| {
                 let (plan, dma) = (plan.clone(), dma.clone());
-                Box::new(move || worker(&plan, &dma)) as HostJob
+                Box::new(move || worker(w, &plan, &dma)) as HostJob
             })
             .collect();
-        self.pool.run_with(jobs, || worker(&plan, &dma));
+        self.pool.run_with(jobs, || worker(0, &plan, &dma));
         unsafe {
             for e in &st.events {
                 sys::cuStreamWaitEvent(s, e.0 as CUevent, 0);
             }
+        }
+        if let Some(t) = trace {
+            t.report();
         }
         if plan.failed() {
             return Err(AccError::Device("staged host-to-device copy failed".into()));
@@ -602,6 +586,7 @@ struct StageDma {
     bufs: Vec<P>,
     streams: Vec<P>,
     events: Vec<P>,
+    trace: Option<std::sync::Arc<UploadTrace>>,
 }
 
 impl upload_pipeline::Dma for StageDma {
@@ -610,7 +595,11 @@ impl upload_pipeline::Dma for StageDma {
         // SAFETY: a pinned buffer of at least `len` bytes, a device range inside the transfer.
         unsafe {
             let ok = sys::cuMemcpyHtoDAsync_v2(self.dev + off as u64, self.bufs[buf].0 as *const c_void, len, cs) == CUresult::CUDA_SUCCESS;
-            ok & (sys::cuEventRecord(self.events[buf].0 as CUevent, cs) == CUresult::CUDA_SUCCESS)
+            let ok = ok & (sys::cuEventRecord(self.events[buf].0 as CUevent, cs) == CUresult::CUDA_SUCCESS);
+            if let Some(t) = &self.trace {
+                t.issued(off, cs);
+            }
+            ok
         }
     }
 

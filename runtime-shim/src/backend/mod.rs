@@ -8,7 +8,9 @@
 pub mod cuda;
 pub mod emulated;
 mod stage_copy;
+mod stage_pool;
 mod upload_pipeline;
+mod upload_trace;
 
 use crate::error::Result;
 use crate::profiling::dispatch::ApiHandles;

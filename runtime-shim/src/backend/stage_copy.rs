@@ -44,6 +44,16 @@ impl Stores {
     }
 }
 
+/// The stores for the bytes at `offset` of an upload: non-temporal in its first `nt_head` bytes
+/// where `stores` would demote (cuda.rs, STAGE_NT_HEAD says why), else `stores`.
+pub fn stores_at(stores: Stores, nt_head: usize, offset: usize) -> Stores {
+    if stores == Stores::Demoted && offset < nt_head {
+        Stores::NonTemporal
+    } else {
+        stores
+    }
+}
+
 /// CPUID leaf 7, sub-leaf 0, ECX bit 25.
 fn cpu_has_cldemote() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -124,6 +134,16 @@ mod tests {
                 assert!(got == &src[..len], "{stores:?}, {len} bytes");
             }
         }
+    }
+
+    #[test]
+    fn the_head_of_an_upload_is_non_temporal_only_where_the_rest_is_demoted() {
+        assert_eq!(stores_at(Stores::Demoted, 16 << 20, 0), Stores::NonTemporal);
+        assert_eq!(stores_at(Stores::Demoted, 16 << 20, (16 << 20) - 1), Stores::NonTemporal);
+        assert_eq!(stores_at(Stores::Demoted, 16 << 20, 16 << 20), Stores::Demoted);
+        assert_eq!(stores_at(Stores::Demoted, 0, 0), Stores::Demoted);
+        assert_eq!(stores_at(Stores::Regular, 16 << 20, 0), Stores::Regular, "measuring ordinary stores");
+        assert_eq!(stores_at(Stores::NonTemporal, 16 << 20, 32 << 20), Stores::NonTemporal);
     }
 
     #[test]

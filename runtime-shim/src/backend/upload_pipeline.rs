@@ -8,7 +8,7 @@
 //!   one DMA and fills one pinned buffer; chunks start small (the first DMA begins after a
 //!   small copy) and double up to the buffer size.
 //! - the host copy: one thread copying a 4 MiB chunk alone would hold its DMA back for a
-//!   millisecond. A chunk is split into *pieces* (512 KiB), which the staging threads take in
+//!   millisecond. A chunk is split into *pieces* (256 KiB), which the staging threads take in
 //!   order from a shared counter; whoever copies a chunk's last piece issues its DMA.
 //!
 //! Chunk `c` uses buffer `c % bufs`. A piece of chunk `c` may be written only once the
@@ -98,8 +98,8 @@ impl Upload {
         }
     }
 
-    #[cfg(test)]
-    fn chunks(&self) -> &[(usize, usize)] {
+    /// (offset, length) of each chunk, in transfer order.
+    pub fn chunks(&self) -> &[(usize, usize)] {
         &self.chunks
     }
 
