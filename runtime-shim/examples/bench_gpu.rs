@@ -2,7 +2,10 @@
 //! context) and host-to-device bandwidth from pageable memory (shim vs raw cuMemcpyHtoD).
 //! Exits with a message on machines without a CUDA device. Options: --launches N (default
 //! 20000), --reps R (default 5), --only launch|h2d|calls (default launch and h2d), --sizes
-//! MiB,MiB (default 64,256). The staging pipeline's shape comes from ACCSHIM_STAGE_*
+//! MiB,MiB (default 64,256), --cold 1|2 (before each pageable upload, read (1) or write (2)
+//! 512 MiB elsewhere so that the source is not in the CPU's caches, as for an array the program
+//! last touched long ago; writing also leaves the caches full of lines to write back; without
+//! it the source has just been read by the previous copy). The staging pipeline's shape comes from ACCSHIM_STAGE_*
 //! (runtime-shim/README.md). Beside the staged copy, `h2d` times the alternative of pinning the
 //! caller's buffer for the copy (cuMemHostRegister, copy, unregister): on the H200 machine that
 //! costs 3.1 ms for 64 MiB (12 GB/s in all), which is why the runtime stages instead.
@@ -30,6 +33,7 @@ fn main() {
     let only: String = common::arg("only", String::new());
     let sizes: String = common::arg("sizes", "64,256".to_string());
     let sizes: Vec<usize> = sizes.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+    let cold: usize = common::arg("cold", 0);
     if acc_get_num_devices(accprof_abi::acc_device_t::NVIDIA) == 0 {
         println!("bench_gpu: no CUDA device here; nothing to measure");
         return;
@@ -47,7 +51,23 @@ fn main() {
         launch_overhead(launches, reps);
     }
     if only != "launch" {
-        h2d(&sizes, reps);
+        h2d(&sizes, reps, cold);
+    }
+}
+
+/// Reads (`cold` 1) or writes (2) `buf`, larger than the last-level cache, evicting whatever
+/// the caches held; nothing for 0.
+fn evict_caches(buf: &mut [u8], cold: usize, round: usize) {
+    match cold {
+        1 => {
+            let sum = buf.iter().step_by(64).fold(0u64, |s, &b| s.wrapping_add(b as u64));
+            std::hint::black_box(sum);
+        }
+        2 => {
+            buf.fill(round as u8);
+            std::hint::black_box(buf);
+        }
+        _ => {}
     }
 }
 
@@ -101,8 +121,15 @@ fn launch_overhead(launches: usize, reps: usize) {
     );
 }
 
-fn h2d(sizes: &[usize], reps: usize) {
+fn h2d(sizes: &[usize], reps: usize, cold: usize) {
     // ---- host-to-device from pageable memory ----
+    // Filled, so that reading it reads memory rather than the shared zero page.
+    let mut evict = if cold > 0 { vec![1u8; 512 << 20] } else { Vec::new() };
+    let source = match cold {
+        0 => "",
+        1 => ", source evicted from the caches by reading",
+        _ => ", source evicted from the caches by writing",
+    };
     for &mib in sizes {
         let bytes = mib << 20;
         let host: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
@@ -110,10 +137,12 @@ fn h2d(sizes: &[usize], reps: usize) {
         let d = acc_copyin(h, bytes); // present from here on
         let mut best_raw = 0.0f64;
         let mut best_shim = 0.0f64;
-        for _ in 0..reps {
+        for rep in 0..reps {
+            evict_caches(&mut evict, cold, rep);
             let t = Instant::now();
             unsafe { sys::cuMemcpyHtoD_v2(d as u64, h, bytes) };
             best_raw = best_raw.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
+            evict_caches(&mut evict, cold, rep);
             let t = Instant::now();
             accshim::update(here!(), &[Clause::update_device(&host, c"host[0:n]")], accshim::ACC_ASYNC_SYNC, None, false);
             best_shim = best_shim.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
@@ -165,7 +194,7 @@ fn h2d(sizes: &[usize], reps: usize) {
         );
         acc_delete(h, bytes);
         println!(
-            "h2d {mib} MiB pageable: raw cuMemcpyHtoD {best_raw:.1} GB/s, shim update device {best_shim:.1} GB/s (best of {reps}), data {}",
+            "h2d {mib} MiB pageable: raw cuMemcpyHtoD {best_raw:.1} GB/s, shim update device {best_shim:.1} GB/s (best of {reps}{source}), data {}",
             if ok { "ok" } else { "CORRUPT" }
         );
         // The link's ceiling on this machine start: the same size from pinned memory.

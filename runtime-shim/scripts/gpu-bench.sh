@@ -40,11 +40,15 @@ fi
 if [ "${1:-}" = h2d ]; then
   # The pageable upload, ROUNDS rounds of the committed staging shape with neighbouring shapes
   # interleaved (best of 7 per measurement; docs/performance/shim.md, session 5).
+  # The cold lines evict the source from the caches before each upload (bench_gpu --cold 1).
   b() { echo "-- $*"; env "$@" $D/bench_gpu --only h2d --reps 7 --sizes 64,256 2>&1 | grep -E "^(h2d|d2h) (64|256) MiB pageable"; }
+  bc() { echo "-- cold: $*"; env "$@" $D/bench_gpu --only h2d --reps 7 --sizes 64,256 --cold 1 2>&1 | grep -E "^h2d (64|256) MiB pageable"; }
   for round in $(seq ${ROUNDS:-5}); do
     echo "=== round $round"
     b ACCSHIM_QUIET=1
+    bc ACCSHIM_QUIET=1
     b ACCSHIM_STAGE_NT_HEAD=0
+    bc ACCSHIM_STAGE_NT_HEAD=0
     b ACCSHIM_STAGE_STORES=nt
     b ACCSHIM_STAGE_PIECE=524288
     b ACCSHIM_STAGE_THREADS=12

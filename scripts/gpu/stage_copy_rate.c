@@ -1,10 +1,12 @@
 /* How fast the host side of a staged upload can copy, apart from CUDA: T threads take 256 KiB
  * pieces of a 64 MiB source in order and copy each into a 32 MiB ring of locked buffers (as the
- * shim's staging threads fill its eight 4 MiB pinned buffers), with the source flushed from the
- * caches before each repetition. Variants: 4 KiB or transparent huge pages for the source and
- * for the ring; the ring written with ordinary stores, ordinary stores then CLDEMOTE (the
- * shim's choice where the CPU has it), or non-temporal stores; and the source's next pages
- * touched ahead of the copy (a software TLB prefetch).
+ * shim's staging threads fill its eight 4 MiB pinned buffers), with the source evicted from the
+ * caches before each repetition, by writing 512 MiB elsewhere ("written-out") or reading them
+ * ("read-out"). Variants: the ring written with ordinary stores, ordinary stores then CLDEMOTE
+ * (the shim's choice where the CPU has it), or non-temporal stores; the source's next pages
+ * touched ahead of the copy (a software TLB prefetch); and a copy loop of our own that
+ * prefetches the source 2 or 8 KiB ahead. (Session 6's first run also compared transparent
+ * huge pages for the source and the ring: no consistent difference.)
  *
  * Build: gcc -O2 -march=x86-64-v2 -pthread scripts/gpu/stage_copy_rate.c -o stage_copy_rate
  * Run:   stage_copy_rate [reps]      (docs/performance/shim.md, session 6) */
@@ -24,8 +26,10 @@
 #define RING_BYTES (32 * MIB)
 #define FLUSH_BYTES (512 * MIB)
 
-enum stores { REGULAR, DEMOTE, NONTEMPORAL, DEMOTE_TLB_AHEAD };
-static const char *store_names[] = {"regular", "demote", "nt", "demote+tlb-ahead"};
+enum stores { REGULAR, DEMOTE, NONTEMPORAL, DEMOTE_TLB_AHEAD, DEMOTE_PF, NONTEMPORAL_PF };
+static const char *store_names[] = {"regular", "demote", "nt", "demote+tlb-ahead", "demote+prefetch", "nt+prefetch"};
+/* How far ahead of the copy the *_PF variants prefetch the source (bytes); set per run. */
+static size_t prefetch_ahead = 2048;
 
 static double now(void) {
     struct timespec t;
@@ -62,6 +66,28 @@ static void copy_nt(unsigned char *d, const unsigned char *s, size_t n) {
     _mm_sfence();
 }
 
+/* A copy loop of our own that prefetches the source `prefetch_ahead` bytes ahead (into L2:
+ * the hardware's streamers stop at 4 KiB page boundaries, software prefetches do not). */
+static void copy_pf(unsigned char *d, const unsigned char *s, size_t n, int nt) {
+    for (size_t i = 0; i < n; i += 64) {
+        _mm_prefetch((const char *)s + i + prefetch_ahead, _MM_HINT_T1);
+        __m128i a = _mm_loadu_si128((const __m128i *)(s + i)), b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + i + 32)), e = _mm_loadu_si128((const __m128i *)(s + i + 48));
+        if (nt) {
+            _mm_stream_si128((__m128i *)(d + i), a);
+            _mm_stream_si128((__m128i *)(d + i + 16), b);
+            _mm_stream_si128((__m128i *)(d + i + 32), c);
+            _mm_stream_si128((__m128i *)(d + i + 48), e);
+        } else {
+            _mm_store_si128((__m128i *)(d + i), a);
+            _mm_store_si128((__m128i *)(d + i + 16), b);
+            _mm_store_si128((__m128i *)(d + i + 32), c);
+            _mm_store_si128((__m128i *)(d + i + 48), e);
+        }
+    }
+    if (nt) _mm_sfence();
+}
+
 static void demote(unsigned char *d, size_t n) {
     for (size_t i = 0; i < n; i += 64) __asm__ volatile("cldemote (%0)" ::"r"(d + i));
 }
@@ -96,13 +122,33 @@ static void *worker(void *arg) {
                 demote(d + o, 16384);
             }
             break;
+        case DEMOTE_PF:
+            for (size_t o = 0; o < j->piece; o += 4096) {
+                copy_pf(d + o, s + o, 4096, 0);
+                demote(d + o, 4096);
+            }
+            break;
+        case NONTEMPORAL_PF: copy_pf(d, s, j->piece, 1); break;
         }
     }
 }
 
 /* GB/s of one repetition with `threads` threads. */
-static double once(unsigned char *src, unsigned char *ring, unsigned char *flush, int threads, size_t piece, enum stores st, int cached) {
-    if (!cached) memset(flush, 1, FLUSH_BYTES);
+/* Evicts the source: by writing FLUSH_BYTES (the caches then hold dirty lines, written back
+ * during the copy) or by reading them (clean lines). */
+static volatile uint64_t sink;
+static void evict(unsigned char *flush, int by_reading) {
+    if (!by_reading) {
+        memset(flush, 1, FLUSH_BYTES);
+        return;
+    }
+    uint64_t sum = 0;
+    for (size_t i = 0; i < FLUSH_BYTES; i += 64) sum += flush[i];
+    sink = sum;
+}
+
+static double once(unsigned char *src, unsigned char *ring, unsigned char *flush, int threads, size_t piece, enum stores st, int flush_mode) {
+    if (flush_mode) evict(flush, flush_mode == 2);
     struct job j = {.src = src, .ring = ring, .piece = piece, .stores = st};
     atomic_init(&j.next, 0);
     atomic_init(&j.go, 0);
@@ -135,23 +181,26 @@ int main(int argc, char **argv) {
     if (thp) fclose(thp);
     printf("cldemote %s; transparent huge pages: %s\n", has_demote ? "yes" : "no", mode);
     unsigned char *flush = region(FLUSH_BYTES, 1, 0);
-    unsigned char *src[2] = {region(SRC_BYTES, 0, 0), region(SRC_BYTES, 1, 0)};
-    unsigned char *ring[2] = {region(RING_BYTES, 0, 1), region(RING_BYTES, 1, 1)};
-    int threads[] = {1, 4, 8, 16};
-    printf("%-18s %-8s %-8s %7s  %s\n", "stores", "source", "ring", "threads", "GB/s: median (best) of reps, source flushed");
-    for (int st = REGULAR; st <= DEMOTE_TLB_AHEAD; st++) {
-        if ((st == DEMOTE || st == DEMOTE_TLB_AHEAD) && !has_demote) continue;
-        for (int sh = 0; sh < 2; sh++)
-            for (int rh = 0; rh < 2; rh++)
+    unsigned char *src[1] = {region(SRC_BYTES, 0, 0)};
+    unsigned char *ring[1] = {region(RING_BYTES, 0, 1)};
+    int threads[] = {1, 8, 16};
+    printf("%-18s %-6s %-11s %7s  %s\n", "stores", "ahead", "source", "threads", "GB/s: median (best) of reps; 4 KiB pages");
+    for (int flush_mode = 1; flush_mode <= 2; flush_mode++)
+        for (int st = REGULAR; st <= NONTEMPORAL_PF; st++) {
+            if ((st == DEMOTE || st == DEMOTE_TLB_AHEAD || st == DEMOTE_PF) && !has_demote) continue;
+            size_t aheads[] = {2048, 8192};
+            int n_ahead = (st == DEMOTE_PF || st == NONTEMPORAL_PF) ? 2 : 1;
+            for (int a = 0; a < n_ahead; a++) {
+                prefetch_ahead = aheads[a];
                 for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
                     double r[100];
-                    for (int i = 0; i < reps; i++) r[i] = once(src[sh], ring[rh], flush, threads[k], 256 << 10, st, 0);
+                    for (int i = 0; i < reps; i++) r[i] = once(src[0], ring[0], flush, threads[k], 256 << 10, st, flush_mode);
                     qsort(r, reps, sizeof *r, cmp);
-                    printf("%-18s %-8s %-8s %7d  %.1f (%.1f)\n", store_names[st], sh ? "huge" : "4k", rh ? "huge" : "4k", threads[k], r[reps / 2], r[reps - 1]);
+                    printf("%-18s %-6zu %-11s %7d  %.1f (%.1f)\n", store_names[st], n_ahead > 1 ? prefetch_ahead : 0,
+                           flush_mode == 1 ? "written-out" : "read-out", threads[k], r[reps / 2], r[reps - 1]);
                     fflush(stdout);
                 }
-    }
-    double r = once(src[0], ring[0], flush, 16, 256 << 10, has_demote ? DEMOTE : NONTEMPORAL, 1);
-    printf("source cached (not flushed), 4k/4k, 16 threads, the shim's stores: %.1f GB/s\n", r);
+            }
+        }
     return 0;
 }

@@ -57,6 +57,9 @@ const STAGE_PIECE: usize = 256 << 10;
 /// demoted lines, which the DMA reads from the cache, spare it (docs/performance/shim.md,
 /// session 6: +1.6 GB/s at 64 MiB over 12 paired measurements, none at 256 MiB).
 const STAGE_NT_HEAD: usize = 16 << 20;
+/// Non-temporal copies prefetch their source this far ahead (`ACCSHIM_STAGE_PREFETCH`, 0: no
+/// prefetch; stage_copy::copy_to_staging says why).
+const STAGE_PREFETCH: usize = 2048;
 /// Reduction cells per (stream, operator): cells hold the operator's identity when a kernel
 /// starts; a pool is reset (one 8 KiB copy in stream order) only when its cells run out, so a
 /// launch with a reduction needs no memset.
@@ -155,6 +158,8 @@ struct StageConfig {
     stores: Stores,
     /// ...except the first bytes of each upload (stage_copy::stores_at, [`STAGE_NT_HEAD`]).
     nt_head: usize,
+    /// How far ahead non-temporal copies prefetch their source ([`STAGE_PREFETCH`]).
+    prefetch: usize,
 }
 
 impl StageConfig {
@@ -175,7 +180,8 @@ impl StageConfig {
         let threads = var("ACCSHIM_STAGE_THREADS").unwrap_or(cores.clamp(1, 16)).clamp(1, 64);
         let stores = std::env::var("ACCSHIM_STAGE_STORES").ok().and_then(|v| Stores::parse(&v)).unwrap_or_else(Stores::best);
         let nt_head = var("ACCSHIM_STAGE_NT_HEAD").unwrap_or(STAGE_NT_HEAD);
-        StageConfig { chunk, bufs, up, threads, stores, nt_head }
+        let prefetch = var("ACCSHIM_STAGE_PREFETCH").unwrap_or(STAGE_PREFETCH).min(1 << 20);
+        StageConfig { chunk, bufs, up, threads, stores, nt_head, prefetch }
     }
 }
 
@@ -549,7 +555,7 @@ impl Cuda {
             let copy = |off: usize, in_buf: usize, buf: usize, len: usize| {
                 // SAFETY: the plan's pieces lie inside the transfer and their buffer.
                 let stores = stores_at(cfg.stores, cfg.nt_head, off);
-                let copy = || unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, stores) };
+                let copy = || unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, stores, cfg.prefetch) };
                 match &dma.trace {
                     Some(t) => t.timed(w, copy),
                     None => copy(),

@@ -71,21 +71,28 @@ fn cpu_has_cldemote() -> bool {
 }
 
 /// Copies `len` bytes from `src` to the 16-byte aligned `dst` with `stores`; when it returns,
-/// the bytes are visible to a DMA started afterwards.
+/// the bytes are visible to a DMA started afterwards. The non-temporal copy prefetches the
+/// source `prefetch` bytes ahead (0: not at all): the hardware's prefetchers stop at each 4 KiB
+/// page, so a thread copying memory that is not in the caches otherwise waits on every page's
+/// first lines (on the H200 machine one thread copies 10 GB/s with a 2 KiB prefetch, 7 without).
 ///
 /// # Safety
 /// `src` and `dst` are valid for `len` bytes and do not overlap; `dst` is 16-byte aligned.
-pub unsafe fn copy_to_staging(src: *const u8, dst: *mut u8, len: usize, stores: Stores) {
+pub unsafe fn copy_to_staging(src: *const u8, dst: *mut u8, len: usize, stores: Stores, prefetch: usize) {
     #[cfg(target_arch = "x86_64")]
     match stores {
         Stores::NonTemporal => {
-            use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+            use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_prefetch, _mm_sfence, _mm_stream_si128, _MM_HINT_T1};
             let body = len / 64 * 64;
             let mut i = 0;
             // SAFETY: in bounds (i + 64 <= body <= len); dst + i is 16-byte aligned; SSE2 is
-            // part of x86-64.
+            // part of x86-64. A prefetch never faults, and its address is computed with
+            // wrapping arithmetic, so one past the source's end is harmless.
             unsafe {
                 while i < body {
+                    if prefetch > 0 {
+                        _mm_prefetch::<_MM_HINT_T1>(src.wrapping_add(i + prefetch) as *const i8);
+                    }
                     let s = src.add(i) as *const __m128i;
                     let d = dst.add(i) as *mut __m128i;
                     let (a, b, c, e) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)), _mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
@@ -128,10 +135,13 @@ mod tests {
             // 16-byte aligned destination, lengths with and without a partial last line.
             let mut dst = vec![0u128; 100_003 / 16 + 2];
             for len in [0, 1, 63, 64, 65, 4096, 100_003] {
-                let d = dst.as_mut_ptr() as *mut u8;
-                unsafe { copy_to_staging(src.as_ptr(), d, len, stores) };
-                let got = unsafe { std::slice::from_raw_parts(d, len) };
-                assert!(got == &src[..len], "{stores:?}, {len} bytes");
+                for prefetch in [0, 2048] {
+                    dst.fill(0);
+                    let d = dst.as_mut_ptr() as *mut u8;
+                    unsafe { copy_to_staging(src.as_ptr(), d, len, stores, prefetch) };
+                    let got = unsafe { std::slice::from_raw_parts(d, len) };
+                    assert!(got == &src[..len], "{stores:?}, {len} bytes, prefetch {prefetch}");
+                }
             }
         }
     }
