@@ -52,10 +52,11 @@ const STAGE_PIECE: usize = 256 << 10;
 /// ...written with demoted stores where the CPU has CLDEMOTE (stage_copy), except the first
 /// bytes of each upload, written with non-temporal stores (`ACCSHIM_STAGE_NT_HEAD`): until the
 /// pool's threads are all awake (most within 60 us, a few after 300-900 us on the H200
-/// machine) each thread's copy speed holds the DMA back, and non-temporal stores copy 1.7x
-/// faster per thread (6.6 against 3.9 GB/s); once all run, host memory is the limit, and
-/// demoted lines, which the DMA reads from the cache, spare it (docs/performance/shim.md,
-/// session 6: +1.6 GB/s at 64 MiB over 12 paired measurements, none at 256 MiB).
+/// machine) each thread's copy speed holds the DMA back, and non-temporal stores with a
+/// prefetch copy 2.7x faster per thread (10 against 3.8 GB/s); once all run, host memory is
+/// the limit, and demoted lines, which the DMA reads from the cache, spare it
+/// (docs/performance/shim.md, session 6: +2.4 GB/s at 64 MiB over 6 paired measurements,
+/// nothing beyond the spread at 256 MiB).
 const STAGE_NT_HEAD: usize = 16 << 20;
 /// Non-temporal copies prefetch their source this far ahead (`ACCSHIM_STAGE_PREFETCH`, 0: no
 /// prefetch; stage_copy::copy_to_staging says why).

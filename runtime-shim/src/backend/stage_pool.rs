@@ -2,7 +2,7 @@
 //! than the copy of a few MiB.
 //!
 //! Between copies the threads sleep. Waking one costs its waker a system call, and on the H200
-//! machine (a virtual machine) most start within 60 us of the upload, but a few take 300-750
+//! machine (a virtual machine) most start within 60 us of the upload, but a few take 300-900
 //! us: an idle virtual CPU is slow to run again (docs/performance/shim.md, session 6). Waking
 //! them as a tree (each woken thread waking two more) was measured and started them later, so
 //! the caller wakes every thread itself, and the staged copies hand out their work in small
