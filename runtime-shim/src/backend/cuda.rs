@@ -55,7 +55,7 @@ const STAGE_PIECE: usize = 256 << 10;
 /// machine) each thread's copy speed holds the DMA back, and non-temporal stores with a
 /// prefetch copy 2.7x faster per thread (10 against 3.8 GB/s); once all run, host memory is
 /// the limit, and demoted lines, which the DMA reads from the cache, spare it
-/// (docs/performance/shim.md, session 6: +2.4 GB/s at 64 MiB over 6 paired measurements,
+/// (docs/performance/shim.md, session 6: +1.9 GB/s at 64 MiB over 9 paired measurements,
 /// nothing beyond the spread at 256 MiB).
 const STAGE_NT_HEAD: usize = 16 << 20;
 /// Non-temporal copies prefetch their source this far ahead (`ACCSHIM_STAGE_PREFETCH`, 0: no
