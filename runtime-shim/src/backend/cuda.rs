@@ -49,6 +49,9 @@ const STAGE_UP_BUFS: usize = 8;
 /// ...and the largest piece of a chunk that one thread copies (`ACCSHIM_STAGE_PIECE`): on the
 /// H200 256 KiB and 512 KiB were alike, 1 MiB slower (docs/performance/shim.md, session 5).
 const STAGE_PIECE: usize = 256 << 10;
+/// ...the smallest of the halving chunks at an upload's end (`ACCSHIM_STAGE_TAIL`, 0: none;
+/// upload_pipeline says why): one piece, copied by one thread.
+const STAGE_TAIL: usize = STAGE_PIECE;
 /// ...written with demoted stores where the CPU has CLDEMOTE (stage_copy), except the first
 /// bytes of each upload, written with non-temporal stores (`ACCSHIM_STAGE_NT_HEAD`): until the
 /// pool's threads are all awake (most within 60 us, a few after 300-900 us on the H200
@@ -176,6 +179,7 @@ impl StageConfig {
             // need 16-byte alignment.
             piece: var("ACCSHIM_STAGE_PIECE").unwrap_or(STAGE_PIECE).clamp(4 << 10, up_chunk) / 4096 * 4096,
             bufs: var("ACCSHIM_STAGE_UP_BUFS").unwrap_or(STAGE_UP_BUFS).clamp(2, 256),
+            tail: var("ACCSHIM_STAGE_TAIL").unwrap_or(STAGE_TAIL).min(up_chunk),
         };
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
         let threads = var("ACCSHIM_STAGE_THREADS").unwrap_or(cores.clamp(1, 16)).clamp(1, 64);
@@ -612,7 +616,11 @@ impl upload_pipeline::Dma for StageDma {
 
     fn wait(&self, buf: usize) -> bool {
         // SAFETY: an event of our context.
-        unsafe { sys::cuEventSynchronize(self.events[buf].0 as CUevent) == CUresult::CUDA_SUCCESS }
+        let wait = || unsafe { sys::cuEventSynchronize(self.events[buf].0 as CUevent) == CUresult::CUDA_SUCCESS };
+        match &self.trace {
+            Some(t) => t.timed_wait(wait),
+            None => wait(),
+        }
     }
 }
 

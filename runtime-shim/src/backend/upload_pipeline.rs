@@ -6,7 +6,10 @@
 //! - the DMA: each copy costs about 3 us on top of its bytes, so 1 MiB copies of pinned memory
 //!   reach only 47-48 GB/s where 4 MiB copies reach 52-53 and one 64 MiB copy 55. A *chunk* is
 //!   one DMA and fills one pinned buffer; chunks start small (the first DMA begins after a
-//!   small copy) and double up to the buffer size.
+//!   small copy) and double up to the buffer size. Towards the end they halve again, down to
+//!   `tail`: the last chunk's DMA can start only once its last piece is copied, and when the
+//!   host copy is the slower side (a source that is not in the CPU's caches) a whole buffer's
+//!   DMA after it would add 80 us to a 64 MiB upload that takes 1.6 ms.
 //! - the host copy: one thread copying a 4 MiB chunk alone would hold its DMA back for a
 //!   millisecond. A chunk is split into *pieces* (256 KiB), which the staging threads take in
 //!   order from a shared counter; whoever copies a chunk's last piece issues its DMA.
@@ -37,6 +40,9 @@ pub struct Shape {
     pub piece: usize,
     /// Pinned buffers (and their streams and events).
     pub bufs: usize,
+    /// Smallest last chunk: a chunk is at most half of what remains, but never leaves less
+    /// than this behind (0: no halving at the end).
+    pub tail: usize,
 }
 
 /// What the pipeline needs from the device: asynchronous copies out of the pinned buffers, each
@@ -59,8 +65,13 @@ pub struct Upload {
     next_piece: AtomicUsize,
     /// Pieces of each chunk not copied yet.
     pieces_left: Vec<AtomicUsize>,
-    /// How many chunks each buffer has had issued.
+    /// How many chunks each buffer has had issued...
     issued: Vec<AtomicUsize>,
+    /// ...and how many of their DMAs a thread has seen complete: the others then need not ask
+    /// the driver again. (Asking once per piece, from 16 threads at once, cost each staging
+    /// thread about 170 us of a 64 MiB upload on the H200 machine: docs/performance/shim.md,
+    /// session 7.)
+    completed: Vec<AtomicUsize>,
     failed: AtomicBool,
 }
 
@@ -71,11 +82,19 @@ impl Upload {
             chunk: shape.chunk.max(1),
             piece: shape.piece.max(1),
             bufs: shape.bufs.max(1),
+            tail: shape.tail,
         };
         let mut chunks = Vec::with_capacity(bytes / shape.chunk + 16);
         let (mut off, mut size) = (0, shape.first.min(shape.chunk));
         while off < bytes {
-            let len = size.min(bytes - off);
+            let left = bytes - off;
+            // Half of what is left, in whole pieces (a piece a thread copies in full).
+            let half = left.div_ceil(2) / shape.piece * shape.piece;
+            let mut taper = if shape.tail > 0 { shape.tail.max(half) } else { left };
+            if left - taper < shape.tail {
+                taper = left; // no last chunk smaller than the tail
+            }
+            let len = size.min(left).min(taper);
             chunks.push((off, len));
             off += len;
             size = (size * 2).min(shape.chunk);
@@ -94,6 +113,7 @@ impl Upload {
             next_piece: AtomicUsize::new(0),
             pieces_left,
             issued: (0..shape.bufs).map(|_| AtomicUsize::new(0)).collect(),
+            completed: (0..shape.bufs).map(|_| AtomicUsize::new(0)).collect(),
             failed: AtomicBool::new(false),
         }
     }
@@ -134,9 +154,15 @@ impl Upload {
                         std::thread::yield_now();
                     }
                 }
-                // ...and then its DMA must have read the buffer.
-                if !dma.wait(buf) {
-                    self.failed.store(true, Ordering::Relaxed);
+                // ...and then its DMA must have read the buffer. (Acquire/Release: nothing here
+                // orders memory that the driver's own synchronisation does not; the flag only
+                // spares calls.)
+                if self.completed[buf].load(Ordering::Acquire) < generation {
+                    if dma.wait(buf) {
+                        self.completed[buf].fetch_max(generation, Ordering::Release);
+                    } else {
+                        self.failed.store(true, Ordering::Relaxed);
+                    }
                 }
             }
             let (chunk_off, chunk_len) = self.chunks[p.chunk];
@@ -161,7 +187,7 @@ mod tests {
     const MIB: usize = 1 << 20;
 
     fn shape(first: usize, chunk: usize, piece: usize, bufs: usize) -> Shape {
-        Shape { first, chunk, piece, bufs }
+        Shape { first, chunk, piece, bufs, tail: 0 }
     }
 
     #[test]
@@ -184,11 +210,36 @@ mod tests {
     }
 
     #[test]
+    fn chunks_halve_towards_the_end_down_to_the_tail() {
+        let tail = 256 << 10;
+        let u = Upload::new(Shape { tail, ..shape(4 * MIB, 4 * MIB, tail, 8) }, 64 * MIB);
+        let sizes: Vec<usize> = u.chunks().iter().map(|c| c.1).collect();
+        assert_eq!(&sizes[sizes.len() - 7..], &[4 * MIB, 4 * MIB, 2 * MIB, MIB, 512 << 10, tail, tail]);
+        assert_eq!(sizes.iter().sum::<usize>(), 64 * MIB);
+        // The doubling start (64 KiB, ... 2 MiB) leaves the end unaligned: still whole pieces
+        // everywhere but in the last chunk, and nothing smaller than the tail at the end.
+        let u = Upload::new(Shape { tail, ..shape(64 << 10, 4 * MIB, tail, 8) }, 64 * MIB);
+        let sizes: Vec<usize> = u.chunks().iter().map(|c| c.1).collect();
+        assert_eq!(&sizes[..7], &[64 << 10, 128 << 10, 256 << 10, 512 << 10, MIB, 2 * MIB, 4 * MIB], "the start is unchanged");
+        assert!(sizes[sizes.len() - 1] >= tail && sizes[sizes.len() - 1] < 2 * tail);
+        assert!(sizes[sizes.len() - 3] <= MIB);
+        let last = sizes.len() - 1;
+        assert!(u.pieces().iter().filter(|p| p.chunk >= 2 && p.chunk < last).all(|p| p.len == tail));
+        // A small upload: the doubling start meets the halving end.
+        let u = Upload::new(Shape { tail, ..shape(64 << 10, 4 * MIB, tail, 8) }, MIB);
+        let sizes: Vec<usize> = u.chunks().iter().map(|c| c.1).collect();
+        assert_eq!(sizes, [64 << 10, 128 << 10, 256 << 10, 256 << 10, 320 << 10]);
+    }
+
+    #[test]
     fn odd_sizes_and_tiny_transfers_are_covered() {
         for bytes in [1, 4095, 5 * MIB + 3, 17 * MIB - 1] {
-            let u = Upload::new(shape(64 << 10, 4 * MIB, MIB, 3), bytes);
-            assert_eq!(u.chunks().iter().map(|c| c.1).sum::<usize>(), bytes);
-            assert_eq!(u.pieces().iter().map(|p| p.len).sum::<usize>(), bytes);
+            for tail in [0, 4 << 10, 256 << 10] {
+                let u = Upload::new(Shape { tail, ..shape(64 << 10, 4 * MIB, MIB, 3) }, bytes);
+                assert_eq!(u.chunks().iter().map(|c| c.1).sum::<usize>(), bytes);
+                assert_eq!(u.pieces().iter().map(|p| p.len).sum::<usize>(), bytes);
+                assert!(u.chunks().iter().all(|c| c.1 > 0 && c.1 <= 4 * MIB));
+            }
         }
         assert!(Upload::new(shape(64 << 10, 4 * MIB, MIB, 3), 0).pieces().is_empty());
     }
@@ -201,6 +252,7 @@ mod tests {
         pending: Mutex<Vec<Option<(usize, usize)>>>,
         device: Mutex<Vec<u8>>,
         issued: AtomicUsize,
+        waits: AtomicUsize,
         /// A buffer's copy was issued while its previous one had not completed.
         overlapped: AtomicBool,
     }
@@ -227,8 +279,20 @@ mod tests {
             true
         }
         fn wait(&self, buf: usize) -> bool {
+            self.waits.fetch_add(1, Ordering::Relaxed);
             self.complete(buf);
             true
+        }
+    }
+
+    fn lazy_dma<'a>(bufs: &'a [Mutex<Vec<u8>>], bytes: usize) -> LazyDma<'a> {
+        LazyDma {
+            bufs,
+            pending: Mutex::new(vec![None; bufs.len()]),
+            device: Mutex::new(vec![0; bytes]),
+            issued: AtomicUsize::new(0),
+            waits: AtomicUsize::new(0),
+            overlapped: AtomicBool::new(false),
         }
     }
 
@@ -237,7 +301,7 @@ mod tests {
         let (chunk, bufs, bytes) = (64 << 10, 3, (3 << 20) + 12345);
         let src: Vec<u8> = (0..bytes).map(|i| (i * 7 + i / 4093) as u8).collect();
         let buffers: Vec<Mutex<Vec<u8>>> = (0..bufs).map(|_| Mutex::new(vec![0; chunk])).collect();
-        let dma = LazyDma { bufs: &buffers, pending: Mutex::new(vec![None; bufs]), device: Mutex::new(vec![0; bytes]), issued: AtomicUsize::new(0), overlapped: AtomicBool::new(false) };
+        let dma = lazy_dma(&buffers, bytes);
         let u = Upload::new(shape(4 << 10, chunk, 16 << 10, bufs), bytes);
         let copy = |off: usize, in_buf: usize, buf: usize, len: usize| {
             buffers[buf].lock().unwrap()[in_buf..in_buf + len].copy_from_slice(&src[off..off + len]);
@@ -254,6 +318,23 @@ mod tests {
         assert!(!dma.overlapped.load(Ordering::Relaxed), "a buffer was reused before its copy completed");
         assert_eq!(dma.issued.load(Ordering::Relaxed), u.chunks().len(), "one DMA per chunk");
         assert!(*dma.device.lock().unwrap() == src, "the device got the source, byte for byte");
+    }
+
+    #[test]
+    fn a_buffer_is_waited_for_once_per_reuse_not_once_per_piece() {
+        let (chunk, bufs, bytes) = (64 << 10, 2, MIB);
+        let src: Vec<u8> = (0..bytes).map(|i| (i * 13 + i / 4093) as u8).collect();
+        let buffers: Vec<Mutex<Vec<u8>>> = (0..bufs).map(|_| Mutex::new(vec![0; chunk])).collect();
+        let dma = lazy_dma(&buffers, bytes);
+        // 16 chunks of 8 pieces each.
+        let u = Upload::new(shape(chunk, chunk, 8 << 10, bufs), bytes);
+        u.work(|off, in_buf, buf, len| buffers[buf].lock().unwrap()[in_buf..in_buf + len].copy_from_slice(&src[off..off + len]), &dma);
+        for b in 0..bufs {
+            dma.complete(b);
+        }
+        assert_eq!(u.chunks().len(), 16);
+        assert_eq!(dma.waits.load(Ordering::Relaxed), 16 - bufs, "one wait per chunk that reuses a buffer");
+        assert!(*dma.device.lock().unwrap() == src);
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct UploadTrace {
     last_ns: Vec<AtomicU64>,
     copy_ns: Vec<AtomicU64>,
     pieces: Vec<AtomicU64>,
+    /// Waits for a buffer's previous DMA: how many, and their total ns.
+    waits: AtomicU64,
+    wait_ns: AtomicU64,
 }
 
 // SAFETY: CUDA events are handles that any thread of the process may use; the other fields are
@@ -76,6 +79,8 @@ impl UploadTrace {
             last_ns: zeros(workers),
             copy_ns: zeros(workers),
             pieces: zeros(workers),
+            waits: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
         }
     }
 
@@ -99,6 +104,15 @@ impl UploadTrace {
         self.piece(w, from, self.now_ns());
     }
 
+    /// Times `wait`, a wait for a buffer's previous DMA.
+    pub fn timed_wait(&self, wait: impl FnOnce() -> bool) -> bool {
+        let from = self.now_ns();
+        let ok = wait();
+        self.waits.fetch_add(1, Ordering::Relaxed);
+        self.wait_ns.fetch_add(self.now_ns() - from, Ordering::Relaxed);
+        ok
+    }
+
     /// The DMA of the chunk at transfer offset `off` was just issued on `cs`.
     pub fn issued(&self, off: usize, cs: CUstream) {
         let c = chunk_at(&self.chunk_offs, off);
@@ -110,7 +124,7 @@ impl UploadTrace {
     }
 
     /// Waits for the device and prints the timeline (microseconds):
-    /// `accshim stage trace: <MiB> host <us> dma_end <us> workers <first-last:copy_us/pieces ...> chunks <issue/done ...>`.
+    /// `accshim stage trace: <MiB> host <us> dma_end <us> waits <n>/<us> workers <first-last:copy_us/pieces ...> chunks <issue/done ...>`.
     pub fn report(&self) {
         let host_us = self.now_ns() as f64 / 1e3;
         let us = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e3;
@@ -131,8 +145,10 @@ impl UploadTrace {
             (0..self.done.len()).map(|c| format!("{:.0}/{:.0}", us(&self.issue_ns[c]), device_us(self.done[c]))).collect();
         let dma_end = self.done.iter().map(|&e| device_us(e)).fold(0f64, f64::max);
         eprintln!(
-            "accshim stage trace: {} MiB host {host_us:.0} dma_end {dma_end:.0} workers {} chunks {}",
+            "accshim stage trace: {} MiB host {host_us:.0} dma_end {dma_end:.0} waits {}/{:.0} workers {} chunks {}",
             self.bytes >> 20,
+            self.waits.load(Ordering::Relaxed),
+            us(&self.wait_ns),
             workers.join(" "),
             chunks.join(" ")
         );
