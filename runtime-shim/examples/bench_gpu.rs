@@ -2,10 +2,11 @@
 //! context) and host-to-device bandwidth from pageable memory (shim vs raw cuMemcpyHtoD).
 //! Exits with a message on machines without a CUDA device. Options: --launches N (default
 //! 20000), --reps R (default 5), --only launch|h2d|calls (default launch and h2d), --sizes
-//! MiB,MiB (default 64,256), --cold 1|2 (before each pageable upload, read (1) or write (2)
+//! MiB,MiB (default 64,256), --cold 1|2|3 (before each pageable upload, read (1) or write (2)
 //! 512 MiB elsewhere so that the source is not in the CPU's caches, as for an array the program
-//! last touched long ago; writing also leaves the caches full of lines to write back; without
-//! it the source has just been read by the previous copy). The staging pipeline's shape comes from ACCSHIM_STAGE_*
+//! last touched long ago; writing also leaves the caches full of lines to write back; or (3)
+//! write every line of the source itself, as for an array the program has just computed;
+//! without it the source has just been read by the previous copy). The staging pipeline's shape comes from ACCSHIM_STAGE_*
 //! (runtime-shim/README.md). Beside the staged copy, `h2d` times the alternative of pinning the
 //! caller's buffer for the copy (cuMemHostRegister, copy, unregister): on the H200 machine that
 //! costs 3.1 ms for 64 MiB (12 GB/s in all), which is why the runtime stages instead.
@@ -56,9 +57,16 @@ fn main() {
 }
 
 /// Reads (`cold` 1) or writes (2) `buf`, larger than the last-level cache, evicting whatever
-/// the caches held; nothing for 0.
-fn evict_caches(buf: &mut [u8], cold: usize, round: usize) {
+/// the caches held; or (3) rewrites every line of `source` with the bytes it holds, leaving it
+/// in the caches, modified; nothing for 0.
+fn evict_caches(buf: &mut [u8], source: &mut [u8], cold: usize, round: usize) {
     match cold {
+        3 => {
+            for i in (0..source.len()).step_by(64) {
+                // SAFETY: in bounds; volatile so that the store of an unchanged byte stays.
+                unsafe { std::ptr::write_volatile(&mut source[i], std::ptr::read_volatile(&source[i])) };
+            }
+        }
         1 => {
             let sum = buf.iter().step_by(64).fold(0u64, |s, &b| s.wrapping_add(b as u64));
             std::hint::black_box(sum);
@@ -128,21 +136,22 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
     let source = match cold {
         0 => "",
         1 => ", source evicted from the caches by reading",
-        _ => ", source evicted from the caches by writing",
+        2 => ", source evicted from the caches by writing",
+        _ => ", source just rewritten",
     };
     for &mib in sizes {
         let bytes = mib << 20;
-        let host: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
+        let mut host: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
         let h = host.as_ptr() as *mut c_void;
         let d = acc_copyin(h, bytes); // present from here on
         let mut best_raw = 0.0f64;
         let mut best_shim = 0.0f64;
         for rep in 0..reps {
-            evict_caches(&mut evict, cold, rep);
+            evict_caches(&mut evict, &mut host, cold, rep);
             let t = Instant::now();
             unsafe { sys::cuMemcpyHtoD_v2(d as u64, h, bytes) };
             best_raw = best_raw.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
-            evict_caches(&mut evict, cold, rep);
+            evict_caches(&mut evict, &mut host, cold, rep);
             let t = Instant::now();
             accshim::update(here!(), &[Clause::update_device(&host, c"host[0:n]")], accshim::ACC_ASYNC_SYNC, None, false);
             best_shim = best_shim.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);

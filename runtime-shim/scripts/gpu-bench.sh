@@ -7,7 +7,8 @@
 # repeats the Laplace data run; `h2d` repeats the pageable upload with neighbouring shapes;
 # `trace` writes the timelines of 64 MiB uploads (ACCSHIM_STAGE_TRACE) under $OUT.
 set -u
-D=.device-carry/shim
+# SHIM_DIR: where the staged binaries are (to compare another build's, staged elsewhere).
+D=${SHIM_DIR:-.device-carry/shim}
 if [ "${1:-}" = stage ]; then
   mkdir -p $D
   for e in bench_gpu laplace saxpy async_pipeline; do cp target/release/examples/$e $D/ && strip $D/$e; done
@@ -38,29 +39,31 @@ if [ "${1:-}" = tune ]; then
   exit 0
 fi
 if [ "${1:-}" = h2d ]; then
-  # The pageable upload, ROUNDS rounds of the committed staging shape with neighbouring shapes
-  # interleaved (best of 7 per measurement; docs/performance/shim.md, session 5).
-  # The cold lines evict the source from the caches before each upload (bench_gpu --cold 1).
-  b() { echo "-- $*"; env "$@" $D/bench_gpu --only h2d --reps 7 --sizes 64,256 2>&1 | grep -E "^(h2d|d2h) (64|256) MiB pageable"; }
-  bc() { echo "-- cold: $*"; env "$@" $D/bench_gpu --only h2d --reps 7 --sizes 64,256 --cold 1 2>&1 | grep -E "^h2d (64|256) MiB pageable"; }
-  for round in $(seq ${ROUNDS:-5}); do
+  # The pageable upload, ROUNDS rounds of the committed staging shape and of the shape without
+  # the halving chunks at the end (ACCSHIM_STAGE_TAIL=0), and of another build's bench_gpu in
+  # $BASE if set, interleaved, best of 7 each; for each, the source as the benchmark leaves it
+  # (just read), evicted from the caches first (--cold 1), and just rewritten by the program
+  # (--cold 3) (docs/performance/shim.md, session 7).
+  b() { dir=$1; c=$2; shift 2; echo "-- $dir, cold $c: $*"; env "$@" $dir/bench_gpu --only h2d --reps 7 --sizes 64,256 --cold $c 2>&1 | grep -E "^h2d (64|256) MiB pageable"; }
+  for round in $(seq ${ROUNDS:-3}); do
     echo "=== round $round"
-    b ACCSHIM_QUIET=1
-    bc ACCSHIM_QUIET=1
-    b ACCSHIM_STAGE_NT_HEAD=0
-    bc ACCSHIM_STAGE_NT_HEAD=0
-    b ACCSHIM_STAGE_STORES=nt
-    b ACCSHIM_STAGE_PIECE=524288
-    b ACCSHIM_STAGE_THREADS=12
+    for c in 0 1 3; do
+      b $D $c ACCSHIM_QUIET=1
+      [ -n "${BASE:-}" ] && b $BASE $c ACCSHIM_QUIET=1
+      b $D $c ACCSHIM_QUIET=1 ACCSHIM_STAGE_TAIL=0
+    done
   done
   exit 0
 fi
 if [ "${1:-}" = trace ]; then
-  # Each 64 MiB upload's timeline (upload_trace; docs/performance/shim.md, session 6) into
-  # $OUT/trace_*.err, with and without the non-temporal head.
-  for h in 16777216 0; do
-    ACCSHIM_QUIET=1 ACCSHIM_STAGE_TRACE=1 ACCSHIM_STAGE_NT_HEAD=$h $D/bench_gpu --only h2d --reps 7 --sizes 64 >/dev/null 2>$OUT/trace_$h.err
-    grep -c "stage trace" $OUT/trace_$h.err
+  # Each 64 MiB upload's timeline (upload_trace; docs/performance/shim.md, sessions 6 and 7)
+  # into $OUT/trace_cold<c>_tail<t>.err, the source as the benchmark leaves it and evicted first,
+  # with and without the halving chunks at the end.
+  for c in 0 1; do
+    for t in 262144 0; do
+      ACCSHIM_QUIET=1 ACCSHIM_STAGE_TRACE=1 ACCSHIM_STAGE_TAIL=$t $D/bench_gpu --only h2d --reps 7 --sizes 64 --cold $c >/dev/null 2>$OUT/trace_cold${c}_tail$t.err
+      grep -c "stage trace" $OUT/trace_cold${c}_tail$t.err
+    done
   done
   exit 0
 fi
