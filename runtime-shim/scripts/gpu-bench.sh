@@ -39,18 +39,19 @@ if [ "${1:-}" = tune ]; then
   exit 0
 fi
 if [ "${1:-}" = h2d ]; then
-  # The pageable upload, ROUNDS rounds of the committed staging shape and of the shape without
-  # the halving chunks at the end (ACCSHIM_STAGE_TAIL=0), and of another build's bench_gpu in
-  # $BASE if set, interleaved, best of 7 each; for each, the source as the benchmark leaves it
-  # (just read), evicted from the caches first (--cold 1), and just rewritten by the program
-  # (--cold 3) (docs/performance/shim.md, session 7).
+  # The pageable upload, ROUNDS rounds, interleaved, best of 7 each: the committed staging
+  # shape; the same with each of VARIANTS (space-separated VAR=value, default the shape without
+  # the halving chunks at the end); and another build's bench_gpu in $BASE if set. Each with
+  # the source as the benchmark leaves it (just read, cold 0), evicted from the caches first
+  # (cold 1) and just rewritten by the program (cold 3), or the COLDS given
+  # (docs/performance/shim.md, session 7).
   b() { dir=$1; c=$2; shift 2; echo "-- $dir, cold $c: $*"; env "$@" $dir/bench_gpu --only h2d --reps 7 --sizes 64,256 --cold $c 2>&1 | grep -E "^h2d (64|256) MiB pageable"; }
   for round in $(seq ${ROUNDS:-3}); do
     echo "=== round $round"
-    for c in 0 1 3; do
+    for c in ${COLDS:-0 1 3}; do
       b $D $c ACCSHIM_QUIET=1
       [ -n "${BASE:-}" ] && b $BASE $c ACCSHIM_QUIET=1
-      b $D $c ACCSHIM_QUIET=1 ACCSHIM_STAGE_TAIL=0
+      for v in ${VARIANTS:-ACCSHIM_STAGE_TAIL=0}; do b $D $c ACCSHIM_QUIET=1 $v; done
     done
   done
   exit 0
