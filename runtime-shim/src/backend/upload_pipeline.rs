@@ -154,9 +154,8 @@ impl Upload {
                         std::thread::yield_now();
                     }
                 }
-                // ...and then its DMA must have read the buffer. (Acquire/Release: nothing here
-                // orders memory that the driver's own synchronisation does not; the flag only
-                // spares calls.)
+                // ...and then its DMA must have read the buffer. Whoever sees the flag set
+                // (Acquire) writes the buffer after the wait that set it (Release) returned.
                 if self.completed[buf].load(Ordering::Acquire) < generation {
                     if dma.wait(buf) {
                         self.completed[buf].fetch_max(generation, Ordering::Release);
