@@ -91,7 +91,7 @@ impl Upload {
             // Half of what is left, in whole pieces (a piece a thread copies in full).
             let half = left.div_ceil(2) / shape.piece * shape.piece;
             let mut taper = if shape.tail > 0 { shape.tail.max(half) } else { left };
-            if left - taper < shape.tail {
+            if left.saturating_sub(taper) < shape.tail {
                 taper = left; // no last chunk smaller than the tail
             }
             let len = size.min(left).min(taper);
