@@ -5,11 +5,15 @@
  * ("read-out"). Variants: the ring written with ordinary stores, ordinary stores then CLDEMOTE
  * (the shim's choice where the CPU has it), or non-temporal stores; the source's next pages
  * touched ahead of the copy (a software TLB prefetch); and a copy loop of our own that
- * prefetches the source 2 or 8 KiB ahead. (Session 6's first run also compared transparent
- * huge pages for the source and the ring: no consistent difference.)
+ * prefetches the source 2 or 8 KiB ahead. Session 7 added: ordinary stores with that
+ * prefetch; CLDEMOTE of each 16 KiB one step behind the copy, so that the demotes overlap the
+ * next block's loads; and demoting with the ring brought back into the caches after the
+ * eviction (is the ring's read for ownership what slows the demoted copy?). (Session 6's first
+ * run also compared transparent huge pages for the source and the ring: no consistent
+ * difference.) An optional second argument names the variants to run, comma-separated.
  *
  * Build: gcc -O2 -march=x86-64-v2 -pthread scripts/gpu/stage_copy_rate.c -o stage_copy_rate
- * Run:   stage_copy_rate [reps]      (docs/performance/shim.md, session 6) */
+ * Run:   stage_copy_rate [reps [variant,...]]      (docs/performance/shim.md, sessions 6, 7) */
 #define _GNU_SOURCE
 #include <emmintrin.h>
 #include <pthread.h>
@@ -26,8 +30,9 @@
 #define RING_BYTES (32 * MIB)
 #define FLUSH_BYTES (512 * MIB)
 
-enum stores { REGULAR, DEMOTE, NONTEMPORAL, DEMOTE_TLB_AHEAD, DEMOTE_PF, NONTEMPORAL_PF };
-static const char *store_names[] = {"regular", "demote", "nt", "demote+tlb-ahead", "demote+prefetch", "nt+prefetch"};
+enum stores { REGULAR, DEMOTE, NONTEMPORAL, DEMOTE_TLB_AHEAD, DEMOTE_PF, NONTEMPORAL_PF, REGULAR_PF, DEMOTE_LAG, DEMOTE_WARM_RING, N_STORES };
+static const char *store_names[] = {"regular", "demote", "nt", "demote+tlb-ahead", "demote+prefetch", "nt+prefetch",
+                                    "regular+prefetch", "demote-lagging", "demote+ring-cached"};
 /* How far ahead of the copy the *_PF variants prefetch the source (bytes); set per run. */
 static size_t prefetch_ahead = 2048;
 
@@ -129,6 +134,16 @@ static void *worker(void *arg) {
             }
             break;
         case NONTEMPORAL_PF: copy_pf(d, s, j->piece, 1); break;
+        case REGULAR_PF: copy_pf(d, s, j->piece, 0); break;
+        case DEMOTE_LAG:
+            for (size_t o = 0; o < j->piece; o += 16384) {
+                memcpy(d + o, s + o, 16384);
+                if (o) demote(d + o - 16384, 16384);
+            }
+            demote(d + j->piece - 16384, 16384);
+            break;
+        case DEMOTE_WARM_RING: memcpy(d, s, j->piece); demote(d, j->piece); break;
+        case N_STORES: break;
         }
     }
 }
@@ -149,6 +164,11 @@ static void evict(unsigned char *flush, int by_reading) {
 
 static double once(unsigned char *src, unsigned char *ring, unsigned char *flush, int threads, size_t piece, enum stores st, int flush_mode) {
     if (flush_mode) evict(flush, flush_mode == 2);
+    if (st == DEMOTE_WARM_RING) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < RING_BYTES; i += 64) sum += ring[i];
+        sink = sum;
+    }
     struct job j = {.src = src, .ring = ring, .piece = piece, .stores = st};
     atomic_init(&j.next, 0);
     atomic_init(&j.go, 0);
@@ -164,6 +184,16 @@ static double once(unsigned char *src, unsigned char *ring, unsigned char *flush
     return SRC_BYTES / (now() - t0) / 1e9;
 }
 
+/* Whether `name` is one of the comma-separated `list`. */
+static int listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',')) {
+        if (*p == ',') p++;
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0)) return 1;
+    }
+    return 0;
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -172,6 +202,7 @@ static int cmp(const void *a, const void *b) {
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 5;
     if (reps < 1 || reps > 100) die("reps: 1 to 100");
+    const char *only = argc > 2 ? argv[2] : NULL;
     unsigned int a, b, c, d;
     __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
     int has_demote = (c >> 25) & 1;
@@ -186,10 +217,11 @@ int main(int argc, char **argv) {
     int threads[] = {1, 8, 16};
     printf("%-18s %-6s %-11s %7s  %s\n", "stores", "ahead", "source", "threads", "GB/s: median (best) of reps; 4 KiB pages");
     for (int flush_mode = 1; flush_mode <= 2; flush_mode++)
-        for (int st = REGULAR; st <= NONTEMPORAL_PF; st++) {
-            if ((st == DEMOTE || st == DEMOTE_TLB_AHEAD || st == DEMOTE_PF) && !has_demote) continue;
+        for (int st = REGULAR; st < N_STORES; st++) {
+            if ((st == DEMOTE || st == DEMOTE_TLB_AHEAD || st == DEMOTE_PF || st == DEMOTE_LAG || st == DEMOTE_WARM_RING) && !has_demote) continue;
+            if (only && !listed(only, store_names[st])) continue;
             size_t aheads[] = {2048, 8192};
-            int n_ahead = (st == DEMOTE_PF || st == NONTEMPORAL_PF) ? 2 : 1;
+            int n_ahead = (st == DEMOTE_PF || st == NONTEMPORAL_PF || st == REGULAR_PF) ? 2 : 1;
             for (int a = 0; a < n_ahead; a++) {
                 prefetch_ahead = aheads[a];
                 for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
