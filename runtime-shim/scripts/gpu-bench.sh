@@ -40,8 +40,8 @@ if [ "${1:-}" = tune ]; then
 fi
 if [ "${1:-}" = h2d ]; then
   # The pageable upload, ROUNDS rounds, interleaved, best of 7 each: the committed staging
-  # shape; the same with each of VARIANTS (space-separated VAR=value, default the shape without
-  # the halving chunks at the end); and another build's bench_gpu in $BASE if set. Each with
+  # shape; the same with each of VARIANTS (space-separated; each VAR=value, or several joined by
+  # commas; default the shape without the halving chunks at the end); and another build's bench_gpu in $BASE if set. Each with
   # the source as the benchmark leaves it (just read, cold 0), evicted from the caches first
   # (cold 1) and just rewritten by the program (cold 3), or the COLDS given
   # (docs/performance/shim.md, session 7).
@@ -51,7 +51,7 @@ if [ "${1:-}" = h2d ]; then
     for c in ${COLDS:-0 1 3}; do
       b $D $c ACCSHIM_QUIET=1
       [ -n "${BASE:-}" ] && b $BASE $c ACCSHIM_QUIET=1
-      for v in ${VARIANTS:-ACCSHIM_STAGE_TAIL=0}; do b $D $c ACCSHIM_QUIET=1 $v; done
+      for v in ${VARIANTS:-ACCSHIM_STAGE_TAIL=0}; do b $D $c ACCSHIM_QUIET=1 $(echo $v | tr , ' '); done
     done
   done
   exit 0
