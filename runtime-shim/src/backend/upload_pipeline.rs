@@ -9,8 +9,8 @@
 //!   small copy) and double up to the buffer size. Towards the end they halve again, down to
 //!   `tail`: the last chunk's DMA can start only once its last piece is copied, and when the
 //!   host copy is the slower side (a source that is not in the CPU's caches) a whole buffer's
-//!   DMA after it would add 40-80 us to a 64 MiB upload that takes 1.6 ms.
-//! - the host copy: one thread copying a 2 MiB chunk alone would hold its DMA back for half a
+//!   DMA after it would add 80 us to a 64 MiB upload that takes 1.6 ms.
+//! - the host copy: one thread copying a 4 MiB chunk alone would hold its DMA back for a
 //!   millisecond. A chunk is split into *pieces* (256 KiB), which the staging threads take in
 //!   order from a shared counter; whoever copies a chunk's last piece issues its DMA.
 //!
