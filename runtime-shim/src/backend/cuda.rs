@@ -164,6 +164,9 @@ struct StageConfig {
     nt_head: usize,
     /// How far ahead non-temporal copies prefetch their source ([`STAGE_PREFETCH`]).
     prefetch: usize,
+    /// Streams the upload buffers' DMAs are spread over (`ACCSHIM_STAGE_UP_STREAMS`, default
+    /// one per buffer): on one stream the DMAs complete in the order issued.
+    up_streams: usize,
 }
 
 impl StageConfig {
@@ -186,7 +189,8 @@ impl StageConfig {
         let stores = std::env::var("ACCSHIM_STAGE_STORES").ok().and_then(|v| Stores::parse(&v)).unwrap_or_else(Stores::best);
         let nt_head = var("ACCSHIM_STAGE_NT_HEAD").unwrap_or(STAGE_NT_HEAD);
         let prefetch = var("ACCSHIM_STAGE_PREFETCH").unwrap_or(STAGE_PREFETCH).min(1 << 20);
-        StageConfig { chunk, bufs, up, threads, stores, nt_head, prefetch }
+        let up_streams = var("ACCSHIM_STAGE_UP_STREAMS").unwrap_or(up.bufs);
+        StageConfig { chunk, bufs, up, threads, stores, nt_head, prefetch, up_streams }
     }
 }
 
@@ -553,7 +557,8 @@ impl Cuda {
         let helpers = cfg.threads.min(plan.pieces().len()).max(1) - 1;
         let trace = upload_trace::enabled()
             .then(|| std::sync::Arc::new(UploadTrace::start(s, bytes, plan.chunks().iter().map(|c| c.0).collect(), helpers + 1)));
-        let dma = std::sync::Arc::new(StageDma { dev, bufs: st.bufs.clone(), streams: st.streams.clone(), events: st.events.clone(), trace: trace.clone() });
+        let streams = st.streams[..cfg.up_streams.clamp(1, st.streams.len())].to_vec();
+        let dma = std::sync::Arc::new(StageDma { dev, bufs: st.bufs.clone(), streams, events: st.events.clone(), trace: trace.clone() });
         let host_p = P(host as usize);
         // Worker `w` (0: the calling thread).
         let worker = move |w: usize, plan: &upload_pipeline::Upload, dma: &StageDma| {
@@ -590,8 +595,8 @@ impl Cuda {
     }
 }
 
-/// The upload pipeline's device side: buffer `b` is copied on stream `b`, which records event
-/// `b` after each copy.
+/// The upload pipeline's device side: buffer `b` is copied on stream `b` (modulo the streams
+/// used), which records event `b` after each copy.
 struct StageDma {
     dev: u64,
     bufs: Vec<P>,
@@ -602,7 +607,7 @@ struct StageDma {
 
 impl upload_pipeline::Dma for StageDma {
     fn issue(&self, buf: usize, off: usize, len: usize) -> bool {
-        let cs = self.streams[buf].0 as CUstream;
+        let cs = self.streams[buf % self.streams.len()].0 as CUstream;
         // SAFETY: a pinned buffer of at least `len` bytes, a device range inside the transfer.
         unsafe {
             let ok = sys::cuMemcpyHtoDAsync_v2(self.dev + off as u64, self.bufs[buf].0 as *const c_void, len, cs) == CUresult::CUDA_SUCCESS;
