@@ -6,8 +6,8 @@
 //! 512 MiB elsewhere so that the source is not in the CPU's caches, as for an array the program
 //! last touched long ago; writing also leaves the caches full of lines to write back; or (3)
 //! write every line of the source itself, as for an array the program has just computed;
-//! without it the source has just been read by the previous copy). The staging pipeline's shape comes from ACCSHIM_STAGE_*
-//! (runtime-shim/README.md). Beside the staged copy, `h2d` times the alternative of pinning the
+//! without it the source has just been read by the previous copy). The staging pipeline's
+//! shape comes from ACCSHIM_STAGE_* (runtime-shim/README.md). Beside the staged copy, `h2d` times the alternative of pinning the
 //! caller's buffer for the copy (cuMemHostRegister, copy, unregister): on the H200 machine that
 //! costs 3.1 ms for 64 MiB (12 GB/s in all), which is why the runtime stages instead.
 //!
@@ -56,10 +56,11 @@ fn main() {
     }
 }
 
-/// Reads (`cold` 1) or writes (2) `buf`, larger than the last-level cache, evicting whatever
-/// the caches held; or (3) rewrites every line of `source` with the bytes it holds, leaving it
-/// in the caches, modified; nothing for 0.
-fn evict_caches(buf: &mut [u8], source: &mut [u8], cold: usize, round: usize) {
+/// Puts the caches in the state `cold` names before an upload of `source`: reads (1) or
+/// writes (2) `buf`, larger than the last-level cache, evicting whatever the caches held; or (3)
+/// rewrites every line of `source` with the bytes it holds, leaving it in the caches, modified;
+/// nothing for 0.
+fn set_cache_state(buf: &mut [u8], source: &mut [u8], cold: usize, round: usize) {
     match cold {
         3 => {
             for i in (0..source.len()).step_by(64) {
@@ -147,11 +148,11 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
         let mut best_raw = 0.0f64;
         let mut best_shim = 0.0f64;
         for rep in 0..reps {
-            evict_caches(&mut evict, &mut host, cold, rep);
+            set_cache_state(&mut evict, &mut host, cold, rep);
             let t = Instant::now();
             unsafe { sys::cuMemcpyHtoD_v2(d as u64, h, bytes) };
             best_raw = best_raw.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
-            evict_caches(&mut evict, &mut host, cold, rep);
+            set_cache_state(&mut evict, &mut host, cold, rep);
             let t = Instant::now();
             accshim::update(here!(), &[Clause::update_device(&host, c"host[0:n]")], accshim::ACC_ASYNC_SYNC, None, false);
             best_shim = best_shim.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);

@@ -40,11 +40,11 @@ if [ "${1:-}" = tune ]; then
 fi
 if [ "${1:-}" = h2d ]; then
   # The pageable upload, ROUNDS rounds, interleaved, best of 7 each: the committed staging
-  # shape; the same with each of VARIANTS (space-separated; each VAR=value, or several joined by
-  # commas; default the shape without the halving chunks at the end); and another build's bench_gpu in $BASE if set. Each with
-  # the source as the benchmark leaves it (just read, cold 0), evicted from the caches first
-  # (cold 1) and just rewritten by the program (cold 3), or the COLDS given
-  # (docs/performance/shim.md, session 7).
+  # shape; the same with each of VARIANTS (space-separated; each VAR=value, or several joined
+  # by commas; default the shape without the halving chunks at the end); and another build's
+  # bench_gpu in $BASE if set. Each with the source as the benchmark leaves it (just read,
+  # cold 0), evicted from the caches first (cold 1) and just rewritten by the program (cold 3),
+  # or the COLDS given (docs/performance/shim.md, session 7).
   b() { dir=$1; c=$2; shift 2; echo "-- $dir, cold $c: $*"; env "$@" $dir/bench_gpu --only h2d --reps 7 --sizes 64,256 --cold $c 2>&1 | grep -E "^h2d (64|256) MiB pageable"; }
   for round in $(seq ${ROUNDS:-3}); do
     echo "=== round $round"
