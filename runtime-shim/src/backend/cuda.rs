@@ -544,8 +544,8 @@ impl Cuda {
 
     /// Pageable host -> device through the pinned upload buffers (upload_pipeline): the
     /// staging threads copy pieces of each chunk into its buffer and the thread that completes
-    /// a chunk starts its DMA, on per-buffer streams ordered after the queue's earlier work; the
-    /// queue then waits for all of them.
+    /// a chunk starts its DMA, on the buffers' streams ([`StageDma`]) ordered after the queue's
+    /// earlier work; the queue then waits for all of them.
     fn staged_upload(&self, s: CUstream, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         let st = &self.staging(&mut g)?.up;
