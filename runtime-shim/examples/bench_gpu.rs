@@ -54,6 +54,18 @@ fn main() {
     if only != "launch" {
         h2d(&sizes, reps, cold);
     }
+    print_cpu_time();
+}
+
+/// The process's CPU time so far, all threads: what the staging threads cost besides the
+/// benchmark's own work (their warm window, stage_pool), to compare between settings.
+fn print_cpu_time() {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } == 0 {
+        let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+        println!("cpu time: {:.2} s user, {:.2} s system", s(u.ru_utime), s(u.ru_stime));
+    }
 }
 
 /// Puts the caches in the state `cold` names before an upload of `source`: reads (1) or

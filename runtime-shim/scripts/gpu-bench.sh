@@ -5,7 +5,8 @@
 # Then, there (carry .device-carry/shim):  sh runtime-shim/scripts/gpu-bench.sh run
 # `sweep` (there, after `run`) measures the staging pipeline's shapes (ACCSHIM_STAGE_*) and
 # repeats the Laplace data run; `h2d` repeats the pageable upload with neighbouring shapes;
-# `trace` writes the timelines of 64 MiB uploads (ACCSHIM_STAGE_TRACE) under $OUT.
+# `trace` writes the timelines of 64 MiB uploads (ACCSHIM_STAGE_TRACE) under $OUT; `load`
+# measures the staging threads' warm window beside a program's own busy threads.
 set -u
 # SHIM_DIR: where the staged binaries are (to compare another build's, staged elsewhere).
 D=${SHIM_DIR:-.device-carry/shim}
@@ -13,6 +14,7 @@ if [ "${1:-}" = stage ]; then
   mkdir -p $D
   for e in bench_gpu laplace saxpy async_pipeline; do cp target/release/examples/$e $D/ && strip $D/$e; done
   gcc -shared -fPIC -O1 -o $D/event_logger.so runtime-shim/tests/c/event_logger.c -lpthread
+  gcc -O2 -pthread -o $D/busy_work scripts/gpu/busy_work.c
   exit 0
 fi
 OUT=${OUT:-/tmp}
@@ -41,7 +43,7 @@ fi
 if [ "${1:-}" = h2d ]; then
   # The pageable upload, ROUNDS rounds, interleaved, best of 7 each: the committed staging
   # shape; the same with each of VARIANTS (space-separated; each VAR=value, or several joined
-  # by commas; default the shape without the halving chunks at the end); and another build's
+  # by commas; default the pool's threads not kept warm between uploads); and another build's
   # bench_gpu in $BASE if set. Each with the source as the benchmark leaves it (just read,
   # cold 0), evicted from the caches first (cold 1) and just rewritten by the program (cold 3),
   # or the COLDS given (docs/performance/shim.md, session 7).
@@ -51,7 +53,33 @@ if [ "${1:-}" = h2d ]; then
     for c in ${COLDS:-0 1 3}; do
       b $D $c ACCSHIM_QUIET=1
       [ -n "${BASE:-}" ] && b $BASE $c ACCSHIM_QUIET=1
-      for v in ${VARIANTS:-ACCSHIM_STAGE_TAIL=0}; do b $D $c ACCSHIM_QUIET=1 $(echo $v | tr , ' '); done
+      for v in ${VARIANTS:-ACCSHIM_STAGE_WARM_US=0}; do b $D $c ACCSHIM_QUIET=1 $(echo $v | tr , ' '); done
+    done
+  done
+  exit 0
+fi
+if [ "${1:-}" = load ]; then
+  # What the staging threads' warm window (ACCSHIM_STAGE_WARM_US) costs a program's own busy
+  # threads, and what it does to the upload beside them: busy_work alone, then beside 64 MiB
+  # uploads of an evicted source with the window and without (docs/performance/shim.md,
+  # session 8). Compare the busy_work totals within a round.
+  for n in ${BUSY:-16 8}; do
+    for round in $(seq ${ROUNDS:-3}); do
+      echo "=== $n busy threads, round $round"
+      $D/busy_work $n 2
+      for w in 200000 0; do
+        $D/busy_work $n 2.5 & p=$!; sleep 0.2
+        echo "-- ACCSHIM_STAGE_WARM_US=$w"
+        ACCSHIM_QUIET=1 ACCSHIM_STAGE_WARM_US=$w $D/bench_gpu --only h2d --reps 7 --sizes 64 --cold 1 2>&1 | grep -E "^h2d 64 MiB pageable"
+        wait $p
+      done
+    done
+  done
+  echo "=== alone, with the benchmark's CPU time"
+  for round in $(seq ${ROUNDS:-3}); do
+    for w in 200000 0; do
+      echo "-- ACCSHIM_STAGE_WARM_US=$w"
+      ACCSHIM_QUIET=1 ACCSHIM_STAGE_WARM_US=$w $D/bench_gpu --only h2d --reps 7 --sizes 64 --cold 1 2>&1 | grep -E "^h2d 64 MiB pageable|^cpu time"
     done
   done
   exit 0

@@ -24,13 +24,14 @@
 
 use super::*;
 use super::stage_copy::{copy_to_staging, stores_at, Stores};
-use super::stage_pool::StagePool;
+use super::stage_pool::{StagePool, Warm};
 use super::upload_trace::{self, UploadTrace};
 use crate::error::AccError;
 use cudarc::driver::sys::{self, CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUresult, CUstream};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 /// Copies from pageable memory at least this big go through the pinned staging pipeline.
 const STAGE_MIN: usize = 4 << 20;
@@ -64,6 +65,16 @@ const STAGE_NT_HEAD: usize = 16 << 20;
 /// Non-temporal copies prefetch their source this far ahead (`ACCSHIM_STAGE_PREFETCH`, 0: no
 /// prefetch; stage_copy::copy_to_staging says why).
 const STAGE_PREFETCH: usize = 2048;
+/// After a staged copy the staging threads keep their CPUs from idling this long
+/// (microseconds; `ACCSHIM_STAGE_WARM_US`, 0: off), as OpenMP runtimes keep theirs (Intel's
+/// KMP_BLOCKTIME is also 200 ms by default). On the H100 and H200 machines a 64 MiB upload of
+/// an array that the program last touched 90 ms earlier then had every staging thread copying
+/// within 80 us instead of a third of them after 150-450 us, and gained about 2 GB/s; it costs
+/// about half a CPU while the window lasts (stage_pool; docs/performance/shim.md, session 8)...
+const STAGE_WARM_US: usize = 200_000;
+/// ...by sleeping at most this long at a time (`ACCSHIM_STAGE_TICK_US`; the kernel's timer
+/// slack adds up to 50 us). 20 us cost more CPU time for no more speed, 100 us gained less.
+const STAGE_TICK_US: usize = 50;
 /// Reduction cells per (stream, operator): cells hold the operator's identity when a kernel
 /// starts; a pool is reset (one 8 KiB copy in stream order) only when its cells run out, so a
 /// launch with a reduction needs no memset.
@@ -167,6 +178,9 @@ struct StageConfig {
     /// Streams the upload buffers' DMAs are spread over (`ACCSHIM_STAGE_UP_STREAMS`, default
     /// one per buffer): on one stream the DMAs complete in the order issued.
     up_streams: usize,
+    /// How long the staging threads keep their CPUs awake after a staged copy, and how often
+    /// they wake meanwhile (`ACCSHIM_STAGE_WARM_US`, `ACCSHIM_STAGE_TICK_US`; stage_pool).
+    warm: Warm,
 }
 
 impl StageConfig {
@@ -190,7 +204,9 @@ impl StageConfig {
         let nt_head = var("ACCSHIM_STAGE_NT_HEAD").unwrap_or(STAGE_NT_HEAD);
         let prefetch = var("ACCSHIM_STAGE_PREFETCH").unwrap_or(STAGE_PREFETCH).min(1 << 20);
         let up_streams = var("ACCSHIM_STAGE_UP_STREAMS").unwrap_or(up.bufs);
-        StageConfig { chunk, bufs, up, threads, stores, nt_head, prefetch, up_streams }
+        let us = |name: &str, default: usize| Duration::from_micros(var(name).unwrap_or(default).min(10_000_000) as u64);
+        let warm = Warm { window: us("ACCSHIM_STAGE_WARM_US", STAGE_WARM_US), tick: us("ACCSHIM_STAGE_TICK_US", STAGE_TICK_US) };
+        StageConfig { chunk, bufs, up, threads, stores, nt_head, prefetch, up_streams, warm }
     }
 }
 
@@ -420,7 +436,7 @@ impl Cuda {
                     let c = P(ctx as usize);
                     // Each staging thread makes the context current once (inside this unsafe
                     // block: the context is alive as long as the pool).
-                    StagePool::new(stage.threads, move || {
+                    StagePool::new(stage.threads, stage.warm, move || {
                         sys::cuCtxSetCurrent(c.0 as CUcontext);
                     })
                 },
