@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 
 type Message = (HostJob, Sender<()>);
 
-/// How long after a job a pool thread keeps its CPU from idling (`window`), by sleeping at most
-/// `tick` at a time; a zero window or tick: it sleeps until the next job at once.
+/// How long after a job (and after it starts) a pool thread keeps its CPU from idling
+/// (`window`), by sleeping at most `tick` at a time; a zero window or tick: it sleeps until the
+/// next job at once.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Warm {
     pub window: Duration,
