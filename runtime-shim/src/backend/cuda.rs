@@ -60,7 +60,8 @@ const STAGE_TAIL: usize = STAGE_PIECE;
 /// prefetch copy 2.7x faster per thread (10 against 3.8 GB/s); once all run, host memory is
 /// the limit, and demoted lines, which the DMA reads from the cache, spare it
 /// (docs/performance/shim.md, session 6: +1.9 GB/s at 64 MiB over 9 paired measurements,
-/// nothing beyond the spread at 256 MiB).
+/// nothing beyond the spread at 256 MiB). Checked again once the threads were kept warm
+/// ([`STAGE_WARM_US`], session 8): without the head 42.0-44.7 against 43.6-44.8, so it stays.
 const STAGE_NT_HEAD: usize = 16 << 20;
 /// Non-temporal copies prefetch their source this far ahead (`ACCSHIM_STAGE_PREFETCH`, 0: no
 /// prefetch; stage_copy::copy_to_staging says why).
