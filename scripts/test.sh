@@ -8,9 +8,6 @@ cd "$(dirname "$0")/.."
 
 echo "== building release artifacts (libaccprof.so, accprof, accprof-tui, shim examples)"
 cargo build --release --workspace --lib --bins --examples
-# `cargo test` links a crate's rlib into its tests but does not build its cdylib; the shim's
-# tests link C programs against target/debug/libaccshim.so.
-cargo build --workspace --lib
 
 # The export test checks files with the DevTools Performance panel's trace engine when node is
 # installed; fetch its pinned packages once.

@@ -16,8 +16,11 @@ use std::sync::Mutex;
 static SERIAL: Mutex<()> = Mutex::new(());
 static LOG: Mutex<Vec<(char, i32, i32, i32)>> = Mutex::new(Vec::new()); // (tag, event, construct, implicit)
 
+/// Serialises the tests and pins them to the emulated device: on a machine with a GPU the
+/// runtime would otherwise pick CUDA, where these kernels (host functions only) cannot run.
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     std::env::remove_var("ACC_DEVICE_TYPE");
+    std::env::set_var("ACCSHIM_NO_CUDA", "1");
     let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     LOG.lock().unwrap().clear();
     g

@@ -14,13 +14,15 @@ pub fn profile_dir() -> PathBuf {
 
 pub fn example(name: &str) -> PathBuf {
     let p = profile_dir().join("examples").join(name);
-    assert!(p.exists(), "{} not built (cargo test builds the examples)", p.display());
+    assert!(p.exists(), "{} not built: a plain `cargo test -p runtime-shim` builds the examples, one with --test does not (run `cargo build -p runtime-shim --examples` first)", p.display());
     p
 }
 
-/// libaccshim.so next to the test binary's target dir.
+/// The libaccshim.so that this `cargo test` built: target/<profile>/deps/libaccshim.so. Cargo
+/// builds the crate's cdylib there for its tests but copies it up to target/<profile>/ only on
+/// `cargo build`, so the copy up there can be older than the code under test.
 pub fn shim_so() -> PathBuf {
-    let p = profile_dir().join("libaccshim.so");
+    let p = profile_dir().join("deps").join("libaccshim.so");
     assert!(p.exists(), "{} not built", p.display());
     p
 }
@@ -76,11 +78,12 @@ pub fn parse_log(text: &str) -> Vec<Event> {
         .collect()
 }
 
-/// Runs `prog args` with the logger loaded through ACC_PROFLIB; returns (events, output).
+/// Runs `prog args` with the logger loaded through ACC_PROFLIB, on the emulated device whatever
+/// the machine has (the expected events are the emulated device's); returns (events, output).
 pub fn run_with_logger(dir: &Path, logger: &Path, prog: &Path, args: &[&str], extra_env: &[(&str, &str)]) -> (Vec<Event>, Output) {
     let log = dir.join(format!("log-{}.txt", std::process::id() as u64 ^ rand_u64()));
     let mut cmd = Command::new(prog);
-    cmd.args(args).env("ACC_PROFLIB", logger).env("ACCSHIM_TOOL_LOG", &log).env_remove("ACC_DEVICE_TYPE");
+    cmd.args(args).env("ACC_PROFLIB", logger).env("ACCSHIM_TOOL_LOG", &log).env_remove("ACC_DEVICE_TYPE").env("ACCSHIM_NO_CUDA", "1");
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
