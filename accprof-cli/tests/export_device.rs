@@ -4,6 +4,9 @@
 //! copies. Checked on the traces recorded on a real GPU (traces/gpu/) and on synthetic ones.
 
 mod tools;
+#[path = "../../traces/gpu/bin/install.rs"]
+mod gcc_bins;
+use gcc_bins::install_gcc_binaries;
 
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_trace::device::{self, COPY_DTOH, COPY_HTOD};
@@ -18,23 +21,6 @@ fn gpu_trace(name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu").join(format!("{name}.trace"));
     assert!(p.exists(), "{} is missing", p.display());
     p
-}
-
-/// The GCC programs ran from /tmp/accprof-gpu-bin; their debug information and symbol table
-/// name the constructs' lines and the arrays A and Anew (as in tests/gpu_traces.rs).
-fn install_gcc_binaries() {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu/bin");
-    let dst = PathBuf::from("/tmp/accprof-gpu-bin");
-    std::fs::create_dir_all(&dst).unwrap();
-    for exe in ["gcc_laplace_naive", "gcc_laplace_data"] {
-        let (from, to) = (src.join(exe), dst.join(exe));
-        if std::fs::read(&to).ok() != std::fs::read(&from).ok() {
-            // Renamed into place: tests running side by side never see a half-written file.
-            let tmp = dst.join(format!(".{exe}.{}.export", std::process::id()));
-            std::fs::copy(&from, &tmp).unwrap();
-            std::fs::rename(&tmp, &to).unwrap();
-        }
-    }
 }
 
 /// The export of `traces` as parsed JSON events, with the validator's summary.

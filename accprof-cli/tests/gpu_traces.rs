@@ -3,6 +3,9 @@
 //! records CUPTI gave, and their attribution to GCC's constructs, are exercised without a GPU.
 
 mod report_common;
+#[path = "../../traces/gpu/bin/install.rs"]
+mod gcc_bins;
+use gcc_bins::install_gcc_binaries;
 use report_common::*;
 use std::path::PathBuf;
 
@@ -10,27 +13,6 @@ fn trace(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu").join(format!("{name}.trace"));
     assert!(p.exists(), "{} is missing", p.display());
     p.display().to_string()
-}
-
-/// The GCC programs ran from /tmp/accprof-gpu-bin on the GPU machine; the same files are
-/// committed so that their debug information names the constructs' lines here too.
-fn install_gcc_binaries() {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu/bin");
-    let dst = PathBuf::from("/tmp/accprof-gpu-bin");
-    std::fs::create_dir_all(&dst).unwrap();
-    for exe in ["gcc_laplace_naive", "gcc_laplace_data", "gcc_laplace_heap"] {
-        let from = src.join(exe);
-        let to = dst.join(exe);
-        let same = std::fs::read(&to).ok() == std::fs::read(&from).ok();
-        if !same {
-            // Written under another name and renamed: tests running side by side never see a
-            // half-written file.
-            // The name is unique per thread too: the tests of this file run side by side in one process.
-            let tmp = dst.join(format!(".{exe}.{}.{:?}", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
-            std::fs::copy(&from, &tmp).unwrap();
-            std::fs::rename(&tmp, &to).unwrap();
-        }
-    }
 }
 
 fn report_json(name: &str) -> serde_json::Value {

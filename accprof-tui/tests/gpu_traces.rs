@@ -4,6 +4,9 @@
 //! times from the analysis.
 
 mod common;
+#[path = "../../traces/gpu/bin/install.rs"]
+mod gcc_bins;
+use gcc_bins::install_gcc_binaries;
 
 use accprof_tui::app::{App, Mode};
 use common::screen;
@@ -16,25 +19,6 @@ fn trace(name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu").join(format!("{name}.trace"));
     assert!(p.exists(), "{} is missing", p.display());
     p
-}
-
-/// The GCC programs ran from /tmp/accprof-gpu-bin on the GPU machine; the same files are
-/// committed so that their debug information and symbol table name lines and arrays here too
-/// (as accprof-cli/tests/gpu_traces.rs does).
-fn install_gcc_binaries() {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu/bin");
-    let dst = PathBuf::from("/tmp/accprof-gpu-bin");
-    std::fs::create_dir_all(&dst).unwrap();
-    for exe in ["gcc_laplace_naive", "gcc_laplace_data"] {
-        let from = src.join(exe);
-        let to = dst.join(exe);
-        if std::fs::read(&to).ok() != std::fs::read(&from).ok() {
-            // Written under another name and renamed: tests side by side never see half a file.
-            let tmp = dst.join(format!(".{exe}.tui.{}", std::process::id()));
-            std::fs::copy(&from, &tmp).unwrap();
-            std::fs::rename(&tmp, &to).unwrap();
-        }
-    }
 }
 
 fn open(name: &str) -> App {
