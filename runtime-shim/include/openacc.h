@@ -13,6 +13,19 @@ extern "C" {
 
 #define _OPENACC 201711
 
+/* GCC's <acc_prof.h> includes <openacc.h> and tags its routines with this macro, which GCC's
+   <openacc.h> defines: without it a tool that includes <acc_prof.h> after this header (or with
+   this header first on the include path) does not compile. */
+#ifndef __GOACC_NOTHROW
+# if __cplusplus >= 201103
+#  define __GOACC_NOTHROW noexcept
+# elif defined __cplusplus
+#  define __GOACC_NOTHROW throw ()
+# else
+#  define __GOACC_NOTHROW __attribute__ ((__nothrow__))
+# endif
+#endif
+
 typedef enum acc_device_t {
   acc_device_current = -1,
   acc_device_none = 0,
