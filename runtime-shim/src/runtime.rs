@@ -142,27 +142,56 @@ pub fn get(construct: acc_construct_t, loc: &Loc) -> &'static Runtime {
 
 /// Serialises initialisation and shutdown. Not held by readers of the selection, so a tool's
 /// callback may call acc_get_device_type and friends during device_init or device_shutdown.
+/// Held while device_init_start/end and device_shutdown_start are dispatched, so this thread's
+/// flags below keep those callbacks from taking it again (a std Mutex is not reentrant: that
+/// would hang the program inside acc_shutdown or at exit).
 static INIT_LOCK: Mutex<()> = Mutex::new(());
 
 thread_local! {
+    /// This thread is inside init_locked: a callback that needs the device cannot have it yet.
     static INITIALISING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This thread holds INIT_LOCK in shutdown (device_shutdown_start is being dispatched or
+    /// the queues drained): a callback's acc_shutdown is ignored rather than deadlocking.
+    static SHUTTING_DOWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Initialises the selected device (no-op if already initialised).
 pub fn init(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<&'static Runtime> {
+    // Published: nothing to do, and no lock to take. The callbacks of device_init_end and
+    // device_shutdown_start run on a thread that holds INIT_LOCK, with the device published.
+    if let Some(rt) = current() {
+        return Ok(rt);
+    }
     if INITIALISING.with(|f| f.get()) {
         return Err(AccError::DeviceUnavailable(
-            "the device is needed by a callback while it is being initialised".into(),
+            "a tool's device_init_start callback needs the device, which is still being initialised".into(),
         ));
+    }
+    if SHUTTING_DOWN.with(|f| f.get()) {
+        return Err(AccError::DeviceUnavailable("the device is needed while it is being shut down".into()));
     }
     let _init = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(rt) = current() {
         return Ok(rt);
     }
-    INITIALISING.with(|f| f.set(true));
-    let r = init_locked(construct, implicit, loc);
-    INITIALISING.with(|f| f.set(false));
-    r
+    let _flag = ThreadFlag::set(&INITIALISING);
+    init_locked(construct, implicit, loc)
+}
+
+/// Sets one of this thread's lifecycle flags until dropped, also when a panic unwinds.
+struct ThreadFlag(&'static std::thread::LocalKey<std::cell::Cell<bool>>);
+
+impl ThreadFlag {
+    fn set(key: &'static std::thread::LocalKey<std::cell::Cell<bool>>) -> ThreadFlag {
+        key.with(|f| f.set(true));
+        ThreadFlag(key)
+    }
+}
+
+impl Drop for ThreadFlag {
+    fn drop(&mut self) {
+        self.0.with(|f| f.set(false));
+    }
 }
 
 fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<&'static Runtime> {
@@ -231,30 +260,47 @@ extern "C" fn at_exit() {
 
 /// Shuts the device down: waits for all queues, frees what is left, dispatches device_shutdown
 /// start/end and runtime_shutdown. A later use initialises again.
+///
+/// Callbacks may use the runtime: during device_shutdown_start the device is still there (it is
+/// unpublished only after the start event and the queues' drain), and device_shutdown_end and
+/// runtime_shutdown are dispatched after INIT_LOCK is released, so a routine that needs the
+/// device there initialises it again instead of deadlocking. An acc_shutdown from a callback
+/// during initialisation or during device_shutdown_start is ignored: the lock is held there.
 pub fn shutdown(construct: acc_construct_t, loc: &Loc) {
-    let _init = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let p = CURRENT.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    if p.is_null() {
+    if INITIALISING.with(|f| f.get()) || SHUTTING_DOWN.with(|f| f.get()) {
+        eprintln!("accshim: acc_shutdown called by a callback during device initialisation or shutdown is ignored");
         return;
     }
-    // SAFETY: leaked at init, never freed.
-    let rt: &'static Runtime = unsafe { &*p };
+    let Some(mut ctx) = shut_down_device(construct, loc) else { return };
+    dispatch::other_end(acc_event_t::DEVICE_SHUTDOWN_END, &ctx.0, ctx.1);
+    ctx.0.api = dispatch::ApiHandles::NONE;
+    dispatch::other_point(acc_event_t::RUNTIME_SHUTDOWN, &ctx.0);
+}
+
+/// The part of [`shutdown`] under INIT_LOCK: dispatches device_shutdown_start, drains and
+/// releases the device. Returns the end event's context and the start's tool_info, or None if
+/// no device was initialised.
+fn shut_down_device(construct: acc_construct_t, loc: &Loc) -> Option<(EvCtx, dispatch::ToolInfo)> {
+    let _init = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = current()?;
+    let _flag = ThreadFlag::set(&SHUTTING_DOWN);
     let mut ctx = rt.ctx(construct, false, loc, ACC_ASYNC_SYNC, SYNC);
     ctx.api = rt.backend.handles(None);
     let ti = dispatch::other_start(acc_event_t::DEVICE_SHUTDOWN_START, &ctx);
     for q in rt.backend.queues() {
         let _ = rt.backend.wait(q);
     }
-    let leftovers = rt.present.lock().unwrap_or_else(|e| e.into_inner()).drain();
+    let leftovers = rt.table().drain();
     for e in leftovers {
         if !e.mapped {
             let _ = rt.backend.free(SYNC, e.dev);
         }
     }
+    // Other threads stop finding the device here; one that needs it now waits on INIT_LOCK and
+    // initialises it again once this shutdown is done.
+    CURRENT.store(std::ptr::null_mut(), Ordering::Release);
     rt.backend.shutdown();
-    dispatch::other_end(acc_event_t::DEVICE_SHUTDOWN_END, &ctx, ti);
-    ctx.api = dispatch::ApiHandles::NONE;
-    dispatch::other_point(acc_event_t::RUNTIME_SHUTDOWN, &ctx);
+    Some((ctx, ti))
 }
 
 impl Runtime {

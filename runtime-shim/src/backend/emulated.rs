@@ -21,8 +21,18 @@ const SPLIT_MIN_WORK: usize = 1 << 15;
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// An async queue: a worker thread running its jobs in order. The worker holds only the
+/// receiving end and the counts, never the `Queue`, so dropping the last `Queue` closes the
+/// channel and ends the thread (shutdown then joins it: no thread outlives its device).
 struct Queue {
-    tx: Sender<Job>,
+    /// None once [`Drop`] has closed the channel.
+    tx: Option<Sender<Job>>,
+    state: Arc<QueueState>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What the submitting threads and the worker share.
+struct QueueState {
     /// (jobs submitted, jobs completed)
     counts: Mutex<(u64, u64)>,
     done: Condvar,
@@ -31,9 +41,9 @@ struct Queue {
 impl Queue {
     fn new(id: QueueId) -> Arc<Queue> {
         let (tx, rx) = unbounded::<Job>();
-        let q = Arc::new(Queue { tx, counts: Mutex::new((0, 0)), done: Condvar::new() });
-        let worker = Arc::clone(&q);
-        std::thread::Builder::new()
+        let state = Arc::new(QueueState { counts: Mutex::new((0, 0)), done: Condvar::new() });
+        let shared = Arc::clone(&state);
+        let worker = std::thread::Builder::new()
             .name(format!("accshim-q{id}"))
             .spawn(move || {
                 for job in rx {
@@ -43,37 +53,53 @@ impl Queue {
                         eprintln!("accshim: a kernel or host function panicked on async queue {id}");
                         std::process::abort();
                     }
-                    let mut c = worker.counts.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut c = shared.counts.lock().unwrap_or_else(|e| e.into_inner());
                     c.1 += 1;
-                    worker.done.notify_all();
+                    shared.done.notify_all();
                 }
             })
             .expect("spawn queue worker");
-        q
+        Arc::new(Queue { tx: Some(tx), state, worker: Some(worker) })
     }
 
     fn submit(&self, job: Job) {
-        let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = self.state.counts.lock().unwrap_or_else(|e| e.into_inner());
         c.0 += 1;
         drop(c);
-        let _ = self.tx.send(job);
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(job);
+        }
     }
 
     /// Blocks until the jobs submitted before this call are done.
     fn wait_for(&self, target: u64) {
-        let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = self.state.counts.lock().unwrap_or_else(|e| e.into_inner());
         while c.1 < target {
-            c = self.done.wait(c).unwrap_or_else(|e| e.into_inner());
+            c = self.state.done.wait(c).unwrap_or_else(|e| e.into_inner());
         }
     }
 
     fn submitted(&self) -> u64 {
-        self.counts.lock().unwrap_or_else(|e| e.into_inner()).0
+        self.state.counts.lock().unwrap_or_else(|e| e.into_inner()).0
     }
 
     fn idle(&self) -> bool {
-        let c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let c = self.state.counts.lock().unwrap_or_else(|e| e.into_inner());
         c.0 == c.1
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // Closing the channel ends the worker once it has run what was queued.
+        drop(self.tx.take());
+        if let Some(worker) = self.worker.take() {
+            // The last reference can go on the worker itself (a job holding another queue's
+            // Arc that outlives it); a thread cannot join itself.
+            if worker.thread().id() != std::thread::current().id() {
+                let _ = worker.join();
+            }
+        }
     }
 }
 
@@ -403,8 +429,10 @@ impl Backend for Emulated {
         for q in self.queues() {
             let _ = self.wait(q);
         }
-        // Dropping the senders ends the workers.
-        self.queues.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        // Dropping the queues ends and joins their workers; outside the lock, which a worker's
+        // last job might still want.
+        let queues = std::mem::take(&mut *self.queues.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(queues);
         let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
         for (p, l) in std::mem::take(&mut *blocks) {
             // SAFETY: every block was allocated with its layout and is freed once.

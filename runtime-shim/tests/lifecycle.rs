@@ -1,0 +1,104 @@
+//! The device's life cycle through the C API: a tool's callbacks on the initialisation and
+//! shutdown events may call runtime routines (no hang, no crash, the program finishes), and
+//! shutting a device down ends the threads it started.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// acc_event_t numbers (GCC's acc_prof.h).
+const DEVICE_INIT_START: i32 = 1;
+const DEVICE_INIT_END: i32 = 2;
+const DEVICE_SHUTDOWN_START: i32 = 3;
+const DEVICE_SHUTDOWN_END: i32 = 4;
+const RUNTIME_SHUTDOWN: i32 = 5;
+
+/// Runs `prog args` on the emulated device; None if it had not finished after 20 s (killed:
+/// a deadlock), else (exit code or -signal, stdout, stderr).
+fn run_bounded(prog: &Path, args: &[&str]) -> Option<(i32, String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
+    let mut child = Command::new(prog)
+        .args(args)
+        .env("ACCSHIM_NO_CUDA", "1")
+        .env("ACCSHIM_QUIET", "1")
+        .env_remove("ACC_DEVICE_TYPE")
+        .env_remove("ACC_PROFLIB")
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let code = status.code().unwrap_or_else(|| -status.signal().unwrap_or(0));
+    Some((code, std::fs::read_to_string(out_path).unwrap(), std::fs::read_to_string(err_path).unwrap()))
+}
+
+#[test]
+fn lifecycle_callbacks_may_call_the_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("lifecycle_callbacks");
+    gcc(&crate_dir().join("tests/c/lifecycle_callbacks.c"), &prog, false);
+    for ev in [DEVICE_INIT_END, DEVICE_SHUTDOWN_START, DEVICE_SHUTDOWN_END, RUNTIME_SHUTDOWN] {
+        for action in ["prop", "wait", "stream", "init", "shutdown"] {
+            let what = format!("a callback on event {ev} doing {action}");
+            let (code, out, err) = run_bounded(&prog, &[&ev.to_string(), action]).unwrap_or_else(|| panic!("{what}: hangs"));
+            assert_eq!(code, 0, "{what}: exit status; stdout {out:?} stderr {err:?}");
+            assert!(out.contains("a[5] = 5\ndone\n"), "{what}: the program finishes with its data intact: {out:?}");
+            assert!(out.contains(&format!("cb {ev} ")), "{what}: the callback ran: {out:?}");
+            if action == "prop" {
+                // The device answers: with its capacity, never 0.
+                for line in out.lines().filter(|l| l.starts_with("cb ")) {
+                    let memory: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+                    assert!(memory > 0, "{what}: {line}");
+                }
+            }
+        }
+    }
+    // Where the lock is held, a callback's acc_shutdown is ignored, with a line that says so.
+    for ev in [DEVICE_INIT_END, DEVICE_SHUTDOWN_START] {
+        let (_, out, err) = run_bounded(&prog, &[&ev.to_string(), "shutdown"]).unwrap();
+        assert!(out.contains(&format!("cb {ev} shutdown returned")), "{out}");
+        assert!(err.contains("acc_shutdown called by a callback during device initialisation or shutdown is ignored"), "{err}");
+    }
+}
+
+#[test]
+fn a_device_init_start_callback_needing_the_device_gets_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("lifecycle_callbacks");
+    gcc(&crate_dir().join("tests/c/lifecycle_callbacks.c"), &prog, false);
+    let (code, out, err) = run_bounded(&prog, &[&DEVICE_INIT_START.to_string(), "prop"]).expect("no hang");
+    assert_eq!(code, -6, "the runtime error aborts (SIGABRT): stdout {out:?} stderr {err:?}");
+    assert!(err.contains("acc_error_device_unavailable") && err.contains("device_init_start callback needs the device"), "{err}");
+}
+
+#[test]
+fn shutdown_ends_the_async_queues_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("lifecycle_cycles");
+    gcc(&crate_dir().join("tests/c/lifecycle_cycles.c"), &prog, false);
+    let (code, out, err) = run_bounded(&prog, &["30"]).expect("no hang");
+    assert_eq!(code, 0, "{out} {err}");
+    let count = |prefix: &str| -> usize {
+        let line = out.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {out}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let (first, last) = (count("threads after the first cycle"), count("threads after 30 cycles"));
+    assert_eq!(first, 1, "after acc_shutdown only the main thread is left: {out}");
+    assert_eq!(last, first, "threads after 30 cycles as after one: {out}");
+}
