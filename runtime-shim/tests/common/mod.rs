@@ -43,7 +43,10 @@ pub fn gcc(src: &Path, out: &Path, shared: bool) {
         let dir = shim_so().parent().unwrap().to_path_buf();
         cmd.arg("-I").arg(crate_dir().join("include"));
         cmd.arg(format!("-L{}", dir.display())).arg("-laccshim").arg("-lm").arg("-lpthread");
-        cmd.arg(format!("-Wl,-rpath,{}", dir.display()));
+        // DT_RPATH, not RUNPATH: cargo test puts target/<profile> first in LD_LIBRARY_PATH,
+        // which overrides a RUNPATH and would load the stale libaccshim.so that the last
+        // cargo build left there instead of the one this cargo test built.
+        cmd.arg(format!("-Wl,--disable-new-dtags,-rpath,{}", dir.display()));
     } else {
         cmd.arg("-lpthread");
     }
