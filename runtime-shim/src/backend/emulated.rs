@@ -1,6 +1,6 @@
 //! The emulated discrete device: for machines without a GPU, with the same semantics as one.
 //!
-//! - Device memory is separate host memory (64-byte aligned heap blocks), so a program that
+//! - Device memory is separate host memory (64-byte aligned blocks, emu_memory.rs), so a program that
 //!   forgets a copy sees stale data, as it would on a GPU. Copies are real `memcpy`s.
 //! - A capacity (default: half the machine's RAM, or `ACCSHIM_EMU_MEMORY` bytes) makes
 //!   "out of device memory" reachable.
@@ -11,7 +11,7 @@
 use super::*;
 use crate::error::AccError;
 use crossbeam_channel::{unbounded, Sender};
-use std::alloc::Layout;
+use super::emu_memory::{Block, Memory};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -104,7 +104,9 @@ impl Drop for Queue {
 }
 
 pub struct Emulated {
-    blocks: Mutex<BTreeMap<u64, Layout>>,
+    blocks: Mutex<BTreeMap<u64, Block>>,
+    /// Where the blocks come from; shared with the queue jobs that free blocks.
+    memory: Arc<Memory>,
     used: AtomicUsize,
     capacity: usize,
     queues: Mutex<HashMap<QueueId, Arc<Queue>>>,
@@ -141,6 +143,7 @@ impl Emulated {
             .max(1);
         Emulated {
             blocks: Mutex::new(BTreeMap::new()),
+            memory: Arc::default(),
             used: AtomicUsize::new(0),
             capacity,
             queues: Mutex::new(HashMap::new()),
@@ -170,7 +173,7 @@ impl Emulated {
         let ok = blocks
             .range(..=dev)
             .next_back()
-            .is_some_and(|(&start, l)| dev + bytes as u64 <= start + l.size() as u64);
+            .is_some_and(|(&start, b)| dev + bytes as u64 <= start + b.size() as u64);
         if ok || bytes == 0 {
             Ok(())
         } else {
@@ -251,33 +254,28 @@ impl Backend for Emulated {
         if self.used.load(Ordering::Relaxed) + size > self.capacity {
             return Err(AccError::OutOfMemory { bytes });
         }
-        let layout = Layout::from_size_align(size, 64).map_err(|_| AccError::OutOfMemory { bytes })?;
-        // SAFETY: non-zero size.
-        let p = unsafe { std::alloc::alloc(layout) };
-        if p.is_null() {
-            return Err(AccError::OutOfMemory { bytes });
-        }
+        let (p, block) = self.memory.alloc(size).ok_or(AccError::OutOfMemory { bytes })?;
         self.used.fetch_add(size, Ordering::Relaxed);
-        self.blocks.lock().unwrap_or_else(|e| e.into_inner()).insert(p as u64, layout);
+        self.blocks.lock().unwrap_or_else(|e| e.into_inner()).insert(p as u64, block);
         Ok(p as u64)
     }
 
     fn free(&self, q: QueueId, dev: u64) -> Result<()> {
-        let layout = self
+        let block = self
             .blocks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&dev)
             .ok_or_else(|| AccError::InvalidArgument(format!("{dev:#x} is not an allocated device address")))?;
         let p = SendPtr(dev as usize);
-        let used = layout.size();
-        self.used.fetch_sub(used, Ordering::Relaxed);
+        self.used.fetch_sub(block.size(), Ordering::Relaxed);
+        let memory = Arc::clone(&self.memory);
         self.run(
             q,
             Box::new(move || {
                 let p = p;
-                // SAFETY: allocated above with this layout, removed from the table once.
-                unsafe { std::alloc::dealloc(p.0 as *mut u8, layout) }
+                // SAFETY: allocated as this block, removed from the table once.
+                unsafe { memory.free(p.0 as *mut u8, block) }
             }),
         );
         Ok(())
@@ -434,10 +432,11 @@ impl Backend for Emulated {
         let queues = std::mem::take(&mut *self.queues.lock().unwrap_or_else(|e| e.into_inner()));
         drop(queues);
         let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
-        for (p, l) in std::mem::take(&mut *blocks) {
-            // SAFETY: every block was allocated with its layout and is freed once.
-            unsafe { std::alloc::dealloc(p as *mut u8, l) };
+        for (p, block) in std::mem::take(&mut *blocks) {
+            // SAFETY: every block was allocated as recorded and is freed once.
+            unsafe { self.memory.free(p as *mut u8, block) };
         }
+        self.memory.release_cached();
         self.used.store(0, Ordering::Relaxed);
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod cuda;
 pub mod emulated;
+mod emu_memory;
 mod stage_copy;
 mod stage_pool;
 mod upload_pipeline;

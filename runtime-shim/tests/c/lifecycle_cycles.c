@@ -1,10 +1,14 @@
-/* Initialises and shuts the device down argv[1] times, using two async queues each time, and
-   prints the process's thread count after the first and after the last cycle: each shutdown
-   must end the threads its queues started. */
+/* Initialises and shuts the device down argv[1] times (default 20), copying two arrays of
+   argv[2] doubles (default 1000) on two async queues each time, and prints the process's
+   thread count and resident memory after the first and after the last cycle: each shutdown
+   must end the threads its queues (and staging buffers) started and free what it allocated.
+   The test runs it on the emulated device; scripts/gpu runs it on the CUDA backend with
+   arrays large enough to be staged. */
 #include <openacc.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int threads (void)
 {
@@ -18,22 +22,40 @@ static int threads (void)
   return n;
 }
 
+static long rss_kib (void)
+{
+  char line[256];
+  long kib = -1;
+  FILE *f = fopen ("/proc/self/status", "r");
+  while (f && fgets (line, sizeof line, f))
+    if (!strncmp (line, "VmRSS:", 6))
+      kib = atol (line + 6);
+  if (f)
+    fclose (f);
+  return kib;
+}
+
 int main (int argc, char **argv)
 {
   int cycles = argc > 1 ? atoi (argv[1]) : 20;
-  static double a[1000], b[1000];
+  size_t n = argc > 2 ? strtoul (argv[2], NULL, 10) : 1000;
+  double *a = calloc (n, sizeof *a), *b = calloc (n, sizeof *b);
   for (int i = 0; i < cycles; i++)
     {
       acc_init (acc_device_default);
-      acc_copyin_async (a, sizeof a, 1);
-      acc_copyin_async (b, sizeof b, 2);
+      acc_copyin_async (a, n * sizeof *a, 1);
+      acc_copyin_async (b, n * sizeof *b, 2);
       acc_wait_all ();
-      acc_delete (a, sizeof a);
-      acc_delete (b, sizeof b);
+      acc_copyout (a, n * sizeof *a);
+      acc_delete (b, n * sizeof *b);
       acc_shutdown (acc_device_default);
       if (i == 0)
-        printf ("threads after the first cycle: %d\n", threads ());
+        printf ("threads after the first cycle: %d\nresident KiB after the first cycle: %ld\n",
+                threads (), rss_kib ());
     }
-  printf ("threads after %d cycles: %d\n", cycles, threads ());
+  printf ("threads after %d cycles: %d\nresident KiB after %d cycles: %ld\n", cycles, threads (),
+          cycles, rss_kib ());
+  free (a);
+  free (b);
   return 0;
 }
