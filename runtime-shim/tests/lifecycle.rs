@@ -5,9 +5,6 @@
 
 mod common;
 use common::*;
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// acc_event_t numbers (GCC's acc_prof.h).
 const DEVICE_INIT_START: i32 = 1;
@@ -15,39 +12,6 @@ const DEVICE_INIT_END: i32 = 2;
 const DEVICE_SHUTDOWN_START: i32 = 3;
 const DEVICE_SHUTDOWN_END: i32 = 4;
 const RUNTIME_SHUTDOWN: i32 = 5;
-
-/// Runs `prog args` on the emulated device; None if it had not finished after 20 s (killed:
-/// a deadlock), else (exit code or -signal, stdout, stderr).
-fn run_bounded(prog: &Path, args: &[&str]) -> Option<(i32, String, String)> {
-    let dir = tempfile::tempdir().unwrap();
-    let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
-    let mut child = Command::new(prog)
-        .args(args)
-        .env("ACCSHIM_NO_CUDA", "1")
-        .env("ACCSHIM_QUIET", "1")
-        .env_remove("ACC_DEVICE_TYPE")
-        .env_remove("ACC_PROFLIB")
-        .stdout(std::fs::File::create(&out_path).unwrap())
-        .stderr(std::fs::File::create(&err_path).unwrap())
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    use std::os::unix::process::ExitStatusExt;
-    let code = status.code().unwrap_or_else(|| -status.signal().unwrap_or(0));
-    Some((code, std::fs::read_to_string(out_path).unwrap(), std::fs::read_to_string(err_path).unwrap()))
-}
 
 #[test]
 fn lifecycle_callbacks_may_call_the_runtime() {

@@ -1,10 +1,11 @@
 //! Test helpers: where the built artefacts are, compiling C against the system's headers, and
-//! parsing the C event logger's output.
+//! parsing the C event logger's output, running a program with a deadline.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// target/<profile>, found from the test binary (target/<profile>/deps/<test>-<hash>).
 pub fn profile_dir() -> PathBuf {
@@ -109,4 +110,37 @@ pub fn names(evs: &[Event]) -> Vec<&str> {
 
 pub fn count(evs: &[Event], name: &str) -> usize {
     evs.iter().filter(|e| e["ev"] == name).count()
+}
+
+/// Runs `prog args` on the emulated device; None if it had not finished after 20 s (killed:
+/// a deadlock), else (exit code or -signal, stdout, stderr).
+pub fn run_bounded(prog: &Path, args: &[&str]) -> Option<(i32, String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
+    let mut child = Command::new(prog)
+        .args(args)
+        .env("ACCSHIM_NO_CUDA", "1")
+        .env("ACCSHIM_QUIET", "1")
+        .env_remove("ACC_DEVICE_TYPE")
+        .env_remove("ACC_PROFLIB")
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let code = status.code().unwrap_or_else(|| -status.signal().unwrap_or(0));
+    Some((code, std::fs::read_to_string(out_path).unwrap(), std::fs::read_to_string(err_path).unwrap()))
 }
