@@ -227,6 +227,12 @@ pub extern "C" fn acc_set_default_async(a: c_int) {
 #[no_mangle]
 pub extern "C" fn acc_malloc(bytes: usize) -> *mut c_void {
     guard("acc_malloc", || {
+        // No memory, no pointer (GCC returns NULL too, before initialising anything): a unique
+        // non-NULL address for nothing would have to be freed, and a tool would see an alloc
+        // of 0 bytes.
+        if bytes == 0 {
+            return std::ptr::null_mut();
+        }
         let Ok(op) = op(ACC_ASYNC_SYNC as c_int) else { return std::ptr::null_mut() };
         match op.rt.backend.alloc(bytes) {
             Ok(dev) => {

@@ -1,0 +1,43 @@
+//! Runtime library routines through the C API, on the emulated device: what the specification
+//! (or, where it is silent, GCC's libgomp) says they do, in the cases an audit found wrong.
+//! Each C program under tests/c/api_*.c takes the case to run as its argument.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// Compiles tests/c/<name>.c into `dir`.
+fn program(dir: &Path, name: &str) -> PathBuf {
+    let prog = dir.join(name);
+    gcc(&crate_dir().join(format!("tests/c/{name}.c")), &prog, false);
+    prog
+}
+
+/// Runs `prog args` on the emulated device: (exit code or -signal, stdout, stderr); a hang fails.
+fn run(prog: &Path, args: &[&str]) -> (i32, String, String) {
+    run_bounded(prog, args).unwrap_or_else(|| panic!("{} {args:?} hangs", prog.display()))
+}
+
+/// The lines of `out` that start with `prefix`.
+fn lines_with<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
+    out.lines().filter(|l| l.starts_with(prefix)).collect()
+}
+
+/// The program stopped with the runtime's error of `class`, its message containing `text`
+/// (the runtime prints the error and aborts: SIGABRT).
+fn assert_runtime_error(what: &str, (code, out, err): &(i32, String, String), class: &str, text: &str) {
+    assert_eq!(*code, -6, "{what}: aborts (SIGABRT); stdout {out:?} stderr {err:?}");
+    assert!(err.contains(&format!("OpenACC runtime error [{class}]")), "{what}: error class {class}: {err}");
+    assert!(err.contains(text), "{what}: message contains {text:?}: {err}");
+    assert!(!err.contains("panicked") && !err.contains("internal error"), "{what}: no panic: {err}");
+}
+
+#[test]
+fn acc_malloc_of_zero_bytes_is_null_and_allocates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_memory");
+    let (code, out, err) = run(&prog, &["malloc_zero"]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(out.contains("acc_malloc (0) = NULL\n"), "GCC returns NULL: {out}");
+    assert!(lines_with(&out, "alloc ").is_empty() && lines_with(&out, "free ").is_empty(), "no device memory, no event: {out}");
+}
