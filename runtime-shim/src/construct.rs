@@ -180,7 +180,7 @@ fn data_enter(rt: &'static Runtime, loc: Loc, clauses: &[Clause], async_: i64, w
     }
     let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
     let mut entered = Vec::with_capacity(clauses.len());
-    for c in clauses {
+    for c in attaches_last(clauses) {
         entered.push((*c, data::enter(&op, c, false)?));
     }
     dispatch::other_end(acc_event_t::ENTER_DATA_END, &op.ctx, t);
@@ -243,7 +243,7 @@ pub fn enter_data(loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]
             wait_on(rt, acc_construct_t::ENTER_DATA, false, &loc, (!w.is_empty()).then_some(w), async_)?;
         }
         let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
-        for c in clauses {
+        for c in attaches_last(clauses) {
             match c.kind {
                 ClauseKind::CopyIn | ClauseKind::Create | ClauseKind::Attach => {
                     data::enter(&op, c, true)?;
@@ -266,7 +266,7 @@ pub fn exit_data(loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]>
             wait_on(rt, acc_construct_t::EXIT_DATA, false, &loc, (!w.is_empty()).then_some(w), async_)?;
         }
         let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
-        for c in clauses {
+        for c in detaches_first(clauses) {
             match c.kind {
                 ClauseKind::CopyOut | ClauseKind::Delete | ClauseKind::Detach => data::exit(&op, c, true, finalize)?,
                 k => return Err(AccError::InvalidArgument(format!("{k:?} is not allowed on exit data"))),
@@ -332,15 +332,16 @@ fn compute_in(rt: &'static Runtime, spec: &ComputeSpec, kernels: &[Kernel]) -> R
     implicit.ctx.implicit = true;
     let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &implicit.ctx);
     let mut entered = Vec::with_capacity(spec.clauses.len());
-    for c in &spec.clauses {
+    for c in attaches_last(&spec.clauses) {
         entered.push((*c, data::enter(&op, c, false)?));
     }
     dispatch::other_end(acc_event_t::ENTER_DATA_END, &implicit.ctx, t);
 
     let serial = spec.kind == acc_construct_t::SERIAL;
+    let unmapped = unmapped_sections(&entered);
     let mut reductions = Vec::new();
     for k in kernels {
-        reductions.extend(launch(&implicit, spec, k, serial)?);
+        reductions.extend(launch(&implicit, spec, k, serial, &unmapped)?);
     }
     copy_back_reductions(&implicit, reductions)?;
 
@@ -370,9 +371,44 @@ struct PendingReduction {
     slot: *mut f64,
 }
 
+/// A section of the construct's clauses that mapped nothing (no_create of absent data, a
+/// zero-length section): host range and the address the kernels get for its start.
+struct Unmapped {
+    host: usize,
+    bytes: usize,
+    addr: u64,
+}
+
+fn unmapped_sections(entered: &[(Clause, Entered)]) -> Vec<Unmapped> {
+    entered
+        .iter()
+        .filter_map(|(c, e)| match *e {
+            Entered::Unmapped(addr) if !c.host.is_null() => Some(Unmapped { host: c.host as usize, bytes: c.bytes, addr }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The clauses in the order their actions are done at entry: pointer attachments after every
+/// copy of the same directive ("The implementation schedules pointer updates after any data
+/// copies due to copyin actions that are performed for the same directive"), so that the
+/// pointer and its target are present whatever order the clauses were written in.
+fn attaches_last(clauses: &[Clause]) -> impl Iterator<Item = &Clause> {
+    let attach = |c: &&Clause| c.kind == ClauseKind::Attach;
+    clauses.iter().filter(move |c| !attach(c)).chain(clauses.iter().filter(attach))
+}
+
+/// The clauses in the order their actions are done at an exit data directive: detachments
+/// first, so that a pointer's device copy holds its host value again before the data holding it
+/// is copied back (GCC does the same).
+fn detaches_first(clauses: &[Clause]) -> impl Iterator<Item = &Clause> {
+    let detach = |c: &&Clause| c.kind == ClauseKind::Detach;
+    clauses.iter().filter(detach).chain(clauses.iter().filter(move |c| !detach(c)))
+}
+
 /// Launches one kernel; returns its reduction, whose result comes back once the construct's
 /// kernels are all launched ([`copy_back_reductions`]).
-fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool) -> Result<Option<PendingReduction>> {
+fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool, unmapped: &[Unmapped]) -> Result<Option<PendingReduction>> {
     let rt = op.rt;
     let (gangs, workers, vector) = if serial {
         (1, 1, 1)
@@ -392,13 +428,17 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool) -> Result<Optio
                 Arg::Present(h) => {
                     let h = h as usize;
                     match table.containing(h) {
-                        Some(e) => Ok(Val(e.dev + (h - e.host) as u64)),
+                        Some(e) => Ok(Val(e.dev_of(h))),
                         None if h == 0 => Ok(Val(0)),
-                        None => Err(AccError::NotPresent {
-                            host: h,
-                            bytes: 1,
-                            name: format!("argument of kernel {}", k.name.to_string_lossy()),
-                        }),
+                        None => match unmapped.iter().find(|u| h >= u.host && h < u.host + u.bytes.max(1)) {
+                            // no_create of absent data (the local address), a zero-length section.
+                            Some(u) => Ok(Val(u.addr + (h - u.host) as u64)),
+                            None => Err(AccError::NotPresent {
+                                host: h,
+                                bytes: 1,
+                                name: format!("argument of kernel {}", k.name.to_string_lossy()),
+                            }),
+                        },
                     }
                 }
                 Arg::Device(d) => Ok(Val(d)),

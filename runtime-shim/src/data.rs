@@ -8,12 +8,12 @@
 
 use crate::backend::QueueId;
 use crate::error::{AccError, Result};
-use crate::present::{Entry, Lookup};
+use crate::present::{Attached, Entry, Filling, Lookup, Restore};
 use crate::profiling::dispatch::{self, DataInfo, EvCtx};
 use crate::runtime::Runtime;
 use accprof_abi::acc_event_t;
-use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void};
+use std::sync::Arc;
 
 /// The data clauses of the construct API (C: `ACCSHIM_*` constants, same numbers).
 #[repr(i32)]
@@ -148,6 +148,12 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
         return Ok(Entered::Unmapped(0));
     }
     let mut table = op.rt.table();
+    if c.bytes == 0 {
+        // A zero-length section maps nothing and takes no reference; it stands for the device
+        // address of its start if that is present, else NULL (as GCC treats them). Mapping it
+        // would leave a hidden entry that made the whole array "partly present" later.
+        return Ok(Entered::Unmapped(table.containing(host).map_or(0, |e| e.dev_of(host))));
+    }
     match table.lookup(host, c.bytes, c.name)? {
         Lookup::Present { key, dev } => {
             let e = table.get_mut(key).expect("looked up");
@@ -155,6 +161,12 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 e.dynamic += 1;
             } else {
                 e.structured += 1;
+            }
+            let filling = e.filling.clone();
+            drop(table);
+            if let Some(f) = filling {
+                // Another thread created it and is still uploading: the data is not there yet.
+                f.wait();
             }
             Ok(Entered::Mapped(dev))
         }
@@ -165,17 +177,21 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
             ClauseKind::NoCreate => Ok(Entered::Unmapped(host as u64)),
             _ => {
                 let dev = op.rt.backend.alloc(c.bytes)?;
-                table.insert(Entry {
-                    host,
-                    bytes: c.bytes,
-                    dev,
-                    structured: u32::from(!dynamic),
-                    dynamic: u32::from(dynamic),
-                    mapped: false,
-                    name: c.name,
-                    attached: BTreeMap::new(),
-                });
+                let mut e = Entry::new(host, c.bytes, dev, c.name);
+                if dynamic {
+                    e.dynamic = 1;
+                } else {
+                    e.structured = 1;
+                }
+                // Published now so that other threads see the data as present (and the
+                // partly-present checks see it), marked as being filled until the upload is
+                // issued: a thread that maps it meanwhile waits (GCC holds its device lock
+                // for the whole mapping instead).
+                let filling = Filling::new();
+                e.filling = Some(Arc::clone(&filling));
+                table.insert(e);
                 drop(table);
+                let _filled = Filled { rt: op.rt, host, filling };
                 let d = info(host, c.bytes, dev, c.name);
                 dispatch::data_point(acc_event_t::ALLOC, &ctx, &d);
                 dispatch::data_point(acc_event_t::CREATE, &ctx, &d);
@@ -185,6 +201,25 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 Ok(Entered::Mapped(dev))
             }
         },
+    }
+}
+
+/// Marks a new entry's device copy as filled when the entry's creator is done with it, also
+/// when it returns early with an error.
+struct Filled {
+    rt: &'static Runtime,
+    host: usize,
+    filling: Arc<Filling>,
+}
+
+impl Drop for Filled {
+    fn drop(&mut self) {
+        if let Some(e) = self.rt.table().get_mut(self.host) {
+            if e.filling.as_ref().is_some_and(|f| Arc::ptr_eq(f, &self.filling)) {
+                e.filling = None;
+            }
+        }
+        self.filling.finish();
     }
 }
 
@@ -198,7 +233,8 @@ pub fn exit(op: &Op, c: &Clause, dynamic: bool, finalize: bool) -> Result<()> {
         ClauseKind::Attach | ClauseKind::Detach => return detach(op, &ctx, host, c.name, finalize),
         _ => {}
     }
-    if host == 0 {
+    if host == 0 || c.bytes == 0 {
+        // Entry mapped nothing for these (see enter).
         return Ok(());
     }
     let copyout = matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyOut);
@@ -222,14 +258,27 @@ pub fn exit(op: &Op, c: &Clause, dynamic: bool, finalize: bool) -> Result<()> {
         return Ok(());
     }
     let e = table.remove(key).expect("present");
+    // Pointers elsewhere that point into this data lose their target.
+    let restores = table.detach_pointers_into(e.host, e.bytes);
     drop(table);
-    release(op, &ctx, e, copyout)
+    for r in restores {
+        restore_pointer(op, &ctx, r)?;
+    }
+    // Only the clause's section goes back (GCC copies [h, h+s) too): the rest of the entry may
+    // hold device data the program never asked for, over host data it has changed since.
+    release(op, &ctx, e, copyout.then_some((host, c.bytes)))
 }
 
-/// Removes an entry whose references are gone: copy back, delete, free (with their events).
-fn release(op: &Op, ctx: &EvCtx, e: Entry, copyout: bool) -> Result<()> {
-    if copyout {
-        download(op, ctx, e.host, e.dev, e.bytes, e.name)?;
+/// Removes an entry whose references are gone: copy `copy_back` (a host section inside it)
+/// back, delete, free (with their events).
+fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) -> Result<()> {
+    if let Some((host, bytes)) = copy_back {
+        // Attached pointers inside the section get their host values back on the device first,
+        // so that the copy back never writes device addresses into host pointers.
+        for (ptr_addr, _) in e.attachments().filter(|&(p, _)| p >= host && p < host + bytes) {
+            restore_pointer(op, ctx, Restore { ptr_addr, slot_dev: e.dev_of(ptr_addr) })?;
+        }
+        download(op, ctx, host, e.dev_of(host), bytes, e.name)?;
     }
     let d = info(e.host, e.bytes, e.dev, e.name);
     dispatch::data_point(acc_event_t::DELETE, ctx, &d);
@@ -270,53 +319,41 @@ const ATTACH_NAME: *const c_char = c".attach.".as_ptr();
 const DETACH_NAME: *const c_char = c".detach.".as_ptr();
 
 /// Attaches the pointer stored at host address `ptr_addr`: its device copy gets the device
-/// address of what it points to. Counted per pointer, as the specification says.
+/// address of what it points to (NULL stays NULL). Counted per pointer and target, as the
+/// specification says.
 pub fn attach(op: &Op, ctx: &EvCtx, ptr_addr: usize, _name: *const c_char) -> Result<()> {
     if ptr_addr == 0 {
         return Err(AccError::InvalidArgument("attach of a NULL pointer address".into()));
     }
     // SAFETY: the caller passes the address of a pointer variable (acc_attach's contract).
     let target = unsafe { *(ptr_addr as *const usize) };
-    let mut table = op.rt.table();
-    let target_dev = table.containing(target).map(|e| e.dev + (target - e.host) as u64);
-    let Some(e) = table.containing_mut(ptr_addr) else {
-        return Err(AccError::NotPresent { host: ptr_addr, bytes: 8, name: "pointer to attach".into() });
-    };
-    let slot_dev = e.dev + (ptr_addr - e.host) as u64;
-    let count = e.attached.entry(ptr_addr).or_insert(0);
-    *count += 1;
-    if *count > 1 {
-        return Ok(());
+    let attached = op.rt.table().attach(ptr_addr, target);
+    match attached {
+        None => Err(AccError::NotPresent { host: ptr_addr, bytes: 8, name: "pointer to attach".into() }),
+        Some(Err(e)) => Err(e),
+        Some(Ok(Attached::Again)) => Ok(()),
+        Some(Ok(Attached::Write { slot_dev, value })) => write_pointer(op, ctx, ptr_addr, slot_dev, value, ATTACH_NAME),
     }
-    let Some(target_dev) = target_dev else {
-        *count -= 1;
-        return Err(AccError::NotPresent { host: target, bytes: 1, name: "attach target".into() });
-    };
-    drop(table);
-    let d = info(ptr_addr, 8, slot_dev, ATTACH_NAME);
-    let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
-    let r = op.rt.backend.write_u64(op.q, slot_dev, target_dev);
-    dispatch::data_end(acc_event_t::ENQUEUE_UPLOAD_END, ctx, &d, t);
-    r
 }
 
 /// Detaches: when the count reaches zero the device copy gets the host pointer value back.
 pub fn detach(op: &Op, ctx: &EvCtx, ptr_addr: usize, _name: *const c_char, finalize: bool) -> Result<()> {
-    let mut table = op.rt.table();
-    let Some(e) = table.containing_mut(ptr_addr) else { return Ok(()) };
-    let slot_dev = e.dev + (ptr_addr - e.host) as u64;
-    let Some(count) = e.attached.get_mut(&ptr_addr) else { return Ok(()) };
-    *count = if finalize { 0 } else { count.saturating_sub(1) };
-    if *count > 0 {
-        return Ok(());
-    }
-    e.attached.remove(&ptr_addr);
-    drop(table);
-    // SAFETY: as in attach.
-    let host_value = unsafe { *(ptr_addr as *const u64) };
-    let d = info(ptr_addr, 8, slot_dev, DETACH_NAME);
+    let restore = op.rt.table().detach(ptr_addr, finalize);
+    restore.map_or(Ok(()), |r| restore_pointer(op, ctx, r))
+}
+
+/// Gives a pointer's device copy its host value back (detach).
+fn restore_pointer(op: &Op, ctx: &EvCtx, r: Restore) -> Result<()> {
+    // SAFETY: an attached pointer's host address, inside present (so live) host data.
+    let host_value = unsafe { *(r.ptr_addr as *const u64) };
+    write_pointer(op, ctx, r.ptr_addr, r.slot_dev, host_value, DETACH_NAME)
+}
+
+/// Writes a pointer's device copy, reported as an 8-byte upload named `.attach.`/`.detach.`.
+fn write_pointer(op: &Op, ctx: &EvCtx, ptr_addr: usize, slot_dev: u64, value: u64, name: *const c_char) -> Result<()> {
+    let d = info(ptr_addr, 8, slot_dev, name);
     let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
-    let r = op.rt.backend.write_u64(op.q, slot_dev, host_value);
+    let r = op.rt.backend.write_u64(op.q, slot_dev, value);
     dispatch::data_end(acc_event_t::ENQUEUE_UPLOAD_END, ctx, &d, t);
     r
 }
@@ -330,16 +367,16 @@ pub fn map(op: &Op, host: usize, dev: u64, bytes: usize) -> Result<()> {
         }
         Lookup::Absent => {}
     }
-    table.insert(Entry {
-        host,
-        bytes,
-        dev,
-        structured: 0,
-        dynamic: 1,
-        mapped: true,
-        name: std::ptr::null(),
-        attached: BTreeMap::new(),
-    });
+    if let Some(e) = table.overlapping_device(dev, bytes) {
+        return Err(AccError::InvalidArgument(format!(
+            "acc_map_data: device address [{dev:#x},+{bytes}] is already mapped (to host [{:#x},+{}])",
+            e.host, e.bytes
+        )));
+    }
+    let mut e = Entry::new(host, bytes, dev, std::ptr::null());
+    e.dynamic = 1;
+    e.mapped = true;
+    table.insert(e);
     drop(table);
     dispatch::data_point(acc_event_t::CREATE, &op.ctx, &info(host, bytes, dev, std::ptr::null()));
     Ok(())

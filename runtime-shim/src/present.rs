@@ -1,5 +1,6 @@
 //! The present table: which host address ranges have device copies, with the specification's
-//! structured and dynamic reference counters (OpenACC 3.x section 2.6.7).
+//! structured and dynamic reference counters (OpenACC 3.x section 2.6.7) and the attachment
+//! counters of pointers inside them (section 2.6.8).
 //!
 //! Keyed by host start address in a BTreeMap, so "which entry contains this address" is one
 //! range query. Entries never overlap: mapping a range that overlaps an entry without being
@@ -8,6 +9,8 @@
 use crate::error::AccError;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, CStr};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::ThreadId;
 
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -20,14 +23,40 @@ pub struct Entry {
     pub mapped: bool,
     /// The clause text that created the entry, for events and messages.
     pub name: *const c_char,
-    /// Attachment counters of pointers inside this entry (host address of the pointer -> count).
-    pub attached: BTreeMap<usize, u32>,
+    /// Pointers inside this entry attached to a device target (host address of the pointer ->
+    /// its attachment). Changed through the table, which counts them.
+    attached: BTreeMap<usize, Attachment>,
+    /// Set while the thread that created the entry is still allocating and uploading its device
+    /// copy: another thread that finds the entry waits for it before using the data.
+    pub filling: Option<Arc<Filling>>,
 }
 
 // SAFETY: `name` points to a static NUL-terminated string (see crate::loc).
 unsafe impl Send for Entry {}
 
+/// One attached pointer: its attachment counter and the host address it pointed to when it
+/// was attached (attaching it to another target starts the count again at one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attachment {
+    pub count: u32,
+    pub target: usize,
+}
+
 impl Entry {
+    /// A new entry with no references yet.
+    pub fn new(host: usize, bytes: usize, dev: u64, name: *const c_char) -> Entry {
+        Entry {
+            host,
+            bytes,
+            dev,
+            structured: 0,
+            dynamic: 0,
+            mapped: false,
+            name,
+            attached: BTreeMap::new(),
+            filling: None,
+        }
+    }
     pub fn end(&self) -> usize {
         self.host + self.bytes.max(1)
     }
@@ -36,6 +65,46 @@ impl Entry {
     }
     pub fn name_str(&self) -> String {
         cstr_lossy(self.name)
+    }
+    /// The device address of host address `host` inside this entry.
+    pub fn dev_of(&self, host: usize) -> u64 {
+        self.dev + (host - self.host) as u64
+    }
+    /// The pointers attached inside this entry: (host address of the pointer, attachment).
+    pub fn attachments(&self) -> impl Iterator<Item = (usize, Attachment)> + '_ {
+        self.attached.iter().map(|(&p, &a)| (p, a))
+    }
+}
+
+/// A device copy still being filled by the thread that created its entry. Other threads wait
+/// on it; the creating thread never does (a tool's callback during the upload may map the same
+/// data, and would wait for itself).
+#[derive(Debug)]
+pub struct Filling {
+    owner: ThreadId,
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Filling {
+    pub fn new() -> Arc<Filling> {
+        Arc::new(Filling { owner: std::thread::current().id(), done: Mutex::new(false), cv: Condvar::new() })
+    }
+
+    /// Returns once the creating thread has called [`Filling::finish`] (at once on that thread).
+    pub fn wait(&self) {
+        if std::thread::current().id() == self.owner {
+            return;
+        }
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = self.cv.wait(done).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    pub fn finish(&self) {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
     }
 }
 
@@ -59,9 +128,29 @@ pub enum Lookup {
     Present { key: usize, dev: u64 },
 }
 
+/// What an attach action did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Attached {
+    /// The pointer was attached before to the same target: its counter went up, nothing to write.
+    Again,
+    /// Newly attached (or to a new target): write `value` to the device pointer at `slot_dev`.
+    Write { slot_dev: u64, value: u64 },
+}
+
+/// A pointer whose device copy must get its host value back: the pointer's host address and
+/// the device address of its device copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Restore {
+    pub ptr_addr: usize,
+    pub slot_dev: u64,
+}
+
 #[derive(Default, Debug)]
 pub struct PresentTable {
     map: BTreeMap<usize, Entry>,
+    /// Attached pointers in all entries, so that removing an entry looks for pointers into it
+    /// only when there are any.
+    attachments: usize,
 }
 
 impl PresentTable {
@@ -78,7 +167,7 @@ impl PresentTable {
         if let Some((&k, e)) = self.map.range(..end).next_back() {
             if e.end() > host {
                 if k <= host && e.end() >= end {
-                    return Ok(Lookup::Present { key: k, dev: e.dev + (host - k) as u64 });
+                    return Ok(Lookup::Present { key: k, dev: e.dev_of(host) });
                 }
                 return Err(AccError::PartlyPresent {
                     host,
@@ -106,8 +195,17 @@ impl PresentTable {
         self.map.values().find(|e| dev >= e.dev && dev < e.dev + e.bytes.max(1) as u64)
     }
 
+    /// An entry whose device range overlaps `[dev, dev+bytes)` (acc_map_data). Linear.
+    pub fn overlapping_device(&self, dev: u64, bytes: usize) -> Option<&Entry> {
+        let end = dev + bytes.max(1) as u64;
+        self.map.values().find(|e| e.dev < end && dev < e.dev + e.bytes.max(1) as u64)
+    }
+
     pub fn insert(&mut self, e: Entry) {
-        self.map.insert(e.host, e);
+        self.attachments += e.attached.len();
+        if let Some(old) = self.map.insert(e.host, e) {
+            self.attachments -= old.attached.len();
+        }
     }
 
     pub fn get_mut(&mut self, key: usize) -> Option<&mut Entry> {
@@ -119,7 +217,9 @@ impl PresentTable {
     }
 
     pub fn remove(&mut self, key: usize) -> Option<Entry> {
-        self.map.remove(&key)
+        let e = self.map.remove(&key)?;
+        self.attachments -= e.attached.len();
+        Some(e)
     }
 
     pub fn len(&self) -> usize {
@@ -132,7 +232,71 @@ impl PresentTable {
 
     /// Every entry, removed (shutdown).
     pub fn drain(&mut self) -> Vec<Entry> {
+        self.attachments = 0;
         std::mem::take(&mut self.map).into_values().collect()
+    }
+
+    /// The attach action for the pointer stored at host address `ptr_addr`, whose value is
+    /// `target`: None if no entry contains the pointer; else, if the pointer is not attached to
+    /// `target` yet, its device copy must get the device address of `target` (or NULL for a NULL
+    /// pointer); an error if `target` is not present.
+    pub fn attach(&mut self, ptr_addr: usize, target: usize) -> Option<Result<Attached, AccError>> {
+        let target_dev = if target == 0 { Some(0) } else { self.containing(target).map(|e| e.dev_of(target)) };
+        let e = self.containing_mut(ptr_addr)?;
+        let slot_dev = e.dev_of(ptr_addr);
+        if let Some(a) = e.attached.get_mut(&ptr_addr) {
+            if a.target == target {
+                a.count += 1;
+                return Some(Ok(Attached::Again));
+            }
+        }
+        let Some(value) = target_dev else {
+            return Some(Err(AccError::NotPresent { host: target, bytes: 1, name: "attach target".into() }));
+        };
+        if e.attached.insert(ptr_addr, Attachment { count: 1, target }).is_none() {
+            self.attachments += 1;
+        }
+        Some(Ok(Attached::Write { slot_dev, value }))
+    }
+
+    /// The detach action: the pointer's counter goes down (to zero with `finalize`); when it
+    /// reaches zero the pointer is no longer attached and its device copy must get its host
+    /// value back.
+    pub fn detach(&mut self, ptr_addr: usize, finalize: bool) -> Option<Restore> {
+        let e = self.containing_mut(ptr_addr)?;
+        let slot_dev = e.dev_of(ptr_addr);
+        let a = e.attached.get_mut(&ptr_addr)?;
+        a.count = if finalize { 0 } else { a.count.saturating_sub(1) };
+        if a.count > 0 {
+            return None;
+        }
+        e.attached.remove(&ptr_addr);
+        self.attachments -= 1;
+        Some(Restore { ptr_addr, slot_dev })
+    }
+
+    /// Detaches every pointer (in any entry) whose target lies in `[host, host+bytes)`, data
+    /// that is being deleted: their device copies must get their host values back (section
+    /// 2.6.8: "When the device pointer target is deallocated, the pointer in device memory
+    /// should be restored to the host value").
+    pub fn detach_pointers_into(&mut self, host: usize, bytes: usize) -> Vec<Restore> {
+        if self.attachments == 0 {
+            return Vec::new();
+        }
+        let end = host + bytes.max(1);
+        let mut restores = Vec::new();
+        for e in self.map.values_mut() {
+            let (base, dev) = (e.host, e.dev);
+            e.attached.retain(|&ptr_addr, a| {
+                let into = a.target >= host && a.target < end;
+                if into {
+                    restores.push(Restore { ptr_addr, slot_dev: dev + (ptr_addr - base) as u64 });
+                }
+                !into
+            });
+        }
+        self.attachments -= restores.len();
+        restores
     }
 }
 
@@ -141,16 +305,9 @@ mod tests {
     use super::*;
 
     fn entry(host: usize, bytes: usize, dev: u64) -> Entry {
-        Entry {
-            host,
-            bytes,
-            dev,
-            structured: 1,
-            dynamic: 0,
-            mapped: false,
-            name: std::ptr::null(),
-            attached: BTreeMap::new(),
-        }
+        let mut e = Entry::new(host, bytes, dev, std::ptr::null());
+        e.structured = 1;
+        e
     }
 
     #[test]
@@ -188,5 +345,42 @@ mod tests {
         assert!(t.containing(1100).is_none());
         assert_eq!(t.by_device(9005).unwrap().host, 2000);
         assert!(t.by_device(8000).is_none());
+    }
+
+    #[test]
+    fn attach_counts_per_target_and_detach_restores_at_zero() {
+        let mut t = PresentTable::new();
+        t.insert(entry(1000, 100, 5000)); // holds the pointer at 1008
+        t.insert(entry(2000, 64, 9000)); // its first target
+        t.insert(entry(3000, 64, 7000)); // its second target
+        assert_eq!(t.attach(1008, 2010), Some(Ok(Attached::Write { slot_dev: 5008, value: 9010 })));
+        assert_eq!(t.attach(1008, 2010), Some(Ok(Attached::Again)));
+        // A new target starts the count again at one.
+        assert_eq!(t.attach(1008, 3000), Some(Ok(Attached::Write { slot_dev: 5008, value: 7000 })));
+        assert_eq!(t.detach(1008, false), Some(Restore { ptr_addr: 1008, slot_dev: 5008 }));
+        assert_eq!(t.detach(1008, false), None, "no longer attached");
+        // NULL stays NULL; a target that is not present is an error; a pointer outside every entry, None.
+        assert_eq!(t.attach(1016, 0), Some(Ok(Attached::Write { slot_dev: 5016, value: 0 })));
+        assert!(matches!(t.attach(1024, 4000), Some(Err(AccError::NotPresent { .. }))));
+        assert_eq!(t.attach(500, 2000), None);
+        assert_eq!(t.attachments, 1);
+    }
+
+    #[test]
+    fn deleting_a_target_detaches_the_pointers_into_it() {
+        let mut t = PresentTable::new();
+        t.insert(entry(1000, 100, 5000));
+        t.insert(entry(2000, 64, 9000));
+        t.attach(1008, 2000).unwrap().unwrap();
+        t.attach(1016, 2060).unwrap().unwrap();
+        t.attach(1024, 0).unwrap().unwrap();
+        let mut r = t.detach_pointers_into(2000, 64);
+        r.sort_by_key(|r| r.ptr_addr);
+        assert_eq!(r, vec![Restore { ptr_addr: 1008, slot_dev: 5008 }, Restore { ptr_addr: 1016, slot_dev: 5016 }]);
+        assert_eq!(t.attachments, 1, "the NULL pointer stays attached");
+        // Removing the entry that holds the pointers drops their count too.
+        t.remove(1000);
+        assert_eq!(t.attachments, 0);
+        assert!(t.detach_pointers_into(0, usize::MAX / 2).is_empty());
     }
 }
