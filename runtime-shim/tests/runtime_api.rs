@@ -41,3 +41,33 @@ fn acc_malloc_of_zero_bytes_is_null_and_allocates_nothing() {
     assert!(out.contains("acc_malloc (0) = NULL\n"), "GCC returns NULL: {out}");
     assert!(lines_with(&out, "alloc ").is_empty() && lines_with(&out, "free ").is_empty(), "no device memory, no event: {out}");
 }
+
+#[test]
+fn acc_free_reports_the_size_it_frees() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_memory");
+    let (code, out, err) = run(&prog, &["free_bytes"]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert_eq!(lines_with(&out, "alloc "), ["alloc 1000"], "{out}");
+    assert_eq!(lines_with(&out, "free "), ["free 1000"], "the free event's bytes: {out}");
+}
+
+#[test]
+fn acc_free_of_memory_that_is_still_mapped_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_memory");
+    // acc_map_data'd memory (GCC: "refusing to free device memory space at %p that is still
+    // mapped"), and the device copy of acc_copyin'd data.
+    for case in ["free_mapped", "free_present"] {
+        let r = run(&prog, &[case]);
+        assert_runtime_error(case, &r, "acc_error_invalid_argument", "refusing to free device memory");
+        assert!(r.2.contains("still mapped"), "{case}: {}", r.2);
+        assert!(!r.1.contains("acc_free returned"), "{case}: stops at acc_free: {}", r.1);
+        assert!(lines_with(&r.1, "free ").is_empty(), "{case}: nothing freed: {}", r.1);
+    }
+    // Unmapped first, it is an ordinary free.
+    let (code, out, err) = run(&prog, &["free_unmapped"]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(out.contains("acc_free returned\ndone\n"), "{out}");
+    assert_eq!(lines_with(&out, "free ").len(), 1, "{out}");
+}

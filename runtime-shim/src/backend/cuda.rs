@@ -757,6 +757,14 @@ impl Backend for Cuda {
         check(unsafe { sys::cuMemFree_v2(dev) }, "cuMemFree")
     }
 
+    fn allocation_size(&self, dev: u64) -> Option<usize> {
+        self.bind();
+        let (mut base, mut size): (CUdeviceptr, usize) = (0, 0);
+        // SAFETY: two out-parameters on the stack; the driver only looks the address up.
+        let r = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, dev) };
+        (r == CUresult::CUDA_SUCCESS && base == dev).then_some(size)
+    }
+
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;

@@ -281,6 +281,10 @@ impl Backend for Emulated {
         Ok(())
     }
 
+    fn allocation_size(&self, dev: u64) -> Option<usize> {
+        self.blocks.lock().unwrap_or_else(|e| e.into_inner()).get(&dev).map(Block::size)
+    }
+
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         self.check_block(dev, bytes)?;
         let (d, h) = (SendPtr(dev as usize), SendPtr(host as usize));

@@ -169,6 +169,9 @@ pub trait Backend: Send + Sync {
     fn alloc(&self, bytes: usize) -> Result<u64>;
     /// Frees after the work already queued on `q` is done.
     fn free(&self, q: QueueId, dev: u64) -> Result<()>;
+    /// The size in bytes of the allocation that starts at `dev`, None if none starts there
+    /// (acc_free's free event reports it).
+    fn allocation_size(&self, dev: u64) -> Option<usize>;
 
     /// Host to device. On an async queue the host memory is read when the copy runs.
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()>;
