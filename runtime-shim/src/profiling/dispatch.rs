@@ -5,7 +5,7 @@
 //! the matching end event. No lock is held while a callback runs. When no tool is registered,
 //! every function here returns after one atomic load (see [`registry::active`]).
 
-use super::registry;
+use super::registry::{self, Order};
 use crate::loc::Loc;
 use accprof_abi::*;
 use std::cell::Cell;
@@ -166,29 +166,20 @@ fn launch_info(ev: acc_event_t, c: &EvCtx, l: &LaunchInfo, t: ToolInfo) -> acc_e
 /// Calls every callback of `ev` with fresh copies of the structures (so one callback scribbling
 /// on a field does not change what the next sees, except `tool_info`, which is meant to flow).
 /// Returns the `tool_info` left by the callbacks.
-fn call(ev: acc_event_t, c: &EvCtx, mut info: acc_event_info, reverse: bool) -> ToolInfo {
-    let snap = registry::snapshot(ev);
-    if snap.callbacks.is_empty() {
-        return ToolInfo::NONE;
-    }
+///
+/// The callbacks come from [`registry::walk`], which looks at the registry again before each
+/// one: a callback that registers, unregisters, enables or disables callbacks of this event
+/// changes which of the remaining ones run for this very instance, as the specification asks.
+fn call(ev: acc_event_t, c: &EvCtx, info: acc_event_info, order: Order) -> ToolInfo {
     let mut tool_info = unsafe { info.other_event.tool_info };
-    let run = |cb: &registry::Callback, info: &mut acc_event_info, tool_info: &mut *mut c_void| {
+    for cb in registry::walk(ev, order) {
         let mut p = prof_info(ev, c);
         let mut a = api_info(c);
-        let mut i = *info;
-        i.other_event.tool_info = *tool_info;
+        let mut i = info;
+        i.other_event.tool_info = tool_info;
         // SAFETY: the callback was registered by a tool for exactly this signature.
         unsafe { cb(&mut p, &mut i, &mut a) };
-        *tool_info = unsafe { i.other_event.tool_info };
-    };
-    if reverse {
-        for cb in snap.callbacks.iter().rev() {
-            run(cb, &mut info, &mut tool_info);
-        }
-    } else {
-        for cb in snap.callbacks.iter() {
-            run(cb, &mut info, &mut tool_info);
-        }
+        tool_info = unsafe { i.other_event.tool_info };
     }
     ToolInfo(tool_info)
 }
@@ -200,7 +191,7 @@ pub fn other_start(ev: acc_event_t, c: &EvCtx) -> ToolInfo {
     if !enabled() {
         return ToolInfo::NONE;
     }
-    call(ev, c, other_info(ev, c, ToolInfo::NONE), false)
+    call(ev, c, other_info(ev, c, ToolInfo::NONE), Order::Registration)
 }
 
 /// The end event matching [`other_start`].
@@ -209,13 +200,13 @@ pub fn other_end(ev: acc_event_t, c: &EvCtx, t: ToolInfo) {
     if !enabled() {
         return;
     }
-    call(ev, c, other_info(ev, c, t), true);
+    call(ev, c, other_info(ev, c, t), Order::Reverse);
 }
 
 /// A single-point event of the "other" kind (runtime shutdown).
 pub fn other_point(ev: acc_event_t, c: &EvCtx) {
     if enabled() {
-        call(ev, c, other_info(ev, c, ToolInfo::NONE), false);
+        call(ev, c, other_info(ev, c, ToolInfo::NONE), Order::Registration);
     }
 }
 
@@ -223,7 +214,7 @@ pub fn other_point(ev: acc_event_t, c: &EvCtx) {
 #[inline]
 pub fn data_point(ev: acc_event_t, c: &EvCtx, d: &DataInfo) {
     if enabled() {
-        call(ev, c, data_info(ev, c, d, ToolInfo::NONE), false);
+        call(ev, c, data_info(ev, c, d, ToolInfo::NONE), Order::Registration);
     }
 }
 
@@ -233,13 +224,13 @@ pub fn data_start(ev: acc_event_t, c: &EvCtx, d: &DataInfo) -> ToolInfo {
     if !enabled() {
         return ToolInfo::NONE;
     }
-    call(ev, c, data_info(ev, c, d, ToolInfo::NONE), false)
+    call(ev, c, data_info(ev, c, d, ToolInfo::NONE), Order::Registration)
 }
 
 #[inline]
 pub fn data_end(ev: acc_event_t, c: &EvCtx, d: &DataInfo, t: ToolInfo) {
     if enabled() {
-        call(ev, c, data_info(ev, c, d, t), true);
+        call(ev, c, data_info(ev, c, d, t), Order::Reverse);
     }
 }
 
@@ -249,13 +240,13 @@ pub fn launch_start(c: &EvCtx, l: &LaunchInfo) -> ToolInfo {
         return ToolInfo::NONE;
     }
     let ev = acc_event_t::ENQUEUE_LAUNCH_START;
-    call(ev, c, launch_info(ev, c, l, ToolInfo::NONE), false)
+    call(ev, c, launch_info(ev, c, l, ToolInfo::NONE), Order::Registration)
 }
 
 #[inline]
 pub fn launch_end(c: &EvCtx, l: &LaunchInfo, t: ToolInfo) {
     if enabled() {
         let ev = acc_event_t::ENQUEUE_LAUNCH_END;
-        call(ev, c, launch_info(ev, c, l, t), true);
+        call(ev, c, launch_info(ev, c, l, t), Order::Reverse);
     }
 }

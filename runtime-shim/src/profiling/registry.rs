@@ -25,12 +25,28 @@ pub type Callback = unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info
 /// Number of event slots (event numbers 0..LAST).
 pub const NUM_EVENTS: usize = acc_event_t::LAST.0 as usize;
 
-/// The published, immutable list of callbacks to call for one event, in registration order.
-pub struct Snapshot {
-    pub callbacks: Vec<Callback>,
+/// One enabled callback of a published list, with its place in the registration order.
+#[derive(Clone, Copy)]
+struct Entry {
+    /// Registration order: larger is later. A callback unregistered and registered again gets a
+    /// new, larger number (the specification: it moves to the tail of the list).
+    seq: u64,
+    cb: Callback,
 }
 
-static EMPTY: Snapshot = Snapshot { callbacks: Vec::new() };
+impl PartialEq for Entry {
+    /// The same registration of the same function (compared by address, as the tool passed it).
+    fn eq(&self, other: &Entry) -> bool {
+        self.seq == other.seq && self.cb as usize == other.cb as usize
+    }
+}
+
+/// The published, immutable list of callbacks to call for one event, in registration order.
+struct Snapshot {
+    entries: Vec<Entry>,
+}
+
+static EMPTY: Snapshot = Snapshot { entries: Vec::new() };
 
 #[allow(clippy::declare_interior_mutable_const)]
 const NULL_SNAPSHOT: AtomicPtr<Snapshot> = AtomicPtr::new(std::ptr::null_mut());
@@ -45,6 +61,7 @@ thread_local! {
 }
 
 struct Registered {
+    seq: u64,
     cb: Callback,
     refs: u32,
     enabled: bool,
@@ -52,6 +69,8 @@ struct Registered {
 
 struct Master {
     events: Vec<Vec<Registered>>,
+    /// The `seq` of the next new registration.
+    next_seq: u64,
     event_enabled: Vec<bool>,
     global_enabled: bool,
 }
@@ -64,6 +83,7 @@ fn with_master<R>(f: impl FnOnce(&mut Master) -> R) -> R {
     let mut guard = MASTER.lock().unwrap_or_else(|e| e.into_inner());
     let m = guard.get_or_insert_with(|| Master {
         events: (0..NUM_EVENTS).map(|_| Vec::new()).collect(),
+        next_seq: 1,
         event_enabled: vec![true; NUM_EVENTS],
         global_enabled: true,
     });
@@ -76,20 +96,20 @@ fn with_master<R>(f: impl FnOnce(&mut Master) -> R) -> R {
 fn publish(m: &Master) {
     let mut any = false;
     for (ev, regs) in m.events.iter().enumerate() {
-        let callbacks: Vec<Callback> = if m.event_enabled[ev] {
-            regs.iter().filter(|r| r.enabled && r.refs > 0).map(|r| r.cb).collect()
+        let entries: Vec<Entry> = if m.event_enabled[ev] {
+            regs.iter().filter(|r| r.enabled && r.refs > 0).map(|r| Entry { seq: r.seq, cb: r.cb }).collect()
         } else {
             Vec::new()
         };
         let old = LISTS[ev].load(Ordering::Acquire);
         // Skip republishing unchanged lists, so steady-state toggling does not leak.
         // SAFETY: published pointers come from Box::leak and are never freed.
-        if !old.is_null() && unsafe { &(*old).callbacks } == &callbacks {
-            any |= !callbacks.is_empty();
+        if !old.is_null() && unsafe { &(*old).entries } == &entries {
+            any |= !entries.is_empty();
             continue;
         }
-        any |= !callbacks.is_empty();
-        let new = Box::leak(Box::new(Snapshot { callbacks }));
+        any |= !entries.is_empty();
+        let new = Box::leak(Box::new(Snapshot { entries }));
         LISTS[ev].store(new, Ordering::Release);
     }
     ACTIVE.store(any && m.global_enabled, Ordering::Release);
@@ -101,9 +121,58 @@ pub fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
+/// Which way a dispatch walks an event's callbacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Head to tail: start events and single-point events.
+    Registration,
+    /// Tail to head: end events.
+    Reverse,
+}
+
+/// The callbacks of one event instance, read one at a time from the registry's state at that
+/// moment, not from a copy taken when the event began: the specification has a callback
+/// registered, unregistered, enabled or disabled while its event is being processed take effect
+/// for the callbacks of that instance not yet reached (a new registration goes to the tail, so a
+/// head-to-tail walk reaches it and a tail-to-head walk has already passed it). The walk keeps
+/// its place as the registration number of the last callback it visited, which stays valid
+/// whatever the list becomes.
+#[derive(Debug)]
+pub struct Walk {
+    ev: acc_event_t,
+    order: Order,
+    /// The `seq` of the callback returned last; None before the first.
+    last: Option<u64>,
+}
+
+/// Starts walking the callbacks of one instance of `ev`.
+pub fn walk(ev: acc_event_t, order: Order) -> Walk {
+    Walk { ev, order, last: None }
+}
+
+impl Iterator for Walk {
+    type Item = Callback;
+
+    fn next(&mut self) -> Option<Callback> {
+        // Callbacks switched off globally (or none left) or for this thread end the instance.
+        if !active() {
+            return None;
+        }
+        let entries = &snapshot(self.ev).entries;
+        let after = |e: &&Entry| self.last.is_none_or(|l| e.seq > l);
+        let before = |e: &&Entry| self.last.is_none_or(|l| e.seq < l);
+        let found = match self.order {
+            Order::Registration => entries.iter().find(after),
+            Order::Reverse => entries.iter().rev().find(before),
+        }?;
+        self.last = Some(found.seq);
+        Some(found.cb)
+    }
+}
+
 /// The callbacks to call for `ev` on this thread now (empty when disabled).
 #[inline]
-pub fn snapshot(ev: acc_event_t) -> &'static Snapshot {
+fn snapshot(ev: acc_event_t) -> &'static Snapshot {
     if !THREAD_ENABLED.try_with(|c| c.get()).unwrap_or(false) {
         return &EMPTY;
     }
@@ -134,7 +203,8 @@ pub fn register(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
                 if let Some(r) = list.iter_mut().find(|r| r.cb as usize == cb as usize) {
                     r.refs += 1;
                 } else {
-                    list.push(Registered { cb, refs: 1, enabled: true });
+                    list.push(Registered { seq: m.next_seq, cb, refs: 1, enabled: true });
+                    m.next_seq += 1;
                 }
             })
         }

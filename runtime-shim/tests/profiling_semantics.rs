@@ -1,0 +1,67 @@
+//! The profiling interface's callback lists under change: callbacks registered, unregistered,
+//! enabled or disabled while their event is being dispatched take effect for that very dispatch,
+//! as the OpenACC specification's "Dynamic Registration and Unregistration" and "Dynamic Enabling
+//! and Disabling" say.
+
+mod common;
+use common::*;
+
+/// Runs the C program of `tests/c/<name>.c` on the emulated device and returns its output lines
+/// as (scenario, traces) pairs.
+fn run_scenarios(name: &str) -> Vec<(String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join(name);
+    gcc(&crate_dir().join(format!("tests/c/{name}.c")), &prog, false);
+    let (code, out, err) = run_bounded(&prog, &[]).unwrap_or_else(|| panic!("{name} hangs"));
+    assert_eq!(code, 0, "{name}: exit status; stdout {out:?} stderr {err:?}");
+    assert!(out.ends_with("done\n"), "{name} finishes: {out:?} {err:?}");
+    out.lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_string(), v.trim_end().to_string()))
+        .collect()
+}
+
+/// Callbacks A, B, C (registered in that order) write their letter; one of them changes the
+/// list during the dispatch. Each expectation is the trace of the first event instance, then
+/// " | " and the second where it matters. Start events walk the list head to tail (A B C), end
+/// events tail to head (B A).
+#[test]
+fn changes_during_a_dispatch_apply_to_that_dispatch() {
+    let got = run_scenarios("prof_dispatch_changes");
+    let expected = [
+        // Enabled while the event is processed, later in the walk: called for this instance.
+        ("start_enable_later", "AB | AB"),
+        // Enabled, but its place in the walk is already passed: not called again.
+        ("start_enable_earlier", "B"),
+        // Disabled while the event is processed, later in the walk: not called.
+        ("start_disable_later", "A | A"),
+        // Disabled and enabled again before it is reached: called, at its place.
+        ("start_disable_then_enable", "ABC"),
+        // Registered during a start event: appended to the tail, so called for this instance.
+        ("start_register", "AC | AC"),
+        // Unregistered during the event: not called for this instance.
+        ("start_unregister_later", "A | A"),
+        // Unregistered and registered again: a new registration, at the tail.
+        ("start_reregister_moves_to_tail", "ACB | ACB"),
+        // The whole event, every event, or this thread switched off: no further callback.
+        ("start_disable_event", "A |"),
+        ("start_disable_everything", "A |"),
+        ("start_disable_this_thread", "A |"),
+        // End events walk tail to head: B runs first and changes A, which comes later.
+        ("end_enable_later", "BA | BA"),
+        ("end_disable_later", "B | B"),
+        // Registered during an end event: at the tail, already passed, so called from the next
+        // instance on (first, as the newest registration).
+        ("end_register", "BA | CBA"),
+        ("end_unregister_later", "B | B"),
+    ];
+    let mut wrong = Vec::new();
+    for (name, want) in expected {
+        match got.iter().find(|(k, _)| k == name) {
+            Some((_, have)) if have == want => {}
+            Some((_, have)) => wrong.push(format!("{name}: expected {want:?}, got {have:?}")),
+            None => wrong.push(format!("{name}: no output line")),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
