@@ -58,7 +58,7 @@ fn acc_free_of_memory_that_is_still_mapped_is_refused() {
     let prog = program(dir.path(), "api_memory");
     // acc_map_data'd memory (GCC: "refusing to free device memory space at %p that is still
     // mapped"), and the device copy of acc_copyin'd data.
-    for case in ["free_mapped", "free_present"] {
+    for case in ["free_mapped", "free_mapped_inside", "free_present"] {
         let r = run(&prog, &[case]);
         assert_runtime_error(case, &r, "acc_error_invalid_argument", "refusing to free device memory");
         assert!(r.2.contains("still mapped"), "{case}: {}", r.2);

@@ -248,11 +248,11 @@ pub extern "C" fn acc_malloc(bytes: usize) -> *mut c_void {
 
 /// acc_free of device memory that host data is still mapped to is an error (GCC refuses it
 /// too): freed, the block would serve the next allocation and two host ranges would share one
-/// device copy, or the present entry would point at freed memory. Like GCC, this looks at the
-/// block's start address.
-fn refuse_if_mapped(rt: &runtime::Runtime, dev: u64) -> Result<()> {
+/// device copy, or the present entry would point at freed memory. GCC looks at the block's
+/// start address only; this looks at the whole block (`bytes`, 1 if unknown).
+fn refuse_if_mapped(rt: &runtime::Runtime, dev: u64, bytes: usize) -> Result<()> {
     let table = rt.table();
-    let Some(e) = table.by_device(dev) else { return Ok(()) };
+    let Some(e) = table.overlapping_device(dev, bytes) else { return Ok(()) };
     Err(AccError::InvalidArgument(format!(
         "acc_free: refusing to free device memory at {dev:#x} that is still mapped to host memory [{:#x},+{}]",
         e.host, e.bytes
@@ -267,8 +267,8 @@ pub extern "C" fn acc_free(p: *mut c_void) {
         }
         let op = op(ACC_ASYNC_SYNC as c_int)?;
         let dev = p as u64;
-        refuse_if_mapped(op.rt, dev)?;
         let bytes = op.rt.backend.allocation_size(dev).unwrap_or(0);
+        refuse_if_mapped(op.rt, dev, bytes)?;
         op.rt.backend.free(SYNC, dev)?;
         let d = DataInfo { var_name: std::ptr::null(), bytes, host_ptr: std::ptr::null(), device_ptr: p };
         dispatch::data_point(acc_event_t::FREE, &op.ctx, &d);

@@ -4,6 +4,7 @@
    "free_mapped"     acc_free of memory still mapped by acc_map_data is refused (an error), as
                      GCC refuses it: freed, the block served the next allocation of its size and
                      two host arrays shared one device copy;
+   "free_mapped_inside"  the same with the data mapped to a later part of the block;
    "free_present"    the same for the device copy of data placed by acc_copyin;
    "free_unmapped"   acc_free after acc_unmap_data is fine.
    A tool inside the program prints "alloc <bytes>" and "free <bytes>" for those events. */
@@ -54,6 +55,14 @@ int main (int argc, char **argv)
       acc_copyin (b, sizeof b);
       acc_update_self (a, sizeof a);
       printf ("a[0] = %g\n", a[0]);
+    }
+  else if (!strcmp (c, "free_mapped_inside"))
+    {
+      /* Mapped to the block's second half: the block is still in use all the same. */
+      char *d = acc_malloc (2 * sizeof a);
+      acc_map_data (a, d + sizeof a, sizeof a);
+      acc_free (d);
+      printf ("acc_free returned\n");
     }
   else if (!strcmp (c, "free_present"))
     {
