@@ -1,5 +1,6 @@
-//! The runtime's global state: which device is selected, the initialised device (backend, present
-//! table, default async queue), lazy initialisation with its events, and shutdown.
+//! The runtime's global state: which device is selected, the initialised device (backend and
+//! present table), each thread's default async queue, lazy initialisation with its events, and
+//! shutdown.
 //!
 //! The initialised runtime is published through one atomic pointer, so the hot path (every
 //! construct and API call) costs one load to find it. A runtime that is shut down is retired but
@@ -12,7 +13,8 @@ use crate::present::PresentTable;
 use crate::profiling::dispatch::{self, EvCtx};
 use crate::profiling::loader;
 use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 pub const ACC_ASYNC_NOVAL: i64 = -1;
@@ -23,8 +25,25 @@ pub struct Runtime {
     pub device_type: acc_device_t,
     pub device_num: i32,
     pub present: Mutex<PresentTable>,
-    /// The queue `acc_async_noval` means (acc_set_default_async); -1 is its own queue.
-    pub default_async: AtomicI64,
+}
+
+thread_local! {
+    /// acc-default-async-var: the queue `acc_async_noval` means on this thread. The
+    /// specification makes it an internal control variable of each thread
+    /// (acc_set_default_async "for the current thread"), and it belongs to the thread, not to
+    /// the device: it outlives a shutdown and a new initialisation. Initially acc_async_noval,
+    /// which is a queue of its own (-1).
+    static DEFAULT_ASYNC: Cell<i64> = const { Cell::new(ACC_ASYNC_NOVAL) };
+}
+
+/// This thread's default async queue (acc_get_default_async).
+pub fn default_async() -> i64 {
+    DEFAULT_ASYNC.with(Cell::get)
+}
+
+/// Sets this thread's default async queue (acc_set_default_async); the caller checks `a`.
+pub fn set_default_async(a: i64) {
+    DEFAULT_ASYNC.with(|d| d.set(a));
 }
 
 /// What the program selected before (or between) initialisations.
@@ -149,10 +168,10 @@ static INIT_LOCK: Mutex<()> = Mutex::new(());
 
 thread_local! {
     /// This thread is inside init_locked: a callback that needs the device cannot have it yet.
-    static INITIALISING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static INITIALISING: Cell<bool> = const { Cell::new(false) };
     /// This thread holds INIT_LOCK in shutdown (device_shutdown_start is being dispatched or
     /// the queues drained): a callback's acc_shutdown is ignored rather than deadlocking.
-    static SHUTTING_DOWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static SHUTTING_DOWN: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Initialises the selected device (no-op if already initialised).
@@ -179,10 +198,10 @@ pub fn init(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<&'s
 }
 
 /// Sets one of this thread's lifecycle flags until dropped, also when a panic unwinds.
-struct ThreadFlag(&'static std::thread::LocalKey<std::cell::Cell<bool>>);
+struct ThreadFlag(&'static std::thread::LocalKey<Cell<bool>>);
 
 impl ThreadFlag {
-    fn set(key: &'static std::thread::LocalKey<std::cell::Cell<bool>>) -> ThreadFlag {
+    fn set(key: &'static std::thread::LocalKey<Cell<bool>>) -> ThreadFlag {
         key.with(|f| f.set(true));
         ThreadFlag(key)
     }
@@ -238,7 +257,6 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         device_type: t,
         device_num: num,
         present: Mutex::new(PresentTable::new()),
-        default_async: AtomicI64::new(ACC_ASYNC_NOVAL),
         backend,
     }));
     let mut end_ctx = ctx;
@@ -321,11 +339,11 @@ impl Runtime {
     }
 
     /// The queue an async argument means: acc_async_sync is the synchronous queue,
-    /// acc_async_noval the default async queue, n >= 0 queue n.
+    /// acc_async_noval the calling thread's default async queue, n >= 0 queue n.
     pub fn queue_of(&self, async_: i64) -> Result<QueueId> {
         match async_ {
             ACC_ASYNC_SYNC => Ok(SYNC),
-            ACC_ASYNC_NOVAL => Ok(self.default_async.load(Ordering::Relaxed)),
+            ACC_ASYNC_NOVAL => Ok(default_async()),
             n if n >= 0 => Ok(n),
             n => Err(AccError::InvalidAsync(n)),
         }

@@ -71,3 +71,30 @@ fn acc_free_of_memory_that_is_still_mapped_is_refused() {
     assert!(out.contains("acc_free returned\ndone\n"), "{out}");
     assert_eq!(lines_with(&out, "free ").len(), 1, "{out}");
 }
+
+#[test]
+fn the_default_async_queue_is_per_thread_and_outlives_a_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_default_async");
+    let (code, out, err) = run(&prog, &[]);
+    assert_eq!(code, 0, "{out} {err}");
+    // Another thread's setting neither shows in nor comes from the main thread's.
+    assert!(out.contains("other starts with -1\nother set 7\n"), "a new thread starts with acc_async_noval: {out}");
+    assert!(out.contains("main after the other thread: 3\n"), "{out}");
+    assert!(out.contains("main after acc_shutdown: 3\nmain after acc_init: 3\n"), "survives shutdown and init: {out}");
+    assert!(out.ends_with("done\n"), "{out}");
+    // acc_async_noval work runs on the current thread's default queue, before and after the
+    // shutdown: routines and compute constructs alike.
+    let work: Vec<&str> = out.lines().filter(|l| l.contains(" async=")).collect();
+    let expected = [
+        "other upload async=-1 queue=7",
+        "other launch async=-1 queue=7",
+        "main upload async=-1 queue=3",
+        "main launch async=-1 queue=3",
+        "main upload async=-1 queue=3",
+        "main launch async=-1 queue=3",
+    ];
+    // The acc_copyin uploads are synchronous: async=-2.
+    let noval: Vec<&str> = work.iter().copied().filter(|l| l.contains("async=-1")).collect();
+    assert_eq!(noval, expected, "{out}");
+}

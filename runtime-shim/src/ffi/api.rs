@@ -13,7 +13,6 @@ use crate::profiling::dispatch::{self, DataInfo};
 use crate::runtime::{self, ACC_ASYNC_NOVAL, ACC_ASYNC_SYNC};
 use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::Ordering;
 
 const API: acc_construct_t = acc_construct_t::RUNTIME_API;
 const NOWHERE: Loc = Loc::UNKNOWN;
@@ -204,9 +203,7 @@ pub extern "C" fn acc_wait_all_async(on: c_int) {
 
 #[no_mangle]
 pub extern "C" fn acc_get_default_async() -> c_int {
-    guard("acc_get_default_async", || {
-        runtime::current().map_or(ACC_ASYNC_NOVAL, |rt| rt.default_async.load(Ordering::Relaxed)) as c_int
-    })
+    guard("acc_get_default_async", || runtime::default_async() as c_int)
 }
 
 #[no_mangle]
@@ -217,7 +214,8 @@ pub extern "C" fn acc_set_default_async(a: c_int) {
             // acc_async_sync cannot be the default async queue.
             return Err(AccError::InvalidAsync(a));
         }
-        runtime::get(API, &NOWHERE).default_async.store(a, Ordering::Relaxed);
+        // This thread's value, kept outside the device: setting it needs no initialisation.
+        runtime::set_default_async(a);
         Ok(())
     })
 }
