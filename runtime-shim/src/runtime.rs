@@ -285,22 +285,58 @@ extern "C" fn at_exit() {
 /// device there initialises it again instead of deadlocking. An acc_shutdown from a callback
 /// during initialisation or during device_shutdown_start is ignored: the lock is held there.
 pub fn shutdown(construct: acc_construct_t, loc: &Loc) {
+    shutdown_if(construct, loc, |_| true)
+}
+
+/// [`shutdown`] of the device in use if `names` says the caller named it (checked under the
+/// lock, so that it is the device that is shut down).
+fn shutdown_if(construct: acc_construct_t, loc: &Loc, names: impl Fn(&Runtime) -> bool) {
     if INITIALISING.with(|f| f.get()) || SHUTTING_DOWN.with(|f| f.get()) {
         eprintln!("accshim: acc_shutdown called by a callback during device initialisation or shutdown is ignored");
         return;
     }
-    let Some(mut ctx) = shut_down_device(construct, loc) else { return };
+    let Some(mut ctx) = shut_down_device(construct, loc, names) else { return };
     dispatch::other_end(acc_event_t::DEVICE_SHUTDOWN_END, &ctx.0, ctx.1);
     ctx.0.api = dispatch::ApiHandles::NONE;
     dispatch::other_point(acc_event_t::RUNTIME_SHUTDOWN, &ctx.0);
 }
 
+/// Whether `t` is one of the device types of openacc.h (GCC's numbering, and the emulated
+/// device's).
+pub fn known_type(t: acc_device_t) -> bool {
+    t == ACC_DEVICE_EMULATED || t.name().is_some()
+}
+
+/// Whether the device type argument `t` of acc_shutdown names a device of type `running`.
+/// acc_device_default, acc_device_not_host and acc_device_current name the device in use, and
+/// so does acc_device_none, which the runtime reads as the default type everywhere: it runs one
+/// device at a time, and never the host.
+fn names_type(t: acc_device_t, running: acc_device_t) -> bool {
+    matches!(t, acc_device_t::NONE | acc_device_t::DEFAULT | acc_device_t::NOT_HOST | acc_device_t::CURRENT) || t == running
+}
+
+/// acc_shutdown(t): shuts down the device in use if it is of type `t`.
+///
+/// A type with no device initialised (acc_device_nvidia while the emulated device runs,
+/// acc_device_host, or any type before initialisation) has nothing to disconnect from, and the
+/// call does nothing: the specification says the routine disconnects the program from the
+/// devices of that type, and gives no error for there being none. (GCC's libgomp ends the
+/// program there with "no device initialized", or "device type ... not supported"; the device
+/// in use and its data are never touched.) A value that is no device type is an error.
+pub fn shutdown_type(t: acc_device_t, construct: acc_construct_t, loc: &Loc) -> Result<()> {
+    if !known_type(t) {
+        return Err(AccError::DeviceUnavailable(format!("unknown device type {}", t.0)));
+    }
+    shutdown_if(construct, loc, |rt| names_type(t, rt.device_type));
+    Ok(())
+}
+
 /// The part of [`shutdown`] under INIT_LOCK: dispatches device_shutdown_start, drains and
 /// releases the device. Returns the end event's context and the start's tool_info, or None if
-/// no device was initialised.
-fn shut_down_device(construct: acc_construct_t, loc: &Loc) -> Option<(EvCtx, dispatch::ToolInfo)> {
+/// no device was initialised or `names` does not name it.
+fn shut_down_device(construct: acc_construct_t, loc: &Loc, names: impl Fn(&Runtime) -> bool) -> Option<(EvCtx, dispatch::ToolInfo)> {
     let _init = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let rt = current()?;
+    let rt = current().filter(|rt| names(rt))?;
     let _flag = ThreadFlag::set(&SHUTTING_DOWN);
     let mut ctx = rt.ctx(construct, false, loc, ACC_ASYNC_SYNC, SYNC);
     ctx.api = rt.backend.handles(None);

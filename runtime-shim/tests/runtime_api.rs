@@ -98,3 +98,32 @@ fn the_default_async_queue_is_per_thread_and_outlives_a_shutdown() {
     let noval: Vec<&str> = work.iter().copied().filter(|l| l.contains("async=-1")).collect();
     assert_eq!(noval, expected, "{out}");
 }
+
+/// acc_device_t values (include/openacc.h).
+const ACC_DEVICE_CURRENT: i32 = -1;
+const ACC_DEVICE_NONE: i32 = 0;
+const ACC_DEVICE_DEFAULT: i32 = 1;
+const ACC_DEVICE_HOST_NONSHM: i32 = 3;
+const ACC_DEVICE_NOT_HOST: i32 = 4;
+
+#[test]
+fn acc_shutdown_shuts_down_only_a_device_of_the_type_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_devices");
+    // The emulated device runs; types that name it (itself, and the generic types that mean
+    // the device in use) shut it down, the others leave it and its data alone.
+    for t in [ACC_DEVICE_HOST_NONSHM, ACC_DEVICE_DEFAULT, ACC_DEVICE_NOT_HOST, ACC_DEVICE_CURRENT, ACC_DEVICE_NONE] {
+        let (code, out, err) = run(&prog, &["shutdown_types", &t.to_string()]);
+        assert_eq!(code, 0, "type {t}: {out} {err}");
+        for other in ["acc_device_nvidia", "acc_device_host", "acc_device_radeon"] {
+            assert!(out.contains(&format!("after acc_shutdown ({other}): present 1\n")), "type {t}: {other} is not running: {out}");
+        }
+        assert!(out.contains("after acc_shutdown (argv[2]): present 0\ndone\n"), "type {t} names the running device: {out}");
+    }
+    // Shutting down when nothing runs is nothing.
+    let (code, out, err) = run(&prog, &["shutdown_uninitialised"]);
+    assert_eq!((code, out.as_str()), (0, "done\n"), "{err}");
+    // A value that is no device type at all is an error, not a shutdown.
+    let r = run(&prog, &["shutdown_unknown_type"]);
+    assert_runtime_error("acc_shutdown (42)", &r, "acc_error_device_unavailable", "unknown device type 42");
+}

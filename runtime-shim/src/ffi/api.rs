@@ -128,8 +128,8 @@ pub extern "C" fn acc_init(t: acc_device_t) {
 }
 
 #[no_mangle]
-pub extern "C" fn acc_shutdown(_t: acc_device_t) {
-    guard("acc_shutdown", || runtime::shutdown(API, &NOWHERE))
+pub extern "C" fn acc_shutdown(t: acc_device_t) {
+    run("acc_shutdown", || runtime::shutdown_type(t, API, &NOWHERE))
 }
 
 /// Host code runs on the host: true for acc_device_host (and none), false for the devices.

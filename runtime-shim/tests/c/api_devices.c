@@ -1,0 +1,47 @@
+/* Device selection, initialisation and shutdown routines on the emulated device
+   (acc_device_host_nonshm); argv[1] picks the case. Each prints what it sees; the test checks. */
+#include <openacc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double a[100];
+
+static void present (const char *when)
+{
+  printf ("%s: present %d\n", when, acc_is_present (a, sizeof a));
+}
+
+int main (int argc, char **argv)
+{
+  const char *c = argc > 1 ? argv[1] : "";
+  setvbuf (stdout, NULL, _IONBF, 0);
+  if (!strcmp (c, "shutdown_types"))
+    {
+      /* acc_shutdown (t) shuts down the devices of type t: not the emulated device for the
+         other types; argv[2] names the type that should. */
+      acc_init (acc_device_default);
+      acc_copyin (a, sizeof a);
+      acc_shutdown (acc_device_nvidia);
+      present ("after acc_shutdown (acc_device_nvidia)");
+      acc_shutdown (acc_device_host);
+      present ("after acc_shutdown (acc_device_host)");
+      acc_shutdown (acc_device_radeon);
+      present ("after acc_shutdown (acc_device_radeon)");
+      acc_shutdown ((acc_device_t) atoi (argv[2]));
+      present ("after acc_shutdown (argv[2])");
+    }
+  else if (!strcmp (c, "shutdown_unknown_type"))
+    {
+      acc_init (acc_device_default);
+      acc_shutdown ((acc_device_t) 42);
+    }
+  else if (!strcmp (c, "shutdown_uninitialised"))
+    {
+      /* Nothing to shut down: nothing happens. */
+      acc_shutdown (acc_device_default);
+      acc_shutdown (acc_device_nvidia);
+    }
+  printf ("done\n");
+  return 0;
+}
