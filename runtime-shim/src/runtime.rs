@@ -79,6 +79,11 @@ fn env_device_num() -> Option<i32> {
     std::env::var("ACC_DEVICE_NUM").ok()?.trim().parse().ok()
 }
 
+/// The device number used when the program selects none: ACC_DEVICE_NUM, else 0.
+pub fn default_num() -> i32 {
+    env_device_num().unwrap_or(0)
+}
+
 /// The device type a selection resolves to (none, default and not_host pick CUDA when present).
 pub fn resolve_type(t: acc_device_t) -> acc_device_t {
     match t {
@@ -109,7 +114,16 @@ pub fn select_type(t: acc_device_t) -> Result<()> {
     Ok(())
 }
 
+/// Records a device number selection (acc_set_device_num); takes effect at the next init.
+/// A negative number reverts to the default (OpenACC 3.x: "the runtime will revert to its
+/// default behavior"): ACC_DEVICE_NUM, else 0, as if no number had been selected; the type is
+/// selected all the same.
 pub fn select_num(n: i32, t: acc_device_t) -> Result<()> {
+    if n < 0 {
+        select_type(t)?;
+        selection().device_num = None;
+        return Ok(());
+    }
     let r = resolve_type(t);
     let count = num_devices(r);
     if n < 0 || n >= count {
@@ -138,7 +152,7 @@ pub fn selected() -> (acc_device_t, i32) {
     }
     let sel = selection();
     let t = sel.device_type.or_else(env_device_type).map_or_else(|| resolve_type(acc_device_t::DEFAULT), resolve_type);
-    (t, sel.device_num.or_else(env_device_num).unwrap_or(0))
+    (t, sel.device_num.unwrap_or_else(default_num))
 }
 
 /// The initialised runtime, if any.
@@ -217,7 +231,7 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
     let (t, num) = {
         let mut sel = selection();
         let t = sel.device_type.or_else(env_device_type).map_or_else(|| resolve_type(acc_device_t::DEFAULT), resolve_type);
-        let num = sel.device_num.or_else(env_device_num).unwrap_or(0);
+        let num = sel.device_num.unwrap_or_else(default_num);
         sel.device_type = Some(t);
         sel.device_num = Some(num);
         (t, num)

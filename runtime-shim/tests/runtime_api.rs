@@ -127,3 +127,13 @@ fn acc_shutdown_shuts_down_only_a_device_of_the_type_it_names() {
     let r = run(&prog, &["shutdown_unknown_type"]);
     assert_runtime_error("acc_shutdown (42)", &r, "acc_error_device_unavailable", "unknown device type 42");
 }
+
+#[test]
+fn acc_set_device_num_with_a_negative_number_selects_the_default_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_devices");
+    let (code, out, err) = run(&prog, &["set_device_num_negative"]);
+    assert_eq!(code, 0, "OpenACC 3.x: a negative number reverts to the default behaviour: {out} {err}");
+    // The default number is that of the device in use: it keeps running, with its data.
+    assert_eq!(out, "num 0\nafter acc_set_device_num (-1, acc_device_host_nonshm): present 1\nnum 0\ndone\n", "{err}");
+}

@@ -59,8 +59,10 @@ pub extern "C" fn acc_get_device_type() -> acc_device_t {
 #[no_mangle]
 pub extern "C" fn acc_set_device_num(n: c_int, t: acc_device_t) {
     run("acc_set_device_num", || {
+        // A negative number means the default one.
+        let wanted = if n < 0 { runtime::default_num() } else { n };
         if let Some(rt) = runtime::current() {
-            if rt.device_num != n || runtime::resolve_type(t) != rt.device_type {
+            if rt.device_num != wanted || runtime::resolve_type(t) != rt.device_type {
                 runtime::shutdown(API, &NOWHERE);
             }
         }

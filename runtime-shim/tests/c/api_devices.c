@@ -42,6 +42,16 @@ int main (int argc, char **argv)
       acc_shutdown (acc_device_default);
       acc_shutdown (acc_device_nvidia);
     }
+  else if (!strcmp (c, "set_device_num_negative"))
+    {
+      /* A negative number reverts to the default device number (0 here). */
+      acc_set_device_num (-1, acc_device_default);
+      printf ("num %d\n", acc_get_device_num (acc_device_default));
+      acc_copyin (a, sizeof a);
+      acc_set_device_num (-1, acc_device_host_nonshm);
+      present ("after acc_set_device_num (-1, acc_device_host_nonshm)");
+      printf ("num %d\n", acc_get_device_num (acc_device_host_nonshm));
+    }
   printf ("done\n");
   return 0;
 }
