@@ -64,6 +64,10 @@ size_t acc_get_property (int, acc_device_t, acc_device_property_t);
 const char *acc_get_property_string (int, acc_device_t, acc_device_property_t);
 void acc_init (acc_device_t);
 void acc_shutdown (acc_device_t);
+/* OpenACC 3.2. accshim runs one device at a time: acc_init_device of a device other than the
+   one in use is an error. */
+void acc_init_device (int, acc_device_t);
+void acc_shutdown_device (int, acc_device_t);
 int acc_on_device (acc_device_t);
 
 int acc_async_test (int);

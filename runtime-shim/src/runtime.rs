@@ -321,12 +321,16 @@ pub fn known_type(t: acc_device_t) -> bool {
     t == ACC_DEVICE_EMULATED || t.name().is_some()
 }
 
+/// Whether `t` is a generic type: acc_device_default, acc_device_not_host and
+/// acc_device_current name the device in use, and so does acc_device_none, which the runtime
+/// reads as the default type everywhere: it runs one device at a time, and never the host.
+fn generic(t: acc_device_t) -> bool {
+    matches!(t, acc_device_t::NONE | acc_device_t::DEFAULT | acc_device_t::NOT_HOST | acc_device_t::CURRENT)
+}
+
 /// Whether the device type argument `t` of acc_shutdown names a device of type `running`.
-/// acc_device_default, acc_device_not_host and acc_device_current name the device in use, and
-/// so does acc_device_none, which the runtime reads as the default type everywhere: it runs one
-/// device at a time, and never the host.
 fn names_type(t: acc_device_t, running: acc_device_t) -> bool {
-    matches!(t, acc_device_t::NONE | acc_device_t::DEFAULT | acc_device_t::NOT_HOST | acc_device_t::CURRENT) || t == running
+    generic(t) || t == running
 }
 
 /// acc_shutdown(t): shuts down the device in use if it is of type `t`.
@@ -342,6 +346,61 @@ pub fn shutdown_type(t: acc_device_t, construct: acc_construct_t, loc: &Loc) -> 
         return Err(AccError::DeviceUnavailable(format!("unknown device type {}", t.0)));
     }
     shutdown_if(construct, loc, |rt| names_type(t, rt.device_type));
+    Ok(())
+}
+
+/// The device type a routine's type argument names together with a device number: the
+/// generic types name the type of the device in use, or the default type before there is one.
+fn named_type(t: acc_device_t) -> acc_device_t {
+    if generic(t) { current().map_or_else(|| resolve_type(t), |rt| rt.device_type) } else { t }
+}
+
+/// The type that (`n`, `t`) names, or acc_error_device_unavailable if `n` is not a device
+/// number of that type (the specification's error for acc_init_device and acc_shutdown_device).
+fn named_device(n: i32, t: acc_device_t) -> Result<acc_device_t> {
+    if !known_type(t) {
+        return Err(AccError::DeviceUnavailable(format!("unknown device type {}", t.0)));
+    }
+    let named = named_type(t);
+    let count = num_devices(named);
+    if n < 0 || n >= count {
+        return Err(AccError::DeviceUnavailable(format!("device number {n} of type {} (there are {count})", type_name(named))));
+    }
+    Ok(named)
+}
+
+/// The error for a device other than the one in use: the runtime runs one device at a time.
+fn other_device_in_use(rt: &Runtime, n: i32, t: acc_device_t) -> AccError {
+    AccError::DeviceUnavailable(format!(
+        "device number {n} of type {}: device number {} of type {} is in use, and accshim runs one device at a time (acc_shutdown it first)",
+        type_name(t),
+        rt.device_num,
+        type_name(rt.device_type)
+    ))
+}
+
+/// acc_init_device(n, t) (OpenACC 3.2): initialises device `n` of type `t`, selecting it (as
+/// acc_init selects its type). Nothing to do if it is the device in use. A different device in
+/// use is an error rather than a silent no-op or a shutdown of the one in use (and its data):
+/// the runtime cannot run two at once.
+pub fn init_device(n: i32, t: acc_device_t, construct: acc_construct_t, loc: &Loc) -> Result<()> {
+    let named = named_device(n, t)?;
+    if current().is_none() {
+        select_num(n, named)?;
+    }
+    // Another thread may initialise a device between the check and this call: compare after.
+    let rt = init(construct, false, loc)?;
+    if rt.device_type != named || rt.device_num != n {
+        return Err(other_device_in_use(rt, n, named));
+    }
+    Ok(())
+}
+
+/// acc_shutdown_device(n, t) (OpenACC 3.2): shuts down device `n` of type `t` if it is the one
+/// in use; nothing otherwise (as [`shutdown_type`] for a type not in use).
+pub fn shutdown_device(n: i32, t: acc_device_t, construct: acc_construct_t, loc: &Loc) -> Result<()> {
+    let named = named_device(n, t)?;
+    shutdown_if(construct, loc, |rt| rt.device_type == named && rt.device_num == n);
     Ok(())
 }
 

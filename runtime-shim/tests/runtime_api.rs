@@ -137,3 +137,28 @@ fn acc_set_device_num_with_a_negative_number_selects_the_default_device() {
     // The default number is that of the device in use: it keeps running, with its data.
     assert_eq!(out, "num 0\nafter acc_set_device_num (-1, acc_device_host_nonshm): present 1\nnum 0\ndone\n", "{err}");
 }
+
+#[test]
+fn acc_init_device_and_acc_shutdown_device_take_a_device_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_devices");
+    let (code, out, err) = run(&prog, &["init_device"]);
+    assert_eq!(code, 0, "{out} {err}");
+    // Events 1, 2: device_init start/end; 3, 4: device_shutdown start/end. The emulated
+    // device is acc_device_host_nonshm (3), number 0.
+    let expected = "event 1 device 3/0\nevent 2 device 3/0\ninitialised: type 3 num 0\n\
+                    before acc_shutdown_device: present 1\n\
+                    event 3 device 3/0\nevent 4 device 3/0\n\
+                    after acc_shutdown_device (0, acc_device_host_nonshm): present 0\n\
+                    event 1 device 3/0\nevent 2 device 3/0\nevent 3 device 3/0\nevent 4 device 3/0\n\
+                    shut down again\ndone\n";
+    assert_eq!(out, expected, "initialised once, at the call; shut down by its number: {err}");
+    for (case, text) in [
+        ("init_device_bad_num", "device number 1 of type acc_device_host_nonshm"),
+        ("init_device_no_such_type", "device number 0 of type acc_device_nvidia"),
+        ("shutdown_device_bad_num", "device number 1 of type acc_device_host_nonshm"),
+    ] {
+        let r = run(&prog, &[case]);
+        assert_runtime_error(case, &r, "acc_error_device_unavailable", text);
+    }
+}

@@ -134,6 +134,16 @@ pub extern "C" fn acc_shutdown(t: acc_device_t) {
     run("acc_shutdown", || runtime::shutdown_type(t, API, &NOWHERE))
 }
 
+#[no_mangle]
+pub extern "C" fn acc_init_device(n: c_int, t: acc_device_t) {
+    run("acc_init_device", || runtime::init_device(n, t, API, &NOWHERE))
+}
+
+#[no_mangle]
+pub extern "C" fn acc_shutdown_device(n: c_int, t: acc_device_t) {
+    run("acc_shutdown_device", || runtime::shutdown_device(n, t, API, &NOWHERE))
+}
+
 /// Host code runs on the host: true for acc_device_host (and none), false for the devices.
 #[no_mangle]
 pub extern "C" fn acc_on_device(t: acc_device_t) -> c_int {
