@@ -2,21 +2,23 @@
 //!
 //! Why it looks like this:
 //! - Dispatch must not hold a lock while a tool's callback runs (a callback may register another
-//!   callback or call the runtime API). Writers therefore build a fresh, immutable list of the
-//!   enabled callbacks for an event and publish it with one atomic pointer store (copy-on-write).
-//!   Readers load the pointer and iterate without locking. Old lists are never freed: a reader may
-//!   still be walking one, and registration happens a handful of times per process, so the leak is
-//!   bounded and tiny.
+//!   callback or call the runtime API), and must see such changes for the callbacks of the same
+//!   event instance it has not reached yet. Each event's callbacks are therefore a
+//!   [`CallbackList`] that dispatch reads without locking, between callbacks; writers change it
+//!   under [`MASTER`]'s lock. callback_list.rs says why its nodes can be read without a lock and
+//!   why memory stays bounded however often callbacks are toggled or re-registered.
 //! - With no tool registered, dispatch must cost one atomic load: [`ACTIVE`] is true only while at
-//!   least one enabled callback exists and callbacks are globally enabled.
+//!   least one enabled callback of an enabled event exists and callbacks are globally enabled.
 //! - The registry is a `static` with constant initialisers, so a tool may register from its own
 //!   constructor before the runtime has initialised (libaccprof does).
 //! - Registering the same callback twice for one event bumps a count (it is still called once),
 //!   and it stays registered until unregistered as many times, like GCC's libgomp.
 
+use super::callback_list::{CallbackList, Node};
+pub use super::callback_list::Order;
 use accprof_abi::{acc_event_t, acc_event_info, acc_api_info, acc_prof_info, acc_register_t};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// A tool's callback, non-null.
@@ -25,32 +27,15 @@ pub type Callback = unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info
 /// Number of event slots (event numbers 0..LAST).
 pub const NUM_EVENTS: usize = acc_event_t::LAST.0 as usize;
 
-/// One enabled callback of a published list, with its place in the registration order.
-#[derive(Clone, Copy)]
-struct Entry {
-    /// Registration order: larger is later. A callback unregistered and registered again gets a
-    /// new, larger number (the specification: it moves to the tail of the list).
-    seq: u64,
-    cb: Callback,
-}
+/// Each event's callbacks, as dispatch reads them.
+static LISTS: [CallbackList; NUM_EVENTS] = [const { CallbackList::new() }; NUM_EVENTS];
 
-impl PartialEq for Entry {
-    /// The same registration of the same function (compared by address, as the tool passed it).
-    fn eq(&self, other: &Entry) -> bool {
-        self.seq == other.seq && self.cb as usize == other.cb as usize
-    }
-}
+/// `acc_toggle` with a NULL callback: whether each event's callbacks are on. Written under the
+/// lock, read by dispatch before each callback.
+static EVENT_ENABLED: [AtomicBool; NUM_EVENTS] = [const { AtomicBool::new(true) }; NUM_EVENTS];
 
-/// The published, immutable list of callbacks to call for one event, in registration order.
-struct Snapshot {
-    entries: Vec<Entry>,
-}
-
-static EMPTY: Snapshot = Snapshot { entries: Vec::new() };
-
-#[allow(clippy::declare_interior_mutable_const)]
-const NULL_SNAPSHOT: AtomicPtr<Snapshot> = AtomicPtr::new(std::ptr::null_mut());
-static LISTS: [AtomicPtr<Snapshot>; NUM_EVENTS] = [NULL_SNAPSHOT; NUM_EVENTS];
+/// `acc_toggle` of `acc_ev_none` with a NULL callback: every callback of every event.
+static GLOBAL_ENABLED: AtomicBool = AtomicBool::new(true);
 
 /// True while some callback is enabled and callbacks are globally enabled: the dispatch fast path.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -60,74 +45,63 @@ thread_local! {
     static THREAD_ENABLED: Cell<bool> = const { Cell::new(true) };
 }
 
+/// The registry's own record of a function registered (now or once) for an event.
 struct Registered {
-    seq: u64,
+    /// Its node in the event's [`CallbackList`], which mirrors `seq` and whether it is callable.
+    node: &'static Node,
     cb: Callback,
+    /// Place in the registration order; a new registration after a full unregistration gets a
+    /// new, larger one (the specification: it moves to the tail of the list).
+    seq: u64,
+    /// 0: not registered now (the node stays, for a later registration of the same function).
     refs: u32,
     enabled: bool,
 }
 
+impl Registered {
+    fn callable(&self) -> bool {
+        self.refs > 0 && self.enabled
+    }
+
+    /// Makes dispatch see this record's current state.
+    fn publish(&self) {
+        self.node.set(self.seq, self.callable());
+    }
+}
+
 struct Master {
+    /// Per event, in the order of its chain's nodes.
     events: Vec<Vec<Registered>>,
-    /// The `seq` of the next new registration.
+    /// The `seq` of the next registration.
     next_seq: u64,
-    event_enabled: Vec<bool>,
-    global_enabled: bool,
 }
 
 static MASTER: Mutex<Option<Master>> = Mutex::new(None);
 
 fn with_master<R>(f: impl FnOnce(&mut Master) -> R) -> R {
     // A poisoned lock only means a panic elsewhere while holding it; the data stays consistent
-    // because every mutation below is completed before the publish step.
+    // because each change publishes its node state after its bookkeeping.
     let mut guard = MASTER.lock().unwrap_or_else(|e| e.into_inner());
-    let m = guard.get_or_insert_with(|| Master {
-        events: (0..NUM_EVENTS).map(|_| Vec::new()).collect(),
-        next_seq: 1,
-        event_enabled: vec![true; NUM_EVENTS],
-        global_enabled: true,
-    });
+    let m = guard.get_or_insert_with(|| Master { events: (0..NUM_EVENTS).map(|_| Vec::new()).collect(), next_seq: 1 });
     let r = f(m);
-    publish(m);
+    update_active(m);
     r
 }
 
-/// Rebuilds every event's snapshot from the master list and recomputes [`ACTIVE`].
-fn publish(m: &Master) {
-    let mut any = false;
-    for (ev, regs) in m.events.iter().enumerate() {
-        let entries: Vec<Entry> = if m.event_enabled[ev] {
-            regs.iter().filter(|r| r.enabled && r.refs > 0).map(|r| Entry { seq: r.seq, cb: r.cb }).collect()
-        } else {
-            Vec::new()
-        };
-        let old = LISTS[ev].load(Ordering::Acquire);
-        // Skip republishing unchanged lists, so steady-state toggling does not leak.
-        // SAFETY: published pointers come from Box::leak and are never freed.
-        if !old.is_null() && unsafe { &(*old).entries } == &entries {
-            any |= !entries.is_empty();
-            continue;
-        }
-        any |= !entries.is_empty();
-        let new = Box::leak(Box::new(Snapshot { entries }));
-        LISTS[ev].store(new, Ordering::Release);
-    }
-    ACTIVE.store(any && m.global_enabled, Ordering::Release);
+/// Recomputes [`ACTIVE`] after a change (under the lock, so stores do not race each other).
+fn update_active(m: &Master) {
+    let any = m
+        .events
+        .iter()
+        .enumerate()
+        .any(|(ev, regs)| EVENT_ENABLED[ev].load(Ordering::Relaxed) && regs.iter().any(Registered::callable));
+    ACTIVE.store(any && GLOBAL_ENABLED.load(Ordering::Relaxed), Ordering::Release);
 }
 
 /// The dispatch fast path: false means no callback can run, whatever the event.
 #[inline(always)]
 pub fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
-}
-
-/// Which way a dispatch walks an event's callbacks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Order {
-    /// Head to tail: start events and single-point events.
-    Registration,
-    /// Tail to head: end events.
-    Reverse,
 }
 
 /// The callbacks of one event instance, read one at a time from the registry's state at that
@@ -139,7 +113,7 @@ pub enum Order {
 /// whatever the list becomes.
 #[derive(Debug)]
 pub struct Walk {
-    ev: acc_event_t,
+    ev: usize,
     order: Order,
     /// The `seq` of the callback returned last; None before the first.
     last: Option<u64>,
@@ -147,42 +121,26 @@ pub struct Walk {
 
 /// Starts walking the callbacks of one instance of `ev`.
 pub fn walk(ev: acc_event_t, order: Order) -> Walk {
-    Walk { ev, order, last: None }
+    // An invalid event number walks nothing (see `next`).
+    Walk { ev: usize::try_from(ev.0).unwrap_or(usize::MAX), order, last: None }
 }
 
 impl Iterator for Walk {
     type Item = Callback;
 
     fn next(&mut self) -> Option<Callback> {
-        // Callbacks switched off globally (or none left) or for this thread end the instance.
-        if !active() {
+        // The event, every event or this thread switched off (perhaps by the callback that just
+        // returned): no further callback for this instance.
+        let (Some(list), Some(event_on)) = (LISTS.get(self.ev), EVENT_ENABLED.get(self.ev)) else { return None };
+        if !GLOBAL_ENABLED.load(Ordering::Acquire)
+            || !event_on.load(Ordering::Acquire)
+            || !THREAD_ENABLED.try_with(|c| c.get()).unwrap_or(false)
+        {
             return None;
         }
-        let entries = &snapshot(self.ev).entries;
-        let after = |e: &&Entry| self.last.is_none_or(|l| e.seq > l);
-        let before = |e: &&Entry| self.last.is_none_or(|l| e.seq < l);
-        let found = match self.order {
-            Order::Registration => entries.iter().find(after),
-            Order::Reverse => entries.iter().rev().find(before),
-        }?;
-        self.last = Some(found.seq);
-        Some(found.cb)
-    }
-}
-
-/// The callbacks to call for `ev` on this thread now (empty when disabled).
-#[inline]
-fn snapshot(ev: acc_event_t) -> &'static Snapshot {
-    if !THREAD_ENABLED.try_with(|c| c.get()).unwrap_or(false) {
-        return &EMPTY;
-    }
-    let Some(slot) = usize::try_from(ev.0).ok().and_then(|i| LISTS.get(i)) else { return &EMPTY };
-    let p = slot.load(Ordering::Acquire);
-    if p.is_null() {
-        &EMPTY
-    } else {
-        // SAFETY: never freed (see module docs).
-        unsafe { &*p }
+        let (seq, cb) = list.next(self.order, self.last)?;
+        self.last = Some(seq);
+        Some(cb)
     }
 }
 
@@ -199,12 +157,24 @@ pub fn register(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
                 return warn(&format!("acc_prof_register: invalid event {} ignored", ev.0));
             }
             with_master(|m| {
-                let list = &mut m.events[ev.0 as usize];
-                if let Some(r) = list.iter_mut().find(|r| r.cb as usize == cb as usize) {
-                    r.refs += 1;
-                } else {
-                    list.push(Registered { seq: m.next_seq, cb, refs: 1, enabled: true });
-                    m.next_seq += 1;
+                let ev = ev.0 as usize;
+                let seq = m.next_seq;
+                let regs = &mut m.events[ev];
+                match regs.iter_mut().find(|r| r.cb as usize == cb as usize) {
+                    Some(r) if r.refs > 0 => r.refs += 1,
+                    // Registered again after being unregistered: a new registration, at the tail,
+                    // enabled; its node is reused.
+                    Some(r) => {
+                        *r = Registered { seq, refs: 1, enabled: true, ..*r };
+                        r.publish();
+                        m.next_seq += 1;
+                    }
+                    None => {
+                        let tail = regs.last().map(|r| r.node);
+                        let node = LISTS[ev].append(tail, cb, seq, true);
+                        regs.push(Registered { node, cb, seq, refs: 1, enabled: true });
+                        m.next_seq += 1;
+                    }
                 }
             })
         }
@@ -223,12 +193,10 @@ pub fn unregister(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
                 return warn(&format!("acc_prof_unregister: invalid event {} ignored", ev.0));
             }
             with_master(|m| {
-                let list = &mut m.events[ev.0 as usize];
-                if let Some(i) = list.iter().position(|r| r.cb as usize == cb as usize) {
-                    list[i].refs -= 1;
-                    if list[i].refs == 0 {
-                        list.remove(i);
-                    }
+                let regs = &mut m.events[ev.0 as usize];
+                if let Some(r) = regs.iter_mut().find(|r| r.cb as usize == cb as usize && r.refs > 0) {
+                    r.refs -= 1;
+                    r.publish();
                 }
             })
         }
@@ -242,11 +210,13 @@ pub fn unregister(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
 /// `acc_ev_none` and NULL, every callback of every event.
 fn toggle(ev: acc_event_t, cb: Option<Callback>, on: bool) {
     with_master(|m| match (ev, cb) {
-        (acc_event_t::NONE, None) => m.global_enabled = on,
-        (ev, None) if valid_event(ev) => m.event_enabled[ev.0 as usize] = on,
+        (acc_event_t::NONE, None) => GLOBAL_ENABLED.store(on, Ordering::Release),
+        (ev, None) if valid_event(ev) => EVENT_ENABLED[ev.0 as usize].store(on, Ordering::Release),
+        // Only a registered callback can be toggled; its place in the order is kept.
         (ev, Some(cb)) if valid_event(ev) => {
-            for r in m.events[ev.0 as usize].iter_mut().filter(|r| r.cb as usize == cb as usize) {
+            for r in m.events[ev.0 as usize].iter_mut().filter(|r| r.cb as usize == cb as usize && r.refs > 0) {
                 r.enabled = on;
+                r.publish();
             }
         }
         _ => warn(&format!("acc_toggle: invalid event {}", ev.0)),
