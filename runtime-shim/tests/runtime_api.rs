@@ -162,3 +162,19 @@ fn acc_init_device_and_acc_shutdown_device_take_a_device_number() {
         assert_runtime_error(case, &r, "acc_error_device_unavailable", text);
     }
 }
+
+#[test]
+fn cuda_streams_of_the_synchronous_queue_are_refused_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_cuda_stream");
+    let (code, out, err) = run(&prog, &[]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert_eq!(
+        out,
+        "get (acc_async_sync) = NULL\nset (acc_async_sync, s) = 0\nget (acc_async_sync) = NULL\nset (1, s) = 0\ndone\n",
+        "GCC: set refuses acc_async_sync with 0, get gives NULL; the emulated device has no streams: {err}"
+    );
+    // An async argument that is none stays the specification's error.
+    let r = run(&prog, &["invalid"]);
+    assert_runtime_error("acc_set_cuda_stream (-7)", &r, "acc_error_invalid_async", "invalid async argument -7");
+}
