@@ -178,3 +178,22 @@ fn cuda_streams_of_the_synchronous_queue_are_refused_not_an_error() {
     let r = run(&prog, &["invalid"]);
     assert_runtime_error("acc_set_cuda_stream (-7)", &r, "acc_error_invalid_async", "invalid async argument -7");
 }
+
+#[test]
+fn acc_on_device_inside_an_emulated_kernel_answers_as_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_on_device");
+    let (code, out, err) = run(&prog, &[]);
+    assert_eq!(code, 0, "{out} {err}");
+    let n = 1 << 16;
+    assert_eq!(
+        out,
+        format!(
+            "host calls=0 not_host=0 host=1 type=0\n\
+             sync calls=4 not_host={n} host=0 type={n}\n\
+             async calls=4 not_host={n} host=0 type={n}\n\
+             host again calls=0 not_host=0 host=1 type=0\n"
+        ),
+        "in a kernel (4 threads), not_host and host_nonshm are true and host false; on the host the reverse: {err}"
+    );
+}

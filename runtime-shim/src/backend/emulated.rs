@@ -12,6 +12,7 @@ use super::*;
 use crate::error::AccError;
 use crossbeam_channel::{unbounded, Sender};
 use super::emu_memory::{Block, Memory};
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -190,17 +191,42 @@ impl Default for Emulated {
 
 struct SendPtr(usize);
 
+thread_local! {
+    /// This thread is running a kernel of the emulated device: code here is "device code", and
+    /// acc_on_device must answer as the device would (kernels are host functions, so without
+    /// this they would see the host).
+    static IN_KERNEL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is running an emulated device's kernel (acc_on_device).
+pub fn in_kernel() -> bool {
+    IN_KERNEL.with(Cell::get)
+}
+
+/// Runs one part of a kernel with [`in_kernel`] true on this thread (restored after, also if
+/// the kernel panics).
+fn call_as_device(host: &HostKernel, r: Range<usize>, args: &[Val]) -> f64 {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IN_KERNEL.with(|f| f.set(self.0));
+        }
+    }
+    let _restore = Restore(IN_KERNEL.with(|f| f.replace(true)));
+    host.call(r, args)
+}
+
 /// Runs a host kernel over `0..work`, on several threads when it is long enough.
 pub fn run_kernel(host: &HostKernel, work: usize, args: &[Val], red: Option<RedOp>, threads: usize) -> f64 {
     let identity = red.map_or(0.0, RedOp::identity);
     if work < SPLIT_MIN_WORK || threads <= 1 {
-        let v = host.call(0..work, args);
+        let v = call_as_device(host, 0..work, args);
         return red.map_or(0.0, |op| op.combine(identity, v));
     }
     let parts = chunks(work, threads);
     let partials: Vec<f64> = std::thread::scope(|s| {
-        let handles: Vec<_> = parts[1..].iter().cloned().map(|r| s.spawn(move || host.call(r, args))).collect();
-        let mut v = vec![host.call(parts[0].clone(), args)];
+        let handles: Vec<_> = parts[1..].iter().cloned().map(|r| s.spawn(move || call_as_device(host, r, args))).collect();
+        let mut v = vec![call_as_device(host, parts[0].clone(), args)];
         for h in handles {
             match h.join() {
                 Ok(x) => v.push(x),

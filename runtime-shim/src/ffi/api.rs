@@ -144,10 +144,18 @@ pub extern "C" fn acc_shutdown_device(n: c_int, t: acc_device_t) {
     run("acc_shutdown_device", || runtime::shutdown_device(n, t, API, &NOWHERE))
 }
 
-/// Host code runs on the host: true for acc_device_host (and none), false for the devices.
+/// Whether the caller runs on a device of type `t`. Host code: true for acc_device_host (and
+/// none, as GCC's). A kernel of the emulated device is a host function, but it is device code:
+/// there, true for acc_device_not_host and the emulated device's type, false for the host (as
+/// GCC's answers in code offloaded to a device).
 #[no_mangle]
 pub extern "C" fn acc_on_device(t: acc_device_t) -> c_int {
-    c_int::from(matches!(t, acc_device_t::HOST | acc_device_t::NONE))
+    let on_device = crate::backend::emulated::in_kernel();
+    c_int::from(if on_device {
+        t == acc_device_t::NOT_HOST || t == crate::backend::ACC_DEVICE_EMULATED
+    } else {
+        matches!(t, acc_device_t::HOST | acc_device_t::NONE)
+    })
 }
 
 // ----- async queues -----
