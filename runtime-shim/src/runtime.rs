@@ -9,11 +9,12 @@
 use crate::backend::{self, Backend, QueueId, ACC_DEVICE_EMULATED, SYNC};
 use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
-use crate::present::PresentTable;
-use crate::profiling::dispatch::{self, EvCtx};
+use crate::present::{Entry, PresentTable};
+use crate::profiling::dispatch::{self, DataInfo, EvCtx};
 use crate::profiling::loader;
 use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
 use std::cell::Cell;
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -290,8 +291,9 @@ extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| shutdown(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN));
 }
 
-/// Shuts the device down: waits for all queues, frees what is left, dispatches device_shutdown
-/// start/end and runtime_shutdown. A later use initialises again.
+/// Shuts the device down: waits for all queues, deletes and frees the data left (with their
+/// events), dispatches device_shutdown start/end and runtime_shutdown. A later use initialises
+/// again.
 ///
 /// Callbacks may use the runtime: during device_shutdown_start the device is still there (it is
 /// unpublished only after the start event and the queues' drain), and device_shutdown_end and
@@ -418,16 +420,34 @@ fn shut_down_device(construct: acc_construct_t, loc: &Loc, names: impl Fn(&Runti
         let _ = rt.backend.wait(q);
     }
     let leftovers = rt.table().drain();
-    for e in leftovers {
-        if !e.mapped {
-            let _ = rt.backend.free(SYNC, e.dev);
-        }
-    }
+    release_leftovers(rt, &ctx, leftovers);
     // Other threads stop finding the device here; one that needs it now waits on INIT_LOCK and
     // initialises it again once this shutdown is done.
     CURRENT.store(std::ptr::null_mut(), Ordering::Release);
     rt.backend.shutdown();
     Some((ctx, ti))
+}
+
+/// Removes the data still present at shutdown as a data exit would (the specification:
+/// shutdown "effectively sets structured and dynamic reference counters to zero"): a delete
+/// event for each entry, and the free of its device memory with a free event unless the
+/// program owns that memory (acc_map_data), so that a tool balancing alloc against free sees
+/// no leak. Called with INIT_LOCK held and this thread's SHUTTING_DOWN set, the device still
+/// published and the present table unlocked: a callback may use the device, and its
+/// acc_shutdown is ignored instead of deadlocking.
+fn release_leftovers(rt: &Runtime, ctx: &EvCtx, entries: Vec<Entry>) {
+    for e in entries {
+        let d = DataInfo {
+            var_name: e.name,
+            bytes: e.bytes,
+            host_ptr: e.host as *const c_void,
+            device_ptr: e.dev as usize as *const c_void,
+        };
+        dispatch::data_point(acc_event_t::DELETE, ctx, &d);
+        if !e.mapped && rt.backend.free(SYNC, e.dev).is_ok() {
+            dispatch::data_point(acc_event_t::FREE, ctx, &d);
+        }
+    }
 }
 
 impl Runtime {

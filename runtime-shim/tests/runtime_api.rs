@@ -197,3 +197,42 @@ fn acc_on_device_inside_an_emulated_kernel_answers_as_the_device() {
         "in a kernel (4 threads), not_host and host_nonshm are true and host false; on the host the reverse: {err}"
     );
 }
+
+#[test]
+fn data_left_at_shutdown_is_deleted_and_freed_with_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_shutdown_events");
+    for action in ["none", "prop", "wait", "stream", "present", "init", "shutdown"] {
+        let (code, out, err) = run(&prog, &[action]);
+        assert_eq!(code, 0, "{action}: {out} {err}");
+        // Twice: at acc_shutdown and at the program's exit.
+        for (from, to) in [("-- acc_shutdown\n", "-- after acc_shutdown\n"), ("-- exit\n", "")] {
+            let start = out.find(from).unwrap_or_else(|| panic!("{action}: {out}")) + from.len();
+            let end = if to.is_empty() { out.len() } else { out[start..].find(to).unwrap() + start };
+            let lines: Vec<&str> = out[start..end].lines().collect();
+            let what = format!("{action}, {from:?}");
+            assert_eq!(lines.first(), Some(&"device_shutdown_start"), "{what}: {out}");
+            assert_eq!(lines.last(), Some(&"device_shutdown_end"), "{what}: {out}");
+            let mut inner: Vec<&str> = lines[1..lines.len() - 1].to_vec();
+            inner.sort_unstable();
+            // a and b are the runtime's: delete, then free. c is acc_map_data'd: delete only
+            // (the program owns its memory), as acc_unmap_data does.
+            let expected = [
+                "delete var=- bytes=800 host=a dev=known",
+                "delete var=- bytes=800 host=c dev=known",
+                "delete var=b[0:100] bytes=800 host=b dev=known",
+                "free var=- bytes=800 host=a dev=known",
+                "free var=b[0:100] bytes=800 host=b dev=known",
+            ];
+            assert_eq!(inner, expected, "{what}: {out}");
+            for v in ["a", "b"] {
+                let d = lines.iter().position(|l| l.starts_with("delete") && l.contains(&format!("host={v} ")));
+                let f = lines.iter().position(|l| l.starts_with("free") && l.contains(&format!("host={v} ")));
+                assert!(d < f, "{what}: {v} deleted before freed: {out}");
+            }
+        }
+        if action == "shutdown" {
+            assert!(err.contains("acc_shutdown called by a callback during device initialisation or shutdown is ignored"), "{err}");
+        }
+    }
+}
