@@ -236,3 +236,40 @@ fn data_left_at_shutdown_is_deleted_and_freed_with_events() {
         }
     }
 }
+
+/// The emulated device's bound on its async queues' worker threads (backend/emulated.rs).
+const QUEUE_WORKERS: usize = 16;
+
+#[test]
+fn many_async_queue_numbers_do_not_cost_a_thread_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_queues");
+    let (code, out, err) = run(&prog, &["many", "5000"]);
+    assert_eq!(code, 0, "{out} {err}");
+    let most: usize = lines_with(&out, "most threads ")[0].rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(most <= 1 + QUEUE_WORKERS, "5000 queues: {most} threads at most, not one per queue: {out}");
+    assert!(out.ends_with("done\n"), "{out}");
+}
+
+#[test]
+fn async_queues_sharing_one_worker_keep_their_order_and_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_queues");
+    let (code, out, err) = run(&prog, &["shared"]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert_eq!(
+        out,
+        "queue 1 busy: 1, queue 4 idle: 1\n\
+         after waiting for queue 3: x[0] = 2, queue 1 idle: 1\n\
+         after both: x[0] = 4\ndone\n",
+        "{err}"
+    );
+}
+
+#[test]
+fn a_queue_thread_that_cannot_start_is_an_openacc_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_queues");
+    let r = run(&prog, &["spawn_fails"]);
+    assert_runtime_error("no thread can start", &r, "acc_error_device_failure", "cannot start a thread");
+}

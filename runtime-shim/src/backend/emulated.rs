@@ -5,104 +5,21 @@
 //! - A capacity (default: half the machine's RAM, or `ACCSHIM_EMU_MEMORY` bytes) makes
 //!   "out of device memory" reachable.
 //! - Kernels are host functions, split over the machine's cores when the loop is long enough.
-//! - Each async queue is a worker thread running its jobs in order; the synchronous queue runs
-//!   work on the calling thread.
+//! - Async queues run their jobs in order on a bounded set of worker threads (queue q on worker
+//!   (q + 1) mod the number of workers; see [`queues`]); the synchronous queue runs work on the
+//!   calling thread.
 
 use super::*;
 use crate::error::AccError;
-use crossbeam_channel::{unbounded, Sender};
 use super::emu_memory::{Block, Memory};
+use queues::{AsyncQueues, Job};
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 
 /// Loops shorter than this run on one thread: splitting costs more than it saves.
 const SPLIT_MIN_WORK: usize = 1 << 15;
-
-type Job = Box<dyn FnOnce() + Send>;
-
-/// An async queue: a worker thread running its jobs in order. The worker holds only the
-/// receiving end and the counts, never the `Queue`, so dropping the last `Queue` closes the
-/// channel and ends the thread (shutdown then joins it: no thread outlives its device).
-struct Queue {
-    /// None once [`Drop`] has closed the channel.
-    tx: Option<Sender<Job>>,
-    state: Arc<QueueState>,
-    worker: Option<std::thread::JoinHandle<()>>,
-}
-
-/// What the submitting threads and the worker share.
-struct QueueState {
-    /// (jobs submitted, jobs completed)
-    counts: Mutex<(u64, u64)>,
-    done: Condvar,
-}
-
-impl Queue {
-    fn new(id: QueueId) -> Arc<Queue> {
-        let (tx, rx) = unbounded::<Job>();
-        let state = Arc::new(QueueState { counts: Mutex::new((0, 0)), done: Condvar::new() });
-        let shared = Arc::clone(&state);
-        let worker = std::thread::Builder::new()
-            .name(format!("accshim-q{id}"))
-            .spawn(move || {
-                for job in rx {
-                    // A panicking job must not kill the queue (waiters would hang): the runtime
-                    // reports it and aborts, as for any device failure.
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
-                        eprintln!("accshim: a kernel or host function panicked on async queue {id}");
-                        std::process::abort();
-                    }
-                    let mut c = shared.counts.lock().unwrap_or_else(|e| e.into_inner());
-                    c.1 += 1;
-                    shared.done.notify_all();
-                }
-            })
-            .expect("spawn queue worker");
-        Arc::new(Queue { tx: Some(tx), state, worker: Some(worker) })
-    }
-
-    fn submit(&self, job: Job) {
-        let mut c = self.state.counts.lock().unwrap_or_else(|e| e.into_inner());
-        c.0 += 1;
-        drop(c);
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(job);
-        }
-    }
-
-    /// Blocks until the jobs submitted before this call are done.
-    fn wait_for(&self, target: u64) {
-        let mut c = self.state.counts.lock().unwrap_or_else(|e| e.into_inner());
-        while c.1 < target {
-            c = self.state.done.wait(c).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    fn submitted(&self) -> u64 {
-        self.state.counts.lock().unwrap_or_else(|e| e.into_inner()).0
-    }
-
-    fn idle(&self) -> bool {
-        let c = self.state.counts.lock().unwrap_or_else(|e| e.into_inner());
-        c.0 == c.1
-    }
-}
-
-impl Drop for Queue {
-    fn drop(&mut self) {
-        // Closing the channel ends the worker once it has run what was queued.
-        drop(self.tx.take());
-        if let Some(worker) = self.worker.take() {
-            // The last reference can go on the worker itself (a job holding another queue's
-            // Arc that outlives it); a thread cannot join itself.
-            if worker.thread().id() != std::thread::current().id() {
-                let _ = worker.join();
-            }
-        }
-    }
-}
 
 pub struct Emulated {
     blocks: Mutex<BTreeMap<u64, Block>>,
@@ -110,7 +27,7 @@ pub struct Emulated {
     memory: Arc<Memory>,
     used: AtomicUsize,
     capacity: usize,
-    queues: Mutex<HashMap<QueueId, Arc<Queue>>>,
+    queues: AsyncQueues,
     threads: usize,
     /// Reduction results held in "device memory" until [`Backend::flush_reduction`] enqueues
     /// the store that moves each into the runtime's slot, oldest first, as the CUDA backend
@@ -147,23 +64,19 @@ impl Emulated {
             memory: Arc::default(),
             used: AtomicUsize::new(0),
             capacity,
-            queues: Mutex::new(HashMap::new()),
+            queues: AsyncQueues::new(),
             pending_red: Mutex::new(Vec::new()),
             threads,
         }
     }
 
-    fn queue(&self, q: QueueId) -> Arc<Queue> {
-        let mut qs = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        Arc::clone(qs.entry(q).or_insert_with(|| Queue::new(q)))
-    }
-
     /// Runs `job` now (sync queue) or in order on an async queue.
-    fn run(&self, q: QueueId, job: Job) {
+    fn run(&self, q: QueueId, job: Job) -> Result<()> {
         if q == SYNC {
-            job()
+            job();
+            Ok(())
         } else {
-            self.queue(q).submit(job)
+            self.queues.submit(q, job)
         }
     }
 
@@ -225,8 +138,18 @@ pub fn run_kernel(host: &HostKernel, work: usize, args: &[Val], red: Option<RedO
     }
     let parts = chunks(work, threads);
     let partials: Vec<f64> = std::thread::scope(|s| {
-        let handles: Vec<_> = parts[1..].iter().cloned().map(|r| s.spawn(move || call_as_device(host, r, args))).collect();
-        let mut v = vec![call_as_device(host, parts[0].clone(), args)];
+        // A part whose thread cannot start (the system is out of threads) runs on this thread
+        // after its own part: slower, but no panic and no error.
+        let mut here = vec![parts[0].clone()];
+        let mut handles = Vec::with_capacity(parts.len() - 1);
+        for r in &parts[1..] {
+            let part = r.clone();
+            match std::thread::Builder::new().spawn_scoped(s, move || call_as_device(host, part, args)) {
+                Ok(h) => handles.push(h),
+                Err(_) => here.push(r.clone()),
+            }
+        }
+        let mut v: Vec<f64> = here.into_iter().map(|r| call_as_device(host, r, args)).collect();
         for h in handles {
             match h.join() {
                 Ok(x) => v.push(x),
@@ -303,8 +226,7 @@ impl Backend for Emulated {
                 // SAFETY: allocated as this block, removed from the table once.
                 unsafe { memory.free(p.0 as *mut u8, block) }
             }),
-        );
-        Ok(())
+        )
     }
 
     fn allocation_size(&self, dev: u64) -> Option<usize> {
@@ -322,8 +244,7 @@ impl Backend for Emulated {
                 // copy completes (the specification's rule for async copies).
                 unsafe { std::ptr::copy_nonoverlapping(h.0 as *const u8, d.0 as *mut u8, bytes) }
             }),
-        );
-        Ok(())
+        )
     }
 
     fn download(&self, q: QueueId, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
@@ -336,8 +257,7 @@ impl Backend for Emulated {
                 // SAFETY: as in upload.
                 unsafe { std::ptr::copy_nonoverlapping(d.0 as *const u8, h.0 as *mut u8, bytes) }
             }),
-        );
-        Ok(())
+        )
     }
 
     fn copy_d2d(&self, q: QueueId, dst: u64, src: u64, bytes: usize) -> Result<()> {
@@ -351,8 +271,7 @@ impl Backend for Emulated {
                 // SAFETY: both ranges are device blocks; memmove semantics for overlap.
                 unsafe { std::ptr::copy(s.0 as *const u8, d.0 as *mut u8, bytes) }
             }),
-        );
-        Ok(())
+        )
     }
 
     fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<()> {
@@ -376,7 +295,7 @@ impl Backend for Emulated {
                     c.store(v.to_bits(), Ordering::Release);
                 }
             }),
-        );
+        )?;
         if let (Some(cell), Some(slot)) = (cell, slot) {
             self.pending_red.lock().unwrap_or_else(|e| e.into_inner()).push(PendingRed { q, cell, slot });
         }
@@ -398,51 +317,45 @@ impl Backend for Emulated {
                 // one (its copy back) have run.
                 unsafe { slot.0.write(f64::from_bits(cell.load(Ordering::Acquire))) }
             }),
-        );
-        Ok(())
+        )
     }
 
     fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()> {
-        self.run(q, job);
-        Ok(())
+        self.run(q, job)
     }
 
     fn wait(&self, q: QueueId) -> Result<()> {
         if q == SYNC {
             return Ok(());
         }
-        let queue = self.queues.lock().unwrap_or_else(|e| e.into_inner()).get(&q).cloned();
-        if let Some(queue) = queue {
-            let target = queue.submitted();
-            queue.wait_for(target);
+        if let Some(queue) = self.queues.get(q) {
+            queue.wait_for(queue.submitted());
         }
         Ok(())
     }
 
     fn test(&self, q: QueueId) -> bool {
-        let queue = self.queues.lock().unwrap_or_else(|e| e.into_inner()).get(&q).cloned();
-        queue.is_none_or(|q| q.idle())
+        self.queues.get(q).is_none_or(|q| q.idle())
     }
 
     fn queues(&self) -> Vec<QueueId> {
-        let mut v: Vec<_> = self.queues.lock().unwrap_or_else(|e| e.into_inner()).keys().copied().collect();
-        v.sort_unstable();
-        v
+        self.queues.ids()
     }
 
     fn queue_wait(&self, waiter: QueueId, on: QueueId) -> Result<()> {
         if waiter == on {
             return Ok(());
         }
-        let target_queue = self.queues.lock().unwrap_or_else(|e| e.into_inner()).get(&on).cloned();
-        let Some(target_queue) = target_queue else { return Ok(()) };
+        let Some(target_queue) = self.queues.get(on) else { return Ok(()) };
+        // Every job counted here is already in its worker's channel (see queues::Queue::push),
+        // so the wait job below comes after them on a worker they share: no worker waits for a
+        // job queued behind its own.
         let target = target_queue.submitted();
         if waiter == SYNC {
             target_queue.wait_for(target);
             return Ok(());
         }
-        self.queue(waiter).submit(Box::new(move || target_queue.wait_for(target)));
-        Ok(())
+        self.queues.submit(waiter, Box::new(move || target_queue.wait_for(target)))
     }
 
     fn native_stream(&self, _q: QueueId) -> *mut c_void {
@@ -457,10 +370,8 @@ impl Backend for Emulated {
         for q in self.queues() {
             let _ = self.wait(q);
         }
-        // Dropping the queues ends and joins their workers; outside the lock, which a worker's
-        // last job might still want.
-        let queues = std::mem::take(&mut *self.queues.lock().unwrap_or_else(|e| e.into_inner()));
-        drop(queues);
+        // No thread outlives its device (runtime-shim/tests/lifecycle.rs counts them).
+        self.queues.shut_down();
         let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
         for (p, block) in std::mem::take(&mut *blocks) {
             // SAFETY: every block was allocated as recorded and is freed once.
@@ -468,5 +379,186 @@ impl Backend for Emulated {
         }
         self.memory.release_cached();
         self.used.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The async queues: each counts its submitted and completed jobs, and its jobs run in
+/// submission order on one of a bounded set of worker threads.
+///
+/// Queue numbers are the program's to choose (one per tile or iteration is common), so a
+/// thread per queue number ran out of threads at about 32k of them. Queue q runs on worker
+/// (q + 1) mod [`AsyncQueues::workers`]: acc_async_noval's queue (-1) and queues 0, 1, ... get
+/// workers of their own up to that number, and a worker is started when its first queue is
+/// used. Queues sharing a worker run one after the other, which the specification allows
+/// (work on different queues may run in any order, or concurrently); each keeps its own order,
+/// and acc_async_test and acc_wait look at its own counts.
+mod queues {
+    use super::{AccError, QueueId, Result};
+    use crossbeam_channel::{unbounded, Sender};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+    use std::thread::JoinHandle;
+
+    pub type Job = Box<dyn FnOnce() + Send>;
+
+    /// Worker threads unless `ACCSHIM_EMU_QUEUE_THREADS` says otherwise.
+    const DEFAULT_WORKERS: usize = 16;
+
+    pub struct AsyncQueues {
+        inner: Mutex<Inner>,
+    }
+
+    struct Inner {
+        queues: HashMap<QueueId, Arc<Queue>>,
+        /// One slot per worker, started on first use.
+        workers: Vec<Option<Worker>>,
+    }
+
+    /// One async queue's counts, shared by the threads that submit to it and wait for it and
+    /// the worker that runs its jobs.
+    pub struct Queue {
+        id: QueueId,
+        /// (jobs submitted, jobs completed)
+        counts: Mutex<(u64, u64)>,
+        done: Condvar,
+    }
+
+    /// A worker thread running the jobs of the queues that map to it, in the order they came.
+    /// It holds only the receiving end: closing `tx` ends it once it has run what was sent.
+    struct Worker {
+        tx: Sender<(Arc<Queue>, Job)>,
+        thread: JoinHandle<()>,
+    }
+
+    impl AsyncQueues {
+        pub fn new() -> AsyncQueues {
+            let workers = std::env::var("ACCSHIM_EMU_QUEUE_THREADS")
+                .ok()
+                .and_then(|s| s.trim().parse::<usize>().ok())
+                .unwrap_or(DEFAULT_WORKERS)
+                .max(1);
+            let inner = Inner { queues: HashMap::new(), workers: (0..workers).map(|_| None).collect() };
+            AsyncQueues { inner: Mutex::new(inner) }
+        }
+
+        fn lock(&self) -> MutexGuard<'_, Inner> {
+            self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        }
+
+        /// Runs `job` on queue `q` after the jobs submitted to it before. Fails (a device
+        /// error, not a panic) if the queue's worker thread cannot be started.
+        pub fn submit(&self, q: QueueId, job: Job) -> Result<()> {
+            let (queue, tx) = {
+                let mut inner = self.lock();
+                let slot = (q + 1).rem_euclid(inner.workers.len() as i64) as usize;
+                let tx = match &inner.workers[slot] {
+                    Some(w) => w.tx.clone(),
+                    None => {
+                        let w = Worker::start(slot)?;
+                        let tx = w.tx.clone();
+                        inner.workers[slot] = Some(w);
+                        tx
+                    }
+                };
+                let queue = Arc::clone(inner.queues.entry(q).or_insert_with(|| Queue::new(q)));
+                (queue, tx)
+            };
+            queue.push(&tx, job)
+        }
+
+        /// Queue `q`, if it has been used.
+        pub fn get(&self, q: QueueId) -> Option<Arc<Queue>> {
+            self.lock().queues.get(&q).cloned()
+        }
+
+        /// The queues that have been used, in order.
+        pub fn ids(&self) -> Vec<QueueId> {
+            let mut v: Vec<_> = self.lock().queues.keys().copied().collect();
+            v.sort_unstable();
+            v
+        }
+
+        /// Forgets the queues and ends the workers, joining them once they have run what was
+        /// submitted (outside the lock, which a last job might want).
+        pub fn shut_down(&self) {
+            let workers: Vec<Worker> = {
+                let mut inner = self.lock();
+                inner.queues.clear();
+                inner.workers.iter_mut().filter_map(Option::take).collect()
+            };
+            for w in workers {
+                drop(w.tx);
+                // A thread cannot join itself (a shutdown from a job on this worker).
+                if w.thread.thread().id() != std::thread::current().id() {
+                    let _ = w.thread.join();
+                }
+            }
+        }
+    }
+
+    impl Worker {
+        fn start(slot: usize) -> Result<Worker> {
+            let (tx, rx) = unbounded::<(Arc<Queue>, Job)>();
+            let thread = std::thread::Builder::new()
+                .name(format!("accshim-q{slot}"))
+                .spawn(move || {
+                    for (queue, job) in rx {
+                        // A panicking job must not kill the worker (waiters would hang): the
+                        // runtime reports it and aborts, as for any device failure.
+                        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                            eprintln!("accshim: a kernel or host function panicked on async queue {}", queue.id);
+                            std::process::abort();
+                        }
+                        queue.complete_one();
+                    }
+                })
+                .map_err(|e| AccError::Device(format!("cannot start a thread for the emulated device's async queues: {e}")))?;
+            Ok(Worker { tx, thread })
+        }
+    }
+
+    impl Queue {
+        fn new(id: QueueId) -> Arc<Queue> {
+            Arc::new(Queue { id, counts: Mutex::new((0, 0)), done: Condvar::new() })
+        }
+
+        fn counts(&self) -> MutexGuard<'_, (u64, u64)> {
+            self.counts.lock().unwrap_or_else(|e| e.into_inner())
+        }
+
+        /// Counts `job` and sends it to the worker, under the count's lock: a job counted as
+        /// submitted is in the worker's channel, so a job sent after reading the count (the
+        /// wait job of queue_wait) comes after it on a worker they share.
+        fn push(self: &Arc<Self>, tx: &Sender<(Arc<Queue>, Job)>, job: Job) -> Result<()> {
+            let mut c = self.counts();
+            if tx.send((Arc::clone(self), job)).is_err() {
+                return Err(AccError::Device(format!("the worker thread of async queue {} has ended", self.id)));
+            }
+            c.0 += 1;
+            Ok(())
+        }
+
+        fn complete_one(&self) {
+            let mut c = self.counts();
+            c.1 += 1;
+            self.done.notify_all();
+        }
+
+        /// Blocks until `target` jobs have completed.
+        pub fn wait_for(&self, target: u64) {
+            let mut c = self.counts();
+            while c.1 < target {
+                c = self.done.wait(c).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+
+        pub fn submitted(&self) -> u64 {
+            self.counts().0
+        }
+
+        pub fn idle(&self) -> bool {
+            let c = self.counts();
+            c.0 == c.1
+        }
     }
 }
