@@ -8,6 +8,7 @@
 pub mod cuda;
 pub mod emulated;
 mod emu_memory;
+mod emu_queues;
 mod stage_copy;
 mod stage_pool;
 mod upload_pipeline;
