@@ -21,6 +21,9 @@ pub enum AccError {
     OutOfMemory { bytes: usize },
     /// A device (driver) operation failed.
     Device(String),
+    /// A data routine's data_arg is NULL with a nonzero byte count
+    /// (`acc_error_invalid_null_pointer`).
+    InvalidNullPointer { routine: &'static str, bytes: usize },
     /// An argument that the specification forbids (NULL where data is required, unmapping data
     /// that was not mapped, freeing a pointer that is not device memory, ...).
     InvalidArgument(String),
@@ -36,6 +39,7 @@ impl AccError {
             AccError::DeviceUnavailable(_) => "acc_error_device_unavailable",
             AccError::OutOfMemory { .. } => "acc_error_out_of_memory",
             AccError::Device(_) => "acc_error_device_failure",
+            AccError::InvalidNullPointer { .. } => "acc_error_invalid_null_pointer",
             AccError::InvalidArgument(_) => "acc_error_invalid_argument",
         }
     }
@@ -60,6 +64,9 @@ impl fmt::Display for AccError {
             AccError::DeviceUnavailable(s) => write!(f, "device unavailable: {s}"),
             AccError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
             AccError::Device(s) => write!(f, "device failure: {s}"),
+            AccError::InvalidNullPointer { routine, bytes } => {
+                write!(f, "{routine}: data_arg is a null pointer and bytes is {bytes}")
+            }
             AccError::InvalidArgument(s) => write!(f, "{s}"),
         }
     }

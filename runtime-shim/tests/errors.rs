@@ -28,7 +28,7 @@ fn error_cases_report_and_abort() {
 
     /// (program argument, environment, error class, message).
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
-    let cases: [Case; 7] = [
+    let cases: [Case; 10] = [
         ("not_present", &[], "acc_error_not_present", "is not present on the device"),
         ("partly_present", &[], "acc_error_partly_present", "partly present"),
         ("invalid_async", &[], "acc_error_invalid_async", "invalid async argument -7"),
@@ -36,6 +36,9 @@ fn error_cases_report_and_abort() {
         ("device_unavailable", &[], "acc_error_device_unavailable", "acc_device_nvidia"),
         ("out_of_memory", &[("ACCSHIM_EMU_MEMORY", "1000")], "acc_error_out_of_memory", "out of device memory allocating 8000 bytes"),
         ("unmap_unmapped", &[], "acc_error_invalid_argument", "was not mapped by acc_map_data"),
+        ("null_copyin", &[], "acc_error_invalid_null_pointer", "acc_copyin: data_arg is a null pointer and bytes is 8"),
+        ("null_copyout", &[], "acc_error_invalid_null_pointer", "acc_copyout: data_arg is a null pointer"),
+        ("null_update", &[], "acc_error_invalid_null_pointer", "acc_update_self: data_arg is a null pointer and bytes is 800"),
     ];
     let gpus = accshim::ffi::api::acc_get_num_devices(accprof_abi::acc_device_t::NVIDIA);
     for (case, env, class, text) in cases {

@@ -294,10 +294,20 @@ pub extern "C" fn acc_free(p: *mut c_void) {
     })
 }
 
-fn enter_api(what: &str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int) -> *mut c_void {
+/// The specification's check of a data routine's arguments: a NULL data_arg is an error
+/// unless bytes is 0. Ok(false) when there is nothing to do (NULL with 0 bytes).
+fn data_arg(what: &'static str, h: *mut c_void, bytes: usize) -> Result<bool> {
+    match (h.is_null(), bytes) {
+        (true, 0) => Ok(false),
+        (true, bytes) => Err(AccError::InvalidNullPointer { routine: what, bytes }),
+        (false, _) => Ok(true),
+    }
+}
+
+fn enter_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int) -> *mut c_void {
     run(what, || {
-        if h.is_null() {
-            return Err(AccError::InvalidArgument(format!("{what}: NULL host address")));
+        if !data_arg(what, h, bytes)? {
+            return Ok(std::ptr::null_mut());
         }
         let op = op(async_)?;
         let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
@@ -307,9 +317,9 @@ fn enter_api(what: &str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_:
     })
 }
 
-fn exit_api(what: &str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int, finalize: bool) {
+fn exit_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int, finalize: bool) {
     run(what, || {
-        if h.is_null() {
+        if !data_arg(what, h, bytes)? {
             return Ok(());
         }
         let op = op(async_)?;
@@ -320,8 +330,11 @@ fn exit_api(what: &str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: 
     })
 }
 
-fn update_api(what: &str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int) {
+fn update_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int) {
     run(what, || {
+        if !data_arg(what, h, bytes)? {
+            return Ok(());
+        }
         let op = op(async_)?;
         let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
         data::update(&op, &clause(kind, h, bytes), false)?;
@@ -531,17 +544,16 @@ pub extern "C" fn acc_detach_finalize_async(p: *mut *mut c_void, a: c_int) {
 
 // ----- CUDA interoperability -----
 
-/// The stream of an async queue; NULL for acc_async_sync (as GCC's libgomp: the synchronous
-/// queue is no async queue, and its stream is the runtime's own) and for a value that is no
-/// async argument.
+/// The stream of an async queue, NULL for a value that is no async argument. For
+/// acc_async_sync it is the stream the runtime's synchronous work runs on: GCC returns NULL
+/// there because its synchronous work runs on CUDA's legacy default stream, but this runtime's
+/// runs on a non-blocking stream of its own, which the legacy stream does not order with, so a
+/// program that puts its own CUDA work in line with the synchronous queue needs that stream.
 #[no_mangle]
 pub extern "C" fn acc_get_cuda_stream(a: c_int) -> *mut c_void {
     guard("acc_get_cuda_stream", || {
         let rt = runtime::get(API, &NOWHERE);
-        match rt.queue_of(a as i64) {
-            Ok(SYNC) | Err(_) => std::ptr::null_mut(),
-            Ok(q) => rt.backend.native_stream(q as QueueId),
-        }
+        rt.queue_of(a as i64).map_or(std::ptr::null_mut(), |q| rt.backend.native_stream(q as QueueId))
     })
 }
 

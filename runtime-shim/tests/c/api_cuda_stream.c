@@ -1,7 +1,8 @@
 /* acc_set_cuda_stream and acc_get_cuda_stream with acc_async_sync (GCC's
-   libgomp.oacc-c-c++-common/acc_set_cuda_stream-1.c): the synchronous queue has no stream of
-   its own to get or replace, so get returns NULL and set refuses with 0, and the program goes
-   on. On the emulated device no queue has a CUDA stream. argv[1] "invalid" uses async -7. */
+   libgomp.oacc-c-c++-common/acc_set_cuda_stream-1.c): the synchronous queue's stream cannot be
+   replaced, so set refuses with 0 and the program goes on. On the emulated device no queue has
+   a CUDA stream, so get returns NULL (on CUDA it returns the synchronous queue's own stream).
+   argv[1] "invalid" uses async -7. */
 #include <openacc.h>
 #include <stdio.h>
 #include <string.h>

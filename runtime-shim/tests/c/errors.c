@@ -29,10 +29,20 @@ int main (int argc, char **argv)
       acc_copyin (a, sizeof a);
       acc_unmap_data (a);
     }
+  else if (!strcmp (c, "null_copyin"))
+    acc_copyin (NULL, 8);
+  else if (!strcmp (c, "null_copyout"))
+    acc_copyout (NULL, 8);
+  else if (!strcmp (c, "null_update"))
+    acc_update_self (NULL, 800);
   else if (!strcmp (c, "ok"))
     {
       acc_copyin (a, sizeof a);
       acc_delete (a, sizeof a);
+      /* A NULL data_arg with 0 bytes is no error: nothing to do. */
+      acc_copyin (NULL, 0);
+      acc_update_device (NULL, 0);
+      acc_delete (NULL, 0);
       printf ("fine\n");
       return 0;
     }
