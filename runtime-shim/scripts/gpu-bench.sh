@@ -1,12 +1,13 @@
 #!/bin/sh
 # Runs the GPU measurements of PERFORMANCE-shim.md on the lent device machine.
-# Build here first:  cargo build --release -p runtime-shim --examples
+# Build here first:  cargo build --release -p runtime-shim --lib --examples
 #                    sh runtime-shim/scripts/gpu-bench.sh stage   (copies binaries to .device-carry/shim)
 # Then, there (carry .device-carry/shim):  sh runtime-shim/scripts/gpu-bench.sh run
 # `sweep` (there, after `run`) measures the staging pipeline's shapes (ACCSHIM_STAGE_*) and
 # repeats the Laplace data run; `h2d` repeats the pageable upload with neighbouring shapes;
 # `trace` writes the timelines of 64 MiB uploads (ACCSHIM_STAGE_TRACE) under $OUT; `load`
-# measures the staging threads' warm window beside a program's own busy threads.
+# measures the staging threads' warm window beside a program's own busy threads; `semantics`
+# runs runtime-shim/tests' C programs (data semantics, life cycle, memory) on the CUDA backend.
 set -u
 # SHIM_DIR: where the staged binaries are (to compare another build's, staged elsewhere).
 D=${SHIM_DIR:-.device-carry/shim}
@@ -15,9 +16,35 @@ if [ "${1:-}" = stage ]; then
   for e in bench_gpu laplace saxpy async_pipeline; do cp target/release/examples/$e $D/ && strip $D/$e; done
   gcc -shared -fPIC -O1 -o $D/event_logger.so runtime-shim/tests/c/event_logger.c -lpthread
   gcc -O2 -pthread -o $D/busy_work scripts/gpu/busy_work.c
+  # The C test programs of runtime-shim/tests, linked to the libaccshim.so beside them, for
+  # `semantics` (the same cases on the CUDA backend).
+  cp target/release/libaccshim.so $D/ && strip $D/libaccshim.so
+  for t in data_semantics lifecycle_cycles lifecycle_callbacks memory_churn; do
+    gcc -O1 -g -o $D/$t runtime-shim/tests/c/$t.c -I runtime-shim/include -L$D -laccshim -lm -lpthread \
+      -Wl,--disable-new-dtags,-rpath,'$ORIGIN'
+  done
   exit 0
 fi
 OUT=${OUT:-/tmp}
+if [ "${1:-}" = semantics ]; then
+  # runtime-shim/tests' C programs on the CUDA backend: the data-semantics cases (all but
+  # no_create_argument, whose kernel has only a host implementation), init/shutdown cycles with
+  # staged (64 MiB) arrays, callbacks calling the runtime on each lifecycle event, and device
+  # memory allocated and freed 50 times. Each line: what, exit status, last line printed.
+  r() { what=$1; shift; out=$(timeout 120 "$@" 2>&1); rc=$?; echo "$what: rc=$rc $(echo "$out" | tail -1)"; }
+  for c in concurrent_copyin copyout_section region_copyout_section detach_before_copyout attach_after_copyin \
+           reattach_new_target attach_null target_deleted copyout_attached zero_length map_twice; do
+    r "data_semantics $c" env ACCSHIM_QUIET=1 $D/data_semantics $c
+  done
+  echo "-- lifecycle_cycles 10 cycles, two 64 MiB arrays (threads and resident KiB after the first and last)"
+  ACCSHIM_QUIET=1 timeout 300 $D/lifecycle_cycles 10 8388608
+  for ev in 2 3 4 5; do for a in prop wait stream init shutdown; do
+    r "lifecycle_callbacks $ev $a" env ACCSHIM_QUIET=1 $D/lifecycle_callbacks $ev $a
+  done; done
+  echo "-- memory_churn 64 MiB arrays, 50 rounds"
+  ACCSHIM_QUIET=1 timeout 300 $D/memory_churn 8388608 50
+  exit 0
+fi
 if [ "${1:-}" = tune ]; then
   # Laplace kernel mappings and launch geometry (steady state of 300 iterations, twice each,
   # interleaved), then the staging shapes (first, chunk, threads, buffers, non-temporal).
