@@ -202,13 +202,18 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
             best_raw_down = best_raw_down.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
         }
         down.fill(0);
-        acc_map_data(down.as_mut_ptr().cast(), d, bytes);
+        // `down` is mapped to a device copy of its own: one device block mapped to two host
+        // arrays (host's and down's) is an error, as in GCC.
+        let d_down = acc_malloc(bytes);
+        acc_memcpy_device(d_down, d, bytes);
+        acc_map_data(down.as_mut_ptr().cast(), d_down, bytes);
         for _ in 0..reps {
             let t = Instant::now();
             accshim::update(here!(), &[Clause::update_self(&down, c"down[0:n]")], accshim::ACC_ASYNC_SYNC, None, false);
             best_shim_down = best_shim_down.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
         }
         acc_unmap_data(down.as_mut_ptr().cast());
+        acc_free(d_down);
         let down_ok = down == host;
         println!(
             "d2h {mib} MiB pageable: raw cuMemcpyDtoH {best_raw_down:.1} GB/s, shim update self {best_shim_down:.1} GB/s (best of {reps}), data {}",
