@@ -309,6 +309,9 @@ impl StageSet {
 struct Staging {
     up: StageSet,
     down: StageSet,
+    /// The threads that copy between pageable memory and the buffers, started with them and
+    /// ended (joined) when the device shuts down.
+    pool: StagePool,
 }
 
 pub struct Cuda {
@@ -335,7 +338,6 @@ pub struct Cuda {
     /// The kernel that stores reduction results into their slots, loaded on first use; `None`
     /// when it failed to load (results are then copied back).
     store_kernel: OnceLock<Option<P>>,
-    pool: StagePool,
 }
 
 unsafe impl Send for Cuda {}
@@ -433,14 +435,6 @@ impl Cuda {
                 sync_jobs: Mutex::new(Vec::new()),
                 pending_red: Mutex::new(Vec::new()),
                 store_kernel: OnceLock::new(),
-                pool: {
-                    let c = P(ctx as usize);
-                    // Each staging thread makes the context current once (inside this unsafe
-                    // block: the context is alive as long as the pool).
-                    StagePool::new(stage.threads, stage.warm, move || {
-                        sys::cuCtxSetCurrent(c.0 as CUcontext);
-                    })
-                },
             })
         }
     }
@@ -554,7 +548,13 @@ impl Cuda {
         if g.is_none() {
             let mut up = StageSet::new(self.stage.up.bufs, self.stage.up.chunk)?;
             let down = StageSet::new(self.stage.bufs, self.stage.chunk).inspect_err(|_| up.free())?;
-            *g = Some(Staging { up, down });
+            let c = P(self.ctx as usize);
+            // Each staging thread makes the context current once: the context outlives the
+            // pool, which shutdown drops before it releases the context.
+            let pool = StagePool::new(self.stage.threads, self.stage.warm, move || unsafe {
+                sys::cuCtxSetCurrent(c.0 as CUcontext);
+            });
+            *g = Some(Staging { up, down, pool });
         }
         Ok(g.as_ref().expect("made above"))
     }
@@ -565,7 +565,8 @@ impl Cuda {
     /// earlier work; the queue then waits for all of them.
     fn staged_upload(&self, s: CUstream, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let st = &self.staging(&mut g)?.up;
+        let staging = self.staging(&mut g)?;
+        let st = &staging.up;
         copy_streams_after(st, s)?;
         let cfg = self.stage;
         let plan = std::sync::Arc::new(upload_pipeline::Upload::new(cfg.up, bytes));
@@ -596,7 +597,7 @@ impl Cuda {
                 Box::new(move || worker(w, &plan, &dma)) as HostJob
             })
             .collect();
-        self.pool.run_with(jobs, || worker(0, &plan, &dma));
+        staging.pool.run_with(jobs, || worker(0, &plan, &dma));
         unsafe {
             for e in &st.events {
                 sys::cuStreamWaitEvent(s, e.0 as CUevent, 0);
@@ -653,7 +654,8 @@ impl Cuda {
     /// issues the DMA of the next chunk for the buffer. The copy is complete when this returns.
     fn staged_download(&self, s: CUstream, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let st = &self.staging(&mut g)?.down;
+        let staging = self.staging(&mut g)?;
+        let st = &staging.down;
         copy_streams_after(st, s)?;
         let cfg = self.stage;
         // Equal chunks: here the tail (the last copy out) is what waits, not the head.
@@ -699,7 +701,7 @@ impl Cuda {
                 }) as HostJob
             })
             .collect();
-        self.pool.run(jobs);
+        staging.pool.run(jobs);
         if failed.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(AccError::Device("staged device-to-host copy failed".into()));
         }

@@ -15,7 +15,7 @@
 
 use super::HostJob;
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use std::thread::Thread;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 type Message = (HostJob, Sender<()>);
@@ -29,10 +29,11 @@ pub struct Warm {
     pub tick: Duration,
 }
 
-/// One pool thread: where its jobs go, and its handle, to wake it from a short sleep.
+/// One pool thread: where its jobs go, and its handle, to wake it from a short sleep and to
+/// join it when the pool goes.
 struct Worker {
     jobs: Sender<Message>,
-    thread: Thread,
+    handle: JoinHandle<()>,
 }
 
 pub struct StagePool {
@@ -47,16 +48,14 @@ impl StagePool {
             .map(|i| {
                 let (jobs, rx) = crossbeam_channel::unbounded::<Message>();
                 let init = init.clone();
-                let thread = std::thread::Builder::new()
+                let handle = std::thread::Builder::new()
                     .name(format!("accshim-stage{i}"))
                     .spawn(move || {
                         init();
                         serve(rx, warm)
                     })
-                    .expect("spawn staging thread")
-                    .thread()
-                    .clone();
-                Worker { jobs, thread }
+                    .expect("spawn staging thread");
+                Worker { jobs, handle }
             })
             .collect();
         StagePool { workers }
@@ -82,7 +81,7 @@ impl StagePool {
             let _ = w.jobs.send((job, done_tx.clone()));
             // A thread in its warm window sleeps outside the channel (next_job). Once the window
             // is over the channel's send has woken it already, and this costs no system call.
-            w.thread.unpark();
+            w.handle.thread().unpark();
         }
         here();
         // A job that panicked still reports (serve), so this cannot wait forever.
@@ -93,12 +92,16 @@ impl StagePool {
 }
 
 impl Drop for StagePool {
-    /// Closes every thread's channel and wakes the threads, so that those in a warm window exit
-    /// now rather than at its end.
+    /// Closes every thread's channel, wakes the threads (those in a warm window exit now rather
+    /// than at its end) and joins them: a device that is shut down leaves no thread behind
+    /// (each acc_init/acc_shutdown cycle on the H100 left 16 before).
     fn drop(&mut self) {
-        let threads: Vec<Thread> = self.workers.drain(..).map(|w| w.thread).collect();
-        for t in threads {
-            t.unpark();
+        let handles: Vec<JoinHandle<()>> = self.workers.drain(..).map(|w| w.handle).collect();
+        for h in &handles {
+            h.thread().unpark();
+        }
+        for h in handles {
+            let _ = h.join();
         }
     }
 }
@@ -233,12 +236,14 @@ mod tests {
         });
         pool.run((0..3).map(|_| Box::new(|| {}) as HostJob).collect());
         assert_eq!(Arc::strong_count(&alive), 1 + 3, "one copy of `init` per thread");
-        drop(pool);
-        // Each thread drops its copy of `init` when it exits.
-        let give_up = Instant::now() + Duration::from_secs(60);
-        while Arc::strong_count(&alive) > 1 && Instant::now() < give_up {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert_eq!(Arc::strong_count(&alive), 1, "threads still waiting after the pool was dropped");
+        // Bounded: a pool whose threads stayed in their window would hang the drop.
+        let (dropped_tx, dropped_rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            drop(pool);
+            let _ = dropped_tx.send(());
+        });
+        assert!(dropped_rx.recv_timeout(Duration::from_secs(60)).is_ok(), "dropping the pool did not end its threads");
+        // Joined: each thread has dropped its copy of `init` by the time the drop returns.
+        assert_eq!(Arc::strong_count(&alive), 1, "threads still running after the pool was dropped");
     }
 }
