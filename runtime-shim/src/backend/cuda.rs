@@ -309,9 +309,6 @@ impl StageSet {
 struct Staging {
     up: StageSet,
     down: StageSet,
-    /// The threads that copy between pageable memory and the buffers, started with them and
-    /// ended (joined) when the device shuts down.
-    pool: StagePool,
 }
 
 pub struct Cuda {
@@ -338,6 +335,12 @@ pub struct Cuda {
     /// The kernel that stores reduction results into their slots, loaded on first use; `None`
     /// when it failed to load (results are then copied back).
     store_kernel: OnceLock<Option<P>>,
+    /// The threads that copy between pageable memory and the staging buffers: started with the
+    /// device (so that they are asleep and settled before the first copy, as when the upload
+    /// figures were measured) and ended, joined, at shutdown, so that none outlives the device
+    /// (each acc_init/acc_shutdown cycle on the H100 left 16 behind when the pool lived as long
+    /// as the process). Used only under the `staging` lock.
+    pool: Mutex<Option<StagePool>>,
 }
 
 unsafe impl Send for Cuda {}
@@ -435,6 +438,14 @@ impl Cuda {
                 sync_jobs: Mutex::new(Vec::new()),
                 pending_red: Mutex::new(Vec::new()),
                 store_kernel: OnceLock::new(),
+                pool: {
+                    let c = P(ctx as usize);
+                    // Each staging thread makes the context current once: the context outlives
+                    // the pool, which shutdown drops before it releases the context.
+                    Mutex::new(Some(StagePool::new(stage.threads, stage.warm, move || {
+                        sys::cuCtxSetCurrent(c.0 as CUcontext);
+                    })))
+                },
             })
         }
     }
@@ -548,13 +559,7 @@ impl Cuda {
         if g.is_none() {
             let mut up = StageSet::new(self.stage.up.bufs, self.stage.up.chunk)?;
             let down = StageSet::new(self.stage.bufs, self.stage.chunk).inspect_err(|_| up.free())?;
-            let c = P(self.ctx as usize);
-            // Each staging thread makes the context current once: the context outlives the
-            // pool, which shutdown drops before it releases the context.
-            let pool = StagePool::new(self.stage.threads, self.stage.warm, move || unsafe {
-                sys::cuCtxSetCurrent(c.0 as CUcontext);
-            });
-            *g = Some(Staging { up, down, pool });
+            *g = Some(Staging { up, down });
         }
         Ok(g.as_ref().expect("made above"))
     }
@@ -565,8 +570,9 @@ impl Cuda {
     /// earlier work; the queue then waits for all of them.
     fn staged_upload(&self, s: CUstream, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let staging = self.staging(&mut g)?;
-        let st = &staging.up;
+        let st = &self.staging(&mut g)?.up;
+        let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let pool = pool.as_ref().ok_or_else(|| AccError::Device("the device is shut down".into()))?;
         copy_streams_after(st, s)?;
         let cfg = self.stage;
         let plan = std::sync::Arc::new(upload_pipeline::Upload::new(cfg.up, bytes));
@@ -597,7 +603,7 @@ impl Cuda {
                 Box::new(move || worker(w, &plan, &dma)) as HostJob
             })
             .collect();
-        staging.pool.run_with(jobs, || worker(0, &plan, &dma));
+        pool.run_with(jobs, || worker(0, &plan, &dma));
         unsafe {
             for e in &st.events {
                 sys::cuStreamWaitEvent(s, e.0 as CUevent, 0);
@@ -654,8 +660,9 @@ impl Cuda {
     /// issues the DMA of the next chunk for the buffer. The copy is complete when this returns.
     fn staged_download(&self, s: CUstream, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let staging = self.staging(&mut g)?;
-        let st = &staging.down;
+        let st = &self.staging(&mut g)?.down;
+        let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let pool = pool.as_ref().ok_or_else(|| AccError::Device("the device is shut down".into()))?;
         copy_streams_after(st, s)?;
         let cfg = self.stage;
         // Equal chunks: here the tail (the last copy out) is what waits, not the head.
@@ -701,7 +708,7 @@ impl Cuda {
                 }) as HostJob
             })
             .collect();
-        staging.pool.run(jobs);
+        pool.run(jobs);
         if failed.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(AccError::Device("staged device-to-host copy failed".into()));
         }
@@ -948,6 +955,8 @@ impl Backend for Cuda {
                 st.up.free();
                 st.down.free();
             }
+            // Joins the staging threads, which have the context current.
+            drop(self.pool.lock().unwrap_or_else(|e| e.into_inner()).take());
             for (_, p) in self.red.lock().unwrap_or_else(|e| e.into_inner()).drain() {
                 sys::cuMemFree_v2(p.cells);
                 sys::cuMemFreeHost(p.slots.0 as *mut c_void);
