@@ -8,40 +8,15 @@
    "spawn_fails" no thread can start (the address space is limited after initialisation): the
                  first async operation is an OpenACC runtime error, not a panic. */
 #include <accshim.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include "proc_self.h"
 
 #define N 1024
 static double x[N];
-
-static int threads (void)
-{
-  int n = 0;
-  DIR *d = opendir ("/proc/self/task");
-  struct dirent *e;
-  while ((e = readdir (d)))
-    if (e->d_name[0] != '.')
-      n++;
-  closedir (d);
-  return n;
-}
-
-static long vm_kib (void)
-{
-  char line[256];
-  long kib = -1;
-  FILE *f = fopen ("/proc/self/status", "r");
-  while (f && fgets (line, sizeof line, f))
-    if (!strncmp (line, "VmSize:", 7))
-      kib = atol (line + 7);
-  if (f)
-    fclose (f);
-  return kib;
-}
 
 /* Adds 1 to every element, slowly: later work on its queue must wait for it. */
 static double slow_inc (size_t b, size_t e, const accshim_val *a, void *u)
@@ -75,8 +50,8 @@ int main (int argc, char **argv)
         {
           acc_update_device_async (x, sizeof x, i);
           acc_wait (i);
-          if (i % 100 == 0 && threads () > most)
-            most = threads ();
+          if (i % 100 == 0 && proc_threads () > most)
+            most = proc_threads ();
         }
       acc_wait_all ();
       printf ("most threads %d\n", most);
@@ -108,7 +83,7 @@ int main (int argc, char **argv)
       /* Room for a little more heap, none for a thread's stack. */
       struct rlimit rl;
       getrlimit (RLIMIT_AS, &rl);
-      rl.rlim_cur = (rlim_t) (vm_kib () + 1024) * 1024;
+      rl.rlim_cur = (rlim_t) (proc_status_kib ("VmSize:") + 1024) * 1024;
       if (setrlimit (RLIMIT_AS, &rl))
         perror ("setrlimit");
       acc_update_device_async (x, sizeof x, 1);

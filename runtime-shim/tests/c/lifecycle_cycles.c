@@ -5,35 +5,10 @@
    The test runs it on the emulated device; scripts/gpu runs it on the CUDA backend with
    arrays large enough to be staged. */
 #include <openacc.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int threads (void)
-{
-  int n = 0;
-  DIR *d = opendir ("/proc/self/task");
-  struct dirent *e;
-  while ((e = readdir (d)))
-    if (e->d_name[0] != '.')
-      n++;
-  closedir (d);
-  return n;
-}
-
-static long rss_kib (void)
-{
-  char line[256];
-  long kib = -1;
-  FILE *f = fopen ("/proc/self/status", "r");
-  while (f && fgets (line, sizeof line, f))
-    if (!strncmp (line, "VmRSS:", 6))
-      kib = atol (line + 6);
-  if (f)
-    fclose (f);
-  return kib;
-}
+#include "proc_self.h"
 
 int main (int argc, char **argv)
 {
@@ -51,10 +26,10 @@ int main (int argc, char **argv)
       acc_shutdown (acc_device_default);
       if (i == 0)
         printf ("threads after the first cycle: %d\nresident KiB after the first cycle: %ld\n",
-                threads (), rss_kib ());
+                proc_threads (), proc_status_kib ("VmRSS:"));
     }
-  printf ("threads after %d cycles: %d\nresident KiB after %d cycles: %ld\n", cycles, threads (),
-          cycles, rss_kib ());
+  printf ("threads after %d cycles: %d\nresident KiB after %d cycles: %ld\n", cycles, proc_threads (),
+          cycles, proc_status_kib ("VmRSS:"));
   free (a);
   free (b);
   return 0;

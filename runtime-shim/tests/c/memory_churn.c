@@ -6,19 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static long rss_kib (void)
-{
-  char line[256];
-  long kib = -1;
-  FILE *f = fopen ("/proc/self/status", "r");
-  while (f && fgets (line, sizeof line, f))
-    if (!strncmp (line, "VmRSS:", 6))
-      kib = atol (line + 6);
-  if (f)
-    fclose (f);
-  return kib;
-}
+#include "proc_self.h"
 
 int main (int argc, char **argv)
 {
@@ -43,8 +31,8 @@ int main (int argc, char **argv)
       acc_delete (b, n * sizeof *b);
       acc_delete (c, m * sizeof *c);
       if (i == 0)
-        printf ("resident KiB after the first round: %ld\n", rss_kib ());
+        printf ("resident KiB after the first round: %ld\n", proc_status_kib ("VmRSS:"));
     }
-  printf ("resident KiB after %d rounds: %ld\n", rounds, rss_kib ());
+  printf ("resident KiB after %d rounds: %ld\n", rounds, proc_status_kib ("VmRSS:"));
   return 0;
 }

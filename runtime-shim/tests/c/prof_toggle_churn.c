@@ -18,19 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static long rss_kb (void)
-{
-  FILE *f = fopen ("/proc/self/status", "r");
-  char line[256];
-  long kb = -1;
-  while (f && fgets (line, sizeof line, f))
-    if (!strncmp (line, "VmRSS:", 6))
-      sscanf (line + 6, "%ld", &kb);
-  if (f)
-    fclose (f);
-  return kb;
-}
+#include "proc_self.h"
 
 static void cb_any (acc_prof_info *pi, acc_event_info *ei, acc_api_info *ai) { }
 static void cb_other (acc_prof_info *pi, acc_event_info *ei, acc_api_info *ai) { }
@@ -51,11 +39,11 @@ static void memory (long rounds)
     acc_prof_register ((acc_event_t) ev, cb_any, acc_reg);
   for (int i = 0; i < 1000; i++)  /* first-time allocations out of the way */
     churn_once ();
-  long before = rss_kb ();
+  long before = proc_status_kib ("VmRSS:");
   for (long i = 0; i < rounds; i++)
     churn_once ();
   printf ("resident KiB before %ld\n", before);
-  printf ("resident KiB after %ld\n", rss_kb ());
+  printf ("resident KiB after %ld\n", proc_status_kib ("VmRSS:"));
   for (int ev = acc_ev_none + 1; ev <= acc_ev_wait_end; ev++)
     acc_prof_unregister ((acc_event_t) ev, cb_any, acc_reg);
 }
