@@ -369,6 +369,8 @@ struct PendingReduction {
     var: *mut f64,
     name: *const c_char,
     slot: *mut f64,
+    /// The device cell the result is downloaded from (the download event's device_ptr).
+    cell: u64,
 }
 
 /// A section of the construct's clauses that mapped nothing (no_create of absent data, a
@@ -469,14 +471,17 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool, unmapped: &[Unm
     let t = dispatch::launch_start(&op.ctx, &li);
     let r = rt.backend.launch(op.q, &ls, slot.map(RedSlot));
     dispatch::launch_end(&op.ctx, &li, t);
-    if let Err(e) = r {
-        if let Some(slot) = slot {
-            // SAFETY: from Box::into_raw above; nothing was launched that writes it.
-            drop(unsafe { Box::from_raw(slot) });
+    let cell = match r {
+        Ok(cell) => cell.unwrap_or(0),
+        Err(e) => {
+            if let Some(slot) = slot {
+                // SAFETY: from Box::into_raw above; nothing was launched that writes it.
+                drop(unsafe { Box::from_raw(slot) });
+            }
+            return Err(e);
         }
-        return Err(e);
-    }
-    Ok(k.reduction.zip(slot).map(|((red, var, name), slot)| PendingReduction { red, var, name, slot }))
+    };
+    Ok(k.reduction.zip(slot).map(|((red, var, name), slot)| PendingReduction { red, var, name, slot, cell }))
 }
 
 /// Brings a construct's reduction results back to the host after its last kernel. Each comes
@@ -493,7 +498,7 @@ fn copy_back_reductions(op: &Op, reductions: Vec<PendingReduction>) -> Result<()
             dispatch::launch_end(&op.ctx, &li, t);
             r
         });
-        let d = DataInfo { var_name: p.name, bytes: 8, host_ptr: p.var as *const c_void, device_ptr: std::ptr::null() };
+        let d = DataInfo { var_name: p.name, bytes: 8, host_ptr: p.var as *const c_void, device_ptr: p.cell as *const c_void };
         let t = dispatch::data_start(acc_event_t::ENQUEUE_DOWNLOAD_START, &op.ctx, &d);
         let flushed = stored.unwrap_or_else(|| rt.backend.flush_reduction(op.q));
         let (slot, var, red) = (SendPtr(p.slot), SendPtr(p.var), p.red);

@@ -97,6 +97,11 @@ fn laplace_data_region_stream() {
     let store_at = evs.iter().position(|e| e["ev"] == "enqueue_launch_start" && e["kernel"] == "accshim_store_reduction").unwrap();
     assert_eq!(evs[store_at + 2]["ev"], "enqueue_download_start", "the result then comes back: {:?}", evs[store_at + 2]);
     assert_eq!(evs[store_at + 2]["var"], "error");
+    assert_eq!(evs[store_at + 2]["bytes"], "8");
+    // Source and destination of the result's copy back: the device cell and the variable.
+    assert_ne!(evs[store_at + 2]["dev"], "(nil)", "the reduction's device cell: {:?}", evs[store_at + 2]);
+    assert_ne!(evs[store_at + 2]["host"], "(nil)");
+    assert_ne!(evs[store_at + 2]["dev"], evs[store_at + 2]["host"]);
     for l in launches.iter().filter(|l| l["kernel"] != "accshim_store_reduction") {
         assert_eq!(l["implicit"], "1");
         assert!(l["gangs"].parse::<usize>().unwrap() >= 1);

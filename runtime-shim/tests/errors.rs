@@ -28,11 +28,12 @@ fn error_cases_report_and_abort() {
 
     /// (program argument, environment, error class, message).
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
-    let cases: [Case; 10] = [
+    let cases: [Case; 11] = [
         ("not_present", &[], "acc_error_not_present", "is not present on the device"),
         ("partly_present", &[], "acc_error_partly_present", "partly present"),
         ("invalid_async", &[], "acc_error_invalid_async", "invalid async argument -7"),
         ("invalid_wait", &[], "acc_error_invalid_async", "invalid async argument -9"),
+        ("invalid_default_async", &[], "acc_error_invalid_async", "invalid async argument -3"),
         ("device_unavailable", &[], "acc_error_device_unavailable", "acc_device_nvidia"),
         ("out_of_memory", &[("ACCSHIM_EMU_MEMORY", "1000")], "acc_error_out_of_memory", "out of device memory allocating 8000 bytes"),
         ("unmap_unmapped", &[], "acc_error_invalid_argument", "was not mapped by acc_map_data"),

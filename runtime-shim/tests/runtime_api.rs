@@ -82,6 +82,7 @@ fn the_default_async_queue_is_per_thread_and_outlives_a_shutdown() {
     assert!(out.contains("other starts with -1\nother set 7\n"), "a new thread starts with acc_async_noval: {out}");
     assert!(out.contains("main after the other thread: 3\n"), "{out}");
     assert!(out.contains("main after acc_shutdown: 3\nmain after acc_init: 3\n"), "survives shutdown and init: {out}");
+    assert!(out.contains("main set acc_async_sync: -2\n"), "acc_async_sync is accepted as the default: {out}");
     assert!(out.ends_with("done\n"), "{out}");
     // acc_async_noval work runs on the current thread's default queue, before and after the
     // shutdown: routines and compute constructs alike.
@@ -93,6 +94,8 @@ fn the_default_async_queue_is_per_thread_and_outlives_a_shutdown() {
         "main launch async=-1 queue=3",
         "main upload async=-1 queue=3",
         "main launch async=-1 queue=3",
+        "main upload async=-1 queue=-2",
+        "main launch async=-1 queue=-2",
     ];
     // The acc_copyin uploads are synchronous: async=-2.
     let noval: Vec<&str> = work.iter().copied().filter(|l| l.contains("async=-1")).collect();

@@ -804,7 +804,7 @@ impl Backend for Cuda {
         self.sync_if(q, s)
     }
 
-    fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<()> {
+    fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<Option<u64>> {
         self.bind();
         let s = self.stream(q)?;
         let f = self.function(k)?;
@@ -826,7 +826,7 @@ impl Backend for Cuda {
             let pending = PendingRed { stream: P(s as usize), cell, slot, slot_dev, dst: P(dst as usize) };
             self.pending_red.lock().unwrap_or_else(|e| e.into_inner()).push(pending);
         }
-        Ok(())
+        Ok(red.map(|(cell, _, _)| cell))
     }
 
     fn reduction_store_kernel(&self) -> Option<&'static CStr> {

@@ -274,7 +274,7 @@ impl Backend for Emulated {
         )
     }
 
-    fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<()> {
+    fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<Option<u64>> {
         let Some(host) = k.host.clone() else {
             return Err(AccError::InvalidArgument(format!(
                 "kernel {} has no host implementation for the emulated device",
@@ -296,10 +296,12 @@ impl Backend for Emulated {
                 }
             }),
         )?;
+        // The cell is this device's memory for the result: its address is the download's source.
+        let cell_addr = cell.as_ref().map(|c| Arc::as_ptr(c) as u64);
         if let (Some(cell), Some(slot)) = (cell, slot) {
             self.pending_red.lock().unwrap_or_else(|e| e.into_inner()).push(PendingRed { q, cell, slot });
         }
-        Ok(())
+        Ok(cell_addr)
     }
 
     fn reduction_store_kernel(&self) -> Option<&'static CStr> {

@@ -188,8 +188,10 @@ pub trait Backend: Send + Sync {
     }
 
     /// Launches; with a reduction, its result is written to `slot` in queue order, at the
-    /// latest after the [`Backend::flush_reduction`] on `q` that takes it.
-    fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<()>;
+    /// latest after the [`Backend::flush_reduction`] on `q` that takes it. Returns the device
+    /// address of the reduction's result cell (the source of its download event), None without
+    /// a reduction.
+    fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<Option<u64>>;
     /// Enqueues the return of the oldest reduction result launched on `q` and not yet returned.
     /// The runtime calls it after the last kernel of a compute construct, so that a return does
     /// not sit between two kernels of the construct (on a GPU each one stalls the next kernel).

@@ -10,7 +10,7 @@ use crate::data::{self, Clause, ClauseKind, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
 use crate::profiling::dispatch::{self, DataInfo};
-use crate::runtime::{self, ACC_ASYNC_NOVAL, ACC_ASYNC_SYNC};
+use crate::runtime::{self, ACC_ASYNC_SYNC};
 use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
 use std::ffi::{c_char, c_int, c_void};
 
@@ -230,10 +230,9 @@ pub extern "C" fn acc_get_default_async() -> c_int {
 pub extern "C" fn acc_set_default_async(a: c_int) {
     run("acc_set_default_async", || {
         let a = a as i64;
-        if a < ACC_ASYNC_NOVAL {
-            // acc_async_sync cannot be the default async queue.
-            return Err(AccError::InvalidAsync(a));
-        }
+        // Any async argument will do (the specification asks for "a valid async-argument").
+        // acc_async_sync makes async-without-a-queue work synchronous, as in GCC.
+        runtime::check_async(a)?;
         // This thread's value, kept outside the device: setting it needs no initialisation.
         runtime::set_default_async(a);
         Ok(())

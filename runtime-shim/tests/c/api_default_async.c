@@ -1,7 +1,8 @@
 /* acc-default-async-var (acc_set_default_async / acc_get_default_async) is a value of each
    thread (OpenACC 3.x: "for the current thread"), and a shutdown does not reset it.
    The main thread sets 3, another thread 7; each one's acc_async_noval work (a routine and a
-   compute construct) must run on its own default queue. A tool inside the program prints the
+   compute construct) must run on its own default queue, and with acc_async_sync as the
+   default, synchronously. A tool inside the program prints the
    queue of each upload and launch: "<thread> <event> async=<a> queue=<q>". */
 #include <accshim.h>
 #include <acc_prof.h>
@@ -66,6 +67,11 @@ int main (void)
   acc_init (acc_device_default);
   printf ("main after acc_init: %d\n", acc_get_default_async ());
   acc_copyin (a, sizeof a);
+  noval_work ();
+  /* acc_async_sync is an async argument too: acc_async_noval work then runs synchronously
+     (GCC accepts it the same way). */
+  acc_set_default_async (acc_async_sync);
+  printf ("main set acc_async_sync: %d\n", acc_get_default_async ());
   noval_work ();
   printf ("done\n");
   return 0;

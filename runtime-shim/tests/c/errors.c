@@ -20,6 +20,8 @@ int main (int argc, char **argv)
     acc_copyin_async (a, sizeof a, -7);
   else if (!strcmp (c, "invalid_wait"))
     acc_wait (-9);
+  else if (!strcmp (c, "invalid_default_async"))
+    acc_set_default_async (-3);
   else if (!strcmp (c, "device_unavailable"))
     acc_set_device_type (acc_device_nvidia);
   else if (!strcmp (c, "out_of_memory"))
