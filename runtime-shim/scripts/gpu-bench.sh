@@ -7,7 +7,7 @@
 # repeats the Laplace data run; `h2d` repeats the pageable upload with neighbouring shapes;
 # `trace` writes the timelines of 64 MiB uploads (ACCSHIM_STAGE_TRACE) under $OUT; `load`
 # measures the staging threads' warm window beside a program's own busy threads; `semantics`
-# runs runtime-shim/tests' C programs (data semantics, life cycle, memory) on the CUDA backend.
+# runs runtime-shim/tests' C programs (data semantics, life cycle, memory, errors) on the CUDA backend.
 set -u
 # SHIM_DIR: where the staged binaries are (to compare another build's, staged elsewhere).
 D=${SHIM_DIR:-.device-carry/shim}
@@ -19,7 +19,7 @@ if [ "${1:-}" = stage ]; then
   # The C test programs of runtime-shim/tests, linked to the libaccshim.so beside them, for
   # `semantics` (the same cases on the CUDA backend).
   cp target/release/libaccshim.so $D/ && strip $D/libaccshim.so
-  for t in data_semantics lifecycle_cycles lifecycle_callbacks memory_churn; do
+  for t in data_semantics lifecycle_cycles lifecycle_callbacks memory_churn errors; do
     gcc -O1 -g -o $D/$t runtime-shim/tests/c/$t.c -I runtime-shim/include -L$D -laccshim -lm -lpthread \
       -Wl,--disable-new-dtags,-rpath,'$ORIGIN'
   done
@@ -43,6 +43,11 @@ if [ "${1:-}" = semantics ]; then
   done; done
   echo "-- memory_churn 64 MiB arrays, 50 rounds"
   ACCSHIM_QUIET=1 timeout 300 $D/memory_churn 8388608 50
+  # Error cases that involve the device's own address checks (expected: rc=134 and the
+  # acc_error_* line of runtime-shim/tests/errors.rs).
+  for c in not_present partly_present copyin_wraps map_wraps memcpy_past_allocation memcpy_wraps memcpy_not_device; do
+    r "errors $c" env ACCSHIM_QUIET=1 $D/errors $c
+  done
   exit 0
 fi
 if [ "${1:-}" = tune ]; then

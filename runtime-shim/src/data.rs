@@ -360,6 +360,9 @@ fn write_pointer(op: &Op, ctx: &EvCtx, ptr_addr: usize, slot_dev: u64, value: u6
 
 /// acc_map_data: make `[host, host+bytes)` present at `dev` (user-owned device memory).
 pub fn map(op: &Op, host: usize, dev: u64, bytes: usize) -> Result<()> {
+    if dev.checked_add(bytes.max(1) as u64).is_none() {
+        return Err(AccError::past_address_space("acc_map_data: device address", dev, bytes, ""));
+    }
     let mut table = op.rt.table();
     match table.lookup(host, bytes, std::ptr::null())? {
         Lookup::Present { .. } => {

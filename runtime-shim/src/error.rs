@@ -45,6 +45,14 @@ impl AccError {
     }
 }
 
+impl AccError {
+    /// `[addr, addr+bytes)` does not fit in the address space: a byte count like SIZE_MAX, or a
+    /// garbage address. `what` says whose range it is ("data", "device address").
+    pub fn past_address_space(what: &str, addr: u64, bytes: usize, name: &str) -> AccError {
+        AccError::InvalidArgument(format!("{what} [{addr:#x},+{bytes}]{} runs past the end of the address space", named(name)))
+    }
+}
+
 fn named(name: &str) -> String {
     if name.is_empty() { String::new() } else { format!(" ({name})") }
 }

@@ -160,8 +160,12 @@ impl PresentTable {
 
     /// The entry containing `[host, host+bytes)` (a zero-length range is treated as one byte),
     /// absent, or the partly-present error.
+    /// A range that runs past the end of the address space (a byte count such as SIZE_MAX) is
+    /// an invalid argument: no entry may wrap, so every other range check can add safely.
     pub fn lookup(&self, host: usize, bytes: usize, name: *const c_char) -> Result<Lookup, AccError> {
-        let end = host + bytes.max(1);
+        let Some(end) = host.checked_add(bytes.max(1)) else {
+            return Err(AccError::past_address_space("data", host as u64, bytes, &cstr_lossy(name)));
+        };
         // The last entry starting below `end` is the only one that can overlap from the left or
         // contain the range; any other overlapping entry starts inside the range.
         if let Some((&k, e)) = self.map.range(..end).next_back() {

@@ -28,7 +28,7 @@ fn error_cases_report_and_abort() {
 
     /// (program argument, environment, error class, message).
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
-    let cases: [Case; 11] = [
+    let cases: [Case; 16] = [
         ("not_present", &[], "acc_error_not_present", "is not present on the device"),
         ("partly_present", &[], "acc_error_partly_present", "partly present"),
         ("invalid_async", &[], "acc_error_invalid_async", "invalid async argument -7"),
@@ -40,6 +40,11 @@ fn error_cases_report_and_abort() {
         ("null_copyin", &[], "acc_error_invalid_null_pointer", "acc_copyin: data_arg is a null pointer and bytes is 8"),
         ("null_copyout", &[], "acc_error_invalid_null_pointer", "acc_copyout: data_arg is a null pointer"),
         ("null_update", &[], "acc_error_invalid_null_pointer", "acc_update_self: data_arg is a null pointer and bytes is 800"),
+        ("copyin_wraps", &[], "acc_error_invalid_argument", ",+18446744073709551615] runs past the end of the address space"),
+        ("map_wraps", &[], "acc_error_invalid_argument", "runs past the end of the address space"),
+        ("memcpy_past_allocation", &[], "acc_error_invalid_argument", ",+128] runs past the end of its device allocation"),
+        ("memcpy_wraps", &[], "acc_error_invalid_argument", "runs past the end of its device allocation"),
+        ("memcpy_not_device", &[], "acc_error_invalid_argument", "is not device memory"),
     ];
     let gpus = accshim::ffi::api::acc_get_num_devices(accprof_abi::acc_device_t::NVIDIA);
     for (case, env, class, text) in cases {

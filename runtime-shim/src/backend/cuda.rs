@@ -774,6 +774,25 @@ impl Backend for Cuda {
         (r == CUresult::CUDA_SUCCESS && base == dev).then_some(size)
     }
 
+    fn check_device_range(&self, dev: u64, bytes: usize) -> Result<()> {
+        self.bind();
+        let (mut base, mut size): (CUdeviceptr, usize) = (0, 0);
+        // SAFETY: two out-parameters on the stack; the driver only looks the address up.
+        let r = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, dev) };
+        if r != CUresult::CUDA_SUCCESS {
+            // Not an allocation the driver can name (another allocator's, host memory mapped
+            // for the device): the copy itself refuses what the device cannot reach.
+            return Ok(());
+        }
+        if dev.checked_add(bytes as u64).is_some_and(|end| end <= base + size as u64) {
+            Ok(())
+        } else {
+            Err(AccError::InvalidArgument(format!(
+                "[{dev:#x},+{bytes}] runs past the end of its device allocation [{base:#x},+{size}]"
+            )))
+        }
+    }
+
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;

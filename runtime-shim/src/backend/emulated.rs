@@ -83,15 +83,22 @@ impl Emulated {
     fn check_block(&self, dev: u64, bytes: usize) -> Result<()> {
         // Device addresses come from the present table or acc_malloc, so a range outside every
         // block means the caller passed garbage: refuse instead of corrupting host memory.
+        if bytes == 0 {
+            return Ok(());
+        }
         let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
-        let ok = blocks
-            .range(..=dev)
-            .next_back()
-            .is_some_and(|(&start, b)| dev + bytes as u64 <= start + b.size() as u64);
-        if ok || bytes == 0 {
-            Ok(())
-        } else {
-            Err(AccError::InvalidArgument(format!("[{dev:#x},+{bytes}] is not device memory")))
+        let block = blocks.range(..=dev).next_back().map(|(&start, b)| (start, b.size() as u64));
+        match block {
+            Some((start, size)) if dev < start + size => {
+                if dev.checked_add(bytes as u64).is_some_and(|end| end <= start + size) {
+                    Ok(())
+                } else {
+                    Err(AccError::InvalidArgument(format!(
+                        "[{dev:#x},+{bytes}] runs past the end of its device allocation [{start:#x},+{size}]"
+                    )))
+                }
+            }
+            _ => Err(AccError::InvalidArgument(format!("[{dev:#x},+{bytes}] is not device memory"))),
         }
     }
 }
@@ -227,6 +234,10 @@ impl Backend for Emulated {
                 unsafe { memory.free(p.0 as *mut u8, block) }
             }),
         )
+    }
+
+    fn check_device_range(&self, dev: u64, bytes: usize) -> Result<()> {
+        self.check_block(dev, bytes)
     }
 
     fn allocation_size(&self, dev: u64) -> Option<usize> {

@@ -173,6 +173,10 @@ pub trait Backend: Send + Sync {
     /// The size in bytes of the allocation that starts at `dev`, None if none starts there
     /// (acc_free's free event reports it).
     fn allocation_size(&self, dev: u64) -> Option<usize>;
+    /// Refuses `[dev, dev+bytes)` when it is known not to lie inside one device allocation: the
+    /// device arguments of the acc_memcpy routines come straight from the program, and a byte
+    /// count past the allocation's end would otherwise read or write whatever follows it.
+    fn check_device_range(&self, dev: u64, bytes: usize) -> Result<()>;
 
     /// Host to device. On an async queue the host memory is read when the copy runs.
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()>;

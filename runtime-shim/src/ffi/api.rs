@@ -472,6 +472,15 @@ fn memcpy_api(what: &str, dir: u8, dst: *mut c_void, src: *mut c_void, bytes: us
             return Ok(());
         }
         let op = op(a)?;
+        let device = &op.rt.backend;
+        match dir {
+            0 => device.check_device_range(dst as u64, bytes)?,
+            1 => device.check_device_range(src as u64, bytes)?,
+            _ => {
+                device.check_device_range(dst as u64, bytes)?;
+                device.check_device_range(src as u64, bytes)?;
+            }
+        }
         match dir {
             0 => data::upload(&op, &op.ctx, src as usize, dst as u64, bytes, std::ptr::null()),
             1 => data::download(&op, &op.ctx, dst as usize, src as u64, bytes, std::ptr::null()),

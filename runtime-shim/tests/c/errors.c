@@ -2,6 +2,7 @@
    message and abort (never crash or carry on with corrupt data). */
 #include <openacc.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,18 @@ int main (int argc, char **argv)
     acc_copyout (NULL, 8);
   else if (!strcmp (c, "null_update"))
     acc_update_self (NULL, 800);
+  /* Byte counts a program computed wrongly (SIZE_MAX is -1 converted): refused, never a copy
+     past the end of the memory. */
+  else if (!strcmp (c, "copyin_wraps"))
+    acc_copyin (a, SIZE_MAX);
+  else if (!strcmp (c, "map_wraps"))
+    acc_map_data (a, acc_malloc (64), SIZE_MAX);
+  else if (!strcmp (c, "memcpy_past_allocation"))
+    acc_memcpy_to_device (acc_malloc (64), a, 128);
+  else if (!strcmp (c, "memcpy_wraps"))
+    acc_memcpy_from_device (a, acc_malloc (64), SIZE_MAX);
+  else if (!strcmp (c, "memcpy_not_device"))
+    acc_memcpy_device (acc_malloc (64), b, 8);
   else if (!strcmp (c, "ok"))
     {
       acc_copyin (a, sizeof a);
