@@ -28,7 +28,7 @@ fn error_cases_report_and_abort() {
 
     /// (program argument, environment, error class, message).
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
-    let cases: [Case; 16] = [
+    let cases: [Case; 23] = [
         ("not_present", &[], "acc_error_not_present", "is not present on the device"),
         ("partly_present", &[], "acc_error_partly_present", "partly present"),
         ("invalid_async", &[], "acc_error_invalid_async", "invalid async argument -7"),
@@ -45,6 +45,13 @@ fn error_cases_report_and_abort() {
         ("memcpy_past_allocation", &[], "acc_error_invalid_argument", ",+128] runs past the end of its device allocation"),
         ("memcpy_wraps", &[], "acc_error_invalid_argument", "runs past the end of its device allocation"),
         ("memcpy_not_device", &[], "acc_error_invalid_argument", "is not device memory"),
+        ("region_ended_twice", &[], "acc_error_invalid_argument", "is no open data region (ended twice"),
+        ("region_not_begun", &[], "acc_error_invalid_argument", "is no open data region"),
+        ("compute_null", &[], "acc_error_invalid_argument", "NULL construct descriptor"),
+        ("clauses_null", &[], "acc_error_invalid_argument", "2 clauses at a NULL address"),
+        ("reduction_unknown", &[], "acc_error_invalid_argument", "unknown reduction operator 9"),
+        ("reduction_null", &[], "acc_error_invalid_argument", "reduction variable at a NULL address"),
+        ("argument_unknown", &[], "acc_error_invalid_argument", "unknown kernel argument kind 9"),
     ];
     let gpus = accshim::ffi::api::acc_get_num_devices(accprof_abi::acc_device_t::NVIDIA);
     for (case, env, class, text) in cases {

@@ -8,7 +8,9 @@ use crate::data::{Clause, ClauseKind};
 use crate::error::{fatal, AccError};
 use crate::loc::Loc;
 use accprof_abi::acc_construct_t;
+use std::collections::BTreeSet;
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr};
+use std::sync::Mutex;
 
 /// `accshim_clause`.
 #[repr(C)]
@@ -61,13 +63,26 @@ pub struct CCompute {
     pub waits: *const c_longlong,
 }
 
-unsafe fn slice<'a, T>(p: *const T, n: c_int) -> &'a [T] {
-    if p.is_null() || n <= 0 {
+/// The `n` elements at `p`; none for n <= 0. A NULL array with elements is the caller's error
+/// (`what` names it), reported rather than read as "none".
+unsafe fn slice<'a, T>(p: *const T, n: c_int, what: &str, loc: &Loc) -> &'a [T] {
+    if n <= 0 {
         &[]
+    } else if p.is_null() {
+        fatal(&AccError::InvalidArgument(format!("{n} {what} at a NULL address")), "construct", loc)
     } else {
         // SAFETY: the C caller passes n valid elements.
         unsafe { std::slice::from_raw_parts(p, n as usize) }
     }
+}
+
+/// The data regions begun and not yet ended (accshim_data_begin's handles), so that ending
+/// one twice, or ending something that is no region, is reported instead of freeing garbage.
+/// One short lock per region begin and end, never held across runtime work.
+static OPEN_REGIONS: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+
+fn open_regions() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
+    OPEN_REGIONS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 unsafe fn loc_of(p: *const Loc) -> Loc {
@@ -75,7 +90,7 @@ unsafe fn loc_of(p: *const Loc) -> Loc {
 }
 
 unsafe fn clauses(p: *const CClause, n: c_int, loc: &Loc) -> Vec<Clause> {
-    unsafe { slice(p, n) }
+    unsafe { slice(p, n, "clauses", loc) }
         .iter()
         .map(|c| {
             let Some(kind) = ClauseKind::from_i32(c.kind) else {
@@ -86,8 +101,8 @@ unsafe fn clauses(p: *const CClause, n: c_int, loc: &Loc) -> Vec<Clause> {
         .collect()
 }
 
-unsafe fn waits(p: *const c_longlong, n: c_int) -> Option<Vec<i64>> {
-    (n >= 0).then(|| unsafe { slice(p, n) }.to_vec())
+unsafe fn waits(p: *const c_longlong, n: c_int, loc: &Loc) -> Option<Vec<i64>> {
+    (n >= 0).then(|| unsafe { slice(p, n, "wait queues", loc) }.to_vec())
 }
 
 fn static_cstr(p: *const c_char, fallback: &'static CStr) -> &'static CStr {
@@ -100,7 +115,9 @@ pub unsafe extern "C" fn accshim_data_begin(loc: *const Loc, cs: *const CClause,
     guard("accshim_data_begin", || {
         let loc = unsafe { loc_of(loc) };
         let cs = unsafe { clauses(cs, n, &loc) };
-        Box::into_raw(Box::new(construct::data(loc, &cs))) as *mut c_void
+        let region = Box::into_raw(Box::new(construct::data(loc, &cs)));
+        open_regions().insert(region as usize);
+        region as *mut c_void
     })
 }
 
@@ -110,7 +127,12 @@ pub unsafe extern "C" fn accshim_data_end(region: *mut c_void, end_line: c_int) 
         if region.is_null() {
             return;
         }
-        // SAFETY: made by accshim_data_begin, ended once.
+        if !open_regions().remove(&(region as usize)) {
+            let err = AccError::InvalidArgument(format!("{region:p} is no open data region (ended twice, or not from accshim_data_begin)"));
+            fatal(&err, "accshim_data_end", &Loc::UNKNOWN)
+        }
+        // SAFETY: made by accshim_data_begin (it was open) and now taken out of the open set,
+        // so ended once.
         let r = unsafe { Box::from_raw(region as *mut DataRegion) };
         r.end(end_line.max(0) as u32)
     })
@@ -121,7 +143,7 @@ pub unsafe extern "C" fn accshim_enter_data(loc: *const Loc, cs: *const CClause,
     guard("accshim_enter_data", || {
         let loc = unsafe { loc_of(loc) };
         let cs = unsafe { clauses(cs, n, &loc) };
-        let w = unsafe { waits(waits_, nwaits) };
+        let w = unsafe { waits(waits_, nwaits, &loc) };
         construct::enter_data(loc, &cs, async_, w.as_deref())
     })
 }
@@ -131,7 +153,7 @@ pub unsafe extern "C" fn accshim_exit_data(loc: *const Loc, cs: *const CClause, 
     guard("accshim_exit_data", || {
         let loc = unsafe { loc_of(loc) };
         let cs = unsafe { clauses(cs, n, &loc) };
-        let w = unsafe { waits(waits_, nwaits) };
+        let w = unsafe { waits(waits_, nwaits, &loc) };
         construct::exit_data(loc, &cs, async_, w.as_deref(), finalize != 0)
     })
 }
@@ -141,7 +163,7 @@ pub unsafe extern "C" fn accshim_update(loc: *const Loc, cs: *const CClause, n: 
     guard("accshim_update", || {
         let loc = unsafe { loc_of(loc) };
         let cs = unsafe { clauses(cs, n, &loc) };
-        let w = unsafe { waits(waits_, nwaits) };
+        let w = unsafe { waits(waits_, nwaits, &loc) };
         construct::update(loc, &cs, async_, w.as_deref(), if_present != 0)
     })
 }
@@ -150,7 +172,7 @@ pub unsafe extern "C" fn accshim_update(loc: *const Loc, cs: *const CClause, n: 
 pub unsafe extern "C" fn accshim_wait(loc: *const Loc, queues: *const c_longlong, n: c_int, async_: c_longlong) {
     guard("accshim_wait", || {
         let loc = unsafe { loc_of(loc) };
-        let qs = unsafe { waits(queues, n) };
+        let qs = unsafe { waits(queues, n, &loc) };
         construct::wait(loc, qs.as_deref().filter(|q| !q.is_empty()), async_)
     })
 }
@@ -158,7 +180,10 @@ pub unsafe extern "C" fn accshim_wait(loc: *const Loc, queues: *const c_longlong
 #[no_mangle]
 pub unsafe extern "C" fn accshim_compute(c: *const CCompute, ks: *const CKernel, nk: c_int) {
     guard("accshim_compute", || {
-        // SAFETY: the C caller passes a valid descriptor.
+        if c.is_null() {
+            fatal(&AccError::InvalidArgument("NULL construct descriptor".into()), "accshim_compute", &Loc::UNKNOWN)
+        }
+        // SAFETY: not NULL; the C caller passes a valid descriptor.
         let c = unsafe { &*c };
         let loc = unsafe { loc_of(c.loc) };
         let kind = acc_construct_t(c.construct);
@@ -174,9 +199,9 @@ pub unsafe extern "C" fn accshim_compute(c: *const CCompute, ks: *const CKernel,
             num_workers: pos(c.num_workers),
             vector_length: pos(c.vector_length),
             async_: c.async_,
-            wait: unsafe { waits(c.waits, c.nwaits) },
+            wait: unsafe { waits(c.waits, c.nwaits, &loc) },
         };
-        let kernels: Vec<Kernel> = unsafe { slice(ks, nk) }
+        let kernels: Vec<Kernel> = unsafe { slice(ks, nk, "kernels", &loc) }
             .iter()
             .map(|k| Kernel {
                 name: static_cstr(k.name, c"accshim_kernel"),
@@ -186,25 +211,36 @@ pub unsafe extern "C" fn accshim_compute(c: *const CCompute, ks: *const CKernel,
                     let s = static_cstr(k.cuda_src, c"");
                     CudaSrc { ptr: s.as_ptr().cast(), len: s.to_bytes().len() }
                 }),
-                args: unsafe { slice(k.args, k.nargs) }
-                    .iter()
-                    .map(|a| match a.kind {
-                        0 => Arg::Present(a.v as usize as *const c_void),
-                        1 => Arg::Device(a.v),
-                        2 => Arg::I64(a.v as i64),
-                        _ => Arg::F64(f64::from_bits(a.v)),
-                    })
-                    .collect(),
-                reduction: match k.reduction_op {
-                    1 => Some(RedOp::Sum),
-                    2 => Some(RedOp::Max),
-                    3 => Some(RedOp::Min),
-                    _ => None,
-                }
-                .filter(|_| !k.reduction_var.is_null())
-                .map(|op| (op, k.reduction_var, k.reduction_name)),
+                args: unsafe { slice(k.args, k.nargs, "kernel arguments", &loc) }.iter().map(|a| kernel_arg(a, &loc)).collect(),
+                reduction: reduction(k, &loc),
             })
             .collect();
         construct::compute(&spec, &kernels)
     })
+}
+
+fn kernel_arg(a: &CArg, loc: &Loc) -> Arg {
+    match a.kind {
+        0 => Arg::Present(a.v as usize as *const c_void),
+        1 => Arg::Device(a.v),
+        2 => Arg::I64(a.v as i64),
+        3 => Arg::F64(f64::from_bits(a.v)),
+        k => fatal(&AccError::InvalidArgument(format!("unknown kernel argument kind {k}")), "accshim_compute", loc),
+    }
+}
+
+/// The kernel's reduction: none for op 0; an unknown operator or a NULL variable is an error
+/// (the result would otherwise be dropped without a word).
+fn reduction(k: &CKernel, loc: &Loc) -> Option<(RedOp, *mut f64, *const c_char)> {
+    let op = match k.reduction_op {
+        0 => return None,
+        1 => RedOp::Sum,
+        2 => RedOp::Max,
+        3 => RedOp::Min,
+        op => fatal(&AccError::InvalidArgument(format!("unknown reduction operator {op}")), "accshim_compute", loc),
+    };
+    if k.reduction_var.is_null() {
+        fatal(&AccError::InvalidArgument("reduction variable at a NULL address".into()), "accshim_compute", loc)
+    }
+    Some((op, k.reduction_var, k.reduction_name))
 }

@@ -1,10 +1,16 @@
 /* Each case makes one runtime error the specification defines; the runtime must print its
    message and abort (never crash or carry on with corrupt data). */
-#include <openacc.h>
+#include <accshim.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+static double nothing (size_t b, size_t e, const accshim_val *args, void *u)
+{
+  (void) b, (void) e, (void) args, (void) u;
+  return 0;
+}
 
 int main (int argc, char **argv)
 {
@@ -50,6 +56,33 @@ int main (int argc, char **argv)
     acc_memcpy_from_device (a, acc_malloc (64), SIZE_MAX);
   else if (!strcmp (c, "memcpy_not_device"))
     acc_memcpy_device (acc_malloc (64), b, 8);
+  /* The construct API given what no compiler would emit: each is reported, none is read as
+     "nothing" or crashes. */
+  else if (!strcmp (c, "region_ended_twice"))
+    {
+      void *r = ACC_DATA_BEGIN (ACC_COPY (a, 0, 10));
+      ACC_DATA_END (r);
+      ACC_DATA_END (r);
+    }
+  else if (!strcmp (c, "region_not_begun"))
+    accshim_data_end (b, __LINE__);
+  else if (!strcmp (c, "compute_null"))
+    accshim_compute (NULL, NULL, 0);
+  else if (!strcmp (c, "clauses_null"))
+    accshim_enter_data (ACCSHIM_LOC (), NULL, 2, acc_async_sync, NULL, -1);
+  else if (!strcmp (c, "reduction_unknown") || !strcmp (c, "reduction_null") || !strcmp (c, "argument_unknown"))
+    {
+      static double r;
+      accshim_arg arg = { .kind = 9 };
+      accshim_kernel k = { .name = "k", .work = 10, .host = nothing };
+      if (!strcmp (c, "reduction_unknown"))
+        k.reduction_op = 9, k.reduction_var = &r;
+      else if (!strcmp (c, "reduction_null"))
+        k.reduction_op = ACCSHIM_RED_SUM;
+      else
+        k.args = &arg, k.nargs = 1;
+      ACC_PARALLEL (&k, 1, __LINE__);
+    }
   else if (!strcmp (c, "ok"))
     {
       acc_copyin (a, sizeof a);
