@@ -38,6 +38,9 @@ fn step_host(r: std::ops::Range<usize>, v: &[Val]) -> f64 {
 }
 
 fn main() {
+    common::usage(
+        "async_pipeline: an array processed in chunks over several async queues (update device, kernel,\nupdate self per chunk), then one wait.\n\nOptions:\n  --n N        elements (default 4194304)\n  --chunks C   chunks (default 16)\n  --queues Q   async queues (default 4)",
+    );
     let n: usize = common::arg("n", 1 << 22);
     let chunks: usize = common::arg("chunks", 16).max(1);
     let queues: i64 = common::arg("queues", 4).max(1);

@@ -29,6 +29,9 @@ use std::time::Instant;
 const EMPTY_CU: &str = "extern \"C\" __global__ void bench_empty() {}\n";
 
 fn main() {
+    common::usage(
+        "bench_gpu: launch overhead and pageable host-to-device bandwidth, shim against raw CUDA\n(needs a CUDA device; docs/performance/shim.md).\n\nOptions:\n  --launches N      launches per repetition (default 20000)\n  --reps R          repetitions (default 5)\n  --only WHAT       launch, h2d or calls (default launch and h2d)\n  --sizes MIB,MIB   upload sizes in MiB (default 64,256)\n  --cold C          source before each upload: 1 evicted by reading, 2 by writing, 3 just\n                    rewritten (default: as the previous copy left it)",
+    );
     let launches: usize = common::arg("launches", 20000);
     let reps: usize = common::arg("reps", 5);
     let only: String = common::arg("only", String::new());

@@ -330,6 +330,9 @@ fn kernels_construct(loc: accshim::Loc, gangs: u32, vector: u32) -> accshim::Com
 }
 
 fn main() {
+    common::usage(
+        "laplace: the seeds' Laplace 2D case study (Jacobi iteration) on the shim.\n\nOptions:\n  --version V   naive (each iteration copies A and Anew in and out) or data (a data region\n                around the loop; default)\n  --n N         grid N x N (default 512)\n  --iters K     iter_max (default 100)\n  --tol T       convergence tolerance (default 1e-6)\n  --kernels M   quads, pairs, flat, flat4 or rows: how the loops map to the GPU (default quads\n                for an even N, flat otherwise)\n  --gangs G     num_gangs (default: the runtime's)\n  --vector V    vector_length (default 256)",
+    );
     let version: String = common::arg("version", "data".to_string());
     let n: usize = common::arg("n", 512);
     let iter_max: usize = common::arg("iters", 100);

@@ -17,6 +17,9 @@ mod common;
 use accshim::{here, Clause, ACC_ASYNC_SYNC};
 
 fn main() {
+    common::usage(
+        "mistake_alloc_churn: a scratch array created and deleted on the device every iteration\n(\"11 Tips\", tip 10).\n\nOptions:\n  --n N       elements (default 1048576)\n  --iters K   iterations (default 50)",
+    );
     let n: usize = common::arg("n", 1 << 20);
     let iters: usize = common::arg("iters", 50);
     let scratch = vec![0.0f64; n];

@@ -16,6 +16,9 @@ mod common;
 use accshim::here;
 
 fn main() {
+    common::usage(
+        "mistake_copies_in_loop: the compute construct in the time loop copies its arrays in and out\nevery iteration (\"11 Tips\", tip 10).\n\nOptions:\n  --n N       elements (default 1048576)\n  --iters K   iterations (default 20)",
+    );
     let n: usize = common::arg("n", 1 << 20);
     let iters: usize = common::arg("iters", 20);
     let x = vec![1.0f64; n];

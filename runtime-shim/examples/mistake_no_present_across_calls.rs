@@ -24,6 +24,9 @@ fn relax(x: &[f64]) {
 }
 
 fn main() {
+    common::usage(
+        "mistake_no_present_across_calls: procedures with their own copy clauses called from a loop\nwithout a data region (\"11 Tips\", tip 11).\n\nOptions:\n  --n N       elements (default 1048576)\n  --iters K   iterations (default 10)",
+    );
     let n: usize = common::arg("n", 1 << 20);
     let iters: usize = common::arg("iters", 10);
     let x = vec![1.0f64; n];

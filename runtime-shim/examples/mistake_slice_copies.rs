@@ -17,6 +17,9 @@ mod common;
 use accshim::{here, Clause};
 
 fn main() {
+    common::usage(
+        "mistake_slice_copies: the interior of a 2D array copied back one row slice at a time\n(\"11 Tips\", tip 8).\n\nOptions:\n  --n N   rows (default 1024)\n  --m M   columns (default 1024)",
+    );
     let n: usize = common::arg("n", 1024);
     let m: usize = common::arg("m", 1024);
     let a = vec![1.0f64; n * m];

@@ -16,6 +16,9 @@ mod common;
 use accshim::here;
 
 fn main() {
+    common::usage(
+        "mistake_temp_roundtrip: a temporary copied out after one kernel and in again for the next\n(\"11 Tips\", tip 9).\n\nOptions:\n  --n N       elements (default 1048576)\n  --iters K   iterations (default 10)",
+    );
     let n: usize = common::arg("n", 1 << 20);
     let iters: usize = common::arg("iters", 10);
     let x = vec![1.0f64; n];

@@ -19,6 +19,9 @@ mod common;
 use accshim::{here, Clause, ACC_ASYNC_SYNC};
 
 fn main() {
+    common::usage(
+        "mistake_update_in_loop: the whole array updated to the host and back every iteration\n(\"11 Tips\", tip 8).\n\nOptions:\n  --n N       elements (default 1048576)\n  --iters K   iterations (default 20)",
+    );
     let n: usize = common::arg("n", 1 << 20);
     let iters: usize = common::arg("iters", 20);
     let x = vec![1.0f64; n];

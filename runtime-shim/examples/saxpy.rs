@@ -23,6 +23,9 @@ fn saxpy_host(r: std::ops::Range<usize>, v: &[Val]) -> f64 {
 }
 
 fn main() {
+    common::usage(
+        "saxpy: y = a*x + y as parallel loop copyin(x) copy(y), repeated.\n\nOptions:\n  --n N      elements (default 1048576)\n  --reps R   repetitions (default 10)",
+    );
     let n: usize = common::arg("n", 1 << 20);
     let reps: usize = common::arg("reps", 10);
     let a = 2.0f64;

@@ -3,28 +3,58 @@
 
 use std::time::Instant;
 
-/// `--name value` from the command line, parsed, or `default`.
+/// Handles `--help` (prints `usage`, exits 0) and refuses options that `usage` does not name
+/// (each option appears in it as `--name`), so a mistyped option is an error rather than a
+/// silent run with the defaults. Call first in `main`.
+pub fn usage(usage: &str) {
+    // Like a C program, end quietly when the reader of stdout goes away (`laplace | head`)
+    // instead of panicking on the failed print: Rust ignores SIGPIPE by default.
+    // SAFETY: restoring a signal's default disposition, before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let known: Vec<&str> = usage.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(|w| w.trim_end_matches(['.', ':', ';']))
+        .collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{}", usage.trim_end());
+        std::process::exit(0);
+    }
+    let mut i = 0;
+    while i < args.len() {
+        let name = args[i].split('=').next().unwrap_or_default();
+        if !known.contains(&name) {
+            eprintln!("unknown argument {} (--help lists the options)", args[i]);
+            std::process::exit(2);
+        }
+        // `--name value` takes the next word too; `--name=value` is one word.
+        i += if args[i].contains('=') { 1 } else { 2 };
+    }
+}
+
+/// `--name value` or `--name=value` from the command line, parsed, or `default`. A value that
+/// does not parse, or a missing value, ends the program with a message.
 pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
+    let flag = format!("--{name}");
     let args: Vec<String> = std::env::args().collect();
-    for w in args.windows(2) {
-        if w[0] == format!("--{name}") {
-            match w[1].parse() {
-                Ok(v) => return v,
-                Err(_) => {
-                    eprintln!("bad value for --{name}: {}", w[1]);
-                    std::process::exit(2);
-                }
-            }
+    let value = args.iter().enumerate().find_map(|(i, a)| {
+        if *a == flag {
+            Some(args.get(i + 1).cloned())
+        } else {
+            a.strip_prefix(&format!("{flag}=")).map(|v| Some(v.to_string()))
         }
-    }
-    for a in &args {
-        if let Some(v) = a.strip_prefix(&format!("--{name}=")) {
-            if let Ok(v) = v.parse() {
-                return v;
-            }
+    });
+    match value {
+        None => default,
+        Some(None) => {
+            eprintln!("{flag} needs a value");
+            std::process::exit(2);
         }
+        Some(Some(v)) => v.parse().unwrap_or_else(|_| {
+            eprintln!("bad value for {flag}: {v}");
+            std::process::exit(2);
+        }),
     }
-    default
 }
 
 pub struct Timer(Instant);
