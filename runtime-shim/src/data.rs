@@ -361,18 +361,18 @@ fn write_pointer(op: &Op, ctx: &EvCtx, ptr_addr: usize, slot_dev: u64, value: u6
 /// acc_map_data: make `[host, host+bytes)` present at `dev` (user-owned device memory).
 pub fn map(op: &Op, host: usize, dev: u64, bytes: usize) -> Result<()> {
     if dev.checked_add(bytes.max(1) as u64).is_none() {
-        return Err(AccError::past_address_space("acc_map_data: device address", dev, bytes, ""));
+        return Err(AccError::past_address_space("device address", dev, bytes, ""));
     }
     let mut table = op.rt.table();
     match table.lookup(host, bytes, std::ptr::null())? {
         Lookup::Present { .. } => {
-            return Err(AccError::InvalidArgument(format!("acc_map_data: [{host:#x},+{bytes}] is already present")))
+            return Err(AccError::InvalidArgument(format!("[{host:#x},+{bytes}] is already present")))
         }
         Lookup::Absent => {}
     }
     if let Some(e) = table.overlapping_device(dev, bytes) {
         return Err(AccError::InvalidArgument(format!(
-            "acc_map_data: device address [{dev:#x},+{bytes}] is already mapped (to host [{:#x},+{}])",
+            "device address [{dev:#x},+{bytes}] is already mapped (to host [{:#x},+{}])",
             e.host, e.bytes
         )));
     }
@@ -390,11 +390,11 @@ pub fn unmap(op: &Op, host: usize) -> Result<()> {
     let mut table = op.rt.table();
     let ok = table.get(host).is_some_and(|e| e.mapped);
     if !ok {
-        return Err(AccError::InvalidArgument(format!("acc_unmap_data: {host:#x} was not mapped by acc_map_data")));
+        return Err(AccError::InvalidArgument(format!("{host:#x} was not mapped by acc_map_data")));
     }
     if table.get(host).is_some_and(|e| e.structured > 0) {
         return Err(AccError::InvalidArgument(format!(
-            "acc_unmap_data: {host:#x} is still in use by a data construct"
+            "{host:#x} is still in use by a data construct"
         )));
     }
     let e = table.remove(host).expect("checked");

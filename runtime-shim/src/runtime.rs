@@ -69,15 +69,15 @@ fn env_device_type() -> Option<acc_device_t> {
         "emulated" | "host_nonshm" | "emu" => Some(ACC_DEVICE_EMULATED),
         "host" => Some(acc_device_t::HOST),
         "not_host" | "default" | "" => Some(acc_device_t::NOT_HOST),
-        other => {
-            eprintln!("accshim: ACC_DEVICE_TYPE={other} is unknown; using the default device");
+        _ => {
+            crate::env::report_once("ACC_DEVICE_TYPE", &v, "no device type accshim knows (nvidia, emulated, not_host, host)");
             None
         }
     }
 }
 
 fn env_device_num() -> Option<i32> {
-    std::env::var("ACC_DEVICE_NUM").ok()?.trim().parse().ok()
+    crate::env::int("ACC_DEVICE_NUM")
 }
 
 /// The device number used when the program selects none: ACC_DEVICE_NUM, else 0.
@@ -265,7 +265,7 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         other => Err(AccError::DeviceUnavailable(format!("device type {}", type_name(other)))),
     };
     let backend = backend?;
-    if std::env::var_os("ACCSHIM_QUIET").is_none() {
+    if !crate::env::flag("ACCSHIM_QUIET") {
         eprintln!("accshim: using {}", backend.describe());
     }
     let rt: &'static Runtime = Box::leak(Box::new(Runtime {

@@ -252,15 +252,15 @@ fn tool_registering_from_its_constructor_before_init() {
     let so = dir.path().join("ctor_tool.so");
     gcc(&crate_dir().join("tests/c/ctor_tool.c"), &so, true);
     let out_file = dir.path().join("ctor.txt");
-    for prog in [example("saxpy"), example("mistake_copies_in_loop")] {
+    for (prog, count) in [(example("saxpy"), "--reps"), (example("mistake_copies_in_loop"), "--iters")] {
         let out = std::process::Command::new(&prog)
-            .args(["--n", "100", "--reps", "3", "--iters", "3"])
+            .args(["--n", "100", count, "3"])
             .env("LD_PRELOAD", &so)
             .env("CTOR_TOOL_OUT", &out_file)
             .env_remove("ACC_PROFLIB")
             .output()
             .unwrap();
-        assert!(out.status.success());
+        assert!(out.status.success(), "{}: {}", prog.display(), String::from_utf8_lossy(&out.stderr));
         let text = std::fs::read_to_string(&out_file).unwrap();
         assert_eq!(text.trim(), "constructs=3 shutdowns=1", "{}", prog.display());
     }

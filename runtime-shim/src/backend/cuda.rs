@@ -186,24 +186,25 @@ struct StageConfig {
 
 impl StageConfig {
     fn from_env() -> StageConfig {
-        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<usize>().ok());
-        let chunk = var("ACCSHIM_STAGE_CHUNK").unwrap_or(STAGE_CHUNK).clamp(64 << 10, 64 << 20);
+        // Byte sizes take K/M suffixes; counts and microseconds are plain numbers.
+        let (bytes, var) = (crate::env::size, crate::env::count);
+        let chunk = bytes("ACCSHIM_STAGE_CHUNK").unwrap_or(STAGE_CHUNK).clamp(64 << 10, 64 << 20);
         let bufs = var("ACCSHIM_STAGE_BUFS").unwrap_or(STAGE_BUFS).clamp(2, 256);
-        let up_chunk = var("ACCSHIM_STAGE_UP_CHUNK").unwrap_or(STAGE_UP_CHUNK).clamp(64 << 10, 64 << 20);
+        let up_chunk = bytes("ACCSHIM_STAGE_UP_CHUNK").unwrap_or(STAGE_UP_CHUNK).clamp(64 << 10, 64 << 20);
         let up = upload_pipeline::Shape {
-            first: var("ACCSHIM_STAGE_FIRST").unwrap_or(STAGE_FIRST).clamp(4 << 10, up_chunk),
+            first: bytes("ACCSHIM_STAGE_FIRST").unwrap_or(STAGE_FIRST).clamp(4 << 10, up_chunk),
             chunk: up_chunk,
             // Whole pages: a piece starts that far into its buffer, and non-temporal stores
             // need 16-byte alignment.
-            piece: var("ACCSHIM_STAGE_PIECE").unwrap_or(STAGE_PIECE).clamp(4 << 10, up_chunk) / 4096 * 4096,
+            piece: bytes("ACCSHIM_STAGE_PIECE").unwrap_or(STAGE_PIECE).clamp(4 << 10, up_chunk) / 4096 * 4096,
             bufs: var("ACCSHIM_STAGE_UP_BUFS").unwrap_or(STAGE_UP_BUFS).clamp(2, 256),
-            tail: var("ACCSHIM_STAGE_TAIL").unwrap_or(STAGE_TAIL).min(up_chunk),
+            tail: bytes("ACCSHIM_STAGE_TAIL").unwrap_or(STAGE_TAIL).min(up_chunk),
         };
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
         let threads = var("ACCSHIM_STAGE_THREADS").unwrap_or(cores.clamp(1, 16)).clamp(1, 64);
         let stores = std::env::var("ACCSHIM_STAGE_STORES").ok().and_then(|v| Stores::parse(&v)).unwrap_or_else(Stores::best);
-        let nt_head = var("ACCSHIM_STAGE_NT_HEAD").unwrap_or(STAGE_NT_HEAD);
-        let prefetch = var("ACCSHIM_STAGE_PREFETCH").unwrap_or(STAGE_PREFETCH).min(1 << 20);
+        let nt_head = bytes("ACCSHIM_STAGE_NT_HEAD").unwrap_or(STAGE_NT_HEAD);
+        let prefetch = bytes("ACCSHIM_STAGE_PREFETCH").unwrap_or(STAGE_PREFETCH).min(1 << 20);
         let up_streams = var("ACCSHIM_STAGE_UP_STREAMS").unwrap_or(up.bufs);
         let us = |name: &str, default: usize| Duration::from_micros(var(name).unwrap_or(default).min(10_000_000) as u64);
         let warm = Warm { window: us("ACCSHIM_STAGE_WARM_US", STAGE_WARM_US), tick: us("ACCSHIM_STAGE_TICK_US", STAGE_TICK_US) };
@@ -366,7 +367,7 @@ impl Cuda {
     pub fn count() -> i32 {
         static COUNT: OnceLock<i32> = OnceLock::new();
         *COUNT.get_or_init(|| {
-            if std::env::var_os("ACCSHIM_NO_CUDA").is_some() {
+            if crate::env::flag("ACCSHIM_NO_CUDA") {
                 return 0;
             }
             // SAFETY: only probes for the shared library.

@@ -49,9 +49,7 @@ struct Worker {
 
 impl AsyncQueues {
     pub fn new() -> AsyncQueues {
-        let workers = std::env::var("ACCSHIM_EMU_QUEUE_THREADS")
-            .ok()
-            .and_then(|s| s.trim().parse::<usize>().ok())
+        let workers = crate::env::count("ACCSHIM_EMU_QUEUE_THREADS")
             .unwrap_or(DEFAULT_WORKERS)
             .max(1);
         let inner = Inner { queues: HashMap::new(), workers: (0..workers).map(|_| None).collect() };

@@ -50,13 +50,8 @@ fn physical_memory() -> usize {
 
 impl Emulated {
     pub fn new() -> Emulated {
-        let capacity = std::env::var("ACCSHIM_EMU_MEMORY")
-            .ok()
-            .and_then(|s| s.trim().parse::<usize>().ok())
-            .unwrap_or_else(|| physical_memory() / 2);
-        let threads = std::env::var("ACCSHIM_EMU_THREADS")
-            .ok()
-            .and_then(|s| s.parse::<usize>().ok())
+        let capacity = crate::env::size("ACCSHIM_EMU_MEMORY").unwrap_or_else(|| physical_memory() / 2);
+        let threads = crate::env::count("ACCSHIM_EMU_THREADS")
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1);
         Emulated {
@@ -178,8 +173,8 @@ impl Backend for Emulated {
 
     fn describe(&self) -> String {
         format!(
-            "emulated device (separate host memory, {} GiB capacity, kernels on {} thread(s))",
-            self.capacity >> 30,
+            "emulated device (separate host memory, {} capacity, kernels on {} thread(s))",
+            crate::env::human_bytes(self.capacity),
             self.threads
         )
     }

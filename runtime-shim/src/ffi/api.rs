@@ -295,17 +295,17 @@ pub extern "C" fn acc_free(p: *mut c_void) {
 
 /// The specification's check of a data routine's arguments: a NULL data_arg is an error
 /// unless bytes is 0. Ok(false) when there is nothing to do (NULL with 0 bytes).
-fn data_arg(what: &'static str, h: *mut c_void, bytes: usize) -> Result<bool> {
+fn data_arg(h: *mut c_void, bytes: usize) -> Result<bool> {
     match (h.is_null(), bytes) {
         (true, 0) => Ok(false),
-        (true, bytes) => Err(AccError::InvalidNullPointer { routine: what, bytes }),
+        (true, bytes) => Err(AccError::InvalidNullPointer { bytes }),
         (false, _) => Ok(true),
     }
 }
 
 fn enter_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int) -> *mut c_void {
     run(what, || {
-        if !data_arg(what, h, bytes)? {
+        if !data_arg(h, bytes)? {
             return Ok(std::ptr::null_mut());
         }
         let op = op(async_)?;
@@ -318,7 +318,7 @@ fn enter_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize,
 
 fn exit_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int, finalize: bool) {
     run(what, || {
-        if !data_arg(what, h, bytes)? {
+        if !data_arg(h, bytes)? {
             return Ok(());
         }
         let op = op(async_)?;
@@ -331,7 +331,7 @@ fn exit_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize, 
 
 fn update_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int) {
     run(what, || {
-        if !data_arg(what, h, bytes)? {
+        if !data_arg(h, bytes)? {
             return Ok(());
         }
         let op = op(async_)?;
@@ -429,7 +429,7 @@ pub extern "C" fn acc_update_self_async(h: *mut c_void, bytes: usize, a: c_int) 
 pub extern "C" fn acc_map_data(h: *mut c_void, d: *mut c_void, bytes: usize) {
     run("acc_map_data", || {
         if h.is_null() || d.is_null() {
-            return Err(AccError::InvalidArgument("acc_map_data: NULL address".into()));
+            return Err(AccError::InvalidArgument("NULL address".into()));
         }
         data::map(&op(SYNC_INT)?, h as usize, d as u64, bytes)
     })
