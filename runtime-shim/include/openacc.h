@@ -101,6 +101,7 @@ int acc_is_present (void *, size_t);
 void acc_memcpy_to_device (void *, void *, size_t);
 void acc_memcpy_from_device (void *, void *, size_t);
 void acc_memcpy_device (void *, void *, size_t);
+void acc_memcpy_d2d (void *, void *, size_t, int, int);
 void acc_attach (void **);
 void acc_attach_async (void **, int);
 void acc_detach (void **);
@@ -122,6 +123,7 @@ void acc_update_self_async (void *, size_t, int);
 void acc_memcpy_to_device_async (void *, void *, size_t, int);
 void acc_memcpy_from_device_async (void *, void *, size_t, int);
 void acc_memcpy_device_async (void *, void *, size_t, int);
+void acc_memcpy_d2d_async (void *, void *, size_t, int, int, int);
 
 void *acc_get_current_cuda_device (void);
 void *acc_get_current_cuda_context (void);

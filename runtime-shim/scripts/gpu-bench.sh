@@ -19,7 +19,7 @@ if [ "${1:-}" = stage ]; then
   # The C test programs of runtime-shim/tests, linked to the libaccshim.so beside them, for
   # `semantics` (the same cases on the CUDA backend).
   cp target/release/libaccshim.so $D/ && strip $D/libaccshim.so
-  for t in data_semantics lifecycle_cycles lifecycle_callbacks memory_churn errors; do
+  for t in data_semantics lifecycle_cycles lifecycle_callbacks memory_churn errors api_memory; do
     gcc -O1 -g -o $D/$t runtime-shim/tests/c/$t.c -I runtime-shim/include -L$D -laccshim -lm -lpthread \
       -Wl,--disable-new-dtags,-rpath,'$ORIGIN'
   done
@@ -45,9 +45,13 @@ if [ "${1:-}" = semantics ]; then
   ACCSHIM_QUIET=1 timeout 300 $D/memory_churn 8388608 50
   # Error cases that involve the device's own address checks (expected: rc=134 and the
   # acc_error_* line of runtime-shim/tests/errors.rs).
-  for c in not_present partly_present copyin_wraps map_wraps memcpy_past_allocation memcpy_wraps memcpy_not_device; do
+  for c in not_present partly_present copyin_wraps map_wraps memcpy_past_allocation memcpy_wraps memcpy_not_device \
+           d2d_not_present d2d_other_device; do
     r "errors $c" env ACCSHIM_QUIET=1 $D/errors $c
   done
+  # acc_memcpy_d2d between device copies (expected: b[0] 1 ... b[100] 2 b[200] 1 b[209] 1 b[210] 2).
+  ACCSHIM_QUIET=1 $D/api_memory d2d | grep "^b\[0\]"
+  for c in free_bytes free_mapped free_unmapped; do r "api_memory $c" env ACCSHIM_QUIET=1 $D/api_memory $c; done
   exit 0
 fi
 if [ "${1:-}" = tune ]; then

@@ -28,7 +28,7 @@ fn error_cases_report_and_abort() {
 
     /// (program argument, environment, error class, message).
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
-    let cases: [Case; 23] = [
+    let cases: [Case; 25] = [
         ("not_present", &[], "acc_error_not_present", "is not present on the device"),
         ("partly_present", &[], "acc_error_partly_present", "partly present"),
         ("invalid_async", &[], "acc_error_invalid_async", "invalid async argument -7"),
@@ -45,6 +45,8 @@ fn error_cases_report_and_abort() {
         ("memcpy_past_allocation", &[], "acc_error_invalid_argument", ",+128] runs past the end of its device allocation"),
         ("memcpy_wraps", &[], "acc_error_invalid_argument", "runs past the end of its device allocation"),
         ("memcpy_not_device", &[], "acc_error_invalid_argument", "is not device memory"),
+        ("d2d_not_present", &[], "acc_error_not_present", ",+8] (source) is not present on the device"),
+        ("d2d_other_device", &[], "acc_error_device_unavailable", "device number 1: this runtime copies within the current device (0) only"),
         ("region_ended_twice", &[], "acc_error_invalid_argument", "is no open data region (ended twice"),
         ("region_not_begun", &[], "acc_error_invalid_argument", "is no open data region"),
         ("compute_null", &[], "acc_error_invalid_argument", "NULL construct descriptor"),

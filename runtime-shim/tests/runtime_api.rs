@@ -73,6 +73,17 @@ fn acc_free_of_memory_that_is_still_mapped_is_refused() {
 }
 
 #[test]
+fn acc_memcpy_d2d_copies_between_device_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = program(dir.path(), "api_memory");
+    let (code, out, err) = run(&prog, &["d2d"]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(out.contains("host b before update: 2 2\n"), "the host copy is untouched: {out}");
+    // b[0..100] from a's device copy (1, not the host's 7 at a[5]); b[200..210] from a[5..15].
+    assert!(out.contains("b[0] 1 b[5] 1 b[99] 1 b[100] 2 b[200] 1 b[209] 1 b[210] 2\n"), "{out}");
+}
+
+#[test]
 fn the_default_async_queue_is_per_thread_and_outlives_a_shutdown() {
     let dir = tempfile::tempdir().unwrap();
     let prog = program(dir.path(), "api_default_async");

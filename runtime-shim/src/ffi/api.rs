@@ -9,6 +9,7 @@ use crate::backend::{QueueId, SYNC};
 use crate::data::{self, Clause, ClauseKind, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
+use crate::present::Lookup;
 use crate::profiling::dispatch::{self, DataInfo};
 use crate::runtime::{self, ACC_ASYNC_SYNC};
 use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
@@ -512,6 +513,46 @@ pub extern "C" fn acc_memcpy_device(dst: *mut c_void, src: *mut c_void, bytes: u
 #[no_mangle]
 pub extern "C" fn acc_memcpy_device_async(dst: *mut c_void, src: *mut c_void, bytes: usize, a: c_int) {
     memcpy_api("acc_memcpy_device_async", 2, dst, src, bytes, a)
+}
+
+/// acc_memcpy_d2d: copies between the device copies of two present host ranges, each on a
+/// device number. One device runs at a time here, so both numbers must name the current one;
+/// another is acc_error_device_unavailable rather than a copy on the wrong device.
+fn memcpy_d2d(what: &'static str, dst: *mut c_void, src: *mut c_void, bytes: usize, dev_dst: c_int, dev_src: c_int, a: c_int) {
+    run(what, || {
+        // Nothing to copy is no error, whatever the addresses (as for acc_memcpy_device).
+        if !data_arg(dst, bytes)? || !data_arg(src, bytes)? || bytes == 0 {
+            return Ok(());
+        }
+        let op = op(a)?;
+        for d in [dev_dst, dev_src] {
+            if d != op.rt.device_num {
+                return Err(AccError::DeviceUnavailable(format!(
+                    "device number {d}: this runtime copies within the current device ({}) only",
+                    op.rt.device_num
+                )));
+            }
+        }
+        let (to, from) = {
+            let table = op.rt.table();
+            let device_copy = |h: *mut c_void, role: &str| match table.lookup(h as usize, bytes, std::ptr::null())? {
+                Lookup::Present { dev, .. } => Ok(dev),
+                Lookup::Absent => Err(AccError::NotPresent { host: h as usize, bytes, name: role.into() }),
+            };
+            (device_copy(dst, "destination")?, device_copy(src, "source")?)
+        };
+        op.rt.backend.copy_d2d(op.q, to, from, bytes)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn acc_memcpy_d2d(dst: *mut c_void, src: *mut c_void, bytes: usize, dev_dst: c_int, dev_src: c_int) {
+    memcpy_d2d("acc_memcpy_d2d", dst, src, bytes, dev_dst, dev_src, SYNC_INT)
+}
+
+#[no_mangle]
+pub extern "C" fn acc_memcpy_d2d_async(dst: *mut c_void, src: *mut c_void, bytes: usize, dev_dst: c_int, dev_src: c_int, a: c_int) {
+    memcpy_d2d("acc_memcpy_d2d_async", dst, src, bytes, dev_dst, dev_src, a)
 }
 
 fn attach_api(what: &str, p: *mut *mut c_void, a: c_int, detach: bool, finalize: bool) {

@@ -6,7 +6,10 @@
                      two host arrays shared one device copy;
    "free_mapped_inside"  the same with the data mapped to a later part of the block;
    "free_present"    the same for the device copy of data placed by acc_copyin;
-   "free_unmapped"   acc_free after acc_unmap_data is fine.
+   "free_unmapped"   acc_free after acc_unmap_data is fine;
+   "d2d"             acc_memcpy_d2d and its async form copy between the device copies of two
+                     present arrays on the current device (the host copies stay as they were
+                     until updated).
    A tool inside the program prints "alloc <bytes>" and "free <bytes>" for those events. */
 #include <openacc.h>
 #include <acc_prof.h>
@@ -77,6 +80,21 @@ int main (int argc, char **argv)
       acc_unmap_data (a);
       acc_free (d);
       printf ("acc_free returned\n");
+    }
+  else if (!strcmp (c, "d2d"))
+    {
+      int dev = acc_get_device_num (acc_get_device_type ());
+      acc_copyin (a, sizeof a);
+      acc_copyin (b, sizeof b);
+      a[5] = 7; /* host only: the device copy of a still holds 1 */
+      acc_memcpy_d2d (b, a, 100 * sizeof (double), dev, dev);
+      acc_memcpy_d2d_async (b + 200, a + 5, 10 * sizeof (double), dev, dev, 3);
+      acc_memcpy_d2d (NULL, NULL, 0, dev, dev);
+      acc_wait (3);
+      printf ("host b before update: %g %g\n", b[0], b[200]);
+      acc_update_self (b, sizeof b);
+      printf ("b[0] %g b[5] %g b[99] %g b[100] %g b[200] %g b[209] %g b[210] %g\n", b[0], b[5], b[99], b[100], b[200],
+              b[209], b[210]);
     }
   printf ("done\n");
   return 0;

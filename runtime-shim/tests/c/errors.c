@@ -54,6 +54,17 @@ int main (int argc, char **argv)
     acc_memcpy_to_device (acc_malloc (64), a, 128);
   else if (!strcmp (c, "memcpy_wraps"))
     acc_memcpy_from_device (a, acc_malloc (64), SIZE_MAX);
+  else if (!strcmp (c, "d2d_not_present"))
+    {
+      acc_copyin (a, sizeof a);
+      acc_memcpy_d2d (a, b, 8, 0, 0);
+    }
+  else if (!strcmp (c, "d2d_other_device"))
+    {
+      acc_copyin (a, sizeof a);
+      acc_copyin (b, sizeof b);
+      acc_memcpy_d2d (a, b, 8, 0, 1);
+    }
   else if (!strcmp (c, "memcpy_not_device"))
     acc_memcpy_device (acc_malloc (64), b, 8);
   /* The construct API given what no compiler would emit: each is reported, none is read as
