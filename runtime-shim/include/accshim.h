@@ -5,7 +5,7 @@
 
    Example (the Laplace data region):
      void *r = ACC_DATA_BEGIN(ACC_COPY(A, 0, n*m), ACC_CREATE(Anew, 0, n*m));
-     ... ACC_COMPUTE(acc_construct_kernels, kernels, 2, __LINE__ + 3, .clauses = cl, .nclauses = 2);
+     ... ACC_COMPUTE(ACCSHIM_KERNELS, kernels, 2, __LINE__ + 3, .clauses = cl, .nclauses = 2);
      ACC_DATA_END(r);
 */
 #ifndef ACCSHIM_H
