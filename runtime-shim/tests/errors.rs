@@ -66,9 +66,6 @@ fn error_cases_report_and_abort() {
         assert!(err.contains("OpenACC runtime error"), "{case}: {err}");
         assert!(err.contains(class), "{case}: {err}");
         assert!(err.contains(text), "{case}: {err}");
-        // The line names the routine once ("in acc_map_data: <message>"), not again in the message.
-        let line = err.lines().find(|l| l.contains("OpenACC runtime error")).unwrap();
-        let what = line.split(" in ").nth(1).and_then(|w| w.split([':', ' ']).next()).unwrap();
-        assert!(!line.contains(&format!("{what}: {what}")), "{case}: {line}");
+        assert_routine_named_once(case, &err);
     }
 }

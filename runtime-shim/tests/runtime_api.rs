@@ -30,6 +30,7 @@ fn assert_runtime_error(what: &str, (code, out, err): &(i32, String, String), cl
     assert!(err.contains(&format!("OpenACC runtime error [{class}]")), "{what}: error class {class}: {err}");
     assert!(err.contains(text), "{what}: message contains {text:?}: {err}");
     assert!(!err.contains("panicked") && !err.contains("internal error"), "{what}: no panic: {err}");
+    assert_routine_named_once(what, err);
 }
 
 #[test]

@@ -272,7 +272,7 @@ fn refuse_if_mapped(rt: &runtime::Runtime, dev: u64, bytes: usize) -> Result<()>
     let table = rt.table();
     let Some(e) = table.overlapping_device(dev, bytes) else { return Ok(()) };
     Err(AccError::InvalidArgument(format!(
-        "acc_free: refusing to free device memory at {dev:#x} that is still mapped to host memory [{:#x},+{}]",
+        "refusing to free device memory at {dev:#x} that is still mapped to host memory [{:#x},+{}]",
         e.host, e.bytes
     )))
 }

@@ -144,3 +144,11 @@ pub fn run_bounded(prog: &Path, args: &[&str]) -> Option<(i32, String, String)> 
     let code = status.code().unwrap_or_else(|| -status.signal().unwrap_or(0));
     Some((code, std::fs::read_to_string(out_path).unwrap(), std::fs::read_to_string(err_path).unwrap()))
 }
+
+/// The runtime's error line names the routine once ("in acc_map_data: <message>"), not again at
+/// the start of the message.
+pub fn assert_routine_named_once(what: &str, err: &str) {
+    let line = err.lines().find(|l| l.contains("OpenACC runtime error")).unwrap_or_else(|| panic!("{what}: no error line: {err}"));
+    let routine = line.split(" in ").nth(1).and_then(|w| w.split([':', ' ']).next()).unwrap_or_default();
+    assert!(!line.contains(&format!("{routine}: {routine}")), "{what}: {line}");
+}
