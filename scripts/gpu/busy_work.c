@@ -1,5 +1,6 @@
 /* CPU-bound work on N threads for S seconds: what a program's own host threads get done while
- * the shim's staging threads run beside them (docs/performance/shim.md, session 8).
+ * the shim's staging threads run beside them (docs/performance/shim.md: the staging threads kept
+ * warm between uploads).
  * Prints the total work in millions of steps, so that two runs beside different shim settings
  * can be compared. Build: gcc -O2 -pthread -o busy_work busy_work.c
  * Usage: busy_work THREADS SECONDS */

@@ -5,7 +5,8 @@
  * MODE: none      no CUPTI
  *       activity  kernel (concurrent) + memcpy activity records only (a bare collector)
  *       callback  activity + a driver-API callback on cuLaunchKernel that notes the call
- *                 (clock read + a mutex-guarded insert), as libaccprof did through 0.x
+ *                 (clock read + a mutex-guarded insert), the way libaccprof once tied kernels to
+ *                 their launches
  *       extcorr   activity + external correlation records, one id pushed and popped around
  *                 each launch (what an OpenACC tool can do at enqueue_launch start/end)
  *       extcorr-driver  extcorr + driver API activity records

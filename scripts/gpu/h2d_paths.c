@@ -17,8 +17,10 @@
  *                        the driver serializes them the summed one grows with T instead
  *   staged_cached        T copier threads fill S pinned slots of C bytes with regular stores
  *                        (slots stay in the CPU cache); the main thread alone issues the copies
- *   staged_nt_current    the current method: T threads copy with non-temporal stores into S
- *                        pinned slots and each issues its own copies (chunks 64 KiB doubling to C)
+ *   staged_nt_current    the shim's earlier staging (before its 4 MiB DMAs copied in pieces): T
+ *                        threads copy with non-temporal stores into S pinned slots and each
+ *                        issues its own copies (chunks 64 KiB doubling to C), the reference the
+ *                        other variants are held against
  * A rep is timed from the start of the upload until the data is on the device (after the
  * synchronize it needs). Before each rep a few bytes of every MiB of the source are rewritten, so
  * nothing can be cached by content; after the reps the device buffer is copied back and compared
@@ -452,7 +454,7 @@ static void rep_cached(void *arg, double m[NM])
     pool_wait(); /* the copiers are done already: every chunk was issued */
 }
 
-/* ---- 6: the current method, non-temporal stores, each thread issues its own copies ---- */
+/* ---- 6: the shim's earlier staging, non-temporal stores, each thread issues its own copies ---- */
 
 struct ntstaged {
     int T, S;

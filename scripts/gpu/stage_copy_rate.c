@@ -2,18 +2,21 @@
  * pieces of a 64 MiB source in order and copy each into a 32 MiB ring of locked buffers (as the
  * shim's staging threads fill its eight 4 MiB pinned buffers), with the source evicted from the
  * caches before each repetition, by writing 512 MiB elsewhere ("written-out") or reading them
- * ("read-out"). Variants: the ring written with ordinary stores, ordinary stores then CLDEMOTE
- * (the shim's choice where the CPU has it), or non-temporal stores; the source's next pages
- * touched ahead of the copy (a software TLB prefetch); and a copy loop of our own that
- * prefetches the source 2 or 8 KiB ahead. Session 7 added: ordinary stores with that
- * prefetch; CLDEMOTE of each 16 KiB one step behind the copy, so that the demotes overlap the
- * next block's loads; and demoting with the ring brought back into the caches after the
- * eviction (is the ring's read for ownership what slows the demoted copy?). (Session 6's first
- * run also compared transparent huge pages for the source and the ring: no consistent
- * difference.) An optional second argument names the variants to run, comma-separated.
+ * ("read-out"). Where host memory limits an upload, this tells which stores the staging copies
+ * should use.
+ *
+ * Variants (the "stores" column): ordinary stores; ordinary stores then CLDEMOTE (the shim's
+ * choice where the CPU has it); non-temporal stores; CLDEMOTE with the source's next pages
+ * touched ahead of the copy (a software TLB prefetch); a copy loop of our own that prefetches
+ * the source 2 or 8 KiB ahead, with demoted, non-temporal or ordinary stores; CLDEMOTE of each
+ * 16 KiB one step behind the copy, so that the demotes overlap the next block's loads; and
+ * demoting with the ring brought back into the caches after the eviction (is the ring's read
+ * for ownership what slows the demoted copy?). The CLDEMOTE variants run only where CPUID
+ * reports the instruction. An optional second argument names the variants to run,
+ * comma-separated.
  *
  * Build: gcc -O2 -march=x86-64-v2 -pthread scripts/gpu/stage_copy_rate.c -o stage_copy_rate
- * Run:   stage_copy_rate [reps [variant,...]]      (docs/performance/shim.md, sessions 6, 7) */
+ * Run:   stage_copy_rate [reps [variant,...]]      (figures: docs/performance/shim.md) */
 #define _GNU_SOURCE
 #include <emmintrin.h>
 #include <pthread.h>
