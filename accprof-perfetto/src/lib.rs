@@ -34,8 +34,9 @@
 //! w.slice(main, 1_000, 9_000, &Event::named(construct).location(line).args(&args).flows_out(&[flow]))?;
 //! w.slice(stream, 2_000, 8_000, &Event::named(kernel).flows_in(&[flow]))?;
 //! w.counter(memory, 1_500, 4096)?;
-//! let bytes_out: Vec<u8> = w.finish()?;
-//! assert!(!bytes_out.is_empty());
+//! let (trace, stats) = w.finish()?;
+//! assert_eq!(stats.events, 5); // two slices (begin and end each) and a counter value
+//! assert_eq!(stats.bytes, trace.len() as u64);
 //! # Ok(())
 //! # }
 //! ```

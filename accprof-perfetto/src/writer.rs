@@ -338,7 +338,13 @@ impl<W: Write> PerfettoWriter<W> {
                 )));
             }
         }
-        self.emit(index, start, track_event::Type::SliceBegin, Some(event), None)?;
+        self.emit(
+            index,
+            start,
+            track_event::Type::SliceBegin,
+            Some(event),
+            None,
+        )?;
         self.tracks[index].open_ends.push(end);
         Ok(())
     }
@@ -387,14 +393,14 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// Writes the ends of the slices still open, flushes everything to the output, and gives
-    /// the output back.
-    pub fn finish(mut self) -> io::Result<W> {
+    /// the output back with the final counts.
+    pub fn finish(mut self) -> io::Result<(W, Stats)> {
         for index in 0..self.tracks.len() {
             self.close_until(index, u64::MAX)?;
         }
         self.flush_buf()?;
         self.out.flush()?;
-        Ok(self.out)
+        Ok((self.out, self.stats))
     }
 
     // ---- internals -------------------------------------------------------------------------
@@ -421,12 +427,17 @@ impl<W: Write> PerfettoWriter<W> {
     fn track_index_of_kind(&self, track: TrackId, kind: TrackKind) -> io::Result<usize> {
         let found = self.track(track)?;
         if found.kind != kind {
-            let what = match found.kind {
-                TrackKind::Process => "a process track (give events to its threads or tracks)",
-                TrackKind::Slices => "a slice track, not a counter",
-                TrackKind::Counter => "a counter track (give it counter values)",
+            let describe = |kind| match kind {
+                TrackKind::Process => "a process",
+                TrackKind::Slices => "a slice track (thread, queue, device or stream)",
+                TrackKind::Counter => "a counter track",
             };
-            return Err(invalid(format!("track {} is {what}", track.0)));
+            return Err(invalid(format!(
+                "track {} is {}, but this needs {}",
+                track.0,
+                describe(found.kind),
+                describe(kind)
+            )));
         }
         Ok(track.0 as usize - 1)
     }
@@ -551,7 +562,10 @@ impl<W: Write> PerfettoWriter<W> {
         };
         if let Some(event) = event {
             let iid = event.name.0;
-            let name = self.names.get(iid).ok_or_else(|| unknown("event name", iid))?;
+            let name = self
+                .names
+                .get(iid)
+                .ok_or_else(|| unknown("event name", iid))?;
             if sequence.names.insert(iid) {
                 interned.event_names.push(EventName {
                     iid: Some(iid),
@@ -608,7 +622,10 @@ impl<W: Write> PerfettoWriter<W> {
                     ArgValue::Pointer(v) => debug_annotation::Value::PointerValue(v),
                     ArgValue::Str(s) => debug_annotation::Value::StringValue(s.to_owned()),
                     ArgValue::Interned(StringId(iid)) => {
-                        let value = self.strings.get(iid).ok_or_else(|| unknown("string", iid))?;
+                        let value = self
+                            .strings
+                            .get(iid)
+                            .ok_or_else(|| unknown("string", iid))?;
                         if sequence.strings.insert(iid) {
                             interned
                                 .debug_annotation_string_values
@@ -649,9 +666,7 @@ impl<W: Write> PerfettoWriter<W> {
             timestamp_clock_id: clock,
             data: Some(trace_packet::Data::TrackEvent(te)),
             optional_trusted_packet_sequence_id: Some(
-                trace_packet::OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(
-                    sequence.id,
-                ),
+                trace_packet::OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(sequence.id),
             ),
             interned_data: has_interned.then_some(interned),
             sequence_flags: Some(trace_packet::SequenceFlags::SeqNeedsIncrementalState as u32),
@@ -688,4 +703,132 @@ impl<W: Write> PerfettoWriter<W> {
 
 fn unknown(what: &str, iid: u64) -> io::Error {
     invalid(format!("{what} {iid} was not made by this writer"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(err: io::Error) -> String {
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        err.to_string()
+    }
+
+    #[test]
+    fn a_slice_that_outlives_its_enclosing_slice_is_refused_and_the_writer_goes_on() {
+        let mut w = PerfettoWriter::new(Vec::new());
+        let p = w.process(1, "p", &[]).unwrap();
+        let t = w.thread(p, 1, "main").unwrap();
+        let n = w.name("n");
+        w.slice(t, 10, 100, &Event::named(n)).unwrap();
+        let err = w.slice(t, 20, 150, &Event::named(n)).unwrap_err();
+        assert!(message(err).contains("overlaps the slice enclosing it"));
+        w.slice(t, 20, 100, &Event::named(n)).unwrap();
+        let err = w.slice(t, 30, 25, &Event::named(n)).unwrap_err();
+        assert!(message(err).contains("ends (25) before it starts (30)"));
+        // After the enclosing slice ended, a later slice is a sibling again.
+        w.slice(t, 200, 300, &Event::named(n)).unwrap();
+        let (_, stats) = w.finish().unwrap();
+        assert_eq!(stats.events, 6);
+    }
+
+    #[test]
+    fn tracks_and_handles_from_elsewhere_are_refused() {
+        let mut other = PerfettoWriter::new(Vec::new());
+        let op = other.process(1, "p", &[]).unwrap();
+        let ot = other.thread(op, 1, "t").unwrap();
+        let foreign_name = (0..5).map(|i| other.name(&i.to_string())).last().unwrap();
+
+        let mut w = PerfettoWriter::new(Vec::new());
+        let n = w.name("n");
+        let err = w.slice(ot, 1, 2, &Event::named(n)).unwrap_err();
+        assert!(message(err).contains("was not made by this writer"));
+        let p = w.process(1, "p", &[]).unwrap();
+        let t = w.thread(p, 1, "t").unwrap();
+        let err = w.instant(t, 1, &Event::named(foreign_name)).unwrap_err();
+        assert!(message(err).contains("event name 5 was not made by this writer"));
+    }
+
+    #[test]
+    fn each_track_takes_only_its_kind_of_event() {
+        let mut w = PerfettoWriter::new(Vec::new());
+        let p = w.process(1, "p", &[]).unwrap();
+        let t = w.thread(p, 1, "t").unwrap();
+        let c = w.counter_track(p, "bytes", CounterUnit::Bytes).unwrap();
+        let n = w.name("n");
+        let needs = |err, is: &str, needs: &str| {
+            let text = message(err);
+            assert!(text.contains(&format!("is {is}")), "{text}");
+            assert!(text.contains(&format!("needs {needs}")), "{text}");
+        };
+        needs(
+            w.counter(t, 1, 5).unwrap_err(),
+            "a slice track",
+            "a counter",
+        );
+        needs(
+            w.slice(c, 1, 2, &Event::named(n)).unwrap_err(),
+            "a counter",
+            "a slice",
+        );
+        needs(
+            w.instant(p, 1, &Event::named(n)).unwrap_err(),
+            "a process",
+            "a slice",
+        );
+        needs(
+            w.thread(t, 2, "x").unwrap_err(),
+            "a slice track",
+            "a process",
+        );
+        assert!(message(w.slice_track(c, "x").unwrap_err()).contains("cannot hold"));
+    }
+
+    #[test]
+    fn two_processes_with_one_pid_are_refused() {
+        let mut w = PerfettoWriter::new(Vec::new());
+        w.process(7, "rank 0", &[]).unwrap();
+        let err = w.process(7, "rank 1", &[]).unwrap_err();
+        assert!(message(err).contains("pid 7 is already used"));
+        let second = w.process(8, "rank 1", &[]).unwrap();
+        // Threads take their process's pid.
+        assert!(w.thread(second, 80, "main").is_ok());
+        assert_eq!(w.process_pid(second).unwrap(), 8);
+    }
+
+    /// Counts what reaches the output, to show the trace is streamed rather than held.
+    struct Counting(u64);
+    impl Write for Counting {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_output_is_streamed_with_bounded_buffers() {
+        let mut w = PerfettoWriter::new(Counting(0));
+        let p = w.process(1, "p", &[]).unwrap();
+        let t = w.thread(p, 1, "t").unwrap();
+        let names: Vec<_> = (0..10).map(|i| w.name(&format!("n{i}"))).collect();
+        for i in 0..200_000u64 {
+            let s = i * 100;
+            w.slice(t, s, s + 90, &Event::named(names[(i % 10) as usize]))
+                .unwrap();
+            w.slice(t, s + 10, s + 20, &Event::named(names[0])).unwrap();
+        }
+        let pending = w.buf.len();
+        assert!(pending < FLUSH_AT, "at most one buffer is held back");
+        assert!(w.buf.capacity() <= FLUSH_AT + 4096 + 1024);
+        assert!(w.tracks[t.0 as usize - 1].open_ends.len() <= 2);
+        assert!(w.out.0 > 0, "written before finish");
+        assert_eq!(w.out.0, w.stats().bytes);
+        let (out, stats) = w.finish().unwrap();
+        assert_eq!(out.0, stats.bytes);
+        assert!(stats.bytes > 4 * FLUSH_AT as u64);
+        assert_eq!(stats.events, 800_000);
+    }
 }

@@ -32,11 +32,14 @@ struct Slice {
     args: String,
 }
 
+/// A slice as flows name it: track, start, name.
+type SliceKey = (u64, u64, String);
+
 /// Writes through the writer and remembers what a decoder must find.
 struct Recorder {
     w: PerfettoWriter<std::io::BufWriter<std::fs::File>>,
     slices: Vec<Slice>,
-    flows: Vec<(FlowId, (u64, u64, String), Option<(u64, u64, String)>)>,
+    flows: Vec<(FlowId, SliceKey, Option<SliceKey>)>,
     counters: BTreeMap<u64, Vec<(u64, i64)>>,
     tracks: Vec<Value>,
     /// Distinct interned values used per track and table: each is defined once per sequence.
@@ -71,7 +74,9 @@ impl Recorder {
     fn write(&mut self, track: TrackId, start: u64, end: Option<u64>, depth: u64, spec: &Spec) {
         let name = self.w.name(spec.name);
         let category = self.w.category(spec.category);
-        let location = spec.location.map(|(f, func, l)| self.w.location(f, func, l));
+        let location = spec
+            .location
+            .map(|(f, func, l)| self.w.location(f, func, l));
         let mut args = Vec::new();
         let mut expected_args = serde_json::Map::new();
         for (key, value) in spec.args {
@@ -154,15 +159,13 @@ fn write_rank(r: &mut Recorder, pid: i32, threads: i64, iterations: u64) {
     r.tracks.push(json!({"uuid": device.uuid(), "kind": "track", "name": "device 0 (emulated)", "parent": process.uuid()}));
     let stream = r.w.device_stream(device, 7).unwrap();
     r.tracks.push(json!({"uuid": stream.uuid(), "kind": "track", "name": "stream 7", "parent": device.uuid()}));
-    let moved = r
-        .w
-        .counter_track(device, "bytes moved", CounterUnit::Bytes)
-        .unwrap();
+    let moved =
+        r.w.counter_track(device, "bytes moved", CounterUnit::Bytes)
+            .unwrap();
     r.tracks.push(json!({"uuid": moved.uuid(), "kind": "counter", "name": "bytes moved", "unit": "UNIT_SIZE_BYTES", "parent": device.uuid()}));
-    let in_use = r
-        .w
-        .counter_track(process, "device memory in use", CounterUnit::Bytes)
-        .unwrap();
+    let in_use =
+        r.w.counter_track(process, "device memory in use", CounterUnit::Bytes)
+            .unwrap();
     r.tracks.push(json!({"uuid": in_use.uuid(), "kind": "counter", "name": "device memory in use", "unit": "UNIT_SIZE_BYTES", "parent": process.uuid()}));
 
     let mut bytes_moved = 0i64;
@@ -184,7 +187,7 @@ fn write_rank(r: &mut Recorder, pid: i32, threads: i64, iterations: u64) {
             let kernel = format!("main_{line}_gpu");
             let construct_flow = r.w.new_flow();
             let queue_flow = r.w.new_flow();
-            let on_queue = i % 4 == 0;
+            let on_queue = i.is_multiple_of(4);
             let flows: Vec<FlowId> = if on_queue {
                 vec![construct_flow, queue_flow]
             } else {
@@ -231,7 +234,10 @@ fn write_rank(r: &mut Recorder, pid: i32, threads: i64, iterations: u64) {
                     name: "acc_enqueue_upload",
                     category: "transfer",
                     location: None,
-                    args: &[("bytes", ArgSpec::Uint(bytes)), ("var", ArgSpec::Interned(var))],
+                    args: &[
+                        ("bytes", ArgSpec::Uint(bytes)),
+                        ("var", ArgSpec::Interned(var)),
+                    ],
                     flows_out: &[],
                     flows_in: &[],
                 },
@@ -295,7 +301,10 @@ fn write_rank(r: &mut Recorder, pid: i32, threads: i64, iterations: u64) {
                         name: "acc_enqueue_upload",
                         category: "transfer",
                         location: None,
-                        args: &[("bytes", ArgSpec::Uint(8)), ("var", ArgSpec::Interned("err"))],
+                        args: &[
+                            ("bytes", ArgSpec::Uint(8)),
+                            ("var", ArgSpec::Interned("err")),
+                        ],
                         flows_out: &[],
                         flows_in: &[queue_flow],
                     },
@@ -478,7 +487,7 @@ fn perfetto_protos_decode_every_track_slice_counter_and_flow() {
         tracks,
         used,
     } = r;
-    let out = w.finish().unwrap();
+    let (out, final_stats) = w.finish().unwrap();
     drop(out);
     let file_len = std::fs::metadata(&path).unwrap().len();
     let decoded = decode(&path);
@@ -489,7 +498,11 @@ fn perfetto_protos_decode_every_track_slice_counter_and_flow() {
     assert_eq!(got_tracks.len(), tracks.len(), "track count");
     for (got, want) in got_tracks.iter().zip(&tracks) {
         for (key, value) in want.as_object().unwrap() {
-            assert_eq!(&got[key], value, "track {} field {key}: {got}", want["uuid"]);
+            assert_eq!(
+                &got[key], value,
+                "track {} field {key}: {got}",
+                want["uuid"]
+            );
         }
     }
 
@@ -535,13 +548,13 @@ fn perfetto_protos_decode_every_track_slice_counter_and_flow() {
             s["name"].as_str().unwrap().to_string(),
         )
     };
-    let got_flows: BTreeMap<u64, ((u64, u64, String), (u64, u64, String))> = decoded["flows"]
+    let got_flows: BTreeMap<u64, (SliceKey, SliceKey)> = decoded["flows"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| (f[0].as_u64().unwrap(), (key(&f[1]), key(&f[2]))))
         .collect();
-    let want_flows: BTreeMap<u64, ((u64, u64, String), (u64, u64, String))> = flows
+    let want_flows: BTreeMap<u64, (SliceKey, SliceKey)> = flows
         .into_iter()
         .filter_map(|(id, from, to)| to.map(|to| (id.get(), (from, to))))
         .collect();
@@ -557,12 +570,22 @@ fn perfetto_protos_decode_every_track_slice_counter_and_flow() {
             .filter(|((_, t), _)| *t == table)
             .map(|(_, set)| set.len())
             .sum();
-        assert_eq!(defs[table].as_u64().unwrap() as usize, want, "{table} definitions");
+        assert_eq!(
+            defs[table].as_u64().unwrap() as usize,
+            want,
+            "{table} definitions"
+        );
     }
 
     let events = decoded["track_events"].as_u64().unwrap();
+    assert_eq!(events, final_stats.events, "events counted by the writer");
+    assert_eq!(decoded["packets"].as_u64().unwrap(), final_stats.packets);
+    assert_eq!(file_len, final_stats.bytes);
     assert!(events > events_before_finish, "finish wrote the open ends");
-    assert!(events > 20_000, "a workload of {events} events is too small to test interning");
+    assert!(
+        events > 20_000,
+        "a workload of {events} events is too small to test interning"
+    );
     eprintln!(
         "{events} events, {} packets, {file_len} bytes ({:.1} bytes/event)",
         decoded["packets"],
