@@ -101,8 +101,12 @@ pub struct PerfettoWriter<W: Write> {
     locations: LocationTable,
     next_sequence: u32,
     next_flow: u64,
-    /// Reused for every event so that writing one allocates nothing.
-    scratch: protos::TrackEvent,
+    /// The packet every event is written from, reused in place so that writing one allocates
+    /// and moves nothing; its `data` is always a track event.
+    event_packet: TracePacket,
+    /// Interned data being gathered for the next event; moved into `event_packet` only when
+    /// an event defines something.
+    interned: InternedData,
     stats: Stats,
 }
 
@@ -134,7 +138,12 @@ impl<W: Write> PerfettoWriter<W> {
             locations: LocationTable::default(),
             next_sequence: DESCRIPTOR_SEQUENCE + 1,
             next_flow: 1,
-            scratch: protos::TrackEvent::default(),
+            event_packet: TracePacket {
+                data: Some(trace_packet::Data::TrackEvent(protos::TrackEvent::default())),
+                sequence_flags: Some(trace_packet::SequenceFlags::SeqNeedsIncrementalState as u32),
+                ..Default::default()
+            },
+            interned: InternedData::default(),
             stats: Stats::default(),
         }
     }
@@ -543,11 +552,22 @@ impl<W: Write> PerfettoWriter<W> {
         event: Option<&Event<'_>>,
         counter: Option<track_event::CounterValueField>,
     ) -> io::Result<()> {
+        if let Some(event) = event {
+            // Checked before anything is marked as defined, so a refused event leaves no
+            // half-gathered interned data behind.
+            self.check_handles(event)?;
+        }
         if self.tracks[index].sequence.is_none() {
             self.start_sequence(index, ts)?;
         }
-        let mut interned = InternedData::default();
-        let mut te = std::mem::take(&mut self.scratch);
+        let Some(sequence) = self.tracks[index].sequence.as_mut() else {
+            unreachable!("the sequence was started above");
+        };
+        let packet = &mut self.event_packet;
+        let Some(trace_packet::Data::TrackEvent(te)) = packet.data.as_mut() else {
+            unreachable!("the event packet always holds a track event");
+        };
+        let interned = &mut self.interned;
         te.r#type = Some(kind as i32);
         te.name_field = None;
         te.category_iids.clear();
@@ -557,9 +577,6 @@ impl<W: Write> PerfettoWriter<W> {
         te.terminating_flow_ids.clear();
         te.counter_value_field = counter;
 
-        let Some(sequence) = self.tracks[index].sequence.as_mut() else {
-            unreachable!("the sequence was started above");
-        };
         if let Some(event) = event {
             let iid = event.name.0;
             let name = self
@@ -574,10 +591,7 @@ impl<W: Write> PerfettoWriter<W> {
             }
             te.name_field = Some(track_event::NameField::NameIid(iid));
             if let Some(CategoryId(iid)) = event.category {
-                let category = self
-                    .categories
-                    .get(iid)
-                    .ok_or_else(|| unknown("category", iid))?;
+                let category = self.categories.get(iid).unwrap_or_default();
                 if sequence.categories.insert(iid) {
                     interned.event_categories.push(EventCategory {
                         iid: Some(iid),
@@ -587,11 +601,9 @@ impl<W: Write> PerfettoWriter<W> {
                 te.category_iids.push(iid);
             }
             if let Some(LocationId(iid)) = event.location {
-                let location = self
-                    .locations
-                    .get(iid)
-                    .ok_or_else(|| unknown("source location", iid))?;
-                if sequence.locations.insert(iid) {
+                if let (Some(location), true) =
+                    (self.locations.get(iid), sequence.locations.insert(iid))
+                {
                     interned.source_locations.push(SourceLocation {
                         iid: Some(iid),
                         file_name: Some(location.file.to_string()),
@@ -604,10 +616,7 @@ impl<W: Write> PerfettoWriter<W> {
             }
             for arg in event.args {
                 let iid = arg.name.0;
-                let arg_name = self
-                    .arg_names
-                    .get(iid)
-                    .ok_or_else(|| unknown("argument name", iid))?;
+                let arg_name = self.arg_names.get(iid).unwrap_or_default();
                 if sequence.arg_names.insert(iid) {
                     interned.debug_annotation_names.push(DebugAnnotationName {
                         iid: Some(iid),
@@ -649,44 +658,77 @@ impl<W: Write> PerfettoWriter<W> {
 
         // Delta-encoded on the sequence's clock; a time before the last one on this track is
         // written absolute on the trace clock, as Perfetto's SDK does.
-        let (timestamp, clock) = if ts >= sequence.last_ts {
-            let delta = ts - sequence.last_ts;
+        if ts >= sequence.last_ts {
+            packet.timestamp = Some(ts - sequence.last_ts);
+            packet.timestamp_clock_id = None;
             sequence.last_ts = ts;
-            (delta, None)
         } else {
-            (ts, Some(TRACE_CLOCK))
-        };
-        let has_interned = !(interned.event_names.is_empty()
+            packet.timestamp = Some(ts);
+            packet.timestamp_clock_id = Some(TRACE_CLOCK);
+        }
+        packet.optional_trusted_packet_sequence_id = Some(
+            trace_packet::OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(sequence.id),
+        );
+        let defines = !(interned.event_names.is_empty()
             && interned.event_categories.is_empty()
             && interned.source_locations.is_empty()
             && interned.debug_annotation_names.is_empty()
             && interned.debug_annotation_string_values.is_empty());
-        let mut packet = TracePacket {
-            timestamp: Some(timestamp),
-            timestamp_clock_id: clock,
-            data: Some(trace_packet::Data::TrackEvent(te)),
-            optional_trusted_packet_sequence_id: Some(
-                trace_packet::OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(sequence.id),
-            ),
-            interned_data: has_interned.then_some(interned),
-            sequence_flags: Some(trace_packet::SequenceFlags::SeqNeedsIncrementalState as u32),
-            ..Default::default()
-        };
-        let written = self.write_packet(&packet);
-        if let Some(trace_packet::Data::TrackEvent(te)) = packet.data.take() {
-            self.scratch = te;
+        if defines {
+            packet.interned_data = Some(std::mem::take(interned));
         }
-        written?;
+        let encoded = encode_packet(&mut self.buf, packet);
+        if let Some(mut used) = packet.interned_data.take() {
+            used.event_names.clear();
+            used.event_categories.clear();
+            used.source_locations.clear();
+            used.debug_annotation_names.clear();
+            used.debug_annotation_string_values.clear();
+            self.interned = used;
+        }
+        encoded?;
+        self.stats.packets += 1;
         self.stats.events += 1;
+        self.flush_if_full()
+    }
+
+    /// Refuses an event naming a handle this writer did not give out (from another writer).
+    fn check_handles(&self, event: &Event<'_>) -> io::Result<()> {
+        let NameId(iid) = event.name;
+        self.names
+            .get(iid)
+            .ok_or_else(|| unknown("event name", iid))?;
+        if let Some(CategoryId(iid)) = event.category {
+            self.categories
+                .get(iid)
+                .ok_or_else(|| unknown("category", iid))?;
+        }
+        if let Some(LocationId(iid)) = event.location {
+            self.locations
+                .get(iid)
+                .ok_or_else(|| unknown("source location", iid))?;
+        }
+        for arg in event.args {
+            let ArgNameId(iid) = arg.name;
+            self.arg_names
+                .get(iid)
+                .ok_or_else(|| unknown("argument name", iid))?;
+            if let ArgValue::Interned(StringId(iid)) = arg.value {
+                self.strings
+                    .get(iid)
+                    .ok_or_else(|| unknown("string", iid))?;
+            }
+        }
         Ok(())
     }
 
     fn write_packet(&mut self, packet: &TracePacket) -> io::Result<()> {
-        self.buf.push(TRACE_PACKET_KEY);
-        packet
-            .encode_length_delimited(&mut self.buf)
-            .map_err(|e| io::Error::other(format!("encoding a trace packet: {e}")))?;
+        encode_packet(&mut self.buf, packet)?;
         self.stats.packets += 1;
+        self.flush_if_full()
+    }
+
+    fn flush_if_full(&mut self) -> io::Result<()> {
         if self.buf.len() >= FLUSH_AT {
             self.flush_buf()?;
         }
@@ -701,6 +743,14 @@ impl<W: Write> PerfettoWriter<W> {
     }
 }
 
+/// Appends `packet` to `buf` as one `Trace.packet` field.
+fn encode_packet(buf: &mut Vec<u8>, packet: &TracePacket) -> io::Result<()> {
+    buf.push(TRACE_PACKET_KEY);
+    packet
+        .encode_length_delimited(buf)
+        .map_err(|e| io::Error::other(format!("encoding a trace packet: {e}")))
+}
+
 fn unknown(what: &str, iid: u64) -> io::Error {
     invalid(format!("{what} {iid} was not made by this writer"))
 }
@@ -708,6 +758,7 @@ fn unknown(what: &str, iid: u64) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Arg;
 
     fn message(err: io::Error) -> String {
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
@@ -745,8 +796,33 @@ mod tests {
         assert!(message(err).contains("was not made by this writer"));
         let p = w.process(1, "p", &[]).unwrap();
         let t = w.thread(p, 1, "t").unwrap();
+        let good = w.name("good");
+        let key = w.arg_name("k");
+        let args = [Arg {
+            name: key,
+            value: ArgValue::Interned(StringId(9)),
+        }];
+        let err = w
+            .instant(t, 1, &Event::named(good).args(&args))
+            .unwrap_err();
+        assert!(message(err).contains("string 9 was not made by this writer"));
         let err = w.instant(t, 1, &Event::named(foreign_name)).unwrap_err();
         assert!(message(err).contains("event name 5 was not made by this writer"));
+
+        // The refused events left nothing behind: the next event defines exactly its own name.
+        let q = w.async_queue(p, 1).unwrap();
+        w.instant(q, 2, &Event::named(good)).unwrap();
+        let (bytes, _) = w.finish().unwrap();
+        let trace = protos::Trace::decode(bytes.as_slice()).unwrap();
+        let defined: Vec<_> = trace
+            .packet
+            .iter()
+            .filter_map(|p| p.interned_data.as_ref())
+            .collect();
+        assert_eq!(defined.len(), 1);
+        assert_eq!(defined[0].event_names.len(), 1);
+        assert_eq!(defined[0].event_names[0].name.as_deref(), Some("good"));
+        assert!(defined[0].debug_annotation_names.is_empty());
     }
 
     #[test]
