@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 fn main() {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let crate_dir = manifest_dir.parent().unwrap_or(&manifest_dir).to_path_buf();
     let proto_root = crate_dir.join("proto");
     let out_dir = crate_dir.join("src").join("protos");
     let files = ["protos/perfetto/trace/trace.proto"];
@@ -21,8 +22,5 @@ fn main() {
         eprintln!("accprof-perfetto-codegen: {err}");
         std::process::exit(1);
     }
-    println!(
-        "wrote {}",
-        out_dir.join("perfetto.protos.rs").display()
-    );
+    println!("wrote {}", out_dir.join("perfetto.protos.rs").display());
 }
