@@ -7,12 +7,6 @@
 
 pub mod cuda;
 pub mod emulated;
-mod emu_memory;
-mod emu_queues;
-mod stage_copy;
-mod stage_pool;
-mod upload_pipeline;
-mod upload_trace;
 
 use crate::error::Result;
 use crate::profiling::dispatch::ApiHandles;

@@ -1,18 +1,21 @@
 //! The emulated discrete device: for machines without a GPU, with the same semantics as one.
 //!
-//! - Device memory is separate host memory (64-byte aligned blocks, emu_memory.rs), so a program that
+//! - Device memory is separate host memory (64-byte aligned blocks, memory.rs), so a program that
 //!   forgets a copy sees stale data, as it would on a GPU. Copies are real `memcpy`s.
 //! - A capacity (default: half the machine's RAM, or `ACCSHIM_EMU_MEMORY` bytes) makes
 //!   "out of device memory" reachable.
 //! - Kernels are host functions, split over the machine's cores when the loop is long enough.
 //! - Async queues run their jobs in order on a bounded set of worker threads (queue q on worker
-//!   (q + 1) mod the number of workers; see emu_queues.rs); the synchronous queue runs work on the
+//!   (q + 1) mod the number of workers; see queues.rs); the synchronous queue runs work on the
 //!   calling thread.
 
-use super::*;
+mod memory;
+mod queues;
+
+use crate::backend::*;
 use crate::error::AccError;
-use super::emu_memory::{Block, Memory};
-use super::emu_queues::{AsyncQueues, Job};
+use memory::{Block, Memory};
+use queues::{AsyncQueues, Job};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
