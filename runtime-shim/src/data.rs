@@ -350,7 +350,7 @@ fn restore_pointer(op: &Op, ctx: &EvCtx, r: Restore) -> Result<()> {
 }
 
 /// Writes a pointer's device copy, reported as an 8-byte upload named `.attach.`/`.detach.`.
-fn write_pointer(op: &Op, ctx: &EvCtx, ptr_addr: usize, slot_dev: u64, value: u64, name: *const c_char) -> Result<()> {
+pub(crate) fn write_pointer(op: &Op, ctx: &EvCtx, ptr_addr: usize, slot_dev: u64, value: u64, name: *const c_char) -> Result<()> {
     let d = info(ptr_addr, 8, slot_dev, name);
     let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
     let r = op.rt.backend.write_u64(op.q, slot_dev, value);

@@ -16,6 +16,7 @@ pub mod data;
 pub mod env;
 pub mod error;
 pub mod ffi;
+pub mod goacc;
 pub mod loc;
 pub mod present;
 pub mod profiling;
