@@ -35,3 +35,20 @@ pub fn unregister(_version: c_uint, host_table: *const c_void, target_type: c_in
 pub fn registered() -> Vec<Image> {
     IMAGES.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
+
+/// The global variables the program's images declare for the device (`acc declare` globals: the
+/// host table's variable part, pairs of address and size), over every image registered.
+pub fn declared_variables() -> usize {
+    registered()
+        .iter()
+        .filter(|i| i.host_table != 0)
+        .map(|i| {
+            // SAFETY: GCC's host table is four pointers: function table start and end, variable
+            // table start and end; it lives in the program's image for as long as it is
+            // registered.
+            let t = i.host_table as *const usize;
+            let (start, end) = unsafe { (*t.add(2), *t.add(3)) };
+            end.saturating_sub(start) / (2 * std::mem::size_of::<usize>())
+        })
+        .sum()
+}

@@ -267,6 +267,15 @@ pub fn unmap_structured(op: &Op, m: &Mapped) -> Result<()> {
 /// run there with device addresses; the CUDA backend does not load GCC's nvptx images yet.
 pub fn device(construct: acc_construct_t, what: &str) -> &'static Runtime {
     let rt = runtime::get(construct, &NOWHERE);
+    let declared = super::images::declared_variables();
+    if declared > 0 {
+        // The construct functions read and write these globals' host copies directly (no
+        // address of them is passed), so the device copies a GPU would use cannot be emulated.
+        unsupported(
+            what,
+            &format!("running a program with {declared} global variable(s) under `acc declare` (its compiled code uses their host copies directly, so the device's own copies cannot be emulated)"),
+        );
+    }
     if rt.device_type != ACC_DEVICE_EMULATED {
         unsupported(
             what,
