@@ -131,12 +131,39 @@ fn transfers_are_the_ones_the_directives_imply_and_recorded_once() {
     }
 }
 
+/// Whether gcc here built an offload image into `prog` (gcc-12-offload-nvptx installed).
+fn registers_an_image(prog: &Path) -> bool {
+    let nm = Command::new("nm").arg("-D").arg(prog).output().expect("nm runs");
+    String::from_utf8_lossy(&nm.stdout).contains("GOMP_offload_register_ver")
+}
+
+#[test]
+fn launch_dimensions_come_from_the_tags_and_the_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "launch_dims.c");
+    let logger = event_logger(dir.path());
+    let log = dir.path().join("log.txt");
+    let o = shim_cmd(&prog).env("ACC_PROFLIB", &logger).env("ACCSHIM_TOOL_LOG", &log).output().unwrap();
+    assert_eq!(text(&o), text(&on_libgomp(&prog)));
+    let evs = parse_log(&std::fs::read_to_string(&log).unwrap());
+    let launches: Vec<_> = evs.iter().filter(|e| e["ev"] == "enqueue_launch_start").collect();
+    assert_eq!(launches.len(), 2);
+    // num_gangs(g) computed at run time reaches the shim in the launch tags.
+    assert_eq!(launches[1]["gangs"], "5", "{:?}", launches[1]);
+    if registers_an_image(&prog) {
+        // Constants are compiled into the nvptx image's function descriptors.
+        assert_eq!((launches[0]["gangs"].as_str(), launches[0]["vector"].as_str()), ("7", "64"), "{:?}", launches[0]);
+    } else {
+        // Unknown: the event carries no dimensions (valid_bytes ends before them).
+        assert_eq!(launches[0]["evb"], "32", "{:?}", launches[0]);
+    }
+}
+
 #[test]
 fn acc_declare_globals_are_refused_in_one_line_where_gcc_registers_them() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "declare.c");
-    let nm = Command::new("nm").arg("-D").arg(&prog).output().expect("nm runs");
-    if !String::from_utf8_lossy(&nm.stdout).contains("GOMP_offload_register_ver") {
+    if !registers_an_image(&prog) {
         // No offload compiler: GCC keeps no record of the declared globals to detect them by.
         eprintln!("skipped: gcc here builds no offload image (gcc-12-offload-nvptx not installed)");
         return;

@@ -63,7 +63,11 @@ pub unsafe fn parallel(flags: i32, f: usize, vars: Vars, tags: std::result::Resu
         }
 
         let name = super::names::kernel_name(f);
-        let [g, w, v] = tags.dims;
+        // Dimensions given at run time, else those GCC compiled into the nvptx image; 0 where
+        // the device would decide (the event then carries none: see LaunchInfo).
+        let compiled = super::images::compiled_dims(f).unwrap_or([0; 3]);
+        let pick = |d: usize| if tags.dims[d] != 0 { tags.dims[d] } else { u32::from(compiled[d]) };
+        let (g, w, v) = (pick(0), pick(1), pick(2));
         let spec = LaunchSpec {
             name,
             host: Some(HostKernel::C { f: call_construct_fn, user: f }),

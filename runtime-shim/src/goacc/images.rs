@@ -52,3 +52,31 @@ pub fn declared_variables() -> usize {
         })
         .sum()
 }
+
+/// The launch dimensions GCC compiled into the nvptx image for the construct function `host_fn`
+/// (gang, worker, vector; 0: decided at run time), where an nvptx image is registered.
+///
+/// GCC 12's image (gcc/config/nvptx/mkoffload.cc): the host table's function part lists the
+/// host functions in the order of the image's function descriptors, each a name and three
+/// unsigned shorts; the descriptor array is at offset 32 of the target data, its length at 40.
+pub fn compiled_dims(host_fn: usize) -> Option<[u16; 3]> {
+    for img in registered().iter().filter(|i| i.target_type == GOMP_DEVICE_NVIDIA_PTX && i.host_table != 0 && i.target_data != 0) {
+        // SAFETY: GCC's host table and nvptx target data, as registered, live in the program's
+        // image; the function table and descriptor array have the lengths they state.
+        unsafe {
+            let t = img.host_table as *const usize;
+            let (start, end) = (*t, *t.add(1));
+            let funcs = std::slice::from_raw_parts(start as *const usize, end.saturating_sub(start) / 8);
+            let Some(i) = funcs.iter().position(|&f| f == host_fn) else { continue };
+            let data = img.target_data as *const u8;
+            let descs = *(data.add(32) as *const usize);
+            let num = *(data.add(40) as *const u32) as usize;
+            if i >= num || descs == 0 {
+                continue;
+            }
+            let dims = (descs + i * 16 + 8) as *const u16;
+            return Some([*dims, *dims.add(1), *dims.add(2)]);
+        }
+    }
+    None
+}

@@ -53,7 +53,10 @@ pub struct DataInfo {
     pub device_ptr: *const c_void,
 }
 
-/// Details of a launch event.
+/// Details of a launch event. `num_gangs` 0 means the launch dimensions are not known (GCC's
+/// code leaves them to the device, and the emulated device runs the construct's host code): the
+/// event's valid_bytes then ends before them, the specification's way of saying a field is not
+/// filled, rather than reporting one gang.
 #[derive(Clone, Copy, Debug)]
 pub struct LaunchInfo {
     pub kernel_name: *const c_char,
@@ -147,11 +150,14 @@ fn data_info(ev: acc_event_t, c: &EvCtx, d: &DataInfo, t: ToolInfo) -> acc_event
     }
 }
 
+/// valid_bytes of a launch event whose dimensions are not known: up to kernel_name.
+const LAUNCH_EVENT_INFO_NO_DIMS: std::ffi::c_int = std::mem::offset_of!(acc_launch_event_info, num_gangs) as std::ffi::c_int;
+
 fn launch_info(ev: acc_event_t, c: &EvCtx, l: &LaunchInfo, t: ToolInfo) -> acc_event_info {
     acc_event_info {
         launch_event: acc_launch_event_info {
             event_type: ev,
-            valid_bytes: valid_bytes::LAUNCH_EVENT_INFO,
+            valid_bytes: if l.num_gangs == 0 { LAUNCH_EVENT_INFO_NO_DIMS } else { valid_bytes::LAUNCH_EVENT_INFO },
             parent_construct: c.construct,
             implicit: c.implicit as i32,
             tool_info: t.0,
