@@ -13,6 +13,7 @@
 pub mod backend;
 pub mod construct;
 pub mod data;
+pub mod dropped;
 pub mod env;
 pub mod error;
 pub mod ffi;

@@ -48,6 +48,13 @@ fn on_shim(prog: &Path) -> Output {
     o
 }
 
+/// A correct program on the shim: no warning either.
+fn on_shim_quietly(prog: &Path) -> Output {
+    let o = on_shim(prog);
+    assert!(o.stderr.is_empty(), "{}: {}", prog.display(), String::from_utf8_lossy(&o.stderr));
+    o
+}
+
 fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -56,9 +63,16 @@ fn text(o: &Output) -> String {
 fn c_directives_give_libgomps_results() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "directives.c");
-    let (gomp, shim) = (text(&on_libgomp(&prog)), text(&on_shim(&prog)));
+    let (gomp, shim) = (text(&on_libgomp(&prog)), text(&on_shim_quietly(&prog)));
     assert_eq!(gomp.lines().count(), 8, "every part ran on libgomp: {gomp}");
     assert_eq!(shim, gomp);
+}
+
+#[test]
+fn async_constructs_see_their_scalars_as_enqueued() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "async_scalars.c");
+    assert_eq!(text(&on_shim_quietly(&prog)), text(&on_libgomp(&prog)));
 }
 
 #[test]
@@ -66,7 +80,7 @@ fn cpp_and_fortran_programs_give_libgomps_results() {
     let dir = tempfile::tempdir().unwrap();
     for src in ["vector.cpp", "saxpy.f90"] {
         let prog = build(dir.path(), src);
-        let (gomp, shim) = (text(&on_libgomp(&prog)), text(&on_shim(&prog)));
+        let (gomp, shim) = (text(&on_libgomp(&prog)), text(&on_shim_quietly(&prog)));
         assert!(!gomp.is_empty(), "{src}");
         assert_eq!(shim, gomp, "{src}");
     }
@@ -78,8 +92,22 @@ fn a_missing_copyout_loses_the_results_as_on_a_gpu() {
     let prog = build(dir.path(), "missing_copyout.c");
     // libgomp's host fallback shares the host's memory: the kernel's writes land on the host.
     assert_eq!(text(&on_libgomp(&prog)), "b[10]=30\n");
-    // A device with memory of its own drops them with the device copy, as a GPU does.
-    assert_eq!(text(&on_shim(&prog)), "b[10]=20\n");
+    // A device with memory of its own drops them with the device copy, as a GPU does, and the
+    // shim says so: which array, and where the program released it.
+    let o = on_shim(&prog);
+    assert_eq!(text(&o), "b[10]=20\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("results dropped: the device copy of [0x") && err.contains(",+8000]"), "{err}");
+    assert!(err.contains("a missing copyout?"), "{err}");
+    // The call site is the program's, at the construct's line.
+    let site = err.split(" at ").nth(1).and_then(|s| s.split(':').next()).expect("a call site");
+    let offset = site.rsplit('+').next().unwrap();
+    let line = Command::new("addr2line").arg("-e").arg(&prog).arg(offset).output().expect("addr2line runs");
+    assert!(String::from_utf8_lossy(&line.stdout).trim().ends_with("missing_copyout.c:17"), "{site}: {}", String::from_utf8_lossy(&line.stdout));
+    // Switched off, the line goes.
+    let o = shim_cmd(&prog).env("ACCSHIM_NO_DROP_CHECK", "1").output().unwrap();
+    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// The array transfers (8000 bytes each) among a run's events: (uploads, downloads, queues of

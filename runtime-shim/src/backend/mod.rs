@@ -221,6 +221,12 @@ pub trait Backend: Send + Sync {
 
     /// Waits for everything and releases the device.
     fn shutdown(&self);
+
+    /// Whether a device address is also a host pointer to the device copy's bytes (the emulated
+    /// device), so that the runtime may read a device copy from a job run in queue order.
+    fn device_memory_is_host_readable(&self) -> bool {
+        false
+    }
 }
 
 /// Splits `0..n` into at most `parts` contiguous chunks.

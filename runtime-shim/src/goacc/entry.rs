@@ -10,9 +10,10 @@ use super::{compute, images, mapping};
 use crate::ffi::guard;
 use std::ffi::{c_int, c_uint, c_void};
 
-/// A trampoline for a variadic entry point: saves the six argument registers (16-byte aligned
-/// frame), calls `$imp(regs, stack_args)` and returns. The CFI lets an unwinder (a tool finding
-/// the application's call site) step through it.
+/// A trampoline for an entry point (variadic or not): saves the six argument registers (16-byte
+/// aligned frame), calls `$imp(regs, stack_args, return_address)` and returns. The CFI lets an
+/// unwinder (a tool finding the application's call site) step through it; the return address is
+/// where the program called from, for the runtime's own warning lines.
 macro_rules! variadic_entry {
     ($(#[$doc:meta])* $name:ident => $imp:path) => {
         $(#[$doc])*
@@ -31,6 +32,7 @@ macro_rules! variadic_entry {
                 "mov [rsp + 40], r9",
                 "mov rdi, rsp",
                 "lea rsi, [rsp + 64]",
+                "mov rdx, [rsp + 56]",
                 "call {imp}",
                 "add rsp, 56",
                 ".cfi_adjust_cfa_offset -56",
@@ -99,7 +101,8 @@ unsafe fn data_call(regs: *const u64, stack: *const u64) -> DataCall {
     }
 }
 
-extern "C" fn parallel_keyed(regs: *const u64, stack: *const u64) {
+extern "C" fn parallel_keyed(regs: *const u64, stack: *const u64, ret: usize) {
+    crate::loc::set_call_site(ret);
     guard("GOACC_parallel_keyed", || {
         // SAFETY: the trampoline's arguments, in GOACC_parallel_keyed's order.
         unsafe {
@@ -116,7 +119,8 @@ extern "C" fn parallel_keyed(regs: *const u64, stack: *const u64) {
     })
 }
 
-extern "C" fn enter_data(regs: *const u64, stack: *const u64) {
+extern "C" fn enter_data(regs: *const u64, stack: *const u64, ret: usize) {
+    crate::loc::set_call_site(ret);
     // SAFETY: the trampoline's arguments, in the data directives' order.
     guard("GOACC_enter_data", || unsafe {
         let c = data_call(regs, stack);
@@ -124,7 +128,8 @@ extern "C" fn enter_data(regs: *const u64, stack: *const u64) {
     })
 }
 
-extern "C" fn exit_data(regs: *const u64, stack: *const u64) {
+extern "C" fn exit_data(regs: *const u64, stack: *const u64, ret: usize) {
+    crate::loc::set_call_site(ret);
     // SAFETY: as enter_data.
     guard("GOACC_exit_data", || unsafe {
         let c = data_call(regs, stack);
@@ -132,7 +137,8 @@ extern "C" fn exit_data(regs: *const u64, stack: *const u64) {
     })
 }
 
-extern "C" fn enter_exit_data(regs: *const u64, stack: *const u64) {
+extern "C" fn enter_exit_data(regs: *const u64, stack: *const u64, ret: usize) {
+    crate::loc::set_call_site(ret);
     // SAFETY: as enter_data.
     guard("GOACC_enter_exit_data", || unsafe {
         let c = data_call(regs, stack);
@@ -141,7 +147,8 @@ extern "C" fn enter_exit_data(regs: *const u64, stack: *const u64) {
     })
 }
 
-extern "C" fn update(regs: *const u64, stack: *const u64) {
+extern "C" fn update(regs: *const u64, stack: *const u64, ret: usize) {
+    crate::loc::set_call_site(ret);
     // SAFETY: as enter_data.
     guard("GOACC_update", || unsafe {
         let c = data_call(regs, stack);
@@ -149,7 +156,8 @@ extern "C" fn update(regs: *const u64, stack: *const u64) {
     })
 }
 
-extern "C" fn wait(regs: *const u64, stack: *const u64) {
+extern "C" fn wait(regs: *const u64, stack: *const u64, ret: usize) {
+    crate::loc::set_call_site(ret);
     guard("GOACC_wait", || {
         // SAFETY: the trampoline's arguments: int async, int num_waits, then the queues.
         let (async_, waits) = unsafe {
@@ -162,16 +170,36 @@ extern "C" fn wait(regs: *const u64, stack: *const u64) {
     })
 }
 
-/// `GOACC_data_start(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
-/// unsigned short *kinds)`: a data construct's entry (also host_data's, with use_device kinds).
-#[no_mangle]
-pub unsafe extern "C" fn GOACC_data_start(flags_m: c_int, mapnum: usize, hostaddrs: *mut *mut c_void, sizes: *const usize, kinds: *const u16) {
-    guard("GOACC_data_start", || mapping::data_start(!flags_m, mapping::Vars::new(mapnum, hostaddrs, sizes, kinds)))
+variadic_entry!(
+    /// `GOACC_data_start(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
+    /// unsigned short *kinds)`: a data construct's entry (also host_data's, with use_device
+    /// kinds). Not variadic; the trampoline gives its call site.
+    GOACC_data_start => data_start
+);
+variadic_entry!(
+    /// `GOACC_data_end(void)`: the exit of this thread's innermost data construct.
+    GOACC_data_end => data_end
+);
+
+extern "C" fn data_start(regs: *const u64, stack: *const u64, ret: usize) {
+    crate::loc::set_call_site(ret);
+    guard("GOACC_data_start", || {
+        // SAFETY: the trampoline's arguments, GOACC_data_start's five.
+        let vars = unsafe {
+            let mut va = VaArgs::new(regs, stack);
+            let flags = !va.int();
+            let mapnum = va.word() as usize;
+            let hostaddrs = va.word() as usize as *mut *mut c_void;
+            let sizes = va.word() as usize as *const usize;
+            let kinds = va.word() as usize as *const u16;
+            (flags, mapping::Vars::new(mapnum, hostaddrs, sizes, kinds))
+        };
+        mapping::data_start(vars.0, vars.1)
+    })
 }
 
-/// `GOACC_data_end(void)`: the exit of this thread's innermost data construct.
-#[no_mangle]
-pub extern "C" fn GOACC_data_end() {
+extern "C" fn data_end(_regs: *const u64, _stack: *const u64, ret: usize) {
+    crate::loc::set_call_site(ret);
     guard("GOACC_data_end", mapping::data_end)
 }
 

@@ -90,7 +90,9 @@ int main (void)
 #pragma acc parallel loop present(c[0:n], b[0:n]) async(1)
   for (int i = 0; i < n; i++)
     b[i] = c[i] * 2;
-#pragma acc parallel loop present(c[0:n]) async(2)
+  /* Queue 2 changes c, which queue 1 reads: it waits for queue 1's kernel first (without the
+     wait the two race, on a GPU as on the emulated device). */
+#pragma acc parallel loop present(c[0:n]) async(2) wait(1)
   for (int i = 0; i < n; i++)
     c[i] += 5;
 #pragma acc parallel loop present(c[0:n], b[0:n]) async(1) wait(2)

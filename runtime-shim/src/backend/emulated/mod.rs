@@ -21,6 +21,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+/// Async uploads up to this size read the host's bytes when they are queued (see upload).
+const SNAPSHOT_MAX: usize = 64 * 1024;
+
 /// Loops shorter than this run on one thread: splitting costs more than it saves.
 const SPLIT_MIN_WORK: usize = 1 << 15;
 
@@ -192,6 +195,10 @@ impl Backend for Emulated {
         }
     }
 
+    fn device_memory_is_host_readable(&self) -> bool {
+        true
+    }
+
     fn handles(&self, q: Option<QueueId>) -> ApiHandles {
         // No native API: device_api_none, like GCC's host device. The async handle is the
         // queue number + 3 so that it is non-null and distinct per queue (sync is 1).
@@ -242,8 +249,26 @@ impl Backend for Emulated {
         self.blocks.lock().unwrap_or_else(|e| e.into_inner()).get(&dev).map(Block::size)
     }
 
+    // The host range is valid for `bytes` (the Backend::upload contract the runtime keeps).
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         self.check_block(dev, bytes)?;
+        if q != SYNC && bytes <= SNAPSHOT_MAX {
+            // Small uploads on an async queue read the host bytes now: GCC's compute constructs
+            // map their scalars (loop bounds, firstprivate values) from the caller's stack,
+            // which changes before the queue runs the copy (libgomp copies them at once too).
+            // SAFETY: the caller's host range, valid for the call.
+            let copy = unsafe { std::slice::from_raw_parts(host, bytes) }.to_vec();
+            let d = SendPtr(dev as usize);
+            return self.run(
+                q,
+                Box::new(move || {
+                    let d = d;
+                    // SAFETY: dev range checked above; the copy is ours.
+                    unsafe { std::ptr::copy_nonoverlapping(copy.as_ptr(), d.0 as *mut u8, copy.len()) }
+                }),
+            );
+        }
         let (d, h) = (SendPtr(dev as usize), SendPtr(host as usize));
         self.run(
             q,
