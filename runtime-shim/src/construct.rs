@@ -460,6 +460,7 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool, unmapped: &[Unm
         vector,
         args,
         reduction: k.reduction.map(|r| r.0),
+        gcc: None,
     };
     let li = LaunchInfo {
         kernel_name: k.name.as_ptr(),

@@ -118,6 +118,20 @@ pub struct LaunchSpec {
     pub vector: u32,
     pub args: Vec<Val>,
     pub reduction: Option<RedOp>,
+    /// A kernel of a GCC-compiled program's nvptx image (CUDA backend).
+    pub gcc: Option<GccKernel>,
+}
+
+/// A kernel GCC compiled into a program's nvptx offload image: its PTX objects (linked into one
+/// module, once per image) and its entry point. GCC's convention: one parameter, the device
+/// address of an array holding the construct's mapped device addresses (the launch's `args`).
+#[derive(Clone, Debug)]
+pub struct GccKernel {
+    /// The image (its target data's address): the module cache's key.
+    pub image: usize,
+    /// (address, length) of each PTX object of the image.
+    pub ptx: Arc<[(usize, usize)]>,
+    pub entry: &'static CStr,
 }
 
 // SAFETY: cuda_src points at a static NUL-terminated string.

@@ -9,7 +9,7 @@ use crate::backend::{HostKernel, LaunchSpec, Val, SYNC};
 use crate::construct::op_for;
 use crate::error::{OrFatal, Result};
 use crate::profiling::dispatch::{self, LaunchInfo};
-use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
 use std::ffi::{c_void, CStr};
 
 /// The offloaded function's type: it takes the array of (device) addresses.
@@ -68,17 +68,30 @@ pub unsafe fn parallel(flags: i32, f: usize, vars: Vars, tags: std::result::Resu
         let compiled = super::images::compiled_dims(f).unwrap_or([0; 3]);
         let pick = |d: usize| if tags.dims[d] != 0 { tags.dims[d] } else { u32::from(compiled[d]) };
         let (g, w, v) = (pick(0), pick(1), pick(2));
+        let on_gpu = rt.device_type == acc_device_t::NVIDIA;
+        let gcc = if on_gpu {
+            match super::images::nvptx_kernel(f) {
+                Some(k) => Some(k),
+                None => unsupported(
+                    "compute construct",
+                    &format!("running {} on the CUDA device without its nvptx image (build with -foffload=nvptx-none, or run with ACC_DEVICE_TYPE=emulated)", name.to_string_lossy()),
+                ),
+            }
+        } else {
+            None
+        };
         let spec = LaunchSpec {
             name,
-            host: Some(HostKernel::C { f: call_construct_fn, user: f }),
+            host: (!on_gpu).then_some(HostKernel::C { f: call_construct_fn, user: f }),
             cuda_src: None,
             cuda_len: 0,
             work: 1,
-            gangs: g.max(1),
-            workers: w.max(1),
-            vector: v.max(1),
+            gangs: g,
+            workers: w,
+            vector: v,
             args: mapped.devaddrs.clone(),
             reduction: None,
+            gcc,
         };
         let li = LaunchInfo { kernel_name: name.as_ptr(), num_gangs: g as usize, num_workers: w as usize, vector_length: v as usize };
         let t = dispatch::launch_start(&implicit.ctx, &li);

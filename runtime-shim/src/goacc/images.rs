@@ -80,3 +80,34 @@ pub fn compiled_dims(host_fn: usize) -> Option<[u16; 3]> {
     }
     None
 }
+
+/// GCC's nvptx kernel for the construct function `host_fn`: the image's PTX objects (at offset
+/// 0 of the target data, `{code, size}` pairs, their count at 8) and the entry point's name
+/// (the function descriptor's first field).
+pub fn nvptx_kernel(host_fn: usize) -> Option<crate::backend::GccKernel> {
+    for img in registered().iter().filter(|i| i.target_type == GOMP_DEVICE_NVIDIA_PTX && i.host_table != 0 && i.target_data != 0) {
+        // SAFETY: as in compiled_dims: GCC's tables, alive while registered.
+        unsafe {
+            let t = img.host_table as *const usize;
+            let (start, end) = (*t, *t.add(1));
+            let funcs = std::slice::from_raw_parts(start as *const usize, end.saturating_sub(start) / 8);
+            let Some(i) = funcs.iter().position(|&f| f == host_fn) else { continue };
+            let data = img.target_data as *const u8;
+            let (objs, nobjs) = (*(data as *const usize), *(data.add(8) as *const u32) as usize);
+            let (descs, num) = (*(data.add(32) as *const usize), *(data.add(40) as *const u32) as usize);
+            if i >= num || descs == 0 || objs == 0 {
+                continue;
+            }
+            let name = *((descs + i * 16) as *const *const std::ffi::c_char);
+            if name.is_null() {
+                continue;
+            }
+            let ptx: Vec<(usize, usize)> = (0..nobjs).map(|o| {
+                let obj = (objs + o * 16) as *const usize;
+                (*obj, *obj.add(1))
+            }).collect();
+            return Some(crate::backend::GccKernel { image: img.target_data, ptx: ptx.into(), entry: std::ffi::CStr::from_ptr(name) });
+        }
+    }
+    None
+}

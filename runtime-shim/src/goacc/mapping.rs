@@ -167,7 +167,10 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
                 }
                 e.device_addr()
             }
-            MapKind::FORCE_DEVICEPTR => host as u64,
+            // deviceptr(p): GCC passes the pointer variable's address; the construct gets a
+            // device copy of the variable (its value already a device address), as libgomp
+            // gives it.
+            MapKind::FORCE_DEVICEPTR => firstprivate(op, host, bytes.max(8), &mut m)?,
             MapKind::FIRSTPRIVATE_INT => host as u64,
             MapKind::FIRSTPRIVATE => firstprivate(op, host, bytes, &mut m)?,
             MapKind::ZERO_LEN_ARRAY_SECTION => match data::device_addr(op.rt, host) {
@@ -263,8 +266,8 @@ pub fn unmap_structured(op: &Op, m: &Mapped) -> Result<()> {
     Ok(())
 }
 
-/// The runtime, which must be the emulated device: the host-fallback functions GCC compiled
-/// run there with device addresses; the CUDA backend does not load GCC's nvptx images yet.
+/// The runtime: the emulated device (GCC's host-fallback functions run there with device
+/// addresses) or CUDA (GCC's nvptx kernels, src/backend/cuda/gcc_kernels.rs).
 pub fn device(construct: acc_construct_t, what: &str) -> &'static Runtime {
     let rt = runtime::get(construct, &NOWHERE);
     let declared = super::images::declared_variables();
@@ -276,11 +279,8 @@ pub fn device(construct: acc_construct_t, what: &str) -> &'static Runtime {
             &format!("running a program with {declared} global variable(s) under `acc declare` (its compiled code uses their host copies directly, so the device's own copies cannot be emulated)"),
         );
     }
-    if rt.device_type != ACC_DEVICE_EMULATED {
-        unsupported(
-            what,
-            "running GCC-compiled OpenACC code on a CUDA device (GCC's nvptx images are not loaded yet; set ACC_DEVICE_TYPE=emulated)",
-        );
+    if rt.device_type != ACC_DEVICE_EMULATED && rt.device_type != accprof_abi::acc_device_t::NVIDIA {
+        unsupported(what, "running GCC-compiled OpenACC code on this device type");
     }
     rt
 }

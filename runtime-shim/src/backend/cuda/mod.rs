@@ -22,6 +22,8 @@
 //! - cudarc panics if libcuda is missing, so [`Cuda::count`] checks for it first and every entry
 //!   from C runs inside catch_unwind (src/ffi).
 
+mod block_cache;
+mod gcc_kernels;
 mod stage_copy;
 mod stage_pool;
 mod upload_pipeline;
@@ -347,6 +349,10 @@ pub struct Cuda {
     /// (each acc_init/acc_shutdown cycle on the H100 left 16 behind when the pool lived as long
     /// as the process). Used only under the `staging` lock.
     pool: Mutex<Option<StagePool>>,
+    /// GCC-compiled programs' nvptx kernels (gcc_kernels.rs).
+    gcc: gcc_kernels::GccKernels,
+    /// Freed device blocks kept for an allocation of the same size (block_cache.rs).
+    blocks: block_cache::BlockCache,
 }
 
 unsafe impl Send for Cuda {}
@@ -444,6 +450,8 @@ impl Cuda {
                 sync_jobs: Mutex::new(Vec::new()),
                 pending_red: Mutex::new(Vec::new()),
                 store_kernel: OnceLock::new(),
+                gcc: gcc_kernels::GccKernels::default(),
+                blocks: block_cache::BlockCache::default(),
                 pool: {
                     let c = P(ctx as usize);
                     // Each staging thread makes the context current once: the context outlives
@@ -754,8 +762,15 @@ impl Backend for Cuda {
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
         self.bind();
+        if let Some(d) = self.blocks.take(bytes.max(1)) {
+            return Ok(d);
+        }
         let mut d: CUdeviceptr = 0;
-        match unsafe { sys::cuMemAlloc_v2(&mut d, bytes.max(1)) } {
+        let mut r = unsafe { sys::cuMemAlloc_v2(&mut d, bytes.max(1)) };
+        if r == CUresult::CUDA_ERROR_OUT_OF_MEMORY && self.blocks.release_all() {
+            r = unsafe { sys::cuMemAlloc_v2(&mut d, bytes.max(1)) };
+        }
+        match r {
             CUresult::CUDA_SUCCESS => Ok(d),
             CUresult::CUDA_ERROR_OUT_OF_MEMORY => Err(AccError::OutOfMemory { bytes }),
             e => Err(AccError::Device(format!("cuMemAlloc({bytes}): {e:?}"))),
@@ -764,12 +779,15 @@ impl Backend for Cuda {
 
     fn free(&self, q: QueueId, dev: u64) -> Result<()> {
         self.bind();
-        if q != SYNC {
-            // Memory from cuMemAlloc cannot be freed in stream order: wait for the queue first.
-            let s = self.stream(q)?;
-            check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
+        // Memory from cuMemAlloc cannot be freed in stream order: wait for the queue first (the
+        // synchronous queue too, as the block may be handed out again for another queue).
+        let s = self.stream(q)?;
+        check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
+        let size = self.allocation_size(dev);
+        match size {
+            Some(size) if self.blocks.keep(dev, size) => Ok(()),
+            _ => check(unsafe { sys::cuMemFree_v2(dev) }, "cuMemFree"),
         }
-        check(unsafe { sys::cuMemFree_v2(dev) }, "cuMemFree")
     }
 
     fn allocation_size(&self, dev: u64) -> Option<usize> {
@@ -832,6 +850,11 @@ impl Backend for Cuda {
     fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<Option<u64>> {
         self.bind();
         let s = self.stream(q)?;
+        if let Some(g) = &k.gcc {
+            let args: Vec<u64> = k.args.iter().map(|v| v.0).collect();
+            self.gcc.launch(self.dev, s, g, &args, [k.gangs, k.workers, k.vector])?;
+            return Ok(None);
+        }
         let f = self.function(k)?;
         let mut vals: Vec<u64> = k.args.iter().map(|v| v.0).collect();
         let mut red = None;
@@ -987,6 +1010,7 @@ impl Backend for Cuda {
                 sys::cuMemFreeHost(p.slots.0 as *mut c_void);
                 sys::cuMemFreeHost(p.ident.0 as *mut c_void);
             }
+            self.blocks.release_all();
             sys::cuStreamDestroy_v2(self.sync_stream);
             sys::cuDevicePrimaryCtxRelease_v2(self.dev);
         }
