@@ -22,6 +22,11 @@ for p in directives transfers missing_copyout async_scalars launch_dims vector s
   g=$(timeout 120 "./$p" 2>&1); s=$(timeout 120 env LD_PRELOAD="$PWD/libaccshim.so" ACCSHIM_QUIET=1 "./$p" 2>&1)
   if [ "$g" = "$s" ]; then echo "same  $p"; else echo "DIFF  $p"; echo "  libgomp: $g" | head -12; echo "  shim:    $s" | head -12; fi
 done
+if [ -x ./accprof ] && [ -f ./libaccprof.so ]; then
+  echo "== accprof run --runtime shim --report: naive Laplace 4096^2, 3 iterations"
+  ACCPROF_SHIM_LIB=$PWD/libaccshim.so ACCPROF_LIB=$PWD/libaccprof.so ./accprof run --runtime shim --report -o /tmp/naive.trace -- ./laplace 4096 3 2>&1 |
+    sed -n '/^Summary/,/^Top constructs/p'
+fi
 # Time per iteration in the steady state: the difference of two runs' loop times (the loop's
 # clock starts before the first construct, so each run's device initialisation, JIT link of
 # GCC's PTX included, cancels out), over the difference of their iteration counts.
