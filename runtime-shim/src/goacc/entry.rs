@@ -1,7 +1,7 @@
 //! The entry points GCC 12's `-fopenacc` code calls (libgomp's GOACC_* ABI), exported with
 //! libgomp's names: preloaded, the shim's definitions win over libgomp's, which stays loaded for
 //! OpenMP. Each variadic one is a naked trampoline that hands its arguments to a Rust function
-//! ([`super::varargs`]); each Rust body runs inside [`crate::ffi::guard`]. The safety contract
+//! ([`super::varargs`]); each Rust body runs inside `crate::ffi::guard`. The safety contract
 //! of each is that of libgomp's function of the same name, as GCC 12 calls it.
 #![allow(clippy::missing_safety_doc)]
 
