@@ -69,6 +69,15 @@ fn c_directives_give_libgomps_results() {
 }
 
 #[test]
+fn struct_members_give_libgomps_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "struct_members.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp, "v[10]=30 s=1.4985e+06 sum=1.4985e+06\n");
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+}
+
+#[test]
 fn async_constructs_see_their_scalars_as_enqueued() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "async_scalars.c");

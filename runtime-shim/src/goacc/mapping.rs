@@ -93,6 +93,9 @@ pub enum Undo {
     Free { dev: u64, host: usize, bytes: usize },
     /// An attached pointer.
     Detach(usize),
+    /// A struct's members mapped as one range (GOMP_MAP_STRUCT): the range's reference, and the
+    /// members copied back when it is the last one.
+    Struct { range: Clause, copy_back: Vec<(usize, usize)> },
 }
 
 /// A construct's mapped variables: the device addresses its function gets, and the undo list.
@@ -129,6 +132,7 @@ pub fn compute_kind(k: MapKind) -> bool {
                 | MapKind::ZERO_LEN_ARRAY_SECTION
                 | MapKind::POINTER
                 | MapKind::ATTACH
+                | MapKind::STRUCT
         )
 }
 
@@ -143,6 +147,7 @@ fn data_kind(k: MapKind) -> bool {
                 | MapKind::ATTACH
                 | MapKind::USE_DEVICE_PTR
                 | MapKind::USE_DEVICE_PTR_IF_PRESENT
+                | MapKind::STRUCT
         )
 }
 
@@ -151,10 +156,18 @@ fn data_kind(k: MapKind) -> bool {
 pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
     let mut m = Mapped { devaddrs: vec![Val(0); vars.len()], undo: Vec::with_capacity(vars.len()), absent_pointers: Vec::new() };
     let mut created: Vec<(usize, usize)> = Vec::new();
+    let members = struct_members(vars);
     let order = (0..vars.len()).filter(|&i| vars.kind(i) != MapKind::ATTACH).chain((0..vars.len()).filter(|&i| vars.kind(i) == MapKind::ATTACH));
     for i in order {
         let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
+        if members[i] {
+            continue; // mapped with its struct
+        }
         let dev = match k {
+            MapKind::STRUCT => {
+                map_struct(op, vars, i, &mut m, &mut created)?;
+                continue;
+            }
             _ if data_clause(k).is_some() => {
                 let c = clause(data_clause(k).expect("checked"), host, bytes);
                 let was_absent = host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
@@ -204,6 +217,76 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
         m.devaddrs[i] = Val(dev);
     }
     Ok(m)
+}
+
+/// Which entries are members of a GOMP_MAP_STRUCT group (its size is the number of members
+/// that follow it).
+fn struct_members(vars: &Vars) -> Vec<bool> {
+    let mut members = vec![false; vars.len()];
+    for i in 0..vars.len() {
+        if vars.kind(i) == MapKind::STRUCT {
+            for m in members.iter_mut().skip(i + 1).take(vars.size(i)) {
+                *m = true;
+            }
+        }
+    }
+    members
+}
+
+/// GOMP_MAP_STRUCT at `i`: its members, in address order, are mapped as one range from the
+/// first member's start to the last one's end (as libgomp maps them); where the range is new,
+/// the members with a `to` kind are uploaded, and those with a `from` kind go back when the
+/// range's last reference goes. Each member's device address is its place in the range.
+fn map_struct(op: &Op, vars: &Vars, i: usize, m: &mut Mapped, created: &mut Vec<(usize, usize)>) -> Result<()> {
+    let group: Vec<usize> = (i + 1..vars.len()).take(vars.size(i)).collect();
+    let Some(start) = group.iter().map(|&j| vars.host(j)).min() else { return Ok(()) };
+    let end = group.iter().map(|&j| vars.host(j) + vars.size(j)).max().unwrap_or(start);
+    for &j in &group {
+        let k = vars.kind(j);
+        if !matches!(data_clause(k), Some(ClauseKind::Create | ClauseKind::CopyIn | ClauseKind::CopyOut | ClauseKind::Copy | ClauseKind::Present)) {
+            unsupported("a struct's members", &format!("member map kind {}", k.name()));
+        }
+    }
+    let range = clause(ClauseKind::Create, start, end - start);
+    let was_absent = op.rt.table().lookup(start, end - start, std::ptr::null())? == Lookup::Absent;
+    let present_only = group.iter().all(|&j| vars.kind(j) == MapKind::FORCE_PRESENT);
+    if was_absent && present_only {
+        return Err(AccError::NotPresent { host: start, bytes: end - start, name: "struct members".into() });
+    }
+    let dev = data::enter(op, &range, false)?.device_addr();
+    let copy = |j: usize, to: bool| matches!(data_clause(vars.kind(j)), Some(ClauseKind::CopyIn | ClauseKind::Copy)) && to
+        || matches!(data_clause(vars.kind(j)), Some(ClauseKind::CopyOut | ClauseKind::Copy)) && !to;
+    if was_absent {
+        created.push((start, end - start));
+        for &j in group.iter().filter(|&&j| copy(j, true)) {
+            data::upload(op, &op.ctx, vars.host(j), dev + (vars.host(j) - start) as u64, vars.size(j), std::ptr::null())?;
+        }
+    }
+    // The struct's own entry stands for its base address (the construct function reaches
+    // the members through it), at the same offset from the range's start as on the host.
+    for &j in group.iter().chain(std::iter::once(&i)) {
+        m.devaddrs[j] = Val(dev.wrapping_add(vars.host(j).wrapping_sub(start) as u64));
+    }
+    let copy_back = group.iter().filter(|&&j| copy(j, false)).map(|&j| (vars.host(j), vars.size(j))).collect();
+    m.undo.push(Undo::Struct { range, copy_back });
+    Ok(())
+}
+
+/// The exit of a struct group: its `from` members go back if this is the range's last reference.
+fn unmap_struct(op: &Op, range: &Clause, copy_back: &[(usize, usize)]) -> Result<()> {
+    let last = {
+        let table = op.rt.table();
+        match table.lookup(range.host as usize, range.bytes, std::ptr::null())? {
+            Lookup::Present { key, dev } => table.get(key).filter(|e| e.total_refs() == 1 && !e.mapped).map(|_| dev),
+            Lookup::Absent => None,
+        }
+    };
+    if let Some(dev) = last {
+        for &(host, bytes) in copy_back {
+            data::download(op, &op.ctx, host, dev + (host - range.host as usize) as u64, bytes, std::ptr::null())?;
+        }
+    }
+    data::exit(op, range, false, false)
 }
 
 /// A firstprivate variable: a device copy of its own for the construct.
@@ -260,6 +343,7 @@ pub fn unmap_structured(op: &Op, m: &Mapped) -> Result<()> {
                 let d = DataInfo { var_name: std::ptr::null(), bytes: *bytes, host_ptr: *host as *const c_void, device_ptr: *dev as usize as *const c_void };
                 dispatch::data_point(acc_event_t::FREE, &op.ctx, &d);
             }
+            Undo::Struct { range, copy_back } => unmap_struct(op, range, copy_back)?,
             Undo::Detach(_) => {}
         }
     }
