@@ -187,6 +187,10 @@ fn launch_dimensions_come_from_the_tags_and_the_image() {
     assert_eq!(launches.len(), 2);
     // num_gangs(g) computed at run time reaches the shim in the launch tags.
     assert_eq!(launches[1]["gangs"], "5", "{:?}", launches[1]);
+    if !registers_an_image(&prog) {
+        // Workers and vector unknown: the event ends after num_gangs.
+        assert_eq!(launches[1]["evb"], "40", "{:?}", launches[1]);
+    }
     if registers_an_image(&prog) {
         // Constants are compiled into the nvptx image's function descriptors.
         assert_eq!((launches[0]["gangs"].as_str(), launches[0]["vector"].as_str()), ("7", "64"), "{:?}", launches[0]);
