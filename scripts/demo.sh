@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# The main job, on the bundled example: profile the seeds' Laplace solver (per-iteration copies,
-# on the bundled runtime's emulated device), print the report and the advice; then run the
-# version with the data region the advice asks for and show what it bought.
+# The main job, on a real GCC program: the seeds' Laplace solver in C with `#pragma acc`
+# (scripts/gpu/laplace.c), built by `gcc -fopenacc` as it is, run on accprof's bundled runtime
+# (libaccshim.so; its emulated device, with memory of its own, where there is no GPU) through
+# `accprof run --runtime shim`: the report and the advice point at the .c lines. Then the version
+# with the data region the advice asks for, and `accprof diff` shows what it bought.
+# Arguments go to the solver: [n (3..NMAX)] [iterations]; default 1024 20 (NMAX 1024 here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p libaccprof -p accprof-cli -p accprof-tui -p runtime-shim --examples --bins --lib
+cargo build --release -q -p libaccprof -p accprof-cli -p accprof-tui -p runtime-shim --bins --lib
 out=$(mktemp -d)
 accprof=target/release/accprof
-laplace=target/release/examples/laplace
+src=scripts/gpu/laplace.c
 
-echo "== accprof run --report --advise -- laplace --version naive"
-$accprof run --report --advise -o "$out/naive.trace" -- $laplace --version naive "$@"
+# -foffload=-lm: where gcc's nvptx offload compiler is installed, the kernels' fabs and fmax
+# need the device's libm. Without one the option does nothing.
+build() {
+  gcc -O2 -g -fopenacc -foffload=-lm -DNMAX=1024 "$@" "$src" -lm 2> "$out/gcc.log" ||
+    { cat "$out/gcc.log" >&2; exit 1; }
+}
+build -o "$out/laplace"
+build -DDATA_REGION -o "$out/laplace_data"
+args=("${@:-1024}")
+[ $# -ge 2 ] || args+=(20)
+
+echo "== gcc -fopenacc $src; accprof run --runtime shim --report --advise -- ./laplace ${args[*]}"
+$accprof run --runtime shim --report --advise -o "$out/naive.trace" -- "$out/laplace" "${args[@]}"
 echo
-echo "== after the change: laplace --version data (copy(A) create(Anew) around the loop)"
-$accprof run --advise -o "$out/data.trace" -- $laplace --version data "$@"
+echo "== after the change: gcc -DDATA_REGION (#pragma acc data copy(A) create(Anew) around the loop)"
+$accprof run --runtime shim --advise -o "$out/data.trace" -- "$out/laplace_data" "${args[@]}"
 echo
 echo "== accprof diff naive.trace data.trace"
 $accprof diff "$out/naive.trace" "$out/data.trace"

@@ -82,7 +82,7 @@ if [ "${1:-}" = h2d ]; then
   # by commas; default the pool's threads not kept warm between uploads); and another build's
   # bench_gpu in $BASE if set. Each with the source as the benchmark leaves it (just read,
   # cold 0), evicted from the caches first (cold 1) and just rewritten by the program (cold 3),
-  # or the COLDS given (docs/performance/shim.md, session 7).
+  # or the COLDS given (docs/performance/shim.md).
   b() { dir=$1; c=$2; shift 2; echo "-- $dir, cold $c: $*"; env "$@" $dir/bench_gpu --only h2d --reps 7 --sizes 64,256 --cold $c 2>&1 | grep -E "^h2d (64|256) MiB pageable"; }
   for round in $(seq ${ROUNDS:-3}); do
     echo "=== round $round"
@@ -97,8 +97,8 @@ fi
 if [ "${1:-}" = load ]; then
   # What the staging threads' warm window (ACCSHIM_STAGE_WARM_US) costs a program's own busy
   # threads, and what it does to the upload beside them: busy_work alone, then beside 64 MiB
-  # uploads of an evicted source with the window and without (docs/performance/shim.md,
-  # session 8). Compare the busy_work totals within a round.
+  # uploads of an evicted source with the window and without (docs/performance/shim.md).
+  # Compare the busy_work totals within a round.
   for n in ${BUSY:-16 8}; do
     for round in $(seq ${ROUNDS:-3}); do
       echo "=== $n busy threads, round $round"
@@ -121,7 +121,7 @@ if [ "${1:-}" = load ]; then
   exit 0
 fi
 if [ "${1:-}" = trace ]; then
-  # Each 64 MiB upload's timeline (upload_trace; docs/performance/shim.md, sessions 6 and 7)
+  # Each 64 MiB upload's timeline (upload_trace; docs/performance/shim.md)
   # into $OUT/trace_cold<c>_tail<t>.err, the source as the benchmark leaves it and evicted first,
   # with and without the halving chunks at the end.
   for c in 0 1; do

@@ -117,7 +117,7 @@ pub struct ComputeSpec {
     pub wait: Option<Vec<i64>>,
 }
 
-fn op_for(rt: &'static Runtime, construct: acc_construct_t, implicit: bool, loc: &Loc, async_: i64) -> Result<Op> {
+pub(crate) fn op_for(rt: &'static Runtime, construct: acc_construct_t, implicit: bool, loc: &Loc, async_: i64) -> Result<Op> {
     let q = rt.queue_of(async_)?;
     Ok(Op { rt, ctx: rt.ctx(construct, implicit, loc, async_, q), q })
 }
@@ -460,6 +460,7 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool, unmapped: &[Unm
         vector,
         args,
         reduction: k.reduction.map(|r| r.0),
+        gcc: None,
     };
     let li = LaunchInfo {
         kernel_name: k.name.as_ptr(),

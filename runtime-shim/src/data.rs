@@ -189,6 +189,8 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 // for the whole mapping instead).
                 let filling = Filling::new();
                 e.filling = Some(Arc::clone(&filling));
+                let digest = (c.kind == ClauseKind::CopyIn).then(|| crate::dropped::track(op.rt)).flatten();
+                e.digest = digest.clone();
                 table.insert(e);
                 drop(table);
                 let _filled = Filled { rt: op.rt, host, filling };
@@ -197,6 +199,9 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 dispatch::data_point(acc_event_t::CREATE, &ctx, &d);
                 if matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyIn) {
                     upload(op, &ctx, host, dev, c.bytes, c.name)?;
+                }
+                if let Some(d) = digest {
+                    crate::dropped::record(op, dev, c.bytes, d)?;
                 }
                 Ok(Entered::Mapped(dev))
             }
@@ -280,6 +285,11 @@ fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) ->
         }
         download(op, ctx, host, e.dev_of(host), bytes, e.name)?;
     }
+    if copy_back.is_none() {
+        if let Some(digest) = &e.digest {
+            crate::dropped::check(op, &e, digest.clone())?;
+        }
+    }
     let d = info(e.host, e.bytes, e.dev, e.name);
     dispatch::data_point(acc_event_t::DELETE, ctx, &d);
     if !e.mapped {
@@ -296,15 +306,25 @@ pub fn update(op: &Op, c: &Clause, if_present: bool) -> Result<()> {
         return Ok(());
     }
     let ctx = op.clause_ctx(c);
-    let dev = match op.rt.table().lookup(host, c.bytes, c.name)? {
-        Lookup::Present { dev, .. } => dev,
+    let table = op.rt.table();
+    let (dev, digest) = match table.lookup(host, c.bytes, c.name)? {
+        Lookup::Present { dev, key } => {
+            // An update device changes the device copy by the program's wish: a tracked copy
+            // (src/dropped.rs) is digested again after it.
+            let digest = table.get(key).filter(|_| c.kind == ClauseKind::UpdateDevice).and_then(|e| e.digest.clone().map(|g| (e.dev, e.bytes, g)));
+            (dev, digest)
+        }
         Lookup::Absent if if_present => return Ok(()),
         Lookup::Absent => {
             return Err(AccError::NotPresent { host, bytes: c.bytes, name: crate::present::cstr_lossy(c.name) })
         }
     };
+    drop(table);
     match c.kind {
-        ClauseKind::UpdateDevice => upload(op, &ctx, host, dev, c.bytes, c.name),
+        ClauseKind::UpdateDevice => {
+            upload(op, &ctx, host, dev, c.bytes, c.name)?;
+            digest.map_or(Ok(()), |(d, b, g)| crate::dropped::record(op, d, b, g))
+        }
         ClauseKind::UpdateSelf => download(op, &ctx, host, dev, c.bytes, c.name),
         other => Err(AccError::InvalidArgument(format!("{other:?} is not an update clause"))),
     }
@@ -350,7 +370,7 @@ fn restore_pointer(op: &Op, ctx: &EvCtx, r: Restore) -> Result<()> {
 }
 
 /// Writes a pointer's device copy, reported as an 8-byte upload named `.attach.`/`.detach.`.
-fn write_pointer(op: &Op, ctx: &EvCtx, ptr_addr: usize, slot_dev: u64, value: u64, name: *const c_char) -> Result<()> {
+pub(crate) fn write_pointer(op: &Op, ctx: &EvCtx, ptr_addr: usize, slot_dev: u64, value: u64, name: *const c_char) -> Result<()> {
     let d = info(ptr_addr, 8, slot_dev, name);
     let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
     let r = op.rt.backend.write_u64(op.q, slot_dev, value);

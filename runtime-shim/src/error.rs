@@ -21,9 +21,10 @@ pub enum AccError {
     OutOfMemory { bytes: usize },
     /// A device (driver) operation failed.
     Device(String),
-    /// A data routine's data_arg is NULL with a nonzero byte count
-    /// (`acc_error_invalid_null_pointer`); the error line names the routine.
-    InvalidNullPointer { bytes: usize },
+    /// A data routine's pointer argument `arg` (data_arg, or a memcpy routine's source or
+    /// destination) is NULL with a nonzero byte count (`acc_error_invalid_null_pointer`); the
+    /// error line names the routine.
+    InvalidNullPointer { arg: &'static str, bytes: usize },
     /// An argument that the specification forbids (NULL where data is required, unmapping data
     /// that was not mapped, freeing a pointer that is not device memory, ...).
     InvalidArgument(String),
@@ -72,8 +73,8 @@ impl fmt::Display for AccError {
             AccError::DeviceUnavailable(s) => write!(f, "device unavailable: {s}"),
             AccError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
             AccError::Device(s) => write!(f, "device failure: {s}"),
-            AccError::InvalidNullPointer { bytes } => {
-                write!(f, "data_arg is a null pointer and bytes is {bytes}")
+            AccError::InvalidNullPointer { arg, bytes } => {
+                write!(f, "{arg} is a null pointer and bytes is {bytes}")
             }
             AccError::InvalidArgument(s) => write!(f, "{s}"),
         }

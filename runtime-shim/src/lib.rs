@@ -13,9 +13,11 @@
 pub mod backend;
 pub mod construct;
 pub mod data;
+pub mod dropped;
 pub mod env;
 pub mod error;
 pub mod ffi;
+pub mod goacc;
 pub mod loc;
 pub mod present;
 pub mod profiling;

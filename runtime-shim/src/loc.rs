@@ -105,3 +105,42 @@ macro_rules! here {
         $crate::here!().ending_at($end)
     };
 }
+
+thread_local! {
+    /// The return address of the GCC entry point this thread is in (src/goacc), 0 elsewhere.
+    static CALL_SITE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Records where the program called the runtime from (GCC gives no source location).
+pub fn set_call_site(ret: usize) {
+    CALL_SITE.with(|c| c.set(ret));
+}
+
+/// The call site [`set_call_site`] recorded on this thread (0 if none).
+pub fn call_site() -> usize {
+    CALL_SITE.with(|c| c.get())
+}
+
+fn dl_info(addr: usize) -> Option<libc::Dl_info> {
+    // SAFETY: dladdr with an address and an out struct.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    (addr != 0 && unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } != 0 && !info.dli_fname.is_null()).then_some(info)
+}
+
+/// ` at <module>+0x<offset>` for a return address (what `addr2line -e <module>` takes), or "".
+pub fn describe_site(ret: usize) -> String {
+    let Some(info) = dl_info(ret) else { return String::new() };
+    // SAFETY: dladdr's file name is NUL-terminated.
+    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    let module = path.rsplit('/').next().unwrap_or(&path).to_string();
+    let module = if module.is_empty() { "the program".to_string() } else { module };
+    // The call instruction is just before the return address.
+    format!(" at {module}+{:#x}", ret.wrapping_sub(1).wrapping_sub(info.dli_fbase as usize))
+}
+
+/// The exported symbol whose object starts at `addr` (a global array), if dladdr knows one.
+pub fn symbol_of(addr: usize) -> Option<String> {
+    let info = dl_info(addr)?;
+    // SAFETY: as above.
+    (!info.dli_sname.is_null() && info.dli_saddr as usize == addr).then(|| unsafe { CStr::from_ptr(info.dli_sname) }.to_string_lossy().into_owned())
+}

@@ -29,6 +29,9 @@ pub struct Entry {
     /// Set while the thread that created the entry is still allocating and uploading its device
     /// copy: another thread that finds the entry waits for it before using the data.
     pub filling: Option<Arc<Filling>>,
+    /// A digest of the device copy as last uploaded, for data only ever copied in, on a device
+    /// whose memory the host can read (src/dropped.rs): written by a job in queue order.
+    pub digest: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 // SAFETY: `name` points to a static NUL-terminated string (see crate::loc).
@@ -55,6 +58,7 @@ impl Entry {
             name,
             attached: BTreeMap::new(),
             filling: None,
+            digest: None,
         }
     }
     pub fn end(&self) -> usize {

@@ -28,7 +28,7 @@ fn error_cases_report_and_abort() {
 
     /// (program argument, environment, error class, message).
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
-    let cases: [Case; 25] = [
+    let cases: [Case; 31] = [
         ("not_present", &[], "acc_error_not_present", "is not present on the device"),
         ("partly_present", &[], "acc_error_partly_present", "partly present"),
         ("invalid_async", &[], "acc_error_invalid_async", "invalid async argument -7"),
@@ -44,6 +44,12 @@ fn error_cases_report_and_abort() {
         ("map_wraps", &[], "acc_error_invalid_argument", "runs past the end of the address space"),
         ("memcpy_past_allocation", &[], "acc_error_invalid_argument", ",+128] runs past the end of its device allocation"),
         ("memcpy_wraps", &[], "acc_error_invalid_argument", "runs past the end of its device allocation"),
+        ("memcpy_to_null_host", &[], "acc_error_invalid_null_pointer", "acc_memcpy_to_device: data_host_src is a null pointer and bytes is 64"),
+        ("memcpy_to_null_device", &[], "acc_error_invalid_null_pointer", "acc_memcpy_to_device: data_dev_dest is a null pointer and bytes is 64"),
+        ("memcpy_from_null_host", &[], "acc_error_invalid_null_pointer", "acc_memcpy_from_device: data_host_dest is a null pointer"),
+        ("memcpy_from_null_device_async", &[], "acc_error_invalid_null_pointer", "acc_memcpy_from_device_async: data_dev_src is a null pointer"),
+        ("memcpy_device_null", &[], "acc_error_invalid_null_pointer", "acc_memcpy_device: data_dev_src is a null pointer and bytes is 8"),
+        ("d2d_null", &[], "acc_error_invalid_null_pointer", "acc_memcpy_d2d: data_arg_dest is a null pointer and bytes is 8"),
         ("memcpy_not_device", &[], "acc_error_invalid_argument", "is not device memory"),
         ("d2d_not_present", &[], "acc_error_not_present", ",+8] (source) is not present on the device"),
         ("d2d_other_device", &[], "acc_error_device_unavailable", "device number 1: this runtime copies within the current device (0) only"),

@@ -42,9 +42,22 @@ pub struct Args {
     /// Print nothing of accprof's own but errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// The OpenACC runtime to run the program on: its own (`default`: GCC's libgomp, NVHPC's),
+    /// or `shim`, accprof's bundled runtime (libaccshim.so, preloaded before the tool: a
+    /// `gcc -fopenacc` program runs on it unmodified, on a GPU or on its emulated device).
+    /// libaccshim.so is looked for in ACCPROF_SHIM_LIB, else next to this binary.
+    #[arg(long, value_enum, default_value = "default", value_name = "RUNTIME")]
+    pub runtime: Runtime,
     /// The program to run and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true, value_name = "PROGRAM")]
     pub command: Vec<String>,
+}
+
+/// `--runtime`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    Default,
+    Shim,
 }
 
 /// The child's pid, for the signal forwarder.
@@ -70,7 +83,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
 
     let mut cmd = Command::new(&exe);
     cmd.args(&args.command[1..]);
-    cmd.env("LD_PRELOAD", prepend(&lib, std::env::var("LD_PRELOAD").ok(), ':'));
+    let mut preload = prepend(&lib, std::env::var("LD_PRELOAD").ok(), ':');
+    if args.runtime == Runtime::Shim {
+        // The runtime first, so that its GOACC_* and acc_* win over libgomp's; the tool's
+        // constructor then finds the shim, which registers it once (libaccprof keys its
+        // registrations by the runtime).
+        preload = prepend(&find_shim()?, Some(preload), ':');
+    }
+    cmd.env("LD_PRELOAD", preload);
     cmd.env("ACC_PROFLIB", prepend(&lib, std::env::var("ACC_PROFLIB").ok(), ';'));
     cmd.env("ACCPROF_OUT", &out);
     // accprof prints the summary itself, after the program's last line.
@@ -215,6 +235,26 @@ fn find_library() -> Result<PathBuf, CliError> {
         .ok_or_else(|| {
             CliError::new(format!(
                 "cannot find libaccprof.so next to {} (build it with `cargo build --release -p libaccprof`, or set ACCPROF_LIB)",
+                exe.display()
+            ))
+        })
+}
+
+/// libaccshim.so: ACCPROF_SHIM_LIB, else next to this binary, else ../lib.
+fn find_shim() -> Result<PathBuf, CliError> {
+    if let Some(p) = std::env::var_os("ACCPROF_SHIM_LIB") {
+        let p = PathBuf::from(p);
+        return if p.is_file() { Ok(absolute(&p)) } else { Err(CliError::new(format!("ACCPROF_SHIM_LIB={}: no such file", p.display()))) };
+    }
+    let exe = std::env::current_exe().map_err(|e| CliError::new(format!("cannot locate libaccshim.so: {e}")))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    [dir.join("libaccshim.so"), dir.join("../lib/libaccshim.so")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .map(|p| absolute(&p))
+        .ok_or_else(|| {
+            CliError::new(format!(
+                "cannot find libaccshim.so next to {} (build it with `cargo build --release -p runtime-shim`, or set ACCPROF_SHIM_LIB)",
                 exe.display()
             ))
         })

@@ -7,12 +7,6 @@
 
 pub mod cuda;
 pub mod emulated;
-mod emu_memory;
-mod emu_queues;
-mod stage_copy;
-mod stage_pool;
-mod upload_pipeline;
-mod upload_trace;
 
 use crate::error::Result;
 use crate::profiling::dispatch::ApiHandles;
@@ -124,6 +118,20 @@ pub struct LaunchSpec {
     pub vector: u32,
     pub args: Vec<Val>,
     pub reduction: Option<RedOp>,
+    /// A kernel of a GCC-compiled program's nvptx image (CUDA backend).
+    pub gcc: Option<GccKernel>,
+}
+
+/// A kernel GCC compiled into a program's nvptx offload image: its PTX objects (linked into one
+/// module, once per image) and its entry point. GCC's convention: one parameter, the device
+/// address of an array holding the construct's mapped device addresses (the launch's `args`).
+#[derive(Clone, Debug)]
+pub struct GccKernel {
+    /// The image (its target data's address): the module cache's key.
+    pub image: usize,
+    /// (address, length) of each PTX object of the image.
+    pub ptx: Arc<[(usize, usize)]>,
+    pub entry: &'static CStr,
 }
 
 // SAFETY: cuda_src points at a static NUL-terminated string.
@@ -227,6 +235,12 @@ pub trait Backend: Send + Sync {
 
     /// Waits for everything and releases the device.
     fn shutdown(&self);
+
+    /// Whether a device address is also a host pointer to the device copy's bytes (the emulated
+    /// device), so that the runtime may read a device copy from a job run in queue order.
+    fn device_memory_is_host_readable(&self) -> bool {
+        false
+    }
 }
 
 /// Splits `0..n` into at most `parts` contiguous chunks.

@@ -297,9 +297,14 @@ pub extern "C" fn acc_free(p: *mut c_void) {
 /// The specification's check of a data routine's arguments: a NULL data_arg is an error
 /// unless bytes is 0. Ok(false) when there is nothing to do (NULL with 0 bytes).
 fn data_arg(h: *mut c_void, bytes: usize) -> Result<bool> {
+    named_data_arg(h, bytes, "data_arg")
+}
+
+/// [`data_arg`] for a routine whose pointer argument has another name.
+fn named_data_arg(h: *mut c_void, bytes: usize, arg: &'static str) -> Result<bool> {
     match (h.is_null(), bytes) {
         (true, 0) => Ok(false),
-        (true, bytes) => Err(AccError::InvalidNullPointer { bytes }),
+        (true, bytes) => Err(AccError::InvalidNullPointer { arg, bytes }),
         (false, _) => Ok(true),
     }
 }
@@ -467,10 +472,23 @@ pub extern "C" fn acc_is_present(h: *mut c_void, bytes: usize) -> c_int {
     })
 }
 
+/// The argument names of the memcpy routines by direction (0 to the device, 1 from it, 2
+/// within it), as the specification writes them: (destination, source).
+const MEMCPY_ARGS: [(&str, &str); 3] =
+    [("data_dev_dest", "data_host_src"), ("data_host_dest", "data_dev_src"), ("data_dev_dest", "data_dev_src")];
+
 fn memcpy_api(what: &str, dir: u8, dst: *mut c_void, src: *mut c_void, bytes: usize, a: c_int) {
     run(what, || {
         if bytes == 0 {
             return Ok(());
+        }
+        // A NULL source or destination is the specification's error, never a copy through
+        // address 0 (which would crash the program on the host side).
+        let (dst_name, src_name) = MEMCPY_ARGS[dir as usize];
+        for (p, arg) in [(dst, dst_name), (src, src_name)] {
+            if p.is_null() {
+                return Err(AccError::InvalidNullPointer { arg, bytes });
+            }
         }
         let op = op(a)?;
         let device = &op.rt.backend;
@@ -521,7 +539,7 @@ pub extern "C" fn acc_memcpy_device_async(dst: *mut c_void, src: *mut c_void, by
 fn memcpy_d2d(what: &'static str, dst: *mut c_void, src: *mut c_void, bytes: usize, dev_dst: c_int, dev_src: c_int, a: c_int) {
     run(what, || {
         // Nothing to copy is no error, whatever the addresses (as for acc_memcpy_device).
-        if !data_arg(dst, bytes)? || !data_arg(src, bytes)? || bytes == 0 {
+        if !named_data_arg(dst, bytes, "data_arg_dest")? || !named_data_arg(src, bytes, "data_arg_src")? || bytes == 0 {
             return Ok(());
         }
         let op = op(a)?;

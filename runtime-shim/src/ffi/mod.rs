@@ -1,7 +1,7 @@
 //! The C ABI: the standard runtime API (api.rs), the profiling registration entry points
 //! (prof.rs) and the construct API for hand-lowered C (construct.rs).
 //!
-//! No Rust panic may unwind into C: every exported body runs inside [`guard`], which turns a
+//! No Rust panic may unwind into C: every exported body runs inside `guard`, which turns a
 //! panic into an error message and abort (what the runtime does for any fatal error).
 //!
 //! The safety contract of every `unsafe extern "C"` function here is its C declaration's in

@@ -53,7 +53,10 @@ pub struct DataInfo {
     pub device_ptr: *const c_void,
 }
 
-/// Details of a launch event.
+/// Details of a launch event. A dimension of 0 is not known (GCC's code leaves it to the
+/// device, and the emulated device runs the construct's host code): the event's valid_bytes then
+/// ends before it, the specification's way of saying a field is not filled, rather than
+/// reporting one gang or one lane.
 #[derive(Clone, Copy, Debug)]
 pub struct LaunchInfo {
     pub kernel_name: *const c_char,
@@ -147,11 +150,25 @@ fn data_info(ev: acc_event_t, c: &EvCtx, d: &DataInfo, t: ToolInfo) -> acc_event
     }
 }
 
+/// valid_bytes of a launch event: up to the first dimension that is not known.
+fn launch_valid_bytes(l: &LaunchInfo) -> std::ffi::c_int {
+    let end = if l.num_gangs == 0 {
+        std::mem::offset_of!(acc_launch_event_info, num_gangs)
+    } else if l.num_workers == 0 {
+        std::mem::offset_of!(acc_launch_event_info, num_workers)
+    } else if l.vector_length == 0 {
+        std::mem::offset_of!(acc_launch_event_info, vector_length)
+    } else {
+        return valid_bytes::LAUNCH_EVENT_INFO;
+    };
+    end as std::ffi::c_int
+}
+
 fn launch_info(ev: acc_event_t, c: &EvCtx, l: &LaunchInfo, t: ToolInfo) -> acc_event_info {
     acc_event_info {
         launch_event: acc_launch_event_info {
             event_type: ev,
-            valid_bytes: valid_bytes::LAUNCH_EVENT_INFO,
+            valid_bytes: launch_valid_bytes(l),
             parent_construct: c.construct,
             implicit: c.implicit as i32,
             tool_info: t.0,

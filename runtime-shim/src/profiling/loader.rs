@@ -16,7 +16,7 @@ pub fn load_tools() {
     // loaded with global visibility (LD_PRELOAD'ed ones included).
     // SAFETY: dlsym with a NUL-terminated name.
     let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"acc_register_library".as_ptr()) };
-    if !sym.is_null() {
+    if !sym.is_null() && !in_libgomp(sym) {
         register_once(sym as usize, "the process");
     }
     // (2) ACC_PROFLIB: ';'- or ':'-separated paths.
@@ -24,6 +24,19 @@ pub fn load_tools() {
         for path in list.split([';', ':']).map(str::trim).filter(|p| !p.is_empty()) {
             load_one(path);
         }
+    }
+}
+
+/// Whether `sym` is defined by GCC's libgomp, which exports an `acc_register_library` of its own
+/// that only ends the program ("libgomp: TODO"): in a GCC-compiled program run on the shim it
+/// is always loaded, and is no tool.
+fn in_libgomp(sym: *mut libc::c_void) -> bool {
+    // SAFETY: dladdr with an address and an out struct; its strings are NUL-terminated.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        libc::dladdr(sym, &mut info) != 0
+            && !info.dli_fname.is_null()
+            && CStr::from_ptr(info.dli_fname).to_bytes().split(|&c| c == b'/').next_back().is_some_and(|f| f.starts_with(b"libgomp"))
     }
 }
 

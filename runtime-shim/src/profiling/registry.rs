@@ -5,9 +5,9 @@
 //!   callback or call the runtime API), and must see such changes for the callbacks of the same
 //!   event instance it has not reached yet. Each event's callbacks are therefore a
 //!   [`CallbackList`] that dispatch reads without locking, between callbacks; writers change it
-//!   under [`MASTER`]'s lock. callback_list.rs says why its nodes can be read without a lock and
+//!   under `MASTER`'s lock. callback_list.rs says why its nodes can be read without a lock and
 //!   why memory stays bounded however often callbacks are toggled or re-registered.
-//! - With no tool registered, dispatch must cost one atomic load: [`ACTIVE`] is true only while at
+//! - With no tool registered, dispatch must cost one atomic load: `ACTIVE` is true only while at
 //!   least one enabled callback of an enabled event exists and callbacks are globally enabled.
 //! - The registry is a `static` with constant initialisers, so a tool may register from its own
 //!   constructor before the runtime has initialised (libaccprof does).

@@ -65,6 +65,19 @@ int main (int argc, char **argv)
       acc_copyin (b, sizeof b);
       acc_memcpy_d2d (a, b, 8, 0, 1);
     }
+  /* A NULL source or destination with bytes to copy: the error, never a copy through 0. */
+  else if (!strcmp (c, "memcpy_to_null_host"))
+    acc_memcpy_to_device (acc_malloc (64), NULL, 64);
+  else if (!strcmp (c, "memcpy_to_null_device"))
+    acc_memcpy_to_device (NULL, a, 64);
+  else if (!strcmp (c, "memcpy_from_null_host"))
+    acc_memcpy_from_device (NULL, acc_malloc (64), 64);
+  else if (!strcmp (c, "memcpy_from_null_device_async"))
+    acc_memcpy_from_device_async (a, NULL, 64, 1);
+  else if (!strcmp (c, "memcpy_device_null"))
+    acc_memcpy_device (acc_malloc (64), NULL, 8);
+  else if (!strcmp (c, "d2d_null"))
+    acc_memcpy_d2d (NULL, a, 8, 0, 0);
   else if (!strcmp (c, "memcpy_not_device"))
     acc_memcpy_device (acc_malloc (64), b, 8);
   /* The construct API given what no compiler would emit: each is reported, none is read as

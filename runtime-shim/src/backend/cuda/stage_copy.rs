@@ -3,7 +3,7 @@
 //!
 //! A staged byte crosses host memory up to three times: the CPU reads the source, writes the
 //! buffer, and the copy engine reads the buffer. How the buffer is written decides the last
-//! two (measured on the H200 machine, docs/performance/shim.md, session 5):
+//! two (measured on the H200 machine, docs/performance/shim.md):
 //! - ordinary stores first read every line for ownership, and leave it in the writing core's
 //!   private cache, where the copy engine's read must fetch it: slowest (18-30 GB/s);
 //! - non-temporal stores skip the read but send every line to DRAM, which the copy engine then

@@ -3,7 +3,7 @@
 //! chunk's DMA was issued, and when the device finished it. One line per upload on stderr.
 //!
 //! It answers what a bandwidth figure cannot: whether an upload waits for its threads to wake,
-//! for the host copy, or for the link (docs/performance/shim.md, session 6). Device times come
+//! for the host copy, or for the link (docs/performance/shim.md). Device times come
 //! from timing events recorded after each chunk's copy, relative to one recorded on the
 //! queue's stream when the upload starts; host times are from the upload's entry. Tracing
 //! synchronises at the end of each upload, so bandwidths measured with it on are not the

@@ -2,7 +2,7 @@
 //! CUDA so that they can be tested anywhere.
 //!
 //! Two granularities, because the two sides want different ones (measured on the H200,
-//! docs/performance/shim.md, session 5):
+//! docs/performance/shim.md):
 //! - the DMA: each copy costs about 3 us on top of its bytes, so 1 MiB copies of pinned memory
 //!   reach only 47-48 GB/s where 4 MiB copies reach 52-53 and one 64 MiB copy 55. A *chunk* is
 //!   one DMA and fills one pinned buffer; chunks start small (the first DMA begins after a
@@ -69,8 +69,7 @@ pub struct Upload {
     issued: Vec<AtomicUsize>,
     /// ...and how many of their DMAs a thread has seen complete: the others then need not ask
     /// the driver again. (Asking once per piece, from 16 threads at once, cost each staging
-    /// thread about 170 us of a 64 MiB upload on the H200 machine: docs/performance/shim.md,
-    /// session 7.)
+    /// thread about 170 us of a 64 MiB upload on the H200 machine: docs/performance/shim.md.)
     completed: Vec<AtomicUsize>,
     failed: AtomicBool,
 }

@@ -22,10 +22,17 @@
 //! - cudarc panics if libcuda is missing, so [`Cuda::count`] checks for it first and every entry
 //!   from C runs inside catch_unwind (src/ffi).
 
-use super::*;
-use super::stage_copy::{copy_to_staging, stores_at, Stores};
-use super::stage_pool::{StagePool, Warm};
-use super::upload_trace::{self, UploadTrace};
+mod block_cache;
+mod gcc_kernels;
+mod stage_copy;
+mod stage_pool;
+mod upload_pipeline;
+mod upload_trace;
+
+use crate::backend::*;
+use stage_copy::{copy_to_staging, stores_at, Stores};
+use stage_pool::{StagePool, Warm};
+use upload_trace::UploadTrace;
 use crate::error::AccError;
 use cudarc::driver::sys::{self, CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUresult, CUstream};
 use std::cell::Cell;
@@ -48,7 +55,7 @@ const STAGE_UP_CHUNK: usize = 4 << 20;
 /// ...the upload buffers (`ACCSHIM_STAGE_UP_BUFS`)...
 const STAGE_UP_BUFS: usize = 8;
 /// ...and the largest piece of a chunk that one thread copies (`ACCSHIM_STAGE_PIECE`): on the
-/// H200 256 KiB and 512 KiB were alike, 1 MiB slower (docs/performance/shim.md, session 5).
+/// H200 256 KiB and 512 KiB were alike, 1 MiB slower (docs/performance/shim.md).
 const STAGE_PIECE: usize = 256 << 10;
 /// ...the smallest of the halving chunks at an upload's end (`ACCSHIM_STAGE_TAIL`, 0: none;
 /// upload_pipeline says why): one piece, copied by one thread.
@@ -59,9 +66,9 @@ const STAGE_TAIL: usize = STAGE_PIECE;
 /// machine) each thread's copy speed holds the DMA back, and non-temporal stores with a
 /// prefetch copy 2.7x faster per thread (10 against 3.8 GB/s); once all run, host memory is
 /// the limit, and demoted lines, which the DMA reads from the cache, spare it
-/// (docs/performance/shim.md, session 6: +1.9 GB/s at 64 MiB over 9 paired measurements,
+/// (docs/performance/shim.md: +1.9 GB/s at 64 MiB over 9 paired measurements,
 /// nothing beyond the spread at 256 MiB). Checked again once the threads were kept warm
-/// ([`STAGE_WARM_US`], session 8): without the head 42.0-44.7 against 43.6-44.8, so it stays.
+/// ([`STAGE_WARM_US`]): without the head 42.0-44.7 against 43.6-44.8, so it stays.
 const STAGE_NT_HEAD: usize = 16 << 20;
 /// Non-temporal copies prefetch their source this far ahead (`ACCSHIM_STAGE_PREFETCH`, 0: no
 /// prefetch; stage_copy::copy_to_staging says why).
@@ -71,7 +78,7 @@ const STAGE_PREFETCH: usize = 2048;
 /// KMP_BLOCKTIME is also 200 ms by default). On the H100 and H200 machines a 64 MiB upload of
 /// an array that the program last touched 90 ms earlier then had every staging thread copying
 /// within 80 us instead of a third of them after 150-450 us, and gained about 2 GB/s; it costs
-/// about half a CPU while the window lasts (stage_pool; docs/performance/shim.md, session 8)...
+/// about half a CPU while the window lasts (stage_pool; docs/performance/shim.md)...
 const STAGE_WARM_US: usize = 200_000;
 /// ...by sleeping at most this long at a time (`ACCSHIM_STAGE_TICK_US`; the kernel's timer
 /// slack adds up to 50 us). 20 us cost more CPU time for no more speed, 100 us gained less.
@@ -342,6 +349,10 @@ pub struct Cuda {
     /// (each acc_init/acc_shutdown cycle on the H100 left 16 behind when the pool lived as long
     /// as the process). Used only under the `staging` lock.
     pool: Mutex<Option<StagePool>>,
+    /// GCC-compiled programs' nvptx kernels (gcc_kernels.rs).
+    gcc: gcc_kernels::GccKernels,
+    /// Freed device blocks kept for an allocation of the same size (block_cache.rs).
+    blocks: block_cache::BlockCache,
 }
 
 unsafe impl Send for Cuda {}
@@ -439,6 +450,8 @@ impl Cuda {
                 sync_jobs: Mutex::new(Vec::new()),
                 pending_red: Mutex::new(Vec::new()),
                 store_kernel: OnceLock::new(),
+                gcc: gcc_kernels::GccKernels::default(),
+                blocks: block_cache::BlockCache::default(),
                 pool: {
                     let c = P(ctx as usize);
                     // Each staging thread makes the context current once: the context outlives
@@ -749,8 +762,15 @@ impl Backend for Cuda {
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
         self.bind();
+        if let Some(d) = self.blocks.take(bytes.max(1)) {
+            return Ok(d);
+        }
         let mut d: CUdeviceptr = 0;
-        match unsafe { sys::cuMemAlloc_v2(&mut d, bytes.max(1)) } {
+        let mut r = unsafe { sys::cuMemAlloc_v2(&mut d, bytes.max(1)) };
+        if r == CUresult::CUDA_ERROR_OUT_OF_MEMORY && self.blocks.release_all() {
+            r = unsafe { sys::cuMemAlloc_v2(&mut d, bytes.max(1)) };
+        }
+        match r {
             CUresult::CUDA_SUCCESS => Ok(d),
             CUresult::CUDA_ERROR_OUT_OF_MEMORY => Err(AccError::OutOfMemory { bytes }),
             e => Err(AccError::Device(format!("cuMemAlloc({bytes}): {e:?}"))),
@@ -759,12 +779,15 @@ impl Backend for Cuda {
 
     fn free(&self, q: QueueId, dev: u64) -> Result<()> {
         self.bind();
-        if q != SYNC {
-            // Memory from cuMemAlloc cannot be freed in stream order: wait for the queue first.
-            let s = self.stream(q)?;
-            check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
+        // Memory from cuMemAlloc cannot be freed in stream order: wait for the queue first (the
+        // synchronous queue too, as the block may be handed out again for another queue).
+        let s = self.stream(q)?;
+        check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
+        let size = self.allocation_size(dev);
+        match size {
+            Some(size) if self.blocks.keep(dev, size) => Ok(()),
+            _ => check(unsafe { sys::cuMemFree_v2(dev) }, "cuMemFree"),
         }
-        check(unsafe { sys::cuMemFree_v2(dev) }, "cuMemFree")
     }
 
     fn allocation_size(&self, dev: u64) -> Option<usize> {
@@ -827,6 +850,11 @@ impl Backend for Cuda {
     fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<Option<u64>> {
         self.bind();
         let s = self.stream(q)?;
+        if let Some(g) = &k.gcc {
+            let args: Vec<u64> = k.args.iter().map(|v| v.0).collect();
+            self.gcc.launch(self.dev, s, g, &args, [k.gangs, k.workers, k.vector])?;
+            return Ok(None);
+        }
         let f = self.function(k)?;
         let mut vals: Vec<u64> = k.args.iter().map(|v| v.0).collect();
         let mut red = None;
@@ -982,6 +1010,7 @@ impl Backend for Cuda {
                 sys::cuMemFreeHost(p.slots.0 as *mut c_void);
                 sys::cuMemFreeHost(p.ident.0 as *mut c_void);
             }
+            self.blocks.release_all();
             sys::cuStreamDestroy_v2(self.sync_stream);
             sys::cuDevicePrimaryCtxRelease_v2(self.dev);
         }

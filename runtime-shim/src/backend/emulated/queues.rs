@@ -9,7 +9,7 @@
 //! (work on different queues may run in any order, or concurrently); each keeps its own order,
 //! and acc_async_test and acc_wait look at its own counts.
 
-use super::QueueId;
+use crate::backend::QueueId;
 use crate::error::{AccError, Result};
 use crossbeam_channel::{unbounded, Sender};
 use std::collections::HashMap;

@@ -1,22 +1,28 @@
 //! The emulated discrete device: for machines without a GPU, with the same semantics as one.
 //!
-//! - Device memory is separate host memory (64-byte aligned blocks, emu_memory.rs), so a program that
+//! - Device memory is separate host memory (64-byte aligned blocks, memory.rs), so a program that
 //!   forgets a copy sees stale data, as it would on a GPU. Copies are real `memcpy`s.
 //! - A capacity (default: half the machine's RAM, or `ACCSHIM_EMU_MEMORY` bytes) makes
 //!   "out of device memory" reachable.
 //! - Kernels are host functions, split over the machine's cores when the loop is long enough.
 //! - Async queues run their jobs in order on a bounded set of worker threads (queue q on worker
-//!   (q + 1) mod the number of workers; see emu_queues.rs); the synchronous queue runs work on the
+//!   (q + 1) mod the number of workers; see queues.rs); the synchronous queue runs work on the
 //!   calling thread.
 
-use super::*;
+mod memory;
+mod queues;
+
+use crate::backend::*;
 use crate::error::AccError;
-use super::emu_memory::{Block, Memory};
-use super::emu_queues::{AsyncQueues, Job};
+use memory::{Block, Memory};
+use queues::{AsyncQueues, Job};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+
+/// Async uploads up to this size read the host's bytes when they are queued (see upload).
+const SNAPSHOT_MAX: usize = 64 * 1024;
 
 /// Loops shorter than this run on one thread: splitting costs more than it saves.
 const SPLIT_MIN_WORK: usize = 1 << 15;
@@ -189,6 +195,10 @@ impl Backend for Emulated {
         }
     }
 
+    fn device_memory_is_host_readable(&self) -> bool {
+        true
+    }
+
     fn handles(&self, q: Option<QueueId>) -> ApiHandles {
         // No native API: device_api_none, like GCC's host device. The async handle is the
         // queue number + 3 so that it is non-null and distinct per queue (sync is 1).
@@ -239,8 +249,26 @@ impl Backend for Emulated {
         self.blocks.lock().unwrap_or_else(|e| e.into_inner()).get(&dev).map(Block::size)
     }
 
+    // The host range is valid for `bytes` (the Backend::upload contract the runtime keeps).
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         self.check_block(dev, bytes)?;
+        if q != SYNC && bytes <= SNAPSHOT_MAX {
+            // Small uploads on an async queue read the host bytes now: GCC's compute constructs
+            // map their scalars (loop bounds, firstprivate values) from the caller's stack,
+            // which changes before the queue runs the copy (libgomp copies them at once too).
+            // SAFETY: the caller's host range, valid for the call.
+            let copy = unsafe { std::slice::from_raw_parts(host, bytes) }.to_vec();
+            let d = SendPtr(dev as usize);
+            return self.run(
+                q,
+                Box::new(move || {
+                    let d = d;
+                    // SAFETY: dev range checked above; the copy is ours.
+                    unsafe { std::ptr::copy_nonoverlapping(copy.as_ptr(), d.0 as *mut u8, copy.len()) }
+                }),
+            );
+        }
         let (d, h) = (SendPtr(dev as usize), SendPtr(host as usize));
         self.run(
             q,

@@ -3,7 +3,7 @@
 //!
 //! Between copies the threads sleep. Waking one costs its waker a system call, and on the H200
 //! machine (a virtual machine) most start within 60 us of the upload, but a few take 300-900
-//! us: an idle virtual CPU is slow to run again (docs/performance/shim.md, session 6). Waking
+//! us: an idle virtual CPU is slow to run again (docs/performance/shim.md). Waking
 //! them as a tree (each woken thread waking two more) was measured and started them later, so
 //! the caller wakes every thread itself, and the staged copies hand out their work in small
 //! pieces so that late threads simply take less of it.
@@ -11,9 +11,9 @@
 //! For a while after each job ([`Warm`]) a thread sleeps only briefly at a time, so that its
 //! CPU never idles long enough to be slow to wake: after 90 ms of idle CPUs, 170 of 480 threads
 //! took their first piece of a 1.6 ms upload 150-450 us late, and 5 of 480 when kept warm
-//! (session 8).
+//! (docs/performance/shim.md).
 
-use super::HostJob;
+use crate::backend::HostJob;
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -116,7 +116,7 @@ fn serve(rx: Receiver<Message>, warm: Warm) {
 
 /// The next job; None once the pool is gone. Within the warm window the thread sleeps in
 /// `park_timeout` (which the sender's `unpark` ends at once) rather than in the channel, whose
-/// timed wait spins before it sleeps and cost twice the CPU time (session 8).
+/// timed wait spins before it sleeps and cost twice the CPU time (docs/performance/shim.md).
 fn next_job(rx: &Receiver<Message>, warm: Warm) -> Option<Message> {
     if !warm.window.is_zero() && !warm.tick.is_zero() {
         let until = Instant::now() + warm.window;

@@ -1,0 +1,81 @@
+//! "Results dropped: a missing copyout?" On a device whose memory the host can read (the
+//! emulated device), data that is only ever copied in (copyin, not copy or copyout) gets a
+//! digest of its device copy when it is uploaded, computed in queue order after the upload; when
+//! the data is released without a copy back, a job in queue order digests the device copy again.
+//! A difference means the device changed data whose changes are now thrown away, which on a GPU
+//! is the classic missing `copyout`: one warning line per array, naming it and where the release
+//! was called from. Nothing is done on other devices.
+
+use crate::backend::HostJob;
+use crate::data::Op;
+use crate::error::Result;
+use crate::present::Entry;
+use crate::runtime::Runtime;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Not digested yet (the upload's job has not run, or the data could not be read).
+const PENDING: u64 = u64::MAX;
+
+/// A digest cell for a new copied-in entry, where the device's memory is readable and the
+/// check is not switched off (`ACCSHIM_NO_DROP_CHECK=1`).
+pub fn track(rt: &Runtime) -> Option<Arc<AtomicU64>> {
+    (rt.backend.device_memory_is_host_readable() && !crate::env::flag("ACCSHIM_NO_DROP_CHECK")).then(|| Arc::new(AtomicU64::new(PENDING)))
+}
+
+/// FNV-1a over 8-byte words (and the tail bytes): quick enough to run beside a memcpy.
+fn digest(p: *const u8, bytes: usize) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    // SAFETY: `p` is the device copy (host-readable memory) of `bytes` bytes, alive until the
+    // queue's later jobs (its free) run.
+    unsafe {
+        let words = bytes / 8;
+        for i in 0..words {
+            h = (h ^ (p as *const u64).add(i).read_unaligned()).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        for i in words * 8..bytes {
+            h = (h ^ u64::from(*p.add(i))).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+struct Addr(usize);
+
+/// Digests the device copy `[dev, dev+bytes)` into `cell` after the work queued so far.
+pub fn record(op: &Op, dev: u64, bytes: usize, cell: Arc<AtomicU64>) -> Result<()> {
+    let p = Addr(dev as usize);
+    let job: HostJob = Box::new(move || {
+        let p = p;
+        cell.store(digest(p.0 as *const u8, bytes), Ordering::Release)
+    });
+    op.rt.backend.host_fn(op.q, job)
+}
+
+/// Arrays already warned about (by host address), so that a loop warns once.
+static WARNED: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+/// Queues the comparison for an entry released without a copy back.
+pub fn check(op: &Op, e: &Entry, cell: Arc<AtomicU64>) -> Result<()> {
+    let (dev, host, bytes) = (Addr(e.dev as usize), e.host, e.bytes);
+    let name = e.name_str();
+    let site = crate::loc::call_site();
+    let job: HostJob = Box::new(move || {
+        let dev = dev;
+        let before = cell.load(Ordering::Acquire);
+        if before == PENDING || digest(dev.0 as *const u8, bytes) == before {
+            return;
+        }
+        let first = WARNED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashSet::new).insert(host);
+        if first {
+            let what = if name.is_empty() { crate::loc::symbol_of(host).unwrap_or_default() } else { name };
+            let what = if what.is_empty() { String::new() } else { format!(" ({what})") };
+            eprintln!(
+                "accshim: warning: results dropped: the device copy of [{host:#x},+{bytes}]{what} was changed on the device and is released without a copy back{}: a missing copyout?",
+                crate::loc::describe_site(site)
+            );
+        }
+    });
+    op.rt.backend.host_fn(op.q, job)
+}

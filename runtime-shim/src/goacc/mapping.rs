@@ -1,0 +1,580 @@
+//! What each map kind of GCC's OpenACC lowering does, on the shim's present table and with its
+//! events: the data clauses of compute and data constructs (structured references, undone at
+//! the construct's end), enter/exit data (dynamic references), update, host_data's use_device,
+//! wait. Every kind is checked before anything is done: one the shim does not handle stops the
+//! program with one line naming it ([`unsupported`]), before any wrong result.
+
+use super::kinds::MapKind;
+use crate::backend::{Val, ACC_DEVICE_EMULATED};
+use crate::construct::{op_for, wait_on};
+use crate::data::{self, Clause, ClauseKind, Entered, Op};
+use crate::error::{AccError, OrFatal, Result};
+use crate::loc::Loc;
+use crate::present::Lookup;
+use crate::profiling::dispatch::{self, DataInfo};
+use crate::runtime::{self, Runtime};
+use accprof_abi::{acc_construct_t, acc_event_t};
+use std::cell::RefCell;
+use std::ffi::c_void;
+
+/// GCC gives no source location: a tool finds the call site from the return address.
+pub const NOWHERE: Loc = Loc::UNKNOWN;
+
+/// `GOACC_FLAG_HOST_FALLBACK` (after unmarshalling): an `if` clause that is false.
+pub const FLAG_HOST_FALLBACK: i32 = 1;
+
+/// Stops the program: the shim cannot do what the program asks without risking a wrong result.
+pub fn unsupported(what: &str, why: &str) -> ! {
+    eprintln!("accshim: {what}: {why} is not supported by accshim; stopping before any wrong result");
+    std::process::exit(1)
+}
+
+/// The map arrays of one call, as GCC passes them.
+pub struct Vars {
+    n: usize,
+    hostaddrs: *mut *mut c_void,
+    sizes: *const usize,
+    kinds: *const u16,
+}
+
+impl Vars {
+    pub fn new(n: usize, hostaddrs: *mut *mut c_void, sizes: *const usize, kinds: *const u16) -> Vars {
+        let n = if hostaddrs.is_null() || sizes.is_null() || kinds.is_null() { 0 } else { n };
+        Vars { n, hostaddrs, sizes, kinds }
+    }
+    pub fn len(&self) -> usize {
+        self.n
+    }
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    pub fn host(&self, i: usize) -> usize {
+        // SAFETY: i < n, and GCC's arrays have n elements.
+        unsafe { *self.hostaddrs.add(i) as usize }
+    }
+    pub fn size(&self, i: usize) -> usize {
+        // SAFETY: as host.
+        unsafe { *self.sizes.add(i) }
+    }
+    pub fn kind(&self, i: usize) -> MapKind {
+        // SAFETY: as host.
+        MapKind::of(unsafe { *self.kinds.add(i) })
+    }
+    /// host_data's use_device: the program reads the translated address back from the array.
+    fn set_host(&self, i: usize, v: u64) {
+        // SAFETY: as host; GCC's hostaddrs array is the program's writable stack array.
+        unsafe { *self.hostaddrs.add(i) = v as usize as *mut c_void }
+    }
+    /// GOACC_enter_exit_data's direction: an exit data if any kind is one of exit data's.
+    pub fn is_exit_data(&self) -> bool {
+        (0..self.n).any(|i| {
+            matches!(
+                self.kind(i),
+                MapKind::FROM | MapKind::FORCE_FROM | MapKind::RELEASE | MapKind::DELETE | MapKind::DETACH | MapKind::FORCE_DETACH
+            )
+        })
+    }
+    /// Stops with one line if a kind is not one `allowed` accepts.
+    pub fn check(&self, what: &str, allowed: fn(MapKind) -> bool) {
+        for i in 0..self.n {
+            let k = self.kind(i);
+            if !allowed(k) {
+                unsupported(what, &format!("map kind {} ({}, clause {} of {})", k.name(), k.0, i + 1, self.n));
+            }
+        }
+    }
+}
+
+/// What a construct's exit undoes, last entered first.
+pub enum Undo {
+    /// A structured reference taken by [`data::enter`].
+    Exit(Clause),
+    /// A firstprivate copy's device memory.
+    Free { dev: u64, host: usize, bytes: usize },
+    /// An attached pointer.
+    Detach(usize),
+    /// A struct's members mapped as one range (GOMP_MAP_STRUCT): the range's reference, and the
+    /// members copied back when it is the last one.
+    Struct { range: Clause, copy_back: Vec<(usize, usize)> },
+}
+
+/// A construct's mapped variables: the device addresses its function gets, and the undo list.
+pub struct Mapped {
+    pub devaddrs: Vec<Val>,
+    pub undo: Vec<Undo>,
+    /// Pointers the function gets that point at data not on the device (it gets NULL for them).
+    pub absent_pointers: Vec<usize>,
+}
+
+fn clause(kind: ClauseKind, host: usize, bytes: usize) -> Clause {
+    Clause { kind, host: host as *const c_void, bytes, name: std::ptr::null(), implicit: false }
+}
+
+fn data_clause(k: MapKind) -> Option<ClauseKind> {
+    Some(match k {
+        MapKind::ALLOC | MapKind::FORCE_ALLOC => ClauseKind::Create,
+        MapKind::TO | MapKind::FORCE_TO | MapKind::TO_PSET => ClauseKind::CopyIn,
+        MapKind::FROM | MapKind::FORCE_FROM => ClauseKind::CopyOut,
+        MapKind::TOFROM | MapKind::FORCE_TOFROM => ClauseKind::Copy,
+        MapKind::FORCE_PRESENT => ClauseKind::Present,
+        _ => return None,
+    })
+}
+
+/// The kinds a compute construct's clauses may have.
+pub fn compute_kind(k: MapKind) -> bool {
+    data_clause(k).is_some()
+        || matches!(
+            k,
+            MapKind::FORCE_DEVICEPTR
+                | MapKind::FIRSTPRIVATE
+                | MapKind::FIRSTPRIVATE_INT
+                | MapKind::ZERO_LEN_ARRAY_SECTION
+                | MapKind::POINTER
+                | MapKind::ATTACH
+                | MapKind::STRUCT
+        )
+}
+
+/// The kinds of a data construct and of host_data.
+fn data_kind(k: MapKind) -> bool {
+    data_clause(k).is_some()
+        || matches!(
+            k,
+            MapKind::FORCE_DEVICEPTR
+                | MapKind::ZERO_LEN_ARRAY_SECTION
+                | MapKind::POINTER
+                | MapKind::ATTACH
+                | MapKind::USE_DEVICE_PTR
+                | MapKind::USE_DEVICE_PTR_IF_PRESENT
+                | MapKind::STRUCT
+        )
+}
+
+/// The entry of a compute or data construct: structured references for every clause, in order,
+/// attachments last (their targets must be present first).
+pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
+    let mut m = Mapped { devaddrs: vec![Val(0); vars.len()], undo: Vec::with_capacity(vars.len()), absent_pointers: Vec::new() };
+    let mut created: Vec<(usize, usize)> = Vec::new();
+    let members = struct_members(vars);
+    let order = (0..vars.len()).filter(|&i| vars.kind(i) != MapKind::ATTACH).chain((0..vars.len()).filter(|&i| vars.kind(i) == MapKind::ATTACH));
+    for i in order {
+        let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
+        if members[i] {
+            continue; // mapped with its struct
+        }
+        let dev = match k {
+            MapKind::STRUCT => {
+                map_struct(op, vars, i, &mut m, &mut created)?;
+                continue;
+            }
+            _ if data_clause(k).is_some() => {
+                let c = clause(data_clause(k).expect("checked"), host, bytes);
+                let was_absent = host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
+                let e = data::enter(op, &c, false)?;
+                if let Entered::Mapped(_) = e {
+                    m.undo.push(Undo::Exit(c));
+                    if was_absent {
+                        created.push((host, bytes));
+                    }
+                }
+                e.device_addr()
+            }
+            // deviceptr(p): GCC passes the pointer variable's address; the construct gets a
+            // device copy of the variable (its value already a device address), as libgomp
+            // gives it.
+            MapKind::FORCE_DEVICEPTR => firstprivate(op, host, bytes.max(8), &mut m)?,
+            MapKind::FIRSTPRIVATE_INT => host as u64,
+            MapKind::FIRSTPRIVATE => firstprivate(op, host, bytes, &mut m)?,
+            MapKind::ZERO_LEN_ARRAY_SECTION => match data::device_addr(op.rt, host) {
+                Some(d) => d,
+                None if host == 0 => 0,
+                None => {
+                    m.absent_pointers.push(host);
+                    0
+                }
+            },
+            MapKind::POINTER => pointer(op, host, bytes, &created, &mut m)?,
+            MapKind::ATTACH => {
+                if bytes != 0 {
+                    unsupported("attach", &format!("an attachment with a bias of {bytes} bytes"));
+                }
+                data::attach(op, &op.ctx, host, std::ptr::null())?;
+                m.undo.push(Undo::Detach(host));
+                host as u64
+            }
+            MapKind::USE_DEVICE_PTR | MapKind::USE_DEVICE_PTR_IF_PRESENT => {
+                let d = match data::device_addr(op.rt, host) {
+                    Some(d) => d,
+                    None if host == 0 || k == MapKind::USE_DEVICE_PTR_IF_PRESENT => host as u64,
+                    None => return Err(AccError::NotPresent { host, bytes: 1, name: "use_device".into() }),
+                };
+                vars.set_host(i, d);
+                d
+            }
+            other => unsupported("a construct", &format!("map kind {}", other.name())),
+        };
+        m.devaddrs[i] = Val(dev);
+    }
+    Ok(m)
+}
+
+/// Which entries are members of a GOMP_MAP_STRUCT group (its size is the number of members
+/// that follow it).
+fn struct_members(vars: &Vars) -> Vec<bool> {
+    let mut members = vec![false; vars.len()];
+    for i in 0..vars.len() {
+        if vars.kind(i) == MapKind::STRUCT {
+            for m in members.iter_mut().skip(i + 1).take(vars.size(i)) {
+                *m = true;
+            }
+        }
+    }
+    members
+}
+
+/// GOMP_MAP_STRUCT at `i`: its members, in address order, are mapped as one range from the
+/// first member's start to the last one's end (as libgomp maps them); where the range is new,
+/// the members with a `to` kind are uploaded, and those with a `from` kind go back when the
+/// range's last reference goes. Each member's device address is its place in the range.
+fn map_struct(op: &Op, vars: &Vars, i: usize, m: &mut Mapped, created: &mut Vec<(usize, usize)>) -> Result<()> {
+    let group: Vec<usize> = (i + 1..vars.len()).take(vars.size(i)).collect();
+    let Some(start) = group.iter().map(|&j| vars.host(j)).min() else { return Ok(()) };
+    let end = group.iter().map(|&j| vars.host(j) + vars.size(j)).max().unwrap_or(start);
+    for &j in &group {
+        let k = vars.kind(j);
+        if !matches!(data_clause(k), Some(ClauseKind::Create | ClauseKind::CopyIn | ClauseKind::CopyOut | ClauseKind::Copy | ClauseKind::Present)) {
+            unsupported("a struct's members", &format!("member map kind {}", k.name()));
+        }
+    }
+    let range = clause(ClauseKind::Create, start, end - start);
+    let was_absent = op.rt.table().lookup(start, end - start, std::ptr::null())? == Lookup::Absent;
+    let present_only = group.iter().all(|&j| vars.kind(j) == MapKind::FORCE_PRESENT);
+    if was_absent && present_only {
+        return Err(AccError::NotPresent { host: start, bytes: end - start, name: "struct members".into() });
+    }
+    let dev = data::enter(op, &range, false)?.device_addr();
+    let copy = |j: usize, to: bool| matches!(data_clause(vars.kind(j)), Some(ClauseKind::CopyIn | ClauseKind::Copy)) && to
+        || matches!(data_clause(vars.kind(j)), Some(ClauseKind::CopyOut | ClauseKind::Copy)) && !to;
+    if was_absent {
+        created.push((start, end - start));
+        for &j in group.iter().filter(|&&j| copy(j, true)) {
+            data::upload(op, &op.ctx, vars.host(j), dev + (vars.host(j) - start) as u64, vars.size(j), std::ptr::null())?;
+        }
+    }
+    // The struct's own entry stands for its base address (the construct function reaches
+    // the members through it), at the same offset from the range's start as on the host.
+    for &j in group.iter().chain(std::iter::once(&i)) {
+        m.devaddrs[j] = Val(dev.wrapping_add(vars.host(j).wrapping_sub(start) as u64));
+    }
+    let copy_back = group.iter().filter(|&&j| copy(j, false)).map(|&j| (vars.host(j), vars.size(j))).collect();
+    m.undo.push(Undo::Struct { range, copy_back });
+    Ok(())
+}
+
+/// The exit of a struct group: its `from` members go back if this is the range's last reference.
+fn unmap_struct(op: &Op, range: &Clause, copy_back: &[(usize, usize)]) -> Result<()> {
+    let last = {
+        let table = op.rt.table();
+        match table.lookup(range.host as usize, range.bytes, std::ptr::null())? {
+            Lookup::Present { key, dev } => table.get(key).filter(|e| e.total_refs() == 1 && !e.mapped).map(|_| dev),
+            Lookup::Absent => None,
+        }
+    };
+    if let Some(dev) = last {
+        for &(host, bytes) in copy_back {
+            data::download(op, &op.ctx, host, dev + (host - range.host as usize) as u64, bytes, std::ptr::null())?;
+        }
+    }
+    data::exit(op, range, false, false)
+}
+
+/// A firstprivate variable: a device copy of its own for the construct.
+fn firstprivate(op: &Op, host: usize, bytes: usize, m: &mut Mapped) -> Result<u64> {
+    if host == 0 || bytes == 0 {
+        return Ok(host as u64);
+    }
+    let dev = op.rt.backend.alloc(bytes)?;
+    let d = DataInfo { var_name: std::ptr::null(), bytes, host_ptr: host as *const c_void, device_ptr: dev as usize as *const c_void };
+    dispatch::data_point(acc_event_t::ALLOC, &op.ctx, &d);
+    m.undo.push(Undo::Free { dev, host, bytes });
+    data::upload(op, &op.ctx, host, dev, bytes, std::ptr::null())?;
+    Ok(dev)
+}
+
+/// GOMP_MAP_POINTER: the pointer variable at `ptr_addr` is mapped (8 bytes), and its device
+/// copy, when this construct created it (or the data holding it), gets the device address of
+/// its target (`bias` bytes before the address it holds is the start of the mapped section).
+fn pointer(op: &Op, ptr_addr: usize, bias: usize, created: &[(usize, usize)], m: &mut Mapped) -> Result<u64> {
+    let c = clause(ClauseKind::Create, ptr_addr, 8);
+    let was_absent = op.rt.table().lookup(ptr_addr, 8, std::ptr::null())? == Lookup::Absent;
+    let slot = data::enter(op, &c, false)?.device_addr();
+    m.undo.push(Undo::Exit(c));
+    let fresh = was_absent || created.iter().any(|&(h, b)| ptr_addr >= h && ptr_addr + 8 <= h + b);
+    if fresh {
+        // SAFETY: GCC passes the address of a pointer variable for this kind.
+        let target = unsafe { *(ptr_addr as *const usize) };
+        let value = if target == 0 {
+            0
+        } else {
+            let start = target.wrapping_add(bias);
+            match data::device_addr(op.rt, start) {
+                Some(d) => d.wrapping_sub(bias as u64),
+                None => return Err(AccError::NotPresent { host: start, bytes: 1, name: "pointer target".into() }),
+            }
+        };
+        data::write_pointer(op, &op.ctx, ptr_addr, slot, value, c".attach.".as_ptr())?;
+    }
+    Ok(slot)
+}
+
+/// The exit of a compute or data construct: undoes `m` (copy backs, deletes, frees).
+pub fn unmap_structured(op: &Op, m: &Mapped) -> Result<()> {
+    for u in m.undo.iter().rev().filter(|u| matches!(u, Undo::Detach(_))) {
+        if let Undo::Detach(p) = u {
+            data::detach(op, &op.ctx, *p, std::ptr::null(), false)?;
+        }
+    }
+    for u in m.undo.iter().rev() {
+        match u {
+            Undo::Exit(c) => data::exit(op, c, false, false)?,
+            Undo::Free { dev, host, bytes } => {
+                op.rt.backend.free(op.q, *dev)?;
+                let d = DataInfo { var_name: std::ptr::null(), bytes: *bytes, host_ptr: *host as *const c_void, device_ptr: *dev as usize as *const c_void };
+                dispatch::data_point(acc_event_t::FREE, &op.ctx, &d);
+            }
+            Undo::Struct { range, copy_back } => unmap_struct(op, range, copy_back)?,
+            Undo::Detach(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The runtime: the emulated device (GCC's host-fallback functions run there with device
+/// addresses) or CUDA (GCC's nvptx kernels, src/backend/cuda/gcc_kernels.rs).
+pub fn device(construct: acc_construct_t, what: &str) -> &'static Runtime {
+    let rt = runtime::get(construct, &NOWHERE);
+    let declared = super::images::declared_variables();
+    if declared > 0 {
+        // The construct functions read and write these globals' host copies directly (no
+        // address of them is passed), so the device copies a GPU would use cannot be emulated.
+        unsupported(
+            what,
+            &format!("running a program with {declared} global variable(s) under `acc declare` (its compiled code uses their host copies directly, so the device's own copies cannot be emulated)"),
+        );
+    }
+    if rt.device_type != ACC_DEVICE_EMULATED && rt.device_type != accprof_abi::acc_device_t::NVIDIA {
+        unsupported(what, "running GCC-compiled OpenACC code on this device type");
+    }
+    rt
+}
+
+/// A wait list from GCC: acc_async_noval in it means every queue.
+fn wait_list(waits: &[i32]) -> Option<Vec<i64>> {
+    if waits.contains(&(crate::runtime::ACC_ASYNC_NOVAL as i32)) {
+        None
+    } else {
+        Some(waits.iter().map(|&w| w as i64).collect())
+    }
+}
+
+/// The wait clause of a directive: `waits` before the directive's work, on `async_`.
+pub fn wait_clause(rt: &'static Runtime, construct: acc_construct_t, waits: &[i32], async_: i64) -> Result<()> {
+    if waits.is_empty() {
+        return Ok(());
+    }
+    let list = wait_list(waits);
+    wait_on(rt, construct, false, &NOWHERE, list.as_deref(), async_)
+}
+
+struct Region {
+    op: Op,
+    mapped: Mapped,
+}
+
+thread_local! {
+    /// This thread's open data constructs (GOACC_data_end closes the innermost).
+    static REGIONS: RefCell<Vec<Region>> = const { RefCell::new(Vec::new()) };
+}
+
+/// GOACC_data_start.
+pub fn data_start(flags: i32, vars: Vars) {
+    vars.check("data construct", data_kind);
+    if flags & FLAG_HOST_FALLBACK != 0 {
+        // if(false): no device data; host_data gets the host addresses it already has.
+        REGIONS.with(|r| r.borrow_mut().push(Region { op: host_op(), mapped: Mapped { devaddrs: Vec::new(), undo: Vec::new(), absent_pointers: Vec::new() } }));
+        return;
+    }
+    let rt = device(acc_construct_t::DATA, "data construct");
+    let r = (|| -> Result<Region> {
+        let op = op_for(rt, acc_construct_t::DATA, false, &NOWHERE, crate::runtime::ACC_ASYNC_SYNC)?;
+        let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
+        let mapped = map_structured(&op, &vars)?;
+        dispatch::other_end(acc_event_t::ENTER_DATA_END, &op.ctx, t);
+        Ok(Region { op, mapped })
+    })()
+    .or_fatal("data construct", &NOWHERE);
+    REGIONS.with(|r2| r2.borrow_mut().push(r));
+}
+
+/// An Op for a region that maps nothing (if(false)).
+fn host_op() -> Op {
+    let rt = device(acc_construct_t::DATA, "data construct");
+    op_for(rt, acc_construct_t::DATA, false, &NOWHERE, crate::runtime::ACC_ASYNC_SYNC).or_fatal("data construct", &NOWHERE)
+}
+
+/// GOACC_data_end.
+pub fn data_end() {
+    let Some(r) = REGIONS.with(|r| r.borrow_mut().pop()) else {
+        unsupported("GOACC_data_end", "the end of a data construct that was never entered on this thread");
+    };
+    let op = r.op;
+    let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
+    unmap_structured(&op, &r.mapped).or_fatal("end of data construct", &NOWHERE);
+    dispatch::other_end(acc_event_t::EXIT_DATA_END, &op.ctx, t);
+}
+
+fn enter_kind(k: MapKind) -> bool {
+    matches!(k, MapKind::TO | MapKind::FORCE_TO | MapKind::ALLOC | MapKind::FORCE_ALLOC | MapKind::ATTACH | MapKind::POINTER | MapKind::TO_PSET)
+}
+
+fn exit_kind(k: MapKind) -> bool {
+    matches!(
+        k,
+        MapKind::FROM
+            | MapKind::FORCE_FROM
+            | MapKind::RELEASE
+            | MapKind::DELETE
+            | MapKind::DETACH
+            | MapKind::FORCE_DETACH
+            | MapKind::POINTER
+            | MapKind::TO_PSET
+    )
+}
+
+/// GOACC_enter_data / GOACC_exit_data / GOACC_enter_exit_data: dynamic references. GCC encodes
+/// `finalize` in the kinds: copyout finalize is FORCE_FROM, delete finalize is DELETE (plain
+/// delete is RELEASE).
+pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
+    vars.check(what, if exit { exit_kind } else { enter_kind });
+    if flags & FLAG_HOST_FALLBACK != 0 {
+        return;
+    }
+    let construct = if exit { acc_construct_t::EXIT_DATA } else { acc_construct_t::ENTER_DATA };
+    let rt = device(construct, what);
+    (|| -> Result<()> {
+        let op = op_for(rt, construct, false, &NOWHERE, async_ as i64)?;
+        wait_clause(rt, construct, waits, async_ as i64)?;
+        let (start, end) = if exit {
+            (acc_event_t::EXIT_DATA_START, acc_event_t::EXIT_DATA_END)
+        } else {
+            (acc_event_t::ENTER_DATA_START, acc_event_t::ENTER_DATA_END)
+        };
+        let t = dispatch::other_start(start, &op.ctx);
+        if exit {
+            // Detachments first: a pointer's device copy holds its host value again before the
+            // data holding it is copied back.
+            let detach = |k: MapKind| matches!(k, MapKind::DETACH | MapKind::FORCE_DETACH);
+            let order = (0..vars.len()).filter(|&i| detach(vars.kind(i))).chain((0..vars.len()).filter(|&i| !detach(vars.kind(i))));
+            for i in order {
+                let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
+                match k {
+                    MapKind::DETACH | MapKind::FORCE_DETACH => {
+                        data::detach(&op, &op.ctx, host, std::ptr::null(), k == MapKind::FORCE_DETACH)?
+                    }
+                    MapKind::POINTER => data::exit(&op, &clause(ClauseKind::Delete, host, 8), true, false)?,
+                    _ => {
+                        let kind = if matches!(k, MapKind::FROM | MapKind::FORCE_FROM) { ClauseKind::CopyOut } else { ClauseKind::Delete };
+                        let finalize = matches!(k, MapKind::FORCE_FROM | MapKind::DELETE);
+                        data::exit(&op, &clause(kind, host, bytes), true, finalize)?
+                    }
+                }
+            }
+        } else {
+            let attach = |k: MapKind| k == MapKind::ATTACH;
+            let order = (0..vars.len()).filter(|&i| !attach(vars.kind(i))).chain((0..vars.len()).filter(|&i| attach(vars.kind(i))));
+            let mut created: Vec<(usize, usize)> = Vec::new();
+            for i in order {
+                let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
+                match k {
+                    MapKind::ATTACH => {
+                        if bytes != 0 {
+                            unsupported(what, &format!("an attachment with a bias of {bytes} bytes"));
+                        }
+                        data::attach(&op, &op.ctx, host, std::ptr::null())?
+                    }
+                    MapKind::POINTER => {
+                        // A dynamic reference to the pointer variable; its device copy gets the
+                        // target's device address as for a construct.
+                        let mut m = Mapped { devaddrs: Vec::new(), undo: Vec::new(), absent_pointers: Vec::new() };
+                        pointer(&op, host, bytes, &created, &mut m)?;
+                        // pointer() took a structured reference: make it a dynamic one.
+                        if let Some(e) = op.rt.table().containing_mut(host) {
+                            e.structured = e.structured.saturating_sub(1);
+                            e.dynamic += 1;
+                        }
+                    }
+                    _ => {
+                        let kind = if matches!(k, MapKind::ALLOC | MapKind::FORCE_ALLOC) { ClauseKind::Create } else { ClauseKind::CopyIn };
+                        if host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent {
+                            created.push((host, bytes));
+                        }
+                        data::enter(&op, &clause(kind, host, bytes), true)?;
+                    }
+                }
+            }
+        }
+        dispatch::other_end(end, &op.ctx, t);
+        Ok(())
+    })()
+    .or_fatal(if exit { "exit data" } else { "enter data" }, &NOWHERE)
+}
+
+fn update_kind(k: MapKind) -> bool {
+    matches!(k, MapKind::TO | MapKind::FORCE_TO | MapKind::FROM | MapKind::FORCE_FROM | MapKind::POINTER | MapKind::TO_PSET)
+}
+
+/// GOACC_update. Without if_present GCC passes the FORCE_ kinds (the data must be present);
+/// with it, the plain ones (absent data is skipped).
+pub fn update(flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
+    vars.check("update", update_kind);
+    if flags & FLAG_HOST_FALLBACK != 0 {
+        return;
+    }
+    let rt = device(acc_construct_t::UPDATE, "update");
+    (|| -> Result<()> {
+        let op = op_for(rt, acc_construct_t::UPDATE, false, &NOWHERE, async_ as i64)?;
+        wait_clause(rt, acc_construct_t::UPDATE, waits, async_ as i64)?;
+        let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
+        for i in 0..vars.len() {
+            let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
+            let kind = match k {
+                MapKind::TO | MapKind::FORCE_TO | MapKind::TO_PSET => ClauseKind::UpdateDevice,
+                MapKind::FROM | MapKind::FORCE_FROM => ClauseKind::UpdateSelf,
+                // The pointer inside a Fortran descriptor: its device copy already points at the
+                // device data.
+                _ => continue,
+            };
+            let if_present = matches!(k, MapKind::TO | MapKind::FROM);
+            data::update(&op, &clause(kind, host, bytes), if_present)?;
+        }
+        dispatch::other_end(acc_event_t::UPDATE_END, &op.ctx, t);
+        Ok(())
+    })()
+    .or_fatal("update", &NOWHERE)
+}
+
+/// GOACC_wait: no queues means all of them.
+pub fn wait(async_: i32, waits: &[i32]) {
+    let rt = device(acc_construct_t::WAIT, "wait");
+    let list = if waits.is_empty() { None } else { wait_list(waits) };
+    wait_on(rt, acc_construct_t::WAIT, false, &NOWHERE, list.as_deref(), async_ as i64).or_fatal("wait", &NOWHERE)
+}
+
+/// GOACC_declare: `#pragma acc declare`. Its globals live in the offload image's variable table,
+/// and GCC's host-fallback code reads and writes the host globals themselves, so a device copy
+/// of its own cannot be given to it: refused rather than run with the host's data.
+pub fn declare(_flags: i32, vars: &Vars) {
+    let first = if vars.is_empty() { "no clause".to_string() } else { vars.kind(0).name().to_string() };
+    unsupported("#pragma acc declare", &format!("declare ({first}, {} variables: host-fallback code uses the host's copies, so no device copy can be emulated)", vars.len()))
+}
