@@ -58,7 +58,8 @@
 pub mod advise;
 pub mod build;
 pub mod diff;
-pub mod format;
+/// Durations, bytes and rates for people: the formatters every view shares.
+pub use accprof_timeline::format;
 pub mod load;
 pub mod model;
 pub mod report;
