@@ -14,6 +14,7 @@ pub(crate) mod slice;
 pub(crate) mod tracks;
 
 use crate::error::CliError;
+use accprof_analysis::{Profile, ProfileBuilder};
 use accprof_symbols::ResolvingReader;
 use accprof_trace::{device as device_kind, Field, Header};
 use device::DeviceInfo;
@@ -105,6 +106,12 @@ struct Summary {
 
 /// Streams every trace into compact slices. Traces are ordered by MPI rank when they have one.
 pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
+    Ok(collect_with_profiles(paths, false)?.0)
+}
+
+/// Like [`collect`], building in the same pass each trace's [`Profile`] when `profiles` is set
+/// (in the order of `paths`), so that a view needing both reads every trace once.
+pub(crate) fn collect_with_profiles(paths: &[PathBuf], profiles: bool) -> Result<(Collected, Vec<Profile>), CliError> {
     let mut readers = Vec::with_capacity(paths.len());
     for p in paths {
         readers.push(ResolvingReader::open(p)?);
@@ -123,12 +130,17 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
         warnings: Vec::new(),
     };
     let mut readers: Vec<Option<_>> = readers.into_iter().map(Some).collect();
+    let mut built: Vec<Option<Profile>> = vec![None; paths.len()];
     for (trace, &i) in order.iter().enumerate() {
         let mut r = readers[i].take().expect("each trace is read once");
         let trace = trace as u16;
         let clock = wall_clock(r.header());
+        let mut builder = profiles.then(|| ProfileBuilder::for_header(r.header()));
         while r.advance()? {
             let ev = r.event();
+            if let Some(b) = builder.as_mut() {
+                b.feed(ev);
+            }
             let stream = ev.get(Field::AsyncHandle);
             let mut s = Slice::from_event(ev, trace, 0, clock);
             if device_kind::is_device_record(ev.kind) {
@@ -152,13 +164,16 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
             ));
         }
         let label = paths[i].display().to_string();
+        if let Some(b) = builder {
+            built[i] = Some(Profile::finish_read(label.clone(), b, &r));
+        }
         c.processes.push(Process {
             pid: trace as u32 + 1,
             name: Process::name_from(r.header(), &label),
             strings: r.strings().clone(),
         });
     }
-    Ok(c)
+    Ok((c, built.into_iter().flatten().collect()))
 }
 
 /// Maps a trace's monotonic timestamps to wall-clock nanoseconds, so that traces of different
