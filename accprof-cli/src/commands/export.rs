@@ -132,28 +132,30 @@ pub(crate) fn collect_with_profiles(paths: &[PathBuf], profiles: bool) -> Result
     let mut readers: Vec<Option<_>> = readers.into_iter().map(Some).collect();
     let mut built: Vec<Option<Profile>> = vec![None; paths.len()];
     for (trace, &i) in order.iter().enumerate() {
-        let mut r = readers[i].take().expect("each trace is read once");
+        let r = readers[i].take().expect("each trace is read once");
         let trace = trace as u16;
         let clock = wall_clock(r.header());
         let mut builder = profiles.then(|| ProfileBuilder::for_header(r.header()));
-        while r.advance()? {
-            let ev = r.event();
-            if let Some(b) = builder.as_mut() {
-                b.feed(ev);
+        // Decoding runs on a second thread while this one cuts slices.
+        let r = r.for_each_batch(|events, _| {
+            for ev in events {
+                if let Some(b) = builder.as_mut() {
+                    b.feed(ev);
+                }
+                let stream = ev.get(Field::AsyncHandle);
+                let mut s = Slice::from_event(ev, trace, 0, clock);
+                if device_kind::is_device_record(ev.kind) {
+                    s.device = c.device.len() as u32;
+                    c.device.push(DeviceInfo::from_event(ev, clock));
+                } else if let (Some(h), Some(q)) = (stream, ev.async_queue()) {
+                    // An OpenACC event says which async queue this stream serves.
+                    c.tracks.note_stream_queue(trace, h, q);
+                }
+                s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of_event(ev) });
+                c.counters.add(ev, trace, s.start, s.end);
+                c.slices.push(s);
             }
-            let stream = ev.get(Field::AsyncHandle);
-            let mut s = Slice::from_event(ev, trace, 0, clock);
-            if device_kind::is_device_record(ev.kind) {
-                s.device = c.device.len() as u32;
-                c.device.push(DeviceInfo::from_event(ev, clock));
-            } else if let (Some(h), Some(q)) = (stream, ev.async_queue()) {
-                // An OpenACC event says which async queue this stream serves.
-                c.tracks.note_stream_queue(trace, h, q);
-            }
-            s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of_event(ev) });
-            c.counters.add(ev, trace, s.start, s.end);
-            c.slices.push(s);
-        }
+        })?;
         c.warnings.extend(r.truncation_warning());
         c.warnings.extend(r.warnings().iter().cloned());
         if r.dropped_total() > 0 {
