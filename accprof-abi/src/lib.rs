@@ -11,6 +11,8 @@
 //!
 //! Fields must only be read when `valid_bytes` says the runtime filled them: see [`read`].
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 #![allow(non_camel_case_types)]
 
 use std::ffi::{c_char, c_int, c_void};

@@ -467,7 +467,7 @@ impl ProfileSource {
 /// Everything the report, advice and diff need from one trace (or several merged).
 #[derive(Clone, PartialEq, Debug, Default, Serialize)]
 pub struct Profile {
-    /// The traces this profile was built from (one, or several after [`Profile::merge`]).
+    /// The traces this profile was built from (one, or several after [`merge`](crate::merge)).
     pub sources: Vec<ProfileSource>,
     pub summary: Summary,
     pub constructs: Vec<Construct>,

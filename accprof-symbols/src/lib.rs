@@ -17,6 +17,8 @@
 //! Views read traces through [`ResolvingReader`], which wraps the trace reader and resolves as
 //! it streams; [`Symbolizer`] is the resolver itself, for a reader of your own.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod reader;
 
 pub use reader::{Resolve, ResolvingReader};

@@ -13,6 +13,8 @@
 //! `cargo run --release -p accprof-testkit --example synth_trace -- naive 10000000 big.trace`
 //! writes a benchmark trace.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod builder;
 pub mod consistency;
 pub mod laplace;

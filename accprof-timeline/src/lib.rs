@@ -14,7 +14,7 @@
 //!   that ties it to the host operation that issued it ([`device::innermost_open`]).
 //! - [`compact`]: [`CompactEvent`], an event in 88 bytes, from which timeline views derive
 //!   (the export's slices, the plot's lanes).
-//! - [`format`]: durations, bytes and rates for people, the same in every view.
+//! - [`mod@format`]: durations, bytes and rates for people, the same in every view.
 //!
 //! ```
 //! use accprof_abi::acc_event_t;
@@ -27,6 +27,8 @@
 //! assert_eq!(TrackKind::of_event(&ev), TrackKind::DeviceSync { thread: Some(1) });
 //! assert_eq!(format::duration(ev.duration_ns()), "12.3 us");
 //! ```
+
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod compact;
 pub mod device;
