@@ -100,10 +100,16 @@ impl<R: Read> ResolvingReader<R> {
     /// event is not copied out.
     #[inline]
     pub fn advance(&mut self) -> Result<bool, TraceError> {
-        let Some(ev) = self.reader.next_event()? else { return Ok(false) };
+        let Some(mut ev) = self.reader.next_event()? else { return Ok(false) };
+        self.resolve_in_place(&mut ev);
         self.current = ev;
+        Ok(true)
+    }
+
+    /// Resolves what [`Resolve`] asks for in `ev`, just read.
+    #[inline]
+    fn resolve_in_place(&mut self, ev: &mut Event) {
         self.events += 1;
-        let ev = &mut self.current;
         if self.resolve.locations && ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none() {
             let sym = self.symbolizer.get_or_insert_with(|| Symbolizer::new(self.reader.modules()));
             sym.update_modules(self.reader.modules());
@@ -114,7 +120,6 @@ impl<R: Read> ResolvingReader<R> {
             sym.update_modules(self.reader.modules());
             sym.annotate_data(ev, self.reader.strings_mut());
         }
-        Ok(true)
     }
 
     /// The event [`advance`](Self::advance) moved to (a default event before the first).
@@ -147,8 +152,10 @@ impl<R: Read> ResolvingReader<R> {
                 loop {
                     let mut batch = free_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
                     batch.clear();
-                    while batch.len() < BATCH && r.advance()? {
-                        batch.push(r.current);
+                    while batch.len() < BATCH {
+                        let Some(mut ev) = r.reader.next_event()? else { break };
+                        r.resolve_in_place(&mut ev);
+                        batch.push(ev);
                     }
                     let done = batch.len() < BATCH;
                     if !batch.is_empty() && full_tx.send((batch, r.bytes_read())).is_err() {
