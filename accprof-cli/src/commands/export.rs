@@ -232,10 +232,12 @@ fn write_slices<W: Write>(w: &mut ChromeWriter<W>, c: &Collected, tids: &tracks:
         return Ok(());
     }
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        // Buffers come back to be reused: a fresh one per batch costs page faults.
+        let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
         scope.spawn(move || {
             for i in (1..chunks).step_by(2) {
-                let mut out = Vec::new();
+                let mut out = back_rx.try_recv().unwrap_or_default();
                 format(range(i), &mut out);
                 if tx.send(out).is_err() {
                     return;
@@ -250,6 +252,8 @@ fn write_slices<W: Write>(w: &mut ChromeWriter<W>, c: &Collected, tids: &tracks:
             } else {
                 let theirs = rx.recv().map_err(|_| io::Error::other("the formatting thread stopped"))?;
                 w.preformatted(&theirs)?;
+                // The worker may be done; then the buffer is dropped.
+                let _ = back_tx.send(theirs);
             }
         }
         Ok(())

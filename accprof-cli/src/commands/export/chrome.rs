@@ -122,9 +122,13 @@ impl<W: Write> ChromeWriter<W> {
     /// several threads. At least one event must have been written before.
     pub fn preformatted(&mut self, events: &[u8]) -> io::Result<()> {
         debug_assert!(!self.first, "preformatted events start with a separator");
-        if self.buf.len() >= FLUSH_AT {
+        if self.buf.len() + events.len() >= FLUSH_AT {
             self.out.write_all(&self.buf)?;
             self.buf.clear();
+            // A large batch goes straight out rather than through the buffer.
+            if events.len() >= FLUSH_AT {
+                return self.out.write_all(events);
+            }
         }
         self.buf.extend_from_slice(events);
         Ok(())
