@@ -142,74 +142,8 @@ impl Location {
     }
 }
 
-/// The kinds of construct the report groups by.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum ConstructKind {
-    /// parallel, kernels or serial construct.
-    Compute,
-    /// A structured `data` construct (its entry and exit).
-    Data,
-    /// An `enter data` directive.
-    EnterData,
-    /// An `exit data` directive.
-    ExitData,
-    /// An `update` directive.
-    Update,
-    /// A `wait` directive (or acc_wait call).
-    Wait,
-    /// Device initialization.
-    Init,
-    /// A data routine of the runtime API (acc_copyin, acc_create...).
-    RuntimeApi,
-}
-
-impl ConstructKind {
-    /// The NV_ACC_TIME wording ("compute region", "data region", ...).
-    pub fn label(self) -> &'static str {
-        match self {
-            ConstructKind::Compute => "compute region",
-            ConstructKind::Data => "data region",
-            ConstructKind::EnterData => "enter data directive",
-            ConstructKind::ExitData => "exit data directive",
-            ConstructKind::Update => "update directive",
-            ConstructKind::Wait => "wait directive",
-            ConstructKind::Init => "device init",
-            ConstructKind::RuntimeApi => "runtime API data call",
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ConstructKind::Compute => "compute",
-            ConstructKind::Data => "data",
-            ConstructKind::EnterData => "enter_data",
-            ConstructKind::ExitData => "exit_data",
-            ConstructKind::Update => "update",
-            ConstructKind::Wait => "wait",
-            ConstructKind::Init => "init",
-            ConstructKind::RuntimeApi => "runtime_api",
-        }
-    }
-}
-
-/// What happened inside a construct.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum ChildKind {
-    /// Host to device transfer (enqueue_upload).
-    Upload,
-    /// Device to host transfer (enqueue_download).
-    Download,
-    /// Kernel launch (enqueue_launch).
-    Launch,
-    /// Waiting for the device inside the construct.
-    Wait,
-    Alloc,
-    Free,
-    Create,
-    Delete,
-}
+/// The kinds of construct and of operation inside one (the shared vocabulary's).
+pub use accprof_timeline::taxonomy::{ChildKind, ConstructKind};
 
 /// Direction of a data transfer (the shared vocabulary's).
 pub use accprof_timeline::Direction;

@@ -5,9 +5,11 @@
 //! come from `accprof_symbols::ResolvingReader` (one streaming reader that resolves call sites
 //! and names unnamed host data as it goes); this crate says what each event is:
 //!
-//! - [`taxonomy`]: the [`Category`] of an event (kernels, data, wait, init, host), the
-//!   [`Direction`] of a transfer, whether it is asynchronous ([`is_async`], with the
-//!   `ACC_ASYNC_*` values of [`accprof_abi`]), whether it enqueues device work or is an instant.
+//! - [`taxonomy`]: the [`Category`] of an event (kernels, data, wait, init, host), its
+//!   [`EventClass`] for views that nest operations in constructs ([`ConstructKind`],
+//!   [`ChildKind`]), the [`Direction`] of a transfer, whether it is asynchronous ([`is_async`],
+//!   with the `ACC_ASYNC_*` values of [`accprof_abi`]), whether it enqueues device work or is
+//!   an instant.
 //! - [`track`]: the [`TrackKind`] an event goes on (host thread, a thread's synchronous device
 //!   work, async queue, CUDA stream) and the [`TrackKey`] of a track of one trace.
 //! - [`device`]: what a device record says ([`DeviceRecord`], [`DeviceOp`]) and the one rule
@@ -38,5 +40,5 @@ pub mod track;
 
 pub use compact::CompactEvent;
 pub use device::{DeviceOp, DeviceRecord};
-pub use taxonomy::{is_async, is_enqueue, is_point, Category, Direction};
+pub use taxonomy::{is_async, is_enqueue, is_point, Category, ChildKind, ConstructKind, Direction, EventClass};
 pub use track::{TrackKey, TrackKind};

@@ -1,7 +1,9 @@
-//! What an event is, once for every view: its [`Category`] on a timeline or in a breakdown, the
-//! [`Direction`] of a transfer, whether it is asynchronous, and whether it puts work on the device.
+//! What an event is, once for every view: its [`Category`] on a timeline or in a breakdown, its
+//! [`EventClass`] (construct, operation inside one, implicit data region) for views that nest,
+//! the [`Direction`] of a transfer, whether it is asynchronous, and whether it puts work on the
+//! device.
 
-use accprof_abi::{acc_event_t, EventShape, ACC_ASYNC_SYNC};
+use accprof_abi::{acc_construct_t, acc_event_t, EventShape, ACC_ASYNC_SYNC};
 use accprof_trace::{device, Event, Field};
 use serde::Serialize;
 
@@ -141,6 +143,127 @@ pub fn is_point(kind: acc_event_t) -> bool {
     matches!(kind.shape(), EventShape::Point)
 }
 
+/// The kinds of construct the views group by.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ConstructKind {
+    /// parallel, kernels or serial construct.
+    Compute,
+    /// A structured `data` construct (its entry and exit).
+    Data,
+    /// An `enter data` directive.
+    EnterData,
+    /// An `exit data` directive.
+    ExitData,
+    /// An `update` directive.
+    Update,
+    /// A `wait` directive (or acc_wait call).
+    Wait,
+    /// Device initialization.
+    Init,
+    /// A data routine of the runtime API (acc_copyin, acc_create...).
+    RuntimeApi,
+}
+
+impl ConstructKind {
+    /// The NV_ACC_TIME wording ("compute region", "data region", ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            ConstructKind::Compute => "compute region",
+            ConstructKind::Data => "data region",
+            ConstructKind::EnterData => "enter data directive",
+            ConstructKind::ExitData => "exit data directive",
+            ConstructKind::Update => "update directive",
+            ConstructKind::Wait => "wait directive",
+            ConstructKind::Init => "device init",
+            ConstructKind::RuntimeApi => "runtime API data call",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ConstructKind::Compute => "compute",
+            ConstructKind::Data => "data",
+            ConstructKind::EnterData => "enter_data",
+            ConstructKind::ExitData => "exit_data",
+            ConstructKind::Update => "update",
+            ConstructKind::Wait => "wait",
+            ConstructKind::Init => "init",
+            ConstructKind::RuntimeApi => "runtime_api",
+        }
+    }
+}
+
+/// What happened inside a construct.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildKind {
+    /// Host to device transfer (enqueue_upload).
+    Upload,
+    /// Device to host transfer (enqueue_download).
+    Download,
+    /// Kernel launch (enqueue_launch).
+    Launch,
+    /// Waiting for the device inside the construct.
+    Wait,
+    Alloc,
+    Free,
+    Create,
+    Delete,
+}
+
+/// Whether `p` (an event's `parent_construct`) is a compute construct type.
+pub fn is_compute_construct_type(p: Option<i64>) -> bool {
+    matches!(p.map(|v| acc_construct_t(v as i32)), Some(acc_construct_t::PARALLEL | acc_construct_t::KERNELS | acc_construct_t::LOOP | acc_construct_t::SERIAL))
+}
+
+/// What an event is to a view that nests operations in constructs (the report, the TUI's
+/// tables): a construct, an operation inside one, an implicit data region of a compute
+/// construct (transparent: what it holds belongs to the compute construct, as NV_ACC_TIME
+/// counts it), or something else.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum EventClass {
+    Operation(ChildKind),
+    ImplicitData,
+    Construct(ConstructKind),
+    Other,
+}
+
+impl EventClass {
+    pub fn of(ev: &Event) -> EventClass {
+        use EventClass as Class;
+        let parent = ev.get_i64(Field::ParentConstruct);
+        match ev.kind {
+            acc_event_t::ENQUEUE_UPLOAD_START => Class::Operation(ChildKind::Upload),
+            acc_event_t::ENQUEUE_DOWNLOAD_START => Class::Operation(ChildKind::Download),
+            acc_event_t::ENQUEUE_LAUNCH_START => Class::Operation(ChildKind::Launch),
+            acc_event_t::ALLOC => Class::Operation(ChildKind::Alloc),
+            acc_event_t::FREE => Class::Operation(ChildKind::Free),
+            acc_event_t::CREATE => Class::Operation(ChildKind::Create),
+            acc_event_t::DELETE => Class::Operation(ChildKind::Delete),
+            acc_event_t::WAIT_START => match parent.map(|v| acc_construct_t(v as i32)) {
+                Some(acc_construct_t::WAIT | acc_construct_t::RUNTIME_API) => Class::Construct(ConstructKind::Wait),
+                _ => Class::Operation(ChildKind::Wait),
+            },
+            acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START => {
+                let enter = ev.kind == acc_event_t::ENTER_DATA_START;
+                match parent.map(|v| acc_construct_t(v as i32)) {
+                    Some(acc_construct_t::DATA) => Class::Construct(ConstructKind::Data),
+                    Some(acc_construct_t::RUNTIME_API) => Class::Construct(ConstructKind::RuntimeApi),
+                    _ if is_compute_construct_type(parent) => Class::ImplicitData,
+                    None if ev.implicit() => Class::ImplicitData,
+                    _ if enter => Class::Construct(ConstructKind::EnterData),
+                    _ => Class::Construct(ConstructKind::ExitData),
+                }
+            }
+            acc_event_t::UPDATE_START => Class::Construct(ConstructKind::Update),
+            acc_event_t::COMPUTE_CONSTRUCT_START => Class::Construct(ConstructKind::Compute),
+            acc_event_t::DEVICE_INIT_START => Class::Construct(ConstructKind::Init),
+            _ => Class::Other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +298,22 @@ mod tests {
         assert!(!is_async_value(ACC_ASYNC_SYNC));
         assert!(is_async_value(accprof_abi::ACC_ASYNC_NOVAL));
         assert!(is_async_value(3));
+    }
+
+    #[test]
+    fn implicit_data_of_a_compute_construct_is_transparent() {
+        let mut ev = Event::new(acc_event_t::ENTER_DATA_START, 0);
+        ev.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::PARALLEL.0));
+        assert_eq!(EventClass::of(&ev), EventClass::ImplicitData);
+        ev.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::DATA.0));
+        assert_eq!(EventClass::of(&ev), EventClass::Construct(ConstructKind::Data));
+        ev.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::ENTER_DATA.0));
+        assert_eq!(EventClass::of(&ev), EventClass::Construct(ConstructKind::EnterData));
+        let mut wait = Event::new(acc_event_t::WAIT_START, 0);
+        assert_eq!(EventClass::of(&wait), EventClass::Operation(ChildKind::Wait));
+        wait.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::WAIT.0));
+        assert_eq!(EventClass::of(&wait), EventClass::Construct(ConstructKind::Wait));
+        assert_eq!(EventClass::of(&Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 0)), EventClass::Operation(ChildKind::Upload));
+        assert_eq!(EventClass::of(&Event::new(acc_event_t::RUNTIME_SHUTDOWN, 0)), EventClass::Other);
     }
 }

@@ -23,6 +23,7 @@ mod transfers;
 use nesting::share_overhead;
 use crate::model::*;
 use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_timeline::taxonomy::EventClass;
 use accprof_timeline::{is_async, DeviceOp};
 use accprof_trace::{device, Event, EventFlags, Field, StrId, StringTable};
 use std::collections::{HashMap as StdHashMap, VecDeque};
@@ -319,49 +320,6 @@ pub struct ProfileBuilder {
     late_enclosing: u64,
 }
 
-fn is_compute_parent(p: Option<i64>) -> bool {
-    matches!(p.map(|v| acc_construct_t(v as i32)), Some(acc_construct_t::PARALLEL | acc_construct_t::KERNELS | acc_construct_t::LOOP | acc_construct_t::SERIAL))
-}
-
-enum Class {
-    Leaf(ChildKind),
-    Group,
-    Construct(ConstructKind),
-    Ignore,
-}
-
-fn classify(ev: &Event) -> Class {
-    let parent = ev.get_i64(Field::ParentConstruct);
-    match ev.kind {
-        acc_event_t::ENQUEUE_UPLOAD_START => Class::Leaf(ChildKind::Upload),
-        acc_event_t::ENQUEUE_DOWNLOAD_START => Class::Leaf(ChildKind::Download),
-        acc_event_t::ENQUEUE_LAUNCH_START => Class::Leaf(ChildKind::Launch),
-        acc_event_t::ALLOC => Class::Leaf(ChildKind::Alloc),
-        acc_event_t::FREE => Class::Leaf(ChildKind::Free),
-        acc_event_t::CREATE => Class::Leaf(ChildKind::Create),
-        acc_event_t::DELETE => Class::Leaf(ChildKind::Delete),
-        acc_event_t::WAIT_START => match parent.map(|v| acc_construct_t(v as i32)) {
-            Some(acc_construct_t::WAIT | acc_construct_t::RUNTIME_API) => Class::Construct(ConstructKind::Wait),
-            _ => Class::Leaf(ChildKind::Wait),
-        },
-        acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START => {
-            let enter = ev.kind == acc_event_t::ENTER_DATA_START;
-            match parent.map(|v| acc_construct_t(v as i32)) {
-                Some(acc_construct_t::DATA) => Class::Construct(ConstructKind::Data),
-                Some(acc_construct_t::RUNTIME_API) => Class::Construct(ConstructKind::RuntimeApi),
-                _ if is_compute_parent(parent) => Class::Group,
-                None if ev.implicit() => Class::Group,
-                _ if enter => Class::Construct(ConstructKind::EnterData),
-                _ => Class::Construct(ConstructKind::ExitData),
-            }
-        }
-        acc_event_t::UPDATE_START => Class::Construct(ConstructKind::Update),
-        acc_event_t::COMPUTE_CONSTRUCT_START => Class::Construct(ConstructKind::Compute),
-        acc_event_t::DEVICE_INIT_START => Class::Construct(ConstructKind::Init),
-        _ => Class::Ignore,
-    }
-}
-
 impl ProfileBuilder {
     pub fn new() -> Self {
         Self::default()
@@ -407,14 +365,14 @@ impl ProfileBuilder {
             self.feed_device_record(ev, thread, r);
             return;
         }
-        match classify(ev) {
-            Class::Ignore => {}
-            Class::Leaf(kind) => {
+        match EventClass::of(ev) {
+            EventClass::Other => {}
+            EventClass::Operation(kind) => {
                 let leaf = self.leaf(ev, kind, r);
                 self.push_leaf(thread, leaf);
             }
-            Class::Group => self.push_group(thread, r),
-            Class::Construct(kind) => self.push_construct(thread, ev, kind, r),
+            EventClass::ImplicitData => self.push_group(thread, r),
+            EventClass::Construct(kind) => self.push_construct(thread, ev, kind, r),
         }
     }
 
