@@ -21,7 +21,7 @@
 
 mod reader;
 
-pub use reader::{Resolve, ResolvingReader};
+pub use reader::{ChunkIndex, ChunkReader, Resolve, ResolvingReader};
 
 use accprof_trace::{Event, EventFlags, Field, Module, StringTable, Trace};
 use std::collections::HashMap;

@@ -59,6 +59,45 @@ pub struct ResolvingReader<R: Read> {
     symbolizer: Option<Symbolizer>,
     events: u64,
     current: Event,
+    /// Where each events chunk started, as found so far.
+    chunks: ChunkIndex,
+    /// For a reader opened at a chunk: the whole trace's modules (the chunks before this one
+    /// defined some of them).
+    known_modules: Option<Vec<Module>>,
+}
+
+/// Where the chunks of a trace start, found while streaming it once
+/// ([`ResolvingReader::chunk_index`]), so that a view can read any part of the trace again
+/// ([`ResolvingReader::open_at`]) instead of keeping every event: each events chunk decodes on
+/// its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChunkIndex {
+    /// The end of the file header and header chunk.
+    header_end: u64,
+    /// Per events chunk: the file offset to read from (the string and module chunks written
+    /// just before it included) and the index of its first event in the trace.
+    starts: Vec<(u64, u64)>,
+}
+
+impl ChunkIndex {
+    /// Events chunks found.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// The index in the trace of the first event of chunk `chunk`.
+    pub fn first_event(&self, chunk: usize) -> Option<u64> {
+        self.starts.get(chunk).map(|s| s.1)
+    }
+
+    /// The chunk that holds event `index`.
+    pub fn chunk_of(&self, index: u64) -> Option<usize> {
+        self.starts.partition_point(|s| s.1 <= index).checked_sub(1)
+    }
 }
 
 impl<R: Read> std::fmt::Debug for ResolvingReader<R> {
@@ -77,16 +116,45 @@ impl ResolvingReader<BufReader<File>> {
     }
 }
 
+/// A reader of a trace from one of its chunks on ([`ResolvingReader::open_at`]).
+pub type ChunkReader = ResolvingReader<std::io::Chain<std::io::Cursor<Vec<u8>>, BufReader<File>>>;
+
+impl ChunkReader {
+    /// Reads the trace at `path` from events chunk `chunk` of `index` (made by a reader that
+    /// read the trace before) to its end. `first` is a reader that read the whole trace (its
+    /// strings, with those resolution added, and its modules stand in for the chunks skipped), so
+    /// that string ids mean the same in both. Event indices start at the chunk's first event.
+    pub fn open_at<R: Read>(path: impl AsRef<Path>, index: &ChunkIndex, chunk: usize, first: &ResolvingReader<R>) -> Result<Self, TraceError> {
+        use std::io::{Seek, SeekFrom};
+        let path = path.as_ref();
+        let label = path.display().to_string();
+        let io = |source| TraceError::Io { path: label.clone(), source };
+        let &(offset, first_event) = index.starts.get(chunk).ok_or_else(|| TraceError::Corrupt {
+            path: label.clone(),
+            offset: 0,
+            what: format!("the trace has no events chunk {chunk}"),
+        })?;
+        let mut file = File::open(path).map_err(io)?;
+        let mut header = vec![0u8; index.header_end as usize];
+        std::io::Read::read_exact(&mut file, &mut header).map_err(io)?;
+        file.seek(SeekFrom::Start(offset)).map_err(io)?;
+        let input = std::io::Cursor::new(header).chain(BufReader::new(file));
+        let mut reader = TraceReader::new(label.clone(), input)?;
+        *reader.strings_mut() = first.strings().clone();
+        let mut r = Self::new(reader);
+        r.resolve = first.resolve;
+        r.events = first_event;
+        r.known_modules = Some(first.modules().to_vec());
+        r.chunks.starts.clear();
+        Ok(r)
+    }
+}
+
 impl<R: Read> ResolvingReader<R> {
     /// Wraps `reader`, resolving everything.
     pub fn new(reader: TraceReader<R>) -> Self {
-        Self {
-            reader,
-            resolve: Resolve::ALL,
-            symbolizer: None,
-            events: 0,
-            current: Event::default(),
-        }
+        let chunks = ChunkIndex { header_end: reader.bytes_read(), starts: Vec::new() };
+        Self { reader, resolve: Resolve::ALL, symbolizer: None, events: 0, current: Event::default(), chunks, known_modules: None }
     }
 
     /// Resolves only what `resolve` says.
@@ -100,26 +168,49 @@ impl<R: Read> ResolvingReader<R> {
     /// event is not copied out.
     #[inline]
     pub fn advance(&mut self) -> Result<bool, TraceError> {
-        let Some(mut ev) = self.reader.next_event()? else { return Ok(false) };
+        let Some(mut ev) = self.read_raw()? else { return Ok(false) };
         self.resolve_in_place(&mut ev);
         self.current = ev;
         Ok(true)
+    }
+
+    /// The next event as decoded, noting where a new events chunk began.
+    #[inline]
+    fn read_raw(&mut self) -> Result<Option<Event>, TraceError> {
+        let before = self.reader.bytes_read();
+        let ev = self.reader.next_event()?;
+        if ev.is_some() && self.reader.bytes_read() != before {
+            self.chunks.starts.push((before, self.events));
+        }
+        Ok(ev)
     }
 
     /// Resolves what [`Resolve`] asks for in `ev`, just read.
     #[inline]
     fn resolve_in_place(&mut self, ev: &mut Event) {
         self.events += 1;
-        if self.resolve.locations && ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none() {
-            let sym = self.symbolizer.get_or_insert_with(|| Symbolizer::new(self.reader.modules()));
-            sym.update_modules(self.reader.modules());
+        let modules = match &self.known_modules {
+            Some(m) => m.as_slice(),
+            None => self.reader.modules(),
+        };
+        let location = self.resolve.locations && ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none();
+        let data = self.resolve.data_names && unnamed_host_data(ev) && !modules.is_empty();
+        if !(location || data) {
+            return;
+        }
+        let sym = self.symbolizer.get_or_insert_with(|| Symbolizer::new(modules));
+        sym.update_modules(modules);
+        if location {
             sym.annotate(ev, self.reader.strings_mut());
         }
-        if self.resolve.data_names && unnamed_host_data(ev) && !self.reader.modules().is_empty() {
-            let sym = self.symbolizer.get_or_insert_with(|| Symbolizer::new(self.reader.modules()));
-            sym.update_modules(self.reader.modules());
+        if data {
             sym.annotate_data(ev, self.reader.strings_mut());
         }
+    }
+
+    /// Where the events chunks read so far start (the whole trace's once it has been read).
+    pub fn chunk_index(&self) -> &ChunkIndex {
+        &self.chunks
     }
 
     /// The event [`advance`](Self::advance) moved to (a default event before the first).
@@ -153,7 +244,7 @@ impl<R: Read> ResolvingReader<R> {
                     let mut batch = free_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
                     batch.clear();
                     while batch.len() < BATCH {
-                        let Some(mut ev) = r.reader.next_event()? else { break };
+                        let Some(mut ev) = r.read_raw()? else { break };
                         r.resolve_in_place(&mut ev);
                         batch.push(ev);
                     }
