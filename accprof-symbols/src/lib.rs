@@ -15,7 +15,10 @@
 //! reported by the runtime.
 //!
 //! Views read traces through [`ResolvingReader`], which wraps the trace reader and resolves as
-//! it streams; [`Symbolizer`] is the resolver itself, for a reader of your own.
+//! it streams (on a second thread with [`ResolvingReader::for_each_batch`]); it notes where each
+//! events chunk starts ([`ChunkIndex`]) so that a view can read any part again
+//! ([`ChunkReader::open_at`]) instead of keeping every event. [`Symbolizer`] is the resolver
+//! itself, for a reader of your own.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 

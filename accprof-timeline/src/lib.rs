@@ -32,6 +32,16 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+//! # For a view
+//!
+//! A view reads with `accprof_symbols::ResolvingReader` (`advance`/`event` in a loop, or
+//! `for_each_batch` to decode on a second thread; `chunk_index` and `ChunkReader::open_at` to
+//! read a part again), places each event with [`TrackKind::of_event`], colours or sums it by
+//! [`Category::of`], nests it with [`EventClass::of`], keeps it as a [`CompactEvent`] when it
+//! must keep events at all, ties device records with [`DeviceRecord`] and
+//! [`device::innermost_open`], and prints numbers with [`mod@format`]. Its tests can check it
+//! agrees with the report, export and plot through `accprof_testkit::consistency`.
+
 pub mod compact;
 pub mod device;
 pub mod format;
