@@ -44,7 +44,7 @@ impl ProfileBuilder {
         ts.instance += 1;
         let inst = ts.instance;
         if self.device_mode {
-            ts.construct_spans.push(ConstructSpan { start: r.start_ns, end: r.end_ns, construct: cid, instance: inst, parent: None });
+            ts.construct_spans.push(ConstructSpan { start: r.start_ns, end: r.end_ns, construct: cid, instance: inst });
         }
         let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
         let inside_open = matches!(ts.stack.back(), Some(Item::Closed { start, end, resolved: true, .. }) if *start <= r.start_ns && r.end_ns <= *end);

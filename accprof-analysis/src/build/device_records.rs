@@ -2,6 +2,7 @@
 //! issued it, and preferring the device's times where it has them.
 
 use super::*;
+use accprof_timeline::device::{innermost_open, Query, Span};
 
 impl ProfileBuilder {
     pub(super) fn feed_device_record(&mut self, ev: &Event, thread: i64, r: EventRef) {
@@ -36,7 +37,8 @@ impl ProfileBuilder {
         match_kernels_by_name(&self.threads, &mut recs, strings);
         // Issue order per thread: the round-trip and slice rules read transfers in order.
         recs.sort_by_key(|d| (d.thread, d.host_ns, d.r.start_ns));
-        for d in recs {
+        let enclosing = self.enclosing_constructs(&recs);
+        for (d, span) in recs.into_iter().zip(enclosing) {
             match d.kind {
                 DeviceOp::Memset => {
                     self.summary.memsets.source = TimeSource::Device;
@@ -68,7 +70,6 @@ impl ProfileBuilder {
                 self.add_device_time(&op, dur(d.r));
                 continue;
             }
-            let span = ts.and_then(|ts| innermost_construct(ts, d.host_ns));
             self.add_device_bytes(want, d.bytes);
             let (c, inst) = match span {
                 Some(span) => (Some(span.construct), span.instance),
@@ -108,6 +109,35 @@ impl ProfileBuilder {
         for run in std::mem::take(&mut self.close_run_later) {
             self.close_run(run);
         }
+    }
+
+    /// For each record, the innermost construct instance open on its issuing thread when it was
+    /// issued: the shared matching sweep (`accprof_timeline::device::innermost_open`) over every
+    /// thread's construct spans at once.
+    fn enclosing_constructs(&self, recs: &[DeviceRecord]) -> Vec<Option<ConstructSpan>> {
+        struct ThreadSpan(u32, ConstructSpan);
+        impl Span for ThreadSpan {
+            fn start(&self) -> u64 {
+                self.1.start
+            }
+            fn end(&self) -> u64 {
+                self.1.end
+            }
+        }
+        let mut threads: Vec<i64> = self.threads.keys().copied().collect();
+        threads.sort_unstable();
+        let group = |t: i64| threads.binary_search(&t).ok().map(|g| g as u32);
+        let mut spans: Vec<ThreadSpan> = Vec::new();
+        for (g, t) in threads.iter().enumerate() {
+            spans.extend(self.threads[t].construct_spans.iter().map(|s| ThreadSpan(g as u32, *s)));
+        }
+        spans.sort_by_key(|s| (s.0, s.1.start, std::cmp::Reverse(s.1.end)));
+        let queries = recs.iter().enumerate().filter_map(|(i, d)| Some(Query { group: group(d.thread)?, t: d.host_ns, tag: i })).collect();
+        let mut out = vec![None; recs.len()];
+        for (q, found) in innermost_open(&spans, |s| s.0, |_| 0, queries, |_, _| true) {
+            out[q.tag] = Some(spans[found].1);
+        }
+        out
     }
 
     /// Counts what a device copy moved, for the summary: with device records the device says
@@ -188,40 +218,9 @@ fn dur(r: EventRef) -> u64 {
     r.end_ns.saturating_sub(r.start_ns)
 }
 
-/// Sorts a thread's spans by start (outer before inner at equal starts) and links each
-/// construct span to the innermost span enclosing it.
+/// Sorts a thread's host-reported operations by start (outermost first), for [`find_op`].
 fn index_spans(ts: &mut ThreadState) {
-    let spans = &mut ts.construct_spans;
-    spans.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
-    let mut open: Vec<u32> = Vec::new();
-    for i in 0..spans.len() {
-        while let Some(&top) = open.last() {
-            if spans[top as usize].end >= spans[i].end && spans[top as usize].start <= spans[i].start {
-                break;
-            }
-            open.pop();
-        }
-        spans[i].parent = open.last().copied();
-        open.push(i as u32);
-    }
     ts.op_spans.sort_by_key(|o| (o.start, std::cmp::Reverse(o.end)));
-}
-
-/// The innermost construct instance open on the thread at `t`.
-fn innermost_construct(ts: &ThreadState, t: u64) -> Option<ConstructSpan> {
-    let spans = &ts.construct_spans;
-    let i = spans.partition_point(|s| s.start <= t).checked_sub(1)?;
-    // The last span starting at or before t, or one of its ancestors, contains t if any does:
-    // spans on one thread nest.
-    let mut cur = Some(i as u32);
-    while let Some(j) = cur {
-        let s = spans[j as usize];
-        if s.end >= t {
-            return Some(s);
-        }
-        cur = s.parent;
-    }
-    None
 }
 
 /// The host-reported operation of kind `want` whose callbacks enclose `t` on this thread.

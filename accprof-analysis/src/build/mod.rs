@@ -190,8 +190,6 @@ struct ConstructSpan {
     end: u64,
     construct: u32,
     instance: u64,
-    /// Index of the innermost span enclosing this one (set once spans are sorted).
-    parent: Option<u32>,
 }
 
 /// Where a host-reported transfer or launch was accounted, so that a device record of the same
