@@ -42,7 +42,7 @@ impl ProfileBuilder {
         let mut profile = Profile { summary: self.summary, ..Profile::default() };
         if self.late_enclosing > 0 {
             profile.warnings.push(format!(
-                "{} construct(s) enclosed more than {MAX_PENDING} operations that no inner construct did; operations of theirs were counted outside any construct",
+                "{} construct(s) enclosed more operations that no inner construct did than accprof keeps waiting for their construct ({MIN_PENDING} to {MAX_PENDING} per thread); operations of theirs were counted outside any construct",
                 self.late_enclosing
             ));
         }

@@ -68,11 +68,17 @@ impl Hasher for FxHasher {
 
 type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<FxHasher>>;
 
-/// Stack entries a thread keeps waiting for an enclosing construct. Past this, the oldest half is
-/// accounted as outside any construct, so that memory does not grow with a run of operations no
-/// construct encloses (runtime API calls from a library, on many threads). A construct that
-/// arrives later and would have enclosed them is counted and warned about.
+/// Stack entries a thread keeps waiting for an enclosing construct, at most. Past its share,
+/// the oldest half is accounted as outside any construct, so that memory does not grow with a
+/// run of operations no construct encloses (runtime API calls from a library, on many
+/// threads). A construct that arrives later and would have enclosed them is counted and warned
+/// about.
 const MAX_PENDING: usize = 4096;
+/// All threads together keep about this many waiting entries (a thread's share is this divided
+/// by the threads, within [`MIN_PENDING`]..=[`MAX_PENDING`]).
+const PENDING_BUDGET: usize = 1 << 16;
+/// A thread keeps at least this many waiting entries, however many threads there are.
+const MIN_PENDING: usize = 256;
 
 /// Transfers smaller than this are not counted as slices of an array.
 const SLICE_MIN_RUN: u64 = 8;
@@ -258,7 +264,7 @@ struct ThreadState {
     run: Option<SliceRun>,
     instance: u64,
     /// The start of the latest operation accounted outside any construct because the stack
-    /// grew past [`MAX_PENDING`].
+    /// grew past its share (see [`MAX_PENDING`]).
     flushed_last_start: Option<u64>,
 }
 
@@ -485,5 +491,20 @@ mod tests {
         let p = b.finish(&StringTable::default());
         assert_eq!(p.summary.uploads.count, n, "every upload is counted once");
         assert!(p.warnings.iter().any(|w| w.contains("counted outside any construct")), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn many_threads_share_one_budget() {
+        let mut b = ProfileBuilder::new();
+        let threads = 128;
+        for i in 0..2_000u64 {
+            for thread in 0..threads {
+                b.feed(&op(acc_event_t::ENQUEUE_LAUNCH_START, i * 1_000 + thread as u64, thread));
+            }
+        }
+        let held: usize = b.threads.values().map(|t| t.stack.len()).sum();
+        assert!(held <= PENDING_BUDGET, "{held} entries held by {threads} threads");
+        let p = b.finish(&StringTable::default());
+        assert_eq!(p.summary.kernels.count, 2_000 * threads as u64);
     }
 }

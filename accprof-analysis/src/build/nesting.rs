@@ -6,6 +6,7 @@ use super::*;
 
 impl ProfileBuilder {
     pub(super) fn push_leaf(&mut self, thread: i64, leaf: Leaf) {
+        let cap = self.pending_cap();
         let ts = self.threads.entry(thread).or_default();
         // Start-ordered traces: the leaf lies inside the construct on top of the stack.
         if let Some(Item::Closed { start, end, construct, resolved: true }) = ts.stack.back() {
@@ -23,7 +24,7 @@ impl ProfileBuilder {
         }
         ts.covered_ns += leaf.dur();
         ts.stack.push_back(Item::Leaf(leaf));
-        if ts.stack.len() > MAX_PENDING {
+        if ts.stack.len() > cap {
             self.flush_pending(thread);
         }
     }
@@ -34,7 +35,8 @@ impl ProfileBuilder {
         let ts = self.threads.entry(thread).or_default();
         let mut stack = std::mem::take(&mut ts.stack);
         let mut last_start = None;
-        for item in stack.drain(..MAX_PENDING / 2) {
+        let half = stack.len() / 2;
+        for item in stack.drain(..half) {
             match &item {
                 Item::Leaf(l) => {
                     last_start = Some(l.r.start_ns);
@@ -54,6 +56,11 @@ impl ProfileBuilder {
         if last_start.is_some() {
             ts.flushed_last_start = last_start;
         }
+    }
+
+    /// How many entries a thread's stack may hold: its share of [`PENDING_BUDGET`].
+    fn pending_cap(&self) -> usize {
+        (PENDING_BUDGET / self.threads.len().max(1)).clamp(MIN_PENDING, MAX_PENDING)
     }
 
     /// Notes a construct or implicit data region that encloses operations already flushed.
@@ -87,6 +94,7 @@ impl ProfileBuilder {
 
     pub(super) fn push_group(&mut self, thread: i64, r: EventRef) {
         self.check_late_enclosing(thread, r);
+        let cap = self.pending_cap();
         let ts = self.threads.entry(thread).or_default();
         let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
         share_overhead(&mut leaves, r.end_ns - r.start_ns);
@@ -105,7 +113,7 @@ impl ProfileBuilder {
         }
         ts.covered_ns = ts.covered_ns - covered + (r.end_ns - r.start_ns);
         ts.stack.push_back(Item::Group { start: r.start_ns, end: r.end_ns, leaves });
-        if ts.stack.len() > MAX_PENDING {
+        if ts.stack.len() > cap {
             self.flush_pending(thread);
         }
     }
