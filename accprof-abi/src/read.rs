@@ -239,6 +239,7 @@ mod tests {
     #[test]
     fn full_structure_reads_every_field() {
         let p = full_prof();
+        // SAFETY: null, or a structure of this test that outlives the view.
         let f = unsafe { ProfView::new(&p) }.unwrap();
         assert_eq!(f.event_type(), acc_event_t::COMPUTE_CONSTRUCT_START);
         assert_eq!(f.version(), Some(201711));
@@ -251,11 +252,13 @@ mod tests {
     fn short_valid_bytes_hides_later_fields() {
         let mut p = full_prof();
         p.valid_bytes = 24; // up to and including thread_id
+        // SAFETY: null, or a structure of this test that outlives the view.
         let f = unsafe { ProfView::new(&p) }.unwrap();
         assert_eq!(f.thread_id(), Some(7));
         assert_eq!(f.async_(), None);
         assert!(f.src_file().is_none());
         p.valid_bytes = -5;
+        // SAFETY: null, or a structure of this test that outlives the view.
         let f = unsafe { ProfView::new(&p) }.unwrap();
         assert_eq!(f.valid_bytes(), 0);
         assert_eq!(f.version(), None);
@@ -263,8 +266,11 @@ mod tests {
 
     #[test]
     fn null_pointers_read_as_none() {
+        // SAFETY: null, or a structure of this test that outlives the view.
         assert!(unsafe { ProfView::new(std::ptr::null()) }.is_none());
+        // SAFETY: null, or a structure of this test that outlives the view.
         assert!(unsafe { EventView::new(std::ptr::null(), acc_event_t::ALLOC) }.is_none());
+        // SAFETY: null, or a structure of this test that outlives the view.
         assert!(unsafe { ApiView::new(std::ptr::null()) }.is_none());
     }
 
@@ -283,11 +289,13 @@ mod tests {
                 device_ptr: 32 as *const c_void,
             },
         };
+        // SAFETY: null, or a structure of this test that outlives the view.
         let f = unsafe { EventView::new(&info, acc_event_t::ENQUEUE_UPLOAD_START) }.unwrap();
         let d = f.data().unwrap();
         assert_eq!(d.bytes(), Some(4096));
         assert_eq!(d.host_ptr(), Some(16 as *const c_void));
         assert!(f.launch().is_none());
+        // SAFETY: null, or a structure of this test that outlives the view.
         let f = unsafe { EventView::new(&info, acc_event_t::COMPUTE_CONSTRUCT_START) }.unwrap();
         assert!(f.data().is_none());
         assert_eq!(f.implicit(), Some(1));
@@ -309,10 +317,12 @@ mod tests {
                 vector_length: 32,
             },
         };
+        // SAFETY: null, or a structure of this test that outlives the view.
         let l = unsafe { EventView::new(&info, acc_event_t::ENQUEUE_LAUNCH_START) }.unwrap().launch().unwrap();
         assert_eq!((l.num_gangs(), l.num_workers(), l.vector_length()), (Some(8), Some(4), Some(32)));
         // A runtime that filled up to num_workers only.
         info.launch_event.valid_bytes = (std::mem::offset_of!(acc_launch_event_info, num_workers) + 8) as c_int;
+        // SAFETY: null, or a structure of this test that outlives the view.
         let l = unsafe { EventView::new(&info, acc_event_t::ENQUEUE_LAUNCH_START) }.unwrap().launch().unwrap();
         assert_eq!((l.num_gangs(), l.num_workers(), l.vector_length()), (Some(8), Some(4), None));
     }
@@ -328,9 +338,11 @@ mod tests {
             context_handle: 2 as *const c_void,
             async_handle: 3 as *const c_void,
         };
+        // SAFETY: null, or a structure of this test that outlives the view.
         let a = unsafe { ApiView::new(&api) }.unwrap();
         assert_eq!((a.device_api(), a.async_handle()), (Some(acc_device_api::CUDA), Some(3 as *const c_void)));
         api.valid_bytes = 32; // through context_handle
+        // SAFETY: null, or a structure of this test that outlives the view.
         let a = unsafe { ApiView::new(&api) }.unwrap();
         assert_eq!((a.context_handle(), a.async_handle()), (Some(2 as *const c_void), None));
     }

@@ -1,5 +1,5 @@
 //! What an accprof trace says: the [`Profile`] (per construct, kernel and variable, with a
-//! summary), the advice ([`advise`] -> [`Finding`]s), the comparison of two profiles
+//! summary), the advice ([`advise()`] -> [`Finding`]s), the comparison of two profiles
 //! ([`diff::diff`]) and the rendering of the report ([`report`]). Used by `accprof report`,
 //! `accprof advise`, `accprof diff`, the TUI and `accprof plot`.
 //!
@@ -45,24 +45,23 @@
 //!
 //! # Advice
 //!
-//! [`advise`] returns [`Finding`]s ordered by `estimated_saving_ns`: rule ([`Rule`]), title,
+//! [`advise()`] returns [`Finding`]s ordered by `estimated_saving_ns`: rule ([`Rule`]), title,
 //! location (file, lines, function), evidence, the saving and the concrete change, e.g.
 //! "wrap lines 57-80 in `#pragma acc data copy(A) create(Anew)`", with `events` and
 //! `time_ranges` pointing at the evidence.
 //!
-//! # Synthetic traces
-//!
-//! [`synth`] generates traces of the seeds' Laplace solver (naive and with a data region) of any
-//! size, for benchmarks and tests.
+//! Synthetic traces for tests and benchmarks are in the dev-only `accprof-testkit` crate.
+
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod advise;
 pub mod build;
 pub mod diff;
-pub mod format;
+/// Durations, bytes and rates for people: the formatters every view shares.
+pub use accprof_timeline::format;
 pub mod load;
 pub mod model;
 pub mod report;
-pub mod synth;
 
 pub use advise::{advise, Evidence, Finding, FindingLocation, Rule};
 pub use build::ProfileBuilder;

@@ -3,8 +3,8 @@
 
 use crate::build::ProfileBuilder;
 use crate::model::*;
-use accprof_symbols::Symbolizer;
-use accprof_trace::{Field, Header, Trace, TraceError, TraceReader};
+use accprof_symbols::ResolvingReader;
+use accprof_trace::{Header, Trace, TraceError, TraceReader};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
@@ -31,40 +31,56 @@ impl Profile {
         let path = path.as_ref();
         let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let reader = TraceReader::open(path)?;
-        Self::from_reader(path.display().to_string(), reader, total, progress)
+        Self::from_reader_in_background(path.display().to_string(), reader, total, progress)
+    }
+
+    /// Like [`from_reader`](Self::from_reader), decoding on a second thread while this one builds
+    /// the profile.
+    pub fn from_reader_in_background<R: Read + Send>(
+        label: String,
+        reader: TraceReader<R>,
+        total_bytes: u64,
+        mut progress: impl FnMut(Progress),
+    ) -> Result<Profile, TraceError> {
+        let reader = ResolvingReader::new(reader);
+        let mut b = builder_for(reader.header());
+        let mut next_progress = PROGRESS_EVERY;
+        let reader = reader.for_each_batch(|events, bytes_read| {
+            for ev in events {
+                b.feed(ev);
+            }
+            if b.events_seen() >= next_progress {
+                next_progress = b.events_seen() + PROGRESS_EVERY;
+                progress(Progress { bytes_read, total_bytes, events: b.events_seen() });
+            }
+        })?;
+        progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
+        Ok(Self::finish_read(label, b, &reader))
     }
 
     /// Streams any [`TraceReader`] into a profile. `label` names the trace in the report.
     pub fn from_reader<R: Read>(
         label: String,
-        mut reader: TraceReader<R>,
+        reader: TraceReader<R>,
         total_bytes: u64,
         mut progress: impl FnMut(Progress),
     ) -> Result<Profile, TraceError> {
+        let mut reader = ResolvingReader::new(reader);
         let mut b = builder_for(reader.header());
-        // Created on the first event that has only a return address (GCC gives no source
-        // location; accprof resolves the application's call site from its debug information).
-        let mut symbolizer: Option<Symbolizer> = None;
-        while let Some(mut ev) = reader.next_event()? {
-            if ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none() {
-                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(reader.modules()));
-                sym.update_modules(reader.modules());
-                sym.annotate(&mut ev, reader.strings_mut());
-            }
-            // The host side of a transfer the runtime did not name: the heap block's allocation
-            // site, or a global or static variable's name from the symbol table (GCC names no
-            // variable).
-            if accprof_symbols::unnamed_host_data(&ev) && !reader.modules().is_empty() {
-                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(reader.modules()));
-                sym.update_modules(reader.modules());
-                sym.annotate_data(&mut ev, reader.strings_mut());
-            }
-            b.feed(&ev);
+        while reader.advance()? {
+            b.feed(reader.event());
             if b.events_seen().is_multiple_of(PROGRESS_EVERY) {
                 progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
             }
         }
         progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
+        Ok(Self::finish_read(label, b, &reader))
+    }
+
+    /// The profile of a trace read to its end by `reader`, whose events were all fed to `b`
+    /// (made by [`ProfileBuilder::for_header`]): for a view that builds a profile while it
+    /// reads the trace for something else (`accprof plot` draws its timeline in the same pass).
+    pub fn finish_read<R: Read>(label: String, b: ProfileBuilder, reader: &ResolvingReader<R>) -> Profile {
         let footer_end = reader.footer().map(|f| f.end_monotonic_ns);
         let wall = wall_time(reader.header(), footer_end);
         let mut p = b.finish_with_wall(reader.strings(), wall);
@@ -73,11 +89,9 @@ impl Profile {
         if let Some(w) = reader.truncation_warning() {
             p.warnings.push(w);
         }
-        if let Some(sym) = &symbolizer {
-            p.warnings.extend(sym.warnings().iter().cloned());
-        }
+        p.warnings.extend(reader.warnings().iter().cloned());
         add_common_warnings(&mut p, footer_end.is_some());
-        Ok(p)
+        p
     }
 
     /// A profile of a trace already in memory.
@@ -103,6 +117,13 @@ impl Profile {
 /// The header key libaccprof writes when it records device activity (CUPTI), naming the
 /// library it loaded.
 pub const DEVICE_ACTIVITY_KEY: &str = "device_activity";
+
+impl ProfileBuilder {
+    /// The builder a trace with header `h` needs (device records or not, CUPTI or CUDA events).
+    pub fn for_header(h: &Header) -> ProfileBuilder {
+        builder_for(h)
+    }
+}
 
 fn builder_for(h: &Header) -> ProfileBuilder {
     let activity = |v: &str| h.extra.iter().any(|(k, val)| k == DEVICE_ACTIVITY_KEY && val.starts_with(v));

@@ -142,99 +142,11 @@ impl Location {
     }
 }
 
-/// The kinds of construct the report groups by.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum ConstructKind {
-    /// parallel, kernels or serial construct.
-    Compute,
-    /// A structured `data` construct (its entry and exit).
-    Data,
-    /// An `enter data` directive.
-    EnterData,
-    /// An `exit data` directive.
-    ExitData,
-    /// An `update` directive.
-    Update,
-    /// A `wait` directive (or acc_wait call).
-    Wait,
-    /// Device initialization.
-    Init,
-    /// A data routine of the runtime API (acc_copyin, acc_create...).
-    RuntimeApi,
-}
+/// The kinds of construct and of operation inside one (the shared vocabulary's).
+pub use accprof_timeline::taxonomy::{ChildKind, ConstructKind};
 
-impl ConstructKind {
-    /// The NV_ACC_TIME wording ("compute region", "data region", ...).
-    pub fn label(self) -> &'static str {
-        match self {
-            ConstructKind::Compute => "compute region",
-            ConstructKind::Data => "data region",
-            ConstructKind::EnterData => "enter data directive",
-            ConstructKind::ExitData => "exit data directive",
-            ConstructKind::Update => "update directive",
-            ConstructKind::Wait => "wait directive",
-            ConstructKind::Init => "device init",
-            ConstructKind::RuntimeApi => "runtime API data call",
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ConstructKind::Compute => "compute",
-            ConstructKind::Data => "data",
-            ConstructKind::EnterData => "enter_data",
-            ConstructKind::ExitData => "exit_data",
-            ConstructKind::Update => "update",
-            ConstructKind::Wait => "wait",
-            ConstructKind::Init => "init",
-            ConstructKind::RuntimeApi => "runtime_api",
-        }
-    }
-}
-
-/// What happened inside a construct.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum ChildKind {
-    /// Host to device transfer (enqueue_upload).
-    Upload,
-    /// Device to host transfer (enqueue_download).
-    Download,
-    /// Kernel launch (enqueue_launch).
-    Launch,
-    /// Waiting for the device inside the construct.
-    Wait,
-    Alloc,
-    Free,
-    Create,
-    Delete,
-}
-
-/// Direction of a data transfer.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Host to device (copyin, update device).
-    HostToDevice,
-    /// Device to host (copyout, update self).
-    DeviceToHost,
-}
-
-impl Direction {
-    pub fn label(self) -> &'static str {
-        match self {
-            Direction::HostToDevice => "host->device",
-            Direction::DeviceToHost => "device->host",
-        }
-    }
-    pub fn copy_word(self) -> &'static str {
-        match self {
-            Direction::HostToDevice => "copyin",
-            Direction::DeviceToHost => "copyout",
-        }
-    }
-}
+/// Direction of a data transfer (the shared vocabulary's).
+pub use accprof_timeline::Direction;
 
 /// One kind of operation at one line inside a construct (NV_ACC_TIME's indented lines).
 #[derive(Clone, PartialEq, Debug, Serialize)]
@@ -336,9 +248,7 @@ impl Variable {
 }
 
 /// Bytes per nanosecond is GB/s (10^9 bytes per second).
-pub fn gbps(bytes: u64, ns: u64) -> Option<f64> {
-    (ns > 0 && bytes > 0).then(|| bytes as f64 / ns as f64)
-}
+pub use accprof_timeline::format::gbps;
 
 /// Transfers of one variable in one direction by one construct: what the advice rules read.
 #[derive(Clone, PartialEq, Debug, Serialize)]
@@ -491,7 +401,7 @@ impl ProfileSource {
 /// Everything the report, advice and diff need from one trace (or several merged).
 #[derive(Clone, PartialEq, Debug, Default, Serialize)]
 pub struct Profile {
-    /// The traces this profile was built from (one, or several after [`Profile::merge`]).
+    /// The traces this profile was built from (one, or several after [`merge`](crate::merge)).
     pub sources: Vec<ProfileSource>,
     pub summary: Summary,
     pub constructs: Vec<Construct>,

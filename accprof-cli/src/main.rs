@@ -3,6 +3,11 @@
 //! Each subcommand lives in `commands/<name>.rs` with its own `Args` and `run`. Every failure is
 //! a [`CliError`]: one line on stderr and a non-zero exit, never a panic or a backtrace.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+// Doc comments of the commands are also their --help, where "[host]" and "[device]" are
+// the labels the output prints, not links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 mod commands;
 mod error;
 

@@ -13,6 +13,18 @@
 //!
 //! Resolved events are flagged [`EventFlags::ATTRIBUTED_LOCATION`]: attributed by accprof, not
 //! reported by the runtime.
+//!
+//! Views read traces through [`ResolvingReader`], which wraps the trace reader and resolves as
+//! it streams (on a second thread with [`ResolvingReader::for_each_batch`]); it notes where each
+//! events chunk starts ([`ChunkIndex`]) so that a view can read any part again
+//! ([`ChunkReader::open_at`]) instead of keeping every event. [`Symbolizer`] is the resolver
+//! itself, for a reader of your own.
+
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod reader;
+
+pub use reader::{ChunkIndex, ChunkReader, Resolve, ResolvingReader};
 
 use accprof_trace::{Event, EventFlags, Field, Module, StringTable, Trace};
 use std::collections::HashMap;

@@ -1,10 +1,13 @@
 //! Rendering profiles: the text report (NV_ACC_TIME's layout plus accprof's sections), the
-//! JSON document (schema in docs/report-json-schema.md) and CSV.
+//! JSON document (schema in docs/report-json-schema.md) and CSV; the advice ([`advice`]) and
+//! the comparison of two runs ([`diff`]) as text, beside them.
 //!
 //! A report covers one or more traces: with several (the ranks of an MPI job) it has one
 //! section per trace and then the merged totals.
 
+pub mod advice;
 pub mod csv;
+pub mod diff;
 pub mod json;
 pub mod text;
 

@@ -14,8 +14,9 @@ pub(crate) mod slice;
 pub(crate) mod tracks;
 
 use crate::error::CliError;
-use accprof_symbols::Symbolizer;
-use accprof_trace::{device as device_kind, Field, Header, TraceReader};
+use accprof_analysis::{Profile, ProfileBuilder};
+use accprof_symbols::ResolvingReader;
+use accprof_trace::{device as device_kind, Field, Header};
 use device::DeviceInfo;
 use chrome::{ChromeWriter, Process};
 use counters::Counters;
@@ -105,9 +106,15 @@ struct Summary {
 
 /// Streams every trace into compact slices. Traces are ordered by MPI rank when they have one.
 pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
+    Ok(collect_with_profiles(paths, false)?.0)
+}
+
+/// Like [`collect`], building in the same pass each trace's [`Profile`] when `profiles` is set
+/// (in the order of `paths`), so that a view needing both reads every trace once.
+pub(crate) fn collect_with_profiles(paths: &[PathBuf], profiles: bool) -> Result<(Collected, Vec<Profile>), CliError> {
     let mut readers = Vec::with_capacity(paths.len());
     for p in paths {
-        readers.push(TraceReader::open(p)?);
+        readers.push(ResolvingReader::open(p)?);
     }
     let mut order: Vec<usize> = (0..readers.len()).collect();
     order.sort_by_key(|&i| (readers[i].header().mpi_rank.is_none(), readers[i].header().mpi_rank, i));
@@ -123,44 +130,34 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
         warnings: Vec::new(),
     };
     let mut readers: Vec<Option<_>> = readers.into_iter().map(Some).collect();
+    let mut built: Vec<Option<Profile>> = vec![None; paths.len()];
     for (trace, &i) in order.iter().enumerate() {
-        let mut r = readers[i].take().expect("each trace is read once");
+        let r = readers[i].take().expect("each trace is read once");
         let trace = trace as u16;
         let clock = wall_clock(r.header());
-        // Made on the first event that has only a return address (GCC gives no source location;
-        // accprof resolves the application's call site from its debug information).
-        let mut symbolizer: Option<Symbolizer> = None;
-        while let Some(mut ev) = r.next_event()? {
-            if ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none() {
-                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(r.modules()));
-                sym.update_modules(r.modules());
-                sym.annotate(&mut ev, r.strings_mut());
+        let mut builder = profiles.then(|| ProfileBuilder::for_header(r.header()));
+        // Decoding runs on a second thread while this one cuts slices.
+        let r = r.for_each_batch(|events, _| {
+            for ev in events {
+                if let Some(b) = builder.as_mut() {
+                    b.feed(ev);
+                }
+                let stream = ev.get(Field::AsyncHandle);
+                let mut s = Slice::from_event(ev, trace, 0, clock);
+                if device_kind::is_device_record(ev.kind) {
+                    s.device = c.device.len() as u32;
+                    c.device.push(DeviceInfo::from_event(ev, clock));
+                } else if let (Some(h), Some(q)) = (stream, ev.async_queue()) {
+                    // An OpenACC event says which async queue this stream serves.
+                    c.tracks.note_stream_queue(trace, h, q);
+                }
+                s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of_event(ev) });
+                c.counters.add(ev, trace, s.start, s.end);
+                c.slices.push(s);
             }
-            // The host side of a device copy the runtime did not name: a global or static
-            // variable's name from the symbol table (GCC names no variable), as the report does.
-            if accprof_symbols::unnamed_host_data(&ev) && !r.modules().is_empty() {
-                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(r.modules()));
-                sym.update_modules(r.modules());
-                sym.annotate_data(&mut ev, r.strings_mut());
-            }
-            let thread = ev.thread();
-            let stream = ev.get(Field::AsyncHandle);
-            let mut s = Slice::from_event(&ev, trace, 0, clock);
-            if device_kind::is_device_record(ev.kind) {
-                s.device = c.device.len() as u32;
-                c.device.push(DeviceInfo::from_event(&ev, clock));
-            } else if let (Some(h), Some(q)) = (stream, ev.async_queue()) {
-                // An OpenACC event says which async queue this stream serves.
-                c.tracks.note_stream_queue(trace, h, q);
-            }
-            s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of(&s, thread, stream) });
-            c.counters.add(&ev, trace, s.start, s.end);
-            c.slices.push(s);
-        }
+        })?;
         c.warnings.extend(r.truncation_warning());
-        if let Some(sym) = &symbolizer {
-            c.warnings.extend(sym.warnings().iter().cloned());
-        }
+        c.warnings.extend(r.warnings().iter().cloned());
         if r.dropped_total() > 0 {
             c.warnings.push(format!(
                 "{}: the tool dropped {} events while recording; the timeline has gaps",
@@ -169,13 +166,16 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
             ));
         }
         let label = paths[i].display().to_string();
+        if let Some(b) = builder {
+            built[i] = Some(Profile::finish_read(label.clone(), b, &r));
+        }
         c.processes.push(Process {
             pid: trace as u32 + 1,
             name: Process::name_from(r.header(), &label),
             strings: r.strings().clone(),
         });
     }
-    Ok(c)
+    Ok((c, built.into_iter().flatten().collect()))
 }
 
 /// Maps a trace's monotonic timestamps to wall-clock nanoseconds, so that traces of different
@@ -194,13 +194,7 @@ fn write_chrome<W: Write>(mut c: Collected, out: W) -> io::Result<Summary> {
     let zero = c.slices.iter().map(|s| s.start).chain(memory.first().map(|m| m.0)).min().unwrap_or(0);
     let mut w = ChromeWriter::new(out, zero)?;
     w.metadata(&c.processes, &c.tracks, &tids)?;
-    for s in &c.slices {
-        let dev = s.device_index().map(|k| {
-            let d = &c.device[k];
-            (d, d.issued_by.map(|h| &c.slices[h as usize]))
-        });
-        w.slice(s, &c.processes[s.trace as usize], tids.tid(s.track, s.lane), dev)?;
-    }
+    write_slices(&mut w, &c, &tids, zero)?;
     for f in &flows {
         w.flow(f, &c.processes)?;
     }
@@ -208,6 +202,62 @@ fn write_chrome<W: Write>(mut c: Collected, out: W) -> io::Result<Summary> {
     w.counter("bytes in flight", &in_flight, &c.processes)?;
     w.finish()?;
     Ok(Summary { events: c.slices.len(), tracks: c.tracks.len() })
+}
+
+/// Slices formatted per batch.
+const FORMAT_CHUNK: usize = 1 << 15;
+
+/// Writes every slice, formatting every other batch on a second thread (formatting is most of
+/// an export's time); the batches are written in order, so the file is the same either way.
+fn write_slices<W: Write>(w: &mut ChromeWriter<W>, c: &Collected, tids: &tracks::ThreadIds, zero: u64) -> io::Result<()> {
+    let dev_of = |s: &Slice| {
+        s.device_index().map(|k| {
+            let d = &c.device[k];
+            (d, d.issued_by.map(|h| &c.slices[h as usize]))
+        })
+    };
+    let format = |range: std::ops::Range<usize>, out: &mut Vec<u8>| {
+        out.clear();
+        for s in &c.slices[range] {
+            out.extend_from_slice(b",\n");
+            chrome::put_slice(out, zero, s, &c.processes[s.trace as usize], tids.tid(s.track, s.lane), dev_of(s));
+        }
+    };
+    let chunks = c.slices.len().div_ceil(FORMAT_CHUNK);
+    let range = |i: usize| i * FORMAT_CHUNK..((i + 1) * FORMAT_CHUNK).min(c.slices.len());
+    if w.is_empty() || chunks < 2 {
+        for s in &c.slices {
+            w.slice(s, &c.processes[s.trace as usize], tids.tid(s.track, s.lane), dev_of(s))?;
+        }
+        return Ok(());
+    }
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        // Buffers come back to be reused: a fresh one per batch costs page faults.
+        let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        scope.spawn(move || {
+            for i in (1..chunks).step_by(2) {
+                let mut out = back_rx.try_recv().unwrap_or_default();
+                format(range(i), &mut out);
+                if tx.send(out).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut mine = Vec::new();
+        for i in 0..chunks {
+            if i % 2 == 0 {
+                format(range(i), &mut mine);
+                w.preformatted(&mine)?;
+            } else {
+                let theirs = rx.recv().map_err(|_| io::Error::other("the formatting thread stopped"))?;
+                w.preformatted(&theirs)?;
+                // The worker may be done; then the buffer is dropped.
+                let _ = back_tx.send(theirs);
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Writes `path` through a temporary file beside it, so that a failed export leaves no

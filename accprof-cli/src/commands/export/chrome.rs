@@ -114,45 +114,29 @@ impl<W: Write> ChromeWriter<W> {
     /// record comes with its [`DeviceInfo`] and the host slice that issued it, if known.
     pub fn slice(&mut self, s: &Slice, p: &Process, tid: u32, dev: Option<(&DeviceInfo, Option<&Slice>)>) -> io::Result<()> {
         self.next()?;
-        let zero = self.zero;
-        let mut o = Object::open(&mut self.buf);
-        if s.is_point() {
-            o.str("ph", "i");
-            o.str("s", "t");
-        } else {
-            o.str("ph", "X");
-        }
-        o.u64("pid", u64::from(p.pid));
-        o.u64("tid", u64::from(tid));
-        put_micros(o.key("ts"), s.start - zero);
-        if !s.is_point() {
-            put_micros(o.key("dur"), s.duration());
-        }
-        let name = o.key("name");
-        name.push(b'"');
-        match dev {
-            Some((d, _)) => put_device_name(name, s, d, &p.strings),
-            None => put_name(name, s, &p.strings),
-        }
-        name.push(b'"');
-        o.str("cat", if dev.is_some() { device_category(s.event()) } else { category(s.event()) });
-        let mut a = Object::open(o.key("args"));
-        put_args(&mut a, s, &p.strings);
-        if let Some((d, issuer)) = dev {
-            put_device_args(&mut a, s, d);
-            if let Some(h) = issuer {
-                let mut issued = Vec::new();
-                put_name(&mut issued, h, &p.strings);
-                // Already escaped by put_name.
-                let out = a.key("issued_by");
-                out.push(b'"');
-                out.extend_from_slice(&issued);
-                out.push(b'"');
+        put_slice(&mut self.buf, self.zero, s, p, tid, dev);
+        Ok(())
+    }
+
+    /// Events formatted elsewhere by [`put_slice`], each after a `,\n`: for formatting on
+    /// several threads. At least one event must have been written before.
+    pub fn preformatted(&mut self, events: &[u8]) -> io::Result<()> {
+        debug_assert!(!self.first, "preformatted events start with a separator");
+        if self.buf.len() + events.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+            // A large batch goes straight out rather than through the buffer.
+            if events.len() >= FLUSH_AT {
+                return self.out.write_all(events);
             }
         }
-        a.close();
-        o.close();
+        self.buf.extend_from_slice(events);
         Ok(())
+    }
+
+    /// Whether no event has been written yet.
+    pub fn is_empty(&self) -> bool {
+        self.first
     }
 
     /// A flow arrow (`s` at the issuing host slice, `f` bound to the enclosing device slice),
@@ -195,6 +179,47 @@ impl<W: Write> ChromeWriter<W> {
         }
         Ok(())
     }
+}
+
+/// One slice event (see [`ChromeWriter::slice`]) into `buf`, times relative to `zero`.
+pub fn put_slice(buf: &mut Vec<u8>, zero: u64, s: &Slice, p: &Process, tid: u32, dev: Option<(&DeviceInfo, Option<&Slice>)>) {
+        let mut o = Object::open(buf);
+        if s.is_point() {
+            o.str("ph", "i");
+            o.str("s", "t");
+        } else {
+            o.str("ph", "X");
+        }
+        o.u64("pid", u64::from(p.pid));
+        o.u64("tid", u64::from(tid));
+        put_micros(o.key("ts"), s.start - zero);
+        if !s.is_point() {
+            put_micros(o.key("dur"), s.duration());
+        }
+        let name = o.key("name");
+        name.push(b'"');
+        match dev {
+            Some((d, _)) => put_device_name(name, s, d, &p.strings),
+            None => put_name(name, s, &p.strings),
+        }
+        name.push(b'"');
+        o.str("cat", if dev.is_some() { device_category(s.event()) } else { category(s.event()) });
+        let mut a = Object::open(o.key("args"));
+        put_args(&mut a, s, &p.strings);
+        if let Some((d, issuer)) = dev {
+            put_device_args(&mut a, s, d);
+            if let Some(h) = issuer {
+                let mut issued = Vec::new();
+                put_name(&mut issued, h, &p.strings);
+                // Already escaped by put_name.
+                let out = a.key("issued_by");
+                out.push(b'"');
+                out.extend_from_slice(&issued);
+                out.push(b'"');
+            }
+        }
+        a.close();
+        o.close();
 }
 
 /// The slice's title: what happened, to what, and where in the source.
@@ -246,7 +271,7 @@ fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
         put_str_body(out, v);
     }
     // Data movement is named by its variable; constructs by where they are in the source.
-    if !super::slice::device_event(kind) && !s.is_point() {
+    if !accprof_timeline::is_enqueue(kind) && !s.is_point() {
         if let Some(file) = strings.resolve(s.src_file_id()) {
             let base = file.rsplit('/').next().unwrap_or(file);
             out.push(b' ');
@@ -261,7 +286,7 @@ fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
 
 /// "parallel", "kernels", "data"... from `acc_construct_parallel`.
 fn construct_word(c: acc_construct_t) -> &'static str {
-    c.name().map_or("construct", |n| n.trim_start_matches("acc_construct_")).trim()
+    c.name().map_or("construct", |n| n.strip_prefix("acc_construct_").unwrap_or(n)).trim()
 }
 
 /// A device record's title: "kernel_name", "memcpy HtoD 128 MiB A", "memset".

@@ -1,0 +1,50 @@
+//! Allocations: device allocations and frees per construct and size, with the data operations'
+//! overhead.
+
+use super::*;
+
+impl ProfileBuilder {
+    pub(super) fn account_alloc(&mut self, c: Option<u32>, leaf: &Leaf, alloc: bool) {
+        // By host array and size: an enter data directive allocates and an exit data directive
+        // frees the same array; the site keeps the construct that allocated first.
+        let key = (leaf.host_ptr, leaf.bytes);
+        let i = match self.alloc_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.allocs.len();
+                self.alloc_index.insert(key, i);
+                self.allocs.push(AllocSite {
+                    construct: c.map(|c| c as usize),
+                    bytes: leaf.bytes,
+                    allocs: 0,
+                    frees: 0,
+                    overhead_ns: 0,
+                    first_ns: leaf.r.start_ns,
+                    last_ns: 0,
+                    samples: Vec::new(),
+                });
+                i
+            }
+        };
+        let a = &mut self.allocs[i];
+        if alloc && a.allocs == 0 && c.is_some() {
+            a.construct = c.map(|c| c as usize);
+        }
+        // Alloc and create (or free and delete) both describe one allocation: count the pair
+        // once, by the alloc/free event when the runtime sends it.
+        let counts = matches!(leaf.kind, ChildKind::Alloc | ChildKind::Free);
+        if counts {
+            if alloc {
+                a.allocs += 1;
+            } else {
+                a.frees += 1;
+            }
+        }
+        a.overhead_ns += leaf.overhead_ns;
+        a.first_ns = a.first_ns.min(leaf.r.start_ns);
+        a.last_ns = a.last_ns.max(leaf.r.end_ns);
+        if counts {
+            push_sample(&mut a.samples, leaf.r);
+        }
+    }
+}

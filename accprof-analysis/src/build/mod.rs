@@ -1,0 +1,510 @@
+//! Building a [`Profile`] from a stream of events, in memory proportional to the number of
+//! distinct constructs, kernels and variables, not to the number of events.
+//!
+//! The tool joins a start and its end into one event and writes it when the end arrives, so on one
+//! thread a construct comes *after* the transfers and launches it contains. Each thread keeps a
+//! stack of events whose enclosing construct has not arrived yet; when a construct arrives it
+//! takes the stack entries that lie inside its interval as its children. Traces written in start
+//! order work too: an event that lies inside the construct on top of the stack is attributed to it
+//! at once. The implicit enter/exit data events inside a compute construct are transparent: what
+//! they contain is attributed to the compute construct itself, as NV_ACC_TIME does.
+//!
+//! One file per concern: `nesting` (the per-thread stacks), `constructs`, `kernels`,
+//! `transfers`, `allocations`, `device_records` and `finish`.
+
+mod allocations;
+mod constructs;
+mod device_records;
+mod finish;
+mod kernels;
+mod nesting;
+mod transfers;
+
+use nesting::share_overhead;
+use crate::model::*;
+use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_timeline::taxonomy::EventClass;
+use accprof_timeline::{is_async, DeviceOp};
+use accprof_trace::{device, Event, EventFlags, Field, StrId, StringTable};
+use std::collections::{HashMap as StdHashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A multiply-rotate hasher (the Fx hash of rustc): the builder does several map lookups per
+/// event on small integer keys, where SipHash's DoS resistance buys nothing and costs a third of
+/// the time.
+#[derive(Default, Clone, Copy, Debug)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut v = [0u8; 8];
+            v[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(v));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// Stack entries a thread keeps waiting for an enclosing construct, at most. Past its share,
+/// the oldest half is accounted as outside any construct, so that memory does not grow with a
+/// run of operations no construct encloses (runtime API calls from a library, on many
+/// threads). A construct that arrives later and would have enclosed them is counted and warned
+/// about.
+const MAX_PENDING: usize = 4096;
+/// All threads together keep about this many waiting entries (a thread's share is this divided
+/// by the threads, within [`MIN_PENDING`]..=[`MAX_PENDING`]).
+const PENDING_BUDGET: usize = 1 << 16;
+/// A thread keeps at least this many waiting entries, however many threads there are.
+const MIN_PENDING: usize = 256;
+
+/// Transfers smaller than this are not counted as slices of an array.
+const SLICE_MIN_RUN: u64 = 8;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct ConstructKey {
+    kind: ConstructKind,
+    ctype: Option<i64>,
+    file: Option<StrId>,
+    func: Option<StrId>,
+    line: Option<i64>,
+    dev_type: Option<i64>,
+    dev_num: Option<i64>,
+}
+
+/// A variable as the builder identifies it: by name when the runtime gave one, else by host range.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum VarId {
+    Name(StrId),
+    Host { ptr: u64, bytes: u64 },
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Leaf {
+    kind: ChildKind,
+    r: EventRef,
+    line: Option<i64>,
+    bytes: Option<u64>,
+    host_ptr: Option<u64>,
+    var: VarId,
+    kernel: Option<StrId>,
+    gangs: Option<u64>,
+    workers: Option<u64>,
+    vector: Option<u64>,
+    is_async: bool,
+    /// Share of the enclosing data operation's non-transfer time (for alloc/free/create/delete).
+    overhead_ns: u64,
+    /// The host measured this operation (`r` spans the runtime's callbacks). False for an
+    /// operation known only from a device record.
+    host_timed: bool,
+    /// The device's time for it, when it came from a device record.
+    device_ns: Option<u64>,
+}
+
+impl Leaf {
+    fn dur(&self) -> u64 {
+        self.r.end_ns.saturating_sub(self.r.start_ns)
+    }
+    /// The duration the tables prefer: the device's when known.
+    fn best_ns(&self) -> u64 {
+        self.device_ns.unwrap_or_else(|| self.dur())
+    }
+    /// Adds this operation's times to a row's host and device timings.
+    fn add_times(&self, host: &mut Timing, dev: &mut Timing) {
+        if self.host_timed {
+            host.add(self.dur());
+        }
+        if let Some(d) = self.device_ns {
+            dev.add(d);
+        }
+    }
+    fn is_transfer(&self) -> bool {
+        matches!(self.kind, ChildKind::Upload | ChildKind::Download)
+    }
+}
+
+#[derive(Debug)]
+enum Item {
+    /// An operation waiting for its construct.
+    Leaf(Leaf),
+    /// An implicit data operation of a compute construct, with what it contained.
+    Group { start: u64, end: u64, leaves: Vec<Leaf> },
+    /// A construct already accounted for (or several consecutive ones merged). `construct` is the
+    /// latest one, to which events inside it that arrive later (start-ordered traces) belong.
+    Closed { start: u64, end: u64, construct: Option<u32>, resolved: bool },
+}
+
+impl Item {
+    fn span(&self) -> (u64, u64) {
+        match self {
+            Item::Leaf(l) => (l.r.start_ns, l.r.end_ns),
+            Item::Group { start, end, .. } | Item::Closed { start, end, .. } => (*start, *end),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct LastTransfer {
+    dir: Direction,
+    construct: Option<u32>,
+    instance: u64,
+    var_index: u32,
+    r: EventRef,
+    best_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SliceRun {
+    construct: Option<u32>,
+    dir: Direction,
+    next_ptr: u64,
+    count: u64,
+    bytes: u64,
+    time: Timing,
+    first: EventRef,
+    last: EventRef,
+    array: VarId,
+}
+
+/// A construct instance on a thread, kept (in device mode) to tie device records to it.
+#[derive(Clone, Copy, Debug)]
+struct ConstructSpan {
+    start: u64,
+    end: u64,
+    construct: u32,
+    instance: u64,
+}
+
+/// Where a host-reported transfer or launch was accounted, so that a device record of the same
+/// operation adds its device time to the same rows instead of counting the operation again.
+#[derive(Clone, Copy, Debug)]
+struct OpSpan {
+    start: u64,
+    end: u64,
+    kind: ChildKind,
+    construct: Option<u32>,
+    child: Option<u32>,
+    kernel: Option<u32>,
+    /// The launched kernel's name as the runtime reported it (launches only).
+    kernel_name: Option<StrId>,
+    variable: Option<u32>,
+    site: Option<u32>,
+}
+
+/// A device record waiting for the end of the stream (it arrives after the constructs that
+/// issued it: CUPTI delivers its buffers late).
+#[derive(Clone, Copy, Debug)]
+struct DeviceRecord {
+    thread: i64,
+    /// When the host thread issued the driver call.
+    host_ns: u64,
+    /// Whether the trace says which call issued it (thread and time); else `thread` is -1 and
+    /// `host_ns` the device start until [`match_kernels_by_name`] finds its launch.
+    issued: bool,
+    /// CUPTI's correlation id: issue order across the process.
+    correlation: Option<u64>,
+    kind: DeviceOp,
+    r: EventRef,
+    bytes: Option<u64>,
+    host_ptr: Option<u64>,
+    var: Option<StrId>,
+    kernel: Option<StrId>,
+}
+
+/// Device time per row, kept beside the host time until the end, when the row's `time` becomes
+/// the device's where it has any.
+#[derive(Debug)]
+struct DeviceTotals {
+    kernels: Timing,
+    uploads: Timing,
+    downloads: Timing,
+    upload_bytes: u64,
+    download_bytes: u64,
+}
+
+impl Default for DeviceTotals {
+    fn default() -> Self {
+        Self { kernels: Timing::device(), uploads: Timing::device(), downloads: Timing::device(), upload_bytes: 0, download_bytes: 0 }
+    }
+}
+
+#[derive(Default, Debug)]
+struct ThreadState {
+    /// Device mode only: construct instances and host-reported operations, by time.
+    construct_spans: Vec<ConstructSpan>,
+    op_spans: Vec<OpSpan>,
+    /// A deque so that flushing the oldest entries (see [`MAX_PENDING`]) moves nothing.
+    stack: VecDeque<Item>,
+    /// Host time covered by the events at the bottom of the stack (not inside another event).
+    covered_ns: u64,
+    last_transfer: HashMap<VarId, LastTransfer>,
+    run: Option<SliceRun>,
+    instance: u64,
+    /// The start of the latest operation accounted outside any construct because the stack
+    /// grew past its share (see [`MAX_PENDING`]).
+    flushed_last_start: Option<u64>,
+}
+
+#[derive(Debug)]
+struct ConstructAcc {
+    key: ConstructKey,
+    c: Construct,
+    children: HashMap<(ChildKind, Option<i64>, Option<StrId>), usize>,
+    /// Device time of each child, by the child's index.
+    device: Vec<Timing>,
+}
+
+/// Builds a [`Profile`] from events fed one at a time.
+///
+/// ```
+/// # use accprof_analysis::ProfileBuilder;
+/// # use accprof_trace::{Event, StringTable};
+/// let mut b = ProfileBuilder::new();
+/// // for each event `ev` of the trace, in file order: b.feed(&ev);
+/// let profile = b.finish(&StringTable::default());
+/// assert!(profile.is_empty());
+/// ```
+#[derive(Debug, Default)]
+pub struct ProfileBuilder {
+    /// The trace holds device records: keep construct and operation spans to tie them to.
+    device_mode: bool,
+    /// CUPTI recorded this run: device records from CUDA events (ACCPROF_CUDA_EVENTS=on beside
+    /// CUPTI, a comparison mode) time the same work again and are set aside, counted here.
+    cuda_event_records_set_aside: u64,
+    prefer_cupti: bool,
+    device_records: Vec<DeviceRecord>,
+    device_totals: DeviceTotals,
+    kernel_device: Vec<Timing>,
+    variable_device: Vec<Timing>,
+    site_device: Vec<Timing>,
+    index: u64,
+    threads: HashMap<i64, ThreadState>,
+    constructs: Vec<ConstructAcc>,
+    construct_index: HashMap<ConstructKey, u32>,
+    kernels: Vec<(Option<StrId>, Option<u32>, Kernel)>,
+    kernel_index: HashMap<(Option<StrId>, Option<u32>), usize>,
+    variables: Vec<(VarId, Variable)>,
+    variable_index: HashMap<(VarId, Direction), u32>,
+    sites: Vec<TransferSite>,
+    site_index: HashMap<(Option<u32>, u32), usize>,
+    roundtrips: Vec<Roundtrip>,
+    roundtrip_index: HashMap<(u32, Option<u32>, Option<u32>), usize>,
+    slices: Vec<(VarId, SliceRuns)>,
+    slice_index: HashMap<(Option<u32>, Direction, VarId), usize>,
+    /// Slice runs left open by device records, closed at the end.
+    close_run_later: Vec<SliceRun>,
+    allocs: Vec<AllocSite>,
+    alloc_index: HashMap<(Option<u64>, Option<u64>), usize>,
+    summary: Summary,
+    /// Constructs that enclosed operations already accounted outside any construct (see
+    /// [`MAX_PENDING`]).
+    late_enclosing: u64,
+}
+
+impl ProfileBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A builder for a trace that holds device records (its header has a `device_activity`
+    /// key): it keeps, per thread, the time spans of construct instances and of the transfers
+    /// and launches the runtime reported, so that each device record can be tied to the
+    /// construct open on its issuing thread when it was issued. Costs memory per construct
+    /// instance, so traces without device records do without.
+    pub fn with_device_records() -> Self {
+        Self { device_mode: true, ..Self::default() }
+    }
+
+    /// Like [`with_device_records`](Self::with_device_records), for a trace where CUPTI recorded
+    /// the device: its records are kept and those from CUDA events, which time the same work
+    /// less exactly, are left out so nothing is counted twice.
+    pub fn with_cupti_records() -> Self {
+        Self { device_mode: true, prefer_cupti: true, ..Self::default() }
+    }
+
+    /// Events fed so far.
+    pub fn events_seen(&self) -> u64 {
+        self.index
+    }
+
+    /// Takes the next event of the trace, in file order.
+    pub fn feed(&mut self, ev: &Event) {
+        let r = EventRef { index: self.index, start_ns: ev.start_ns, end_ns: ev.end_ns.max(ev.start_ns) };
+        self.index += 1;
+        let s = &mut self.summary;
+        if s.events == 0 || r.start_ns < s.first_ns {
+            s.first_ns = r.start_ns;
+        }
+        s.last_ns = s.last_ns.max(r.end_ns);
+        s.events += 1;
+        let thread = ev.thread().unwrap_or(-1);
+        if device::is_device_record(ev.kind) {
+            if self.prefer_cupti && ev.flags().contains(accprof_trace::EventFlags::FROM_CUDA_EVENTS) {
+                self.cuda_event_records_set_aside += 1;
+                return;
+            }
+            self.feed_device_record(ev, thread, r);
+            return;
+        }
+        match EventClass::of(ev) {
+            EventClass::Other => {}
+            EventClass::Operation(kind) => {
+                let leaf = self.leaf(ev, kind, r);
+                self.push_leaf(thread, leaf);
+            }
+            EventClass::ImplicitData => self.push_group(thread, r),
+            EventClass::Construct(kind) => self.push_construct(thread, ev, kind, r),
+        }
+    }
+
+    fn leaf(&self, ev: &Event, kind: ChildKind, r: EventRef) -> Leaf {
+        let bytes = ev.bytes().filter(|_| !ev.flags().contains(EventFlags::BYTES_UNKNOWN));
+        let host_ptr = ev.get(Field::HostPtr);
+        let var = match (ev.var_name(), host_ptr) {
+            (Some(n), _) => VarId::Name(n),
+            (None, Some(p)) => VarId::Host { ptr: p, bytes: bytes.unwrap_or(0) },
+            (None, None) => VarId::Unknown,
+        };
+        Leaf {
+            kind,
+            r,
+            line: ev.line_no(),
+            bytes,
+            host_ptr,
+            var,
+            kernel: ev.kernel_name(),
+            gangs: ev.get(Field::NumGangs),
+            workers: ev.get(Field::NumWorkers),
+            vector: ev.get(Field::VectorLength),
+            is_async: is_async(ev),
+            overhead_ns: 0,
+            host_timed: true,
+            device_ns: None,
+        }
+    }
+
+    /// Accounts leaves (in time order) to construct `c` (instance `inst` on `thread`).
+    fn resolve(&mut self, thread: i64, c: Option<u32>, inst: u64, leaves: impl IntoIterator<Item = Leaf>) {
+        for leaf in leaves {
+            self.resolve_leaf(thread, c, inst, &leaf);
+        }
+    }
+
+    /// Accounts one leaf to construct `c` (instance `inst` on `thread`).
+    fn resolve_leaf(&mut self, thread: i64, c: Option<u32>, inst: u64, leaf: &Leaf) {
+        {
+            let child = self.account_child(c, leaf);
+            let (mut kernel, mut variable, mut site) = (None, None, None);
+            match leaf.kind {
+                ChildKind::Upload | ChildKind::Download => {
+                    let (v, s) = self.account_transfer(thread, c, inst, leaf);
+                    (variable, site) = (Some(v), Some(s));
+                }
+                ChildKind::Launch => kernel = Some(self.account_launch(c, leaf)),
+                ChildKind::Wait => self.summary.waits.add(leaf.dur()),
+                ChildKind::Alloc | ChildKind::Create => self.account_alloc(c, leaf, true),
+                ChildKind::Free | ChildKind::Delete => self.account_alloc(c, leaf, false),
+            }
+            if self.device_mode && leaf.host_timed && matches!(leaf.kind, ChildKind::Upload | ChildKind::Download | ChildKind::Launch) {
+                let span = OpSpan {
+                    start: leaf.r.start_ns,
+                    end: leaf.r.end_ns,
+                    kind: leaf.kind,
+                    construct: c,
+                    child,
+                    kernel,
+                    kernel_name: leaf.kernel,
+                    variable,
+                    site,
+                };
+                self.threads.entry(thread).or_default().op_spans.push(span);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(kind: acc_event_t, start: u64, thread: i64) -> Event {
+        let mut e = Event::new(kind, start);
+        e.end_ns = start + 10;
+        e.set_i64(Field::Thread, thread);
+        e.set(Field::Bytes, 64);
+        e.set(Field::HostPtr, 0x1000);
+        e
+    }
+
+    #[test]
+    fn operations_outside_constructs_are_counted_in_bounded_memory() {
+        let mut b = ProfileBuilder::new();
+        let n = 10 * MAX_PENDING as u64;
+        for i in 0..n {
+            for thread in 1..=3 {
+                b.feed(&op(acc_event_t::ENQUEUE_UPLOAD_START, i * 100 + thread as u64 * 20, thread));
+            }
+            let longest = b.threads.values().map(|t| t.stack.len()).max().unwrap_or(0);
+            assert!(longest <= MAX_PENDING, "a stack holds {longest} entries");
+        }
+        let p = b.finish(&StringTable::default());
+        assert_eq!(p.summary.uploads.count, 3 * n);
+        assert_eq!(p.summary.upload_bytes, 3 * n * 64);
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn a_construct_enclosing_flushed_operations_is_said() {
+        let mut b = ProfileBuilder::new();
+        let n = 2 * MAX_PENDING as u64;
+        for i in 0..n {
+            b.feed(&op(acc_event_t::ENQUEUE_UPLOAD_START, 1_000 + i * 100, 1));
+        }
+        let mut region = Event::new(acc_event_t::ENTER_DATA_START, 0);
+        region.end_ns = 1_000 + n * 100;
+        region.set_i64(Field::Thread, 1);
+        region.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::DATA.0));
+        b.feed(&region);
+        let p = b.finish(&StringTable::default());
+        assert_eq!(p.summary.uploads.count, n, "every upload is counted once");
+        assert!(p.warnings.iter().any(|w| w.contains("counted outside any construct")), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn many_threads_share_one_budget() {
+        let mut b = ProfileBuilder::new();
+        let threads = 128;
+        for i in 0..2_000u64 {
+            for thread in 0..threads {
+                b.feed(&op(acc_event_t::ENQUEUE_LAUNCH_START, i * 1_000 + thread as u64, thread));
+            }
+        }
+        let held: usize = b.threads.values().map(|t| t.stack.len()).sum();
+        assert!(held <= PENDING_BUDGET, "{held} entries held by {threads} threads");
+        let p = b.finish(&StringTable::default());
+        assert_eq!(p.summary.kernels.count, 2_000 * threads as u64);
+    }
+}

@@ -1,0 +1,49 @@
+//! The advice as text (`accprof advise`); its JSON is [`super::json::render_findings`].
+
+use crate::advise::Finding;
+use crate::format::{bytes, duration, percent};
+use crate::model::Profile;
+use std::fmt::Write;
+
+/// The findings as text, one numbered block each.
+pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
+    let mut out = String::new();
+    let wall = p.summary.wall_ns;
+    if p.is_empty() {
+        out.push_str("The trace holds no OpenACC events: nothing to advise.\n");
+        return out;
+    }
+    if findings.is_empty() {
+        let _ = writeln!(out, "No findings: none of the rules matched this run ({} of host time, {} in transfers).", duration(wall), duration(p.summary.transfers_ns()));
+        return out;
+    }
+    let total: u64 = findings.iter().map(|f| f.estimated_saving_ns).sum();
+    let _ = writeln!(
+        out,
+        "{} finding(s), ordered by the time they would save (estimates from host-side times; wall time {}).\n",
+        findings.len(),
+        duration(wall)
+    );
+    for (i, f) in findings.iter().enumerate() {
+        let _ = writeln!(out, "{}. {} [{}]", i + 1, f.title, f.rule.id());
+        let _ = writeln!(out, "   at:       {}", f.location.display());
+        let _ = writeln!(
+            out,
+            "   evidence: {} occurrence(s){}, {} host time",
+            f.evidence.count,
+            if f.evidence.bytes > 0 { format!(", {}", bytes(f.evidence.bytes)) } else { String::new() },
+            duration(f.evidence.time_ns)
+        );
+        for d in &f.evidence.details {
+            let _ = writeln!(out, "             {d}");
+        }
+        let _ = writeln!(out, "   saving:   about {} ({} of the run)", duration(f.estimated_saving_ns), percent(f.estimated_saving_ns, wall));
+        let _ = writeln!(out, "   change:   {}", f.change);
+        if let Some(e) = f.events.first() {
+            let _ = writeln!(out, "   see:      event #{} (and {} more) in `accprof tui`", e.index, f.events.len() - 1);
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "Together about {} ({}) if the savings do not overlap.", duration(total), percent(total, wall));
+    out
+}

@@ -1,0 +1,318 @@
+//! [`ResolvingReader`]: the one way every accprof view streams a trace, with call sites and
+//! unnamed host data resolved as events go by.
+
+use crate::{unnamed_host_data, Symbolizer};
+use accprof_trace::{Event, Field, Footer, Header, Module, StringTable, TraceError, TraceReader};
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+/// What a [`ResolvingReader`] fills in that the runtime left out.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Resolve {
+    /// `src_file`, `line_no` and `func_name` from an event's return address (GCC reports no
+    /// source location).
+    pub locations: bool,
+    /// `var_name` of a transfer's host side, from the heap block it lay in or the symbol table
+    /// (GCC names no variable).
+    pub data_names: bool,
+}
+
+impl Resolve {
+    pub const ALL: Resolve = Resolve {
+        locations: true,
+        data_names: true,
+    };
+    pub const NOTHING: Resolve = Resolve {
+        locations: false,
+        data_names: false,
+    };
+    pub const LOCATIONS: Resolve = Resolve {
+        locations: true,
+        data_names: false,
+    };
+}
+
+/// Streams a trace's events, resolving symbols as it goes. Memory does not grow with events:
+/// only the resolved addresses are cached.
+///
+/// String ids in the events index [`strings`](Self::strings); the strings the resolution adds
+/// are interned there too.
+///
+/// ```no_run
+/// use accprof_symbols::ResolvingReader;
+/// let mut r = ResolvingReader::open("accprof.laplace.1234.trace")?;
+/// while let Some(ev) = r.next_event()? {
+///     if let Some(file) = r.strings().resolve(ev.src_file()) {
+///         println!("{:?} at {file}:{}", ev.kind, ev.line_no().unwrap_or(0));
+///     }
+/// }
+/// for w in r.warnings() {
+///     eprintln!("warning: {w}");
+/// }
+/// # Ok::<(), accprof_trace::TraceError>(())
+/// ```
+pub struct ResolvingReader<R: Read> {
+    reader: TraceReader<R>,
+    resolve: Resolve,
+    /// Made on the first event that needs it.
+    symbolizer: Option<Symbolizer>,
+    events: u64,
+    current: Event,
+    /// Where each events chunk started, as found so far.
+    chunks: ChunkIndex,
+    /// For a reader opened at a chunk: the whole trace's modules (the chunks before this one
+    /// defined some of them).
+    known_modules: Option<Vec<Module>>,
+}
+
+/// Where the chunks of a trace start, found while streaming it once
+/// ([`ResolvingReader::chunk_index`]), so that a view can read any part of the trace again
+/// ([`ResolvingReader::open_at`]) instead of keeping every event: each events chunk decodes on
+/// its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChunkIndex {
+    /// The end of the file header and header chunk.
+    header_end: u64,
+    /// Per events chunk: the file offset to read from (the string and module chunks written
+    /// just before it included) and the index of its first event in the trace.
+    starts: Vec<(u64, u64)>,
+}
+
+impl ChunkIndex {
+    /// Events chunks found.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// The index in the trace of the first event of chunk `chunk`.
+    pub fn first_event(&self, chunk: usize) -> Option<u64> {
+        self.starts.get(chunk).map(|s| s.1)
+    }
+
+    /// The chunk that holds event `index`.
+    pub fn chunk_of(&self, index: u64) -> Option<usize> {
+        self.starts.partition_point(|s| s.1 <= index).checked_sub(1)
+    }
+}
+
+impl<R: Read> std::fmt::Debug for ResolvingReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvingReader")
+            .field("resolve", &self.resolve)
+            .field("events", &self.events)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResolvingReader<BufReader<File>> {
+    /// Opens the trace at `path`, resolving everything.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
+        Ok(Self::new(TraceReader::open(path)?))
+    }
+}
+
+/// A reader of a trace from one of its chunks on ([`ResolvingReader::open_at`]).
+pub type ChunkReader = ResolvingReader<std::io::Chain<std::io::Cursor<Vec<u8>>, BufReader<File>>>;
+
+impl ChunkReader {
+    /// Reads the trace at `path` from events chunk `chunk` of `index` (made by a reader that
+    /// read the trace before) to its end. `first` is a reader that read the whole trace (its
+    /// strings, with those resolution added, and its modules stand in for the chunks skipped), so
+    /// that string ids mean the same in both. Event indices start at the chunk's first event.
+    pub fn open_at<R: Read>(path: impl AsRef<Path>, index: &ChunkIndex, chunk: usize, first: &ResolvingReader<R>) -> Result<Self, TraceError> {
+        use std::io::{Seek, SeekFrom};
+        let path = path.as_ref();
+        let label = path.display().to_string();
+        let io = |source| TraceError::Io { path: label.clone(), source };
+        let &(offset, first_event) = index.starts.get(chunk).ok_or_else(|| TraceError::Corrupt {
+            path: label.clone(),
+            offset: 0,
+            what: format!("the trace has no events chunk {chunk}"),
+        })?;
+        let mut file = File::open(path).map_err(io)?;
+        let mut header = vec![0u8; index.header_end as usize];
+        std::io::Read::read_exact(&mut file, &mut header).map_err(io)?;
+        file.seek(SeekFrom::Start(offset)).map_err(io)?;
+        let input = std::io::Cursor::new(header).chain(BufReader::new(file));
+        let mut reader = TraceReader::new(label.clone(), input)?;
+        *reader.strings_mut() = first.strings().clone();
+        let mut r = Self::new(reader);
+        r.resolve = first.resolve;
+        r.events = first_event;
+        r.known_modules = Some(first.modules().to_vec());
+        r.chunks.starts.clear();
+        Ok(r)
+    }
+}
+
+impl<R: Read> ResolvingReader<R> {
+    /// Wraps `reader`, resolving everything.
+    pub fn new(reader: TraceReader<R>) -> Self {
+        let chunks = ChunkIndex { header_end: reader.bytes_read(), starts: Vec::new() };
+        Self { reader, resolve: Resolve::ALL, symbolizer: None, events: 0, current: Event::default(), chunks, known_modules: None }
+    }
+
+    /// Resolves only what `resolve` says.
+    pub fn resolving(mut self, resolve: Resolve) -> Self {
+        self.resolve = resolve;
+        self
+    }
+
+    /// Moves to the next event, resolved; `false` at the end of the trace. The event is then
+    /// [`event`](Self::event). Cheaper than [`next_event`](Self::next_event) in a hot loop: the
+    /// event is not copied out.
+    #[inline]
+    pub fn advance(&mut self) -> Result<bool, TraceError> {
+        let Some(mut ev) = self.read_raw()? else { return Ok(false) };
+        self.resolve_in_place(&mut ev);
+        self.current = ev;
+        Ok(true)
+    }
+
+    /// The next event as decoded, noting where a new events chunk began.
+    #[inline]
+    fn read_raw(&mut self) -> Result<Option<Event>, TraceError> {
+        let before = self.reader.bytes_read();
+        let ev = self.reader.next_event()?;
+        if ev.is_some() && self.reader.bytes_read() != before {
+            self.chunks.starts.push((before, self.events));
+        }
+        Ok(ev)
+    }
+
+    /// Resolves what [`Resolve`] asks for in `ev`, just read.
+    #[inline]
+    fn resolve_in_place(&mut self, ev: &mut Event) {
+        self.events += 1;
+        let modules = match &self.known_modules {
+            Some(m) => m.as_slice(),
+            None => self.reader.modules(),
+        };
+        let location = self.resolve.locations && ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none();
+        let data = self.resolve.data_names && unnamed_host_data(ev) && !modules.is_empty();
+        if !(location || data) {
+            return;
+        }
+        let sym = self.symbolizer.get_or_insert_with(|| Symbolizer::new(modules));
+        sym.update_modules(modules);
+        if location {
+            sym.annotate(ev, self.reader.strings_mut());
+        }
+        if data {
+            sym.annotate_data(ev, self.reader.strings_mut());
+        }
+    }
+
+    /// Where the events chunks read so far start (the whole trace's once it has been read).
+    pub fn chunk_index(&self) -> &ChunkIndex {
+        &self.chunks
+    }
+
+    /// The event [`advance`](Self::advance) moved to (a default event before the first).
+    #[inline]
+    pub fn event(&self) -> &Event {
+        &self.current
+    }
+
+    /// The next event, resolved, or `None` at the end of the trace.
+    pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
+        Ok(self.advance()?.then_some(self.current))
+    }
+
+    /// Streams the rest of the trace on a second thread, calling `each` on this one with the
+    /// events in order, a batch at a time, and how many bytes of the file were read by then.
+    /// Decoding and resolving then overlap with what `each` does (on two cores, nearly halving
+    /// the wall time of a report). Returns the reader, at the end of the trace, for its strings,
+    /// footer and warnings.
+    pub fn for_each_batch(self, mut each: impl FnMut(&[Event], u64)) -> Result<Self, TraceError>
+    where
+        R: Send,
+    {
+        use std::sync::mpsc::{channel, sync_channel};
+        const BATCH: usize = 4096;
+        let (full_tx, full_rx) = sync_channel::<(Vec<Event>, u64)>(4);
+        let (free_tx, free_rx) = channel::<Vec<Event>>();
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(move || -> Result<Self, TraceError> {
+                let mut r = self;
+                loop {
+                    let mut batch = free_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                    batch.clear();
+                    while batch.len() < BATCH {
+                        let Some(mut ev) = r.read_raw()? else { break };
+                        r.resolve_in_place(&mut ev);
+                        batch.push(ev);
+                    }
+                    let done = batch.len() < BATCH;
+                    if !batch.is_empty() && full_tx.send((batch, r.bytes_read())).is_err() {
+                        return Ok(r);
+                    }
+                    if done {
+                        return Ok(r);
+                    }
+                }
+            });
+            for (batch, bytes) in full_rx {
+                each(&batch, bytes);
+                // The worker may have finished; then the batch is simply dropped.
+                let _ = free_tx.send(batch);
+            }
+            match worker.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
+    }
+
+    /// Events returned so far.
+    pub fn events_read(&self) -> u64 {
+        self.events
+    }
+
+    pub fn header(&self) -> &Header {
+        self.reader.header()
+    }
+
+    /// The trace's strings, with those the resolution added.
+    pub fn strings(&self) -> &StringTable {
+        self.reader.strings()
+    }
+
+    pub fn modules(&self) -> &[Module] {
+        self.reader.modules()
+    }
+
+    /// The clean end marker, once read (after the last event).
+    pub fn footer(&self) -> Option<&Footer> {
+        self.reader.footer()
+    }
+
+    /// Per thread, events the tool dropped while recording: (thread, count).
+    pub fn drops(&self) -> &[(i64, u64)] {
+        self.reader.drops()
+    }
+
+    /// Events the tool dropped while recording, over all threads.
+    pub fn dropped_total(&self) -> u64 {
+        self.reader.dropped_total()
+    }
+
+    pub fn bytes_read(&self) -> u64 {
+        self.reader.bytes_read()
+    }
+
+    /// One line about a cut-off trace, if it was.
+    pub fn truncation_warning(&self) -> Option<String> {
+        self.reader.truncation_warning()
+    }
+
+    /// What the resolution could not do (unreadable modules, changed binaries), each once.
+    pub fn warnings(&self) -> &[String] {
+        self.symbolizer.as_ref().map_or(&[], |s| s.warnings())
+    }
+}
