@@ -60,7 +60,9 @@ impl Category {
             acc_event_t::ENQUEUE_LAUNCH_START => Category::Launch,
             acc_event_t::ENQUEUE_UPLOAD_START => Category::Upload,
             acc_event_t::ENQUEUE_DOWNLOAD_START => Category::Download,
-            acc_event_t::ALLOC | acc_event_t::FREE | acc_event_t::CREATE | acc_event_t::DELETE => Category::Memory,
+            acc_event_t::ALLOC | acc_event_t::FREE | acc_event_t::CREATE | acc_event_t::DELETE => {
+                Category::Memory
+            }
             acc_event_t::WAIT_START => Category::Wait,
             acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START => Category::Data,
             acc_event_t::UPDATE_START => Category::Update,
@@ -97,7 +99,10 @@ impl Category {
     }
 
     pub fn from_u8(v: u8) -> Category {
-        Category::ALL.get(v as usize).copied().unwrap_or(Category::Other)
+        Category::ALL
+            .get(v as usize)
+            .copied()
+            .unwrap_or(Category::Other)
     }
 
     /// The legend's word for it.
@@ -141,7 +146,10 @@ pub fn kind_code(kind: acc_event_t, cat: Category) -> u8 {
         Category::DeviceDownload => CODE_DTOH,
         Category::DeviceCopy => CODE_COPY,
         Category::DeviceMemset => CODE_MEMSET,
-        _ => u8::try_from(kind.0).ok().filter(|&k| k < DEVICE_CODES).unwrap_or(CODE_UNKNOWN),
+        _ => u8::try_from(kind.0)
+            .ok()
+            .filter(|&k| k < DEVICE_CODES)
+            .unwrap_or(CODE_UNKNOWN),
     }
 }
 
@@ -183,17 +191,17 @@ pub fn short_kind_name(kind: acc_event_t, parent: Option<i64>) -> &'static str {
         acc_event_t::ENTER_DATA_START => match parent.map(|p| acc_construct_t(p as i32)) {
             Some(acc_construct_t::DATA) => "data (enter)",
             Some(acc_construct_t::ENTER_DATA) => "enter data",
-            Some(acc_construct_t::PARALLEL) | Some(acc_construct_t::KERNELS) | Some(acc_construct_t::SERIAL) => {
-                "implicit enter"
-            }
+            Some(acc_construct_t::PARALLEL)
+            | Some(acc_construct_t::KERNELS)
+            | Some(acc_construct_t::SERIAL) => "implicit enter",
             _ => "enter data",
         },
         acc_event_t::EXIT_DATA_START => match parent.map(|p| acc_construct_t(p as i32)) {
             Some(acc_construct_t::DATA) => "data (exit)",
             Some(acc_construct_t::EXIT_DATA) => "exit data",
-            Some(acc_construct_t::PARALLEL) | Some(acc_construct_t::KERNELS) | Some(acc_construct_t::SERIAL) => {
-                "implicit exit"
-            }
+            Some(acc_construct_t::PARALLEL)
+            | Some(acc_construct_t::KERNELS)
+            | Some(acc_construct_t::SERIAL) => "implicit exit",
             _ => "exit data",
         },
         acc_event_t::ENQUEUE_LAUNCH_START => "launch",
@@ -221,22 +229,52 @@ mod tests {
         for c in Category::ALL {
             assert_eq!(Category::from_u8(c as u8), c);
         }
-        assert_eq!(Category::of(acc_event_t::ENQUEUE_UPLOAD_START), Category::Upload);
+        assert_eq!(
+            Category::of(acc_event_t::ENQUEUE_UPLOAD_START),
+            Category::Upload
+        );
         assert_eq!(Category::of(acc_event_t::FREE), Category::Memory);
         assert_eq!(Category::of(acc_event_t(999)), Category::Other);
     }
 
     #[test]
     fn device_records_get_device_categories_and_codes_that_round_trip() {
-        let htod = device::copy_kind(device::COPY_HTOD as u8, device::MEM_PAGEABLE as u8, device::MEM_DEVICE as u8);
-        let dtoh = device::copy_kind(device::COPY_DTOH as u8, device::MEM_DEVICE as u8, device::MEM_PAGEABLE as u8);
-        assert_eq!(Category::of_device(device::MEMCPY, Some(htod)), Category::DeviceUpload);
-        assert_eq!(Category::of_device(device::MEMCPY, Some(dtoh)), Category::DeviceDownload);
-        assert_eq!(Category::of_device(device::MEMCPY, Some(device::COPY_DTOD)), Category::DeviceCopy);
-        assert_eq!(Category::of_device(device::KERNEL, None), Category::DeviceKernel);
-        assert_eq!(Category::DeviceUpload.host_counterpart(), Some(Category::Upload));
+        let htod = device::copy_kind(
+            device::COPY_HTOD as u8,
+            device::MEM_PAGEABLE as u8,
+            device::MEM_DEVICE as u8,
+        );
+        let dtoh = device::copy_kind(
+            device::COPY_DTOH as u8,
+            device::MEM_DEVICE as u8,
+            device::MEM_PAGEABLE as u8,
+        );
+        assert_eq!(
+            Category::of_device(device::MEMCPY, Some(htod)),
+            Category::DeviceUpload
+        );
+        assert_eq!(
+            Category::of_device(device::MEMCPY, Some(dtoh)),
+            Category::DeviceDownload
+        );
+        assert_eq!(
+            Category::of_device(device::MEMCPY, Some(device::COPY_DTOD)),
+            Category::DeviceCopy
+        );
+        assert_eq!(
+            Category::of_device(device::KERNEL, None),
+            Category::DeviceKernel
+        );
+        assert_eq!(
+            Category::DeviceUpload.host_counterpart(),
+            Some(Category::Upload)
+        );
         assert!(Category::DeviceMemset.is_device() && !Category::Other.is_device());
-        for (kind, cat) in [(device::KERNEL, Category::DeviceKernel), (device::MEMCPY, Category::DeviceDownload), (device::MEMSET, Category::DeviceMemset)] {
+        for (kind, cat) in [
+            (device::KERNEL, Category::DeviceKernel),
+            (device::MEMCPY, Category::DeviceDownload),
+            (device::MEMSET, Category::DeviceMemset),
+        ] {
             let code = kind_code(kind, cat);
             assert!(is_device_code(code));
             assert_eq!(kind_of_code(code), kind);

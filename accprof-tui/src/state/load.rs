@@ -5,8 +5,8 @@
 //! details pane can later re-read one full event by record id without keeping 250-byte events in
 //! memory: see [`Loader::fetch`].
 
+use crate::state::constructs::ConstructKey;
 use crate::state::kind::{kind_code, Category};
-use crate::state::table::ConstructKey;
 use crate::state::store::{LaneKind, Raw, Source, Store, NO_LINE, NO_STR};
 use accprof_abi::acc_event_t;
 use accprof_symbols::Symbolizer;
@@ -68,7 +68,10 @@ pub struct Loader {
 
 impl std::fmt::Debug for Loader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Loader").field("feeds", &self.feeds.len()).field("chunks", &self.chunks.len()).finish()
+        f.debug_struct("Loader")
+            .field("feeds", &self.feeds.len())
+            .field("chunks", &self.chunks.len())
+            .finish()
     }
 }
 
@@ -87,8 +90,15 @@ impl Loader {
                 0
             };
             let rank = h.mpi_rank.unwrap_or(i as u32);
-            let device_activity = h.extra.iter().any(|(k, _)| k == accprof_analysis::load::DEVICE_ACTIVITY_KEY);
-            store.sources.push(Source { path: path.display().to_string(), rank, device_activity });
+            let device_activity = h
+                .extra
+                .iter()
+                .any(|(k, _)| k == accprof_analysis::load::DEVICE_ACTIVITY_KEY);
+            store.sources.push(Source {
+                path: path.display().to_string(),
+                rank,
+                device_activity,
+            });
             feeds.push(Feed {
                 source: i,
                 path: path.clone(),
@@ -104,13 +114,21 @@ impl Loader {
                 last_stream_queue: None,
             });
         }
-        Ok(Self { feeds, chunks: Vec::new(), warnings: Vec::new() })
+        Ok(Self {
+            feeds,
+            chunks: Vec::new(),
+            warnings: Vec::new(),
+        })
     }
 
     /// Reads every event that is there now into the store and rebuilds the rows that changed.
     /// Returns how many events were added. `progress` is called now and then with
     /// (bytes read, total bytes) of the trace being read.
-    pub fn poll(&mut self, store: &mut Store, progress: &mut dyn FnMut(u64, u64)) -> Result<usize, TraceError> {
+    pub fn poll(
+        &mut self,
+        store: &mut Store,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<usize, TraceError> {
         let mut added = 0;
         for fi in 0..self.feeds.len() {
             added += self.poll_feed(fi, store, progress)?;
@@ -126,19 +144,35 @@ impl Loader {
         Ok(added)
     }
 
-    fn poll_feed(&mut self, fi: usize, store: &mut Store, progress: &mut dyn FnMut(u64, u64)) -> Result<usize, TraceError> {
-        let total = std::fs::metadata(&self.feeds[fi].path).map(|m| m.len()).unwrap_or(0);
+    fn poll_feed(
+        &mut self,
+        fi: usize,
+        store: &mut Store,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<usize, TraceError> {
+        let total = std::fs::metadata(&self.feeds[fi].path)
+            .map(|m| m.len())
+            .unwrap_or(0);
         let feed = &mut self.feeds[fi];
         let mut added = 0usize;
         // Events take ~17 bytes on disk: reserve once instead of growing ten million pushes.
-        store.records.reserve((total.saturating_sub(feed.reader.bytes_read()) / 17) as usize);
-        feed.runs.push((feed.events_read, store.records.len() as u32));
+        store
+            .records
+            .reserve((total.saturating_sub(feed.reader.bytes_read()) / 17) as usize);
+        feed.runs
+            .push((feed.events_read, store.records.len() as u32));
         loop {
             let before = feed.reader.bytes_read();
-            let Some(mut ev) = feed.reader.next_event()? else { break };
+            let Some(mut ev) = feed.reader.next_event()? else {
+                break;
+            };
             if feed.reader.bytes_read() != before {
                 // This event opened a new events chunk, which starts at or after `before`.
-                self.chunks.push(ChunkRef { first_rec: store.records.len() as u32, feed: fi as u16, offset: before });
+                self.chunks.push(ChunkRef {
+                    first_rec: store.records.len() as u32,
+                    feed: fi as u16,
+                    offset: before,
+                });
                 progress(feed.reader.bytes_read(), total);
                 if ev.get(Field::ReturnAddress).is_some() && feed.symbolizer.is_none() {
                     feed.symbolizer = Some(Symbolizer::new(feed.reader.modules()));
@@ -191,11 +225,18 @@ impl Loader {
     pub fn fetch(&mut self, rec: u32) -> Result<(Event, &StringTable), TraceError> {
         let at = self.chunks.partition_point(|c| c.first_rec <= rec);
         let Some(chunk) = at.checked_sub(1).map(|i| self.chunks[i]) else {
-            return Err(TraceError::Corrupt { path: String::new(), offset: 0, what: format!("no event {rec}") });
+            return Err(TraceError::Corrupt {
+                path: String::new(),
+                offset: 0,
+                what: format!("no event {rec}"),
+            });
         };
         let feed = &mut self.feeds[chunk.feed as usize];
         let label = feed.path.display().to_string();
-        let io = |source| TraceError::Io { path: label.clone(), source };
+        let io = |source| TraceError::Io {
+            path: label.clone(),
+            source,
+        };
         let mut file = File::open(&feed.path).map_err(io)?;
         file.seek(SeekFrom::Start(chunk.offset)).map_err(io)?;
         let input = std::io::Cursor::new(feed.prefix.clone()).chain(BufReader::new(file));
@@ -224,7 +265,10 @@ impl Loader {
         if index >= feed.events_read {
             return None;
         }
-        let at = feed.runs.partition_point(|&(first, _)| first <= index).checked_sub(1)?;
+        let at = feed
+            .runs
+            .partition_point(|&(first, _)| first <= index)
+            .checked_sub(1)?;
         let (first, rec) = feed.runs[at];
         Some(rec + (index - first) as u32)
     }
@@ -237,7 +281,8 @@ impl Loader {
     /// The time shift of record `rec`'s trace (to show an event's own timestamps).
     pub fn source_of(&self, rec: u32) -> Option<usize> {
         let at = self.chunks.partition_point(|c| c.first_rec <= rec);
-        at.checked_sub(1).map(|i| self.feeds[self.chunks[i].feed as usize].source)
+        at.checked_sub(1)
+            .map(|i| self.feeds[self.chunks[i].feed as usize].source)
     }
 }
 
@@ -247,7 +292,10 @@ fn read_prefix(path: &Path, len: u64) -> Result<Vec<u8>, TraceError> {
     let mut buf = Vec::with_capacity(len as usize);
     File::open(path)
         .and_then(|f| f.take(len).read_to_end(&mut buf))
-        .map_err(|source| TraceError::Io { path: label, source })?;
+        .map_err(|source| TraceError::Io {
+            path: label,
+            source,
+        })?;
     Ok(buf)
 }
 
@@ -257,7 +305,9 @@ fn name_device_copy(feed: &mut Feed, ev: &mut Event) {
     if !accprof_symbols::unnamed_host_data(ev) || feed.reader.modules().is_empty() {
         return;
     }
-    let sym = feed.symbolizer.get_or_insert_with(|| Symbolizer::new(feed.reader.modules()));
+    let sym = feed
+        .symbolizer
+        .get_or_insert_with(|| Symbolizer::new(feed.reader.modules()));
     sym.update_modules(feed.reader.modules());
     sym.annotate_data(ev, feed.reader.strings_mut());
 }
@@ -270,9 +320,13 @@ pub fn lane_kind(ev: &Event) -> LaneKind {
     }
     let on_device = matches!(
         ev.kind,
-        acc_event_t::ENQUEUE_LAUNCH_START | acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START
+        acc_event_t::ENQUEUE_LAUNCH_START
+            | acc_event_t::ENQUEUE_UPLOAD_START
+            | acc_event_t::ENQUEUE_DOWNLOAD_START
     );
-    let queue = ev.get_i64(Field::Async).filter(|&a| a >= -1 && a != ACC_ASYNC_SYNC);
+    let queue = ev
+        .get_i64(Field::Async)
+        .filter(|&a| a >= -1 && a != ACC_ASYNC_SYNC);
     match queue {
         Some(q) if on_device => LaneKind::Queue(q),
         _ => LaneKind::Thread(ev.thread().unwrap_or(0)),
@@ -304,27 +358,61 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     let file = map(ev.src_file());
     let rec = store.records.len() as u32;
     let is_device = device::is_device_record(ev.kind);
-    let cat = if is_device { Category::of_device(ev.kind, ev.get(Field::CopyKind)) } else { Category::of(ev.kind) };
+    let cat = if is_device {
+        Category::of_device(ev.kind, ev.get(Field::CopyKind))
+    } else {
+        Category::of(ev.kind)
+    };
     let r = &mut store.records;
     r.kind.push(kind_code(ev.kind, cat));
-    r.parent.push(ev.get_i64(Field::ParentConstruct).and_then(|p| u8::try_from(p).ok()).filter(|&p| p != 255).unwrap_or(255));
+    r.parent.push(
+        ev.get_i64(Field::ParentConstruct)
+            .and_then(|p| u8::try_from(p).ok())
+            .filter(|&p| p != 255)
+            .unwrap_or(255),
+    );
     r.name.push(name);
     r.file.push(file);
-    r.line.push(ev.line_no().and_then(|l| i32::try_from(l).ok()).unwrap_or(NO_LINE));
+    r.line.push(
+        ev.line_no()
+            .and_then(|l| i32::try_from(l).ok())
+            .unwrap_or(NO_LINE),
+    );
     r.source.push(feed.source as u16);
     // With device records, kernels and transfers come into the table from accprof-analysis's
     // profile, which ties device times to them (see state::table); the host counts the rest.
     let from_profile = store.sources[feed.source].device_activity
-        && (is_device || matches!(cat, Category::Launch | Category::Upload | Category::Download));
+        && (is_device
+            || matches!(
+                cat,
+                Category::Launch | Category::Upload | Category::Download
+            ));
     if !from_profile {
-        let key = ConstructKey { kind: r.kind[rec as usize], parent: r.parent[rec as usize], name, file, line: r.line[rec as usize] };
-        store.constructs.add(key, rec, ev.duration_ns(), ev.bytes().unwrap_or(0));
+        let key = ConstructKey {
+            kind: r.kind[rec as usize],
+            parent: r.parent[rec as usize],
+            name,
+            file,
+            line: r.line[rec as usize],
+        };
+        store
+            .constructs
+            .add(key, rec, ev.duration_ns(), ev.bytes().unwrap_or(0));
     }
     let shift = |t: u64| (i128::from(t) + feed.shift).clamp(0, i128::from(u64::MAX)) as u64;
     if is_device {
         let call = ev.get(Field::HostCallNs).map(shift);
-        store.device.push(rec, ev.thread(), call, shift(ev.start_ns), shift(ev.end_ns.max(ev.start_ns)), cat);
-    } else if let (Some(handle), Some(q)) = (ev.get(Field::AsyncHandle), ev.get_i64(Field::AsyncQueue)) {
+        store.device.push(
+            rec,
+            ev.thread(),
+            call,
+            shift(ev.start_ns),
+            shift(ev.end_ns.max(ev.start_ns)),
+            cat,
+        );
+    } else if let (Some(handle), Some(q)) =
+        (ev.get(Field::AsyncHandle), ev.get_i64(Field::AsyncQueue))
+    {
         // acc_async_sync (-2) names no queue.
         if q >= -1 && feed.last_stream_queue != Some((handle, q)) {
             feed.last_stream_queue = Some((handle, q));
@@ -333,12 +421,28 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     }
     let kind = lane_kind(ev);
     let lane = match feed.last_lane {
-        Some((k, l)) if k == kind && store.lanes.get(l).is_some_and(|x| x.kind == kind && x.source == feed.source) => l,
+        Some((k, l))
+            if k == kind
+                && store
+                    .lanes
+                    .get(l)
+                    .is_some_and(|x| x.kind == kind && x.source == feed.source) =>
+        {
+            l
+        }
         _ => {
             let l = store.lane_for(feed.source, kind);
             feed.last_lane = Some((kind, l));
             l
         }
     };
-    store.push_raw(lane, Raw { start: shift(ev.start_ns), end: shift(ev.end_ns.max(ev.start_ns)), rec, cat });
+    store.push_raw(
+        lane,
+        Raw {
+            start: shift(ev.start_ns),
+            end: shift(ev.end_ns.max(ev.start_ns)),
+            rec,
+            cat,
+        },
+    );
 }

@@ -1,7 +1,7 @@
 //! The time axis under the timeline: ticks at round intervals, labelled relative to the start of
 //! the trace in a unit that fits the zoom.
 
-use crate::state::viewport::Viewport;
+use crate::view::viewport::Viewport;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -36,7 +36,11 @@ pub fn tick_label(t: u64, step: u64) -> String {
         (1.0, "ns")
     };
     let step_in_unit = step as f64 / div;
-    let decimals = if step_in_unit >= 1.0 { 0 } else { (-step_in_unit.log10()).ceil() as usize };
+    let decimals = if step_in_unit >= 1.0 {
+        0
+    } else {
+        (-step_in_unit.log10()).ceil() as usize
+    };
     format!("{:.*} {unit}", decimals, t as f64 / div)
 }
 
