@@ -14,14 +14,21 @@
 //! built in the background (with the advice), so those rows appear when it is done; the host
 //! enqueue time stays beside the device time in the "host" column.
 
+use crate::state::kind::kind_of_code;
 use crate::state::store::Store;
+use accprof_abi::acc_event_t;
 use accprof_analysis::{Profile, TimeSource};
+use accprof_trace::device;
 use std::collections::HashMap;
 
 /// One row as shown.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableRow {
     pub what: String,
+    /// The events the row counts: a host event's kind (the start event of a pair); the enqueue
+    /// event for kernel and transfer rows taken from a profile, whichever clock timed them;
+    /// `device::MEMSET` for memsets.
+    pub event: acc_event_t,
     pub count: u64,
     pub total_ns: u64,
     pub bytes: u64,
@@ -81,6 +88,7 @@ pub fn profile_rows(p: &Profile) -> Vec<ProfileRow> {
         out.push(ProfileRow {
             row: TableRow {
                 what: format!("{name} {}{}", k.name, loc(k.construct)),
+                event: acc_event_t::ENQUEUE_LAUNCH_START,
                 count,
                 total_ns: k.time.total_ns,
                 bytes: 0,
@@ -97,13 +105,18 @@ pub fn profile_rows(p: &Profile) -> Vec<ProfileRow> {
             .get(site.variable)
             .map(|v| v.name.as_str())
             .unwrap_or("?");
-        let dir = match site.direction {
-            accprof_analysis::Direction::HostToDevice => "upload",
-            accprof_analysis::Direction::DeviceToHost => "download",
+        let (dir, event) = match site.direction {
+            accprof_analysis::Direction::HostToDevice => {
+                ("upload", acc_event_t::ENQUEUE_UPLOAD_START)
+            }
+            accprof_analysis::Direction::DeviceToHost => {
+                ("download", acc_event_t::ENQUEUE_DOWNLOAD_START)
+            }
         };
         out.push(ProfileRow {
             row: TableRow {
                 what: format!("{dir} {var}{}", loc(site.construct)),
+                event,
                 count: site.count,
                 total_ns: site.time.total_ns,
                 bytes: site.bytes,
@@ -119,6 +132,7 @@ pub fn profile_rows(p: &Profile) -> Vec<ProfileRow> {
         out.push(ProfileRow {
             row: TableRow {
                 what: "memset (device)".into(),
+                event: device::MEMSET,
                 count: m.count,
                 total_ns: m.total_ns,
                 bytes: p.summary.memset_bytes,
@@ -139,9 +153,10 @@ pub fn rows(store: &Store, from_profiles: &[TableRow]) -> Vec<TableRow> {
     let mut rows: Vec<TableRow> = store
         .constructs
         .map
-        .values()
-        .map(|s| TableRow {
+        .iter()
+        .map(|(key, s)| TableRow {
             what: store.label(s.first_rec),
+            event: kind_of_code(key.kind),
             count: s.count,
             total_ns: s.total_ns,
             bytes: s.bytes,
