@@ -239,3 +239,33 @@ fn the_table_agrees_with_the_report_on_a_synthetic_trace_without_device_records(
     support::synth::write_trace(&path, 40).unwrap();
     check(&path);
 }
+
+/// The profile the TUI builds from its own read of a trace is the one `accprof report` builds
+/// from reading it again (but for the report's warnings, which the TUI shows from its reader).
+fn built_once_equals_report_profile(path: &Path) {
+    let mut store = accprof_tui::state::store::Store::new(false);
+    let mut loader =
+        accprof_tui::state::load::Loader::open(&[path.to_path_buf()], &mut store, true).unwrap();
+    loader.poll(&mut store, &mut |_, _| {}).unwrap();
+    let mut jobs = loader.finish_profiles();
+    assert_eq!(jobs.len(), 1);
+    let built = jobs.pop().unwrap().wait().expect("the profile");
+    let mut read_again = Profile::from_path(path).unwrap();
+    read_again.warnings.clear();
+    assert!(
+        built == read_again,
+        "{}: the profiles differ",
+        path.display()
+    );
+}
+
+#[test]
+fn the_profile_built_while_loading_is_the_reports() {
+    for t in sample_traces() {
+        built_once_equals_report_profile(&t);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("laplace.trace");
+    support::synth::write_trace(&path, 40).unwrap();
+    built_once_equals_report_profile(&path);
+}

@@ -5,6 +5,7 @@
 
 use crate::state::findings::Finding;
 use crate::state::load::Loader;
+use crate::state::profile_feed::ProfileJob;
 use crate::state::store::Store;
 use crate::state::table::{profile_rows, ProfileRow, TableRow};
 use accprof_analysis::format::duration;
@@ -33,6 +34,8 @@ pub struct Analysis {
     /// Why `profile_rows` is missing when the analysis failed.
     pub error: Option<String>,
     job: Option<Receiver<JobResult>>,
+    /// Profiles built while the traces were read, for the first analysis.
+    built: Vec<ProfileJob>,
 }
 
 impl Default for Analysis {
@@ -43,6 +46,7 @@ impl Default for Analysis {
             profile_rows: Vec::new(),
             error: None,
             job: None,
+            built: Vec::new(),
         }
     }
 }
@@ -53,10 +57,37 @@ impl Analysis {
         self.job.is_some()
     }
 
-    /// Starts analysing the loaded traces (again, when they grew).
+    /// The analysis of traces whose profiles were built while they were read, one per trace
+    /// in source order: the first [`Analysis::start`] takes them instead of reading again.
+    pub fn with_profiles(built: Vec<ProfileJob>) -> Self {
+        Analysis {
+            built,
+            ..Analysis::default()
+        }
+    }
+
+    /// Starts analysing the loaded traces: from the profiles built while reading them, else
+    /// (traces that grew since, `--follow`) by reading them again.
     pub fn start(&mut self, store: &Store, loader: &Loader) {
         let device = store.sources.iter().map(|s| s.device_activity).collect();
-        self.job = Some(spawn(loader.paths(), device));
+        let profiles: Vec<ProfileSource> = if self.built.is_empty() {
+            let reread = |p: PathBuf| {
+                Box::new(move || Profile::from_path(&p).map_err(|e| e.to_string())) as ProfileSource
+            };
+            loader.paths().into_iter().map(reread).collect()
+        } else {
+            let built = |job: ProfileJob| {
+                Box::new(move || {
+                    job.wait()
+                        .ok_or_else(|| "the analysis stopped unexpectedly".to_string())
+                }) as ProfileSource
+            };
+            std::mem::take(&mut self.built)
+                .into_iter()
+                .map(built)
+                .collect()
+        };
+        self.job = Some(spawn(profiles, device));
         self.note = "Analysing the trace for advice…".into();
     }
 
@@ -106,15 +137,18 @@ impl Analysis {
     }
 }
 
+/// Where one trace's profile comes from, run in the analysis thread.
+type ProfileSource = Box<dyn FnOnce() -> Result<Profile, String> + Send>;
+
 /// Analyses the traces in a thread; `device[i]` says whether trace `i` has device records (then
 /// its table rows for kernels and transfers come from the profile).
-fn spawn(paths: Vec<PathBuf>, device: Vec<bool>) -> Receiver<JobResult> {
+fn spawn(profiles: Vec<ProfileSource>, device: Vec<bool>) -> Receiver<JobResult> {
     let (tx, rx) = channel();
     std::thread::spawn(move || {
         let mut all = Vec::new();
         let mut rows = Vec::new();
-        for (i, p) in paths.iter().enumerate() {
-            match Profile::from_path(p) {
+        for (i, profile) in profiles.into_iter().enumerate() {
+            match profile() {
                 Ok(profile) => {
                     all.extend(advise(&profile).into_iter().map(|f| (i, f)));
                     if device.get(i).copied().unwrap_or(false) {
@@ -122,7 +156,7 @@ fn spawn(paths: Vec<PathBuf>, device: Vec<bool>) -> Receiver<JobResult> {
                     }
                 }
                 Err(e) => {
-                    let _ = tx.send(Err(e.to_string()));
+                    let _ = tx.send(Err(e));
                     return;
                 }
             }

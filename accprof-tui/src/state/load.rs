@@ -7,6 +7,7 @@
 
 use crate::state::constructs::ConstructKey;
 use crate::state::kind::{kind_code, Category};
+use crate::state::profile_feed::{ProfileFeed, ProfileJob, TraceEnd};
 use crate::state::store::{LaneKind, Raw, Source, Store, NO_LINE, NO_STR};
 use accprof_abi::acc_event_t;
 use accprof_symbols::Symbolizer;
@@ -48,6 +49,9 @@ struct Feed {
     /// The last (stream handle, async queue) pair a host event named, to skip repeating the
     /// map update for every event on the same queue.
     last_stream_queue: Option<(u64, i64)>,
+    /// The analysis's profile of this trace, fed as events are read (see
+    /// [`Loader::finish_profiles`]).
+    profile: Option<ProfileFeed>,
 }
 
 /// Where the events chunk holding a run of record ids starts in its file.
@@ -77,8 +81,9 @@ impl std::fmt::Debug for Loader {
 
 impl Loader {
     /// Opens every trace and checks its header. Fails on the first unreadable one, with the
-    /// reader's one-line message.
-    pub fn open(paths: &[PathBuf], store: &mut Store) -> Result<Self, TraceError> {
+    /// reader's one-line message. With `profiles`, each trace's analysis profile is built from
+    /// the events as they are read (a trace read once, see [`Loader::finish_profiles`]).
+    pub fn open(paths: &[PathBuf], store: &mut Store, profiles: bool) -> Result<Self, TraceError> {
         let mut feeds = Vec::new();
         for (i, path) in paths.iter().enumerate() {
             let reader = TraceReader::open(path)?;
@@ -99,6 +104,7 @@ impl Loader {
                 rank,
                 device_activity,
             });
+            let profile = profiles.then(|| ProfileFeed::start(path.display().to_string(), h));
             feeds.push(Feed {
                 source: i,
                 path: path.clone(),
@@ -112,6 +118,7 @@ impl Loader {
                 runs: Vec::new(),
                 last_lane: None,
                 last_stream_queue: None,
+                profile,
             });
         }
         Ok(Self {
@@ -188,6 +195,9 @@ impl Loader {
             }
             name_device_copy(feed, &mut ev);
             add_event(feed, &ev, store);
+            if let Some(p) = &mut feed.profile {
+                p.push(ev);
+            }
             added += 1;
         }
         feed.events_read += added as u64;
@@ -214,6 +224,23 @@ impl Loader {
                 self.warnings.extend(sym.warnings().iter().cloned());
             }
         }
+    }
+
+    /// Ends the profiles fed while reading (per trace, in source order) and hands them over to
+    /// be finished; empty when the loader was opened without them or they were taken before.
+    pub fn finish_profiles(&mut self) -> Vec<ProfileJob> {
+        let mut jobs = Vec::new();
+        for f in &mut self.feeds {
+            if let Some(p) = f.profile.take() {
+                let end = TraceEnd {
+                    strings: f.reader.strings().clone(),
+                    footer: f.reader.footer().cloned(),
+                    dropped: f.reader.dropped_total(),
+                };
+                jobs.push(p.finish(end));
+            }
+        }
+        jobs
     }
 
     /// Whether every trace ended cleanly (has its footer).

@@ -4,7 +4,7 @@
 //!
 //! Modules from the bottom up: `kind` (categories), `track` (a row's events and prefix sums),
 //! `constructs` and `device` (columns filled while reading), `store`, then what reads the store:
-//! `load`, `table`, `search`, `pairing`, `analysis`.
+//! `load` (with `profile_feed`), `table`, `search`, `pairing`, `analysis`.
 
 pub mod analysis;
 pub mod constructs;
@@ -13,6 +13,7 @@ pub mod findings;
 pub mod kind;
 pub mod load;
 pub mod pairing;
+pub mod profile_feed;
 pub mod search;
 pub mod store;
 pub mod table;
@@ -37,18 +38,22 @@ impl State {
     /// Opens the traces and reads every event there is now. `progress` is called now and then
     /// with (bytes read, total bytes) of the trace being read. Fails with the reader's one-line
     /// message on the first unreadable trace.
+    ///
+    /// The analysis's profiles are built from the same read (in a thread of their own), unless
+    /// following: a growing trace is analysed when the findings are asked for.
     pub fn open(
         paths: &[PathBuf],
         follow: bool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Self, accprof_trace::TraceError> {
         let mut store = Store::new(follow);
-        let mut loader = Loader::open(paths, &mut store)?;
+        let mut loader = Loader::open(paths, &mut store, !follow)?;
         loader.poll(&mut store, progress)?;
+        let analysis = Analysis::with_profiles(loader.finish_profiles());
         Ok(State {
             store,
             loader,
-            analysis: Analysis::default(),
+            analysis,
             following: follow,
         })
     }
