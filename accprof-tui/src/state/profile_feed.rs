@@ -1,12 +1,14 @@
 //! Builds a trace's accprof-analysis [`Profile`] from the events the loader reads, so that the
 //! trace is decoded once: the loader hands each event over after putting it in the store, and a
 //! thread of its own feeds them to a [`ProfileBuilder`] while the loader goes on decoding. The
-//! hand-over is bounded (a few batches), so memory does not grow with events.
+//! hand-over is bounded (a few batches, whose buffers go back and forth rather than being
+//! allocated anew: a batch is a megabyte, and fresh ones cost page faults), so memory does not
+//! grow with events.
 
 use accprof_analysis::load::DEVICE_ACTIVITY_KEY;
 use accprof_analysis::{Profile, ProfileBuilder, ProfileSource};
 use accprof_trace::{Event, Footer, Header, StringTable};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 /// Events per hand-over.
@@ -32,6 +34,8 @@ enum Msg {
 #[derive(Debug)]
 pub struct ProfileFeed {
     tx: SyncSender<Msg>,
+    /// Emptied batches coming back from the builder.
+    spare: Receiver<Vec<Event>>,
     batch: Vec<Event>,
     worker: JoinHandle<Option<Profile>>,
 }
@@ -51,6 +55,7 @@ impl ProfileFeed {
     /// Starts the builder for the trace at `path` with this header.
     pub fn start(path: String, header: &Header) -> Self {
         let (tx, rx) = sync_channel(QUEUED_BATCHES);
+        let (spare_tx, spare) = channel();
         let builder = builder_for(header);
         let source = ProfileSource {
             path,
@@ -62,9 +67,10 @@ impl ProfileFeed {
             start_monotonic_ns: header.start_monotonic_ns,
             clean_end: false,
         };
-        let worker = std::thread::spawn(move || build(builder, source, rx));
+        let worker = std::thread::spawn(move || build(builder, source, rx, spare_tx));
         ProfileFeed {
             tx,
+            spare,
             batch: Vec::with_capacity(BATCH),
             worker,
         }
@@ -74,7 +80,11 @@ impl ProfileFeed {
     pub fn push(&mut self, ev: Event) {
         self.batch.push(ev);
         if self.batch.len() == BATCH {
-            let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+            let next = self
+                .spare
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            let full = std::mem::replace(&mut self.batch, next);
             // A builder that stopped early is seen in `ProfileJob::wait`.
             let _ = self.tx.send(Msg::Events(full));
         }
@@ -98,10 +108,20 @@ fn builder_for(h: &Header) -> ProfileBuilder {
     }
 }
 
-fn build(mut b: ProfileBuilder, mut source: ProfileSource, rx: Receiver<Msg>) -> Option<Profile> {
+fn build(
+    mut b: ProfileBuilder,
+    mut source: ProfileSource,
+    rx: Receiver<Msg>,
+    spare: Sender<Vec<Event>>,
+) -> Option<Profile> {
     for msg in rx {
         match msg {
-            Msg::Events(batch) => batch.iter().for_each(|ev| b.feed(ev)),
+            Msg::Events(mut batch) => {
+                batch.iter().for_each(|ev| b.feed(ev));
+                batch.clear();
+                // The loader may be done; then the buffer is simply dropped.
+                let _ = spare.send(batch);
+            }
             Msg::End(end) => {
                 // The run's wall time: from the header's start to the footer, when both exist.
                 let wall = end
