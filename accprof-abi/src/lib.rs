@@ -372,6 +372,13 @@ pub type acc_register_library_fn =
 /// The `version` the OpenACC 2.6 interface reports (GCC's `_ACC_PROF_INFO_VERSION`).
 pub const ACC_PROF_INFO_VERSION_2_6: c_int = 201711;
 
+/// `acc_async_sync`: the `async` value of an operation that runs synchronously (OpenACC 3.x,
+/// section 3.1). Every other value means asynchronous.
+pub const ACC_ASYNC_SYNC: i64 = -2;
+/// `acc_async_noval`: the `async` value of an `async` clause without an argument (the default
+/// async queue).
+pub const ACC_ASYNC_NOVAL: i64 = -1;
+
 /// `valid_bytes` of a complete structure, as GCC's `_ACC_*_VALID_BYTES` macros compute it:
 /// the offset of the last field plus its size (no trailing padding).
 pub mod valid_bytes {

@@ -11,6 +11,7 @@
 
 use crate::model::*;
 use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_timeline::{is_async, DeviceOp};
 use accprof_trace::{device, Event, EventFlags, Field, StrId, StringTable};
 use std::collections::HashMap as StdHashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -210,15 +211,6 @@ struct DeviceRecord {
     kernel: Option<StrId>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum DeviceOp {
-    Kernel,
-    Copy(Direction),
-    /// Device to device, host to host, peer or array copies: totals only.
-    OtherCopy,
-    Memset,
-}
-
 /// Device time per row, kept beside the host time until the end, when the row's `time` becomes
 /// the device's where it has any.
 #[derive(Debug)]
@@ -345,11 +337,6 @@ fn classify(ev: &Event) -> Class {
     }
 }
 
-fn is_async(ev: &Event) -> bool {
-    // acc_async_sync is -2; acc_async_noval (-1) and queues >= 0 are asynchronous.
-    ev.get_i64(Field::Async).is_some_and(|a| a != -2)
-}
-
 impl ProfileBuilder {
     pub fn new() -> Self {
         Self::default()
@@ -433,15 +420,7 @@ impl ProfileBuilder {
     }
 
     fn feed_device_record(&mut self, ev: &Event, thread: i64, r: EventRef) {
-        let kind = match ev.kind {
-            device::KERNEL => DeviceOp::Kernel,
-            device::MEMSET => DeviceOp::Memset,
-            _ => match ev.get(Field::CopyKind).map(|v| device::split_copy_kind(v).0) {
-                Some(device::COPY_HTOD) => DeviceOp::Copy(Direction::HostToDevice),
-                Some(device::COPY_DTOH) => DeviceOp::Copy(Direction::DeviceToHost),
-                _ => DeviceOp::OtherCopy,
-            },
-        };
+        let Some(kind) = DeviceOp::of(ev) else { return };
         self.summary.device_records += 1;
         self.device_records.push(DeviceRecord {
             thread,

@@ -50,19 +50,16 @@
 //! "wrap lines 57-80 in `#pragma acc data copy(A) create(Anew)`", with `events` and
 //! `time_ranges` pointing at the evidence.
 //!
-//! # Synthetic traces
-//!
-//! [`synth`] generates traces of the seeds' Laplace solver (naive and with a data region) of any
-//! size, for benchmarks and tests.
+//! Synthetic traces for tests and benchmarks are in the dev-only `accprof-testkit` crate.
 
 pub mod advise;
 pub mod build;
 pub mod diff;
-pub mod format;
+/// Durations, bytes and rates for people: the formatters every view shares.
+pub use accprof_timeline::format;
 pub mod load;
 pub mod model;
 pub mod report;
-pub mod synth;
 
 pub use advise::{advise, Evidence, Finding, FindingLocation, Rule};
 pub use build::ProfileBuilder;

@@ -3,8 +3,8 @@
 
 use crate::build::ProfileBuilder;
 use crate::model::*;
-use accprof_symbols::Symbolizer;
-use accprof_trace::{Field, Header, Trace, TraceError, TraceReader};
+use accprof_symbols::ResolvingReader;
+use accprof_trace::{Header, Trace, TraceError, TraceReader};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
@@ -37,28 +37,13 @@ impl Profile {
     /// Streams any [`TraceReader`] into a profile. `label` names the trace in the report.
     pub fn from_reader<R: Read>(
         label: String,
-        mut reader: TraceReader<R>,
+        reader: TraceReader<R>,
         total_bytes: u64,
         mut progress: impl FnMut(Progress),
     ) -> Result<Profile, TraceError> {
+        let mut reader = ResolvingReader::new(reader);
         let mut b = builder_for(reader.header());
-        // Created on the first event that has only a return address (GCC gives no source
-        // location; accprof resolves the application's call site from its debug information).
-        let mut symbolizer: Option<Symbolizer> = None;
-        while let Some(mut ev) = reader.next_event()? {
-            if ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none() {
-                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(reader.modules()));
-                sym.update_modules(reader.modules());
-                sym.annotate(&mut ev, reader.strings_mut());
-            }
-            // The host side of a transfer the runtime did not name: the heap block's allocation
-            // site, or a global or static variable's name from the symbol table (GCC names no
-            // variable).
-            if accprof_symbols::unnamed_host_data(&ev) && !reader.modules().is_empty() {
-                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(reader.modules()));
-                sym.update_modules(reader.modules());
-                sym.annotate_data(&mut ev, reader.strings_mut());
-            }
+        while let Some(ev) = reader.next_event()? {
             b.feed(&ev);
             if b.events_seen().is_multiple_of(PROGRESS_EVERY) {
                 progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
@@ -73,9 +58,7 @@ impl Profile {
         if let Some(w) = reader.truncation_warning() {
             p.warnings.push(w);
         }
-        if let Some(sym) = &symbolizer {
-            p.warnings.extend(sym.warnings().iter().cloned());
-        }
+        p.warnings.extend(reader.warnings().iter().cloned());
         add_common_warnings(&mut p, footer_end.is_some());
         Ok(p)
     }

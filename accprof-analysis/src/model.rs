@@ -211,30 +211,8 @@ pub enum ChildKind {
     Delete,
 }
 
-/// Direction of a data transfer.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Host to device (copyin, update device).
-    HostToDevice,
-    /// Device to host (copyout, update self).
-    DeviceToHost,
-}
-
-impl Direction {
-    pub fn label(self) -> &'static str {
-        match self {
-            Direction::HostToDevice => "host->device",
-            Direction::DeviceToHost => "device->host",
-        }
-    }
-    pub fn copy_word(self) -> &'static str {
-        match self {
-            Direction::HostToDevice => "copyin",
-            Direction::DeviceToHost => "copyout",
-        }
-    }
-}
+/// Direction of a data transfer (the shared vocabulary's).
+pub use accprof_timeline::Direction;
 
 /// One kind of operation at one line inside a construct (NV_ACC_TIME's indented lines).
 #[derive(Clone, PartialEq, Debug, Serialize)]
@@ -336,9 +314,7 @@ impl Variable {
 }
 
 /// Bytes per nanosecond is GB/s (10^9 bytes per second).
-pub fn gbps(bytes: u64, ns: u64) -> Option<f64> {
-    (ns > 0 && bytes > 0).then(|| bytes as f64 / ns as f64)
-}
+pub use accprof_timeline::format::gbps;
 
 /// Transfers of one variable in one direction by one construct: what the advice rules read.
 #[derive(Clone, PartialEq, Debug, Serialize)]

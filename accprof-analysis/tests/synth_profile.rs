@@ -1,7 +1,7 @@
 //! Profiles and advice of the synthetic Laplace traces: the numbers the generator put in come
 //! back out, the naive version gets the data-region advice and the data version none.
 
-use accprof_analysis::synth::{self, Shape, SynthConfig};
+use accprof_testkit::laplace::{self as synth, Shape, SynthConfig};
 use accprof_analysis::{advise, ChildKind, ConstructKind, Direction, Profile, Rule};
 
 fn profile_of(cfg: &SynthConfig) -> Profile {

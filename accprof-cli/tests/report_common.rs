@@ -2,7 +2,7 @@
 //! and real traces recorded from the runtime shim's examples.
 #![allow(dead_code)]
 
-use accprof_analysis::synth::{self, Shape, SynthConfig};
+use accprof_testkit::laplace::{self as synth, Shape, SynthConfig};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -13,6 +13,13 @@
 //!
 //! Resolved events are flagged [`EventFlags::ATTRIBUTED_LOCATION`]: attributed by accprof, not
 //! reported by the runtime.
+//!
+//! Views read traces through [`ResolvingReader`], which wraps the trace reader and resolves as
+//! it streams; [`Symbolizer`] is the resolver itself, for a reader of your own.
+
+mod reader;
+
+pub use reader::{Resolve, ResolvingReader};
 
 use accprof_trace::{Event, EventFlags, Field, Module, StringTable, Trace};
 use std::collections::HashMap;

@@ -4,7 +4,7 @@
 //! can be compared with what the specification says it should pass.
 
 use crate::error::CliError;
-use accprof_symbols::Symbolizer;
+use accprof_symbols::{Resolve, ResolvingReader};
 use accprof_trace::model::FieldType;
 use accprof_trace::{Event, Field, StringTable, TraceReader};
 use serde_json::{json, Map, Value};
@@ -33,7 +33,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
-    let mut reader = TraceReader::open(&args.trace)?;
+    let resolve = if args.no_symbols { Resolve::NOTHING } else { Resolve::LOCATIONS };
+    let mut reader = ResolvingReader::new(TraceReader::open(&args.trace)?).resolving(resolve);
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if args.header {
@@ -47,21 +48,12 @@ pub fn run(args: Args) -> Result<(), CliError> {
         });
         writeln!(out, "{line}")?;
     }
-    let mut symbols = (!args.no_symbols).then(|| Symbolizer::new(&[]));
-    while let Some(mut ev) = reader.next_event()? {
-        if let Some(sym) = symbols.as_mut() {
-            if ev.get(Field::ReturnAddress).is_some() {
-                sym.update_modules(reader.modules());
-                sym.annotate(&mut ev, reader.strings_mut());
-            }
-        }
+    while let Some(ev) = reader.next_event()? {
         writeln!(out, "{}", event_json(&ev, reader.strings()))?;
     }
     out.flush()?;
-    if let Some(sym) = &symbols {
-        for w in sym.warnings() {
-            eprintln!("accprof: warning: {w}");
-        }
+    for w in reader.warnings() {
+        eprintln!("accprof: warning: {w}");
     }
     if let Some(w) = reader.truncation_warning() {
         eprintln!("accprof: warning: {w}");

@@ -14,8 +14,8 @@ pub(crate) mod slice;
 pub(crate) mod tracks;
 
 use crate::error::CliError;
-use accprof_symbols::Symbolizer;
-use accprof_trace::{device as device_kind, Field, Header, TraceReader};
+use accprof_symbols::ResolvingReader;
+use accprof_trace::{device as device_kind, Field, Header};
 use device::DeviceInfo;
 use chrome::{ChromeWriter, Process};
 use counters::Counters;
@@ -107,7 +107,7 @@ struct Summary {
 pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
     let mut readers = Vec::with_capacity(paths.len());
     for p in paths {
-        readers.push(TraceReader::open(p)?);
+        readers.push(ResolvingReader::open(p)?);
     }
     let mut order: Vec<usize> = (0..readers.len()).collect();
     order.sort_by_key(|&i| (readers[i].header().mpi_rank.is_none(), readers[i].header().mpi_rank, i));
@@ -127,23 +127,7 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
         let mut r = readers[i].take().expect("each trace is read once");
         let trace = trace as u16;
         let clock = wall_clock(r.header());
-        // Made on the first event that has only a return address (GCC gives no source location;
-        // accprof resolves the application's call site from its debug information).
-        let mut symbolizer: Option<Symbolizer> = None;
-        while let Some(mut ev) = r.next_event()? {
-            if ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none() {
-                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(r.modules()));
-                sym.update_modules(r.modules());
-                sym.annotate(&mut ev, r.strings_mut());
-            }
-            // The host side of a device copy the runtime did not name: a global or static
-            // variable's name from the symbol table (GCC names no variable), as the report does.
-            if accprof_symbols::unnamed_host_data(&ev) && !r.modules().is_empty() {
-                let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(r.modules()));
-                sym.update_modules(r.modules());
-                sym.annotate_data(&mut ev, r.strings_mut());
-            }
-            let thread = ev.thread();
+        while let Some(ev) = r.next_event()? {
             let stream = ev.get(Field::AsyncHandle);
             let mut s = Slice::from_event(&ev, trace, 0, clock);
             if device_kind::is_device_record(ev.kind) {
@@ -153,14 +137,12 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
                 // An OpenACC event says which async queue this stream serves.
                 c.tracks.note_stream_queue(trace, h, q);
             }
-            s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of(&s, thread, stream) });
+            s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of_event(&ev) });
             c.counters.add(&ev, trace, s.start, s.end);
             c.slices.push(s);
         }
         c.warnings.extend(r.truncation_warning());
-        if let Some(sym) = &symbolizer {
-            c.warnings.extend(sym.warnings().iter().cloned());
-        }
+        c.warnings.extend(r.warnings().iter().cloned());
         if r.dropped_total() > 0 {
             c.warnings.push(format!(
                 "{}: the tool dropped {} events while recording; the timeline has gaps",

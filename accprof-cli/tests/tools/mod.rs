@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 pub mod chrome_validator;
-pub mod synth;
+#[allow(unused_imports)]
+pub use accprof_testkit::builder as synth;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -246,7 +246,7 @@ fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
         put_str_body(out, v);
     }
     // Data movement is named by its variable; constructs by where they are in the source.
-    if !super::slice::device_event(kind) && !s.is_point() {
+    if !accprof_timeline::is_enqueue(kind) && !s.is_point() {
         if let Some(file) = strings.resolve(s.src_file_id()) {
             let base = file.rsplit('/').next().unwrap_or(file);
             out.push(b' ');

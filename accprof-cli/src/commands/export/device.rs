@@ -7,6 +7,7 @@
 
 use accprof_abi::acc_event_t;
 use accprof_trace::device::{self, split_copy_kind};
+use accprof_timeline::DeviceOp;
 use accprof_trace::{Event, Field};
 
 /// The facts of one device record that its slice does not hold.
@@ -25,6 +26,8 @@ pub struct DeviceInfo {
     pub end_ns: u64,
     pub correlation_id: Option<u64>,
     pub copy_kind: Option<u64>,
+    /// What the device did (the shared vocabulary's reading of the record).
+    pub op: Option<DeviceOp>,
     /// Index, in the sorted slices, of the host slice that issued it (set when flows are linked).
     pub issued_by: Option<u32>,
 }
@@ -33,6 +36,7 @@ impl DeviceInfo {
     pub fn from_event(ev: &Event, clock: impl Fn(u64) -> u64) -> Self {
         let host_call_ns = ev.get(Field::HostCallNs);
         DeviceInfo {
+            op: DeviceOp::of(ev),
             stream: ev.get(Field::AsyncHandle),
             thread: ev.thread(),
             host_call: host_call_ns.map(&clock),
@@ -95,27 +99,7 @@ pub fn event_word(kind: acc_event_t) -> Option<&'static str> {
     }
 }
 
-/// "12 B", "64 KiB", "128 MiB", "1.5 GiB": sizes as people write them in slice names.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
-    for (unit, size) in UNITS {
-        if b >= size {
-            return if b.is_multiple_of(size) {
-                format!("{} {unit}", b / size)
-            } else {
-                let v = b as f64 / size as f64;
-                let s = format!("{v:.1}");
-                format!("{} {unit}", s.trim_end_matches(".0"))
-            };
-        }
-    }
-    format!("{b} B")
-}
-
-/// Gigabytes (10^9) per second of `bytes` moved in `ns`, if it took any time.
-pub fn gb_per_s(bytes: u64, ns: u64) -> Option<f64> {
-    (ns > 0).then(|| bytes as f64 / ns as f64)
-}
+pub use accprof_timeline::format::{bytes_compact as human_bytes, gbps as gb_per_s};
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,8 @@ use super::device::DeviceInfo;
 use super::slice::Slice;
 use super::tracks::{ThreadIds, TrackKey, TrackKind, TrackTable};
 use accprof_abi::acc_event_t;
-use accprof_trace::device;
+use accprof_timeline::device::{innermost_open, Query as SpanQuery};
+use accprof_timeline::DeviceOp;
 use std::collections::HashMap;
 
 /// One arrow: from `(src_tid, src_ts)` to `(dst_tid, dst_ts)` in the process of trace `trace`.
@@ -50,7 +51,7 @@ pub fn link(slices: &[Slice], tracks: &TrackTable, tids: &ThreadIds, device: &mu
             queries.extend(own.into_iter().flatten().map(|track| Query { track, t, slice: i, want: None }));
             continue;
         }
-        let Some(want) = enqueue_kind(s.event(), d) else { continue };
+        let Some(want) = d.op.and_then(DeviceOp::enqueue_event) else { continue };
         for (track, key) in tracks.of_trace(s.trace) {
             if matches!(key.kind, TrackKind::DeviceSync { .. } | TrackKind::DeviceQueue { .. }) {
                 queries.push(Query { track, t, slice: i, want: Some(want) });
@@ -97,19 +98,6 @@ pub fn link(slices: &[Slice], tracks: &TrackTable, tids: &ThreadIds, device: &mu
     flows
 }
 
-/// The runtime's enqueue event that a device record of a helper thread belongs to.
-fn enqueue_kind(kind: acc_event_t, d: &DeviceInfo) -> Option<acc_event_t> {
-    match kind {
-        device::KERNEL => Some(acc_event_t::ENQUEUE_LAUNCH_START),
-        device::MEMCPY => match d.direction() {
-            Some(device::COPY_HTOD) => Some(acc_event_t::ENQUEUE_UPLOAD_START),
-            Some(device::COPY_DTOH) => Some(acc_event_t::ENQUEUE_DOWNLOAD_START),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// The part of `s` strictly inside its edges (when it is long enough to have one): a viewer
 /// binds a flow to the slice open at the flow's time, and at an edge that may be a neighbour.
 fn interior(s: &Slice) -> (u64, u64) {
@@ -125,55 +113,14 @@ fn inside(s: &Slice, t: u64) -> u64 {
     t.clamp(lo, hi)
 }
 
-/// For each query, the innermost slice of its track that contains its time (edges included),
-/// if any: one sweep per track over the slices in start order, with a stack of open slices per
-/// lane, answering the queries in time order.
-fn find_innermost(slices: &[Slice], mut queries: Vec<Query>) -> Vec<(Query, usize)> {
-    queries.sort_unstable_by_key(|q| (q.track, q.t));
-    let mut out = Vec::new();
-    let mut stacks: Vec<Vec<usize>> = Vec::new();
-    let mut track = u32::MAX;
-    let mut next = 0usize;
-    for q in queries {
-        if q.track != track {
-            track = q.track;
-            next = slices.partition_point(|s| s.track < track);
-            stacks.iter_mut().for_each(Vec::clear);
-        }
-        while next < slices.len() && slices[next].track == track && slices[next].start <= q.t {
-            let s = &slices[next];
-            if !s.is_point() {
-                let lane = usize::from(s.lane);
-                if stacks.len() <= lane {
-                    stacks.resize_with(lane + 1, Vec::new);
-                }
-                let stack = &mut stacks[lane];
-                while stack.last().is_some_and(|&o| slices[o].end < s.start) {
-                    stack.pop();
-                }
-                stack.push(next);
-            }
-            next += 1;
-        }
-        let mut found: Option<usize> = None;
-        for stack in &mut stacks {
-            while stack.last().is_some_and(|&o| slices[o].end < q.t) {
-                stack.pop();
-            }
-            // The innermost open slice of this lane that will do.
-            let fit = stack.iter().rev().copied().find(|&o| q.want.is_none_or(|w| slices[o].event() == w));
-            if let Some(o) = fit {
-                let inner = found.is_none_or(|f| (slices[o].start, std::cmp::Reverse(slices[o].end)) > (slices[f].start, std::cmp::Reverse(slices[f].end)));
-                if inner {
-                    found = Some(o);
-                }
-            }
-        }
-        if let Some(f) = found {
-            out.push((q, f));
-        }
-    }
-    out
+/// The innermost slice of each query's track containing its time: the shared matching sweep,
+/// over the export's tracks and lanes.
+fn find_innermost(slices: &[Slice], queries: Vec<Query>) -> Vec<(Query, usize)> {
+    let queries = queries.into_iter().map(|q| SpanQuery { group: q.track, t: q.t, tag: q }).collect();
+    innermost_open(slices, |s| s.track, |s| usize::from(s.lane), queries, |q, s| q.tag.want.is_none_or(|w| s.event() == w))
+        .into_iter()
+        .map(|(q, f)| (q.tag, f))
+        .collect()
 }
 
 #[cfg(test)]

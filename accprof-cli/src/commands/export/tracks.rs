@@ -1,93 +1,15 @@
-//! Which track (Chrome "thread") each slice goes on, and keeping every track strictly nested.
+//! The export's table of tracks (Chrome "threads"), and keeping every track strictly nested.
 //!
-//! Perfetto drops a complete slice that overlaps a sibling without nesting inside it, so two
-//! things are done here. Device work gets tracks of its own (one per async queue, one per host
-//! thread for synchronous work), away from the constructs that enqueued it; device records
-//! (what the device itself did, with device times) get one track per CUDA stream. And on every track,
-//! a slice that would still cross another one is moved to an extra lane of that track (shown as
-//! a track of its own, named after the first) rather than clipped: its duration stays true.
+//! Which track an event goes on is the shared vocabulary's ([`TrackKind::of_event`]: host
+//! threads, a thread's synchronous device work, async queues, CUDA streams). What is the
+//! export's own: Perfetto drops a complete slice that overlaps a sibling without nesting inside
+//! it, so on every track a slice that would still cross another one is moved to an extra lane of
+//! that track (shown as a track of its own, named after the first) rather than clipped: its
+//! duration stays true.
 
-use super::slice::{device_event, Slice};
+use super::slice::Slice;
+pub use accprof_timeline::{TrackKey, TrackKind};
 use std::collections::{BTreeSet, HashMap};
-
-/// `acc_async_sync`: the operation was synchronous.
-const ACC_ASYNC_SYNC: i32 = -2;
-/// `acc_async_noval`: the default async queue.
-const ACC_ASYNC_NOVAL: i64 = -1;
-
-/// What a track shows.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub enum TrackKind {
-    /// Constructs, waits and instants of one host thread (`None`: the runtime gave no thread id).
-    Host { thread: Option<i64> },
-    /// Synchronous uploads, downloads and launches issued by one host thread.
-    DeviceSync { thread: Option<i64> },
-    /// Work on one async queue, whichever thread enqueued it.
-    DeviceQueue { queue: i64 },
-    /// Device records on one CUDA stream (`None`: the record named no stream).
-    ///
-    /// These stay in the process of the rank whose threads issued them rather than in a
-    /// process of their own: Perfetto then shows a rank's host threads and its streams under
-    /// one heading, and with several ranks nothing has to say which "device" process belongs to
-    /// which rank. The flow arrows from host to device slices stay within the process too.
-    DeviceStream { stream: Option<u64> },
-}
-
-impl TrackKind {
-    /// The track an event belongs on; `stream` is its `async_handle`.
-    pub fn of(slice: &Slice, thread: Option<i64>, stream: Option<u64>) -> Self {
-        if slice.device_index().is_some() {
-            return TrackKind::DeviceStream { stream };
-        }
-        if !device_event(slice.event()) {
-            return TrackKind::Host { thread };
-        }
-        let async_ = (slice.async_ != super::slice::NONE_I32).then_some(slice.async_);
-        let queue = (slice.async_queue != super::slice::NONE_I32).then_some(slice.async_queue);
-        match async_ {
-            Some(a) if a != ACC_ASYNC_SYNC => TrackKind::DeviceQueue { queue: i64::from(queue.unwrap_or(a)) },
-            _ => TrackKind::DeviceSync { thread },
-        }
-    }
-
-    /// The name shown for the track; `queues` are the async queues the OpenACC events say a
-    /// device stream serves (empty when none said).
-    pub fn label(&self, queues: &BTreeSet<i64>) -> String {
-        let thread = |t: &Option<i64>| t.map_or("host thread ?".to_string(), |t| format!("host thread {t}"));
-        match self {
-            TrackKind::Host { thread: t } => thread(t),
-            TrackKind::DeviceSync { thread: t } => format!("{}: device (synchronous)", thread(t)),
-            TrackKind::DeviceQueue { queue } => format!("device: async queue {queue}"),
-            TrackKind::DeviceStream { stream: None } => "device (no stream)".to_string(),
-            TrackKind::DeviceStream { stream: Some(h) } => format!("device stream {h:#x}{}", queue_note(queues)),
-        }
-    }
-}
-
-/// " (queue 1)", " (queues 1, 2)", " (synchronous)": what a stream serves, for its label.
-pub fn queue_note(queues: &BTreeSet<i64>) -> String {
-    let words: Vec<String> = queues
-        .iter()
-        .map(|&q| match q {
-            q if q == i64::from(ACC_ASYNC_SYNC) => "synchronous".to_string(),
-            ACC_ASYNC_NOVAL => "acc_async_noval".to_string(),
-            q => q.to_string(),
-        })
-        .collect();
-    match (words.len(), queues.iter().any(|&q| q >= 0)) {
-        (0, _) => String::new(),
-        (1, true) => format!(" (queue {})", words[0]),
-        (_, true) => format!(" (queues {})", words.join(", ")),
-        (_, false) => format!(" ({})", words.join(", ")),
-    }
-}
-
-/// A track of one trace.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct TrackKey {
-    pub trace: u16,
-    pub kind: TrackKind,
-}
 
 /// Every track met so far, numbered in order of first appearance.
 #[derive(Default, Debug)]
@@ -155,7 +77,7 @@ impl TrackTable {
     /// device streams.
     pub fn thread_ids(&self) -> ThreadIds {
         let mut order: Vec<u32> = (0..self.keys.len() as u32).collect();
-        order.sort_by_key(|&t| display_order(&self.keys[t as usize]));
+        order.sort_by_key(|&t| self.keys[t as usize].display_order());
         let mut first_tid = vec![0u32; self.keys.len()];
         let mut next = 1u32;
         for &t in &order {
@@ -163,18 +85,6 @@ impl TrackTable {
             next += u32::from(self.lanes[t as usize]);
         }
         ThreadIds { first_tid, order, lanes: self.lanes.clone() }
-    }
-}
-
-/// Sorts host thread `t` just before its synchronous device track, queues after threads, and
-/// the streams (what the device did) last.
-fn display_order(k: &TrackKey) -> (u16, u8, Option<i64>, u8) {
-    match k.kind {
-        TrackKind::Host { thread } => (k.trace, 0, thread, 0),
-        TrackKind::DeviceSync { thread } => (k.trace, 0, thread, 1),
-        TrackKind::DeviceQueue { queue } => (k.trace, 1, Some(queue), 0),
-        // Stream handles are ids or addresses: their order as unsigned numbers is kept.
-        TrackKind::DeviceStream { stream } => (k.trace, 2, stream.map(|h| (h ^ (1 << 63)) as i64), 0),
     }
 }
 
@@ -262,16 +172,6 @@ mod tests {
     fn a_crossing_slice_moves_to_a_second_lane() {
         // (50, 150) starts inside (0, 100) and ends after it.
         assert_eq!(lanes_of(&[(0, 100), (50, 150), (160, 170)]), [0, 1, 0]);
-    }
-
-    #[test]
-    fn streams_are_named_after_the_queues_they_serve() {
-        let stream = TrackKind::DeviceStream { stream: Some(0x7f00) };
-        assert_eq!(stream.label(&BTreeSet::new()), "device stream 0x7f00");
-        assert_eq!(stream.label(&BTreeSet::from([1])), "device stream 0x7f00 (queue 1)");
-        assert_eq!(stream.label(&BTreeSet::from([2, 1])), "device stream 0x7f00 (queues 1, 2)");
-        assert_eq!(stream.label(&BTreeSet::from([-2])), "device stream 0x7f00 (synchronous)");
-        assert_eq!(TrackKind::DeviceStream { stream: None }.label(&BTreeSet::new()), "device (no stream)");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! that SVG and PNG come from the same code.
 
 use super::breakdown::{Row, Sources};
-use super::category::Category;
+use super::category::{color, Category};
 use super::timeline::Timeline;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -50,7 +50,7 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, fig: &Figure) -> 
     let entry_w = |label: &str| (label.chars().count() as i32 * 7).max(50) + 40;
     let mut x = WIDTH as i32 - 16 - legend.iter().map(|(_, l)| entry_w(l)).sum::<i32>();
     for (c, label) in &legend {
-        area.draw(&Rectangle::new([(x, 44), (x + 14, 58)], c.color().filled()))?;
+        area.draw(&Rectangle::new([(x, 44), (x + 14, 58)], color(*c).filled()))?;
         area.draw(&Text::new(label.clone(), (x + 20, 51), left(13)))?;
         x += entry_w(label);
     }
@@ -78,7 +78,7 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, fig: &Figure) -> 
             acc += ns;
             // Ends are placed from the running total, so rounding never piles up.
             let x1 = (LEFT + scale(acc)).max(x + 1);
-            area.draw(&Rectangle::new([(x, y + 3), (x1, y + ROW_H - 3)], c.color().filled()))?;
+            area.draw(&Rectangle::new([(x, y + 3), (x1, y + ROW_H - 3)], color(c).filled()))?;
             x = x1;
         }
         area.draw(&Text::new(duration(r.total()), (x + 6, mid), left(12)))?;
@@ -108,7 +108,7 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, fig: &Figure) -> 
             }
             if let Some(c) = c {
                 let x0 = LEFT + px as i32;
-                area.draw(&Rectangle::new([(x0, y + 2), (LEFT + end as i32, y + LANE_H - 2)], c.color().filled()))?;
+                area.draw(&Rectangle::new([(x0, y + 2), (LEFT + end as i32, y + LANE_H - 2)], color(c).filled()))?;
             }
             px = end;
         }
@@ -151,21 +151,7 @@ fn nice_step(span: u64, max_ticks: u64) -> u64 {
     }
 }
 
-/// "0", "750 ns", "12.5 µs", "3.2 ms", "1.25 s".
-pub fn duration(ns: u64) -> String {
-    let trim = |v: f64, unit: &str| {
-        let s = if v >= 100.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") };
-        let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
-        format!("{s} {unit}")
-    };
-    match ns {
-        0 => "0".into(),
-        n if n < 1_000 => format!("{n} ns"),
-        n if n < 1_000_000 => trim(n as f64 / 1e3, "µs"),
-        n if n < 1_000_000_000 => trim(n as f64 / 1e6, "ms"),
-        n => trim(n as f64 / 1e9, "s"),
-    }
-}
+pub use accprof_timeline::format::duration_compact as duration;
 
 fn ellipsize(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -178,15 +164,6 @@ fn ellipsize(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(duration(0), "0");
-        assert_eq!(duration(750), "750 ns");
-        assert_eq!(duration(12_500), "12.5 µs");
-        assert_eq!(duration(3_000_000), "3 ms");
-        assert_eq!(duration(1_250_000_000), "1.25 s");
-    }
 
     #[test]
     fn tick_steps_are_round() {

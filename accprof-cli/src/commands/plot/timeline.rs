@@ -49,7 +49,7 @@ pub fn build(mut c: Collected, width: usize) -> Timeline {
     let px_ns = span as f64 / width as f64;
     for s in c.slices.iter().filter(|s| !s.is_point()) {
         let row = row_of[&(s.track, s.lane)];
-        let cat = Category::of_event(s.event()).index();
+        let cat = s.category().index();
         let (a, b) = (s.start - zero, s.end - zero);
         let first = ((a as f64 / px_ns) as usize).min(width - 1);
         let last = ((b as f64 / px_ns) as usize).min(width - 1);

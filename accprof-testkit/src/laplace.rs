@@ -10,14 +10,17 @@
 //!   parallel-loop version of the data-locality guide does before its fix.
 //! - [`Shape::LaplaceData`]: the guide's fix, `#pragma acc data copy(A) create(Anew)` at line 55
 //!   around the loop: the arrays move once, each iteration only moves `error`.
+//! - [`Shape::LooseOps`]: uploads, launches and downloads outside any construct (runtime API
+//!   calls, as a library built on `acc_memcpy_*` makes them), from [`SynthConfig::threads`] host
+//!   threads at once: the shape whose operations no construct ever claims.
 //!
 //! Any number of iterations (so any number of events, 10 million and more) streams out in
 //! constant memory:
 //!
 //! ```no_run
-//! use accprof_analysis::synth::{SynthConfig, Shape};
+//! use accprof_testkit::laplace::{SynthConfig, Shape};
 //! let cfg = SynthConfig::new(Shape::LaplaceNaive).with_event_target(10_000_000);
-//! let stats = accprof_analysis::synth::write_trace(&cfg, "big.trace").unwrap();
+//! let stats = accprof_testkit::laplace::write_trace(&cfg, "big.trace").unwrap();
 //! assert!(stats.events >= 10_000_000);
 //! ```
 
@@ -34,6 +37,8 @@ pub enum Shape {
     LaplaceNaive,
     /// Laplace 2D with `#pragma acc data copy(A) create(Anew)` around the iteration loop.
     LaplaceData,
+    /// Per iteration, on each thread: upload, launch, download, outside any construct.
+    LooseOps,
 }
 
 /// What to generate.
@@ -54,6 +59,8 @@ pub struct SynthConfig {
     pub bandwidth: f64,
     /// Device initialization time.
     pub init_ns: u64,
+    /// Host threads issuing operations at once ([`Shape::LooseOps`] only).
+    pub threads: u64,
 }
 
 /// Source lines of the generated program (laplace2d.c), as in the data-locality guide.
@@ -80,6 +87,7 @@ impl SynthConfig {
             start_ns: 1_000_000_000,
             bandwidth: 12.0,
             init_ns: 150_000_000,
+            threads: 3,
         }
     }
 
@@ -98,6 +106,12 @@ impl SynthConfig {
         self
     }
 
+    /// Host threads for [`Shape::LooseOps`].
+    pub fn threads(mut self, t: u64) -> Self {
+        self.threads = t.max(1);
+        self
+    }
+
     pub fn rank(mut self, r: u32) -> Self {
         self.mpi_rank = Some(r);
         self.pid += r;
@@ -112,6 +126,8 @@ impl SynthConfig {
             Shape::LaplaceNaive => 40,
             // c1: upload error + enter + launch + wait + download error + exit + cc = 7; c2: enter, launch, wait, exit, cc = 5
             Shape::LaplaceData => 12,
+            // Per thread: upload, launch, download.
+            Shape::LooseOps => 3 * self.threads,
         }
     }
 
@@ -166,6 +182,7 @@ impl Synth {
         let version = match self.cfg.shape {
             Shape::LaplaceNaive => "naive",
             Shape::LaplaceData => "data",
+            Shape::LooseOps => "loose",
         };
         Header {
             exe: "/opt/app/laplace".into(),
@@ -364,7 +381,46 @@ impl Synth {
                 self.t += 1_000;
                 self.compute(out, COPY_LINE, COPY_END_LINE, S_K2, &[], &[], false);
             }
+            Shape::LooseOps => self.loose_ops(out, &[a, anew, err]),
         }
+    }
+
+    /// Each thread uploads a variable, launches a kernel and downloads the variable, all at the
+    /// same time, outside any construct (as runtime API calls).
+    fn loose_ops(&mut self, out: &mut Vec<Event>, vars: &[Var]) {
+        let api = acc_construct_t::RUNTIME_API;
+        let base = self.t;
+        let mut end = base;
+        for thread in 0..self.cfg.threads {
+            let v = vars[thread as usize % vars.len()];
+            let line = STENCIL_LINE + thread as i64;
+            let mut t = base + thread * 700;
+            let op = |s: &Self, kind, dur: u64, t: &mut u64| {
+                let mut e = s.ev(kind, *t, *t + dur, line, line, api);
+                e.set_i64(Field::Thread, 1 + thread as i64);
+                *t += dur + 300;
+                e
+            };
+            let dur = self.transfer_ns(v.bytes);
+            let mut up = op(self, acc_event_t::ENQUEUE_UPLOAD_START, dur, &mut t);
+            up.set(Field::Bytes, v.bytes);
+            up.set(Field::HostPtr, v.ptr);
+            let mut launch = op(self, acc_event_t::ENQUEUE_LAUNCH_START, 4_000, &mut t);
+            launch.set(Field::KernelName, u64::from(if thread % 2 == 0 { S_K1 } else { S_K2 }));
+            launch.set(Field::NumGangs, 256);
+            launch.set(Field::VectorLength, 128);
+            let mut down = op(self, acc_event_t::ENQUEUE_DOWNLOAD_START, dur, &mut t);
+            down.set(Field::Bytes, v.bytes);
+            down.set(Field::HostPtr, v.ptr);
+            for e in [&mut up, &mut down] {
+                if self.cfg.names {
+                    e.set(Field::VarName, u64::from(v.name));
+                }
+            }
+            out.extend([up, launch, down]);
+            end = end.max(t);
+        }
+        self.t = end;
     }
 
     fn epilogue(&mut self, out: &mut Vec<Event>) {

@@ -1,8 +1,6 @@
-//! Synthetic traces for the export and plot tests, written with `TraceWriter` the way the tool
-//! library writes them: events in the order each thread finished them (a construct after the
-//! transfers and launches it contains), with the fields the OpenACC runtime fills.
-
-#![allow(dead_code)]
+//! [`TraceBuilder`]: a small trace made up event by event, written with `TraceWriter` the way
+//! the tool library writes them: events in the order each thread finished them (a construct
+//! after the transfers and launches it contains), with the fields the OpenACC runtime fills.
 
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_trace::{Event, EventFlags, Field, Footer, Header, StrId, TraceWriter};
@@ -12,14 +10,15 @@ use std::path::Path;
 pub const T0: u64 = 5_000_000_000;
 
 /// A trace being made up.
-pub struct Synth {
+#[derive(Debug)]
+pub struct TraceBuilder {
     pub header: Header,
     pub events: Vec<Event>,
     strings: Vec<String>,
     pub footer: bool,
 }
 
-impl Synth {
+impl TraceBuilder {
     pub fn new(exe: &str, pid: u32, rank: Option<u32>) -> Self {
         let header = Header {
             exe: exe.into(),
@@ -33,7 +32,7 @@ impl Synth {
             registration: "acc_register_library".into(),
             extra: Vec::new(),
         };
-        Synth { header, events: Vec::new(), strings: Vec::new(), footer: true }
+        TraceBuilder { header, events: Vec::new(), strings: Vec::new(), footer: true }
     }
 
     pub fn str(&mut self, s: &str) -> StrId {
@@ -179,7 +178,7 @@ pub fn construct(e: &mut Event, c: acc_construct_t) -> &mut Event {
 /// Anew, per iteration a `parallel loop` (implicit enter/exit data, one launch) and a reduction
 /// download, then the region's downloads; plus an async pipeline on queue 1 and a second host
 /// thread. Times in ns from T0; returns the end time.
-pub fn laplace_like(s: &mut Synth, iters: u64) -> u64 {
+pub fn laplace_like(s: &mut TraceBuilder, iters: u64) -> u64 {
     const F: &str = "/src/laplace.c";
     let mib = 1 << 20;
     construct(s.ev(acc_event_t::DEVICE_INIT_START, 0, 50_000, 0), acc_construct_t::RUNTIME_API);
@@ -238,7 +237,7 @@ pub fn laplace_like(s: &mut Synth, iters: u64) -> u64 {
 
 /// Writes a trace of `copies` back-to-back copies of `template`'s events, one batch per copy,
 /// so that a million-event trace is made without holding a million events.
-pub fn write_repeated(template: &Synth, copies: u64, path: &Path) -> u64 {
+pub fn write_repeated(template: &TraceBuilder, copies: u64, path: &Path) -> u64 {
     let mut events = template.events.clone();
     events.sort_by_key(|e| (e.end_ns, std::cmp::Reverse(e.start_ns)));
     let period = events.iter().map(|e| e.end_ns - T0).max().unwrap_or(0) + 1_000;
@@ -258,3 +257,6 @@ pub fn write_repeated(template: &Synth, copies: u64, path: &Path) -> u64 {
     w.flush().unwrap();
     copies * events.len() as u64
 }
+
+/// The name the tests have used for [`TraceBuilder`].
+pub type Synth = TraceBuilder;

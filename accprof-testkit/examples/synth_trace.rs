@@ -1,20 +1,21 @@
-//! Writes a synthetic Laplace trace: `synth_trace naive|data EVENTS OUT.trace [--iters K] [--n N] [--no-names] [--rank R]`.
+//! Writes a synthetic trace: `synth_trace naive|data|loose EVENTS OUT.trace [--iters K] [--n N] [--threads T] [--no-names] [--rank R]`.
 //! EVENTS is a minimum event count (0: use --iters). Used by the report benchmark
 //! (docs/performance/report.md) and handy for trying the TUI and exporters.
 
-use accprof_analysis::synth::{write_trace, Shape, SynthConfig};
+use accprof_testkit::laplace::{write_trace, Shape, SynthConfig};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        eprintln!("usage: synth_trace naive|data EVENTS OUT.trace [--iters K] [--n N] [--no-names] [--rank R]");
+        eprintln!("usage: synth_trace naive|data|loose EVENTS OUT.trace [--iters K] [--n N] [--threads T] [--no-names] [--rank R]");
         std::process::exit(2);
     }
     let shape = match args[0].as_str() {
         "naive" => Shape::LaplaceNaive,
         "data" => Shape::LaplaceData,
+        "loose" => Shape::LooseOps,
         other => {
-            eprintln!("unknown shape {other}: naive or data");
+            eprintln!("unknown shape {other}: naive, data or loose");
             std::process::exit(2);
         }
     };
@@ -27,6 +28,7 @@ fn main() {
             "--iters" => cfg = cfg.iterations(val()),
             "--n" => cfg = cfg.grid(val()),
             "--rank" => cfg = cfg.rank(val() as u32),
+            "--threads" => cfg = cfg.threads(val()),
             "--no-names" => {
                 cfg = cfg.without_names();
                 i -= 1;

@@ -1,0 +1,168 @@
+//! [`ResolvingReader`]: the one way every accprof view streams a trace, with call sites and
+//! unnamed host data resolved as events go by.
+
+use crate::{unnamed_host_data, Symbolizer};
+use accprof_trace::{Event, Field, Footer, Header, Module, StringTable, TraceError, TraceReader};
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+/// What a [`ResolvingReader`] fills in that the runtime left out.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Resolve {
+    /// `src_file`, `line_no` and `func_name` from an event's return address (GCC reports no
+    /// source location).
+    pub locations: bool,
+    /// `var_name` of a transfer's host side, from the heap block it lay in or the symbol table
+    /// (GCC names no variable).
+    pub data_names: bool,
+}
+
+impl Resolve {
+    pub const ALL: Resolve = Resolve {
+        locations: true,
+        data_names: true,
+    };
+    pub const NOTHING: Resolve = Resolve {
+        locations: false,
+        data_names: false,
+    };
+    pub const LOCATIONS: Resolve = Resolve {
+        locations: true,
+        data_names: false,
+    };
+}
+
+/// Streams a trace's events, resolving symbols as it goes. Memory does not grow with events:
+/// only the resolved addresses are cached.
+///
+/// String ids in the events index [`strings`](Self::strings); the strings the resolution adds
+/// are interned there too.
+///
+/// ```no_run
+/// use accprof_symbols::ResolvingReader;
+/// let mut r = ResolvingReader::open("accprof.laplace.1234.trace")?;
+/// while let Some(ev) = r.next_event()? {
+///     if let Some(file) = r.strings().resolve(ev.src_file()) {
+///         println!("{:?} at {file}:{}", ev.kind, ev.line_no().unwrap_or(0));
+///     }
+/// }
+/// for w in r.warnings() {
+///     eprintln!("warning: {w}");
+/// }
+/// # Ok::<(), accprof_trace::TraceError>(())
+/// ```
+pub struct ResolvingReader<R: Read> {
+    reader: TraceReader<R>,
+    resolve: Resolve,
+    /// Made on the first event that needs it.
+    symbolizer: Option<Symbolizer>,
+    events: u64,
+}
+
+impl<R: Read> std::fmt::Debug for ResolvingReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvingReader")
+            .field("resolve", &self.resolve)
+            .field("events", &self.events)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResolvingReader<BufReader<File>> {
+    /// Opens the trace at `path`, resolving everything.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
+        Ok(Self::new(TraceReader::open(path)?))
+    }
+}
+
+impl<R: Read> ResolvingReader<R> {
+    /// Wraps `reader`, resolving everything.
+    pub fn new(reader: TraceReader<R>) -> Self {
+        Self {
+            reader,
+            resolve: Resolve::ALL,
+            symbolizer: None,
+            events: 0,
+        }
+    }
+
+    /// Resolves only what `resolve` says.
+    pub fn resolving(mut self, resolve: Resolve) -> Self {
+        self.resolve = resolve;
+        self
+    }
+
+    /// The next event, resolved, or `None` at the end of the trace.
+    pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
+        let Some(mut ev) = self.reader.next_event()? else {
+            return Ok(None);
+        };
+        self.events += 1;
+        if self.resolve.locations
+            && ev.get(Field::ReturnAddress).is_some()
+            && ev.get(Field::SrcFile).is_none()
+        {
+            let sym = self
+                .symbolizer
+                .get_or_insert_with(|| Symbolizer::new(self.reader.modules()));
+            sym.update_modules(self.reader.modules());
+            sym.annotate(&mut ev, self.reader.strings_mut());
+        }
+        if self.resolve.data_names && unnamed_host_data(&ev) && !self.reader.modules().is_empty() {
+            let sym = self
+                .symbolizer
+                .get_or_insert_with(|| Symbolizer::new(self.reader.modules()));
+            sym.update_modules(self.reader.modules());
+            sym.annotate_data(&mut ev, self.reader.strings_mut());
+        }
+        Ok(Some(ev))
+    }
+
+    /// Events returned so far.
+    pub fn events_read(&self) -> u64 {
+        self.events
+    }
+
+    pub fn header(&self) -> &Header {
+        self.reader.header()
+    }
+
+    /// The trace's strings, with those the resolution added.
+    pub fn strings(&self) -> &StringTable {
+        self.reader.strings()
+    }
+
+    pub fn modules(&self) -> &[Module] {
+        self.reader.modules()
+    }
+
+    /// The clean end marker, once read (after the last event).
+    pub fn footer(&self) -> Option<&Footer> {
+        self.reader.footer()
+    }
+
+    /// Per thread, events the tool dropped while recording: (thread, count).
+    pub fn drops(&self) -> &[(i64, u64)] {
+        self.reader.drops()
+    }
+
+    /// Events the tool dropped while recording, over all threads.
+    pub fn dropped_total(&self) -> u64 {
+        self.reader.dropped_total()
+    }
+
+    pub fn bytes_read(&self) -> u64 {
+        self.reader.bytes_read()
+    }
+
+    /// One line about a cut-off trace, if it was.
+    pub fn truncation_warning(&self) -> Option<String> {
+        self.reader.truncation_warning()
+    }
+
+    /// What the resolution could not do (unreadable modules, changed binaries), each once.
+    pub fn warnings(&self) -> &[String] {
+        self.symbolizer.as_ref().map_or(&[], |s| s.warnings())
+    }
+}

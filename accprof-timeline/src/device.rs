@@ -1,0 +1,229 @@
+//! Device records (CUPTI's kernels, copies and memsets, or CUDA-event timings): what one says,
+//! and the one rule every view uses to tie it to the host operation that issued it.
+//!
+//! # The matching rule
+//!
+//! A record names the host thread that made the driver call and when ([`DeviceRecord::issued`]).
+//! It belongs to the innermost host span open on that thread at that time (a construct, or the
+//! runtime's enqueue call inside it). Runtimes that stage copies on helper threads of their own
+//! report no OpenACC events there; for those, the record belongs to the runtime enqueue of the
+//! same kind ([`DeviceOp::enqueue_event`]) open at that time on any thread of the process. A
+//! record that names no issuing call is matched by kernel name (kernels) or not at all.
+//! [`innermost_open`] is the sweep that answers "innermost span containing t" for a batch of
+//! queries.
+
+use crate::taxonomy::Direction;
+use accprof_abi::acc_event_t;
+use accprof_trace::{device, Event, EventFlags, Field};
+
+/// What the device did.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum DeviceOp {
+    Kernel,
+    /// A copy between host and device.
+    Copy(Direction),
+    /// Device to device, host to host, peer or array copies: totals only.
+    OtherCopy,
+    Memset,
+}
+
+impl DeviceOp {
+    /// The operation of a device record, `None` for any other event.
+    pub fn of(ev: &Event) -> Option<DeviceOp> {
+        Some(match ev.kind {
+            device::KERNEL => DeviceOp::Kernel,
+            device::MEMSET => DeviceOp::Memset,
+            device::MEMCPY => match ev.get(Field::CopyKind).and_then(Direction::of_copy_kind) {
+                Some(d) => DeviceOp::Copy(d),
+                None => DeviceOp::OtherCopy,
+            },
+            _ => return None,
+        })
+    }
+
+    /// The runtime event that enqueues this operation (the helper-thread fallback of the
+    /// matching rule); `None` for operations the runtime does not report.
+    pub fn enqueue_event(self) -> Option<acc_event_t> {
+        match self {
+            DeviceOp::Kernel => Some(acc_event_t::ENQUEUE_LAUNCH_START),
+            DeviceOp::Copy(d) => Some(d.enqueue_event()),
+            DeviceOp::OtherCopy | DeviceOp::Memset => None,
+        }
+    }
+}
+
+/// The facts of a device record the matching rule reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct DeviceRecord {
+    pub op: DeviceOp,
+    /// The host thread that issued the driver call.
+    pub thread: Option<i64>,
+    /// When that thread made the call (CLOCK_MONOTONIC ns).
+    pub host_call_ns: Option<u64>,
+    /// CUPTI's id of the driver call: issue order across the process.
+    pub correlation: Option<u64>,
+    /// The CUDA stream (`async_handle`).
+    pub stream: Option<u64>,
+    /// Timed with CUDA events around the operation rather than by CUPTI.
+    pub from_cuda_events: bool,
+}
+
+impl DeviceRecord {
+    /// The record in `ev`, `None` when `ev` is not a device record.
+    pub fn of(ev: &Event) -> Option<DeviceRecord> {
+        Some(DeviceRecord {
+            op: DeviceOp::of(ev)?,
+            thread: ev.thread(),
+            host_call_ns: ev.get(Field::HostCallNs),
+            correlation: ev.get(Field::CorrelationId),
+            stream: ev.get(Field::AsyncHandle),
+            from_cuda_events: ev.flags().contains(EventFlags::FROM_CUDA_EVENTS),
+        })
+    }
+
+    /// The issuing call, when the record names both its thread and time.
+    pub fn issued(&self) -> Option<(i64, u64)> {
+        Some((self.thread?, self.host_call_ns?))
+    }
+}
+
+/// A host span a device record may be matched to.
+pub trait Span {
+    fn start(&self) -> u64;
+    fn end(&self) -> u64;
+    /// Instants contain nothing.
+    fn is_point(&self) -> bool {
+        false
+    }
+}
+
+/// A question for [`innermost_open`]: which span of `group` (a thread, a track) contains `t`?
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Query<T> {
+    pub group: u32,
+    pub t: u64,
+    /// Passed back with the answer (which record asked).
+    pub tag: T,
+}
+
+/// For each query, the innermost span of its group containing `t` among those `accept`s, as an
+/// index into `spans`. `spans` are sorted by (group, start); spans of one group that overlap
+/// without nesting are told apart by `layer` (a lane), each layer nesting strictly. The
+/// innermost is the one that started last (and, at equal starts, ends first).
+pub fn innermost_open<S: Span, T>(
+    spans: &[S],
+    group_of: impl Fn(&S) -> u32,
+    layer_of: impl Fn(&S) -> usize,
+    mut queries: Vec<Query<T>>,
+    accept: impl Fn(&Query<T>, &S) -> bool,
+) -> Vec<(Query<T>, usize)> {
+    queries.sort_by_key(|q| (q.group, q.t));
+    let mut out = Vec::new();
+    // Per layer, the spans open at the current time, outermost first.
+    let mut stacks: Vec<Vec<usize>> = Vec::new();
+    let mut group = u32::MAX;
+    let mut next = 0usize;
+    for q in queries {
+        if q.group != group {
+            group = q.group;
+            next = spans.partition_point(|s| group_of(s) < group);
+            stacks.iter_mut().for_each(Vec::clear);
+        }
+        while next < spans.len() && group_of(&spans[next]) == group && spans[next].start() <= q.t {
+            let s = &spans[next];
+            if !s.is_point() {
+                let layer = layer_of(s);
+                if stacks.len() <= layer {
+                    stacks.resize_with(layer + 1, Vec::new);
+                }
+                let stack = &mut stacks[layer];
+                while stack.last().is_some_and(|&o| spans[o].end() < s.start()) {
+                    stack.pop();
+                }
+                stack.push(next);
+            }
+            next += 1;
+        }
+        let mut found: Option<usize> = None;
+        for stack in &mut stacks {
+            while stack.last().is_some_and(|&o| spans[o].end() < q.t) {
+                stack.pop();
+            }
+            let fit = stack.iter().rev().copied().find(|&o| accept(&q, &spans[o]));
+            if let Some(o) = fit {
+                let key = |i: usize| (spans[i].start(), std::cmp::Reverse(spans[i].end()));
+                if found.is_none_or(|f| key(o) > key(f)) {
+                    found = Some(o);
+                }
+            }
+        }
+        if let Some(f) = found {
+            out.push((q, f));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct S(u32, usize, u64, u64);
+    impl Span for S {
+        fn start(&self) -> u64 {
+            self.2
+        }
+        fn end(&self) -> u64 {
+            self.3
+        }
+    }
+
+    #[test]
+    fn the_innermost_open_span_contains_the_call() {
+        let spans = [
+            S(0, 0, 0, 100),
+            S(0, 0, 10, 20),
+            S(0, 0, 30, 60),
+            S(0, 1, 40, 120),
+            S(1, 0, 0, 5),
+        ];
+        let q = |t| Query {
+            group: 0,
+            t,
+            tag: (),
+        };
+        let found: Vec<(u64, usize)> = innermost_open(
+            &spans,
+            |s| s.0,
+            |s| s.1,
+            vec![q(15), q(25), q(35), q(50), q(110), q(130)],
+            |_, _| true,
+        )
+        .into_iter()
+        .map(|(q, f)| (q.t, f))
+        .collect();
+        assert_eq!(found, [(15, 1), (25, 0), (35, 2), (50, 3), (110, 3)]);
+    }
+
+    #[test]
+    fn records_say_what_and_who() {
+        let mut ev = Event::new(device::MEMCPY, 10);
+        ev.set(
+            Field::CopyKind,
+            device::copy_kind(device::COPY_DTOH as u8, 3, 1),
+        );
+        ev.set_i64(Field::Thread, 7);
+        ev.set(Field::HostCallNs, 5);
+        let r = DeviceRecord::of(&ev).unwrap();
+        assert_eq!(r.op, DeviceOp::Copy(Direction::DeviceToHost));
+        assert_eq!(r.issued(), Some((7, 5)));
+        assert_eq!(
+            r.op.enqueue_event(),
+            Some(acc_event_t::ENQUEUE_DOWNLOAD_START)
+        );
+        assert_eq!(
+            DeviceRecord::of(&Event::new(acc_event_t::ENQUEUE_LAUNCH_START, 0)),
+            None
+        );
+    }
+}

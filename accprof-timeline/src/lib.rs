@@ -1,0 +1,40 @@
+//! The vocabulary every accprof view shares, so that one trace means the same thing in
+//! `accprof report`, `advise`, `diff`, `export`, `plot`, `dump` and the TUI.
+//!
+//! The crates stack as abi -> trace -> symbols -> **timeline** -> analysis -> cli, tui. Events
+//! come from `accprof_symbols::ResolvingReader` (one streaming reader that resolves call sites
+//! and names unnamed host data as it goes); this crate says what each event is:
+//!
+//! - [`taxonomy`]: the [`Category`] of an event (kernels, data, wait, init, host), the
+//!   [`Direction`] of a transfer, whether it is asynchronous ([`is_async`], with the
+//!   `ACC_ASYNC_*` values of [`accprof_abi`]), whether it enqueues device work or is an instant.
+//! - [`track`]: the [`TrackKind`] an event goes on (host thread, a thread's synchronous device
+//!   work, async queue, CUDA stream) and the [`TrackKey`] of a track of one trace.
+//! - [`device`]: what a device record says ([`DeviceRecord`], [`DeviceOp`]) and the one rule
+//!   that ties it to the host operation that issued it ([`device::innermost_open`]).
+//! - [`compact`]: [`CompactEvent`], an event in 88 bytes, from which timeline views derive
+//!   (the export's slices, the plot's lanes).
+//! - [`format`]: durations, bytes and rates for people, the same in every view.
+//!
+//! ```
+//! use accprof_abi::acc_event_t;
+//! use accprof_timeline::{format, Category, TrackKind};
+//! use accprof_trace::{Event, Field};
+//! let mut ev = Event::new(acc_event_t::ENQUEUE_LAUNCH_START, 1_000);
+//! ev.end_ns = 13_300;
+//! ev.set_i64(Field::Thread, 1);
+//! assert_eq!(Category::of(ev.kind), Category::Kernels);
+//! assert_eq!(TrackKind::of_event(&ev), TrackKind::DeviceSync { thread: Some(1) });
+//! assert_eq!(format::duration(ev.duration_ns()), "12.3 us");
+//! ```
+
+pub mod compact;
+pub mod device;
+pub mod format;
+pub mod taxonomy;
+pub mod track;
+
+pub use compact::CompactEvent;
+pub use device::{DeviceOp, DeviceRecord};
+pub use taxonomy::{is_async, is_enqueue, is_point, Category, Direction};
+pub use track::{TrackKey, TrackKind};
