@@ -1,8 +1,14 @@
 //! The colour categories of the timeline: every OpenACC event number, and every device record
 //! (CUPTI kernel, copy, memset), falls into one.
+//!
+//! What an event is comes from the shared vocabulary (accprof-timeline: its category, a
+//! transfer's direction, a device record's operation); the legend only splits it finer, so that
+//! uploads, downloads, data directives and updates, or compute constructs and allocations, get
+//! colours of their own.
 
 use accprof_abi::{acc_construct_t, acc_event_t};
-use accprof_trace::device;
+use accprof_timeline::{is_point, DeviceOp, Direction};
+use accprof_trace::{device, Event};
 
 /// What a bar on the timeline is, at the granularity the legend shows.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -52,33 +58,47 @@ impl Category {
         Category::DeviceMemset,
     ];
 
-    /// The category of a host (acc_prof) event; device records need their copy direction too:
-    /// see [`Category::of_device`].
-    pub fn of(kind: acc_event_t) -> Category {
-        match kind {
-            acc_event_t::COMPUTE_CONSTRUCT_START => Category::Compute,
-            acc_event_t::ENQUEUE_LAUNCH_START => Category::Launch,
-            acc_event_t::ENQUEUE_UPLOAD_START => Category::Upload,
-            acc_event_t::ENQUEUE_DOWNLOAD_START => Category::Download,
-            acc_event_t::ALLOC | acc_event_t::FREE | acc_event_t::CREATE | acc_event_t::DELETE => {
-                Category::Memory
-            }
-            acc_event_t::WAIT_START => Category::Wait,
-            acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START => Category::Data,
-            acc_event_t::UPDATE_START => Category::Update,
-            device::KERNEL => Category::DeviceKernel,
-            device::MEMCPY => Category::DeviceCopy,
-            device::MEMSET => Category::DeviceMemset,
-            _ => Category::Other,
+    /// The category of an event: a device record by what the device did, a host (acc_prof)
+    /// event by its kind.
+    pub fn of_event(ev: &Event) -> Category {
+        match DeviceOp::of(ev) {
+            Some(op) => Category::of_device(op),
+            None => Category::of(ev.kind),
         }
     }
 
-    /// The category of a device record, from its kind and `copy_kind` field.
-    pub fn of_device(kind: acc_event_t, copy_kind: Option<u64>) -> Category {
-        match (kind, copy_kind.map(|v| device::split_copy_kind(v).0)) {
-            (device::MEMCPY, Some(device::COPY_HTOD)) => Category::DeviceUpload,
-            (device::MEMCPY, Some(device::COPY_DTOH)) => Category::DeviceDownload,
-            _ => Category::of(kind),
+    /// The category of a device record's operation.
+    pub fn of_device(op: DeviceOp) -> Category {
+        match op {
+            DeviceOp::Kernel => Category::DeviceKernel,
+            DeviceOp::Copy(Direction::HostToDevice) => Category::DeviceUpload,
+            DeviceOp::Copy(Direction::DeviceToHost) => Category::DeviceDownload,
+            DeviceOp::OtherCopy => Category::DeviceCopy,
+            DeviceOp::Memset => Category::DeviceMemset,
+        }
+    }
+
+    /// The category of a host (acc_prof) event of `kind` (a device record's needs the record:
+    /// [`Category::of_event`]).
+    pub fn of(kind: acc_event_t) -> Category {
+        use accprof_timeline::Category as Shared;
+        match Shared::of(kind) {
+            _ if device::is_device_record(kind) => Category::Other,
+            Shared::Kernels => Category::Launch,
+            Shared::Data => match Direction::of_transfer(kind) {
+                Some(Direction::HostToDevice) => Category::Upload,
+                Some(Direction::DeviceToHost) => Category::Download,
+                None if kind == acc_event_t::UPDATE_START => Category::Update,
+                None => Category::Data,
+            },
+            Shared::Wait => Category::Wait,
+            Shared::Init => Category::Other,
+            Shared::Host if kind == acc_event_t::COMPUTE_CONSTRUCT_START => Category::Compute,
+            // Device memory bookkeeping: the instants, but for the runtime's shutdown.
+            Shared::Host if is_point(kind) && kind != acc_event_t::RUNTIME_SHUTDOWN => {
+                Category::Memory
+            }
+            Shared::Host => Category::Other,
         }
     }
 
@@ -235,6 +255,27 @@ mod tests {
         );
         assert_eq!(Category::of(acc_event_t::FREE), Category::Memory);
         assert_eq!(Category::of(acc_event_t(999)), Category::Other);
+        assert_eq!(
+            Category::of(acc_event_t::COMPUTE_CONSTRUCT_START),
+            Category::Compute
+        );
+        assert_eq!(
+            Category::of(acc_event_t::ENQUEUE_LAUNCH_START),
+            Category::Launch
+        );
+        assert_eq!(
+            Category::of(acc_event_t::ENQUEUE_DOWNLOAD_START),
+            Category::Download
+        );
+        assert_eq!(Category::of(acc_event_t::ENTER_DATA_START), Category::Data);
+        assert_eq!(Category::of(acc_event_t::UPDATE_START), Category::Update);
+        assert_eq!(Category::of(acc_event_t::WAIT_START), Category::Wait);
+        assert_eq!(Category::of(acc_event_t::CREATE), Category::Memory);
+        assert_eq!(Category::of(acc_event_t::RUNTIME_SHUTDOWN), Category::Other);
+        assert_eq!(
+            Category::of(acc_event_t::DEVICE_INIT_START),
+            Category::Other
+        );
     }
 
     #[test]
@@ -249,21 +290,25 @@ mod tests {
             device::MEM_DEVICE as u8,
             device::MEM_PAGEABLE as u8,
         );
+        let copy = |copy_kind: u64| {
+            let mut ev = Event::new(device::MEMCPY, 0);
+            ev.set(accprof_trace::Field::CopyKind, copy_kind);
+            Category::of_event(&ev)
+        };
+        assert_eq!(copy(htod), Category::DeviceUpload);
+        assert_eq!(copy(dtoh), Category::DeviceDownload);
+        assert_eq!(copy(device::COPY_DTOD), Category::DeviceCopy);
         assert_eq!(
-            Category::of_device(device::MEMCPY, Some(htod)),
-            Category::DeviceUpload
-        );
-        assert_eq!(
-            Category::of_device(device::MEMCPY, Some(dtoh)),
-            Category::DeviceDownload
-        );
-        assert_eq!(
-            Category::of_device(device::MEMCPY, Some(device::COPY_DTOD)),
-            Category::DeviceCopy
-        );
-        assert_eq!(
-            Category::of_device(device::KERNEL, None),
+            Category::of_event(&Event::new(device::KERNEL, 0)),
             Category::DeviceKernel
+        );
+        assert_eq!(
+            Category::of_event(&Event::new(device::MEMSET, 0)),
+            Category::DeviceMemset
+        );
+        assert_eq!(
+            Category::of_event(&Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 0)),
+            Category::Upload
         );
         assert_eq!(
             Category::DeviceUpload.host_counterpart(),

@@ -385,11 +385,7 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     let file = map(ev.src_file());
     let rec = store.records.len() as u32;
     let is_device = device::is_device_record(ev.kind);
-    let cat = if is_device {
-        Category::of_device(ev.kind, ev.get(Field::CopyKind))
-    } else {
-        Category::of(ev.kind)
-    };
+    let cat = Category::of_event(ev);
     let r = &mut store.records;
     r.kind.push(kind_code(ev.kind, cat));
     r.parent.push(
