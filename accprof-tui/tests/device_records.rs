@@ -158,7 +158,11 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
     );
 
     // The async launch (on its queue's lane) ran as the kernel thread 1 issued, not thread 2's.
-    let launch = find(&app, Category::Launch, Some(LaneKind::Queue(1)));
+    let launch = find(
+        &app,
+        Category::Launch,
+        Some(LaneKind::DeviceQueue { queue: 1 }),
+    );
     let work = device_work_of(store, launch, 1);
     assert_eq!(
         work.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(),

@@ -57,7 +57,7 @@ fn select_and_zoom(app: &mut App, r: EventRef) {
 fn gcc_naive_device_lane_and_a_device_copy() {
     let mut app = open("gcc_naive");
     let device_lanes: Vec<String> = (0..app.state.store.lanes.len())
-        .filter(|&l| matches!(app.state.store.lanes[l].kind, LaneKind::Device(_)))
+        .filter(|&l| matches!(app.state.store.lanes[l].kind, LaneKind::DeviceStream { .. }))
         .map(|l| app.state.store.lane_label(l))
         .collect();
     assert_eq!(
@@ -148,7 +148,10 @@ fn gcc_naive_table_prefers_device_time() {
     keys(&mut app, "\n");
     let sel = app.view.timeline.selected.expect("Enter selects");
     assert!(
-        matches!(app.state.store.lanes[sel.lane].kind, LaneKind::Device(_)),
+        matches!(
+            app.state.store.lanes[sel.lane].kind,
+            LaneKind::DeviceStream { .. }
+        ),
         "jumped to {:?}",
         app.state.store.lane_label(sel.lane)
     );

@@ -9,15 +9,14 @@ use crate::state::constructs::ConstructKey;
 use crate::state::kind::{kind_code, Category};
 use crate::state::profile_feed::{ProfileFeed, ProfileJob, TraceEnd};
 use crate::state::store::{LaneKind, Raw, Source, Store, NO_LINE, NO_STR};
-use accprof_abi::acc_event_t;
 use accprof_symbols::Symbolizer;
+use accprof_timeline::taxonomy::is_async_value;
+use accprof_timeline::TrackKind;
 use accprof_trace::{device, Event, Field, StrId, StringTable, TraceError, TraceReader};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-/// `acc_async_sync`: the operation ran synchronously, on the host thread's timeline.
-const ACC_ASYNC_SYNC: i64 = -2;
 /// The string id map's "not mapped yet".
 const UNMAPPED: u32 = u32::MAX - 1;
 /// String ids from here up are the reader's own (`StringTable::intern` gives them out from
@@ -339,24 +338,13 @@ fn name_device_copy(feed: &mut Feed, ev: &mut Event) {
     sym.annotate_data(ev, feed.reader.strings_mut());
 }
 
-/// The lane an event belongs on: device records on their stream, asynchronous enqueues on
-/// their queue, the rest on their thread.
+/// The lane an event belongs on: its track in the shared vocabulary (device records on their
+/// stream, asynchronous enqueues on their queue, the rest on their thread), but a thread's
+/// synchronous device work stays on the thread's lane, nested under its constructs.
 pub fn lane_kind(ev: &Event) -> LaneKind {
-    if device::is_device_record(ev.kind) {
-        return LaneKind::Device(ev.get(Field::AsyncHandle).unwrap_or(0));
-    }
-    let on_device = matches!(
-        ev.kind,
-        acc_event_t::ENQUEUE_LAUNCH_START
-            | acc_event_t::ENQUEUE_UPLOAD_START
-            | acc_event_t::ENQUEUE_DOWNLOAD_START
-    );
-    let queue = ev
-        .get_i64(Field::Async)
-        .filter(|&a| a >= -1 && a != ACC_ASYNC_SYNC);
-    match queue {
-        Some(q) if on_device => LaneKind::Queue(q),
-        _ => LaneKind::Thread(ev.thread().unwrap_or(0)),
+    match TrackKind::of_event(ev) {
+        TrackKind::DeviceSync { thread } => TrackKind::Host { thread },
+        kind => kind,
     }
 }
 
@@ -436,8 +424,8 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     } else if let (Some(handle), Some(q)) =
         (ev.get(Field::AsyncHandle), ev.get_i64(Field::AsyncQueue))
     {
-        // acc_async_sync (-2) names no queue.
-        if q >= -1 && feed.last_stream_queue != Some((handle, q)) {
+        // acc_async_sync names no queue.
+        if is_async_value(q) && feed.last_stream_queue != Some((handle, q)) {
             feed.last_stream_queue = Some((handle, q));
             store.stream_queues.insert((feed.source, handle), q);
         }

@@ -4,7 +4,8 @@
 
 use crate::state::device::DeviceRec;
 use crate::state::kind::Category;
-use crate::state::store::{EventRef, LaneKind, Store, NO_STR};
+use crate::state::store::{EventRef, Store, NO_STR};
+use accprof_timeline::TrackKind;
 
 /// The device records that executed the work of host event `host` (a launch, upload or
 /// download) recorded by `thread`: issued by that thread, or by a helper thread with no OpenACC
@@ -50,12 +51,17 @@ pub fn host_side_of(store: &Store, dev: &DeviceRec) -> HostSide {
         return HostSide::default();
     };
     let source = usize::from(store.records.source[dev.rec as usize]);
-    let lanes: Vec<usize> = match store.lane_of(source, LaneKind::Thread(thread)) {
+    let lanes: Vec<usize> = match store.lane_of(
+        source,
+        TrackKind::Host {
+            thread: Some(thread),
+        },
+    ) {
         Some(l) => vec![l],
         None => (0..store.lanes.len())
             .filter(|&l| {
                 store.lanes[l].source == source
-                    && matches!(store.lanes[l].kind, LaneKind::Thread(_))
+                    && matches!(store.lanes[l].kind, TrackKind::Host { .. })
             })
             .collect(),
     };

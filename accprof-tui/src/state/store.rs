@@ -8,6 +8,8 @@
 
 use crate::state::kind::Category;
 use crate::state::track::Track;
+use accprof_abi::ACC_ASYNC_NOVAL;
+use accprof_timeline::TrackKind;
 use std::collections::HashMap;
 
 /// "No string" in the per-record string columns.
@@ -15,18 +17,10 @@ pub const NO_STR: u32 = u32::MAX;
 /// "No line" in the per-record line column.
 pub const NO_LINE: i32 = i32::MIN;
 
-/// Where a lane's events ran.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub enum LaneKind {
-    /// A host thread, by the runtime's (or the OS's) thread id.
-    Thread(i64),
-    /// A device async queue, by its async value (-1 = acc_async_noval): the runtime's enqueue
-    /// events for asynchronous work (host-timed).
-    Queue(i64),
-    /// A CUDA stream, by the device records' `async_handle` (CUPTI's stream id): what the device
-    /// ran, device-timed.
-    Device(u64),
-}
+/// Where a lane's events ran: a track of the shared vocabulary (host thread, async queue,
+/// device stream). A thread's synchronous device work (`TrackKind::DeviceSync`) is shown in that
+/// thread's lane, nested under the constructs that issued it (see `state::load::lane_kind`).
+pub type LaneKind = TrackKind;
 
 /// One row group of the timeline.
 #[derive(Clone, Debug)]
@@ -233,8 +227,12 @@ impl Store {
     /// Whether `source` has a host thread lane for `thread` (device records issued from a
     /// thread without one came from a runtime's helper thread).
     pub fn has_thread_lane(&self, source: usize, thread: i64) -> bool {
-        self.lane_index
-            .contains_key(&(source, LaneKind::Thread(thread)))
+        self.lane_index.contains_key(&(
+            source,
+            TrackKind::Host {
+                thread: Some(thread),
+            },
+        ))
     }
 
     /// The lane of `(source, kind)`, if it exists.
@@ -262,11 +260,21 @@ impl Store {
     pub fn lane_label(&self, lane: usize) -> String {
         let l = &self.lanes[lane];
         let what = match l.kind {
-            LaneKind::Thread(t) => format!("thread {t}"),
-            LaneKind::Queue(-1) => "queue noval".to_string(),
-            LaneKind::Queue(q) => format!("queue {q}"),
-            LaneKind::Device(stream) => match self.stream_queues.get(&(l.source, stream)) {
-                Some(-1) => "queue noval (device)".to_string(),
+            TrackKind::Host { thread: Some(t) } | TrackKind::DeviceSync { thread: Some(t) } => {
+                format!("thread {t}")
+            }
+            TrackKind::Host { thread: None } | TrackKind::DeviceSync { thread: None } => {
+                "thread ?".to_string()
+            }
+            TrackKind::DeviceQueue {
+                queue: ACC_ASYNC_NOVAL,
+            } => "queue noval".to_string(),
+            TrackKind::DeviceQueue { queue } => format!("queue {queue}"),
+            TrackKind::DeviceStream { stream: None } => "device (no stream)".to_string(),
+            TrackKind::DeviceStream {
+                stream: Some(stream),
+            } => match self.stream_queues.get(&(l.source, stream)) {
+                Some(&ACC_ASYNC_NOVAL) => "queue noval (device)".to_string(),
                 Some(q) => format!("queue {q} (device)"),
                 None => format!("device stream {stream:#x}"),
             },
