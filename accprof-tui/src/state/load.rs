@@ -1,6 +1,6 @@
 //! Reading traces into the [`Store`], once or, with `--follow`, again and again as they grow.
 //!
-//! Each trace is streamed with `TraceReader` and every event is reduced to a compact record at
+//! Each trace is streamed with accprof-symbols' `ResolvingReader` and every event is reduced to a compact record at
 //! once. The reader keeps where each events chunk began (chunks decode on their own), so the
 //! details pane can later re-read one full event by record id without keeping 250-byte events in
 //! memory: see [`Loader::fetch`].
@@ -9,6 +9,7 @@ use crate::state::constructs::ConstructKey;
 use crate::state::kind::{kind_code, Category};
 use crate::state::profile_feed::{ProfileFeed, ProfileJob, TraceEnd};
 use crate::state::store::{LaneKind, Raw, Source, Store, NO_LINE, NO_STR};
+use accprof_symbols::ResolvingReader;
 use accprof_symbols::Symbolizer;
 use accprof_timeline::taxonomy::is_async_value;
 use accprof_timeline::TrackKind;
@@ -27,7 +28,8 @@ const READER_IDS_FROM: u32 = u32::MAX / 2;
 struct Feed {
     source: usize,
     path: PathBuf,
-    reader: TraceReader<BufReader<File>>,
+    /// Resolves call sites and names unnamed host data as it streams, as every view's does.
+    reader: ResolvingReader<BufReader<File>>,
     /// Added to a timestamp to put it on the wall clock, so that ranks line up.
     shift: i128,
     /// Trace string id -> store string id.
@@ -37,6 +39,7 @@ struct Feed {
     /// The file's bytes up to the end of its header chunk: put in front of a seek into the file,
     /// they make a valid trace that starts at any chunk.
     prefix: Vec<u8>,
+    /// Resolves re-read events (see [`Loader::fetch`]); made on the first.
     symbolizer: Option<Symbolizer>,
     /// Events read so far, and (first event index, first record id) of each poll's run: maps an
     /// event's index in its trace (what accprof-analysis reports) to its record.
@@ -85,7 +88,7 @@ impl Loader {
     pub fn open(paths: &[PathBuf], store: &mut Store, profiles: bool) -> Result<Self, TraceError> {
         let mut feeds = Vec::new();
         for (i, path) in paths.iter().enumerate() {
-            let reader = TraceReader::open(path)?;
+            let reader = ResolvingReader::open(path)?;
             let prefix = read_prefix(path, reader.bytes_read())?;
             let h = reader.header();
             let shift = if h.start_unix_ns != 0 {
@@ -169,7 +172,7 @@ impl Loader {
             .push((feed.events_read, store.records.len() as u32));
         loop {
             let before = feed.reader.bytes_read();
-            let Some(mut ev) = feed.reader.next_event()? else {
+            let Some(ev) = feed.reader.next_event()? else {
                 break;
             };
             if feed.reader.bytes_read() != before {
@@ -180,19 +183,7 @@ impl Loader {
                     offset: before,
                 });
                 progress(feed.reader.bytes_read(), total);
-                if ev.get(Field::ReturnAddress).is_some() && feed.symbolizer.is_none() {
-                    feed.symbolizer = Some(Symbolizer::new(feed.reader.modules()));
-                }
-                if let Some(sym) = &mut feed.symbolizer {
-                    sym.update_modules(feed.reader.modules());
-                }
             }
-            if let Some(sym) = &mut feed.symbolizer {
-                if ev.get(Field::ReturnAddress).is_some() {
-                    sym.annotate(&mut ev, feed.reader.strings_mut());
-                }
-            }
-            name_device_copy(feed, &mut ev);
             add_event(feed, &ev, store);
             if let Some(p) = &mut feed.profile {
                 p.push(ev);
@@ -219,9 +210,7 @@ impl Loader {
                     f.reader.dropped_total()
                 ));
             }
-            if let Some(sym) = &f.symbolizer {
-                self.warnings.extend(sym.warnings().iter().cloned());
-            }
+            self.warnings.extend(f.reader.warnings().iter().cloned());
         }
     }
 
@@ -248,7 +237,7 @@ impl Loader {
     }
 
     /// Re-reads the full event behind record `rec`, with the string table to resolve its ids.
-    pub fn fetch(&mut self, rec: u32) -> Result<(Event, &StringTable), TraceError> {
+    pub fn fetch(&mut self, rec: u32) -> Result<(Event, StringTable), TraceError> {
         let at = self.chunks.partition_point(|c| c.first_rec <= rec);
         let Some(chunk) = at.checked_sub(1).map(|i| self.chunks[i]) else {
             return Err(TraceError::Corrupt {
@@ -276,13 +265,9 @@ impl Loader {
             offset: chunk.offset,
             what: "the event is no longer in the file".into(),
         })?;
-        // The streaming pass resolved return addresses and named device copies; do the same so
-        // the details agree.
-        if let Some(sym) = &mut feed.symbolizer {
-            sym.annotate(&mut ev, feed.reader.strings_mut());
-        }
-        name_device_copy(feed, &mut ev);
-        Ok((ev, feed.reader.strings()))
+        let mut strings = feed.reader.strings().clone();
+        resolve_again(feed, &mut ev, &mut strings);
+        Ok((ev, strings))
     }
 
     /// The record of the `index`-th event of trace `source` (as numbered by accprof-analysis).
@@ -325,17 +310,26 @@ fn read_prefix(path: &Path, len: u64) -> Result<Vec<u8>, TraceError> {
     Ok(buf)
 }
 
-/// Names the host side of a device copy the runtime left unnamed (GCC names none) from the
-/// program's symbol table, as accprof-analysis does: `A`, `Anew` instead of an address.
-fn name_device_copy(feed: &mut Feed, ev: &mut Event) {
-    if !accprof_symbols::unnamed_host_data(ev) || feed.reader.modules().is_empty() {
+/// Resolves a re-read event as the streaming pass's `ResolvingReader` did (call site of an
+/// event with only a return address, name of unnamed host data), so the details agree with the
+/// timeline. The reader resolves only the events it streams, hence this repeat of its rule.
+fn resolve_again(feed: &mut Feed, ev: &mut Event, strings: &mut StringTable) {
+    let modules = feed.reader.modules();
+    let needs_location = ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none();
+    let needs_name = accprof_symbols::unnamed_host_data(ev) && !modules.is_empty();
+    if !needs_location && !needs_name {
         return;
     }
     let sym = feed
         .symbolizer
-        .get_or_insert_with(|| Symbolizer::new(feed.reader.modules()));
-    sym.update_modules(feed.reader.modules());
-    sym.annotate_data(ev, feed.reader.strings_mut());
+        .get_or_insert_with(|| Symbolizer::new(modules));
+    sym.update_modules(modules);
+    if needs_location {
+        sym.annotate(ev, strings);
+    }
+    if needs_name {
+        sym.annotate_data(ev, strings);
+    }
 }
 
 /// The lane an event belongs on: its track in the shared vocabulary (device records on their

@@ -28,7 +28,7 @@ impl Details {
             Ok((ev, strings)) => Details {
                 rec,
                 event: Some(ev),
-                strings: strings.clone(),
+                strings,
                 error: None,
             },
             Err(e) => Details {
