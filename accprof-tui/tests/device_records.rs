@@ -212,7 +212,7 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
     // On screen: both durations for the upload, the device one for the copy.
     app.view.timeline.select(upload, &mut app.state);
     let s = screen(&mut app);
-    assert!(s.contains("duration         1 µs [host]"), "{s}");
+    assert!(s.contains("duration         1.0 us [host]"), "{s}");
     assert!(s.contains("duration         400 ns [device]"), "{s}");
     assert!(s.contains("device records   2"), "{s}");
     assert!(
@@ -227,7 +227,7 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
     );
     assert!(
         s.contains("host enqueue     upload A t.c:10")
-            && s.contains("enqueue duration 1 µs [host]"),
+            && s.contains("enqueue duration 1.0 us [host]"),
         "{s}"
     );
     // The table waits for the analysis for kernels and transfers of a device trace.

@@ -8,8 +8,8 @@ use crate::state::load::Loader;
 use crate::state::profile_feed::ProfileJob;
 use crate::state::store::Store;
 use crate::state::table::{profile_rows, ProfileRow, TableRow};
-use accprof_analysis::format::duration;
 use accprof_analysis::{advise, Profile};
+use accprof_timeline::format::duration;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, TryRecvError};
 

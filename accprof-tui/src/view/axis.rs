@@ -31,7 +31,7 @@ pub fn tick_label(t: u64, step: u64) -> String {
     } else if step >= 100_000 {
         (1e6, "ms")
     } else if step >= 100 {
-        (1e3, "µs")
+        (1e3, "us")
     } else {
         (1.0, "ns")
     };
@@ -81,7 +81,7 @@ mod tests {
     fn steps_are_round_and_labels_carry_units() {
         assert_eq!(tick_step(1_000_000, 100, 10), 100_000);
         assert_eq!(tick_step(1_000_000, 100, 15), 200_000);
-        assert_eq!(tick_label(250_000, 50_000), "250 µs");
+        assert_eq!(tick_label(250_000, 50_000), "250 us");
         assert_eq!(tick_label(1_500_000, 500_000), "1.5 ms");
         assert_eq!(tick_label(3_000_000_000, 1_000_000_000), "3 s");
     }

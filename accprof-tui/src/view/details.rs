@@ -5,8 +5,8 @@ use crate::state::kind::Category;
 use crate::state::load::Loader;
 use crate::state::pairing;
 use crate::state::store::{EventRef, Store};
-use crate::view::format::{fmt_bytes, fmt_duration};
 use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_timeline::format;
 use accprof_trace::model::FieldType;
 use accprof_trace::{Event, Field, StringTable};
 use ratatui::style::{Color, Modifier, Style};
@@ -58,7 +58,7 @@ fn field_value(ev: &Event, f: Field, strings: &StringTable) -> Option<String> {
                 .map(str::to_string)
                 .unwrap_or_else(|| (v as i64).to_string())
         }
-        (Field::Bytes, _) => format!("{v} ({})", fmt_bytes(v)),
+        (Field::Bytes, _) => format!("{v} ({})", format::bytes(v)),
         (_, FieldType::String) => strings
             .get(accprof_trace::StrId(v as u32))
             .map(str::to_string)
@@ -100,11 +100,11 @@ fn memory_kind_name(m: u64) -> &'static str {
     }
 }
 
-/// A duration with where it was measured: `18 µs [host]`, `241 µs [device]`.
+/// A duration with where it was measured: `18.0 us [host]`, `241.3 us [device]`.
 pub fn timed(ns: u64, device: bool) -> String {
     format!(
         "{} {}",
-        fmt_duration(ns),
+        format::duration(ns),
         if device { "[device]" } else { "[host]" }
     )
 }
@@ -117,13 +117,12 @@ fn at_ns(t: u64, origin: u64) -> String {
 
 /// `8.13 GB/s [device]` (bytes per ns are GB/s).
 fn rate(bytes: u64, ns: u64, device: bool) -> Option<String> {
-    (ns > 0 && bytes > 0).then(|| {
-        format!(
-            "{:.2} GB/s {}",
-            bytes as f64 / ns as f64,
-            if device { "[device]" } else { "[host]" }
-        )
-    })
+    let r = format::gbps(bytes, ns)?;
+    Some(format!(
+        "{} {}",
+        format::rate(Some(r)),
+        if device { "[device]" } else { "[host]" }
+    ))
 }
 
 fn key_style() -> Style {
@@ -167,7 +166,7 @@ pub fn lines(
     } else {
         out.push(kv(
             "start",
-            format!("+{}", fmt_duration(start.saturating_sub(store.origin))),
+            format!("+{}", format::duration(start.saturating_sub(store.origin))),
         ));
     }
     out.push(kv("duration", timed(end - start, is_device)));
@@ -260,7 +259,7 @@ fn host_lines(
         out.push(kv("variable", v.to_string()));
     }
     if let Some(b) = ev.bytes() {
-        out.push(kv("bytes", fmt_bytes(b)));
+        out.push(kv("bytes", format::bytes(b)));
         if matches!(
             ev.kind,
             acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START
@@ -320,7 +319,7 @@ fn device_lines(
         out.push(kv("variable", format!("{v}{how}")));
     }
     if let Some(b) = ev.bytes() {
-        out.push(kv("bytes", fmt_bytes(b)));
+        out.push(kv("bytes", format::bytes(b)));
         out.extend(rate(b, ev.duration_ns(), true).map(|r| kv("bandwidth", r)));
     }
     if let Some(ck) = ev.get(Field::CopyKind) {
@@ -343,9 +342,9 @@ fn device_lines(
         Some(call) => {
             out.push(kv("host call", at_ns(call, store.origin)));
             let delay = if start >= call {
-                fmt_duration(start - call)
+                format::duration(start - call)
             } else {
-                format!("-{}", fmt_duration(call - start))
+                format!("-{}", format::duration(call - start))
             };
             out.push(kv("call → start", delay));
         }

@@ -7,7 +7,6 @@
 pub mod axis;
 pub mod details;
 pub mod findings;
-pub mod format;
 pub mod geometry;
 pub mod help;
 pub mod list;
@@ -19,8 +18,8 @@ pub mod viewport;
 use crate::action::Action;
 use crate::state::kind::Category;
 use crate::state::State;
+use accprof_timeline::format::{duration, thousands};
 use findings::FindingsView;
-use format::{fmt_duration, group_digits};
 pub use geometry::{Geometry, Mode};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -286,13 +285,13 @@ fn header(view: &View, state: &State) -> Line<'static> {
         ),
         Span::raw(format!(
             " {name}  {} events  ",
-            group_digits(store.event_count() as u64)
+            thousands(store.event_count() as u64)
         )),
         Span::raw(format!(
             "view +{} … +{} ({})",
-            fmt_duration(vp.t0.saturating_sub(store.origin)),
-            fmt_duration(vp.end().saturating_sub(store.origin)),
-            fmt_duration(vp.span)
+            duration(vp.t0.saturating_sub(store.origin)),
+            duration(vp.end().saturating_sub(store.origin)),
+            duration(vp.span)
         )),
     ];
     if let Some(f) = &view.timeline.filter {

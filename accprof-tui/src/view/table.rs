@@ -3,8 +3,8 @@
 
 use crate::state::table::{self, TableRow};
 use crate::state::State;
-use crate::view::format::{fmt_bytes, fmt_duration};
 use crate::view::list::{selected_style, window_start};
+use accprof_timeline::format;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
@@ -111,15 +111,19 @@ impl TableView {
                 Row::new(vec![
                     Cell::from(r.what.clone()),
                     Cell::from(r.count.to_string()),
-                    Cell::from(fmt_duration(r.total_ns)),
-                    Cell::from(fmt_duration(r.avg_ns())),
+                    Cell::from(format::duration(r.total_ns)),
+                    Cell::from(format::duration(r.avg_ns())),
                     Cell::from(r.source_label()),
                     Cell::from(if r.bytes > 0 {
-                        fmt_bytes(r.bytes)
+                        format::bytes(r.bytes)
                     } else {
                         "-".into()
                     }),
-                    Cell::from(r.host_ns.map(fmt_duration).unwrap_or_else(|| "-".into())),
+                    Cell::from(
+                        r.host_ns
+                            .map(format::duration)
+                            .unwrap_or_else(|| "-".into()),
+                    ),
                 ])
                 .style(style)
             });
