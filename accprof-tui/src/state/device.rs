@@ -5,7 +5,7 @@
 //! call and when (`thread_id`, `host_call_ns`). Only device records are indexed here (about 40
 //! bytes each, on top of the ~35 every record costs), so traces without them pay nothing.
 
-use crate::state::kind::Category;
+use accprof_timeline::DeviceOp;
 
 /// The device records' pairing columns, in record order.
 #[derive(Clone, Debug, Default)]
@@ -18,7 +18,8 @@ pub struct DeviceIndex {
     /// Device start and end (store clock).
     pub start: Vec<u64>,
     pub end: Vec<u64>,
-    pub cat: Vec<Category>,
+    /// What the device did (the shared vocabulary's reading of the record).
+    pub op: Vec<DeviceOp>,
     /// Indices of records with a host call time, sorted by it.
     by_call: Vec<u32>,
 }
@@ -31,7 +32,7 @@ pub struct DeviceRec {
     pub host_call: Option<u64>,
     pub start: u64,
     pub end: u64,
-    pub cat: Category,
+    pub op: DeviceOp,
 }
 
 impl DeviceRec {
@@ -48,14 +49,14 @@ impl DeviceIndex {
         host_call: Option<u64>,
         start: u64,
         end: u64,
-        cat: Category,
+        op: DeviceOp,
     ) {
         self.rec.push(rec);
         self.thread.push(thread);
         self.host_call.push(host_call.unwrap_or(0));
         self.start.push(start);
         self.end.push(end);
-        self.cat.push(cat);
+        self.op.push(op);
     }
 
     pub fn len(&self) -> usize {
@@ -85,7 +86,7 @@ impl DeviceIndex {
             host_call: (self.host_call[i] != 0).then_some(self.host_call[i]),
             start: self.start[i],
             end: self.end[i],
-            cat: self.cat[i],
+            op: self.op[i],
         }
     }
 
@@ -114,9 +115,16 @@ mod tests {
     #[test]
     fn call_index_skips_records_without_a_call_time_and_sorts_the_rest() {
         let mut d = DeviceIndex::default();
-        d.push(3, Some(1), Some(50), 60, 70, Category::DeviceKernel);
-        d.push(5, None, None, 10, 20, Category::DeviceMemset);
-        d.push(8, Some(1), Some(20), 25, 30, Category::DeviceUpload);
+        d.push(3, Some(1), Some(50), 60, 70, DeviceOp::Kernel);
+        d.push(5, None, None, 10, 20, DeviceOp::Memset);
+        d.push(
+            8,
+            Some(1),
+            Some(20),
+            25,
+            30,
+            DeviceOp::Copy(accprof_timeline::Direction::HostToDevice),
+        );
         d.finish();
         assert_eq!(d.by_call, [2, 0]);
         assert_eq!(d.find(5).map(|r| r.host_call), Some(None));

@@ -107,17 +107,6 @@ impl Category {
         self as u8 >= Category::DeviceKernel as u8
     }
 
-    /// The host category whose work this device category executes (launch for a kernel, upload
-    /// for a host-to-device copy...): a device record matches host events of that category.
-    pub fn host_counterpart(self) -> Option<Category> {
-        match self {
-            Category::DeviceKernel => Some(Category::Launch),
-            Category::DeviceUpload => Some(Category::Upload),
-            Category::DeviceDownload => Some(Category::Download),
-            _ => None,
-        }
-    }
-
     pub fn from_u8(v: u8) -> Category {
         Category::ALL
             .get(v as usize)
@@ -309,10 +298,6 @@ mod tests {
         assert_eq!(
             Category::of_event(&Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 0)),
             Category::Upload
-        );
-        assert_eq!(
-            Category::DeviceUpload.host_counterpart(),
-            Some(Category::Upload)
         );
         assert!(Category::DeviceMemset.is_device() && !Category::Other.is_device());
         for (kind, cat) in [

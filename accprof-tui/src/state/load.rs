@@ -12,7 +12,7 @@ use crate::state::store::{LaneKind, Raw, Source, Store, NO_LINE, NO_STR};
 use accprof_symbols::ResolvingReader;
 use accprof_symbols::Symbolizer;
 use accprof_timeline::taxonomy::is_async_value;
-use accprof_timeline::TrackKind;
+use accprof_timeline::{is_enqueue, DeviceRecord, TrackKind};
 use accprof_trace::{device, Event, Field, StrId, StringTable, TraceError, TraceReader};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -386,12 +386,8 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     r.source.push(feed.source as u16);
     // With device records, kernels and transfers come into the table from accprof-analysis's
     // profile, which ties device times to them (see state::table); the host counts the rest.
-    let from_profile = store.sources[feed.source].device_activity
-        && (is_device
-            || matches!(
-                cat,
-                Category::Launch | Category::Upload | Category::Download
-            ));
+    let from_profile =
+        store.sources[feed.source].device_activity && (is_device || is_enqueue(ev.kind));
     if !from_profile {
         let key = ConstructKey {
             kind: r.kind[rec as usize],
@@ -405,15 +401,14 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
             .add(key, rec, ev.duration_ns(), ev.bytes().unwrap_or(0));
     }
     let shift = |t: u64| (i128::from(t) + feed.shift).clamp(0, i128::from(u64::MAX)) as u64;
-    if is_device {
-        let call = ev.get(Field::HostCallNs).map(shift);
+    if let Some(d) = DeviceRecord::of(ev) {
         store.device.push(
             rec,
-            ev.thread(),
-            call,
+            d.thread,
+            d.host_call_ns.map(shift),
             shift(ev.start_ns),
             shift(ev.end_ns.max(ev.start_ns)),
-            cat,
+            d.op,
         );
     } else if let (Some(handle), Some(q)) =
         (ev.get(Field::AsyncHandle), ev.get_i64(Field::AsyncQueue))

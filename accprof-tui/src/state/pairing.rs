@@ -1,11 +1,17 @@
-//! Pairs device records with the host events that issued their work: the runtime's enqueue
-//! event for the same work (enqueue_launch / upload / download) is the one on the issuing thread
-//! whose start and end enclose the record's host call time.
+//! Pairs device records with the host events that issued their work, by the shared matching
+//! rule (accprof-timeline's `device` module): a record belongs to what was open on its issuing
+//! thread when the driver call was made; a record issued by a runtime's helper thread (one with
+//! no OpenACC events) belongs to the runtime's enqueue of the same kind open then on any thread.
+//! What enqueues which operation is the shared `DeviceOp::enqueue_event`.
+//!
+//! The TUI asks per selected event, over its rows (the details pane), instead of matching every
+//! record up front as the export does; asynchronous enqueues sit on their queue's lane, so a
+//! device record's enqueue is looked for on thread lanes only.
 
 use crate::state::device::DeviceRec;
-use crate::state::kind::Category;
+use crate::state::kind::kind_of_code;
 use crate::state::store::{EventRef, Store, NO_STR};
-use accprof_timeline::TrackKind;
+use accprof_timeline::{is_enqueue, TrackKind};
 
 /// The device records that executed the work of host event `host` (a launch, upload or
 /// download) recorded by `thread`: issued by that thread, or by a helper thread with no OpenACC
@@ -13,11 +19,11 @@ use accprof_timeline::TrackKind;
 /// events. The thread is the event's own (an async enqueue sits on its queue's lane).
 pub fn device_work_of(store: &Store, host: EventRef, thread: i64) -> Vec<DeviceRec> {
     let lane = &store.lanes[host.lane];
-    let cat = Category::from_u8(lane.tracks[host.track].cat[host.idx]);
+    let kind = kind_of_code(store.records.kind[store.rec_of(host) as usize]);
     let (a, b) = store.span_of(host);
     let mut out = Vec::new();
     for r in store.device.called_between(a, b) {
-        if r.cat.host_counterpart() != Some(cat)
+        if r.op.enqueue_event() != Some(kind)
             || usize::from(store.records.source[r.rec as usize]) != lane.source
         {
             continue;
@@ -65,7 +71,7 @@ pub fn host_side_of(store: &Store, dev: &DeviceRec) -> HostSide {
             })
             .collect(),
     };
-    let want = dev.cat.host_counterpart();
+    let want = dev.op.enqueue_event();
     let mut side = HostSide::default();
     for lane in lanes {
         for (ti, track) in store.lanes[lane].tracks.iter().enumerate() {
@@ -82,16 +88,13 @@ pub fn host_side_of(store: &Store, dev: &DeviceRec) -> HostSide {
                 idx: i,
             };
             let rec = track.rec[i] as usize;
-            if want.is_some_and(|c| c as u8 == track.cat[i]) {
+            let kind = kind_of_code(store.records.kind[rec]);
+            if want == Some(kind) {
                 side.enqueue.get_or_insert(r);
             }
             // Deeper rows are inner events: the last one with a location wins, short of the
             // enqueue itself (its construct is what the user edits).
-            let is_enqueue = matches!(
-                Category::from_u8(track.cat[i]),
-                Category::Launch | Category::Upload | Category::Download
-            );
-            if store.records.file[rec] != NO_STR && !is_enqueue {
+            if store.records.file[rec] != NO_STR && !is_enqueue(kind) {
                 side.construct = Some(r);
             }
         }
