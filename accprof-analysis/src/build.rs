@@ -13,7 +13,7 @@ use crate::model::*;
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_timeline::{is_async, DeviceOp};
 use accprof_trace::{device, Event, EventFlags, Field, StrId, StringTable};
-use std::collections::HashMap as StdHashMap;
+use std::collections::{HashMap as StdHashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A multiply-rotate hasher (the Fx hash of rustc): the builder does several map lookups per
@@ -54,6 +54,12 @@ impl Hasher for FxHasher {
 }
 
 type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// Stack entries a thread keeps waiting for an enclosing construct. Past this, the oldest half is
+/// accounted as outside any construct, so that memory does not grow with a run of operations no
+/// construct encloses (runtime API calls from a library, on many threads). A construct that
+/// arrives later and would have enclosed them is counted and warned about.
+const MAX_PENDING: usize = 4096;
 
 /// Transfers smaller than this are not counted as slices of an array.
 const SLICE_MIN_RUN: u64 = 8;
@@ -233,12 +239,16 @@ struct ThreadState {
     /// Device mode only: construct instances and host-reported operations, by time.
     construct_spans: Vec<ConstructSpan>,
     op_spans: Vec<OpSpan>,
-    stack: Vec<Item>,
+    /// A deque so that flushing the oldest entries (see [`MAX_PENDING`]) moves nothing.
+    stack: VecDeque<Item>,
     /// Host time covered by the events at the bottom of the stack (not inside another event).
     covered_ns: u64,
     last_transfer: HashMap<VarId, LastTransfer>,
     run: Option<SliceRun>,
     instance: u64,
+    /// The start of the latest operation accounted outside any construct because the stack
+    /// grew past [`MAX_PENDING`].
+    flushed_last_start: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -292,6 +302,9 @@ pub struct ProfileBuilder {
     allocs: Vec<AllocSite>,
     alloc_index: HashMap<(Option<u64>, Option<u64>), usize>,
     summary: Summary,
+    /// Constructs that enclosed operations already accounted outside any construct (see
+    /// [`MAX_PENDING`]).
+    late_enclosing: u64,
 }
 
 fn is_compute_parent(p: Option<i64>) -> bool {
@@ -439,21 +452,60 @@ impl ProfileBuilder {
     fn push_leaf(&mut self, thread: i64, leaf: Leaf) {
         let ts = self.threads.entry(thread).or_default();
         // Start-ordered traces: the leaf lies inside the construct on top of the stack.
-        if let Some(Item::Closed { start, end, construct, resolved: true }) = ts.stack.last() {
+        if let Some(Item::Closed { start, end, construct, resolved: true }) = ts.stack.back() {
             if *start <= leaf.r.start_ns && leaf.r.end_ns <= *end {
                 let (c, inst) = (*construct, ts.instance);
                 self.resolve(thread, c, inst, vec![leaf]);
                 return;
             }
         }
-        if let Some(Item::Group { start, end, leaves }) = ts.stack.last_mut() {
+        if let Some(Item::Group { start, end, leaves }) = ts.stack.back_mut() {
             if *start <= leaf.r.start_ns && leaf.r.end_ns <= *end {
                 leaves.push(leaf);
                 return;
             }
         }
         ts.covered_ns += leaf.dur();
-        ts.stack.push(Item::Leaf(leaf));
+        ts.stack.push_back(Item::Leaf(leaf));
+        if ts.stack.len() > MAX_PENDING {
+            self.flush_pending(thread);
+        }
+    }
+
+    /// Accounts the older half of `thread`'s stack as outside any construct (see
+    /// [`MAX_PENDING`]).
+    fn flush_pending(&mut self, thread: i64) {
+        let ts = self.threads.entry(thread).or_default();
+        let mut stack = std::mem::take(&mut ts.stack);
+        let mut last_start = None;
+        for item in stack.drain(..MAX_PENDING / 2) {
+            match &item {
+                Item::Leaf(l) => {
+                    last_start = Some(l.r.start_ns);
+                    self.resolve_leaf(thread, None, u64::MAX, l);
+                }
+                Item::Group { leaves, .. } => {
+                    for l in leaves {
+                        last_start = Some(l.r.start_ns);
+                        self.resolve_leaf(thread, None, u64::MAX, l);
+                    }
+                }
+                Item::Closed { .. } => {}
+            }
+        }
+        let ts = self.threads.entry(thread).or_default();
+        ts.stack = stack;
+        if last_start.is_some() {
+            ts.flushed_last_start = last_start;
+        }
+    }
+
+    /// Notes a construct or implicit data region that encloses operations already flushed.
+    fn check_late_enclosing(&mut self, thread: i64, r: EventRef) {
+        let flushed = self.threads.get(&thread).and_then(|ts| ts.flushed_last_start);
+        if flushed.is_some_and(|f| r.start_ns <= f) {
+            self.late_enclosing += 1;
+        }
     }
 
     /// Pops the stack entries inside `[start, end]`, returning their leaves in time order and the
@@ -461,13 +513,13 @@ impl ProfileBuilder {
     fn pop_inside(ts: &mut ThreadState, start: u64, end: u64) -> (Vec<Leaf>, u64) {
         let mut leaves = Vec::new();
         let mut covered = 0;
-        while let Some(top) = ts.stack.last() {
+        while let Some(top) = ts.stack.back() {
             let (s, e) = top.span();
             if s < start || e > end {
                 break;
             }
             covered += e - s;
-            match ts.stack.pop() {
+            match ts.stack.pop_back() {
                 Some(Item::Leaf(l)) => leaves.push(l),
                 Some(Item::Group { leaves: g, .. }) => leaves.extend(g.into_iter().rev()),
                 _ => {}
@@ -478,14 +530,15 @@ impl ProfileBuilder {
     }
 
     fn push_group(&mut self, thread: i64, r: EventRef) {
+        self.check_late_enclosing(thread, r);
         let ts = self.threads.entry(thread).or_default();
         let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
         share_overhead(&mut leaves, r.end_ns - r.start_ns);
         // Start-ordered: the group lies inside the construct on top; its leaves come later.
-        if let Some(Item::Closed { start, end, resolved: true, .. }) = ts.stack.last() {
+        if let Some(Item::Closed { start, end, resolved: true, .. }) = ts.stack.back() {
             if *start <= r.start_ns && r.end_ns <= *end {
                 if !leaves.is_empty() {
-                    let (c, inst) = match ts.stack.last() {
+                    let (c, inst) = match ts.stack.back() {
                         Some(Item::Closed { construct, .. }) => (*construct, ts.instance),
                         _ => (None, ts.instance),
                     };
@@ -495,10 +548,14 @@ impl ProfileBuilder {
             }
         }
         ts.covered_ns = ts.covered_ns - covered + (r.end_ns - r.start_ns);
-        ts.stack.push(Item::Group { start: r.start_ns, end: r.end_ns, leaves });
+        ts.stack.push_back(Item::Group { start: r.start_ns, end: r.end_ns, leaves });
+        if ts.stack.len() > MAX_PENDING {
+            self.flush_pending(thread);
+        }
     }
 
     fn push_construct(&mut self, thread: i64, ev: &Event, kind: ConstructKind, r: EventRef) {
+        self.check_late_enclosing(thread, r);
         let cid = self.construct_id(ev, kind);
         let dur = r.end_ns - r.start_ns;
         {
@@ -540,10 +597,10 @@ impl ProfileBuilder {
             ts.construct_spans.push(ConstructSpan { start: r.start_ns, end: r.end_ns, construct: cid, instance: inst, parent: None });
         }
         let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
-        let inside_open = matches!(ts.stack.last(), Some(Item::Closed { start, end, resolved: true, .. }) if *start <= r.start_ns && r.end_ns <= *end);
+        let inside_open = matches!(ts.stack.back(), Some(Item::Closed { start, end, resolved: true, .. }) if *start <= r.start_ns && r.end_ns <= *end);
         if !inside_open {
             ts.covered_ns = ts.covered_ns - covered + dur;
-            match ts.stack.last_mut() {
+            match ts.stack.back_mut() {
                 // Merge with the previous top-level construct: keeps the stack short over a long
                 // run while no event encloses both.
                 Some(Item::Closed { end, construct, resolved, .. }) if *end <= r.start_ns && !matches!(kind, ConstructKind::Init) => {
@@ -551,7 +608,7 @@ impl ProfileBuilder {
                     *construct = Some(cid);
                     *resolved = true;
                 }
-                _ => ts.stack.push(Item::Closed { start: r.start_ns, end: r.end_ns, construct: Some(cid), resolved: true }),
+                _ => ts.stack.push_back(Item::Closed { start: r.start_ns, end: r.end_ns, construct: Some(cid), resolved: true }),
             }
         }
         if kind != ConstructKind::Compute {
@@ -605,19 +662,26 @@ impl ProfileBuilder {
     }
 
     /// Accounts leaves (in time order) to construct `c` (instance `inst` on `thread`).
-    fn resolve(&mut self, thread: i64, c: Option<u32>, inst: u64, leaves: Vec<Leaf>) {
+    fn resolve(&mut self, thread: i64, c: Option<u32>, inst: u64, leaves: impl IntoIterator<Item = Leaf>) {
         for leaf in leaves {
-            let child = self.account_child(c, &leaf);
+            self.resolve_leaf(thread, c, inst, &leaf);
+        }
+    }
+
+    /// Accounts one leaf to construct `c` (instance `inst` on `thread`).
+    fn resolve_leaf(&mut self, thread: i64, c: Option<u32>, inst: u64, leaf: &Leaf) {
+        {
+            let child = self.account_child(c, leaf);
             let (mut kernel, mut variable, mut site) = (None, None, None);
             match leaf.kind {
                 ChildKind::Upload | ChildKind::Download => {
-                    let (v, s) = self.account_transfer(thread, c, inst, &leaf);
+                    let (v, s) = self.account_transfer(thread, c, inst, leaf);
                     (variable, site) = (Some(v), Some(s));
                 }
-                ChildKind::Launch => kernel = Some(self.account_launch(c, &leaf)),
+                ChildKind::Launch => kernel = Some(self.account_launch(c, leaf)),
                 ChildKind::Wait => self.summary.waits.add(leaf.dur()),
-                ChildKind::Alloc | ChildKind::Create => self.account_alloc(c, &leaf, true),
-                ChildKind::Free | ChildKind::Delete => self.account_alloc(c, &leaf, false),
+                ChildKind::Alloc | ChildKind::Create => self.account_alloc(c, leaf, true),
+                ChildKind::Free | ChildKind::Delete => self.account_alloc(c, leaf, false),
             }
             if self.device_mode && leaf.host_timed && matches!(leaf.kind, ChildKind::Upload | ChildKind::Download | ChildKind::Launch) {
                 let span = OpSpan {
@@ -1005,6 +1069,12 @@ impl ProfileBuilder {
         self.prefer_device_times();
         let name = |id: Option<StrId>| strings.resolve(id).map(str::to_string);
         let mut profile = Profile { summary: self.summary, ..Profile::default() };
+        if self.late_enclosing > 0 {
+            profile.warnings.push(format!(
+                "{} construct(s) enclosed more than {MAX_PENDING} operations that no inner construct did; operations of theirs were counted outside any construct",
+                self.late_enclosing
+            ));
+        }
         if self.cuda_event_records_set_aside > 0 {
             profile.warnings.push(format!(
                 "this run recorded device times both with CUPTI and with CUDA events (ACCPROF_CUDA_EVENTS=on); the {} CUDA-event records are left out and CUPTI's are used",
@@ -1352,5 +1422,53 @@ fn var_label(id: VarId, strings: &StringTable) -> String {
         VarId::Name(n) => strings.get(n).unwrap_or("?").to_string(),
         VarId::Host { ptr, bytes } => format!("host {ptr:#x}+{}", crate::format::bytes(bytes)),
         VarId::Unknown => "(unknown variable)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(kind: acc_event_t, start: u64, thread: i64) -> Event {
+        let mut e = Event::new(kind, start);
+        e.end_ns = start + 10;
+        e.set_i64(Field::Thread, thread);
+        e.set(Field::Bytes, 64);
+        e.set(Field::HostPtr, 0x1000);
+        e
+    }
+
+    #[test]
+    fn operations_outside_constructs_are_counted_in_bounded_memory() {
+        let mut b = ProfileBuilder::new();
+        let n = 10 * MAX_PENDING as u64;
+        for i in 0..n {
+            for thread in 1..=3 {
+                b.feed(&op(acc_event_t::ENQUEUE_UPLOAD_START, i * 100 + thread as u64 * 20, thread));
+            }
+            let longest = b.threads.values().map(|t| t.stack.len()).max().unwrap_or(0);
+            assert!(longest <= MAX_PENDING, "a stack holds {longest} entries");
+        }
+        let p = b.finish(&StringTable::default());
+        assert_eq!(p.summary.uploads.count, 3 * n);
+        assert_eq!(p.summary.upload_bytes, 3 * n * 64);
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn a_construct_enclosing_flushed_operations_is_said() {
+        let mut b = ProfileBuilder::new();
+        let n = 2 * MAX_PENDING as u64;
+        for i in 0..n {
+            b.feed(&op(acc_event_t::ENQUEUE_UPLOAD_START, 1_000 + i * 100, 1));
+        }
+        let mut region = Event::new(acc_event_t::ENTER_DATA_START, 0);
+        region.end_ns = 1_000 + n * 100;
+        region.set_i64(Field::Thread, 1);
+        region.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::DATA.0));
+        b.feed(&region);
+        let p = b.finish(&StringTable::default());
+        assert_eq!(p.summary.uploads.count, n, "every upload is counted once");
+        assert!(p.warnings.iter().any(|w| w.contains("counted outside any construct")), "{:?}", p.warnings);
     }
 }

@@ -31,7 +31,31 @@ impl Profile {
         let path = path.as_ref();
         let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let reader = TraceReader::open(path)?;
-        Self::from_reader(path.display().to_string(), reader, total, progress)
+        Self::from_reader_in_background(path.display().to_string(), reader, total, progress)
+    }
+
+    /// Like [`from_reader`](Self::from_reader), decoding on a second thread while this one builds
+    /// the profile.
+    pub fn from_reader_in_background<R: Read + Send>(
+        label: String,
+        reader: TraceReader<R>,
+        total_bytes: u64,
+        mut progress: impl FnMut(Progress),
+    ) -> Result<Profile, TraceError> {
+        let reader = ResolvingReader::new(reader);
+        let mut b = builder_for(reader.header());
+        let mut next_progress = PROGRESS_EVERY;
+        let reader = reader.for_each_batch(|events, bytes_read| {
+            for ev in events {
+                b.feed(ev);
+            }
+            if b.events_seen() >= next_progress {
+                next_progress = b.events_seen() + PROGRESS_EVERY;
+                progress(Progress { bytes_read, total_bytes, events: b.events_seen() });
+            }
+        })?;
+        progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
+        Ok(Self::finish_read(label, b, &reader))
     }
 
     /// Streams any [`TraceReader`] into a profile. `label` names the trace in the report.
@@ -43,13 +67,18 @@ impl Profile {
     ) -> Result<Profile, TraceError> {
         let mut reader = ResolvingReader::new(reader);
         let mut b = builder_for(reader.header());
-        while let Some(ev) = reader.next_event()? {
-            b.feed(&ev);
+        while reader.advance()? {
+            b.feed(reader.event());
             if b.events_seen().is_multiple_of(PROGRESS_EVERY) {
                 progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
             }
         }
         progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
+        Ok(Self::finish_read(label, b, &reader))
+    }
+
+    /// The profile of a trace read to its end.
+    fn finish_read<R: Read>(label: String, b: ProfileBuilder, reader: &ResolvingReader<R>) -> Profile {
         let footer_end = reader.footer().map(|f| f.end_monotonic_ns);
         let wall = wall_time(reader.header(), footer_end);
         let mut p = b.finish_with_wall(reader.strings(), wall);
@@ -60,7 +89,7 @@ impl Profile {
         }
         p.warnings.extend(reader.warnings().iter().cloned());
         add_common_warnings(&mut p, footer_end.is_some());
-        Ok(p)
+        p
     }
 
     /// A profile of a trace already in memory.

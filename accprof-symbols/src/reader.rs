@@ -58,6 +58,7 @@ pub struct ResolvingReader<R: Read> {
     /// Made on the first event that needs it.
     symbolizer: Option<Symbolizer>,
     events: u64,
+    current: Event,
 }
 
 impl<R: Read> std::fmt::Debug for ResolvingReader<R> {
@@ -84,6 +85,7 @@ impl<R: Read> ResolvingReader<R> {
             resolve: Resolve::ALL,
             symbolizer: None,
             events: 0,
+            current: Event::default(),
         }
     }
 
@@ -93,30 +95,80 @@ impl<R: Read> ResolvingReader<R> {
         self
     }
 
+    /// Moves to the next event, resolved; `false` at the end of the trace. The event is then
+    /// [`event`](Self::event). Cheaper than [`next_event`](Self::next_event) in a hot loop: the
+    /// event is not copied out.
+    #[inline]
+    pub fn advance(&mut self) -> Result<bool, TraceError> {
+        let Some(ev) = self.reader.next_event()? else { return Ok(false) };
+        self.current = ev;
+        self.events += 1;
+        let ev = &mut self.current;
+        if self.resolve.locations && ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none() {
+            let sym = self.symbolizer.get_or_insert_with(|| Symbolizer::new(self.reader.modules()));
+            sym.update_modules(self.reader.modules());
+            sym.annotate(ev, self.reader.strings_mut());
+        }
+        if self.resolve.data_names && unnamed_host_data(ev) && !self.reader.modules().is_empty() {
+            let sym = self.symbolizer.get_or_insert_with(|| Symbolizer::new(self.reader.modules()));
+            sym.update_modules(self.reader.modules());
+            sym.annotate_data(ev, self.reader.strings_mut());
+        }
+        Ok(true)
+    }
+
+    /// The event [`advance`](Self::advance) moved to (a default event before the first).
+    #[inline]
+    pub fn event(&self) -> &Event {
+        &self.current
+    }
+
     /// The next event, resolved, or `None` at the end of the trace.
     pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
-        let Some(mut ev) = self.reader.next_event()? else {
-            return Ok(None);
-        };
-        self.events += 1;
-        if self.resolve.locations
-            && ev.get(Field::ReturnAddress).is_some()
-            && ev.get(Field::SrcFile).is_none()
-        {
-            let sym = self
-                .symbolizer
-                .get_or_insert_with(|| Symbolizer::new(self.reader.modules()));
-            sym.update_modules(self.reader.modules());
-            sym.annotate(&mut ev, self.reader.strings_mut());
-        }
-        if self.resolve.data_names && unnamed_host_data(&ev) && !self.reader.modules().is_empty() {
-            let sym = self
-                .symbolizer
-                .get_or_insert_with(|| Symbolizer::new(self.reader.modules()));
-            sym.update_modules(self.reader.modules());
-            sym.annotate_data(&mut ev, self.reader.strings_mut());
-        }
-        Ok(Some(ev))
+        Ok(self.advance()?.then_some(self.current))
+    }
+
+    /// Streams the rest of the trace on a second thread, calling `each` on this one with the
+    /// events in order, a batch at a time, and how many bytes of the file were read by then.
+    /// Decoding and resolving then overlap with what `each` does (on two cores, nearly halving
+    /// the wall time of a report). Returns the reader, at the end of the trace, for its strings,
+    /// footer and warnings.
+    pub fn for_each_batch(self, mut each: impl FnMut(&[Event], u64)) -> Result<Self, TraceError>
+    where
+        R: Send,
+    {
+        use std::sync::mpsc::{channel, sync_channel};
+        const BATCH: usize = 4096;
+        let (full_tx, full_rx) = sync_channel::<(Vec<Event>, u64)>(4);
+        let (free_tx, free_rx) = channel::<Vec<Event>>();
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(move || -> Result<Self, TraceError> {
+                let mut r = self;
+                loop {
+                    let mut batch = free_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                    batch.clear();
+                    while batch.len() < BATCH && r.advance()? {
+                        batch.push(r.current);
+                    }
+                    let done = batch.len() < BATCH;
+                    if !batch.is_empty() && full_tx.send((batch, r.bytes_read())).is_err() {
+                        return Ok(r);
+                    }
+                    if done {
+                        return Ok(r);
+                    }
+                }
+            });
+            for (batch, bytes) in full_rx {
+                each(&batch, bytes);
+                // The worker may have finished; then the batch is simply dropped.
+                let _ = free_tx.send(batch);
+            }
+            match worker.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
     }
 
     /// Events returned so far.

@@ -48,8 +48,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
         });
         writeln!(out, "{line}")?;
     }
-    while let Some(ev) = reader.next_event()? {
-        writeln!(out, "{}", event_json(&ev, reader.strings()))?;
+    while reader.advance()? {
+        let ev = reader.event();
+        writeln!(out, "{}", event_json(ev, reader.strings()))?;
     }
     out.flush()?;
     for w in reader.warnings() {

@@ -127,18 +127,19 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
         let mut r = readers[i].take().expect("each trace is read once");
         let trace = trace as u16;
         let clock = wall_clock(r.header());
-        while let Some(ev) = r.next_event()? {
+        while r.advance()? {
+            let ev = r.event();
             let stream = ev.get(Field::AsyncHandle);
-            let mut s = Slice::from_event(&ev, trace, 0, clock);
+            let mut s = Slice::from_event(ev, trace, 0, clock);
             if device_kind::is_device_record(ev.kind) {
                 s.device = c.device.len() as u32;
-                c.device.push(DeviceInfo::from_event(&ev, clock));
+                c.device.push(DeviceInfo::from_event(ev, clock));
             } else if let (Some(h), Some(q)) = (stream, ev.async_queue()) {
                 // An OpenACC event says which async queue this stream serves.
                 c.tracks.note_stream_queue(trace, h, q);
             }
-            s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of_event(&ev) });
-            c.counters.add(&ev, trace, s.start, s.end);
+            s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of_event(ev) });
+            c.counters.add(ev, trace, s.start, s.end);
             c.slices.push(s);
         }
         c.warnings.extend(r.truncation_warning());
