@@ -77,8 +77,10 @@ impl Profile {
         Ok(Self::finish_read(label, b, &reader))
     }
 
-    /// The profile of a trace read to its end.
-    fn finish_read<R: Read>(label: String, b: ProfileBuilder, reader: &ResolvingReader<R>) -> Profile {
+    /// The profile of a trace read to its end by `reader`, whose events were all fed to `b`
+    /// (made by [`ProfileBuilder::for_header`]): for a view that builds a profile while it
+    /// reads the trace for something else (`accprof plot` draws its timeline in the same pass).
+    pub fn finish_read<R: Read>(label: String, b: ProfileBuilder, reader: &ResolvingReader<R>) -> Profile {
         let footer_end = reader.footer().map(|f| f.end_monotonic_ns);
         let wall = wall_time(reader.header(), footer_end);
         let mut p = b.finish_with_wall(reader.strings(), wall);
@@ -115,6 +117,13 @@ impl Profile {
 /// The header key libaccprof writes when it records device activity (CUPTI), naming the
 /// library it loaded.
 pub const DEVICE_ACTIVITY_KEY: &str = "device_activity";
+
+impl ProfileBuilder {
+    /// The builder a trace with header `h` needs (device records or not, CUPTI or CUDA events).
+    pub fn for_header(h: &Header) -> ProfileBuilder {
+        builder_for(h)
+    }
+}
 
 fn builder_for(h: &Header) -> ProfileBuilder {
     let activity = |v: &str| h.extra.iter().any(|(k, val)| k == DEVICE_ACTIVITY_KEY && val.starts_with(v));

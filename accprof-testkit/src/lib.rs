@@ -8,11 +8,13 @@
 //! - [`laplace`]: streaming generators of any size, in constant memory: the seeds' Laplace solver
 //!   (naive and with a data region) and launches and transfers outside any construct on several
 //!   threads ([`laplace::Shape`]).
+//! - [`consistency`]: the check that every view of a trace gives the same counts and totals.
 //!
 //! `cargo run --release -p accprof-testkit --example synth_trace -- naive 10000000 big.trace`
 //! writes a benchmark trace.
 
 pub mod builder;
+pub mod consistency;
 pub mod laplace;
 
 pub use builder::TraceBuilder;

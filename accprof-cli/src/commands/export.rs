@@ -14,6 +14,7 @@ pub(crate) mod slice;
 pub(crate) mod tracks;
 
 use crate::error::CliError;
+use accprof_analysis::{Profile, ProfileBuilder};
 use accprof_symbols::ResolvingReader;
 use accprof_trace::{device as device_kind, Field, Header};
 use device::DeviceInfo;
@@ -105,6 +106,12 @@ struct Summary {
 
 /// Streams every trace into compact slices. Traces are ordered by MPI rank when they have one.
 pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
+    Ok(collect_with_profiles(paths, false)?.0)
+}
+
+/// Like [`collect`], building in the same pass each trace's [`Profile`] when `profiles` is set
+/// (in the order of `paths`), so that a view needing both reads every trace once.
+pub(crate) fn collect_with_profiles(paths: &[PathBuf], profiles: bool) -> Result<(Collected, Vec<Profile>), CliError> {
     let mut readers = Vec::with_capacity(paths.len());
     for p in paths {
         readers.push(ResolvingReader::open(p)?);
@@ -123,25 +130,32 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
         warnings: Vec::new(),
     };
     let mut readers: Vec<Option<_>> = readers.into_iter().map(Some).collect();
+    let mut built: Vec<Option<Profile>> = vec![None; paths.len()];
     for (trace, &i) in order.iter().enumerate() {
-        let mut r = readers[i].take().expect("each trace is read once");
+        let r = readers[i].take().expect("each trace is read once");
         let trace = trace as u16;
         let clock = wall_clock(r.header());
-        while r.advance()? {
-            let ev = r.event();
-            let stream = ev.get(Field::AsyncHandle);
-            let mut s = Slice::from_event(ev, trace, 0, clock);
-            if device_kind::is_device_record(ev.kind) {
-                s.device = c.device.len() as u32;
-                c.device.push(DeviceInfo::from_event(ev, clock));
-            } else if let (Some(h), Some(q)) = (stream, ev.async_queue()) {
-                // An OpenACC event says which async queue this stream serves.
-                c.tracks.note_stream_queue(trace, h, q);
+        let mut builder = profiles.then(|| ProfileBuilder::for_header(r.header()));
+        // Decoding runs on a second thread while this one cuts slices.
+        let r = r.for_each_batch(|events, _| {
+            for ev in events {
+                if let Some(b) = builder.as_mut() {
+                    b.feed(ev);
+                }
+                let stream = ev.get(Field::AsyncHandle);
+                let mut s = Slice::from_event(ev, trace, 0, clock);
+                if device_kind::is_device_record(ev.kind) {
+                    s.device = c.device.len() as u32;
+                    c.device.push(DeviceInfo::from_event(ev, clock));
+                } else if let (Some(h), Some(q)) = (stream, ev.async_queue()) {
+                    // An OpenACC event says which async queue this stream serves.
+                    c.tracks.note_stream_queue(trace, h, q);
+                }
+                s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of_event(ev) });
+                c.counters.add(ev, trace, s.start, s.end);
+                c.slices.push(s);
             }
-            s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of_event(ev) });
-            c.counters.add(ev, trace, s.start, s.end);
-            c.slices.push(s);
-        }
+        })?;
         c.warnings.extend(r.truncation_warning());
         c.warnings.extend(r.warnings().iter().cloned());
         if r.dropped_total() > 0 {
@@ -152,13 +166,16 @@ pub(crate) fn collect(paths: &[PathBuf]) -> Result<Collected, CliError> {
             ));
         }
         let label = paths[i].display().to_string();
+        if let Some(b) = builder {
+            built[i] = Some(Profile::finish_read(label.clone(), b, &r));
+        }
         c.processes.push(Process {
             pid: trace as u32 + 1,
             name: Process::name_from(r.header(), &label),
             strings: r.strings().clone(),
         });
     }
-    Ok(c)
+    Ok((c, built.into_iter().flatten().collect()))
 }
 
 /// Maps a trace's monotonic timestamps to wall-clock nanoseconds, so that traces of different

@@ -12,7 +12,6 @@ mod draw;
 mod timeline;
 
 use crate::error::CliError;
-use accprof_analysis::Profile;
 use draw::Figure;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -73,12 +72,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
 }
 
 fn figure(args: &Args) -> Result<Figure, CliError> {
-    let mut profiles = Vec::with_capacity(args.traces.len());
-    for p in &args.traces {
-        profiles.push(Profile::from_path(p)?);
-    }
+    // One pass over each trace gives both the timeline's slices and the breakdown's profile.
+    let (collected, mut profiles) = crate::commands::export::collect_with_profiles(&args.traces, true)?;
     let profile = if profiles.len() == 1 { profiles.pop().unwrap_or_default() } else { accprof_analysis::merge(&profiles) };
-    let collected = crate::commands::export::collect(&args.traces)?;
     // The profile repeats the reader's warnings (truncation, drops) with its own; say each once.
     let mut warnings: Vec<String> = collected.warnings.clone();
     for w in &profile.warnings {

@@ -261,7 +261,7 @@ fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
 
 /// "parallel", "kernels", "data"... from `acc_construct_parallel`.
 fn construct_word(c: acc_construct_t) -> &'static str {
-    c.name().map_or("construct", |n| n.trim_start_matches("acc_construct_")).trim()
+    c.name().map_or("construct", |n| n.strip_prefix("acc_construct_").unwrap_or(n)).trim()
 }
 
 /// A device record's title: "kernel_name", "memcpy HtoD 128 MiB A", "memset".

@@ -20,17 +20,29 @@ pub struct TrackTable {
     lanes: Vec<u16>,
     /// Per (trace, stream handle), the async queues the OpenACC events on that stream named.
     stream_queues: HashMap<(u16, u64), BTreeSet<i64>>,
+    /// The track [`intern`](Self::intern) returned last, with its key.
+    last: Option<(TrackKey, u32)>,
 }
 
 impl TrackTable {
     pub fn intern(&mut self, key: TrackKey) -> u32 {
-        if let Some(&i) = self.index.get(&key) {
-            return i;
+        // Consecutive events mostly share a track: skip the map for them.
+        if let Some((last, i)) = self.last {
+            if last == key {
+                return i;
+            }
         }
-        let i = self.keys.len() as u32;
-        self.keys.push(key);
-        self.lanes.push(1);
-        self.index.insert(key, i);
+        let i = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.keys.len() as u32;
+                self.keys.push(key);
+                self.lanes.push(1);
+                self.index.insert(key, i);
+                i
+            }
+        };
+        self.last = Some((key, i));
         i
     }
 
