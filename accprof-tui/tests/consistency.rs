@@ -8,11 +8,17 @@
 //! The report is rendered in-process by the code behind `accprof report --format json` and
 //! read back as JSON, so the comparison goes through the documented schema
 //! (docs/report-json-schema.md), not through shared Rust types.
+//!
+//! The same figures also go through accprof-testkit's `check_consistent` under the keys
+//! accprof-cli's consistency test gives report, export and plot, so the TUI's timeline and
+//! table join that comparison (events, compute constructs and their time, launches, uploads and
+//! downloads the runtime reported, device records, device inits).
 
 mod support;
 
 use accprof_abi::acc_event_t;
 use accprof_analysis::{report, Profile};
+use accprof_testkit::consistency::{check_consistent, ViewFigures};
 use accprof_trace::device;
 use accprof_tui::app::App;
 use accprof_tui::state::table::TableRow;
@@ -268,4 +274,63 @@ fn the_profile_built_while_loading_is_the_reports() {
     let path = dir.path().join("laplace.trace");
     support::synth::write_trace(&path, 40).unwrap();
     built_once_equals_report_profile(&path);
+}
+
+/// The TUI's figures under the shared keys: from the timeline (events of each kind as read)
+/// and from the table (compute constructs, device inits).
+fn tui_figures(path: &Path) -> ViewFigures {
+    use accprof_tui::state::kind::{is_device_code, kind_of_code};
+    let mut app = App::new(State::open(&[path.to_path_buf()], false, &mut |_, _| {}).unwrap());
+    app.run_analysis();
+    let store = &app.state.store;
+    let of = |kind: acc_event_t| {
+        store
+            .records
+            .kind
+            .iter()
+            .filter(|&&k| !is_device_code(k) && kind_of_code(k) == kind)
+            .count()
+    };
+    let rows = &app.view.table.rows;
+    let (compute, compute_ns, _) = sum(rows, acc_event_t::COMPUTE_CONSTRUCT_START);
+    let mut f = ViewFigures::new("tui");
+    f.set("events", store.event_count())
+        .set("compute constructs", compute)
+        .set("compute construct ns", compute_ns)
+        .set("launches", of(acc_event_t::ENQUEUE_LAUNCH_START))
+        .set("uploads", of(acc_event_t::ENQUEUE_UPLOAD_START))
+        .set("downloads", of(acc_event_t::ENQUEUE_DOWNLOAD_START))
+        .set("device records", store.device.len())
+        .set("device inits", sum(rows, acc_event_t::DEVICE_INIT_START).0);
+    f
+}
+
+/// The report's figures under the same keys (as accprof-cli's consistency test reads them).
+fn report_figures(path: &Path) -> ViewFigures {
+    let p = report_json(path);
+    let s = &p["summary"];
+    let mut f = ViewFigures::new("report");
+    f.set("events", u(&s["events"]))
+        .set("compute constructs", u(&s["compute"]["count"]))
+        .set("compute construct ns", u(&s["compute"]["total_ns"]))
+        .set("launches", u(&s["kernels_host"]["count"]))
+        .set("uploads", u(&s["uploads_host"]["count"]))
+        .set("downloads", u(&s["downloads_host"]["count"]))
+        .set("device records", u(&s["device_records"]))
+        .set("device inits", u(&s["device_init"]["count"]));
+    f
+}
+
+#[test]
+fn the_tui_joins_the_shared_consistency_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let synthetic = dir.path().join("laplace.trace");
+    support::synth::write_trace(&synthetic, 40).unwrap();
+    for t in sample_traces().iter().chain([&synthetic]) {
+        let views = [report_figures(t), tui_figures(t)];
+        match check_consistent(&views) {
+            Ok(n) => assert_eq!(n, 8, "{}: every figure compared", t.display()),
+            Err(e) => panic!("{}: the TUI and the report disagree:\n{e}", t.display()),
+        }
+    }
 }
