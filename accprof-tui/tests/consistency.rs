@@ -334,3 +334,34 @@ fn the_tui_joins_the_shared_consistency_check() {
         }
     }
 }
+
+/// The advice and the table are the same whether the profile was fed while loading (a trace
+/// opened once) or built by reading the trace again (a followed trace, which keeps growing).
+#[test]
+fn findings_and_table_do_not_depend_on_how_the_profile_was_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let synthetic = dir.path().join("laplace.trace");
+    support::synth::write_trace(&synthetic, 40).unwrap();
+    for t in sample_traces().iter().chain([&synthetic]) {
+        let analysed = |follow: bool| {
+            let mut app =
+                App::new(State::open(&[t.to_path_buf()], follow, &mut |_, _| {}).unwrap());
+            app.run_analysis();
+            let a = &app.state.analysis;
+            assert!(a.error.is_none(), "{}: {:?}", t.display(), a.error);
+            (a.findings.clone(), app.view.table.rows.clone())
+        };
+        let (once, read_again) = (analysed(false), analysed(true));
+        assert_eq!(once, read_again, "{}", t.display());
+    }
+    let (findings, _) = {
+        let mut app =
+            App::new(State::open(std::slice::from_ref(&synthetic), false, &mut |_, _| {}).unwrap());
+        app.run_analysis();
+        (app.state.analysis.findings.clone(), ())
+    };
+    assert!(
+        !findings.is_empty(),
+        "the synthetic trace has advice to compare"
+    );
+}
