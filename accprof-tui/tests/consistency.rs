@@ -354,12 +354,10 @@ fn findings_and_table_do_not_depend_on_how_the_profile_was_built() {
         let (once, read_again) = (analysed(false), analysed(true));
         assert_eq!(once, read_again, "{}", t.display());
     }
-    let (findings, _) = {
-        let mut app =
-            App::new(State::open(std::slice::from_ref(&synthetic), false, &mut |_, _| {}).unwrap());
-        app.run_analysis();
-        (app.state.analysis.findings.clone(), ())
-    };
+    let mut app =
+        App::new(State::open(std::slice::from_ref(&synthetic), false, &mut |_, _| {}).unwrap());
+    app.run_analysis();
+    let findings = &app.state.analysis.findings;
     assert!(
         !findings.is_empty(),
         "the synthetic trace has advice to compare"
