@@ -1,0 +1,271 @@
+//! Advice: what to change in the program, found by rules over a [`Profile`].
+//!
+//! Each rule reads the profile's tables and yields [`Finding`]s with the source location, the
+//! evidence, an estimate of the time the change would save and the change itself, worded like the
+//! OpenACC guides ("11 Tips", the data-locality guide). [`advise`] returns them ordered by the
+//! saving, largest first. A program that already keeps its data on the device gets none of the
+//! data rules.
+//!
+//! Each rule is an [`AdviceRule`] in a file of its own under [`rules`].
+
+pub mod rules;
+
+use crate::model::*;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+
+/// Transfers smaller than this (reduction scalars, kernel arguments) are left to the runtime:
+/// the host usually needs them every iteration.
+pub const MIN_ARRAY_BYTES: u64 = 1024;
+
+/// The rules, by the id the JSON output and the tests use.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// The same arrays copied in and out by constructs of one function on every iteration.
+    DataRegion,
+    /// The same arrays copied by constructs in different functions: enter data / exit data.
+    EnterExitData,
+    /// An array copied out and copied back in unchanged, or a device-only temporary: create/present.
+    CreateInsteadOfCopy,
+    /// Many small transfers of adjacent slices of one array (tip 9).
+    WholeArray,
+    /// An update directive inside a loop moving whole arrays.
+    UpdateInLoop,
+    /// Repeated allocation and free of the same size.
+    AllocChurn,
+    /// Kernels so short that launch overhead dominates.
+    ShortKernels,
+    /// Kernels running on one gang or one vector lane (tips 1, 3, 5).
+    SequentialKernel,
+    /// The host waits on synchronous constructs while it has work of its own: async queues.
+    AsyncQueues,
+    /// Device initialization dominates a short run.
+    InitEarly,
+}
+
+impl Rule {
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::DataRegion => "data_region",
+            Rule::EnterExitData => "enter_exit_data",
+            Rule::CreateInsteadOfCopy => "create_instead_of_copy",
+            Rule::WholeArray => "whole_array",
+            Rule::UpdateInLoop => "update_in_loop",
+            Rule::AllocChurn => "alloc_churn",
+            Rule::ShortKernels => "short_kernels",
+            Rule::SequentialKernel => "sequential_kernel",
+            Rule::AsyncQueues => "async_queues",
+            Rule::InitEarly => "init_early",
+        }
+    }
+
+    /// Whether the rule is about data movement (the rules a well-structured program must not
+    /// trigger).
+    pub fn is_data_rule(self) -> bool {
+        matches!(
+            self,
+            Rule::DataRegion | Rule::EnterExitData | Rule::CreateInsteadOfCopy | Rule::WholeArray | Rule::UpdateInLoop | Rule::AllocChurn
+        )
+    }
+}
+
+/// Where the change goes.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct FindingLocation {
+    pub file: Option<String>,
+    pub line: Option<i64>,
+    pub end_line: Option<i64>,
+    pub function: Option<String>,
+}
+
+impl FindingLocation {
+    pub(crate) fn of(c: &Construct) -> Self {
+        FindingLocation {
+            file: c.location.file.clone(),
+            line: c.location.line,
+            end_line: c.location.end_line,
+            function: c.location.function.clone(),
+        }
+    }
+
+    /// `laplace2d.c:57 (main)`.
+    pub fn display(&self) -> String {
+        let file = self.file.as_deref().unwrap_or("<unknown file>");
+        let mut s = match (self.line, self.end_line) {
+            (Some(l), Some(e)) if e > l => format!("{file}:{l}-{e}"),
+            (Some(l), _) => format!("{file}:{l}"),
+            _ => file.to_string(),
+        };
+        if let Some(f) = &self.function {
+            s.push_str(&format!(" ({f})"));
+        }
+        s
+    }
+}
+
+/// The measurements behind a finding.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct Evidence {
+    /// Occurrences (transfers, launches, allocations...) the finding is about.
+    pub count: u64,
+    pub bytes: u64,
+    /// Host time of those occurrences.
+    pub time_ns: u64,
+    /// The same in words, one fact a line.
+    pub details: Vec<String>,
+}
+
+/// One piece of advice.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct Finding {
+    pub rule: Rule,
+    pub title: String,
+    pub location: FindingLocation,
+    pub evidence: Evidence,
+    /// Host time the change would remove, as estimated from the trace.
+    pub estimated_saving_ns: u64,
+    /// The edit to make, in OpenACC terms.
+    pub change: String,
+    /// Events that show the problem (first occurrences), for a UI to jump to.
+    pub events: Vec<EventRef>,
+    /// The time span over which the problem occurs (first to last occurrence), monotonic ns.
+    pub time_ranges: Vec<(u64, u64)>,
+}
+
+/// One advice rule: reads a [`Profile`] and adds its [`Finding`]s. Each lives in a file of its
+/// own under [`rules`], with unit tests on hand-built profiles; [`advise`] runs them in the
+/// order of [`RULES`].
+pub trait AdviceRule {
+    /// The [`Rule`] ids its findings carry.
+    fn rules(&self) -> &'static [Rule];
+
+    /// Adds the findings for `p` to `out`. `claimed` holds what earlier rules advised on (the
+    /// data-region rules claim variables and constructs), so that no change is advised twice.
+    fn check(&self, p: &Profile, claimed: &mut Claimed, out: &mut Vec<Finding>);
+}
+
+/// Every rule, in the order they run (the data-region rules first: the others read what they
+/// claimed).
+pub const RULES: [&(dyn AdviceRule + Sync); 9] = [
+    &rules::DataRegion,
+    &rules::CreateInsteadOfCopy,
+    &rules::WholeArray,
+    &rules::UpdateInLoop,
+    &rules::AllocChurn,
+    &rules::ShortKernels,
+    &rules::SequentialKernel,
+    &rules::AsyncQueues,
+    &rules::InitEarly,
+];
+
+/// Runs every rule and returns the findings, largest estimated saving first.
+pub fn advise(p: &Profile) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut claimed = Claimed::default();
+    for rule in RULES {
+        rule.check(p, &mut claimed, &mut out);
+    }
+    out.sort_by(|a, b| b.estimated_saving_ns.cmp(&a.estimated_saving_ns).then(a.rule.cmp(&b.rule)).then(a.location.line.cmp(&b.location.line)));
+    out
+}
+
+/// What the data-region rules claimed, so that other rules do not repeat the same advice.
+#[derive(Default, Debug)]
+pub struct Claimed {
+    /// Variable names.
+    pub variables: HashSet<String>,
+    /// Indices into [`Profile::constructs`].
+    pub constructs: HashSet<usize>,
+}
+
+impl Claimed {
+    pub fn merge(&mut self, other: Claimed) {
+        self.variables.extend(other.variables);
+        self.constructs.extend(other.constructs);
+    }
+}
+
+/// Per variable name: its transfers by compute constructs.
+pub(crate) struct VarTraffic<'a> {
+    name: String,
+    sites: Vec<&'a TransferSite>,
+}
+
+impl VarTraffic<'_> {
+    fn count(&self, d: Direction) -> u64 {
+        self.sites.iter().filter(|s| s.direction == d).map(|s| s.count).sum()
+    }
+    fn time(&self, d: Direction) -> u64 {
+        self.sites.iter().filter(|s| s.direction == d).map(|s| s.time.total_ns).sum()
+    }
+    fn bytes(&self) -> u64 {
+        self.sites.iter().map(|s| s.bytes).sum()
+    }
+    /// The data clause a data region should give this variable, judged from its traffic:
+    /// moved both ways and first moved device->host (produced on the device) = a temporary.
+    fn clause(&self) -> &'static str {
+        let (up, down) = (self.count(Direction::HostToDevice), self.count(Direction::DeviceToHost));
+        let first = self.sites.iter().min_by_key(|s| (s.first_ns, s.direction == Direction::DeviceToHost)).map(|s| s.direction);
+        match (up > 0, down > 0) {
+            (true, true) if first == Some(Direction::DeviceToHost) => "create",
+            (true, true) => "copy",
+            (true, false) => "copyin",
+            _ => "copyout",
+        }
+    }
+    /// Transfer time a data region removes: every transfer but the first upload and the last
+    /// download that the clause keeps.
+    fn saving(&self) -> u64 {
+        let clause = self.clause();
+        let keep = |d: Direction, kept: bool| {
+            let n = self.count(d);
+            let t = self.time(d);
+            if kept && n > 0 {
+                t - t / n
+            } else {
+                t
+            }
+        };
+        keep(Direction::HostToDevice, matches!(clause, "copy" | "copyin"))
+            + keep(Direction::DeviceToHost, matches!(clause, "copy" | "copyout"))
+    }
+    fn events(&self) -> Vec<EventRef> {
+        let mut v: Vec<EventRef> = self.sites.iter().flat_map(|s| s.samples.iter().copied()).collect();
+        v.sort_by_key(|r| r.start_ns);
+        v.truncate(MAX_SAMPLES);
+        v
+    }
+    fn span(&self) -> (u64, u64) {
+        let s = self.sites.iter().map(|s| s.first_ns).min().unwrap_or(0);
+        let e = self.sites.iter().map(|s| s.last_ns).max().unwrap_or(0);
+        (s, e)
+    }
+}
+
+
+pub(crate) fn clause_text(clauses: &BTreeMap<&str, Vec<String>>) -> String {
+    let order = ["copy", "copyin", "copyout", "create"];
+    order
+        .iter()
+        .filter_map(|k| clauses.get(k).map(|v| format!("{k}({})", v.join(", "))))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub(crate) fn construct_lines(cs: &[&Construct]) -> String {
+    let mut lines: Vec<String> = cs.iter().map(|c| c.location.short()).collect();
+    lines.sort();
+    lines.dedup();
+    lines.join(", ")
+}
+
+
+
+
+
+
+
+
+
+

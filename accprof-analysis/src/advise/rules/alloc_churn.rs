@@ -1,0 +1,94 @@
+//! Repeated allocation and free of the same size on the device.
+
+use crate::advise::*;
+use crate::format::{bytes, duration};
+use crate::model::*;
+
+/// The rule's checker, for [`AdviceRule`].
+#[derive(Debug, Default)]
+pub struct AllocChurn;
+
+impl AdviceRule for AllocChurn {
+    fn rules(&self) -> &'static [Rule] {
+        &[Rule::AllocChurn]
+    }
+
+    fn check(&self, p: &Profile, claimed: &mut Claimed, out: &mut Vec<Finding>) {
+        alloc_churn(p, claimed, out);
+    }
+}
+
+fn alloc_churn(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>) {
+    for a in &p.allocs {
+        let Some(b) = a.bytes else { continue };
+        if a.allocs < 3 || a.frees < 3 || b < MIN_ARRAY_BYTES || a.construct.is_some_and(|c| claimed.constructs.contains(&c)) {
+            continue;
+        }
+        let c = p.construct(a.construct);
+        let loc = c.map(FindingLocation::of).unwrap_or_default();
+        let saving = a.overhead_ns - a.overhead_ns / a.allocs.max(1);
+        let at = c.map(|c| c.location.short()).unwrap_or_else(|| "?".into());
+        out.push(Finding {
+            rule: Rule::AllocChurn,
+            title: format!("{} allocated and freed {} times at {}", bytes(b), a.allocs, at),
+            location: loc,
+            evidence: Evidence {
+                count: a.allocs + a.frees,
+                bytes: b * a.allocs,
+                time_ns: a.overhead_ns,
+                details: vec![format!(
+                    "{} device allocations and {} frees of {} at {}; the data operations around them spent {} besides transfers",
+                    a.allocs,
+                    a.frees,
+                    bytes(b),
+                    at,
+                    duration(a.overhead_ns)
+                )],
+            },
+            estimated_saving_ns: saving,
+            change: format!(
+                "keep the allocation: `#pragma acc enter data create(...)` the {} array once before the loop, `present(...)` on the construct at {at}, and `#pragma acc exit data delete(...)` after the loop",
+                bytes(b)
+            ),
+            events: a.samples.clone(),
+            time_ranges: vec![(a.first_ns, a.last_ns)],
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advise::rules::testing::*;
+    use accprof_abi::acc_event_t;
+    use accprof_trace::Field;
+
+    fn run(times: u64, claimed: &mut Claimed) -> Vec<Finding> {
+        let mut r = Run::new();
+        for i in 0..times {
+            let t = MS + i * MS;
+            for kind in [acc_event_t::ALLOC, acc_event_t::FREE] {
+                let mut e = r.ev(kind, t, t, 30);
+                e.set(Field::Bytes, 1 << 20);
+                e.set(Field::DevicePtr, 0xd000);
+                r.feed(e);
+            }
+        }
+        let p = r.profile(10 * MS);
+        let mut out = Vec::new();
+        AllocChurn.check(&p, claimed, &mut out);
+        out
+    }
+
+    #[test]
+    fn fires_on_three_allocations_and_frees_of_one_size() {
+        let f = run(3, &mut Claimed::default());
+        assert_eq!(rules_of(&f), [Rule::AllocChurn]);
+        assert_eq!(f[0].evidence.count, 6);
+    }
+
+    #[test]
+    fn silent_on_two() {
+        assert!(run(2, &mut Claimed::default()).is_empty());
+    }
+}

@@ -1,0 +1,113 @@
+//! The host waits on synchronous constructs while it has work of its own: async queues.
+
+use crate::advise::*;
+use crate::format::duration;
+use crate::model::*;
+
+/// The rule's checker, for [`AdviceRule`].
+#[derive(Debug, Default)]
+pub struct AsyncQueues;
+
+impl AdviceRule for AsyncQueues {
+    fn rules(&self) -> &'static [Rule] {
+        &[Rule::AsyncQueues]
+    }
+
+    fn check(&self, p: &Profile, _claimed: &mut Claimed, out: &mut Vec<Finding>) {
+        async_queues(p, out);
+    }
+}
+
+fn async_queues(p: &Profile, out: &mut Vec<Finding>) {
+    let wall = p.summary.wall_ns;
+    let mut waited = 0u64;
+    let mut lines: Vec<&Construct> = Vec::new();
+    let mut events = Vec::new();
+    for c in &p.constructs {
+        if c.kind != ConstructKind::Compute || c.async_count > 0 {
+            continue;
+        }
+        let (n, _, t) = c.child_total(ChildKind::Wait);
+        let w = if n > 0 { t } else { c.own_time_ns() };
+        if w > 0 {
+            waited += w;
+            lines.push(c);
+            events.extend(c.samples.iter().copied().take(2));
+        }
+    }
+    let host_work = p.summary.untracked_ns;
+    if wall == 0 || waited * 20 < wall || host_work * 20 < wall {
+        return;
+    }
+    lines.sort_by_key(|c| std::cmp::Reverse(c.time.total_ns));
+    let first = lines[0];
+    let first_ns = lines.iter().map(|c| c.first_ns).min().unwrap_or(0);
+    let last_ns = lines.iter().map(|c| c.last_ns).max().unwrap_or(0);
+    lines.truncate(4);
+    out.push(Finding {
+        rule: Rule::AsyncQueues,
+        title: "the host waits for the device while it has work of its own".into(),
+        location: FindingLocation::of(first),
+        evidence: Evidence {
+            count: lines.len() as u64,
+            bytes: 0,
+            time_ns: waited,
+            details: vec![format!(
+                "{} waiting in synchronous compute constructs ({}) and {} of host work outside OpenACC that could overlap it",
+                duration(waited),
+                construct_lines(&lines),
+                duration(host_work)
+            )],
+        },
+        estimated_saving_ns: waited.min(host_work),
+        change: format!(
+            "add `async(1)` to the constructs at {} and `#pragma acc wait(1)` just before the host needs their results, so host work and device work overlap",
+            construct_lines(&lines)
+        ),
+        events,
+        time_ranges: vec![(first_ns, last_ns)],
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advise::rules::testing::*;
+    use accprof_abi::acc_event_t;
+    use accprof_trace::Field;
+
+    /// Ten synchronous constructs that wait 9 ms for their kernel, with 10 ms of host work
+    /// between them.
+    fn run(queue: Option<i64>) -> Vec<Finding> {
+        let mut r = Run::new();
+        for _ in 0..10 {
+            r.compute(42, 10 * MS, 10 * MS, |r, t| {
+                let mut launch = r.launch(t + US, t + 3 * US, 42, "main_42_gpu", 256, 128);
+                let wait = r.ev(acc_event_t::WAIT_START, t + MS, t + 10 * MS - US, 42);
+                if let Some(q) = queue {
+                    launch.set_i64(Field::Async, q);
+                }
+                vec![launch, wait]
+            });
+        }
+        let wall = r.now;
+        let mut p = r.profile(wall);
+        if queue.is_some() {
+            // What the runtime reports of an async construct.
+            p.constructs.iter_mut().for_each(|c| c.async_count = c.reached);
+        }
+        findings(&AsyncQueues, &p)
+    }
+
+    #[test]
+    fn fires_when_the_host_waits_and_has_work_of_its_own() {
+        let f = run(None);
+        assert_eq!(rules_of(&f), [Rule::AsyncQueues]);
+        assert!(f[0].estimated_saving_ns > 0);
+    }
+
+    #[test]
+    fn silent_when_the_constructs_are_already_async() {
+        assert!(run(Some(1)).is_empty());
+    }
+}

@@ -1,0 +1,99 @@
+//! An array copied out by one construct and copied back in unchanged by the next: keep it on the
+//! device (`create` / `present`).
+
+use crate::advise::*;
+use crate::format::{bytes, duration};
+use crate::model::*;
+
+/// The rule's checker, for [`AdviceRule`].
+#[derive(Debug, Default)]
+pub struct CreateInsteadOfCopy;
+
+impl AdviceRule for CreateInsteadOfCopy {
+    fn rules(&self) -> &'static [Rule] {
+        &[Rule::CreateInsteadOfCopy]
+    }
+
+    fn check(&self, p: &Profile, claimed: &mut Claimed, out: &mut Vec<Finding>) {
+        create_instead_of_copy(p, claimed, out);
+    }
+}
+
+fn create_instead_of_copy(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>) {
+    for r in &p.roundtrips {
+        let v = &p.variables[r.variable];
+        if claimed.variables.contains(&v.name) || r.count == 0 || r.bytes / r.count < MIN_ARRAY_BYTES {
+            continue;
+        }
+        let (Some(from), Some(to)) = (p.construct(r.from_construct), p.construct(r.to_construct)) else { continue };
+        let lines: Vec<i64> = [from.location.line, to.location.line, from.location.end_line, to.location.end_line].into_iter().flatten().collect();
+        let (a, b) = (lines.iter().min().copied(), lines.iter().max().copied());
+        let mut loc = FindingLocation::of(from);
+        loc.line = a;
+        loc.end_line = b;
+        let span = (r.samples.first().map(|e| e.start_ns).unwrap_or(0), r.samples.last().map(|e| e.end_ns).unwrap_or(0));
+        out.push(Finding {
+            rule: Rule::CreateInsteadOfCopy,
+            title: format!("{} copied out at {} and copied back in at {} unchanged", v.name, from.location.short(), to.location.short()),
+            location: loc,
+            evidence: Evidence {
+                count: r.count * 2,
+                bytes: r.bytes * 2,
+                time_ns: r.time_ns,
+                details: vec![format!(
+                    "{} went device->host after {} and host->device again for {}, {} times ({} each way), costing {}",
+                    v.name,
+                    from.location.short(),
+                    to.location.short(),
+                    r.count,
+                    bytes(r.bytes),
+                    duration(r.time_ns)
+                )],
+            },
+            estimated_saving_ns: r.time_ns,
+            change: format!(
+                "keep {name} on the device: wrap lines {} in `#pragma acc data create({name})` and use `present({name})` on both constructs instead of copyout/copyin (if the host never reads it, it is a device-only temporary)",
+                match (a, b) {
+                    (Some(a), Some(b)) => format!("{a}-{b}"),
+                    _ => "of both constructs".into(),
+                },
+                name = v.name
+            ),
+            events: r.samples.clone(),
+            time_ranges: vec![span],
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advise::rules::testing::*;
+    use accprof_abi::acc_event_t;
+
+    /// The construct at line 20 copies X out; the one at line 30 copies it back in.
+    fn profile() -> Profile {
+        let mut r = Run::new();
+        let (d, u) = (acc_event_t::ENQUEUE_DOWNLOAD_START, acc_event_t::ENQUEUE_UPLOAD_START);
+        r.compute(20, MS, MS, |r, t| vec![r.transfer(d, t + US, t + MS / 2, 20, "X", 1 << 20, 0x7f00_0000)]);
+        r.compute(30, MS, MS, |r, t| vec![r.transfer(u, t + US, t + MS / 2, 30, "X", 1 << 20, 0x7f00_0000)]);
+        let wall = r.now;
+        r.profile(wall)
+    }
+
+    #[test]
+    fn fires_on_an_array_copied_out_and_back_in() {
+        let f = findings(&CreateInsteadOfCopy, &profile());
+        assert_eq!(rules_of(&f), [Rule::CreateInsteadOfCopy]);
+        assert_eq!((f[0].location.line, f[0].location.end_line), (Some(20), Some(30)));
+    }
+
+    #[test]
+    fn silent_on_a_variable_a_data_region_rule_claimed() {
+        let mut claimed = Claimed::default();
+        claimed.variables.insert("X".into());
+        let mut out = Vec::new();
+        CreateInsteadOfCopy.check(&profile(), &mut claimed, &mut out);
+        assert!(out.is_empty());
+    }
+}

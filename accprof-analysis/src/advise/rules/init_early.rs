@@ -1,0 +1,74 @@
+//! Device initialization dominating a short run: initialize early.
+
+use crate::advise::*;
+use crate::format::{duration, percent};
+use crate::model::*;
+
+/// The rule's checker, for [`AdviceRule`].
+#[derive(Debug, Default)]
+pub struct InitEarly;
+
+impl AdviceRule for InitEarly {
+    fn rules(&self) -> &'static [Rule] {
+        &[Rule::InitEarly]
+    }
+
+    fn check(&self, p: &Profile, _claimed: &mut Claimed, out: &mut Vec<Finding>) {
+        init_early(p, out);
+    }
+}
+
+fn init_early(p: &Profile, out: &mut Vec<Finding>) {
+    let wall = p.summary.wall_ns;
+    let init = p.summary.device_init.total_ns;
+    if wall == 0 || init * 4 < wall {
+        return;
+    }
+    let c = p.constructs.iter().find(|c| c.kind == ConstructKind::Init);
+    out.push(Finding {
+        rule: Rule::InitEarly,
+        title: "device initialization takes a large part of the run".into(),
+        location: c.map(FindingLocation::of).unwrap_or_default(),
+        evidence: Evidence {
+            count: p.summary.device_init.count,
+            bytes: 0,
+            time_ns: init,
+            details: vec![format!(
+                "device initialization took {} of a {} run ({}), inside the first construct that needed the device",
+                duration(init),
+                duration(wall),
+                percent(init, wall)
+            )],
+        },
+        estimated_saving_ns: init,
+        change: "initialize the device early: call `acc_init(acc_device_default)` (or `#pragma acc init`) at the start of main, before the part you time, so the first construct does not pay for it".into(),
+        events: c.map(|c| c.samples.clone()).unwrap_or_default(),
+        time_ranges: c.map(|c| vec![(c.first_ns, c.last_ns)]).unwrap_or_default(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advise::rules::testing::*;
+    use accprof_abi::{acc_construct_t, acc_event_t};
+
+    fn run(init: u64, wall: u64) -> Vec<Finding> {
+        let mut r = Run::new();
+        r.construct(acc_event_t::DEVICE_INIT_START, acc_construct_t::PARALLEL, 10, init, 0, |_, _| Vec::new());
+        findings(&InitEarly, &r.profile(wall))
+    }
+
+    #[test]
+    fn fires_when_initialization_is_a_quarter_of_the_run() {
+        let f = run(100 * MS, 150 * MS);
+        assert_eq!(rules_of(&f), [Rule::InitEarly]);
+        assert_eq!(f[0].estimated_saving_ns, 100 * MS);
+        assert_eq!(f[0].location.line, Some(10));
+    }
+
+    #[test]
+    fn silent_on_a_long_run() {
+        assert!(run(MS, 1000 * MS).is_empty());
+    }
+}

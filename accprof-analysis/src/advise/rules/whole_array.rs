@@ -1,0 +1,94 @@
+//! Many small transfers of adjacent slices of one array: move the whole array once (tip 9).
+
+use crate::advise::*;
+use crate::format::{bytes, duration};
+use crate::model::*;
+
+/// The rule's checker, for [`AdviceRule`].
+#[derive(Debug, Default)]
+pub struct WholeArray;
+
+impl AdviceRule for WholeArray {
+    fn rules(&self) -> &'static [Rule] {
+        &[Rule::WholeArray]
+    }
+
+    fn check(&self, p: &Profile, _claimed: &mut Claimed, out: &mut Vec<Finding>) {
+        whole_array(p, out);
+    }
+}
+
+fn whole_array(p: &Profile, out: &mut Vec<Finding>) {
+    for s in &p.slice_runs {
+        if s.transfers < 16 {
+            continue;
+        }
+        let c = p.construct(s.construct);
+        let loc = c.map(FindingLocation::of).unwrap_or_default();
+        // Each transfer pays a fixed cost; the fastest slice is at least that cost.
+        let saving = (s.transfers - s.runs) * s.time.min_ns;
+        let per_run = s.bytes / s.runs.max(1);
+        let clause = match (c.map(|c| c.kind), s.direction) {
+            (Some(ConstructKind::Update), Direction::HostToDevice) => "update device",
+            (Some(ConstructKind::Update), Direction::DeviceToHost) => "update self",
+            (_, d) => d.copy_word(),
+        };
+        out.push(Finding {
+            rule: Rule::WholeArray,
+            title: format!("{} moved in {} small slices instead of whole", s.array, s.transfers),
+            location: loc,
+            evidence: Evidence {
+                count: s.transfers,
+                bytes: s.bytes,
+                time_ns: s.time.total_ns,
+                details: vec![format!(
+                    "{} transfers {} of adjacent slices ({} each on average) in {} runs of {} per run, costing {}",
+                    s.transfers,
+                    s.direction.label(),
+                    bytes(s.bytes / s.transfers.max(1)),
+                    s.runs,
+                    bytes(per_run),
+                    duration(s.time.total_ns)
+                )],
+            },
+            estimated_saving_ns: saving,
+            change: format!(
+                "copy the whole array in one transfer: replace the per-slice {clause} of {a} with one `{clause}({a}[0:n])` covering all {} per run (tip 9)",
+                bytes(per_run),
+                a = s.array
+            ),
+            events: s.samples.clone(),
+            time_ranges: vec![(s.first_ns, s.last_ns)],
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advise::rules::testing::*;
+    use accprof_abi::acc_event_t;
+
+    /// One compute construct uploading `slices` adjacent 4 KiB rows of A.
+    fn run(slices: u64) -> Vec<Finding> {
+        let mut r = Run::new();
+        r.compute(42, 10 * MS, 0, |r, t| {
+            (0..slices).map(|i| r.transfer(acc_event_t::ENQUEUE_UPLOAD_START, t + i * 10 * US, t + i * 10 * US + 5 * US, 42, "A", 4096, 0x7f00_0000 + i * 4096)).collect()
+        });
+        let wall = r.now;
+        findings(&WholeArray, &r.profile(wall))
+    }
+
+    #[test]
+    fn fires_on_sixteen_adjacent_slices() {
+        let f = run(16);
+        assert_eq!(rules_of(&f), [Rule::WholeArray]);
+        assert_eq!(f[0].evidence.count, 16);
+        assert_eq!(f[0].evidence.bytes, 16 * 4096);
+    }
+
+    #[test]
+    fn silent_on_eight() {
+        assert!(run(8).is_empty());
+    }
+}
