@@ -1,7 +1,10 @@
 //! Turns terminal key and mouse events into [`Action`]s, according to the mode.
 
-use crate::app::{Action, Geometry, Mode, PAN_STEP, ZOOM_STEP};
-use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use crate::action::{Action, PAN_STEP, ZOOM_STEP};
+use crate::view::geometry::{Geometry, Mode};
+use ratatui::crossterm::event::{
+    Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
 
 /// Mouse state between events (a drag spans several).
 #[derive(Clone, Copy, Debug, Default)]
@@ -37,7 +40,10 @@ impl Input {
                 let (from, row) = self.drag_from.take()?;
                 let to = col.min(g.timeline_width.saturating_sub(1));
                 if from.abs_diff(to) >= 2 {
-                    Some(Action::ZoomToRange { from_col: from, to_col: to })
+                    Some(Action::ZoomToRange {
+                        from_col: from,
+                        to_col: to,
+                    })
                 } else {
                     Some(Action::ClickAt { row, col: from })
                 }

@@ -1,13 +1,15 @@
 //! accprof-tui: an interactive terminal timeline of accprof traces.
 //!
-//! State (`state`: the compact event store, the viewport, selection, search) is kept apart from
-//! drawing (`view`) and from key handling (`input`); [`app::App`] ties them together so that the
-//! same app draws to a real terminal or to ratatui's `TestBackend` in the snapshot tests.
+//! Laid out as tokio-console is: `state` holds the loaded traces (the compact event store, the
+//! loader, the background analysis) and knows nothing of screens; `view` holds one screen state
+//! per screen (timeline, table, findings) and draws them from the state; `input` turns terminal
+//! events into [`action::Action`]s; [`app::App`] pairs a state with a view and routes actions,
+//! so the same app draws to a real terminal or to ratatui's `TestBackend` in the snapshot tests.
+//! Dependencies point one way: `app` -> `input` -> `view` -> `state` (`action` at the bottom).
 
+pub mod action;
 pub mod app;
-pub mod findings;
 pub mod input;
 pub mod state;
-pub mod synth;
 pub mod terminal;
 pub mod view;

@@ -2,9 +2,8 @@
 
 use accprof_tui::app::App;
 use accprof_tui::input::Input;
-use accprof_tui::state::load::Loader;
-use accprof_tui::state::store::Store;
-use accprof_tui::{findings, terminal, view};
+use accprof_tui::state::State;
+use accprof_tui::{terminal, view};
 use clap::Parser;
 use ratatui::crossterm::event;
 use std::io::IsTerminal;
@@ -48,59 +47,62 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), String> {
     // Everything that can fail on bad input happens here, before the screen is taken over.
-    let mut store = Store::new(args.follow);
-    let mut loader = Loader::open(&args.traces, &mut store).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let show_progress = std::io::stderr().is_terminal();
     let mut last = Instant::now();
-    loader
-        .poll(&mut store, &mut |done, total| {
-            if show_progress && total > 0 && last.elapsed() > Duration::from_millis(250) {
-                last = Instant::now();
-                eprint!("\raccprof-tui: reading {:>3}%", done * 100 / total);
-            }
-        })
-        .map_err(|e| e.to_string())?;
+    let state = State::open(&args.traces, args.follow, &mut |done, total| {
+        if show_progress && total > 0 && last.elapsed() > Duration::from_millis(250) {
+            last = Instant::now();
+            eprint!("\raccprof-tui: reading {:>3}%", done * 100 / total);
+        }
+    })
+    .map_err(|e| e.to_string())?;
     if show_progress && started.elapsed() > Duration::from_millis(250) {
         eprint!("\r\x1b[K");
     }
     if !args.follow {
-        for w in &loader.warnings {
+        for w in &state.loader.warnings {
             eprintln!("accprof-tui: warning: {w}");
         }
     }
-    let mut app = App::new(store, Some(loader), args.follow);
-    findings::attach(&mut app);
+    let mut app = App::new(state);
+    app.start_analysis();
 
-    let (mut term, _guard) = terminal::enter().map_err(|e| format!("cannot use the terminal: {e}"))?;
+    let (mut term, _guard) =
+        terminal::enter().map_err(|e| format!("cannot use the terminal: {e}"))?;
     let mut input = Input::default();
     let mut last_poll = Instant::now();
     while !app.quit {
-        term.draw(|f| view::draw(&mut app, f)).map_err(|e| e.to_string())?;
+        term.draw(|f| view::draw(&mut app.view, &app.state, f))
+            .map_err(|e| e.to_string())?;
         // For the end-to-end test of terminal restoration on panic.
         if std::env::var_os("ACCPROF_TUI_PANIC_AFTER_DRAW").is_some() {
             panic!("panic requested by ACCPROF_TUI_PANIC_AFTER_DRAW");
         }
-        let wait = if app.following || app.findings_job.is_some() { FOLLOW_POLL.saturating_sub(last_poll.elapsed()) } else { Duration::from_secs(1) };
+        let wait = if app.state.following || app.state.analysis.running() {
+            FOLLOW_POLL.saturating_sub(last_poll.elapsed())
+        } else {
+            Duration::from_secs(1)
+        };
         if event::poll(wait).map_err(|e| e.to_string())? {
             let ev = event::read().map_err(|e| e.to_string())?;
-            if let Some(action) = input.action(&ev, &app.mode, &app.geometry) {
+            if let Some(action) = input.action(&ev, &app.view.mode, &app.view.geometry) {
                 app.apply(action);
             }
             // Drain what queued up meanwhile (wheel bursts) before drawing again.
             while event::poll(Duration::ZERO).map_err(|e| e.to_string())? {
                 let ev = event::read().map_err(|e| e.to_string())?;
-                if let Some(action) = input.action(&ev, &app.mode, &app.geometry) {
+                if let Some(action) = input.action(&ev, &app.view.mode, &app.view.geometry) {
                     app.apply(action);
                 }
             }
         }
-        findings::poll(&mut app);
-        if app.following && last_poll.elapsed() >= FOLLOW_POLL {
+        app.poll_analysis();
+        if app.state.following && last_poll.elapsed() >= FOLLOW_POLL {
             last_poll = Instant::now();
             if let Err(e) = app.poll_follow() {
-                app.following = false;
-                app.flash = Some(format!("stopped following: {e}"));
+                app.state.following = false;
+                app.view.flash = Some(format!("stopped following: {e}"));
             }
         }
     }

@@ -3,7 +3,9 @@
 
 use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use ratatui::crossterm::execute;
-use ratatui::crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
+use ratatui::crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
 use ratatui::prelude::CrosstermBackend;
 use ratatui::Terminal;
 use std::io::{self, Stdout};
@@ -13,7 +15,12 @@ pub type Tui = Terminal<CrosstermBackend<Stdout>>;
 /// Puts the terminal back as it was. Safe to call more than once.
 pub fn restore() {
     let _ = disable_raw_mode();
-    let _ = execute!(io::stdout(), DisableMouseCapture, LeaveAlternateScreen, ratatui::crossterm::cursor::Show);
+    let _ = execute!(
+        io::stdout(),
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        ratatui::crossterm::cursor::Show
+    );
 }
 
 /// Restores the terminal when dropped.

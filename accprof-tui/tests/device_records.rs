@@ -6,10 +6,10 @@
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_trace::{device, Event, Field, Footer, Header, StrId, TraceWriter};
 use accprof_tui::app::App;
-use accprof_tui::state::device::{device_work_of, host_side_of};
 use accprof_tui::state::kind::Category;
-use accprof_tui::state::load::Loader;
-use accprof_tui::state::store::{EventRef, LaneKind, Store};
+use accprof_tui::state::pairing::{device_work_of, host_side_of};
+use accprof_tui::state::store::{EventRef, LaneKind};
+use accprof_tui::state::State;
 use accprof_tui::view;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -29,11 +29,21 @@ fn host(kind: acc_event_t, start: u64, end: u64, thread: i64) -> Event {
     e.set_i64(Field::Thread, thread);
     e.set(Field::SrcFile, u64::from(FILE.0));
     e.set_i64(Field::LineNo, 10);
-    e.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::PARALLEL.0));
+    e.set_i64(
+        Field::ParentConstruct,
+        i64::from(acc_construct_t::PARALLEL.0),
+    );
     e
 }
 
-fn dev(kind: acc_event_t, start: u64, end: u64, stream: u64, thread: i64, call: Option<u64>) -> Event {
+fn dev(
+    kind: acc_event_t,
+    start: u64,
+    end: u64,
+    stream: u64,
+    thread: i64,
+    call: Option<u64>,
+) -> Event {
     let mut e = Event::new(kind, start);
     e.end_ns = end;
     e.set_i64(Field::Thread, thread);
@@ -58,9 +68,17 @@ fn copy(start: u64, end: u64, thread: i64, call: u64, dir: u64) -> Event {
 /// two halves of the upload staged by helper thread 99 (4100, 4600), a download issued by
 /// thread 1 during the upload (must not pair: other direction), a memset with no call time.
 fn write(path: &Path) {
-    let header = Header { extra: vec![("device_activity".into(), "cupti".into())], ..Header::default() };
+    let header = Header {
+        extra: vec![("device_activity".into(), "cupti".into())],
+        ..Header::default()
+    };
     let mut w = TraceWriter::new(std::fs::File::create(path).unwrap(), &header).unwrap();
-    w.write_strings([(FILE, &b"/src/t.c"[..]), (KERNEL, &b"k"[..]), (VAR, &b"A"[..])]).unwrap();
+    w.write_strings([
+        (FILE, &b"/src/t.c"[..]),
+        (KERNEL, &b"k"[..]),
+        (VAR, &b"A"[..]),
+    ])
+    .unwrap();
     let mut launch = host(acc_event_t::ENQUEUE_LAUNCH_START, 2000, 2500, 1);
     launch.set(Field::KernelName, u64::from(KERNEL.0));
     launch.set_i64(Field::Async, 1);
@@ -93,14 +111,11 @@ fn write(path: &Path) {
 }
 
 fn open(path: &Path) -> App {
-    let mut store = Store::new(false);
-    let mut loader = Loader::open(&[path.to_path_buf()], &mut store).unwrap();
-    loader.poll(&mut store, &mut |_, _| {}).unwrap();
-    App::new(store, Some(loader), false)
+    App::new(State::open(&[path.to_path_buf()], false, &mut |_, _| {}).unwrap())
 }
 
 fn find(app: &App, cat: Category, thread_lane: Option<LaneKind>) -> EventRef {
-    for (lane, l) in app.store.lanes.iter().enumerate() {
+    for (lane, l) in app.state.store.lanes.iter().enumerate() {
         if thread_lane.is_some_and(|k| k != l.kind) {
             continue;
         }
@@ -115,7 +130,8 @@ fn find(app: &App, cat: Category, thread_lane: Option<LaneKind>) -> EventRef {
 
 fn screen(app: &mut App) -> String {
     let mut term = Terminal::new(TestBackend::new(120, 30)).unwrap();
-    term.draw(|f| view::draw(app, f)).unwrap();
+    term.draw(|f| view::draw(&mut app.view, &app.state, f))
+        .unwrap();
     term.backend().to_string()
 }
 
@@ -125,18 +141,40 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
     let path = dir.path().join("dev.trace");
     write(&path);
     let mut app = open(&path);
-    let store = &app.store;
-    let labels: Vec<String> = (0..store.lanes.len()).map(|l| store.lane_label(l)).collect();
-    assert_eq!(labels, ["thread 1", "thread 2", "queue 1", "device stream 0x7", "queue 1 (device)"], "device streams last, by id");
+    let store = &app.state.store;
+    let labels: Vec<String> = (0..store.lanes.len())
+        .map(|l| store.lane_label(l))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "thread 1",
+            "thread 2",
+            "queue 1",
+            "device stream 0x7",
+            "queue 1 (device)"
+        ],
+        "device streams last, by id"
+    );
 
     // The async launch (on its queue's lane) ran as the kernel thread 1 issued, not thread 2's.
-    let launch = find(&app, Category::Launch, Some(LaneKind::Queue(1)));
+    let launch = find(
+        &app,
+        Category::Launch,
+        Some(LaneKind::DeviceQueue { queue: 1 }),
+    );
     let work = device_work_of(store, launch, 1);
-    assert_eq!(work.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(), [(3000, 3400)]);
+    assert_eq!(
+        work.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(),
+        [(3000, 3400)]
+    );
     // The upload: both staged halves from the helper thread, not the download issued meanwhile.
     let upload = find(&app, Category::Upload, None);
     let work = device_work_of(store, upload, 1);
-    assert_eq!(work.iter().map(|r| r.duration()).collect::<Vec<_>>(), [200, 200]);
+    assert_eq!(
+        work.iter().map(|r| r.duration()).collect::<Vec<_>>(),
+        [200, 200]
+    );
     // A compute construct is no enqueue: no device work of its own.
     let compute = find(&app, Category::Compute, None);
     assert!(device_work_of(store, compute, 1).is_empty());
@@ -145,30 +183,54 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
     let k = find(&app, Category::DeviceKernel, None);
     let rec = store.device.find(store.rec_of(k)).unwrap();
     let side = host_side_of(store, &rec);
-    assert_eq!(side.enqueue.map(|e| store.label(store.rec_of(e))), None, "the async launch sits on the queue lane, not the thread's");
-    assert_eq!(side.construct.map(|c| store.label(store.rec_of(c))).as_deref(), Some("parallel t.c:10"));
+    assert_eq!(
+        side.enqueue.map(|e| store.label(store.rec_of(e))),
+        None,
+        "the async launch sits on the queue lane, not the thread's"
+    );
+    assert_eq!(
+        side.construct
+            .map(|c| store.label(store.rec_of(c)))
+            .as_deref(),
+        Some("parallel t.c:10")
+    );
     // A helper thread's copy: the construct and upload open on the issuing program thread.
     let up = find(&app, Category::DeviceUpload, None);
     let rec = store.device.find(store.rec_of(up)).unwrap();
     let side = host_side_of(store, &rec);
-    assert_eq!(side.enqueue.map(|e| store.label(store.rec_of(e))).as_deref(), Some("upload A t.c:10"));
+    assert_eq!(
+        side.enqueue
+            .map(|e| store.label(store.rec_of(e)))
+            .as_deref(),
+        Some("upload A t.c:10")
+    );
     // The memset has no call time: nothing to pair.
     let m = find(&app, Category::DeviceMemset, None);
     let rec = store.device.find(store.rec_of(m)).unwrap();
     assert_eq!(host_side_of(store, &rec), Default::default());
 
     // On screen: both durations for the upload, the device one for the copy.
-    app.select(upload);
+    app.view.timeline.select(upload, &mut app.state);
     let s = screen(&mut app);
-    assert!(s.contains("duration         1 µs [host]"), "{s}");
+    assert!(s.contains("duration         1.0 us [host]"), "{s}");
     assert!(s.contains("duration         400 ns [device]"), "{s}");
     assert!(s.contains("device records   2"), "{s}");
-    assert!(s.contains("queue 1 (device)") && s.contains("device stream 0x7"), "{s}");
-    app.select(up);
+    assert!(
+        s.contains("queue 1 (device)") && s.contains("device stream 0x7"),
+        "{s}"
+    );
+    app.view.timeline.select(up, &mut app.state);
     let s = screen(&mut app);
-    assert!(s.contains("duration         200 ns [device]") && s.contains("issued by        thread 99"), "{s}");
-    assert!(s.contains("host enqueue     upload A t.c:10") && s.contains("enqueue duration 1 µs [host]"), "{s}");
+    assert!(
+        s.contains("duration         200 ns [device]") && s.contains("issued by        thread 99"),
+        "{s}"
+    );
+    assert!(
+        s.contains("host enqueue     upload A t.c:10")
+            && s.contains("enqueue duration 1.0 us [host]"),
+        "{s}"
+    );
     // The table waits for the analysis for kernels and transfers of a device trace.
-    app.findings_job = Some(accprof_tui::findings::start(vec![], vec![]));
-    assert!(app.table_note().is_some());
+    app.start_analysis();
+    assert!(accprof_tui::view::table::table_note(&app.state).is_some());
 }

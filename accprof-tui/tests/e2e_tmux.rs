@@ -1,5 +1,7 @@
-//! End to end: runs the real binary in a tmux session, sends keys, reads the screen back.
+//! End to end: runs the real binary inside tmux, sends keys, reads the screen back.
 //! Also: bad input gets one line on stderr and a non-zero exit, before the screen is touched.
+
+mod support;
 
 use std::path::Path;
 use std::process::Command;
@@ -17,7 +19,19 @@ impl Tmux {
         let socket = format!("accprof-tui-test-{}-{}", std::process::id(), rand_suffix());
         let t = Tmux { socket };
         let ok = Command::new("tmux")
-            .args(["-L", &t.socket, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", cmd])
+            .args([
+                "-L",
+                &t.socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "120",
+                "-y",
+                "40",
+                cmd,
+            ])
             .status()
             .expect("tmux must be installed for this test (apt-get install tmux)");
         assert!(ok.success(), "tmux new-session failed");
@@ -31,7 +45,10 @@ impl Tmux {
     }
 
     fn capture(&self) -> String {
-        let out = Command::new("tmux").args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"]).output().unwrap();
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"])
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -50,24 +67,35 @@ impl Tmux {
         }
     }
 
-    fn session_alive(&self) -> bool {
-        Command::new("tmux").args(["-L", &self.socket, "has-session"]).output().map(|o| o.status.success()).unwrap_or(false)
+    /// Whether tmux still runs the command: its window closes when the command exits.
+    fn program_running(&self) -> bool {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "has-session"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
     }
 }
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
     }
 }
 
 fn rand_suffix() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 1_000_000_007
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+        % 1_000_000_007
 }
 
 fn write_trace(dir: &Path, iterations: u64) -> std::path::PathBuf {
     let p = dir.join("e2e.trace");
-    accprof_tui::synth::write_trace(&p, iterations).unwrap();
+    support::synth::write_trace(&p, iterations).unwrap();
     p
 }
 
@@ -78,14 +106,18 @@ fn keys_drive_the_real_binary_and_q_restores_the_terminal() {
     // After the program exits, print a marker so we can see the shell got a sane terminal back.
     let cmd = format!("{BIN} {}; echo EXITED-$?; sleep 30", trace.display());
     let t = Tmux::start(&cmd);
-    t.wait_for("the timeline", |s| s.contains("thread 0") && s.contains("e2e.trace") && s.contains("Details"));
+    t.wait_for("the timeline", |s| {
+        s.contains("thread 0") && s.contains("e2e.trace") && s.contains("Details")
+    });
     t.send(&["?"]);
     t.wait_for("the help overlay", |s| s.contains("accprof-tui keys"));
     t.send(&["Escape"]);
     t.wait_for("help closed", |s| !s.contains("accprof-tui keys"));
     // Zoom in, select in the launch row, step to an event: the details pane fills.
     t.send(&["+", "+", "+", "+", "+", "+", "j", "j", "]"]);
-    t.wait_for("details of the selection", |s| s.contains("recorded fields") && s.contains("acc_ev_"));
+    t.wait_for("details of the selection", |s| {
+        s.contains("recorded fields") && s.contains("acc_ev_")
+    });
     // Search for the async kernel: the header shows the filter.
     t.send(&["/", "main_52", "Enter"]);
     t.wait_for("the filter", |s| s.contains("filter \"main_52\""));
@@ -93,9 +125,13 @@ fn keys_drive_the_real_binary_and_q_restores_the_terminal() {
     t.send(&["Escape"]);
     t.wait_for("the filter cleared", |s| !s.contains("filter \""));
     t.send(&["t"]);
-    t.wait_for("the constructs table", |s| s.contains("Constructs and kernels"));
+    t.wait_for("the constructs table", |s| {
+        s.contains("Constructs and kernels")
+    });
     t.send(&["Escape"]);
-    t.wait_for("the table closed", |s| !s.contains("Constructs and kernels"));
+    t.wait_for("the table closed", |s| {
+        !s.contains("Constructs and kernels")
+    });
     t.send(&["a"]);
     t.wait_for("the findings panel", |s| s.contains("Advice findings"));
     t.send(&["Escape"]);
@@ -103,19 +139,27 @@ fn keys_drive_the_real_binary_and_q_restores_the_terminal() {
     t.send(&["q"]);
     let s = t.wait_for("exit", |s| s.contains("EXITED-0"));
     // Back on the normal screen: the timeline is gone.
-    assert!(!s.contains("Details"), "the alternate screen was left:\n{s}");
+    assert!(
+        !s.contains("Details"),
+        "the alternate screen was left:\n{s}"
+    );
 }
 
 #[test]
 fn a_gpu_trace_shows_its_device_stream_lane() {
     // Recorded on an H200 (traces/gpu/README.md); the stream lane holds CUPTI's device records.
-    let trace = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu/shim_naive.trace");
+    let trace =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu/shim_naive.trace");
     let t = Tmux::start(&format!("{BIN} {}", trace.display()));
     // The legend names the device categories (waited for too: tmux may show half a frame).
-    t.wait_for("a device lane", |s| s.contains("device stream 0x") && s.contains("shim_naive.trace") && s.contains("device:"));
+    t.wait_for("a device lane", |s| {
+        s.contains("device stream 0x") && s.contains("shim_naive.trace") && s.contains("device:")
+    });
     // Open the table: once the analysis is done, kernels carry device times.
     t.send(&["t"]);
-    t.wait_for("device-timed rows", |s| s.contains("Constructs and kernels") && s.contains("[device]"));
+    t.wait_for("device-timed rows", |s| {
+        s.contains("Constructs and kernels") && s.contains("[device]")
+    });
     t.send(&["q"]);
 }
 
@@ -123,11 +167,20 @@ fn a_gpu_trace_shows_its_device_stream_lane() {
 fn a_panic_restores_the_terminal_before_the_message() {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path(), 4);
-    let t = Tmux::start(&format!("ACCPROF_TUI_PANIC_AFTER_DRAW=1 {BIN} {}; echo EXITED-$?; sleep 30", trace.display()));
+    let t = Tmux::start(&format!(
+        "ACCPROF_TUI_PANIC_AFTER_DRAW=1 {BIN} {}; echo EXITED-$?; sleep 30",
+        trace.display()
+    ));
     let s = t.wait_for("exit after the panic", |s| s.contains("EXITED-"));
-    assert!(s.contains("panic requested"), "the message is on the normal screen:\n{s}");
+    assert!(
+        s.contains("panic requested"),
+        "the message is on the normal screen:\n{s}"
+    );
     assert!(!s.contains("EXITED-0"), "a panic is a failure:\n{s}");
-    assert!(!s.contains("Details"), "the alternate screen was left:\n{s}");
+    assert!(
+        !s.contains("Details"),
+        "the alternate screen was left:\n{s}"
+    );
 }
 
 #[test]
@@ -136,15 +189,31 @@ fn resize_relayouts_the_screen() {
     let trace = write_trace(dir.path(), 40);
     let t = Tmux::start(&format!("{BIN} {}", trace.display()));
     t.wait_for("the timeline", |s| s.contains("Details"));
-    assert!(Command::new("tmux").args(["-L", &t.socket, "resize-window", "-t", "0", "-x", "80", "-y", "24"]).status().unwrap().success());
+    assert!(Command::new("tmux")
+        .args([
+            "-L",
+            &t.socket,
+            "resize-window",
+            "-t",
+            "0",
+            "-x",
+            "80",
+            "-y",
+            "24"
+        ])
+        .status()
+        .unwrap()
+        .success());
     // Below 100 columns the details pane is dropped and the legend moves to row 23.
-    t.wait_for("the narrow layout", |s| !s.contains("Details") && s.lines().nth(22).is_some_and(|l| l.contains("compute")));
+    t.wait_for("the narrow layout", |s| {
+        !s.contains("Details") && s.lines().nth(22).is_some_and(|l| l.contains("compute"))
+    });
     t.send(&["q"]);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while t.session_alive() && Instant::now() < deadline {
+    while t.program_running() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(!t.session_alive(), "q quits");
+    assert!(!t.program_running(), "q quits");
 }
 
 #[test]
@@ -152,12 +221,14 @@ fn follow_shows_events_as_they_land() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.trace");
     let file = std::fs::File::create(&path).unwrap();
-    let mut s = accprof_tui::synth::Synth::new(file).unwrap();
+    let mut s = support::synth::Synth::new(file).unwrap();
     s.prologue().unwrap();
     s.iteration(0).unwrap();
     s.flush_events().unwrap();
     let t = Tmux::start(&format!("{BIN} --follow {}", path.display()));
-    let first = t.wait_for("the first events", |sc| sc.contains("following") && sc.contains(" events"));
+    let first = t.wait_for("the first events", |sc| {
+        sc.contains("following") && sc.contains(" events")
+    });
     assert!(!first.contains("queue 1"), "no async work yet:\n{first}");
     for i in 1..8 {
         s.iteration(i).unwrap();
@@ -184,13 +255,19 @@ fn assert_one_line_failure(out: &std::process::Output, needle: &str) {
 #[test]
 fn bad_input_is_one_line_and_a_failure() {
     let dir = tempfile::tempdir().unwrap();
-    assert_one_line_failure(&run_bin(&[dir.path().join("missing.trace").to_str().unwrap()]), "cannot read");
+    assert_one_line_failure(
+        &run_bin(&[dir.path().join("missing.trace").to_str().unwrap()]),
+        "cannot read",
+    );
     let empty = dir.path().join("empty.trace");
     std::fs::write(&empty, b"").unwrap();
     assert_one_line_failure(&run_bin(&[empty.to_str().unwrap()]), "empty");
     let foreign = dir.path().join("foreign.trace");
     std::fs::write(&foreign, b"hello, this is not a trace at all").unwrap();
-    assert_one_line_failure(&run_bin(&[foreign.to_str().unwrap()]), "not an accprof trace");
+    assert_one_line_failure(
+        &run_bin(&[foreign.to_str().unwrap()]),
+        "not an accprof trace",
+    );
     // A chunk with a bad checksum.
     let good = write_trace(dir.path(), 4);
     let mut bytes = std::fs::read(&good).unwrap();
@@ -206,5 +283,8 @@ fn help_explains_with_an_example() {
     let out = run_bin(&["--help"]);
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(s.contains("accprof-tui laplace.trace") && s.contains("--follow"), "{s}");
+    assert!(
+        s.contains("accprof-tui laplace.trace") && s.contains("--follow"),
+        "{s}"
+    );
 }

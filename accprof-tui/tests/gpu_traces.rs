@@ -8,15 +8,17 @@ mod common;
 mod gcc_bins;
 use gcc_bins::install_gcc_binaries;
 
-use accprof_tui::app::{App, Mode};
-use common::screen;
+use accprof_tui::app::App;
 use accprof_tui::state::kind::Category;
 use accprof_tui::state::store::{EventRef, LaneKind};
-use accprof_tui::findings;
+use accprof_tui::view::Mode;
+use common::screen;
 use std::path::PathBuf;
 
 fn trace(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu").join(format!("{name}.trace"));
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../traces/gpu")
+        .join(format!("{name}.trace"));
     assert!(p.exists(), "{} is missing", p.display());
     p
 }
@@ -33,7 +35,7 @@ fn keys(app: &mut App, keys: &str) {
 /// The first event of category `cat` (in time order over its lane's rows).
 fn first_of(app: &App, cat: Category) -> EventRef {
     let mut best: Option<(u64, EventRef)> = None;
-    for (lane, l) in app.store.lanes.iter().enumerate() {
+    for (lane, l) in app.state.store.lanes.iter().enumerate() {
         for (track, t) in l.tracks.iter().enumerate() {
             if let Some(idx) = t.cat.iter().position(|&c| c == cat as u8) {
                 if best.is_none_or(|(s, _)| t.start[idx] < s) {
@@ -47,22 +49,31 @@ fn first_of(app: &App, cat: Category) -> EventRef {
 
 /// Selects `r` and zooms the timeline to it, as `z` does.
 fn select_and_zoom(app: &mut App, r: EventRef) {
-    app.select(r);
+    app.view.timeline.select(r, &mut app.state);
     keys(app, "z");
 }
 
 #[test]
 fn gcc_naive_device_lane_and_a_device_copy() {
     let mut app = open("gcc_naive");
-    let device_lanes: Vec<String> =
-        (0..app.store.lanes.len()).filter(|&l| matches!(app.store.lanes[l].kind, LaneKind::Device(_))).map(|l| app.store.lane_label(l)).collect();
-    assert_eq!(device_lanes, ["device stream 0x7"], "GCC runs everything on one stream");
+    let device_lanes: Vec<String> = (0..app.state.store.lanes.len())
+        .filter(|&l| matches!(app.state.store.lanes[l].kind, LaneKind::DeviceStream { .. }))
+        .map(|l| app.state.store.lane_label(l))
+        .collect();
+    assert_eq!(
+        device_lanes,
+        ["device stream 0x7"],
+        "GCC runs everything on one stream"
+    );
     insta::assert_snapshot!("gcc_naive_main", screen(&mut app, 140, 44));
     // The first big upload: GCC reports none, the device record is all there is.
     let r = first_of(&app, Category::DeviceUpload);
     select_and_zoom(&mut app, r);
     let s = screen(&mut app, 140, 44);
-    assert!(s.contains("duration         ") && s.contains("[device]"), "{s}");
+    assert!(
+        s.contains("duration         ") && s.contains("[device]"),
+        "{s}"
+    );
     insta::assert_snapshot!("gcc_naive_device_upload", s);
 }
 
@@ -83,40 +94,93 @@ fn gcc_naive_launch_shows_host_and_device_durations() {
 #[test]
 fn gcc_naive_table_prefers_device_time() {
     let mut app = open("gcc_naive");
-    findings::attach_blocking(&mut app);
+    app.run_analysis();
     keys(&mut app, "t");
-    assert_eq!(app.mode, Mode::Table);
-    let kernel = app.table_rows.iter().find(|r| r.what.starts_with("kernel main$_omp_fn$0")).expect("kernel row");
+    assert_eq!(app.view.mode, Mode::Table);
+    let kernel = app
+        .view
+        .table
+        .rows
+        .iter()
+        .find(|r| r.what.starts_with("kernel main$_omp_fn$0"))
+        .expect("kernel row");
     assert_eq!(kernel.source_label(), "[device]");
-    assert!(kernel.host_ns.is_some(), "GCC reports its launches: the host column has them");
-    let up = app.table_rows.iter().find(|r| r.what.starts_with("upload A ")).expect("upload of A");
-    assert_eq!((up.source_label(), up.host_ns), ("[device]", None), "GCC reports no transfer of A");
+    assert!(
+        kernel.host_ns.is_some(),
+        "GCC reports its launches: the host column has them"
+    );
+    let up = app
+        .view
+        .table
+        .rows
+        .iter()
+        .find(|r| r.what.starts_with("upload A "))
+        .expect("upload of A");
+    assert_eq!(
+        (up.source_label(), up.host_ns),
+        ("[device]", None),
+        "GCC reports no transfer of A"
+    );
     insta::assert_snapshot!("gcc_naive_table", screen(&mut app, 140, 64));
     // Enter on the kernel row lands on its first launch; on a device-only transfer row, on the
     // device copy.
-    app.list_pos = app.table_rows.iter().position(|r| r.what.starts_with("kernel main$_omp_fn$0")).unwrap();
+    app.view.table.pos = app
+        .view
+        .table
+        .rows
+        .iter()
+        .position(|r| r.what.starts_with("kernel main$_omp_fn$0"))
+        .unwrap();
     keys(&mut app, "\n");
-    let sel = app.selected.expect("Enter selects");
-    assert_eq!(app.store.label(app.store.rec_of(sel)), "launch main$_omp_fn$0");
+    let sel = app.view.timeline.selected.expect("Enter selects");
+    assert_eq!(
+        app.state.store.label(app.state.store.rec_of(sel)),
+        "launch main$_omp_fn$0"
+    );
     keys(&mut app, "t");
-    app.list_pos = app.table_rows.iter().position(|r| r.what.starts_with("upload A ")).unwrap();
+    app.view.table.pos = app
+        .view
+        .table
+        .rows
+        .iter()
+        .position(|r| r.what.starts_with("upload A "))
+        .unwrap();
     keys(&mut app, "\n");
-    let sel = app.selected.expect("Enter selects");
-    assert!(matches!(app.store.lanes[sel.lane].kind, LaneKind::Device(_)), "jumped to {:?}", app.store.lane_label(sel.lane));
+    let sel = app.view.timeline.selected.expect("Enter selects");
+    assert!(
+        matches!(
+            app.state.store.lanes[sel.lane].kind,
+            LaneKind::DeviceStream { .. }
+        ),
+        "jumped to {:?}",
+        app.state.store.lane_label(sel.lane)
+    );
 }
 
 #[test]
 fn shim_naive_staged_upload_pairs_with_its_device_copies() {
     let mut app = open("shim_naive");
-    let labels: Vec<String> = (0..app.store.lanes.len()).map(|l| app.store.lane_label(l)).collect();
-    assert!(labels.iter().filter(|l| l.starts_with("device stream ")).count() >= 2, "{labels:?}");
+    let labels: Vec<String> = (0..app.state.store.lanes.len())
+        .map(|l| app.state.store.lane_label(l))
+        .collect();
+    assert!(
+        labels
+            .iter()
+            .filter(|l| l.starts_with("device stream "))
+            .count()
+            >= 2,
+        "{labels:?}"
+    );
     insta::assert_snapshot!("shim_naive_main", screen(&mut app, 140, 44));
     let r = first_of(&app, Category::Upload);
     select_and_zoom(&mut app, r);
     let s = screen(&mut app, 140, 44);
-    assert!(s.contains("device records"), "staged on helper threads, summed:\n{s}");
+    assert!(
+        s.contains("device records"),
+        "staged on helper threads, summed:\n{s}"
+    );
     insta::assert_snapshot!("shim_naive_upload", s);
-    findings::attach_blocking(&mut app);
+    app.run_analysis();
     keys(&mut app, "t");
     insta::assert_snapshot!("shim_naive_table", screen(&mut app, 140, 64));
 }

@@ -1,16 +1,18 @@
 //! Snapshots of the main screens and of each interaction, drawn with ratatui's TestBackend on
-//! a synthetic Laplace-like trace (see `accprof_tui::synth`).
+//! a synthetic Laplace-like trace (see `support/synth.rs`).
 
 mod common;
+mod support;
 
-use accprof_tui::app::{Action, App, Mode};
-use common::{open, screen};
+use accprof_tui::action::Action;
+use accprof_tui::app::App;
 use accprof_tui::input::Input;
-use accprof_tui::state::load::Loader;
-use accprof_tui::state::store::Store;
-use accprof_tui::{findings, synth};
+use accprof_tui::state::State;
+use accprof_tui::view::Mode;
+use common::{open, screen};
 use ratatui::crossterm::event::{Event, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use std::path::PathBuf;
+use support::synth;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -60,7 +62,10 @@ fn pan_right_and_home_end() {
     insta::assert_snapshot!("end", screen(&mut app, 120, 36));
     keys(&mut app, "g");
     let home = screen(&mut app, 120, 36);
-    assert!(home.contains("view +0 ns"), "Home goes to the start:\n{home}");
+    assert!(
+        home.contains("view +0 ns"),
+        "Home goes to the start:\n{home}"
+    );
 }
 
 #[test]
@@ -69,7 +74,7 @@ fn select_and_step_shows_details() {
     // Row 2 holds the launches and transfers; zoom so they are wide enough to read.
     keys(&mut app, "++++++jj]]");
     let s = screen(&mut app, 120, 36);
-    assert!(app.selected.is_some());
+    assert!(app.view.timeline.selected.is_some());
     insta::assert_snapshot!("selected_details", s);
 }
 
@@ -77,15 +82,19 @@ fn select_and_step_shows_details() {
 fn next_of_kind_and_of_construct() {
     let (_f, mut app) = main_app();
     keys(&mut app, "++++++jj]");
-    let first = app.selected.expect("selected");
+    let first = app.view.timeline.selected.expect("selected");
     keys(&mut app, "n");
-    let next_kind = app.selected.expect("still selected");
+    let next_kind = app.view.timeline.selected.expect("still selected");
     assert_ne!(first, next_kind);
     insta::assert_snapshot!("next_of_kind", screen(&mut app, 120, 36));
     keys(&mut app, "c");
     insta::assert_snapshot!("next_of_construct", screen(&mut app, 120, 36));
     keys(&mut app, "C");
-    assert_eq!(app.selected, Some(next_kind), "c then C comes back");
+    assert_eq!(
+        app.view.timeline.selected,
+        Some(next_kind),
+        "c then C comes back"
+    );
 }
 
 #[test]
@@ -99,10 +108,10 @@ fn zoom_to_selection() {
 fn help_overlay() {
     let (_f, mut app) = main_app();
     keys(&mut app, "?");
-    assert_eq!(app.mode, Mode::Help);
+    assert_eq!(app.view.mode, Mode::Help);
     insta::assert_snapshot!(screen(&mut app, 120, 36));
     keys(&mut app, "?");
-    assert_eq!(app.mode, Mode::Timeline);
+    assert_eq!(app.view.mode, Mode::Timeline);
 }
 
 #[test]
@@ -111,12 +120,12 @@ fn search_prompt_and_filter() {
     keys(&mut app, "/main_52");
     insta::assert_snapshot!("search_prompt", screen(&mut app, 120, 36));
     keys(&mut app, "\n");
-    let f = app.filter.as_ref().expect("filter on");
+    let f = app.view.timeline.filter.as_ref().expect("filter on");
     // Every 4th of 24 iterations launches main_52_gpu.
     assert_eq!(f.matches, 6);
     insta::assert_snapshot!("filtered", screen(&mut app, 120, 36));
     keys(&mut app, "\x1b");
-    assert!(app.filter.is_none());
+    assert!(app.view.timeline.filter.is_none());
 }
 
 #[test]
@@ -124,9 +133,9 @@ fn filter_by_file_and_line() {
     let (_f, mut app) = main_app();
     keys(&mut app, "/laplace.c:60\n");
     // Every 10th iteration: an update and its download, at line 60.
-    assert_eq!(app.filter.as_ref().unwrap().matches, 4);
+    assert_eq!(app.view.timeline.filter.as_ref().unwrap().matches, 4);
     keys(&mut app, "/70\n");
-    assert_eq!(app.filter.as_ref().unwrap().matches, 2);
+    assert_eq!(app.view.timeline.filter.as_ref().unwrap().matches, 2);
 }
 
 #[test]
@@ -136,26 +145,37 @@ fn constructs_table_sorts_and_jumps() {
     insta::assert_snapshot!("table_by_total", screen(&mut app, 120, 36));
     keys(&mut app, "s");
     insta::assert_snapshot!("table_by_count", screen(&mut app, 120, 36));
-    let counts: Vec<u64> = app.table_rows.iter().map(|r| r.count).collect();
-    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "sorted by count: {counts:?}");
+    let counts: Vec<u64> = app.view.table.rows.iter().map(|r| r.count).collect();
+    assert!(
+        counts.windows(2).all(|w| w[0] >= w[1]),
+        "sorted by count: {counts:?}"
+    );
     keys(&mut app, "jj\n");
-    assert_eq!(app.mode, Mode::Timeline);
-    let sel = app.selected.expect("Enter selects the construct");
-    let rec = app.store.rec_of(sel);
-    assert_eq!(app.table_rows[2].jump, Some(rec));
+    assert_eq!(app.view.mode, Mode::Timeline);
+    let sel = app
+        .view
+        .timeline
+        .selected
+        .expect("Enter selects the construct");
+    let rec = app.state.store.rec_of(sel);
+    assert_eq!(app.view.table.rows[2].jump, Some(rec));
     insta::assert_snapshot!("table_jump", screen(&mut app, 120, 36));
 }
 
 #[test]
 fn findings_jump_to_evidence() {
     let (_f, mut app) = main_app();
-    findings::attach_blocking(&mut app);
-    assert!(!app.findings.is_empty(), "{}", app.findings_note);
+    app.run_analysis();
+    assert!(
+        !app.state.analysis.findings.is_empty(),
+        "{}",
+        app.state.analysis.note
+    );
     keys(&mut app, "a");
     insta::assert_snapshot!("findings", screen(&mut app, 120, 36));
     keys(&mut app, "\n");
-    assert_eq!(app.mode, Mode::Timeline);
-    assert!(app.selected.is_some());
+    assert_eq!(app.view.mode, Mode::Timeline);
+    assert!(app.view.timeline.selected.is_some());
     insta::assert_snapshot!("findings_jump", screen(&mut app, 120, 36));
 }
 
@@ -171,26 +191,51 @@ fn resize_layout_follows() {
 fn mouse_click_selects_and_drag_zooms() {
     let (_f, mut app) = main_app();
     screen(&mut app, 120, 36);
-    let g = app.geometry;
+    let g = app.view.geometry;
     let mut input = Input::default();
     let mut mouse = |app: &mut App, kind, col: u16, row: u16| {
-        let ev = Event::Mouse(MouseEvent { kind, column: g.timeline_x + col, row: g.rows_y + row, modifiers: KeyModifiers::NONE });
-        if let Some(a) = input.action(&ev, &app.mode, &app.geometry) {
+        let ev = Event::Mouse(MouseEvent {
+            kind,
+            column: g.timeline_x + col,
+            row: g.rows_y + row,
+            modifiers: KeyModifiers::NONE,
+        });
+        if let Some(a) = input.action(&ev, &app.view.mode, &app.view.geometry) {
             app.apply(a);
         }
     };
     // Drag over the first quarter of the timeline.
-    let span = app.view.span;
+    let span = app.view.timeline.viewport.span;
     mouse(&mut app, MouseEventKind::Down(MouseButton::Left), 0, 0);
-    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), g.timeline_width / 4, 0);
-    assert!(app.view.span < span / 3, "drag zooms in: {} -> {}", span, app.view.span);
+    mouse(
+        &mut app,
+        MouseEventKind::Up(MouseButton::Left),
+        g.timeline_width / 4,
+        0,
+    );
+    assert!(
+        app.view.timeline.viewport.span < span / 3,
+        "drag zooms in: {} -> {}",
+        span,
+        app.view.timeline.viewport.span
+    );
     // Click in the middle of row 0 (the compute constructs are nearly back to back).
-    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), g.timeline_width / 2, 0);
-    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), g.timeline_width / 2, 0);
-    assert!(app.selected.is_some());
-    let before = app.view.span;
+    mouse(
+        &mut app,
+        MouseEventKind::Down(MouseButton::Left),
+        g.timeline_width / 2,
+        0,
+    );
+    mouse(
+        &mut app,
+        MouseEventKind::Up(MouseButton::Left),
+        g.timeline_width / 2,
+        0,
+    );
+    assert!(app.view.timeline.selected.is_some());
+    let before = app.view.timeline.viewport.span;
     mouse(&mut app, MouseEventKind::ScrollUp, 10, 0);
-    assert!(app.view.span < before);
+    assert!(app.view.timeline.viewport.span < before);
     insta::assert_snapshot!(screen(&mut app, 120, 36));
 }
 
@@ -206,7 +251,7 @@ fn follow_shows_new_events() {
     }
     s.flush_events().unwrap();
     let mut app = open(&path, true);
-    let before = app.store.event_count();
+    let before = app.state.store.event_count();
     insta::assert_snapshot!("follow_before", screen(&mut app, 120, 30));
     for i in 4..12 {
         s.iteration(i).unwrap();
@@ -214,13 +259,13 @@ fn follow_shows_new_events() {
     s.flush_events().unwrap();
     let added = app.poll_follow().unwrap();
     assert!(added > 0);
-    assert_eq!(app.store.event_count(), before + added);
+    assert_eq!(app.state.store.event_count(), before + added);
     insta::assert_snapshot!("follow_after", screen(&mut app, 120, 30));
     // The details of an event read after following started still come from the file.
     keys(&mut app, "G+++jj[");
-    let sel = app.selected.expect("selected");
-    let d = app.details.as_ref().expect("details");
-    assert_eq!(d.rec, app.store.rec_of(sel));
+    let sel = app.view.timeline.selected.expect("selected");
+    let d = app.view.timeline.details.as_ref().expect("details");
+    assert_eq!(d.rec, app.state.store.rec_of(sel));
     assert!(d.event.is_some(), "{:?}", d.error);
 }
 
@@ -250,17 +295,27 @@ fn quit_key() {
 #[test]
 fn several_traces_get_lanes_per_rank() {
     let (a, b) = (trace(4), trace(8));
-    let mut store = Store::new(false);
-    let mut loader = Loader::open(&[a.path.clone(), b.path.clone()], &mut store).unwrap();
-    loader.poll(&mut store, &mut |_, _| {}).unwrap();
-    let mut app = App::new(store, Some(loader), false);
+    let mut app =
+        App::new(State::open(&[a.path.clone(), b.path.clone()], false, &mut |_, _| {}).unwrap());
     let s = screen(&mut app, 120, 20);
-    assert!(s.contains("r0 thread 0") && s.contains("r1 thread 0") && s.contains("r1 queue 1"), "{s}");
+    assert!(
+        s.contains("r0 thread 0") && s.contains("r1 thread 0") && s.contains("r1 queue 1"),
+        "{s}"
+    );
     assert!(s.contains("2 traces"), "{s}");
     // Details of rank 1's events come from rank 1's file.
-    let lane = (0..app.store.lanes.len()).find(|&l| app.store.lane_label(l) == "r1 queue 1").unwrap();
-    let r = accprof_tui::state::store::EventRef { lane, track: 0, idx: 0 };
-    app.select(r);
-    let d = app.details.as_ref().unwrap();
-    assert_eq!(d.event.as_ref().map(|e| e.kind), Some(accprof_abi::acc_event_t::ENQUEUE_LAUNCH_START));
+    let lane = (0..app.state.store.lanes.len())
+        .find(|&l| app.state.store.lane_label(l) == "r1 queue 1")
+        .unwrap();
+    let r = accprof_tui::state::store::EventRef {
+        lane,
+        track: 0,
+        idx: 0,
+    };
+    app.view.timeline.select(r, &mut app.state);
+    let d = app.view.timeline.details.as_ref().unwrap();
+    assert_eq!(
+        d.event.as_ref().map(|e| e.kind),
+        Some(accprof_abi::acc_event_t::ENQUEUE_LAUNCH_START)
+    );
 }

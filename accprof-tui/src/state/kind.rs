@@ -1,8 +1,14 @@
 //! The colour categories of the timeline: every OpenACC event number, and every device record
 //! (CUPTI kernel, copy, memset), falls into one.
+//!
+//! What an event is comes from the shared vocabulary (accprof-timeline: its category, a
+//! transfer's direction, a device record's operation); the legend only splits it finer, so that
+//! uploads, downloads, data directives and updates, or compute constructs and allocations, get
+//! colours of their own.
 
 use accprof_abi::{acc_construct_t, acc_event_t};
-use accprof_trace::device;
+use accprof_timeline::{is_point, DeviceOp, Direction};
+use accprof_trace::{device, Event};
 
 /// What a bar on the timeline is, at the granularity the legend shows.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -52,31 +58,47 @@ impl Category {
         Category::DeviceMemset,
     ];
 
-    /// The category of a host (acc_prof) event; device records need their copy direction too:
-    /// see [`Category::of_device`].
-    pub fn of(kind: acc_event_t) -> Category {
-        match kind {
-            acc_event_t::COMPUTE_CONSTRUCT_START => Category::Compute,
-            acc_event_t::ENQUEUE_LAUNCH_START => Category::Launch,
-            acc_event_t::ENQUEUE_UPLOAD_START => Category::Upload,
-            acc_event_t::ENQUEUE_DOWNLOAD_START => Category::Download,
-            acc_event_t::ALLOC | acc_event_t::FREE | acc_event_t::CREATE | acc_event_t::DELETE => Category::Memory,
-            acc_event_t::WAIT_START => Category::Wait,
-            acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START => Category::Data,
-            acc_event_t::UPDATE_START => Category::Update,
-            device::KERNEL => Category::DeviceKernel,
-            device::MEMCPY => Category::DeviceCopy,
-            device::MEMSET => Category::DeviceMemset,
-            _ => Category::Other,
+    /// The category of an event: a device record by what the device did, a host (acc_prof)
+    /// event by its kind.
+    pub fn of_event(ev: &Event) -> Category {
+        match DeviceOp::of(ev) {
+            Some(op) => Category::of_device(op),
+            None => Category::of(ev.kind),
         }
     }
 
-    /// The category of a device record, from its kind and `copy_kind` field.
-    pub fn of_device(kind: acc_event_t, copy_kind: Option<u64>) -> Category {
-        match (kind, copy_kind.map(|v| device::split_copy_kind(v).0)) {
-            (device::MEMCPY, Some(device::COPY_HTOD)) => Category::DeviceUpload,
-            (device::MEMCPY, Some(device::COPY_DTOH)) => Category::DeviceDownload,
-            _ => Category::of(kind),
+    /// The category of a device record's operation.
+    pub fn of_device(op: DeviceOp) -> Category {
+        match op {
+            DeviceOp::Kernel => Category::DeviceKernel,
+            DeviceOp::Copy(Direction::HostToDevice) => Category::DeviceUpload,
+            DeviceOp::Copy(Direction::DeviceToHost) => Category::DeviceDownload,
+            DeviceOp::OtherCopy => Category::DeviceCopy,
+            DeviceOp::Memset => Category::DeviceMemset,
+        }
+    }
+
+    /// The category of a host (acc_prof) event of `kind` (a device record's needs the record:
+    /// [`Category::of_event`]).
+    pub fn of(kind: acc_event_t) -> Category {
+        use accprof_timeline::Category as Shared;
+        match Shared::of(kind) {
+            _ if device::is_device_record(kind) => Category::Other,
+            Shared::Kernels => Category::Launch,
+            Shared::Data => match Direction::of_transfer(kind) {
+                Some(Direction::HostToDevice) => Category::Upload,
+                Some(Direction::DeviceToHost) => Category::Download,
+                None if kind == acc_event_t::UPDATE_START => Category::Update,
+                None => Category::Data,
+            },
+            Shared::Wait => Category::Wait,
+            Shared::Init => Category::Other,
+            Shared::Host if kind == acc_event_t::COMPUTE_CONSTRUCT_START => Category::Compute,
+            // Device memory bookkeeping: the instants, but for the runtime's shutdown.
+            Shared::Host if is_point(kind) && kind != acc_event_t::RUNTIME_SHUTDOWN => {
+                Category::Memory
+            }
+            Shared::Host => Category::Other,
         }
     }
 
@@ -85,19 +107,11 @@ impl Category {
         self as u8 >= Category::DeviceKernel as u8
     }
 
-    /// The host category whose work this device category executes (launch for a kernel, upload
-    /// for a host-to-device copy...): a device record matches host events of that category.
-    pub fn host_counterpart(self) -> Option<Category> {
-        match self {
-            Category::DeviceKernel => Some(Category::Launch),
-            Category::DeviceUpload => Some(Category::Upload),
-            Category::DeviceDownload => Some(Category::Download),
-            _ => None,
-        }
-    }
-
     pub fn from_u8(v: u8) -> Category {
-        Category::ALL.get(v as usize).copied().unwrap_or(Category::Other)
+        Category::ALL
+            .get(v as usize)
+            .copied()
+            .unwrap_or(Category::Other)
     }
 
     /// The legend's word for it.
@@ -141,7 +155,10 @@ pub fn kind_code(kind: acc_event_t, cat: Category) -> u8 {
         Category::DeviceDownload => CODE_DTOH,
         Category::DeviceCopy => CODE_COPY,
         Category::DeviceMemset => CODE_MEMSET,
-        _ => u8::try_from(kind.0).ok().filter(|&k| k < DEVICE_CODES).unwrap_or(CODE_UNKNOWN),
+        _ => u8::try_from(kind.0)
+            .ok()
+            .filter(|&k| k < DEVICE_CODES)
+            .unwrap_or(CODE_UNKNOWN),
     }
 }
 
@@ -183,17 +200,17 @@ pub fn short_kind_name(kind: acc_event_t, parent: Option<i64>) -> &'static str {
         acc_event_t::ENTER_DATA_START => match parent.map(|p| acc_construct_t(p as i32)) {
             Some(acc_construct_t::DATA) => "data (enter)",
             Some(acc_construct_t::ENTER_DATA) => "enter data",
-            Some(acc_construct_t::PARALLEL) | Some(acc_construct_t::KERNELS) | Some(acc_construct_t::SERIAL) => {
-                "implicit enter"
-            }
+            Some(acc_construct_t::PARALLEL)
+            | Some(acc_construct_t::KERNELS)
+            | Some(acc_construct_t::SERIAL) => "implicit enter",
             _ => "enter data",
         },
         acc_event_t::EXIT_DATA_START => match parent.map(|p| acc_construct_t(p as i32)) {
             Some(acc_construct_t::DATA) => "data (exit)",
             Some(acc_construct_t::EXIT_DATA) => "exit data",
-            Some(acc_construct_t::PARALLEL) | Some(acc_construct_t::KERNELS) | Some(acc_construct_t::SERIAL) => {
-                "implicit exit"
-            }
+            Some(acc_construct_t::PARALLEL)
+            | Some(acc_construct_t::KERNELS)
+            | Some(acc_construct_t::SERIAL) => "implicit exit",
             _ => "exit data",
         },
         acc_event_t::ENQUEUE_LAUNCH_START => "launch",
@@ -221,22 +238,73 @@ mod tests {
         for c in Category::ALL {
             assert_eq!(Category::from_u8(c as u8), c);
         }
-        assert_eq!(Category::of(acc_event_t::ENQUEUE_UPLOAD_START), Category::Upload);
+        assert_eq!(
+            Category::of(acc_event_t::ENQUEUE_UPLOAD_START),
+            Category::Upload
+        );
         assert_eq!(Category::of(acc_event_t::FREE), Category::Memory);
         assert_eq!(Category::of(acc_event_t(999)), Category::Other);
+        assert_eq!(
+            Category::of(acc_event_t::COMPUTE_CONSTRUCT_START),
+            Category::Compute
+        );
+        assert_eq!(
+            Category::of(acc_event_t::ENQUEUE_LAUNCH_START),
+            Category::Launch
+        );
+        assert_eq!(
+            Category::of(acc_event_t::ENQUEUE_DOWNLOAD_START),
+            Category::Download
+        );
+        assert_eq!(Category::of(acc_event_t::ENTER_DATA_START), Category::Data);
+        assert_eq!(Category::of(acc_event_t::UPDATE_START), Category::Update);
+        assert_eq!(Category::of(acc_event_t::WAIT_START), Category::Wait);
+        assert_eq!(Category::of(acc_event_t::CREATE), Category::Memory);
+        assert_eq!(Category::of(acc_event_t::RUNTIME_SHUTDOWN), Category::Other);
+        assert_eq!(
+            Category::of(acc_event_t::DEVICE_INIT_START),
+            Category::Other
+        );
     }
 
     #[test]
     fn device_records_get_device_categories_and_codes_that_round_trip() {
-        let htod = device::copy_kind(device::COPY_HTOD as u8, device::MEM_PAGEABLE as u8, device::MEM_DEVICE as u8);
-        let dtoh = device::copy_kind(device::COPY_DTOH as u8, device::MEM_DEVICE as u8, device::MEM_PAGEABLE as u8);
-        assert_eq!(Category::of_device(device::MEMCPY, Some(htod)), Category::DeviceUpload);
-        assert_eq!(Category::of_device(device::MEMCPY, Some(dtoh)), Category::DeviceDownload);
-        assert_eq!(Category::of_device(device::MEMCPY, Some(device::COPY_DTOD)), Category::DeviceCopy);
-        assert_eq!(Category::of_device(device::KERNEL, None), Category::DeviceKernel);
-        assert_eq!(Category::DeviceUpload.host_counterpart(), Some(Category::Upload));
+        let htod = device::copy_kind(
+            device::COPY_HTOD as u8,
+            device::MEM_PAGEABLE as u8,
+            device::MEM_DEVICE as u8,
+        );
+        let dtoh = device::copy_kind(
+            device::COPY_DTOH as u8,
+            device::MEM_DEVICE as u8,
+            device::MEM_PAGEABLE as u8,
+        );
+        let copy = |copy_kind: u64| {
+            let mut ev = Event::new(device::MEMCPY, 0);
+            ev.set(accprof_trace::Field::CopyKind, copy_kind);
+            Category::of_event(&ev)
+        };
+        assert_eq!(copy(htod), Category::DeviceUpload);
+        assert_eq!(copy(dtoh), Category::DeviceDownload);
+        assert_eq!(copy(device::COPY_DTOD), Category::DeviceCopy);
+        assert_eq!(
+            Category::of_event(&Event::new(device::KERNEL, 0)),
+            Category::DeviceKernel
+        );
+        assert_eq!(
+            Category::of_event(&Event::new(device::MEMSET, 0)),
+            Category::DeviceMemset
+        );
+        assert_eq!(
+            Category::of_event(&Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 0)),
+            Category::Upload
+        );
         assert!(Category::DeviceMemset.is_device() && !Category::Other.is_device());
-        for (kind, cat) in [(device::KERNEL, Category::DeviceKernel), (device::MEMCPY, Category::DeviceDownload), (device::MEMSET, Category::DeviceMemset)] {
+        for (kind, cat) in [
+            (device::KERNEL, Category::DeviceKernel),
+            (device::MEMCPY, Category::DeviceDownload),
+            (device::MEMSET, Category::DeviceMemset),
+        ] {
             let code = kind_code(kind, cat);
             assert!(is_device_code(code));
             assert_eq!(kind_of_code(code), kind);

@@ -1,22 +1,23 @@
 //! Reading traces into the [`Store`], once or, with `--follow`, again and again as they grow.
 //!
-//! Each trace is streamed with `TraceReader` and every event is reduced to a compact record at
+//! Each trace is streamed with accprof-symbols' `ResolvingReader` and every event is reduced to a compact record at
 //! once. The reader keeps where each events chunk began (chunks decode on their own), so the
 //! details pane can later re-read one full event by record id without keeping 250-byte events in
 //! memory: see [`Loader::fetch`].
 
+use crate::state::constructs::ConstructKey;
 use crate::state::kind::{kind_code, Category};
-use crate::state::table::ConstructKey;
+use crate::state::profile_feed::{ProfileFeed, ProfileJob, TraceEnd};
 use crate::state::store::{LaneKind, Raw, Source, Store, NO_LINE, NO_STR};
-use accprof_abi::acc_event_t;
+use accprof_symbols::ResolvingReader;
 use accprof_symbols::Symbolizer;
+use accprof_timeline::taxonomy::is_async_value;
+use accprof_timeline::{is_enqueue, DeviceRecord, TrackKind};
 use accprof_trace::{device, Event, Field, StrId, StringTable, TraceError, TraceReader};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-/// `acc_async_sync`: the operation ran synchronously, on the host thread's timeline.
-const ACC_ASYNC_SYNC: i64 = -2;
 /// The string id map's "not mapped yet".
 const UNMAPPED: u32 = u32::MAX - 1;
 /// String ids from here up are the reader's own (`StringTable::intern` gives them out from
@@ -27,7 +28,8 @@ const READER_IDS_FROM: u32 = u32::MAX / 2;
 struct Feed {
     source: usize,
     path: PathBuf,
-    reader: TraceReader<BufReader<File>>,
+    /// Resolves call sites and names unnamed host data as it streams, as every view's does.
+    reader: ResolvingReader<BufReader<File>>,
     /// Added to a timestamp to put it on the wall clock, so that ranks line up.
     shift: i128,
     /// Trace string id -> store string id.
@@ -37,6 +39,7 @@ struct Feed {
     /// The file's bytes up to the end of its header chunk: put in front of a seek into the file,
     /// they make a valid trace that starts at any chunk.
     prefix: Vec<u8>,
+    /// Resolves re-read events (see [`Loader::fetch`]); made on the first.
     symbolizer: Option<Symbolizer>,
     /// Events read so far, and (first event index, first record id) of each poll's run: maps an
     /// event's index in its trace (what accprof-analysis reports) to its record.
@@ -48,6 +51,9 @@ struct Feed {
     /// The last (stream handle, async queue) pair a host event named, to skip repeating the
     /// map update for every event on the same queue.
     last_stream_queue: Option<(u64, i64)>,
+    /// The analysis's profile of this trace, fed as events are read (see
+    /// [`Loader::finish_profiles`]).
+    profile: Option<ProfileFeed>,
 }
 
 /// Where the events chunk holding a run of record ids starts in its file.
@@ -68,17 +74,21 @@ pub struct Loader {
 
 impl std::fmt::Debug for Loader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Loader").field("feeds", &self.feeds.len()).field("chunks", &self.chunks.len()).finish()
+        f.debug_struct("Loader")
+            .field("feeds", &self.feeds.len())
+            .field("chunks", &self.chunks.len())
+            .finish()
     }
 }
 
 impl Loader {
     /// Opens every trace and checks its header. Fails on the first unreadable one, with the
-    /// reader's one-line message.
-    pub fn open(paths: &[PathBuf], store: &mut Store) -> Result<Self, TraceError> {
+    /// reader's one-line message. With `profiles`, each trace's analysis profile is built from
+    /// the events as they are read (a trace read once, see [`Loader::finish_profiles`]).
+    pub fn open(paths: &[PathBuf], store: &mut Store, profiles: bool) -> Result<Self, TraceError> {
         let mut feeds = Vec::new();
         for (i, path) in paths.iter().enumerate() {
-            let reader = TraceReader::open(path)?;
+            let reader = ResolvingReader::open(path)?;
             let prefix = read_prefix(path, reader.bytes_read())?;
             let h = reader.header();
             let shift = if h.start_unix_ns != 0 {
@@ -87,8 +97,16 @@ impl Loader {
                 0
             };
             let rank = h.mpi_rank.unwrap_or(i as u32);
-            let device_activity = h.extra.iter().any(|(k, _)| k == accprof_analysis::load::DEVICE_ACTIVITY_KEY);
-            store.sources.push(Source { path: path.display().to_string(), rank, device_activity });
+            let device_activity = h
+                .extra
+                .iter()
+                .any(|(k, _)| k == accprof_analysis::load::DEVICE_ACTIVITY_KEY);
+            store.sources.push(Source {
+                path: path.display().to_string(),
+                rank,
+                device_activity,
+            });
+            let profile = profiles.then(|| ProfileFeed::start(path.display().to_string(), h));
             feeds.push(Feed {
                 source: i,
                 path: path.clone(),
@@ -102,15 +120,24 @@ impl Loader {
                 runs: Vec::new(),
                 last_lane: None,
                 last_stream_queue: None,
+                profile,
             });
         }
-        Ok(Self { feeds, chunks: Vec::new(), warnings: Vec::new() })
+        Ok(Self {
+            feeds,
+            chunks: Vec::new(),
+            warnings: Vec::new(),
+        })
     }
 
     /// Reads every event that is there now into the store and rebuilds the rows that changed.
     /// Returns how many events were added. `progress` is called now and then with
     /// (bytes read, total bytes) of the trace being read.
-    pub fn poll(&mut self, store: &mut Store, progress: &mut dyn FnMut(u64, u64)) -> Result<usize, TraceError> {
+    pub fn poll(
+        &mut self,
+        store: &mut Store,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<usize, TraceError> {
         let mut added = 0;
         for fi in 0..self.feeds.len() {
             added += self.poll_feed(fi, store, progress)?;
@@ -126,34 +153,41 @@ impl Loader {
         Ok(added)
     }
 
-    fn poll_feed(&mut self, fi: usize, store: &mut Store, progress: &mut dyn FnMut(u64, u64)) -> Result<usize, TraceError> {
-        let total = std::fs::metadata(&self.feeds[fi].path).map(|m| m.len()).unwrap_or(0);
+    fn poll_feed(
+        &mut self,
+        fi: usize,
+        store: &mut Store,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<usize, TraceError> {
+        let total = std::fs::metadata(&self.feeds[fi].path)
+            .map(|m| m.len())
+            .unwrap_or(0);
         let feed = &mut self.feeds[fi];
         let mut added = 0usize;
         // Events take ~17 bytes on disk: reserve once instead of growing ten million pushes.
-        store.records.reserve((total.saturating_sub(feed.reader.bytes_read()) / 17) as usize);
-        feed.runs.push((feed.events_read, store.records.len() as u32));
+        store
+            .records
+            .reserve((total.saturating_sub(feed.reader.bytes_read()) / 17) as usize);
+        feed.runs
+            .push((feed.events_read, store.records.len() as u32));
         loop {
             let before = feed.reader.bytes_read();
-            let Some(mut ev) = feed.reader.next_event()? else { break };
+            let Some(ev) = feed.reader.next_event()? else {
+                break;
+            };
             if feed.reader.bytes_read() != before {
                 // This event opened a new events chunk, which starts at or after `before`.
-                self.chunks.push(ChunkRef { first_rec: store.records.len() as u32, feed: fi as u16, offset: before });
+                self.chunks.push(ChunkRef {
+                    first_rec: store.records.len() as u32,
+                    feed: fi as u16,
+                    offset: before,
+                });
                 progress(feed.reader.bytes_read(), total);
-                if ev.get(Field::ReturnAddress).is_some() && feed.symbolizer.is_none() {
-                    feed.symbolizer = Some(Symbolizer::new(feed.reader.modules()));
-                }
-                if let Some(sym) = &mut feed.symbolizer {
-                    sym.update_modules(feed.reader.modules());
-                }
             }
-            if let Some(sym) = &mut feed.symbolizer {
-                if ev.get(Field::ReturnAddress).is_some() {
-                    sym.annotate(&mut ev, feed.reader.strings_mut());
-                }
-            }
-            name_device_copy(feed, &mut ev);
             add_event(feed, &ev, store);
+            if let Some(p) = &mut feed.profile {
+                p.push(ev);
+            }
             added += 1;
         }
         feed.events_read += added as u64;
@@ -176,10 +210,25 @@ impl Loader {
                     f.reader.dropped_total()
                 ));
             }
-            if let Some(sym) = &f.symbolizer {
-                self.warnings.extend(sym.warnings().iter().cloned());
+            self.warnings.extend(f.reader.warnings().iter().cloned());
+        }
+    }
+
+    /// Ends the profiles fed while reading (per trace, in source order) and hands them over to
+    /// be finished; empty when the loader was opened without them or they were taken before.
+    pub fn finish_profiles(&mut self) -> Vec<ProfileJob> {
+        let mut jobs = Vec::new();
+        for f in &mut self.feeds {
+            if let Some(p) = f.profile.take() {
+                let end = TraceEnd {
+                    strings: f.reader.strings().clone(),
+                    footer: f.reader.footer().cloned(),
+                    dropped: f.reader.dropped_total(),
+                };
+                jobs.push(p.finish(end));
             }
         }
+        jobs
     }
 
     /// Whether every trace ended cleanly (has its footer).
@@ -188,14 +237,21 @@ impl Loader {
     }
 
     /// Re-reads the full event behind record `rec`, with the string table to resolve its ids.
-    pub fn fetch(&mut self, rec: u32) -> Result<(Event, &StringTable), TraceError> {
+    pub fn fetch(&mut self, rec: u32) -> Result<(Event, StringTable), TraceError> {
         let at = self.chunks.partition_point(|c| c.first_rec <= rec);
         let Some(chunk) = at.checked_sub(1).map(|i| self.chunks[i]) else {
-            return Err(TraceError::Corrupt { path: String::new(), offset: 0, what: format!("no event {rec}") });
+            return Err(TraceError::Corrupt {
+                path: String::new(),
+                offset: 0,
+                what: format!("no event {rec}"),
+            });
         };
         let feed = &mut self.feeds[chunk.feed as usize];
         let label = feed.path.display().to_string();
-        let io = |source| TraceError::Io { path: label.clone(), source };
+        let io = |source| TraceError::Io {
+            path: label.clone(),
+            source,
+        };
         let mut file = File::open(&feed.path).map_err(io)?;
         file.seek(SeekFrom::Start(chunk.offset)).map_err(io)?;
         let input = std::io::Cursor::new(feed.prefix.clone()).chain(BufReader::new(file));
@@ -209,13 +265,9 @@ impl Loader {
             offset: chunk.offset,
             what: "the event is no longer in the file".into(),
         })?;
-        // The streaming pass resolved return addresses and named device copies; do the same so
-        // the details agree.
-        if let Some(sym) = &mut feed.symbolizer {
-            sym.annotate(&mut ev, feed.reader.strings_mut());
-        }
-        name_device_copy(feed, &mut ev);
-        Ok((ev, feed.reader.strings()))
+        let mut strings = feed.reader.strings().clone();
+        resolve_again(feed, &mut ev, &mut strings);
+        Ok((ev, strings))
     }
 
     /// The record of the `index`-th event of trace `source` (as numbered by accprof-analysis).
@@ -224,7 +276,10 @@ impl Loader {
         if index >= feed.events_read {
             return None;
         }
-        let at = feed.runs.partition_point(|&(first, _)| first <= index).checked_sub(1)?;
+        let at = feed
+            .runs
+            .partition_point(|&(first, _)| first <= index)
+            .checked_sub(1)?;
         let (first, rec) = feed.runs[at];
         Some(rec + (index - first) as u32)
     }
@@ -237,7 +292,8 @@ impl Loader {
     /// The time shift of record `rec`'s trace (to show an event's own timestamps).
     pub fn source_of(&self, rec: u32) -> Option<usize> {
         let at = self.chunks.partition_point(|c| c.first_rec <= rec);
-        at.checked_sub(1).map(|i| self.feeds[self.chunks[i].feed as usize].source)
+        at.checked_sub(1)
+            .map(|i| self.feeds[self.chunks[i].feed as usize].source)
     }
 }
 
@@ -247,35 +303,42 @@ fn read_prefix(path: &Path, len: u64) -> Result<Vec<u8>, TraceError> {
     let mut buf = Vec::with_capacity(len as usize);
     File::open(path)
         .and_then(|f| f.take(len).read_to_end(&mut buf))
-        .map_err(|source| TraceError::Io { path: label, source })?;
+        .map_err(|source| TraceError::Io {
+            path: label,
+            source,
+        })?;
     Ok(buf)
 }
 
-/// Names the host side of a device copy the runtime left unnamed (GCC names none) from the
-/// program's symbol table, as accprof-analysis does: `A`, `Anew` instead of an address.
-fn name_device_copy(feed: &mut Feed, ev: &mut Event) {
-    if !accprof_symbols::unnamed_host_data(ev) || feed.reader.modules().is_empty() {
+/// Resolves a re-read event as the streaming pass's `ResolvingReader` did (call site of an
+/// event with only a return address, name of unnamed host data), so the details agree with the
+/// timeline. The reader resolves only the events it streams, hence this repeat of its rule.
+fn resolve_again(feed: &mut Feed, ev: &mut Event, strings: &mut StringTable) {
+    let modules = feed.reader.modules();
+    let needs_location = ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none();
+    let needs_name = accprof_symbols::unnamed_host_data(ev) && !modules.is_empty();
+    if !needs_location && !needs_name {
         return;
     }
-    let sym = feed.symbolizer.get_or_insert_with(|| Symbolizer::new(feed.reader.modules()));
-    sym.update_modules(feed.reader.modules());
-    sym.annotate_data(ev, feed.reader.strings_mut());
+    let sym = feed
+        .symbolizer
+        .get_or_insert_with(|| Symbolizer::new(modules));
+    sym.update_modules(modules);
+    if needs_location {
+        sym.annotate(ev, strings);
+    }
+    if needs_name {
+        sym.annotate_data(ev, strings);
+    }
 }
 
-/// The lane an event belongs on: device records on their stream, asynchronous enqueues on
-/// their queue, the rest on their thread.
+/// The lane an event belongs on: its track in the shared vocabulary (device records on their
+/// stream, asynchronous enqueues on their queue, the rest on their thread), but a thread's
+/// synchronous device work stays on the thread's lane, nested under its constructs.
 pub fn lane_kind(ev: &Event) -> LaneKind {
-    if device::is_device_record(ev.kind) {
-        return LaneKind::Device(ev.get(Field::AsyncHandle).unwrap_or(0));
-    }
-    let on_device = matches!(
-        ev.kind,
-        acc_event_t::ENQUEUE_LAUNCH_START | acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START
-    );
-    let queue = ev.get_i64(Field::Async).filter(|&a| a >= -1 && a != ACC_ASYNC_SYNC);
-    match queue {
-        Some(q) if on_device => LaneKind::Queue(q),
-        _ => LaneKind::Thread(ev.thread().unwrap_or(0)),
+    match TrackKind::of_event(ev) {
+        TrackKind::DeviceSync { thread } => TrackKind::Host { thread },
+        kind => kind,
     }
 }
 
@@ -304,41 +367,82 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     let file = map(ev.src_file());
     let rec = store.records.len() as u32;
     let is_device = device::is_device_record(ev.kind);
-    let cat = if is_device { Category::of_device(ev.kind, ev.get(Field::CopyKind)) } else { Category::of(ev.kind) };
+    let cat = Category::of_event(ev);
     let r = &mut store.records;
     r.kind.push(kind_code(ev.kind, cat));
-    r.parent.push(ev.get_i64(Field::ParentConstruct).and_then(|p| u8::try_from(p).ok()).filter(|&p| p != 255).unwrap_or(255));
+    r.parent.push(
+        ev.get_i64(Field::ParentConstruct)
+            .and_then(|p| u8::try_from(p).ok())
+            .filter(|&p| p != 255)
+            .unwrap_or(255),
+    );
     r.name.push(name);
     r.file.push(file);
-    r.line.push(ev.line_no().and_then(|l| i32::try_from(l).ok()).unwrap_or(NO_LINE));
+    r.line.push(
+        ev.line_no()
+            .and_then(|l| i32::try_from(l).ok())
+            .unwrap_or(NO_LINE),
+    );
     r.source.push(feed.source as u16);
     // With device records, kernels and transfers come into the table from accprof-analysis's
     // profile, which ties device times to them (see state::table); the host counts the rest.
-    let from_profile = store.sources[feed.source].device_activity
-        && (is_device || matches!(cat, Category::Launch | Category::Upload | Category::Download));
+    let from_profile =
+        store.sources[feed.source].device_activity && (is_device || is_enqueue(ev.kind));
     if !from_profile {
-        let key = ConstructKey { kind: r.kind[rec as usize], parent: r.parent[rec as usize], name, file, line: r.line[rec as usize] };
-        store.constructs.add(key, rec, ev.duration_ns(), ev.bytes().unwrap_or(0));
+        let key = ConstructKey {
+            kind: r.kind[rec as usize],
+            parent: r.parent[rec as usize],
+            name,
+            file,
+            line: r.line[rec as usize],
+        };
+        store
+            .constructs
+            .add(key, rec, ev.duration_ns(), ev.bytes().unwrap_or(0));
     }
     let shift = |t: u64| (i128::from(t) + feed.shift).clamp(0, i128::from(u64::MAX)) as u64;
-    if is_device {
-        let call = ev.get(Field::HostCallNs).map(shift);
-        store.device.push(rec, ev.thread(), call, shift(ev.start_ns), shift(ev.end_ns.max(ev.start_ns)), cat);
-    } else if let (Some(handle), Some(q)) = (ev.get(Field::AsyncHandle), ev.get_i64(Field::AsyncQueue)) {
-        // acc_async_sync (-2) names no queue.
-        if q >= -1 && feed.last_stream_queue != Some((handle, q)) {
+    if let Some(d) = DeviceRecord::of(ev) {
+        store.device.push(
+            rec,
+            d.thread,
+            d.host_call_ns.map(shift),
+            shift(ev.start_ns),
+            shift(ev.end_ns.max(ev.start_ns)),
+            d.op,
+        );
+    } else if let (Some(handle), Some(q)) =
+        (ev.get(Field::AsyncHandle), ev.get_i64(Field::AsyncQueue))
+    {
+        // acc_async_sync names no queue.
+        if is_async_value(q) && feed.last_stream_queue != Some((handle, q)) {
             feed.last_stream_queue = Some((handle, q));
             store.stream_queues.insert((feed.source, handle), q);
         }
     }
     let kind = lane_kind(ev);
     let lane = match feed.last_lane {
-        Some((k, l)) if k == kind && store.lanes.get(l).is_some_and(|x| x.kind == kind && x.source == feed.source) => l,
+        Some((k, l))
+            if k == kind
+                && store
+                    .lanes
+                    .get(l)
+                    .is_some_and(|x| x.kind == kind && x.source == feed.source) =>
+        {
+            l
+        }
         _ => {
             let l = store.lane_for(feed.source, kind);
             feed.last_lane = Some((kind, l));
             l
         }
     };
-    store.push_raw(lane, Raw { start: shift(ev.start_ns), end: shift(ev.end_ns.max(ev.start_ns)), rec, cat });
+    store.push_raw(
+        lane,
+        Raw {
+            start: shift(ev.start_ns),
+            end: shift(ev.end_ns.max(ev.start_ns)),
+            rec,
+            cat,
+        },
+    );
 }

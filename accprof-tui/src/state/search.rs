@@ -42,7 +42,12 @@ pub fn matching_records(store: &Store, query: &str) -> Vec<bool> {
         Query::Line(_) => String::new(),
     };
     let hit: Vec<bool> = (0..store.strings.len() as u32)
-        .map(|id| store.strings.get(id).is_some_and(|s| s.to_lowercase().contains(&text)))
+        .map(|id| {
+            store
+                .strings
+                .get(id)
+                .is_some_and(|s| s.to_lowercase().contains(&text))
+        })
         .collect();
     let s_hit = |id: u32| id != NO_STR && hit[id as usize];
     let r = &store.records;
@@ -85,7 +90,12 @@ impl Filter {
                         let mut f = FilteredTrack::default();
                         for i in 0..t.len() {
                             if hits[t.rec[i] as usize] {
-                                f.track.push(t.start[i], t.end[i], Category::from_u8(t.cat[i]), t.rec[i]);
+                                f.track.push(
+                                    t.start[i],
+                                    t.end[i],
+                                    Category::from_u8(t.cat[i]),
+                                    t.rec[i],
+                                );
                                 f.orig.push(i as u32);
                             }
                         }
@@ -96,7 +106,11 @@ impl Filter {
                     .collect()
             })
             .collect();
-        Filter { query: query.to_string(), matches, lanes }
+        Filter {
+            query: query.to_string(),
+            matches,
+            lanes,
+        }
     }
 }
 
@@ -107,7 +121,10 @@ mod tests {
     #[test]
     fn queries_parse_by_shape() {
         assert_eq!(parse("40"), Query::Line(40));
-        assert_eq!(parse("Laplace.c:40"), Query::FileLine("laplace.c".into(), 40));
+        assert_eq!(
+            parse("Laplace.c:40"),
+            Query::FileLine("laplace.c".into(), 40)
+        );
         assert_eq!(parse("Anew"), Query::Text("anew".into()));
     }
 }

@@ -4,10 +4,12 @@
 //! each event becomes a record of what the timeline, search and labels need (~35 bytes in all):
 //! its placement (lane, row, start, end, category) in the lane's [`Track`]s and a few
 //! per-record fields (kind, name, source file and line). The details pane re-reads the full
-//! event from the file when one is selected (see [`crate::state::fetch`]).
+//! event from the file when one is selected (`Loader::fetch` in `state::load`).
 
 use crate::state::kind::Category;
 use crate::state::track::Track;
+use accprof_abi::ACC_ASYNC_NOVAL;
+use accprof_timeline::TrackKind;
 use std::collections::HashMap;
 
 /// "No string" in the per-record string columns.
@@ -15,18 +17,10 @@ pub const NO_STR: u32 = u32::MAX;
 /// "No line" in the per-record line column.
 pub const NO_LINE: i32 = i32::MIN;
 
-/// Where a lane's events ran.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub enum LaneKind {
-    /// A host thread, by the runtime's (or the OS's) thread id.
-    Thread(i64),
-    /// A device async queue, by its async value (-1 = acc_async_noval): the runtime's enqueue
-    /// events for asynchronous work (host-timed).
-    Queue(i64),
-    /// A CUDA stream, by the device records' `async_handle` (CUPTI's stream id): what the device
-    /// ran, device-timed.
-    Device(u64),
-}
+/// Where a lane's events ran: a track of the shared vocabulary (host thread, async queue,
+/// device stream). A thread's synchronous device work (`TrackKind::DeviceSync`) is shown in that
+/// thread's lane, nested under the constructs that issued it (see `state::load::lane_kind`).
+pub type LaneKind = TrackKind;
 
 /// One row group of the timeline.
 #[derive(Clone, Debug)]
@@ -133,7 +127,7 @@ pub struct Store {
     pub records: Records,
     pub strings: Strings,
     /// Per-construct totals for the table.
-    pub constructs: crate::state::table::ConstructTable,
+    pub constructs: crate::state::constructs::ConstructTable,
     /// The device records' issuing thread and call time, to pair them with host events.
     pub device: crate::state::device::DeviceIndex,
     /// (source, stream handle) -> async queue, from host events that name both: labels the
@@ -160,7 +154,10 @@ pub struct EventRef {
 
 impl Store {
     pub fn new(keep_raw: bool) -> Self {
-        Self { keep_raw, ..Self::default() }
+        Self {
+            keep_raw,
+            ..Self::default()
+        }
     }
 
     pub fn event_count(&self) -> usize {
@@ -172,7 +169,12 @@ impl Store {
         if let Some(&i) = self.lane_index.get(&(source, kind)) {
             return i;
         }
-        self.lanes.push(Lane { source, kind, tracks: Vec::new(), raw: Vec::new() });
+        self.lanes.push(Lane {
+            source,
+            kind,
+            tracks: Vec::new(),
+            raw: Vec::new(),
+        });
         let i = self.lanes.len() - 1;
         self.lane_index.insert((source, kind), i);
         i
@@ -205,7 +207,12 @@ impl Store {
                 let mut old = Vec::new();
                 for t in &lane.tracks {
                     for i in 0..t.len() {
-                        old.push(Raw { start: t.start[i], end: t.end[i], rec: t.rec[i], cat: Category::from_u8(t.cat[i]) });
+                        old.push(Raw {
+                            start: t.start[i],
+                            end: t.end[i],
+                            rec: t.rec[i],
+                            cat: Category::from_u8(t.cat[i]),
+                        });
                     }
                 }
                 old.extend_from_slice(&raw);
@@ -220,7 +227,12 @@ impl Store {
     /// Whether `source` has a host thread lane for `thread` (device records issued from a
     /// thread without one came from a runtime's helper thread).
     pub fn has_thread_lane(&self, source: usize, thread: i64) -> bool {
-        self.lane_index.contains_key(&(source, LaneKind::Thread(thread)))
+        self.lane_index.contains_key(&(
+            source,
+            TrackKind::Host {
+                thread: Some(thread),
+            },
+        ))
     }
 
     /// The lane of `(source, kind)`, if it exists.
@@ -235,7 +247,12 @@ impl Store {
             return;
         }
         self.lanes.sort_by_key(key);
-        self.lane_index = self.lanes.iter().enumerate().map(|(i, l)| ((l.source, l.kind), i)).collect();
+        self.lane_index = self
+            .lanes
+            .iter()
+            .enumerate()
+            .map(|(i, l)| ((l.source, l.kind), i))
+            .collect();
     }
 
     /// The lane's name in the left column, e.g. `thread 0`, `queue 1`, `r1 thread 0`,
@@ -243,11 +260,21 @@ impl Store {
     pub fn lane_label(&self, lane: usize) -> String {
         let l = &self.lanes[lane];
         let what = match l.kind {
-            LaneKind::Thread(t) => format!("thread {t}"),
-            LaneKind::Queue(-1) => "queue noval".to_string(),
-            LaneKind::Queue(q) => format!("queue {q}"),
-            LaneKind::Device(stream) => match self.stream_queues.get(&(l.source, stream)) {
-                Some(-1) => "queue noval (device)".to_string(),
+            TrackKind::Host { thread: Some(t) } | TrackKind::DeviceSync { thread: Some(t) } => {
+                format!("thread {t}")
+            }
+            TrackKind::Host { thread: None } | TrackKind::DeviceSync { thread: None } => {
+                "thread ?".to_string()
+            }
+            TrackKind::DeviceQueue {
+                queue: ACC_ASYNC_NOVAL,
+            } => "queue noval".to_string(),
+            TrackKind::DeviceQueue { queue } => format!("queue {queue}"),
+            TrackKind::DeviceStream { stream: None } => "device (no stream)".to_string(),
+            TrackKind::DeviceStream {
+                stream: Some(stream),
+            } => match self.stream_queues.get(&(l.source, stream)) {
+                Some(&ACC_ASYNC_NOVAL) => "queue noval (device)".to_string(),
                 Some(q) => format!("queue {q} (device)"),
                 None => format!("device stream {stream:#x}"),
             },
@@ -278,7 +305,11 @@ impl Store {
         let file = self.str(self.records.file[r])?;
         let base = file.rsplit('/').next().unwrap_or(file);
         let line = self.records.line[r];
-        Some(if line == NO_LINE { base.to_string() } else { format!("{base}:{line}") })
+        Some(if line == NO_LINE {
+            base.to_string()
+        } else {
+            format!("{base}:{line}")
+        })
     }
 
     /// What a record is, in a word or two: `parallel`, `implicit enter`, `upload`, `HtoD`.
@@ -311,7 +342,9 @@ impl Store {
     /// Every event, as references, in no particular order (search and jumps).
     pub fn refs(&self) -> impl Iterator<Item = EventRef> + '_ {
         self.lanes.iter().enumerate().flat_map(|(lane, l)| {
-            l.tracks.iter().enumerate().flat_map(move |(track, t)| (0..t.len()).map(move |idx| EventRef { lane, track, idx }))
+            l.tracks.iter().enumerate().flat_map(move |(track, t)| {
+                (0..t.len()).map(move |idx| EventRef { lane, track, idx })
+            })
         })
     }
 
@@ -353,13 +386,24 @@ mod tests {
     use super::*;
 
     fn raw(start: u64, end: u64, rec: u32) -> Raw {
-        Raw { start, end, rec, cat: Category::Compute }
+        Raw {
+            start,
+            end,
+            rec,
+            cat: Category::Compute,
+        }
     }
 
     #[test]
     fn children_go_under_their_parent_and_siblings_share_a_row() {
         // Written in end order like the tool does: children first.
-        let mut evs = vec![raw(10, 20, 1), raw(30, 40, 2), raw(0, 100, 0), raw(120, 130, 3), raw(12, 15, 4)];
+        let mut evs = vec![
+            raw(10, 20, 1),
+            raw(30, 40, 2),
+            raw(0, 100, 0),
+            raw(120, 130, 3),
+            raw(12, 15, 4),
+        ];
         let tracks = nest(&mut evs);
         assert_eq!(tracks.len(), 3);
         assert_eq!(tracks[0].rec, [0, 3]);

@@ -1,6 +1,6 @@
 //! The constructs-and-kernels table: every distinct construct, kernel and transfer (by kind,
 //! name and source location) with its count, total and average time and data bytes, each row
-//! saying where its time was measured ([host] or [device]).
+//! saying where its time was measured (`[host]` or `[device]`).
 //!
 //! Host events are counted while the trace is read, so the table costs one hash lookup per event
 //! and no second pass over ten million events. Those counts are host times.
@@ -14,115 +14,21 @@
 //! built in the background (with the advice), so those rows appear when it is done; the host
 //! enqueue time stays beside the device time in the "host" column.
 
+use crate::state::kind::kind_of_code;
 use crate::state::store::Store;
+use accprof_abi::acc_event_t;
 use accprof_analysis::{Profile, TimeSource};
+use accprof_trace::device;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// What makes two events "the same construct".
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct ConstructKey {
-    pub kind: u8,
-    pub parent: u8,
-    pub name: u32,
-    pub file: u32,
-    pub line: i32,
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ConstructStats {
-    pub count: u64,
-    pub total_ns: u64,
-    pub bytes: u64,
-    /// The first occurrence, where Enter jumps to.
-    pub first_rec: u32,
-}
-
-impl ConstructStats {
-    pub fn avg_ns(&self) -> u64 {
-        self.total_ns.checked_div(self.count).unwrap_or(0)
-    }
-}
-
-/// A multiply-rotate hasher: the keys are a few small integers, and SipHash would cost more than
-/// the rest of reading an event.
-#[derive(Default)]
-pub struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(u64::from(i));
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(u64::from(i));
-    }
-    fn write_i32(&mut self, i: i32) {
-        self.write_u64(i as u32 as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-/// Per-construct totals.
-#[derive(Clone, Debug, Default)]
-pub struct ConstructTable {
-    pub map: HashMap<ConstructKey, ConstructStats, BuildHasherDefault<FastHasher>>,
-}
-
-impl ConstructTable {
-    pub fn add(&mut self, key: ConstructKey, rec: u32, dur_ns: u64, bytes: u64) {
-        let s = self.map.entry(key).or_insert(ConstructStats { first_rec: rec, ..ConstructStats::default() });
-        s.count += 1;
-        s.total_ns += dur_ns;
-        s.bytes += bytes;
-    }
-}
-
-/// The table's columns, in the order a sort key cycles through them.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum SortBy {
-    Total,
-    Count,
-    Average,
-    Bytes,
-    Name,
-}
-
-impl SortBy {
-    pub fn next(self) -> Self {
-        match self {
-            SortBy::Total => SortBy::Count,
-            SortBy::Count => SortBy::Average,
-            SortBy::Average => SortBy::Bytes,
-            SortBy::Bytes => SortBy::Name,
-            SortBy::Name => SortBy::Total,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            SortBy::Total => "total",
-            SortBy::Count => "count",
-            SortBy::Average => "average",
-            SortBy::Bytes => "bytes",
-            SortBy::Name => "name",
-        }
-    }
-}
 
 /// One row as shown.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableRow {
     pub what: String,
+    /// The events the row counts: a host event's kind (the start event of a pair); the enqueue
+    /// event for kernel and transfer rows taken from a profile, whichever clock timed them;
+    /// `device::MEMSET` for memsets.
+    pub event: acc_event_t,
     pub count: u64,
     pub total_ns: u64,
     pub bytes: u64,
@@ -160,16 +66,29 @@ pub struct ProfileRow {
 /// records), plus its device memsets.
 pub fn profile_rows(p: &Profile) -> Vec<ProfileRow> {
     let mut out = Vec::new();
-    let loc = |c: Option<usize>| p.construct(c).map(|c| format!(" {}", c.location.short())).unwrap_or_default();
+    let loc = |c: Option<usize>| {
+        p.construct(c)
+            .map(|c| format!(" {}", c.location.short()))
+            .unwrap_or_default()
+    };
     let host = |t: &accprof_analysis::Timing, host: &accprof_analysis::Timing| {
         (t.source == TimeSource::Device && host.count > 0).then_some(host.total_ns)
     };
     for k in &p.kernels {
-        let name = if k.time.source == TimeSource::Device { "kernel" } else { "launch" };
-        let count = if k.launches > 0 { k.launches } else { k.time.count };
+        let name = if k.time.source == TimeSource::Device {
+            "kernel"
+        } else {
+            "launch"
+        };
+        let count = if k.launches > 0 {
+            k.launches
+        } else {
+            k.time.count
+        };
         out.push(ProfileRow {
             row: TableRow {
                 what: format!("{name} {}{}", k.name, loc(k.construct)),
+                event: acc_event_t::ENQUEUE_LAUNCH_START,
                 count,
                 total_ns: k.time.total_ns,
                 bytes: 0,
@@ -181,14 +100,23 @@ pub fn profile_rows(p: &Profile) -> Vec<ProfileRow> {
         });
     }
     for site in &p.transfer_sites {
-        let var = p.variables.get(site.variable).map(|v| v.name.as_str()).unwrap_or("?");
-        let dir = match site.direction {
-            accprof_analysis::Direction::HostToDevice => "upload",
-            accprof_analysis::Direction::DeviceToHost => "download",
+        let var = p
+            .variables
+            .get(site.variable)
+            .map(|v| v.name.as_str())
+            .unwrap_or("?");
+        let (dir, event) = match site.direction {
+            accprof_analysis::Direction::HostToDevice => {
+                ("upload", acc_event_t::ENQUEUE_UPLOAD_START)
+            }
+            accprof_analysis::Direction::DeviceToHost => {
+                ("download", acc_event_t::ENQUEUE_DOWNLOAD_START)
+            }
         };
         out.push(ProfileRow {
             row: TableRow {
                 what: format!("{dir} {var}{}", loc(site.construct)),
+                event,
                 count: site.count,
                 total_ns: site.time.total_ns,
                 bytes: site.bytes,
@@ -204,6 +132,7 @@ pub fn profile_rows(p: &Profile) -> Vec<ProfileRow> {
         out.push(ProfileRow {
             row: TableRow {
                 what: "memset (device)".into(),
+                event: device::MEMSET,
                 count: m.count,
                 total_ns: m.total_ns,
                 bytes: p.summary.memset_bytes,
@@ -217,16 +146,17 @@ pub fn profile_rows(p: &Profile) -> Vec<ProfileRow> {
     out
 }
 
-/// The rows, sorted by `by` (descending for numbers, ascending for names; `reverse` flips it):
-/// the host-counted rows, and `from_profiles` (kernels and transfers of traces with device
-/// records), rows of the same name from several traces summed.
-pub fn rows(store: &Store, from_profiles: &[TableRow], by: SortBy, reverse: bool) -> Vec<TableRow> {
+/// The rows, in no particular order (the table view sorts them): the host-counted rows, and
+/// `from_profiles` (kernels and transfers of traces with device records), rows of the same name
+/// from several traces summed.
+pub fn rows(store: &Store, from_profiles: &[TableRow]) -> Vec<TableRow> {
     let mut rows: Vec<TableRow> = store
         .constructs
         .map
-        .values()
-        .map(|s| TableRow {
+        .iter()
+        .map(|(key, s)| TableRow {
             what: store.label(s.first_rec),
+            event: kind_of_code(key.kind),
             count: s.count,
             total_ns: s.total_ns,
             bytes: s.bytes,
@@ -254,19 +184,6 @@ pub fn rows(store: &Store, from_profiles: &[TableRow], by: SortBy, reverse: bool
                 rows.push(r.clone());
             }
         }
-    }
-    rows.sort_by(|a, b| {
-        let o = match by {
-            SortBy::Total => b.total_ns.cmp(&a.total_ns),
-            SortBy::Count => b.count.cmp(&a.count),
-            SortBy::Average => b.avg_ns().cmp(&a.avg_ns()),
-            SortBy::Bytes => b.bytes.cmp(&a.bytes),
-            SortBy::Name => a.what.cmp(&b.what),
-        };
-        o.then_with(|| a.what.cmp(&b.what))
-    });
-    if reverse {
-        rows.reverse();
     }
     rows
 }

@@ -143,7 +143,11 @@ impl Track {
         let dominant = if covered_ns == 0 {
             Category::from_u8(self.cat[first_i])
         } else {
-            let (c, _) = tot.iter().enumerate().max_by_key(|&(c, v)| (*v, std::cmp::Reverse(c))).unwrap_or((0, &0));
+            let (c, _) = tot
+                .iter()
+                .enumerate()
+                .max_by_key(|&(c, v)| (*v, std::cmp::Reverse(c)))
+                .unwrap_or((0, &0));
             Category::from_u8(c as u8)
         };
         Some(CellSummary {
@@ -159,8 +163,15 @@ impl Track {
     pub fn event_near(&self, t: u64, slack: u64) -> Option<usize> {
         let i = self.first_starting_at(t.saturating_add(1));
         let mut best: Option<(u64, usize)> = None;
-        for j in [i.checked_sub(1), (i < self.len()).then_some(i)].into_iter().flatten() {
-            let d = if t < self.start[j] { self.start[j] - t } else { t.saturating_sub(self.end[j]) };
+        for j in [i.checked_sub(1), (i < self.len()).then_some(i)]
+            .into_iter()
+            .flatten()
+        {
+            let d = if t < self.start[j] {
+                self.start[j] - t
+            } else {
+                t.saturating_sub(self.end[j])
+            };
             if d <= slack && best.is_none_or(|(bd, _)| d < bd) {
                 best = Some((d, j));
             }
@@ -202,14 +213,26 @@ mod tests {
         // 1000 events of 7 ns every 10 ns, alternating categories, with points in between.
         let mut evs = Vec::new();
         for i in 0..1000u64 {
-            let c = if i % 3 == 0 { Category::Upload } else { Category::Launch };
+            let c = if i % 3 == 0 {
+                Category::Upload
+            } else {
+                Category::Launch
+            };
             evs.push((i * 10, i * 10 + 7, c));
             if i % 5 == 0 {
                 evs.push((i * 10 + 8, i * 10 + 8, Category::Memory));
             }
         }
         let t = track(&evs);
-        for &(a, b) in &[(0, 10), (3, 9), (5, 2000), (0, 10_000), (1234, 5678), (7, 8), (9990, 20_000)] {
+        for &(a, b) in &[
+            (0, 10),
+            (3, 9),
+            (5, 2000),
+            (0, 10_000),
+            (1234, 5678),
+            (7, 8),
+            (9990, 20_000),
+        ] {
             let got = t.cell(a, b);
             let (n, tot) = brute(&t, a, b);
             match got {
@@ -231,7 +254,10 @@ mod tests {
         let t = track(&[(100, 1000, Category::Compute)]);
         assert_eq!(t.cell(0, 50), None);
         let c = t.cell(500, 600).unwrap();
-        assert_eq!((c.covered_ns, c.sole, c.dominant), (100, Some(0), Category::Compute));
+        assert_eq!(
+            (c.covered_ns, c.sole, c.dominant),
+            (100, Some(0), Category::Compute)
+        );
         assert_eq!(t.cell(950, 1050).unwrap().covered_ns, 50);
         assert_eq!(t.cell(1000, 1100), None);
     }

@@ -1,7 +1,7 @@
 //! The time axis under the timeline: ticks at round intervals, labelled relative to the start of
 //! the trace in a unit that fits the zoom.
 
-use crate::state::viewport::Viewport;
+use crate::view::viewport::Viewport;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -31,12 +31,16 @@ pub fn tick_label(t: u64, step: u64) -> String {
     } else if step >= 100_000 {
         (1e6, "ms")
     } else if step >= 100 {
-        (1e3, "µs")
+        (1e3, "us")
     } else {
         (1.0, "ns")
     };
     let step_in_unit = step as f64 / div;
-    let decimals = if step_in_unit >= 1.0 { 0 } else { (-step_in_unit.log10()).ceil() as usize };
+    let decimals = if step_in_unit >= 1.0 {
+        0
+    } else {
+        (-step_in_unit.log10()).ceil() as usize
+    };
     format!("{:.*} {unit}", decimals, t as f64 / div)
 }
 
@@ -77,7 +81,7 @@ mod tests {
     fn steps_are_round_and_labels_carry_units() {
         assert_eq!(tick_step(1_000_000, 100, 10), 100_000);
         assert_eq!(tick_step(1_000_000, 100, 15), 200_000);
-        assert_eq!(tick_label(250_000, 50_000), "250 µs");
+        assert_eq!(tick_label(250_000, 50_000), "250 us");
         assert_eq!(tick_label(1_500_000, 500_000), "1.5 ms");
         assert_eq!(tick_label(3_000_000_000, 1_000_000_000), "3 s");
     }

@@ -1,32 +1,43 @@
 //! The side pane: every recorded field of the selected event, and what follows from them
 //! (duration, bandwidth, kernel geometry, source location).
 
-use crate::app::App;
-use crate::state::device;
 use crate::state::kind::Category;
-use crate::state::store::EventRef;
-use crate::state::viewport::fmt_duration;
+use crate::state::load::Loader;
+use crate::state::pairing;
+use crate::state::store::{EventRef, Store};
 use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_timeline::format;
 use accprof_trace::model::FieldType;
 use accprof_trace::{Event, Field, StringTable};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-/// Human-readable byte counts: `8 MiB`, `512 B`.
-pub fn fmt_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else if v >= 100.0 || v.fract() == 0.0 {
-        format!("{v:.0} {}", UNITS[u])
-    } else {
-        format!("{v:.1} {}", UNITS[u])
+/// The full event behind the selection, as re-read from the file.
+#[derive(Clone, Debug)]
+pub struct Details {
+    pub rec: u32,
+    pub event: Option<Event>,
+    pub strings: StringTable,
+    pub error: Option<String>,
+}
+
+impl Details {
+    /// Re-reads record `rec` from its trace.
+    pub fn fetch(loader: &mut Loader, rec: u32) -> Self {
+        match loader.fetch(rec) {
+            Ok((ev, strings)) => Details {
+                rec,
+                event: Some(ev),
+                strings,
+                error: None,
+            },
+            Err(e) => Details {
+                rec,
+                event: None,
+                strings: StringTable::default(),
+                error: Some(e.to_string()),
+            },
+        }
     }
 }
 
@@ -43,12 +54,15 @@ fn field_value(ev: &Event, f: Field, strings: &StringTable) -> Option<String> {
         }
         (Field::ParentConstruct, _) => {
             let c = acc_construct_t(v as i64 as i32);
-            c.name().map(str::to_string).unwrap_or_else(|| (v as i64).to_string())
+            c.name()
+                .map(str::to_string)
+                .unwrap_or_else(|| (v as i64).to_string())
         }
-        (Field::Bytes, _) => format!("{v} ({})", fmt_bytes(v)),
-        (_, FieldType::String) => {
-            strings.get(accprof_trace::StrId(v as u32)).map(str::to_string).unwrap_or_else(|| format!("<string {v}>"))
-        }
+        (Field::Bytes, _) => format!("{v} ({})", format::bytes(v)),
+        (_, FieldType::String) => strings
+            .get(accprof_trace::StrId(v as u32))
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("<string {v}>")),
         (_, FieldType::Pointer) => format!("{v:#x}"),
         (_, FieldType::Signed) => (v as i64).to_string(),
         (_, FieldType::Unsigned) => v.to_string(),
@@ -86,9 +100,13 @@ fn memory_kind_name(m: u64) -> &'static str {
     }
 }
 
-/// A duration with where it was measured: `18 µs [host]`, `241 µs [device]`.
+/// A duration with where it was measured: `18.0 us [host]`, `241.3 us [device]`.
 pub fn timed(ns: u64, device: bool) -> String {
-    format!("{} {}", fmt_duration(ns), if device { "[device]" } else { "[host]" })
+    format!(
+        "{} {}",
+        format::duration(ns),
+        if device { "[device]" } else { "[host]" }
+    )
 }
 
 /// A time since the trace's start to the nanosecond, `+223.460175 ms`: device records are often
@@ -99,7 +117,12 @@ fn at_ns(t: u64, origin: u64) -> String {
 
 /// `8.13 GB/s [device]` (bytes per ns are GB/s).
 fn rate(bytes: u64, ns: u64, device: bool) -> Option<String> {
-    (ns > 0 && bytes > 0).then(|| format!("{:.2} GB/s {}", bytes as f64 / ns as f64, if device { "[device]" } else { "[host]" }))
+    let r = format::gbps(bytes, ns)?;
+    Some(format!(
+        "{} {}",
+        format::rate(Some(r)),
+        if device { "[device]" } else { "[host]" }
+    ))
 }
 
 fn key_style() -> Style {
@@ -107,49 +130,68 @@ fn key_style() -> Style {
 }
 
 fn kv(k: &str, v: String) -> Line<'static> {
-    Line::from(vec![Span::styled(format!("{k:<16} "), key_style()), Span::raw(v)])
+    Line::from(vec![
+        Span::styled(format!("{k:<16} "), key_style()),
+        Span::raw(v),
+    ])
 }
 
 /// The pane's lines for the current selection.
-pub fn lines(app: &App) -> Vec<Line<'static>> {
+pub fn lines(
+    selected: Option<EventRef>,
+    details: Option<&Details>,
+    store: &Store,
+) -> Vec<Line<'static>> {
     let key = key_style();
     let mut out = Vec::new();
-    let Some(sel) = app.selected else {
+    let Some(sel) = selected else {
         out.push(Line::from("Nothing selected."));
         out.push(Line::from(""));
         out.push(Line::from("Click a bar, or use ↑/↓ and [ ]"));
         out.push(Line::from("to select an event. ? for help."));
         return out;
     };
-    let store = &app.store;
     let rec = store.rec_of(sel);
     let (start, end) = store.span_of(sel);
-    let is_device = Category::from_u8(store.lanes[sel.lane].tracks[sel.track].cat[sel.idx]).is_device();
-    out.push(Line::from(Span::styled(store.label(rec), Style::default().add_modifier(Modifier::BOLD))));
+    let is_device =
+        Category::from_u8(store.lanes[sel.lane].tracks[sel.track].cat[sel.idx]).is_device();
+    out.push(Line::from(Span::styled(
+        store.label(rec),
+        Style::default().add_modifier(Modifier::BOLD),
+    )));
     out.push(kv("lane", store.lane_label(sel.lane)));
     if is_device {
         out.push(kv("device start", at_ns(start, store.origin)));
         out.push(kv("device end", at_ns(end, store.origin)));
     } else {
-        out.push(kv("start", format!("+{}", fmt_duration(start.saturating_sub(store.origin)))));
+        out.push(kv(
+            "start",
+            format!("+{}", format::duration(start.saturating_sub(store.origin))),
+        ));
     }
     out.push(kv("duration", timed(end - start, is_device)));
-    let Some(d) = app.details.as_ref().filter(|d| d.rec == rec) else {
+    let Some(d) = details.filter(|d| d.rec == rec) else {
         return out;
     };
     if let Some(e) = &d.error {
-        out.push(Line::from(Span::styled(e.clone(), Style::default().fg(Color::Red))));
+        out.push(Line::from(Span::styled(
+            e.clone(),
+            Style::default().fg(Color::Red),
+        )));
         return out;
     }
     let Some(ev) = &d.event else { return out };
     let strings = &d.strings;
     if is_device {
-        device_lines(app, sel, ev, strings, &mut out);
+        device_lines(store, sel, ev, strings, &mut out);
     } else {
-        host_lines(app, sel, ev, strings, &mut out);
+        host_lines(store, sel, ev, strings, &mut out);
     }
     out.push(Line::from(""));
-    out.push(Line::from(Span::styled("recorded fields", key.add_modifier(Modifier::UNDERLINED))));
+    out.push(Line::from(Span::styled(
+        "recorded fields",
+        key.add_modifier(Modifier::UNDERLINED),
+    )));
     for f in Field::ALL {
         if let Some(v) = field_value(ev, f, strings) {
             out.push(kv(f.name(), v));
@@ -180,21 +222,34 @@ fn source_of(ev: &Event, strings: &StringTable) -> Option<String> {
 
 /// A host (acc_prof) event: its fields, and the device's time for the same work when device
 /// records of it exist.
-fn host_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out: &mut Vec<Line<'static>>) {
-    let work = device::device_work_of(&app.store, sel, ev.thread().unwrap_or(0));
+fn host_lines(
+    store: &Store,
+    sel: EventRef,
+    ev: &Event,
+    strings: &StringTable,
+    out: &mut Vec<Line<'static>>,
+) {
+    let work = pairing::device_work_of(store, sel, ev.thread().unwrap_or(0));
     // The device's duration goes right under the host's.
     if !work.is_empty() {
         let dev_ns: u64 = work.iter().map(|r| r.duration()).sum();
         out.push(kv("duration", timed(dev_ns, true)));
         if work.len() > 1 {
-            out.push(kv("device records", format!("{} (durations summed)", work.len())));
+            out.push(kv(
+                "device records",
+                format!("{} (durations summed)", work.len()),
+            ));
         }
         let first = work.iter().map(|r| r.start).min().unwrap_or(0);
         let last = work.iter().map(|r| r.end).max().unwrap_or(0);
-        out.push(kv("device start", at_ns(first, app.store.origin)));
-        out.push(kv("device end", at_ns(last, app.store.origin)));
+        out.push(kv("device start", at_ns(first, store.origin)));
+        out.push(kv("device end", at_ns(last, store.origin)));
     }
-    let kind_name = ev.kind.name().map(str::to_string).unwrap_or_else(|| format!("event {}", ev.kind.0));
+    let kind_name = ev
+        .kind
+        .name()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("event {}", ev.kind.0));
     out.push(kv("event", kind_name));
     // Source location first: it is what the user acts on.
     if let Some(loc) = source_of(ev, strings) {
@@ -204,8 +259,11 @@ fn host_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out: 
         out.push(kv("variable", v.to_string()));
     }
     if let Some(b) = ev.bytes() {
-        out.push(kv("bytes", fmt_bytes(b)));
-        if matches!(ev.kind, acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START) {
+        out.push(kv("bytes", format::bytes(b)));
+        if matches!(
+            ev.kind,
+            acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START
+        ) {
             if !work.is_empty() {
                 let dev_ns: u64 = work.iter().map(|r| r.duration()).sum();
                 out.extend(rate(b, dev_ns, true).map(|r| kv("bandwidth", r)));
@@ -214,14 +272,31 @@ fn host_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out: 
         }
     }
     if ev.kind == acc_event_t::ENQUEUE_LAUNCH_START {
-        let g = |f| ev.get(f).map(|v| v.to_string()).unwrap_or_else(|| "?".into());
-        out.push(kv("geometry", format!("{} gangs × {} workers × {} vector", g(Field::NumGangs), g(Field::NumWorkers), g(Field::VectorLength))));
+        let g = |f| {
+            ev.get(f)
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "?".into())
+        };
+        out.push(kv(
+            "geometry",
+            format!(
+                "{} gangs × {} workers × {} vector",
+                g(Field::NumGangs),
+                g(Field::NumWorkers),
+                g(Field::VectorLength)
+            ),
+        ));
     }
 }
 
 /// A device record: what ran, when the host asked for it, and the construct it belongs to.
-fn device_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out: &mut Vec<Line<'static>>) {
-    let store = &app.store;
+fn device_lines(
+    store: &Store,
+    sel: EventRef,
+    ev: &Event,
+    strings: &StringTable,
+    out: &mut Vec<Line<'static>>,
+) {
     let op = match ev.kind {
         accprof_trace::device::KERNEL => "kernel run",
         accprof_trace::device::MEMCPY => "memcpy",
@@ -233,17 +308,27 @@ fn device_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out
         out.push(kv("kernel", k.to_string()));
     }
     if let Some(v) = strings.resolve(ev.var_name()) {
-        let how = if ev.flags().contains(accprof_trace::EventFlags::ATTRIBUTED_NAME) { " (symbol table)" } else { "" };
+        let how = if ev
+            .flags()
+            .contains(accprof_trace::EventFlags::ATTRIBUTED_NAME)
+        {
+            " (symbol table)"
+        } else {
+            ""
+        };
         out.push(kv("variable", format!("{v}{how}")));
     }
     if let Some(b) = ev.bytes() {
-        out.push(kv("bytes", fmt_bytes(b)));
+        out.push(kv("bytes", format::bytes(b)));
         out.extend(rate(b, ev.duration_ns(), true).map(|r| kv("bandwidth", r)));
     }
     if let Some(ck) = ev.get(Field::CopyKind) {
         let (dir, src, dst) = accprof_trace::device::split_copy_kind(ck);
         out.push(kv("direction", copy_direction_name(dir).to_string()));
-        out.push(kv("memory", format!("{} → {}", memory_kind_name(src), memory_kind_name(dst))));
+        out.push(kv(
+            "memory",
+            format!("{} → {}", memory_kind_name(src), memory_kind_name(dst)),
+        ));
     }
     if let Some(s) = ev.get(Field::AsyncHandle) {
         out.push(kv("stream", format!("{s:#x}")));
@@ -256,7 +341,11 @@ fn device_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out
     match dev.and_then(|d| d.host_call) {
         Some(call) => {
             out.push(kv("host call", at_ns(call, store.origin)));
-            let delay = if start >= call { fmt_duration(start - call) } else { format!("-{}", fmt_duration(call - start)) };
+            let delay = if start >= call {
+                format::duration(start - call)
+            } else {
+                format!("-{}", format::duration(call - start))
+            };
             out.push(kv("call → start", delay));
         }
         None => out.push(kv("host call", "not seen by the tool".into())),
@@ -264,7 +353,9 @@ fn device_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out
     if let Some(t) = ev.thread() {
         out.push(kv("issued by", format!("thread {t}")));
     }
-    let side = dev.map(|d| device::host_side_of(store, &d)).unwrap_or_default();
+    let side = dev
+        .map(|d| pairing::host_side_of(store, &d))
+        .unwrap_or_default();
     if let Some(c) = side.construct {
         let rec = store.rec_of(c);
         out.push(kv("construct", store.kind_word(rec).to_string()));
@@ -276,17 +367,5 @@ fn device_lines(app: &App, sel: EventRef, ev: &Event, strings: &StringTable, out
         let (a, b) = store.span_of(e);
         out.push(kv("host enqueue", store.label(store.rec_of(e))));
         out.push(kv("enqueue duration", timed(b - a, false)));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_read_naturally() {
-        assert_eq!(fmt_bytes(512), "512 B");
-        assert_eq!(fmt_bytes(8 << 20), "8 MiB");
-        assert_eq!(fmt_bytes(1536), "1.5 KiB");
     }
 }

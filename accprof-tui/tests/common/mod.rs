@@ -3,8 +3,7 @@
 
 use accprof_tui::app::App;
 use accprof_tui::input::Input;
-use accprof_tui::state::load::Loader;
-use accprof_tui::state::store::Store;
+use accprof_tui::state::State;
 use accprof_tui::view;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
@@ -13,16 +12,14 @@ use std::path::Path;
 
 /// The app on the trace at `path`, loaded completely.
 pub fn open(path: &Path, follow: bool) -> App {
-    let mut store = Store::new(follow);
-    let mut loader = Loader::open(&[path.to_path_buf()], &mut store).unwrap();
-    loader.poll(&mut store, &mut |_, _| {}).unwrap();
-    App::new(store, Some(loader), follow)
+    App::new(State::open(&[path.to_path_buf()], follow, &mut |_, _| {}).unwrap())
 }
 
 /// Draws the app at `w` x `h` and returns the screen as text.
 pub fn screen(app: &mut App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| view::draw(app, f)).unwrap();
+    term.draw(|f| view::draw(&mut app.view, &app.state, f))
+        .unwrap();
     term.backend().to_string()
 }
 
@@ -41,7 +38,11 @@ pub fn keys_at(app: &mut App, keys: &str, w: u16, h: u16) {
             '→' => KeyCode::Right,
             c => KeyCode::Char(c),
         };
-        if let Some(a) = input.action(&Event::Key(KeyEvent::new(code, KeyModifiers::NONE)), &app.mode, &app.geometry) {
+        if let Some(a) = input.action(
+            &Event::Key(KeyEvent::new(code, KeyModifiers::NONE)),
+            &app.view.mode,
+            &app.view.geometry,
+        ) {
             app.apply(a);
         }
     }

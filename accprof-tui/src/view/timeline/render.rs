@@ -6,25 +6,15 @@
 //! it is, in the colour of the category that takes most of its time. A bar wide enough carries
 //! its label.
 
-use crate::app::App;
+use super::TimelineView;
 use crate::state::kind::Category;
+use crate::state::store::Store;
 use crate::state::track::{CellSummary, Track};
-use crate::state::viewport::Viewport;
 use crate::view::palette::color;
+use crate::view::viewport::Viewport;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
-
-/// Width of the lane-name column: at least this, wider when a lane's name needs it
-/// (`device stream 0x7f..`), up to [`MAX_LABEL_WIDTH`].
-pub const LABEL_WIDTH: u16 = 14;
-pub const MAX_LABEL_WIDTH: u16 = 34;
-
-/// The lane-name column's width for these lane names: the marker, the name and the rule.
-pub fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> u16 {
-    let longest = labels.map(|l| l.chars().count()).max().unwrap_or(0);
-    u16::try_from(longest + 2).unwrap_or(MAX_LABEL_WIDTH).clamp(LABEL_WIDTH, MAX_LABEL_WIDTH)
-}
 
 /// Left-aligned partial blocks, one to eight eighths.
 const LEFT_EIGHTHS: [char; 8] = ['▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'];
@@ -35,7 +25,9 @@ pub fn glyph(s: &CellSummary, track: &Track, a: u64, b: u64) -> char {
     if s.covered_ns == 0 {
         return '│';
     }
-    let eighths = ((s.covered_ns as f64 / width as f64) * 8.0).round().clamp(1.0, 8.0) as usize;
+    let eighths = ((s.covered_ns as f64 / width as f64) * 8.0)
+        .round()
+        .clamp(1.0, 8.0) as usize;
     match s.sole {
         Some(i) => {
             let starts_inside = track.start[i] > a;
@@ -62,34 +54,63 @@ pub fn glyph(s: &CellSummary, track: &Track, a: u64, b: u64) -> char {
     }
 }
 
-/// Draws rows `app.scroll ..` into `area` (labels column included).
-pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
-    let label_w = app.label_width;
+/// Draws rows `tl.scroll ..` into `area` (labels column included).
+pub fn render(tl: &TimelineView, store: &Store, area: Rect, buf: &mut Buffer) {
+    let label_w = tl.label_width;
     if area.width <= label_w + 1 || area.height == 0 {
         return;
     }
     let width = area.width - label_w;
     let x0 = area.x + label_w;
-    let current_row = app.current_row();
-    let rows = app.rows();
-    for (screen_row, row) in (app.scroll..rows.len()).take(area.height as usize).enumerate() {
+    let current_row = tl.current_row();
+    let rows = tl.rows();
+    for (screen_row, row) in (tl.scroll..rows.len())
+        .take(area.height as usize)
+        .enumerate()
+    {
         let y = area.y + screen_row as u16;
         let (lane, track) = rows[row];
         // Lane name on the lane's first row; deeper rows are indented under it.
-        let label = if track == 0 { app.store.lane_label(lane) } else { format!("  └{}", track) };
+        let label = if track == 0 {
+            store.lane_label(lane)
+        } else {
+            format!("  └{}", track)
+        };
         let marker = if row == current_row { "▶" } else { " " };
-        let style = if row == current_row { Style::default().add_modifier(Modifier::BOLD) } else { Style::default() };
-        buf.set_stringn(area.x, y, format!("{marker}{label}"), label_w as usize - 1, style);
+        let style = if row == current_row {
+            Style::default().add_modifier(Modifier::BOLD)
+        } else {
+            Style::default()
+        };
+        buf.set_stringn(
+            area.x,
+            y,
+            format!("{marker}{label}"),
+            label_w as usize - 1,
+            style,
+        );
         buf.set_string(x0 - 1, y, "│", Style::default().fg(Color::DarkGray));
-        if let Some(t) = app.shown_track(lane, track) {
-            let sel = app.selected.filter(|s| s.lane == lane && s.track == track).map(|s| app.store.span_of(s));
-            render_row(app, t, &app.view, x0, y, width, sel, buf);
+        if let Some(t) = tl.shown_track(store, lane, track) {
+            let sel = tl
+                .selected
+                .filter(|s| s.lane == lane && s.track == track)
+                .map(|s| store.span_of(s));
+            render_row(store, t, &tl.viewport, x0, y, width, sel, buf);
         }
     }
 }
 
 /// One row of bars.
-fn render_row(app: &App, t: &Track, view: &Viewport, x0: u16, y: u16, width: u16, sel: Option<(u64, u64)>, buf: &mut Buffer) {
+fn render_row(
+    store: &Store,
+    t: &Track,
+    view: &Viewport,
+    x0: u16,
+    y: u16,
+    width: u16,
+    sel: Option<(u64, u64)>,
+    buf: &mut Buffer,
+) {
     // Runs of cells covered by one event, for labels: (event index, first col, last col).
     let mut run: Option<(usize, u16, u16)> = None;
     let mut runs = Vec::new();
@@ -132,7 +153,7 @@ fn render_row(app: &App, t: &Track, view: &Viewport, x0: u16, y: u16, width: u16
         if inner < 3 {
             continue;
         }
-        let text = app.store.label(t.rec[i]);
+        let text = store.label(t.rec[i]);
         let cat = Category::from_u8(t.cat[i]);
         let style = Style::default().fg(Color::Black).bg(color(cat));
         buf.set_stringn(x0 + first + 1, y, text, inner as usize, style);

@@ -17,7 +17,14 @@ const VAR_ANEW: StrId = StrId(2);
 const KERNEL_MAIN: StrId = StrId(3);
 const KERNEL_ERR: StrId = StrId(4);
 const FUNC: StrId = StrId(5);
-const STRINGS: [&str; 6] = ["/src/laplace.c", "A", "Anew", "main_40_gpu", "main_52_gpu", "main"];
+const STRINGS: [&str; 6] = [
+    "/src/laplace.c",
+    "A",
+    "Anew",
+    "main_40_gpu",
+    "main_52_gpu",
+    "main",
+];
 
 /// Bytes of each array in the synthetic program (4096 x 4096 doubles / 16).
 pub const ARRAY_BYTES: u64 = 8 << 20;
@@ -44,12 +51,25 @@ fn ev(kind: acc_event_t, start: u64, end: u64, line: i64) -> Event {
     e
 }
 
-fn transfer(kind: acc_event_t, start: u64, end: u64, line: i64, var: StrId, parent: acc_construct_t) -> Event {
+fn transfer(
+    kind: acc_event_t,
+    start: u64,
+    end: u64,
+    line: i64,
+    var: StrId,
+    parent: acc_construct_t,
+) -> Event {
     let mut e = ev(kind, start, end, line);
     e.set(Field::VarName, u64::from(var.0));
     e.set(Field::Bytes, ARRAY_BYTES);
-    e.set(Field::HostPtr, 0x7f00_0000_0000 + u64::from(var.0) * ARRAY_BYTES);
-    e.set(Field::DevicePtr, 0x5000_0000 + u64::from(var.0) * ARRAY_BYTES);
+    e.set(
+        Field::HostPtr,
+        0x7f00_0000_0000 + u64::from(var.0) * ARRAY_BYTES,
+    );
+    e.set(
+        Field::DevicePtr,
+        0x5000_0000 + u64::from(var.0) * ARRAY_BYTES,
+    );
     e.set_i64(Field::ParentConstruct, i64::from(parent.0));
     e.set_i64(Field::Implicit, 1);
     e
@@ -62,7 +82,10 @@ fn launch(start: u64, end: u64, line: i64, kernel: StrId, queue: i64) -> Event {
     e.set(Field::NumWorkers, 1);
     e.set(Field::VectorLength, 128);
     e.set_i64(Field::Async, queue);
-    e.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::PARALLEL.0));
+    e.set_i64(
+        Field::ParentConstruct,
+        i64::from(acc_construct_t::PARALLEL.0),
+    );
     e
 }
 
@@ -78,8 +101,18 @@ impl<W: Write> Synth<W> {
             ..Header::default()
         };
         let mut w = TraceWriter::new(out, &header)?;
-        w.write_strings(STRINGS.iter().enumerate().map(|(i, s)| (StrId(i as u32), s.as_bytes())))?;
-        Ok(Self { w, pending: Vec::with_capacity(1 << 14), t: 1_000_000, events: 0 })
+        w.write_strings(
+            STRINGS
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (StrId(i as u32), s.as_bytes())),
+        )?;
+        Ok(Self {
+            w,
+            pending: Vec::with_capacity(1 << 14),
+            t: 1_000_000,
+            events: 0,
+        })
     }
 
     fn push(&mut self, e: Event) -> io::Result<()> {
@@ -110,7 +143,14 @@ impl<W: Write> Synth<W> {
             let mut a = ev(acc_event_t::ALLOC, s, s, 35);
             a.set(Field::Bytes, ARRAY_BYTES);
             self.push(a)?;
-            let mut up = transfer(acc_event_t::ENQUEUE_UPLOAD_START, s + 500, s + 4_500, 35, var, acc_construct_t::DATA);
+            let mut up = transfer(
+                acc_event_t::ENQUEUE_UPLOAD_START,
+                s + 500,
+                s + 4_500,
+                35,
+                var,
+                acc_construct_t::DATA,
+            );
             up.clear(Field::Implicit);
             self.push(up)?;
         }
@@ -126,13 +166,27 @@ impl<W: Write> Synth<W> {
         let t = self.t;
         let par = acc_construct_t::PARALLEL;
         // Implicit enter data: one upload of A (the "copy in every iteration" mistake).
-        self.push(transfer(acc_event_t::ENQUEUE_UPLOAD_START, t + 2_000, t + 14_000, 40, VAR_A, par))?;
+        self.push(transfer(
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            t + 2_000,
+            t + 14_000,
+            40,
+            VAR_A,
+            par,
+        ))?;
         let mut enter = ev(acc_event_t::ENTER_DATA_START, t + 1_000, t + 15_000, 40);
         enter.set_i64(Field::ParentConstruct, i64::from(par.0));
         enter.set_i64(Field::Implicit, 1);
         self.push(enter)?;
         self.push(launch(t + 16_000, t + 70_000, 40, KERNEL_MAIN, -2))?;
-        self.push(transfer(acc_event_t::ENQUEUE_DOWNLOAD_START, t + 72_000, t + 90_000, 40, VAR_ANEW, par))?;
+        self.push(transfer(
+            acc_event_t::ENQUEUE_DOWNLOAD_START,
+            t + 72_000,
+            t + 90_000,
+            40,
+            VAR_ANEW,
+            par,
+        ))?;
         let mut exit = ev(acc_event_t::EXIT_DATA_START, t + 71_000, t + 92_000, 40);
         exit.set_i64(Field::ParentConstruct, i64::from(par.0));
         exit.set_i64(Field::Implicit, 1);
@@ -154,7 +208,14 @@ impl<W: Write> Synth<W> {
             end += 35_000;
         }
         if i % 10 == 9 {
-            let mut d = transfer(acc_event_t::ENQUEUE_DOWNLOAD_START, end + 500, end + 9_000, 60, VAR_A, acc_construct_t::UPDATE);
+            let mut d = transfer(
+                acc_event_t::ENQUEUE_DOWNLOAD_START,
+                end + 500,
+                end + 9_000,
+                60,
+                VAR_A,
+                acc_construct_t::UPDATE,
+            );
             d.clear(Field::Implicit);
             self.push(d)?;
             self.push(ev(acc_event_t::UPDATE_START, end, end + 10_000, 60))?;
@@ -167,19 +228,26 @@ impl<W: Write> Synth<W> {
     /// The `data` region's exit (download A), the footer, and the writer back.
     pub fn finish(mut self) -> io::Result<(W, u64)> {
         let t = self.t;
-        self.push(transfer(acc_event_t::ENQUEUE_DOWNLOAD_START, t + 1_000, t + 5_000, 70, VAR_A, acc_construct_t::DATA))?;
+        self.push(transfer(
+            acc_event_t::ENQUEUE_DOWNLOAD_START,
+            t + 1_000,
+            t + 5_000,
+            70,
+            VAR_A,
+            acc_construct_t::DATA,
+        ))?;
         let mut exit = ev(acc_event_t::EXIT_DATA_START, t, t + 6_000, 70);
         exit.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::DATA.0));
         self.push(exit)?;
         self.flush_events()?;
-        let footer = Footer { events_recorded: self.events, events_dropped: 0, end_monotonic_ns: t + 10_000 };
+        let footer = Footer {
+            events_recorded: self.events,
+            events_dropped: 0,
+            end_monotonic_ns: t + 10_000,
+        };
         self.w.write_footer(&footer)?;
         self.w.flush()?;
         Ok((self.w.into_inner(), self.events))
-    }
-
-    pub fn events_written(&self) -> u64 {
-        self.events
     }
 }
 

@@ -13,7 +13,10 @@ pub struct Viewport {
 impl Viewport {
     /// A window showing all of `[start, end]`.
     pub fn fit(start: u64, end: u64) -> Self {
-        Self { t0: start, span: (end.saturating_sub(start)).max(1) }
+        Self {
+            t0: start,
+            span: (end.saturating_sub(start)).max(1),
+        }
     }
 
     pub fn end(&self) -> u64 {
@@ -49,7 +52,11 @@ impl Viewport {
     /// Moves by `frac` of the window (negative: to the left).
     pub fn pan(&mut self, frac: f64) {
         let d = (self.span as f64 * frac.abs()).round().max(1.0) as u64;
-        self.t0 = if frac < 0.0 { self.t0.saturating_sub(d) } else { self.t0.saturating_add(d) };
+        self.t0 = if frac < 0.0 {
+            self.t0.saturating_sub(d)
+        } else {
+            self.t0.saturating_add(d)
+        };
     }
 
     /// Keeps the window overlapping `[start, end]` and no wider than a bit more than it.
@@ -66,7 +73,9 @@ impl Viewport {
 
     /// Shows `[a, b]` with a small margin on both sides.
     pub fn show_range(&mut self, a: u64, b: u64, width: u16) {
-        let len = b.saturating_sub(a).max(u64::from(width.max(1)) * MIN_NS_PER_CELL);
+        let len = b
+            .saturating_sub(a)
+            .max(u64::from(width.max(1)) * MIN_NS_PER_CELL);
         let margin = len / 8;
         self.t0 = a.saturating_sub(margin);
         self.span = len + 2 * margin;
@@ -79,36 +88,6 @@ impl Viewport {
         }
         let mid = a / 2 + b / 2;
         self.t0 = mid.saturating_sub(self.span / 2);
-    }
-}
-
-/// Formats a duration with a unit that keeps 3 to 4 significant digits: `1.25 ms`, `830 ns`.
-pub fn fmt_duration(ns: u64) -> String {
-    let f = ns as f64;
-    if ns < 1_000 {
-        format!("{ns} ns")
-    } else if ns < 1_000_000 {
-        format!("{} µs", trim(f / 1e3))
-    } else if ns < 1_000_000_000 {
-        format!("{} ms", trim(f / 1e6))
-    } else {
-        format!("{} s", trim(f / 1e9))
-    }
-}
-
-/// Three significant digits, without trailing zeros.
-fn trim(v: f64) -> String {
-    let s = if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    };
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
     }
 }
 
@@ -129,13 +108,5 @@ mod tests {
         let v = Viewport { t0: 10, span: 1000 };
         assert_eq!(v.cell(0, 100), (10, 20));
         assert_eq!(v.cell(99, 100), (1000, 1010));
-    }
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(fmt_duration(830), "830 ns");
-        assert_eq!(fmt_duration(1_250_000), "1.25 ms");
-        assert_eq!(fmt_duration(54_000), "54 µs");
-        assert_eq!(fmt_duration(2_000_000_000), "2 s");
     }
 }
