@@ -40,7 +40,8 @@ REPS=${REPS:-7}
 if [ "${1:-}" = stage ]; then
   set -e
   cargo build --release -p libaccprof -p accprof-cli
-  cargo build --release -p runtime-shim --example laplace
+  # --lib: building the example alone leaves libaccshim.so (the cdylib) as it was.
+  cargo build --release -p runtime-shim --lib --example laplace
   rm -rf $D && mkdir -p $D/lib
   cp target/release/libaccprof.so target/release/accprof target/release/libaccshim.so target/release/examples/laplace $D/
   mv $D/laplace $D/shim_laplace
