@@ -5,6 +5,9 @@
 #
 # Here (a machine with GCC's nvptx offloading and CUPTI's headers):
 #   apt-get install -y gcc-12-offload-nvptx
+#   (without a CUDA toolkit: CUPTI's and CUDA's headers from the pip wheels nvidia-cuda-cupti-cu12
+#   and nvidia-cuda-runtime-cu12, unzipped, with CUPTI_STUB=scripts/gpu/cupti_stub for nvcc's
+#   crt/host_defines.h)
 #   CUPTI_INCLUDE=/usr/local/cuda/extras/CUPTI/include CUDA_INCLUDE=/usr/local/cuda/include \
 #     bash scripts/gpu-validate.sh stage            # builds everything into .device-carry/gpu
 # There (the GPU machine; nothing is built there):
