@@ -5,6 +5,9 @@
 #
 # Here (a machine with GCC's nvptx offloading and CUPTI's headers):
 #   apt-get install -y gcc-12-offload-nvptx
+#   (without a CUDA toolkit: CUPTI's and CUDA's headers from the pip wheels nvidia-cuda-cupti-cu12
+#   and nvidia-cuda-runtime-cu12, unzipped, with CUPTI_STUB=scripts/gpu/cupti_stub for nvcc's
+#   crt/host_defines.h)
 #   CUPTI_INCLUDE=/usr/local/cuda/extras/CUPTI/include CUDA_INCLUDE=/usr/local/cuda/include \
 #     bash scripts/gpu-validate.sh stage            # builds everything into .device-carry/gpu
 # There (the GPU machine; nothing is built there):
@@ -20,10 +23,13 @@
 #     scripts/gpu/compare_cuda_events.py compares the records; then wall-time medians of REPS
 #     runs of the data version (ITERS iterations): no tool against CUDA events.
 #
-# What `run` checks, per program (GCC naive and data region, shim naive and data region):
+# What `run` checks, per program (GCC naive and data region on libgomp, the same two GCC binaries
+# on the shim through `accprof run --runtime shim`, the shim's own example naive and data region):
 # the trace's transfer counts and bytes equal a bare CUPTI collector's (scripts/gpu/cupti_bare.c)
 # over the same program, kernel device time within 3%, every copy tied to a construct, and
-# `accprof advise` asks for the data region (with A and Anew named) on the naive runs only.
+# `accprof advise` asks for the data region (with A and Anew named) on the naive runs only; and
+# each GCC binary prints the same result on the shim as on libgomp.
+# SKIP_OVERHEAD=1 leaves out the overhead medians below.
 # Then wall-time medians of REPS runs of the data-region programs (ITERS iterations): no tool,
 # ACCPROF_CUPTI=off, ACCPROF_CUPTI=on, and the bare collector.
 set -u
@@ -37,9 +43,10 @@ REPS=${REPS:-7}
 if [ "${1:-}" = stage ]; then
   set -e
   cargo build --release -p libaccprof -p accprof-cli
-  cargo build --release -p runtime-shim --example laplace
+  # --lib: building the example alone leaves libaccshim.so (the cdylib) as it was.
+  cargo build --release -p runtime-shim --lib --example laplace
   rm -rf $D && mkdir -p $D/lib
-  cp target/release/libaccprof.so target/release/accprof target/release/examples/laplace $D/
+  cp target/release/libaccprof.so target/release/accprof target/release/libaccshim.so target/release/examples/laplace $D/
   mv $D/laplace $D/shim_laplace
   OFF=(-O2 -g -fopenacc -foffload=nvptx-none "-foffload-options=-misa=sm_80 -lm")
   gcc "${OFF[@]}" scripts/gpu/laplace.c -o $D/gcc_laplace_naive -lm
@@ -49,7 +56,11 @@ if [ "${1:-}" = stage ]; then
   gcc -O2 -shared -fPIC ${CUPTI_STUB:+-I$CUPTI_STUB} -I"${CUPTI_INCLUDE:?set CUPTI_INCLUDE}" -I"${CUDA_INCLUDE:?set CUDA_INCLUDE}" \
       scripts/gpu/cupti_bare.c -o $D/cupti_bare.so -ldl
   # Only the executables the traces name need their symbols.
-  strip $D/accprof $D/shim_laplace $D/libaccprof.so
+  strip $D/accprof $D/shim_laplace $D/libaccprof.so $D/libaccshim.so
+  # What scripts/gpu/gcc_shim.sh runs (it runs inside its folder, with its libraries there).
+  mkdir -p $D/gccshim
+  cp $D/gcc_laplace_naive $D/gccshim/laplace && cp $D/gcc_laplace_data $D/gccshim/laplace_data
+  cp $D/lib/* $D/libaccshim.so $D/accprof $D/libaccprof.so $D/gccshim/
   du -sh $D
   exit 0
 fi
@@ -165,12 +176,20 @@ RES=$OUT/results.txt
 } | tee -a "$RES"
 
 status=0
-# name, expect, source, command...
+# name, expect, source, command...; RUNTIME=shim runs the program on the shim: profiled through
+# `accprof run --runtime shim`, the bare collector preloaded after libaccshim.so.
 validate() {
   local name=$1 expect=$2 src=$3; shift 3
-  echo "== $name: $*" | tee -a "$RES" >> "$LOG"
-  ACCPROF_CUPTI=on ACCPROF_OUT=$OUT/$name.trace LD_PRELOAD=$D/libaccprof.so "$@" >> "$LOG" 2>&1 || { echo "  FAIL: the profiled run failed" | tee -a "$RES"; status=1; return; }
-  CUPTI_BARE_MEMSET=1 CUPTI_BARE_OUT=$T/$name.bare LD_PRELOAD=$D/cupti_bare.so "$@" >> "$LOG" 2>&1
+  echo "== $name: ${RUNTIME:-default} $*" | tee -a "$RES" >> "$LOG"
+  if [ "${RUNTIME:-default}" = shim ]; then
+    ACCPROF_CUPTI=on ACC_DEVICE_TYPE=nvidia ACCSHIM_QUIET=1 ACCPROF_SHIM_LIB=$D/libaccshim.so ACCPROF_LIB=$D/libaccprof.so \
+      $D/accprof run --runtime shim -q -o $OUT/$name.trace -- "$@" > $T/$name.out 2>> "$LOG" || { echo "  FAIL: the profiled run failed" | tee -a "$RES"; status=1; return; }
+    CUPTI_BARE_MEMSET=1 CUPTI_BARE_OUT=$T/$name.bare ACC_DEVICE_TYPE=nvidia ACCSHIM_QUIET=1 LD_PRELOAD="$D/libaccshim.so $D/cupti_bare.so" "$@" >> "$LOG" 2>&1
+  else
+    ACCPROF_CUPTI=on ACCPROF_OUT=$OUT/$name.trace LD_PRELOAD=$D/libaccprof.so "$@" > $T/$name.out 2>> "$LOG" || { echo "  FAIL: the profiled run failed" | tee -a "$RES"; status=1; return; }
+    CUPTI_BARE_MEMSET=1 CUPTI_BARE_OUT=$T/$name.bare LD_PRELOAD=$D/cupti_bare.so "$@" >> "$LOG" 2>&1
+  fi
+  cat $T/$name.out >> "$LOG"
   $D/accprof report --format json "$OUT/$name.trace" > "$T/$name.json"
   $D/accprof advise --format json "$OUT/$name.trace" > "$T/$name.advice.json"
   { $D/accprof report "$OUT/$name.trace"; $D/accprof advise "$OUT/$name.trace"; } >> "$LOG" 2>&1
@@ -179,9 +198,18 @@ validate() {
 if [ "${ONLY_OVERHEAD:-0}" != 1 ]; then
 validate gcc_naive data-region scripts/gpu/laplace.c $D/gcc_laplace_naive $N $TRACE_ITERS_NAIVE
 validate gcc_data none scripts/gpu/laplace.c $D/gcc_laplace_data $N $TRACE_ITERS_DATA
+RUNTIME=shim validate gcc_shim_naive data-region scripts/gpu/laplace.c $D/gcc_laplace_naive $N $TRACE_ITERS_NAIVE
+RUNTIME=shim validate gcc_shim_data none scripts/gpu/laplace.c $D/gcc_laplace_data $N $TRACE_ITERS_DATA
 validate shim_naive data-region - $D/shim_laplace --version naive --n $N --iters $TRACE_ITERS_NAIVE
 validate shim_data none - $D/shim_laplace --version data --n $N --iters $TRACE_ITERS_DATA
+# The same binary's result on libgomp and on the shim (the solver's error after its iterations).
+for v in naive data; do
+  g=$(grep -h '^laplace' $T/gcc_$v.out 2>/dev/null); s=$(grep -h '^laplace' $T/gcc_shim_$v.out 2>/dev/null)
+  if [ -n "$g" ] && [ "$g" = "$s" ]; then echo "  ok   gcc $v result, libgomp and shim: $g" | tee -a "$RES"
+  else echo "  FAIL gcc $v result: libgomp '$g', shim '$s'" | tee -a "$RES"; status=1; fi
+done
 fi
+[ "${SKIP_OVERHEAD:-0}" = 1 ] && { ls -l "$OUT" >> "$LOG"; echo "status $status" | tee -a "$RES"; exit $status; }
 
 # Overhead: wall time of whole runs, configurations interleaved so drift hits all alike.
 now() { date +%s%N; }

@@ -80,6 +80,10 @@ pub unsafe fn parallel(flags: i32, f: usize, vars: Vars, tags: std::result::Resu
         } else {
             None
         };
+        // On the GPU the launch is named as the device names the kernel (the nvptx entry,
+        // `main$_omp_fn$0`), as libgomp's plugin names it: a tool matches its device records
+        // (CUPTI's kernel names) to the launch by that name.
+        let name = gcc.as_ref().map_or(name, |k| k.entry);
         let spec = LaunchSpec {
             name,
             host: (!on_gpu).then_some(HostKernel::C { f: call_construct_fn, user: f }),

@@ -12,7 +12,8 @@
 //!   early; downloads DMA into every buffer at once and copy each chunk out as it lands.
 //!   Pageable copies alone run at a fraction of the link's speed (see
 //!   ../shared/reference/gpu.md). `ACCSHIM_STAGE_TRACE=1` prints each upload's timeline
-//!   (upload_trace).
+//!   (upload_trace). Arrays of the program's static data copied again and again are
+//!   registered (page-locked in place) and copied directly instead (static_pins).
 //! - Reductions: each (stream, operator) has a pool of device cells that hold the identity when a
 //!   kernel starts (reset in stream order only when the pool wraps), so a launch with a reduction
 //!   enqueues no memset; max and min combine blocks with one native 64-bit atomic each. After a
@@ -26,6 +27,7 @@ mod block_cache;
 mod gcc_kernels;
 mod stage_copy;
 mod stage_pool;
+mod static_pins;
 mod upload_pipeline;
 mod upload_trace;
 
@@ -353,6 +355,9 @@ pub struct Cuda {
     gcc: gcc_kernels::GccKernels,
     /// Freed device blocks kept for an allocation of the same size (block_cache.rs).
     blocks: block_cache::BlockCache,
+    /// The program's static arrays registered for direct copies (static_pins.rs), unless
+    /// `ACCSHIM_PIN_STATIC=0`.
+    pins: Option<static_pins::StaticPins>,
 }
 
 unsafe impl Send for Cuda {}
@@ -452,6 +457,8 @@ impl Cuda {
                 store_kernel: OnceLock::new(),
                 gcc: gcc_kernels::GccKernels::default(),
                 blocks: block_cache::BlockCache::default(),
+                pins: (std::env::var_os("ACCSHIM_PIN_STATIC").is_none() || crate::env::flag("ACCSHIM_PIN_STATIC"))
+                    .then(static_pins::StaticPins::default),
                 pool: {
                     let c = P(ctx as usize);
                     // Each staging thread makes the context current once: the context outlives
@@ -568,6 +575,15 @@ impl Cuda {
         }
     }
 
+    /// Whether a large copy on queue `q` goes directly to or from the program's memory
+    /// (static_pins.rs): only on the synchronous queue, where the call returns after the copy,
+    /// as a staged copy does; an asynchronous staged upload has read the host bytes when it
+    /// returns, which a direct one would not have.
+    fn direct(&self, q: QueueId, host: usize, bytes: usize) -> bool {
+        let Some(pins) = &self.pins else { return false };
+        q == SYNC && pins.direct(host, bytes, &PinDriver)
+    }
+
     /// The staging buffers, allocated on first use.
     fn staging<'a>(&self, g: &'a mut Option<Staging>) -> Result<&'a Staging> {
         if g.is_none() {
@@ -630,6 +646,27 @@ impl Cuda {
             return Err(AccError::Device("staged host-to-device copy failed".into()));
         }
         Ok(())
+    }
+}
+
+/// Registration of the program's static arrays (static_pins), in the current context.
+struct PinDriver;
+
+impl static_pins::Driver for PinDriver {
+    fn register(&self, start: usize, len: usize) -> bool {
+        // SAFETY: a page-rounded range of the program's static data, mapped for the process's
+        // lifetime (static_pins).
+        unsafe { sys::cuMemHostRegister_v2(start as *mut c_void, len, 0) == CUresult::CUDA_SUCCESS }
+    }
+
+    fn unregister(&self, start: usize) {
+        // SAFETY: a range this driver registered; quiesce ran first where copies may use it.
+        unsafe { sys::cuMemHostUnregister(start as *mut c_void) };
+    }
+
+    fn quiesce(&self) {
+        // SAFETY: waits for the current context.
+        unsafe { sys::cuCtxSynchronize() };
     }
 }
 
@@ -820,7 +857,7 @@ impl Backend for Cuda {
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;
-        if bytes >= STAGE_MIN {
+        if bytes >= STAGE_MIN && !self.direct(q, host as usize, bytes) {
             self.staged_upload(s, dev, host, bytes)?;
         } else {
             check(unsafe { sys::cuMemcpyHtoDAsync_v2(dev, host.cast(), bytes, s) }, "cuMemcpyHtoDAsync")?;
@@ -831,7 +868,7 @@ impl Backend for Cuda {
     fn download(&self, q: QueueId, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;
-        if bytes >= STAGE_MIN {
+        if bytes >= STAGE_MIN && !self.direct(q, host as usize, bytes) {
             // Pageable downloads are synchronous for the host anyway; staged, they run at
             // several times the driver's pageable rate.
             return self.staged_download(s, host, dev, bytes);
@@ -1011,6 +1048,9 @@ impl Backend for Cuda {
                 sys::cuMemFreeHost(p.ident.0 as *mut c_void);
             }
             self.blocks.release_all();
+            if let Some(pins) = &self.pins {
+                pins.release_all(&PinDriver);
+            }
             sys::cuStreamDestroy_v2(self.sync_stream);
             sys::cuDevicePrimaryCtxRelease_v2(self.dev);
         }
