@@ -43,7 +43,11 @@ pub enum ReportTarget {
 impl Config {
     pub fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let num = |k: &str, default: u64| var(k).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(default);
+        let num = |k: &str, default: u64| {
+            var(k)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(default)
+        };
         let buffer_events = num("ACCPROF_BUFFER_EVENTS", 4096).clamp(16, 1 << 20) as usize;
         // Buffers hold packed events (accprof_trace::packed): only the fields a runtime set.
         let buffer_words = buffer_events * TYPICAL_PACKED_WORDS;
@@ -86,7 +90,10 @@ impl HeapConfig {
             .and_then(|v| v.trim().parse::<usize>().ok())
             .unwrap_or(HEAP_MIN_BYTES_DEFAULT)
             .max(1);
-        HeapConfig { mode: Switch::parse(var("ACCPROF_HEAP").as_deref()), min_bytes }
+        HeapConfig {
+            mode: Switch::parse(var("ACCPROF_HEAP").as_deref()),
+            min_bytes,
+        }
     }
 }
 

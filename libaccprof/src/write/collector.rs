@@ -5,43 +5,16 @@
 //! partly filled thread buffers every 200 ms so that a killed program loses little and a
 //! following reader sees events land, and at shutdown writes the drop counts and the footer.
 
-use crate::lifecycle::{self, Recorder};
-use crate::slots::{ship, Batch};
+use crate::recorder::late;
+use crate::recorder::message::{ship, DeviceBatch, Message, Summary};
+use crate::recorder::slots::Batch;
+use crate::recorder::Recorder;
 use accprof_trace::{Event, Field, Footer, Header, Module, StrId, TraceWriter};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-pub enum Message {
-    Batch(Batch),
-    /// Device records from CUPTI: already on CLOCK_MONOTONIC, and not from the buffer pool.
-    Device(DeviceBatch),
-    /// Device records from CUDA events: device times on CLOCK_MONOTONIC, `host_call_ns` still
-    /// in the hot path's clock unit (converted here, like the host event it equals).
-    CudaEvents(Vec<accprof_trace::Event>),
-    /// Write out everything buffered now (runtime shutdown).
-    Flush,
-    /// Final flush; reply with what was written.
-    Shutdown(Sender<Summary>),
-}
-
-/// Device records converted on CUPTI's buffer thread, with the kernel names first used by them.
-#[derive(Debug, Default)]
-pub struct DeviceBatch {
-    pub events: Vec<Event>,
-    pub strings: Vec<(StrId, Box<[u8]>)>,
-}
-
-/// What the collector wrote, for the line printed at exit.
-#[derive(Debug, Default)]
-pub struct Summary {
-    pub path: Option<PathBuf>,
-    pub events: u64,
-    pub dropped: u64,
-    pub error: Option<String>,
-}
 
 const SWEEP_EVERY: Duration = Duration::from_millis(200);
 /// How long the exit flush waits for the device to pass the CUDA events still pending.
@@ -63,7 +36,12 @@ struct Collector {
     unpacked: Vec<Event>,
 }
 
-pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Message>, header: Header) {
+pub fn run(
+    rec: &'static Recorder,
+    rx: Receiver<Message>,
+    self_tx: Sender<Message>,
+    header: Header,
+) {
     // Our own buffers are no application arrays.
     crate::heap::ignore_this_thread();
     let mut c = Collector {
@@ -87,7 +65,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
                 c.clock.anchor();
                 // Pairs are taken before the sweep and their records sent to ourselves after
                 // it, so that they queue behind the batches defining their names.
-                let cuda = crate::cuda_events::collect();
+                let cuda = crate::device::cuda_events::collect();
                 c.heap.drain(&mut c.clock);
                 c.sweep(rec, &self_tx);
                 if !cuda.is_empty() {
@@ -106,7 +84,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
                     }
                 }
                 // What the device has not finished yet: bounded, the program is exiting.
-                let cuda = crate::cuda_events::collect_all(CUDA_EVENTS_EXIT_WAIT);
+                let cuda = crate::device::cuda_events::collect_all(CUDA_EVENTS_EXIT_WAIT);
                 c.write_cuda_events(rec, cuda);
                 c.write_drops(rec);
                 let summary = c.finish();
@@ -142,7 +120,12 @@ impl Collector {
 
     /// Names heap blocks, then writes the batch's strings, the modules its addresses need, and
     /// its events (times already on the trace's clock); counts them written or lost.
-    fn write_events(&mut self, rec: &Recorder, events: &mut [Event], strings: &[(StrId, Box<[u8]>)]) {
+    fn write_events(
+        &mut self,
+        rec: &Recorder,
+        events: &mut [Event],
+        strings: &[(StrId, Box<[u8]>)],
+    ) {
         let n = events.len() as u64;
         if self.writer.is_none() && self.failed.is_none() {
             self.open(rec);
@@ -172,7 +155,13 @@ impl Collector {
                 e.set(Field::HostCallNs, self.clock.to_ns(t));
             }
         }
-        self.write_device_batch(rec, DeviceBatch { events, strings: Vec::new() });
+        self.write_device_batch(
+            rec,
+            DeviceBatch {
+                events,
+                strings: Vec::new(),
+            },
+        );
     }
 
     /// Tags events whose host pointer lay in a recorded heap block (one place for every
@@ -188,13 +177,19 @@ impl Collector {
     }
 
     fn open(&mut self, rec: &Recorder) {
-        let path = crate::output::trace_path(&rec.config);
-        match crate::output::create(&path, &self.header) {
+        let path = crate::write::output::trace_path(&rec.config);
+        match crate::write::output::create(&path, &self.header) {
             Ok(w) => {
                 self.writer = Some(w);
                 self.path = Some(path);
             }
-            Err(e) => self.fail(format!("cannot write the trace to {}: {e}; this run is not recorded", path.display()), 0),
+            Err(e) => self.fail(
+                format!(
+                    "cannot write the trace to {}: {e}; this run is not recorded",
+                    path.display()
+                ),
+                0,
+            ),
         }
     }
 
@@ -255,10 +250,15 @@ impl Collector {
             if let Err(e) = w.write_footer(&footer).and_then(|_| w.flush()) {
                 self.failed = Some(format!("cannot finish the trace: {e}"));
             } else {
-                lifecycle::hand_over_late_writer(w, self.clock);
+                late::hand_over_late_writer(w, self.clock);
             }
         }
-        Summary { path: self.path, events: self.events, dropped: self.dropped, error: self.failed }
+        Summary {
+            path: self.path,
+            events: self.events,
+            dropped: self.dropped,
+            error: self.failed,
+        }
     }
 }
 
@@ -267,7 +267,10 @@ impl Collector {
 /// address falls outside every known module.
 fn modules_to_record(known: &mut Vec<Module>, events: &[Event]) -> Vec<Module> {
     let mut fresh = Vec::new();
-    let code_addresses = events.iter().flat_map(|e| [e.get(Field::ReturnAddress), e.get(Field::AllocSite)]).flatten();
+    let code_addresses = events
+        .iter()
+        .flat_map(|e| [e.get(Field::ReturnAddress), e.get(Field::AllocSite)])
+        .flatten();
     for ra in code_addresses {
         if known.iter().any(|m| m.contains(ra)) {
             continue;

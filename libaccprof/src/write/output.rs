@@ -9,7 +9,12 @@ use std::path::{Path, PathBuf};
 /// The trace header for this process.
 pub fn header(registration: &str) -> Header {
     let args = std::fs::read("/proc/self/cmdline")
-        .map(|b| b.split(|&c| c == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect())
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     Header {
         exe: exe_path(),
@@ -26,11 +31,16 @@ pub fn header(registration: &str) -> Header {
 }
 
 fn exe_path() -> String {
-    std::fs::read_link("/proc/self/exe").map(|p| p.display().to_string()).unwrap_or_default()
+    std::fs::read_link("/proc/self/exe")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
 }
 
 fn exe_name() -> String {
-    Path::new(&exe_path()).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "app".into())
+    Path::new(&exe_path())
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "app".into())
 }
 
 fn hostname() -> String {
@@ -46,9 +56,14 @@ fn hostname() -> String {
 
 /// The rank from the launchers users have: Open MPI, MPICH/Intel MPI (PMI), Slurm.
 pub fn mpi_rank() -> Option<u32> {
-    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
 }
 
 /// `ACCPROF_OUT` resolved: a directory gets the default name inside it; `%p`, `%r`, `%h` are
@@ -58,10 +73,15 @@ pub fn trace_path(cfg: &Config) -> PathBuf {
     let pid = std::process::id();
     let rank = mpi_rank();
     let default_name = format!("accprof.{}.{}.trace", exe_name(), pid);
-    let Some(out) = cfg.out.as_deref() else { return PathBuf::from(default_name) };
+    let Some(out) = cfg.out.as_deref() else {
+        return PathBuf::from(default_name);
+    };
     let expanded = out
         .replace("%p", &pid.to_string())
-        .replace("%r", &rank.map(|r| r.to_string()).unwrap_or_else(|| "0".into()))
+        .replace(
+            "%r",
+            &rank.map(|r| r.to_string()).unwrap_or_else(|| "0".into()),
+        )
         .replace("%h", &hostname());
     let p = PathBuf::from(&expanded);
     if out.ends_with('/') || p.is_dir() {
@@ -69,8 +89,14 @@ pub fn trace_path(cfg: &Config) -> PathBuf {
     }
     match rank {
         Some(r) if !out.contains('%') => {
-            let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let ext = p.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+            let stem = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let ext = p
+                .extension()
+                .map(|e| format!(".{}", e.to_string_lossy()))
+                .unwrap_or_default();
             p.with_file_name(format!("{stem}.rank{r}{ext}"))
         }
         _ => p,
@@ -125,7 +151,11 @@ fn find_cli() -> Option<PathBuf> {
             }
         }
     }
-    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join("accprof")).find(|p| p.is_file())
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join("accprof"))
+        .find(|p| p.is_file())
 }
 
 /// The path of this shared library.
