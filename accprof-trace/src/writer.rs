@@ -4,9 +4,14 @@
 //!
 //! ```text
 //! file header   "ACCPROF\0"  u16 LE format version  u16 LE flags (0)  u32 LE reserved (0)
-//! chunk         "CK"  u8 kind  u8 reserved (0)  u32 LE payload length  u32 LE CRC-32 of payload
+//! chunk         "CK"  u8 kind  u8 reserved (0)  u32 LE payload length  u32 LE CRC-32
+//!               u32 LE sequence number (version 2: 0 for the header chunk, then +1 per chunk)
 //!               payload
 //! ```
+//!
+//! In version 2 the CRC covers the sequence number and the payload, so a reader can tell a
+//! duplicated or missing chunk from a corrupt one; version 1 chunks have no sequence number
+//! and their CRC covers the payload only.
 //!
 //! Each chunk is assembled in memory and handed to the underlying writer in one `write_all`, so a
 //! program killed at any moment leaves every earlier chunk whole and at most one partial chunk at
@@ -29,6 +34,8 @@ pub enum ChunkKind {
     Events = 4,
     Drops = 5,
     Footer = 6,
+    /// Events that were not recorded, by reason (version 2).
+    Lost = 7,
 }
 
 impl ChunkKind {
@@ -40,6 +47,7 @@ impl ChunkKind {
             4 => Self::Events,
             5 => Self::Drops,
             6 => Self::Footer,
+            7 => Self::Lost,
             _ => return None,
         })
     }
@@ -47,7 +55,10 @@ impl ChunkKind {
 
 pub const CHUNK_MAGIC: [u8; 2] = *b"CK";
 pub const FILE_HEADER_LEN: usize = 16;
-pub const CHUNK_HEADER_LEN: usize = 12;
+/// The chunk header of version 1 files.
+pub const CHUNK_HEADER_LEN_V1: usize = 12;
+/// The chunk header of the version written now: version 1's and a sequence number.
+pub const CHUNK_HEADER_LEN: usize = 16;
 /// Chunks larger than this are refused by the reader as corrupt; the writer splits event batches
 /// well below it.
 pub const MAX_CHUNK_PAYLOAD: usize = 64 << 20;
@@ -61,6 +72,8 @@ pub struct TraceWriter<W: Write> {
     chunk: Vec<u8>,
     payload: Vec<u8>,
     bytes_written: u64,
+    /// The sequence number of the next chunk.
+    seq: u32,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -72,7 +85,13 @@ impl<W: Write> TraceWriter<W> {
         fh.extend_from_slice(&0u16.to_le_bytes());
         fh.extend_from_slice(&0u32.to_le_bytes());
         out.write_all(&fh)?;
-        let mut w = Self { out, chunk: Vec::new(), payload: Vec::new(), bytes_written: fh.len() as u64 };
+        let mut w = Self {
+            out,
+            chunk: Vec::new(),
+            payload: Vec::new(),
+            bytes_written: fh.len() as u64,
+            seq: 0,
+        };
         let mut payload = std::mem::take(&mut w.payload);
         payload.clear();
         header.encode(&mut payload);
@@ -82,14 +101,21 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Defines strings that later events refer to by id.
-    pub fn write_strings<'a>(&mut self, defs: impl IntoIterator<Item = (StrId, &'a [u8])>) -> io::Result<()> {
+    pub fn write_strings<'a>(
+        &mut self,
+        defs: impl IntoIterator<Item = (StrId, &'a [u8])>,
+    ) -> io::Result<()> {
         let mut payload = std::mem::take(&mut self.payload);
         payload.clear();
         for (id, bytes) in defs {
             put_u64(&mut payload, u64::from(id.0));
             put_blob(&mut payload, bytes);
         }
-        let r = if payload.is_empty() { Ok(()) } else { self.emit(ChunkKind::Strings, &payload) };
+        let r = if payload.is_empty() {
+            Ok(())
+        } else {
+            self.emit(ChunkKind::Strings, &payload)
+        };
         self.payload = payload;
         r
     }
@@ -142,6 +168,24 @@ impl<W: Write> TraceWriter<W> {
         r
     }
 
+    /// Records that `count` events were not recorded for `reason` since the last such record
+    /// (written as it happens, so that a trace cut short still says so).
+    pub fn write_lost(&mut self, lost: &[(LostReason, u64)]) -> io::Result<()> {
+        let lost: Vec<_> = lost.iter().filter(|(_, n)| *n > 0).collect();
+        if lost.is_empty() {
+            return Ok(());
+        }
+        let mut payload = std::mem::take(&mut self.payload);
+        payload.clear();
+        for &&(reason, count) in &lost {
+            put_u64(&mut payload, reason as u64);
+            put_u64(&mut payload, count);
+        }
+        let r = self.emit(ChunkKind::Lost, &payload);
+        self.payload = payload;
+        r
+    }
+
     /// Marks a clean end. Events may still follow (late events after exit), each batch in its
     /// own chunk; the reader takes the last footer.
     pub fn write_footer(&mut self, footer: &Footer) -> io::Result<()> {
@@ -172,15 +216,44 @@ impl<W: Write> TraceWriter<W> {
 
     fn emit(&mut self, kind: ChunkKind, payload: &[u8]) -> io::Result<()> {
         debug_assert!(payload.len() <= MAX_CHUNK_PAYLOAD);
+        let seq = self.seq.to_le_bytes();
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&seq);
+        crc.update(payload);
         self.chunk.clear();
         self.chunk.extend_from_slice(&CHUNK_MAGIC);
         self.chunk.push(kind as u8);
         self.chunk.push(0);
-        self.chunk.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        self.chunk.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        self.chunk
+            .extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        self.chunk.extend_from_slice(&crc.finalize().to_le_bytes());
+        self.chunk.extend_from_slice(&seq);
         self.chunk.extend_from_slice(payload);
         self.out.write_all(&self.chunk)?;
         self.bytes_written += self.chunk.len() as u64;
+        self.seq = self.seq.wrapping_add(1);
         Ok(())
+    }
+}
+
+/// Why events were not recorded (payload of a lost chunk). Readers show unknown reasons as
+/// "other".
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+#[repr(u8)]
+pub enum LostReason {
+    /// They finished on other threads while the exit flush ran and could not be appended.
+    Late = 1,
+    /// The trace could not be written (disk full, ...); counted by the late writer only: the
+    /// writer thread's own failures end the trace with its footer.
+    WriteFailed = 2,
+}
+
+impl LostReason {
+    pub fn from_u64(v: u64) -> Option<Self> {
+        Some(match v {
+            1 => Self::Late,
+            2 => Self::WriteFailed,
+            _ => return None,
+        })
     }
 }
