@@ -42,6 +42,9 @@ pub fn on_registered(how: &str) {
 fn start() {
     crate::clock::init();
     let config = Config::from_env();
+    for p in &config.problems {
+        eprintln!("accprof: {p}");
+    }
     let cupti_mode = config.cupti;
     let cuda_events_mode = config.cuda_events;
     let (tx, rx) = crossbeam_channel::unbounded();
@@ -142,8 +145,10 @@ pub fn finish() {
 
 fn say_where(rec: &Recorder, s: &Summary) {
     if let Some(err) = &s.error {
-        // Said when it happened already; repeat the consequence once.
         eprintln!("accprof: {err}");
+    }
+    if s.failed {
+        // Said once, when it happened (or just above).
         return;
     }
     if rec.config.quiet {

@@ -154,7 +154,10 @@ static MIN_BYTES_SET: AtomicUsize = AtomicUsize::new(0);
 
 /// Turns recording on per ACCPROF_HEAP. Runs at library load (below), before `main`.
 fn init() {
-    let cfg = HeapConfig::from_env();
+    let (cfg, problems) = HeapConfig::from_env();
+    for p in problems {
+        eprintln!("accprof: {p}");
+    }
     if cfg.mode == Switch::Off || std::env::var_os("ACCPROF_DISABLE").is_some_and(|v| v != "0") {
         return;
     }

@@ -32,7 +32,11 @@ pub struct Summary {
     pub path: Option<PathBuf>,
     pub events: u64,
     pub dropped: u64,
+    /// A failure the collector has not said yet (those it said as they happened are not
+    /// repeated).
     pub error: Option<String>,
+    /// Writing failed at some point: the trace is incomplete.
+    pub failed: bool,
 }
 
 /// Sends the slot's current batch (if not empty) to the collector, leaving an empty batch with

@@ -179,9 +179,12 @@ impl Collector {
     fn open(&mut self, rec: &Recorder) {
         let path = crate::write::output::trace_path(&rec.config);
         match crate::write::output::create(&path, &self.header) {
-            Ok(w) => {
-                self.writer = Some(w);
-                self.path = Some(path);
+            Ok(c) => {
+                if let Some(note) = c.note {
+                    eprintln!("accprof: {note}");
+                }
+                self.writer = Some(c.writer);
+                self.path = Some(c.path);
             }
             Err(e) => self.fail(
                 format!(
@@ -241,6 +244,7 @@ impl Collector {
     }
 
     fn finish(mut self) -> Summary {
+        let mut unsaid = None;
         if let Some(mut w) = self.writer.take() {
             let footer = Footer {
                 events_recorded: self.events,
@@ -248,7 +252,8 @@ impl Collector {
                 end_monotonic_ns: crate::clock::monotonic_ns(),
             };
             if let Err(e) = w.write_footer(&footer).and_then(|_| w.flush()) {
-                self.failed = Some(format!("cannot finish the trace: {e}"));
+                // Not said yet: the caller prints it.
+                unsaid = Some(format!("cannot finish the trace: {e}"));
             } else {
                 late::hand_over_late_writer(w, self.clock);
             }
@@ -257,7 +262,8 @@ impl Collector {
             path: self.path,
             events: self.events,
             dropped: self.dropped,
-            error: self.failed,
+            failed: self.failed.is_some() || unsaid.is_some(),
+            error: unsaid,
         }
     }
 }

@@ -103,14 +103,86 @@ pub fn trace_path(cfg: &Config) -> PathBuf {
     }
 }
 
+/// How many other names are tried when the chosen one exists.
+const OTHER_NAMES: u32 = 100;
+
+/// The trace file, created new, and the name it got.
+pub struct Created {
+    pub writer: TraceWriter<File>,
+    pub path: PathBuf,
+    /// Said once when the chosen name was taken and another one is used.
+    pub note: Option<String>,
+}
+
 /// Creates the trace file (and a missing directory when ACCPROF_OUT ended with '/').
-pub fn create(path: &Path, header: &Header) -> io::Result<TraceWriter<File>> {
+///
+/// Created, never opened: `O_CREAT | O_EXCL | O_NOFOLLOW`, so a file or a symbolic link that
+/// is already at the name (another process's trace, an earlier run's, or a link planted in a
+/// shared directory) is never written through or truncated. The trace then takes the first
+/// free name of `NAME.1.trace`, `NAME.2.trace`, ... and the note says which. Mode 0644 under
+/// the umask.
+pub fn create(path: &Path, header: &Header) -> io::Result<Created> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.exists() {
             std::fs::create_dir_all(dir)?;
         }
     }
-    TraceWriter::new(File::create(path)?, header)
+    let mut candidate = path.to_path_buf();
+    for n in 0..=OTHER_NAMES {
+        if n > 0 {
+            candidate = numbered(path, n);
+        }
+        match create_new(&candidate) {
+            Ok(f) => {
+                let note = (n > 0).then(|| {
+                    format!(
+                        "{} already exists (a file or link accprof does not overwrite); this trace is {}",
+                        path.display(),
+                        candidate.display()
+                    )
+                });
+                return Ok(Created {
+                    writer: TraceWriter::new(f, header)?,
+                    path: candidate,
+                    note,
+                });
+            }
+            // ELOOP: O_NOFOLLOW met a symbolic link at the name.
+            Err(e)
+                if e.kind() == io::ErrorKind::AlreadyExists
+                    || e.raw_os_error() == Some(libc::ELOOP) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "{} and {OTHER_NAMES} numbered names beside it already exist",
+            path.display()
+        ),
+    ))
+}
+
+fn create_new(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// `dir/name.trace` as `dir/name.N.trace` (`name.N` without an extension).
+fn numbered(path: &Path, n: u32) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match path.extension() {
+        Some(ext) => path.with_file_name(format!("{stem}.{n}.{}", ext.to_string_lossy())),
+        None => path.with_file_name(format!("{stem}.{n}")),
+    }
 }
 
 /// Runs `accprof report` on the finished trace (ACCPROF_REPORT). The program's own work is
@@ -169,4 +241,37 @@ fn own_path() -> Option<PathBuf> {
     // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
     let p = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
     Some(PathBuf::from(p.to_string_lossy().into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_name_for_a_taken_one_keeps_directory_and_extension() {
+        assert_eq!(
+            numbered(Path::new("/d/accprof.app.12.trace"), 1),
+            PathBuf::from("/d/accprof.app.12.1.trace")
+        );
+        assert_eq!(numbered(Path::new("out"), 3), PathBuf::from("out.3"));
+    }
+
+    #[test]
+    fn an_existing_file_or_link_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"precious").unwrap();
+        let link = dir.path().join("t.trace");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let c = create(&link, &Header::default()).unwrap();
+        assert_eq!(c.path, dir.path().join("t.1.trace"));
+        assert!(c.note.unwrap().contains("t.trace already exists"));
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+        let again = create(&link, &Header::default()).unwrap();
+        assert_eq!(
+            again.path,
+            dir.path().join("t.2.trace"),
+            "two writers never share a file"
+        );
+    }
 }
