@@ -165,11 +165,6 @@ pub enum Switch {
 }
 
 impl Switch {
-    /// The setting; anything unknown is `auto`.
-    pub fn parse(v: Option<&str>) -> Self {
-        Self::parse_strict(v).unwrap_or(Switch::Auto)
-    }
-
     /// The setting, or `None` for a value that is none of the spellings.
     pub fn parse_strict(v: Option<&str>) -> Option<Self> {
         match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
@@ -204,14 +199,14 @@ mod tests {
 
     #[test]
     fn switch_parses_the_usual_spellings() {
-        assert_eq!(Switch::parse(None), Switch::Auto);
-        assert_eq!(Switch::parse(Some("auto")), Switch::Auto);
-        assert_eq!(Switch::parse(Some("banana")), Switch::Auto);
+        assert_eq!(Switch::parse_strict(None), Some(Switch::Auto));
+        assert_eq!(Switch::parse_strict(Some("auto")), Some(Switch::Auto));
+        assert_eq!(Switch::parse_strict(Some("banana")), None, "said, then auto");
         for on in ["on", "ON", " 1 ", "yes", "true"] {
-            assert_eq!(Switch::parse(Some(on)), Switch::On, "{on}");
+            assert_eq!(Switch::parse_strict(Some(on)), Some(Switch::On), "{on}");
         }
         for off in ["off", "0", "no", "false"] {
-            assert_eq!(Switch::parse(Some(off)), Switch::Off, "{off}");
+            assert_eq!(Switch::parse_strict(Some(off)), Some(Switch::Off), "{off}");
         }
     }
 }
