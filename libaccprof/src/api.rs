@@ -18,6 +18,107 @@ pub unsafe extern "C" fn acc_register_library(
     });
 }
 
+/// exec and `_exit` end the process without atexit: the final flush runs first (see
+/// [`crate::lifecycle::death`]), async-signal-safely, so these may be called from signal
+/// handlers and vfork children as the C library's may. The variadic `execl*` functions are not
+/// interposed (stable Rust cannot define them).
+pub mod replacing {
+    // Each is the C library function of the same name and has its contract.
+    #![allow(clippy::missing_safety_doc)]
+
+    use crate::lifecycle::death::{self, real};
+    use std::ffi::{c_char, c_int, c_void};
+
+    extern "C" {
+        static environ: *const *const c_char;
+    }
+
+    type ExecvpeFn =
+        unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
+    type ExecvpFn = unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int;
+    type FexecveFn =
+        unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) -> c_int;
+
+    fn missing() -> c_int {
+        // SAFETY: this thread's errno.
+        unsafe { *libc::__errno_location() = libc::ENOSYS };
+        -1
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn execve(
+        path: *const c_char,
+        argv: *const *const c_char,
+        envp: *const *const c_char,
+    ) -> c_int {
+        death::before_replaced(false);
+        // SAFETY: the system call glibc's execve makes, same contract.
+        unsafe { libc::syscall(libc::SYS_execve, path, argv, envp) as c_int }
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
+        // SAFETY: execv is execve with the current environment.
+        unsafe { execve(path, argv, environ) }
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
+        let f: *mut c_void = real::get(&real::EXECVP, c"execvp");
+        if f.is_null() {
+            return missing();
+        }
+        death::before_replaced(false);
+        // SAFETY: the C library's execvp, same contract.
+        unsafe { std::mem::transmute::<*mut c_void, ExecvpFn>(f)(file, argv) }
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn execvpe(
+        file: *const c_char,
+        argv: *const *const c_char,
+        envp: *const *const c_char,
+    ) -> c_int {
+        let f: *mut c_void = real::get(&real::EXECVPE, c"execvpe");
+        if f.is_null() {
+            return missing();
+        }
+        death::before_replaced(false);
+        // SAFETY: the C library's execvpe, same contract.
+        unsafe { std::mem::transmute::<*mut c_void, ExecvpeFn>(f)(file, argv, envp) }
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn fexecve(
+        fd: c_int,
+        argv: *const *const c_char,
+        envp: *const *const c_char,
+    ) -> c_int {
+        let f: *mut c_void = real::get(&real::FEXECVE, c"fexecve");
+        if f.is_null() {
+            return missing();
+        }
+        death::before_replaced(false);
+        // SAFETY: the C library's fexecve, same contract.
+        unsafe { std::mem::transmute::<*mut c_void, FexecveFn>(f)(fd, argv, envp) }
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn _exit(status: c_int) -> ! {
+        death::before_replaced(true);
+        // SAFETY: the system call glibc's _exit makes; it does not return.
+        unsafe { libc::syscall(libc::SYS_exit_group, status) };
+        #[allow(clippy::empty_loop)]
+        loop {}
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
+        // SAFETY: _Exit is _exit.
+        unsafe { _exit(status) }
+    }
+}
+
 /// The exported allocation functions. With libaccprof LD_PRELOADed they are the program's
 /// malloc, calloc, realloc, free, ...; each passes through to glibc's exported `__libc_*`
 /// entry points and, for blocks of at least the threshold, tells [`crate::heap`] (which records

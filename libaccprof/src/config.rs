@@ -201,7 +201,11 @@ mod tests {
     fn switch_parses_the_usual_spellings() {
         assert_eq!(Switch::parse_strict(None), Some(Switch::Auto));
         assert_eq!(Switch::parse_strict(Some("auto")), Some(Switch::Auto));
-        assert_eq!(Switch::parse_strict(Some("banana")), None, "said, then auto");
+        assert_eq!(
+            Switch::parse_strict(Some("banana")),
+            None,
+            "said, then auto"
+        );
         for on in ["on", "ON", " 1 ", "yes", "true"] {
             assert_eq!(Switch::parse_strict(Some(on)), Some(Switch::On), "{on}");
         }

@@ -15,7 +15,7 @@ use crate::config::Config;
 use crossbeam_channel::Sender;
 use message::Message;
 use slots::{Pool, Registry};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 use std::sync::{Once, OnceLock};
 
 /// The tool's life in the process: registered, recording, finished (or disabled in a child).
@@ -34,6 +34,20 @@ static RECORDER: OnceLock<Recorder> = OnceLock::new();
 static START: Once = Once::new();
 /// What starts recording on the first event (lifecycle's start), set at registration.
 static STARTER: OnceLock<fn()> = OnceLock::new();
+
+/// The writer thread's OS id, so that a crash on it does not wait for itself.
+static WRITER_TID: AtomicI32 = AtomicI32::new(-1);
+
+/// Called by the writer thread when it starts.
+pub fn set_writer_tid() {
+    // SAFETY: gettid has no preconditions.
+    WRITER_TID.store(unsafe { libc::gettid() }, Ordering::Release);
+}
+
+/// The writer thread's OS id, -1 before it runs. Async-signal-safe.
+pub fn writer_tid() -> i32 {
+    WRITER_TID.load(Ordering::Acquire)
+}
 
 /// Everything shared by the recording threads and the collector.
 pub struct Recorder {

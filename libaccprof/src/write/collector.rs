@@ -44,6 +44,7 @@ pub fn run(
 ) {
     // Our own buffers are no application arrays.
     crate::heap::ignore_this_thread();
+    crate::recorder::set_writer_tid();
     let mut c = Collector {
         header,
         clock: crate::clock::Converter::new(),
@@ -245,6 +246,7 @@ impl Collector {
 
     fn finish(mut self) -> Summary {
         let mut unsaid = None;
+        let mut handed_over = false;
         if let Some(mut w) = self.writer.take() {
             let footer = Footer {
                 events_recorded: self.events,
@@ -256,7 +258,11 @@ impl Collector {
                 unsaid = Some(format!("cannot finish the trace: {e}"));
             } else {
                 late::hand_over_late_writer(w, self.clock);
+                handed_over = true;
             }
+        }
+        if !handed_over {
+            late::close();
         }
         Summary {
             path: self.path,

@@ -5,6 +5,11 @@
 //! writes the footer; events that still arrive after that (runtimes that shut down in their own
 //! exit handlers) are appended directly, flagged `after_shutdown`. A forked child stops
 //! recording: it has no collector thread, and its parent's trace is not its own.
+//!
+//! [`death`]: the other ways a process ends (fatal signals, exec, `_exit`) reach the same
+//! final flush through a thread of ours, asked from the dying thread async-signal-safely.
+
+pub mod death;
 
 use crate::config::Config;
 use crate::device::{cuda_events, cupti};
@@ -83,6 +88,7 @@ fn start() {
         return;
     }
     recorder::set_state(State::Recording);
+    death::arm();
 }
 
 extern "C" fn in_forked_child() {
@@ -94,8 +100,30 @@ extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(finish);
 }
 
+/// How the process is ending, for the final flush.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Ending {
+    /// exit, or return from main: everything, the report included.
+    Exit,
+    /// A fatal signal: the dying thread waits, so no report, and threads busy in their
+    /// buffer at the moment of death are skipped rather than waited for.
+    Signal(i32),
+    /// exec (or `_exit`, which also skips atexit): as for a signal.
+    Replaced(&'static str),
+}
+
+/// One final flush at a time: a thread that dies while another one is exiting waits for that
+/// flush to be done before it lets the process go.
+static FINISHING: Mutex<()> = Mutex::new(());
+
 /// Flushes every thread, waits for the collector, and says where the trace is.
 pub fn finish() {
+    finish_as(Ending::Exit);
+}
+
+/// The final flush, for any ending.
+pub fn finish_as(ending: Ending) {
+    let _one_at_a_time = FINISHING.lock();
     if !recorder::transition(State::Recording, State::Finished) {
         // Registered but never an event: nothing to write, nothing to say, unless asked.
         if recorder::state() == State::Registered {
@@ -114,10 +142,17 @@ pub fn finish() {
     crate::record::callback::finish_current_thread(rec);
     crate::record::callback::flush_orphans(rec);
     for slot in rec.registry.snapshot() {
-        slot.with_batch(|batch, _| {
+        let take = |batch: &mut crate::recorder::slots::Batch| {
             crate::recorder::message::ship(batch, &rec.tx);
             slot.closed.store(true, Ordering::Release);
-        });
+        };
+        if ending == Ending::Exit {
+            slot.with_batch(|batch, _| take(batch));
+        } else if !death::with_batch_bounded(&slot, take) {
+            // The thread died (or stopped) inside its buffer: what it holds cannot be read
+            // safely. Its earlier batches are written.
+            continue;
+        }
     }
     let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
     if rec.tx.send(Message::Shutdown(reply_tx)).is_err() {
@@ -133,17 +168,20 @@ pub fn finish() {
             return;
         }
     };
-    say_where(rec, &summary);
+    say_where(rec, &summary, ending);
     // Asked for explicitly: printed even with ACCPROF_QUIET.
     if let Some(line) = crate::self_time::line() {
         eprintln!("{line}");
+    }
+    if ending != Ending::Exit {
+        return;
     }
     if let (Some(target), Some(path)) = (&rec.config.report, &summary.path) {
         crate::write::output::run_report(target, path);
     }
 }
 
-fn say_where(rec: &Recorder, s: &Summary) {
+fn say_where(rec: &Recorder, s: &Summary, ending: Ending) {
     if let Some(err) = &s.error {
         eprintln!("accprof: {err}");
     }
@@ -157,6 +195,13 @@ fn say_where(rec: &Recorder, s: &Summary) {
     match &s.path {
         Some(p) => {
             let mut line = format!("accprof: {} events recorded to {}", s.events, p.display());
+            match ending {
+                Ending::Exit => {}
+                Ending::Signal(sig) => {
+                    line.push_str(&format!(" before {}", death::signal_name(sig)))
+                }
+                Ending::Replaced(how) => line.push_str(&format!(" before {how}")),
+            }
             if s.dropped > 0 {
                 line.push_str(&format!(
                     " ({} events DROPPED because the trace writer fell behind; raise ACCPROF_MAX_BUFFER_MB)",
