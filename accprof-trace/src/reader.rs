@@ -14,8 +14,8 @@ use crate::integrity::{Integrity, Sequence};
 use crate::model::{Event, StrId};
 use crate::varint::{unzigzag, Cursor, Malformed};
 use crate::writer::{
-    ChunkKind, LostReason, CHUNK_HEADER_LEN, CHUNK_HEADER_LEN_V1, CHUNK_MAGIC, FILE_HEADER_LEN,
-    MAX_CHUNK_PAYLOAD,
+    header_check, ChunkKind, LostReason, CHUNK_HEADER_LEN, CHUNK_HEADER_LEN_V1, CHUNK_MAGIC,
+    FILE_HEADER_LEN, MAX_CHUNK_PAYLOAD,
 };
 use crate::{FILE_MAGIC, FORMAT_VERSION};
 use std::fs::File;
@@ -435,6 +435,9 @@ impl<R: Read> TraceReader<R> {
             let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
             let crc = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
             let seq = (header_len == CHUNK_HEADER_LEN).then(|| [h[12], h[13], h[14], h[15]]);
+            if seq.is_some() && h[3] != header_check(h) {
+                return Err(self.corrupt(0, "a chunk header fails its check"));
+            }
             if len > MAX_CHUNK_PAYLOAD {
                 return Err(self.corrupt(0, "a chunk claims an impossible length"));
             }

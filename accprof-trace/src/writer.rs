@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! file header   "ACCPROF\0"  u16 LE format version  u16 LE flags (0)  u32 LE reserved (0)
-//! chunk         "CK"  u8 kind  u8 reserved (0)  u32 LE payload length  u32 LE CRC-32
+//! chunk         "CK"  u8 kind  u8 header check (version 2; 0 in version 1)  u32 LE payload length  u32 LE CRC-32
 //!               u32 LE sequence number (version 2: 0 for the header chunk, then +1 per chunk)
 //!               payload
 //! ```
@@ -228,12 +228,23 @@ impl<W: Write> TraceWriter<W> {
             .extend_from_slice(&(payload.len() as u32).to_le_bytes());
         self.chunk.extend_from_slice(&crc.finalize().to_le_bytes());
         self.chunk.extend_from_slice(&seq);
+        self.chunk[3] = header_check(&self.chunk[..CHUNK_HEADER_LEN]);
         self.chunk.extend_from_slice(payload);
         self.out.write_all(&self.chunk)?;
         self.bytes_written += self.chunk.len() as u64;
         self.seq = self.seq.wrapping_add(1);
         Ok(())
     }
+}
+
+/// The check byte of a version 2 chunk header (its byte 3): the low byte of the CRC-32 of the
+/// other 15 bytes. It tells a damaged length from a chunk cut short by the end of the file
+/// before the payload is read.
+pub fn header_check(header: &[u8]) -> u8 {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&header[..3]);
+    crc.update(&header[4..CHUNK_HEADER_LEN]);
+    crc.finalize() as u8
 }
 
 /// Why events were not recorded (payload of a lost chunk). Readers show unknown reasons as

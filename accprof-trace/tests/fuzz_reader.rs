@@ -148,6 +148,7 @@ fn forged_chunk(kind: u8, seq: u32, payload: &[u8]) -> Vec<u8> {
     c.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     c.extend_from_slice(&crc.finalize().to_le_bytes());
     c.extend_from_slice(&seq.to_le_bytes());
+    c[3] = accprof_trace::writer::header_check(&c);
     c.extend_from_slice(payload);
     c
 }
@@ -230,6 +231,10 @@ fn mutate(rng: &mut Rng, base: &[u8], m: Mutation) -> Vec<u8> {
             let (at, _) = pick(rng);
             let len = [u32::MAX, 64 << 20, (64 << 20) - 1, 1 << 30][rng.below(4)];
             b[at + 4..at + 8].copy_from_slice(&len.to_le_bytes());
+            // Half of them with a matching header check: only the memory bound stops those.
+            if rng.below(2) == 0 {
+                b[at + 3] = accprof_trace::writer::header_check(&b[at..at + CHUNK_HEADER]);
+            }
         }
         Mutation::HugeStringId => {
             let mut p = Vec::new();

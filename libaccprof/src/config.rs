@@ -2,7 +2,7 @@
 //!
 //! | variable | meaning |
 //! |---|---|
-//! | ACCPROF_OUT | trace file, or directory to put it in; `%p` is replaced by the pid, `%r` by the MPI rank, `%h` by the host name. Default `accprof.<exe>.<pid>.trace` in the working directory |
+//! | ACCPROF_OUT | trace file, or directory to put it in; `%p` is replaced by the pid, `%r` by the MPI rank, `%h` by the host name. Default `accprof.<exe>.<pid>.trace` in the working directory. Always created new: a taken name (a file, a link) gives `NAME.1.trace`, ... |
 //! | ACCPROF_QUIET=1 | print nothing at exit |
 //! | ACCPROF_REPORT=1 / =FILE | print the text report to stderr at exit / write it to FILE |
 //! | ACCPROF_BUFFER_EVENTS | events per thread buffer at the typical packed size of 128 bytes (default 4096) |

@@ -218,7 +218,12 @@ fn a_link_planted_at_the_default_name_is_left_alone() {
         .collect();
     assert_eq!(real.len(), 1, "{traces:?}");
     let err = stderr(&out);
-    assert_eq!(err.matches("already exists").count(), 1, "said once: {err}");
+    assert_eq!(
+        err.matches("exists and is not a finished accprof trace")
+            .count(),
+        1,
+        "said once: {err}"
+    );
     assert!(
         err.contains(&*real[0].file_name().unwrap().to_string_lossy()),
         "{err}"

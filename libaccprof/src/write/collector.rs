@@ -179,7 +179,8 @@ impl Collector {
 
     fn open(&mut self, rec: &Recorder) {
         let path = crate::write::output::trace_path(&rec.config);
-        match crate::write::output::create(&path, &self.header) {
+        let stream_ok = crate::write::output::named_by_user(&rec.config);
+        match crate::write::output::create(&path, &self.header, stream_ok) {
             Ok(c) => {
                 if let Some(note) = c.note {
                     eprintln!("accprof: {note}");
