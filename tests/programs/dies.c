@@ -4,6 +4,7 @@
      own-handler                   a SIGSEGV handler of the program's own (installed before any
                                    construct, on an alternate stack) runs and _exits 42
      kill                          print "ready N" and wait to be killed
+     hold                          print "ready N", wait for stdin to close, exit(0)
      thread-exit                   4 threads run constructs without end; a fifth calls exit(0)
                                    once they have finished at least N, printing how many they
                                    had finished by then */
@@ -81,6 +82,13 @@ int main(int argc, char **argv) {
     }
     double a[64] = {0};
     for (long i = 0; i < n; i++) construct(a);
+    if (strcmp(mode, "hold") == 0) {
+        printf("ready %ld\n", n);
+        fflush(stdout);
+        while (getchar() != EOF) {
+        }
+        return 0;
+    }
     if (strcmp(mode, "kill") == 0) {
         printf("ready %ld\n", n);
         fflush(stdout);

@@ -240,30 +240,42 @@ fn a_link_planted_at_the_default_name_is_left_alone() {
 
 #[test]
 fn two_processes_on_one_path_both_keep_their_traces() {
-    let dir = scratch("shared-out");
-    let exe = compile_c("threads.c", &dir, &["-g", "-lpthread"]);
+    let (dir, exe) = dies();
     let shared = dir.join("same.trace");
     let spawn = || {
         Command::new(&exe)
-            .args(["2", "3000"])
+            .args(["hold", "2000"])
             .env("LD_PRELOAD", libaccprof())
             .env("ACCPROF_OUT", &shared)
-            .stdout(Stdio::null())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
     };
-    let (a, b) = (spawn(), spawn());
-    let (pa, pb) = (a.id(), b.id());
-    let (oa, ob) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-    assert!(
-        oa.status.success() && ob.status.success(),
-        "{} {}",
-        stderr(&oa),
-        stderr(&ob)
-    );
+    // Both are recording at once: each has finished its constructs (so has its file) before
+    // either is let go.
+    let mut children = [spawn(), spawn()];
+    for c in &mut children {
+        let mut line = String::new();
+        BufReader::new(c.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "ready 2000\n");
+    }
+    let pids: Vec<u32> = children.iter().map(|c| c.id()).collect();
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|mut c| {
+            drop(c.stdin.take());
+            c.wait_with_output().unwrap()
+        })
+        .collect();
+    for o in &outs {
+        assert!(o.status.success(), "{}", stderr(o));
+    }
     let other = dir.join("same.1.trace");
-    let mut pids = Vec::new();
+    let mut traced = Vec::new();
     for p in [&shared, &other] {
         let t = Trace::load(p).unwrap_or_else(|e| panic!("{e}"));
         assert!(
@@ -272,17 +284,23 @@ fn two_processes_on_one_path_both_keep_their_traces() {
             p.display(),
             t.integrity
         );
-        assert_eq!(finished_constructs(&t), 2 * 3000, "{}", p.display());
-        pids.push(t.header.pid);
+        assert_eq!(finished_constructs(&t), 2000, "{}", p.display());
+        traced.push(t.header.pid);
     }
-    pids.sort();
-    let mut want = vec![pa, pb];
+    traced.sort();
+    let mut want = pids.clone();
     want.sort();
-    assert_eq!(pids, want, "one trace per process");
-    // Each says where its own trace went.
-    let said: String = [&oa, &ob].iter().map(|o| stderr(o)).collect();
+    assert_eq!(traced, want, "one trace per process");
+    // Each says where its own trace went, and the second one says why its name differs.
+    let said: String = outs.iter().map(stderr).collect();
     assert!(
         said.contains(&*shared.to_string_lossy()) && said.contains(&*other.to_string_lossy()),
+        "{said}"
+    );
+    assert_eq!(
+        said.matches("exists and is not a finished accprof trace")
+            .count(),
+        1,
         "{said}"
     );
 }

@@ -123,6 +123,11 @@ pub fn finish() {
 
 /// The final flush, for any ending.
 pub fn finish_as(ending: Ending) {
+    // A forked child (disabled) must not take the lock: a parent thread may have held it at
+    // the fork, and nobody would release it in the child.
+    if recorder::state() == State::Disabled {
+        return;
+    }
     let _one_at_a_time = FINISHING.lock();
     if !recorder::transition(State::Recording, State::Finished) {
         // Registered but never an event: nothing to write, nothing to say, unless asked.

@@ -1,9 +1,10 @@
 //! The writer thread: turns batches into chunks in the trace file.
 //!
-//! It creates the file on the first batch (a program that records nothing leaves no file),
-//! records the module map whenever an event points into a module it has not written yet, sweeps
-//! partly filled thread buffers every 200 ms so that a killed program loses little and a
-//! following reader sees events land, and at shutdown writes the drop counts and the footer.
+//! It creates the file when recording starts, at the first event (a program that records
+//! nothing leaves no file), records the module map whenever an event points into a module it
+//! has not written yet, sweeps partly filled thread buffers every 200 ms so that a killed
+//! program loses little and a following reader sees events land, writes drop counts as it
+//! learns them, and at shutdown the footer.
 
 use crate::recorder::late;
 use crate::recorder::message::{ship, DeviceBatch, Message, Summary};
@@ -57,6 +58,9 @@ pub fn run(
         heap: crate::heap::Namer::new(),
         unpacked: Vec::new(),
     };
+    // Now, not at the first batch: the name is decided (and a taken one said) while the
+    // program starts, and a process that records holds its file from its first event on.
+    c.open(rec);
     loop {
         match rx.recv_timeout(SWEEP_EVERY) {
             Ok(Message::Batch(b)) => c.write_batch(rec, b),
