@@ -19,7 +19,7 @@ pub unsafe extern "C" fn acc_register_library(
 }
 
 /// exec and `_exit` end the process without atexit: the final flush runs first (see
-/// [`crate::lifecycle::death`]), async-signal-safely, so these may be called from signal
+/// `lifecycle::death`), async-signal-safely, so these may be called from signal
 /// handlers and vfork children as the C library's may. The variadic `execl*` functions are not
 /// interposed (stable Rust cannot define them).
 pub mod replacing {
@@ -121,7 +121,7 @@ pub mod replacing {
 
 /// The exported allocation functions. With libaccprof LD_PRELOADed they are the program's
 /// malloc, calloc, realloc, free, ...; each passes through to glibc's exported `__libc_*`
-/// entry points and, for blocks of at least the threshold, tells [`crate::heap`] (which records
+/// entry points and, for blocks of at least the threshold, tells `heap` (which records
 /// them only once enabled). Loaded with dlopen (ACC_PROFLIB) they interpose nothing.
 ///
 /// What a call below the threshold costs on top of glibc: one relaxed load and a compare

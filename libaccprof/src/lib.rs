@@ -5,23 +5,23 @@
 //! records each event into a trace file (format: docs/trace-format.md).
 //!
 //! How the pieces fit, bottom first:
-//! - [`recorder`]: the recorder every stage shares, its state, per-thread buffers, the messages
+//! - `recorder`: the recorder every stage shares, its state, per-thread buffers, the messages
 //!   to the writer thread and the summary it reports back. Depends on no stage.
-//! - [`record`]: the callback the runtime calls for every event and what each thread keeps.
-//! - [`write`]: one background thread that writes full buffers to the file in chunks.
-//! - [`device`]: device activity from CUPTI, or from CUDA events when CUPTI is not there.
-//! - [`heap`]: names heap arrays by their allocation site.
-//! - [`lifecycle`]: start on the first event, flush at runtime shutdown and exit, fork handling,
+//! - `record`: the callback the runtime calls for every event and what each thread keeps.
+//! - `write`: one background thread that writes full buffers to the file in chunks.
+//! - `device`: device activity from CUPTI, or from CUDA events when CUPTI is not there.
+//! - `heap`: names heap arrays by their allocation site.
+//! - `lifecycle`: start on the first event, flush at runtime shutdown and exit, fork handling,
 //!   the one line printed at exit, ACCPROF_REPORT.
-//! - [`registration`]: how the callback gets registered (the spec's way and libgomp's).
+//! - `registration`: how the callback gets registered (the spec's way and libgomp's).
 //! - [`api`]: every C symbol the library exports.
-//! - leaves: [`clock`], [`config`], [`modules`], [`self_time`], [`strings`], [`unwind`].
+//! - leaves: `clock`, `config`, `modules`, `self_time`, `strings`, `unwind`.
 //!
 //! Rules the hot path keeps (the runtime calls us under its own global lock): no lock shared
 //! between threads, no allocation after warm-up, no call into the OpenACC runtime, and no panic
 //! escaping into C.
 //!
-//! Everything is private to the library but [`api`] (the C symbols) and [`bench`] (what the
+//! Everything is private to the library but [`api`] (the C symbols) and [`mod@bench`] (what the
 //! benchmarks and the library's own tests drive).
 
 pub mod api;

@@ -35,7 +35,7 @@ struct FieldReader {
     /// Strings first seen since the last event was buffered.
     new_strings: Vec<(StrId, Box<[u8]>)>,
     os_tid: i64,
-    /// The thread id last published to [`current_thread_id`].
+    /// The thread id last published to [`crate::recorder::thread_id::current_thread_id`].
     last_tid: i64,
 }
 

@@ -7,7 +7,7 @@
 //! and places them on CLOCK_MONOTONIC ([`anchor`]), and writes a device record of the kind the
 //! CUPTI path writes (1001 kernel, 1002 copy), flagged `from_cuda_events` ([`records`]).
 //! `accprof report` treats them like CUPTI's: tied to the runtime's operation by thread and
-//! enqueue time, labelled [device].
+//! enqueue time, labelled \[device\].
 //!
 //! What the pair measures is what the stream did between the two records: the operation itself
 //! when the runtime enqueues asynchronously (its launches), but for work the runtime waits for
