@@ -48,6 +48,9 @@ static ARMED_PID: AtomicI32 = AtomicI32::new(-1);
 static FINISHER_TID: AtomicI32 = AtomicI32::new(-1);
 /// Set by the first ending that asks for the flush: there is only one.
 static ASKED: AtomicBool = AtomicBool::new(false);
+/// Set by the finisher when the flush asked for is done: a second thread dying at the same
+/// time waits for it too instead of ending the process under the first one's flush.
+static DONE: AtomicBool = AtomicBool::new(false);
 
 /// The program's handlers from before ours, one per entry of [`FATAL`].
 struct OldActions([UnsafeCell<MaybeUninit<libc::sigaction>>; FATAL.len()]);
@@ -126,6 +129,7 @@ fn finisher(request: c_int, reply: c_int) {
             sig => Ending::Signal(c_int::from(sig)),
         };
         let _ = std::panic::catch_unwind(|| super::finish_as(ending));
+        DONE.store(true, Ordering::Release);
         // SAFETY: writes one byte from our buffer.
         unsafe { libc::write(reply, (&byte as *const u8).cast(), 1) };
     }
@@ -153,6 +157,7 @@ fn flush_from_anywhere(request: u8) {
         return;
     }
     if ASKED.swap(true, Ordering::AcqRel) {
+        wait_until_done();
         return;
     }
     // SAFETY: writes one byte from our buffer to our pipe.
@@ -181,6 +186,19 @@ fn flush_from_anywhere(request: u8) {
         if r == 0 || errno() != libc::EINTR {
             return;
         }
+    }
+}
+
+/// Waits, bounded, for a flush another thread asked for. Async-signal-safe.
+fn wait_until_done() {
+    let deadline = now_ms() + FLUSH_WAIT_MS;
+    while !DONE.load(Ordering::Acquire) && now_ms() < deadline {
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        // SAFETY: nanosleep is async-signal-safe and reads our struct.
+        unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
     }
 }
 
