@@ -435,7 +435,7 @@ impl<R: Read> TraceReader<R> {
             let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
             let crc = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
             let seq = (header_len == CHUNK_HEADER_LEN).then(|| [h[12], h[13], h[14], h[15]]);
-            if seq.is_some() && h[3] != header_check(h) {
+            if seq.is_some() && h[3] != 0 && h[3] != header_check(h) {
                 return Err(self.corrupt(0, "a chunk header fails its check"));
             }
             if len > MAX_CHUNK_PAYLOAD {

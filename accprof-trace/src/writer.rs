@@ -238,13 +238,13 @@ impl<W: Write> TraceWriter<W> {
 }
 
 /// The check byte of a version 2 chunk header (its byte 3): the low byte of the CRC-32 of the
-/// other 15 bytes. It tells a damaged length from a chunk cut short by the end of the file
-/// before the payload is read.
+/// other 15 bytes, never 0 (a 0 there is read as "not checked", as in version 1). It tells a
+/// damaged length from a chunk cut short by the end of the file before the payload is read.
 pub fn header_check(header: &[u8]) -> u8 {
     let mut crc = crc32fast::Hasher::new();
     crc.update(&header[..3]);
     crc.update(&header[4..CHUNK_HEADER_LEN]);
-    crc.finalize() as u8
+    (crc.finalize() as u8).max(1)
 }
 
 /// Why events were not recorded (payload of a lost chunk). Readers show unknown reasons as
