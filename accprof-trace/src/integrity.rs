@@ -28,6 +28,8 @@ pub struct Integrity {
     pub lost_write_failed: u64,
     /// Events not recorded for reasons this reader does not know.
     pub lost_other: u64,
+    /// Events skipped while a thread forked (libaccprof keeps GCC's runtime lock free then).
+    pub lost_at_fork: u64,
 }
 
 impl Integrity {
@@ -37,6 +39,7 @@ impl Integrity {
             .saturating_add(self.lost_late)
             .saturating_add(self.lost_write_failed)
             .saturating_add(self.lost_other)
+            .saturating_add(self.lost_at_fork)
     }
 
     /// Nothing missing, nothing duplicated, nothing dropped, and a clean end.
@@ -92,6 +95,12 @@ impl Integrity {
             p.push(format!(
                 "{} events LOST (the trace could not be written)",
                 self.lost_write_failed
+            ));
+        }
+        if self.lost_at_fork > 0 {
+            p.push(format!(
+                "{} events skipped while the program forked",
+                self.lost_at_fork
             ));
         }
         if self.lost_other > 0 {

@@ -149,7 +149,7 @@ pub struct TraceReader<R: Read> {
     /// The file's format version: it decides the chunk header's length.
     version: u16,
     sequence: Sequence,
-    lost: [u64; 3],
+    lost: [u64; 4],
     /// Events handed out, and how many of them came before the footer was read.
     events_read: u64,
     events_before_footer: u64,
@@ -217,7 +217,7 @@ impl<R: Read> TraceReader<R> {
             chunks_read: 0,
             version,
             sequence: Sequence::default(),
-            lost: [0; 3],
+            lost: [0; 4],
             events_read: 0,
             events_before_footer: 0,
         };
@@ -306,6 +306,7 @@ impl<R: Read> TraceReader<R> {
             lost_late: self.lost[0],
             lost_write_failed: self.lost[1],
             lost_other: self.lost[2],
+            lost_at_fork: self.lost[3],
         }
     }
 
@@ -405,6 +406,7 @@ impl<R: Read> TraceReader<R> {
                     let i = match LostReason::from_u64(reason) {
                         Some(LostReason::Late) => 0,
                         Some(LostReason::WriteFailed) => 1,
+                        Some(LostReason::Fork) => 3,
                         None => 2,
                     };
                     self.lost[i] = self.lost[i].saturating_add(count);

@@ -257,6 +257,8 @@ pub enum LostReason {
     /// The trace could not be written (disk full, ...); counted by the late writer only: the
     /// writer thread's own failures end the trace with its footer.
     WriteFailed = 2,
+    /// Skipped while a thread forked, to keep the runtime's lock free at the fork.
+    Fork = 3,
 }
 
 impl LostReason {
@@ -264,6 +266,7 @@ impl LostReason {
         Some(match v {
             1 => Self::Late,
             2 => Self::WriteFailed,
+            3 => Self::Fork,
             _ => return None,
         })
     }

@@ -39,7 +39,11 @@ pub fn on_registered(how: &str) {
         // SAFETY: registering plain extern "C" functions with libc.
         unsafe {
             libc::atexit(at_exit);
-            libc::pthread_atfork(None, None, Some(in_forked_child));
+            libc::pthread_atfork(
+                Some(before_fork),
+                Some(after_fork_in_parent),
+                Some(in_forked_child),
+            );
         }
     });
 }
@@ -91,7 +95,37 @@ fn start() {
     death::arm();
 }
 
+/// Waits at most this long, before a fork, for running callbacks to end.
+const FORK_WAIT: Duration = Duration::from_millis(2);
+/// And at least this long.
+const FORK_MIN_WAIT: Duration = Duration::from_micros(20);
+
+extern "C" fn before_fork() {
+    let _ = std::panic::catch_unwind(|| {
+        if recorder::state() != State::Recording {
+            return;
+        }
+        let Some(rec) = recorder::recorder() else {
+            return;
+        };
+        recorder::fork_gate::set_pending(true);
+        // A callback that looked at the gate just before it closed is still short of setting
+        // its slot's flag for a few instructions: the first wait covers it, the flags the rest.
+        let start = std::time::Instant::now();
+        while start.elapsed() < FORK_MIN_WAIT
+            || (rec.registry.any_in_callback() != Some(false) && start.elapsed() < FORK_WAIT)
+        {
+            std::hint::spin_loop();
+        }
+    });
+}
+
+extern "C" fn after_fork_in_parent() {
+    recorder::fork_gate::set_pending(false);
+}
+
 extern "C" fn in_forked_child() {
+    recorder::fork_gate::set_pending(false);
     // The child has no writer thread; recording there would fill buffers nobody drains.
     recorder::set_state(State::Disabled);
 }

@@ -1,10 +1,11 @@
 //! The one callback registered for every event.
 
 use crate::record::thread_state::{Incoming, ThreadState};
-use crate::recorder::{self, Recorder};
+use crate::recorder::{self, fork_gate, Recorder};
 use accprof_abi::read::{ApiView, EventView, ProfView};
 use accprof_abi::{acc_api_info, acc_event_info, acc_prof_info};
 use std::cell::RefCell;
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 thread_local! {
@@ -35,6 +36,12 @@ pub unsafe extern "C" fn on_event(
     info: *mut acc_event_info,
     api: *mut acc_api_info,
 ) {
+    // A thread is forking: return before anything, so that the runtime's lock (held around
+    // this call) is let go as soon as it can be (recorder::fork_gate).
+    if fork_gate::pending() {
+        fork_gate::skip();
+        return;
+    }
     // Time first: everything after this is our own overhead, not the runtime's.
     let now = crate::clock::now();
     let t0 = crate::self_time::begin();
@@ -83,7 +90,15 @@ unsafe fn record(
     let handled = THREAD.try_with(|cell| match cell.try_borrow_mut() {
         Ok(mut st) => {
             let st = st.get_or_insert_with(|| ThreadStateGuard(ThreadState::new(rec)));
+            let slot = st.0.slot();
+            slot.in_callback.store(true, Ordering::Relaxed);
+            if fork_gate::pending() {
+                slot.in_callback.store(false, Ordering::Relaxed);
+                fork_gate::skip();
+                return true;
+            }
             st.0.handle(rec, &inc);
+            st.0.slot().in_callback.store(false, Ordering::Release);
             true
         }
         // Re-entered on this thread (a signal handler calling the runtime): not recordable.

@@ -68,6 +68,11 @@ impl ThreadState {
         }
     }
 
+    /// This thread's buffer slot.
+    pub fn slot(&self) -> &Slot {
+        &self.slot
+    }
+
     /// Records one callback. Events are built in place (a start on the open stack, anything
     /// else in `scratch`), reusing the memory of earlier events, and copied once, into the
     /// batch, packed: only the fields set (accprof_trace::packed).

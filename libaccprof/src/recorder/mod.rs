@@ -4,8 +4,10 @@
 //! - [`slots`]: per-thread event buffers and the pool they are recycled through.
 //! - [`message`]: what the recording threads and device sources send the writer thread.
 //! - [`late`]: events after the exit flush, appended straight to the file.
+//! - [`fork_gate`]: callbacks kept short while a thread forks.
 //! - [`thread_id`]: the id a thread's events carry, for device records issued from it.
 
+pub mod fork_gate;
 pub mod late;
 pub mod message;
 pub mod slots;

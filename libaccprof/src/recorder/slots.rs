@@ -96,6 +96,8 @@ pub struct Slot {
     pub dead: AtomicBool,
     /// Set at exit after the final sweep: later events take the late path.
     pub closed: AtomicBool,
+    /// The owner is inside a callback (read by a thread about to fork, `fork_gate`).
+    pub in_callback: AtomicBool,
     pub thread: i64,
 }
 
@@ -110,6 +112,7 @@ impl Slot {
             dropped: AtomicU64::new(0),
             dead: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            in_callback: AtomicBool::new(false),
             thread,
         }
     }
@@ -162,6 +165,13 @@ impl Registry {
         if let Ok(mut v) = self.slots.lock() {
             v.push(slot);
         }
+    }
+
+    /// Whether any slot's owner is inside a callback; `None` when the list is busy (taken by
+    /// a thread starting or by the writer).
+    pub fn any_in_callback(&self) -> Option<bool> {
+        let v = self.slots.try_lock().ok()?;
+        Some(v.iter().any(|s| s.in_callback.load(Ordering::SeqCst)))
     }
 
     /// A snapshot of the slots, pruning those whose thread ended and that hold nothing more:

@@ -230,6 +230,15 @@ impl Collector {
                 }
             }
         }
+        let skipped = crate::recorder::fork_gate::take_skipped();
+        if skipped > 0 {
+            if self.writer.is_none() && self.failed.is_none() {
+                self.open(rec);
+            }
+            if let Some(w) = self.writer.as_mut() {
+                let _ = w.write_lost(&[(accprof_trace::LostReason::Fork, skipped)]);
+            }
+        }
         let mut drops = Vec::new();
         for slot in rec.registry.snapshot() {
             let n = slot.dropped.swap(0, Ordering::Relaxed);
