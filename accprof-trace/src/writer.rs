@@ -79,25 +79,32 @@ pub struct TraceWriter<W: Write> {
 impl<W: Write> TraceWriter<W> {
     /// Writes the file header and the header chunk.
     pub fn new(mut out: W, header: &Header) -> io::Result<Self> {
-        let mut fh = Vec::with_capacity(FILE_HEADER_LEN);
-        fh.extend_from_slice(&FILE_MAGIC);
-        fh.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        fh.extend_from_slice(&0u16.to_le_bytes());
-        fh.extend_from_slice(&0u32.to_le_bytes());
-        out.write_all(&fh)?;
-        let mut w = Self {
-            out,
+        let mut w = TraceWriter::<io::Sink> {
+            out: io::sink(),
             chunk: Vec::new(),
             payload: Vec::new(),
-            bytes_written: fh.len() as u64,
+            bytes_written: 0,
             seq: 0,
         };
-        let mut payload = std::mem::take(&mut w.payload);
-        payload.clear();
+        let mut payload = Vec::new();
         header.encode(&mut payload);
-        w.emit(ChunkKind::Header, &payload)?;
-        w.payload = payload;
-        Ok(w)
+        w.frame(ChunkKind::Header, &payload);
+        // One write for the file header and the header chunk: a process that dies while the
+        // file is being created leaves it empty or with a whole header, never half of one.
+        let mut first = Vec::with_capacity(FILE_HEADER_LEN + w.chunk.len());
+        first.extend_from_slice(&FILE_MAGIC);
+        first.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        first.extend_from_slice(&0u16.to_le_bytes());
+        first.extend_from_slice(&0u32.to_le_bytes());
+        first.extend_from_slice(&w.chunk);
+        out.write_all(&first)?;
+        Ok(Self {
+            out,
+            chunk: w.chunk,
+            payload,
+            bytes_written: first.len() as u64,
+            seq: w.seq,
+        })
     }
 
     /// Defines strings that later events refer to by id.
@@ -215,6 +222,14 @@ impl<W: Write> TraceWriter<W> {
     }
 
     fn emit(&mut self, kind: ChunkKind, payload: &[u8]) -> io::Result<()> {
+        self.frame(kind, payload);
+        self.out.write_all(&self.chunk)?;
+        self.bytes_written += self.chunk.len() as u64;
+        Ok(())
+    }
+
+    /// Builds the next chunk (header and payload) in `self.chunk` and takes its sequence number.
+    fn frame(&mut self, kind: ChunkKind, payload: &[u8]) {
         debug_assert!(payload.len() <= MAX_CHUNK_PAYLOAD);
         let seq = self.seq.to_le_bytes();
         let mut crc = crc32fast::Hasher::new();
@@ -230,10 +245,7 @@ impl<W: Write> TraceWriter<W> {
         self.chunk.extend_from_slice(&seq);
         self.chunk[3] = header_check(&self.chunk[..CHUNK_HEADER_LEN]);
         self.chunk.extend_from_slice(payload);
-        self.out.write_all(&self.chunk)?;
-        self.bytes_written += self.chunk.len() as u64;
         self.seq = self.seq.wrapping_add(1);
-        Ok(())
     }
 }
 

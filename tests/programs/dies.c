@@ -1,6 +1,6 @@
 /* Ends in the way its first argument names, after finishing the number of compute constructs
    its second argument gives, and says on stdout how many it finished first:
-     segv, abort, _exit, exec      die that way right after "finished N"
+     segv, abort, _exit, exec, term  die that way right after "finished N" (term: SIGTERM)
      own-handler                   a SIGSEGV handler of the program's own (installed before any
                                    construct, on an alternate stack) runs and _exits 42
      kill                          print "ready N" and wait to be killed
@@ -101,6 +101,8 @@ int main(int argc, char **argv) {
         *p = 1;
     } else if (strcmp(mode, "abort") == 0) {
         abort();
+    } else if (strcmp(mode, "term") == 0) {
+        raise(SIGTERM);
     } else if (strcmp(mode, "_exit") == 0) {
         _exit(3);
     } else if (strcmp(mode, "exec") == 0) {

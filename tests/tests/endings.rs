@@ -81,6 +81,14 @@ fn abort_keeps_every_finished_construct_and_still_dies_of_sigabrt() {
 }
 
 #[test]
+fn sigterm_keeps_every_finished_construct_and_still_ends_the_program() {
+    let (out, t, _) = run_dies("term", 3000);
+    assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{:?}", out.status);
+    assert_complete("term", &t, 3000);
+    assert!(stderr(&out).contains("before SIGTERM"), "{}", stderr(&out));
+}
+
+#[test]
 fn the_programs_own_sigsegv_handler_still_runs_after_the_flush() {
     let (out, t, _) = run_dies("own-handler", 2000);
     assert_eq!(

@@ -1,4 +1,5 @@
-//! Endings that skip atexit: fatal signals (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL), exec and
+//! Endings that skip atexit: fatal signals (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL; SIGTERM,
+//! SIGINT, SIGHUP, SIGQUIT when they end the process by their default action), exec and
 //! `_exit`. Each reaches the same final flush as exit, with every event that completed before.
 //!
 //! The dying thread may be in any state (inside malloc, holding a runtime lock, in a signal
@@ -23,14 +24,22 @@ use std::ffi::{c_int, c_void};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-/// The signals whose default action ends the process and that a program raises by itself.
-const FATAL: [c_int; 5] = [
+/// The signals whose default action ends the process: crashes first, then requests to end.
+const FATAL: [c_int; 9] = [
     libc::SIGSEGV,
     libc::SIGBUS,
     libc::SIGABRT,
     libc::SIGFPE,
     libc::SIGILL,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
 ];
+/// Requests to end: a program with its own handler for one of these may well carry on (and
+/// ends through exit, whose flush is the normal one), so the flush runs only when the signal
+/// is going to end the process by its default action. Crashes are flushed first in any case.
+const REQUESTS: [c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
 
 /// Request bytes above the signal numbers.
 const REQUEST_EXEC: u8 = 200;
@@ -92,17 +101,21 @@ pub fn arm() {
 
 fn install_handlers() {
     for (i, &sig) in FATAL.iter().enumerate() {
-        // SAFETY: sigaction reads our zeroed-then-filled struct and writes the old one into
-        // the slot reserved for this signal, before our handler can run.
+        // SAFETY: sigaction writes the old action into the slot reserved for this signal and
+        // reads our zeroed-then-filled struct, before our handler can run.
         unsafe {
-            let mut act: libc::sigaction = std::mem::zeroed();
-            act.sa_sigaction = on_fatal as *const () as usize;
-            act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-            libc::sigemptyset(&mut act.sa_mask);
             let old = (*OLD.0[i].get()).as_mut_ptr();
-            if libc::sigaction(sig, &act, old) != 0 {
+            if libc::sigaction(sig, std::ptr::null(), old) != 0
+                || (*old).sa_sigaction == libc::SIG_IGN
+            {
+                // Ignored (nohup, a shell's background job): it stays ignored, untouched.
                 continue;
             }
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = on_fatal as *const () as usize;
+            act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(sig, &act, std::ptr::null_mut());
         }
     }
     OLD_SAVED.store(true, Ordering::Release);
@@ -226,25 +239,31 @@ pub fn with_batch_bounded(slot: &Slot, f: impl FnOnce(&mut Batch)) -> bool {
 
 extern "C" fn on_fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     let saved_errno = errno();
-    if let Ok(request) = u8::try_from(sig) {
+    let handled_by_program =
+        REQUESTS.contains(&sig) && old_action(sig).is_some_and(|a| a.sa_sigaction != libc::SIG_DFL);
+    if let (Ok(request), false) = (u8::try_from(sig), handled_by_program) {
         flush_from_anywhere(request);
     }
     chain(sig, info, ctx);
     set_errno(saved_errno);
 }
 
-/// Hands the signal on as if accprof had never been there.
-fn chain(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    let old = FATAL
+/// The program's action for `sig` from before ours, once saved.
+fn old_action(sig: c_int) -> Option<&'static libc::sigaction> {
+    let i = FATAL
         .iter()
         .position(|&s| s == sig)
-        .filter(|_| OLD_SAVED.load(Ordering::Acquire));
-    let Some(i) = old else {
+        .filter(|_| OLD_SAVED.load(Ordering::Acquire))?;
+    // SAFETY: written by `arm` before our handler was installed (OLD_SAVED).
+    Some(unsafe { (*OLD.0[i].get()).assume_init_ref() })
+}
+
+/// Hands the signal on as if accprof had never been there.
+fn chain(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    let Some(old) = old_action(sig) else {
         default_and_raise(sig);
         return;
     };
-    // SAFETY: written by `arm` before our handler was installed (OLD_SAVED).
-    let old = unsafe { (*OLD.0[i].get()).assume_init_ref() };
     match old.sa_sigaction {
         libc::SIG_DFL => default_and_raise(sig),
         libc::SIG_IGN => {
@@ -302,6 +321,10 @@ pub fn signal_name(sig: c_int) -> String {
         libc::SIGABRT => "SIGABRT".into(),
         libc::SIGFPE => "SIGFPE".into(),
         libc::SIGILL => "SIGILL".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGQUIT => "SIGQUIT".into(),
         n => format!("signal {n}"),
     }
 }
