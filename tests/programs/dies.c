@@ -3,6 +3,8 @@
      segv, abort, _exit, exec, term  die that way right after "finished N" (term: SIGTERM)
      own-handler                   a SIGSEGV handler of the program's own (installed before any
                                    construct, on an alternate stack) runs and _exits 42
+     overflow                      the same handler, for a stack overflow: only the alternate
+                                   stack can run it
      kill                          print "ready N" and wait to be killed
      hold                          print "ready N", wait for stdin to close, exit(0)
      thread-exit                   4 threads run constructs without end; a fifth calls exit(0)
@@ -26,6 +28,13 @@ static void own_handler(int sig) {
     static const char msg[] = "own handler ran\n";
     write(1, msg, sizeof msg - 1);
     _exit(42);
+}
+
+/* Recurses until the stack runs out; the volatile array keeps each frame. */
+static int recurse(int depth) {
+    volatile char frame[1024];
+    frame[0] = (char)depth;
+    return recurse(depth + 1) + frame[0];
 }
 
 static volatile long finished[4];
@@ -63,7 +72,7 @@ int main(int argc, char **argv) {
     }
     const char *mode = argv[1];
     long n = atol(argv[2]);
-    if (strcmp(mode, "own-handler") == 0) {
+    if (strcmp(mode, "own-handler") == 0 || strcmp(mode, "overflow") == 0) {
         static char alt[1 << 16];
         stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt};
         sigaltstack(&ss, NULL);
@@ -99,6 +108,8 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "segv") == 0 || strcmp(mode, "own-handler") == 0) {
         volatile int *p = NULL;
         *p = 1;
+    } else if (strcmp(mode, "overflow") == 0) {
+        return recurse(0);
     } else if (strcmp(mode, "abort") == 0) {
         abort();
     } else if (strcmp(mode, "term") == 0) {

@@ -103,6 +103,20 @@ fn the_programs_own_sigsegv_handler_still_runs_after_the_flush() {
 }
 
 #[test]
+fn a_stack_overflow_reaches_the_programs_handler_on_its_alternate_stack() {
+    let (out, t, _) = run_dies("overflow", 2000);
+    assert_eq!(
+        out.status.code(),
+        Some(42),
+        "{:?} {}",
+        out.status,
+        stderr(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("own handler ran"));
+    assert_complete("overflow", &t, 2000);
+}
+
+#[test]
 fn exec_keeps_every_finished_construct() {
     let (out, t, _) = run_dies("exec", 5000);
     assert!(
