@@ -14,7 +14,11 @@ pub enum TraceError {
     /// Written by a newer accprof.
     UnsupportedVersion { path: String, version: u16 },
     /// A chunk failed its checksum or did not decode.
-    Corrupt { path: String, offset: u64, what: String },
+    Corrupt {
+        path: String,
+        offset: u64,
+        what: String,
+    },
 }
 
 impl fmt::Display for TraceError {

@@ -15,6 +15,7 @@
 pub mod encode;
 pub mod error;
 pub mod header;
+pub mod integrity;
 pub mod model;
 pub mod packed;
 pub mod reader;
@@ -23,12 +24,13 @@ pub mod writer;
 
 pub use error::TraceError;
 pub use header::{Footer, Header, Module};
+pub use integrity::Integrity;
 pub use model::{device, Event, EventFlags, Field, StrId};
 pub use packed::PackedEvents;
 pub use reader::{StringTable, Trace, TraceReader};
-pub use writer::TraceWriter;
+pub use writer::{LostReason, TraceWriter};
 
 /// The first eight bytes of every trace file.
 pub const FILE_MAGIC: [u8; 8] = *b"ACCPROF\0";
 /// The format version this crate writes. Readers accept this and every older version.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;

@@ -197,7 +197,10 @@ impl EventFlags {
             (Self::ATTRIBUTED_NAME, "attributed_name"),
             (Self::FROM_CUDA_EVENTS, "from_cuda_events"),
         ];
-        all.iter().filter(|(f, _)| self.contains(*f)).map(|(_, n)| *n).collect()
+        all.iter()
+            .filter(|(f, _)| self.contains(*f))
+            .map(|(_, n)| *n)
+            .collect()
     }
 }
 
@@ -226,7 +229,8 @@ impl Default for Event {
 
 impl PartialEq for Event {
     fn eq(&self, other: &Self) -> bool {
-        (self.kind, self.start_ns, self.end_ns, self.present) == (other.kind, other.start_ns, other.end_ns, other.present)
+        (self.kind, self.start_ns, self.end_ns, self.present)
+            == (other.kind, other.start_ns, other.end_ns, other.present)
             && self.set_values().eq(other.set_values())
     }
 }
@@ -235,7 +239,10 @@ impl Eq for Event {}
 
 impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let fields: Vec<(Field, u64)> = Field::ALL.iter().filter_map(|&fd| self.get(fd).map(|v| (fd, v))).collect();
+        let fields: Vec<(Field, u64)> = Field::ALL
+            .iter()
+            .filter_map(|&fd| self.get(fd).map(|v| (fd, v)))
+            .collect();
         f.debug_struct("Event")
             .field("kind", &self.kind)
             .field("start_ns", &self.start_ns)
@@ -248,7 +255,13 @@ impl std::fmt::Debug for Event {
 impl Event {
     /// An event of `kind` at `start_ns` with no optional field set.
     pub const fn new(kind: acc_event_t, start_ns: u64) -> Self {
-        Self { kind, start_ns, end_ns: start_ns, present: 0, values: [0; FIELD_COUNT] }
+        Self {
+            kind,
+            start_ns,
+            end_ns: start_ns,
+            present: 0,
+            values: [0; FIELD_COUNT],
+        }
     }
 
     /// The raw 64-bit slot of `field`, if recorded.
@@ -384,7 +397,10 @@ mod tests {
         assert_ne!(a, b);
         b.clear(Field::Bytes);
         assert_ne!(a, b);
-        assert!(!format!("{a:?}").contains("LineNo"), "Debug shows set fields only: {a:?}");
+        assert!(
+            !format!("{a:?}").contains("LineNo"),
+            "Debug shows set fields only: {a:?}"
+        );
     }
 
     #[test]
@@ -398,8 +414,15 @@ mod tests {
 
     #[test]
     fn copy_kind_packs_and_splits() {
-        let v = device::copy_kind(device::COPY_DTOH as u8, device::MEM_DEVICE as u8, device::MEM_PAGEABLE as u8);
-        assert_eq!(device::split_copy_kind(v), (device::COPY_DTOH, device::MEM_DEVICE, device::MEM_PAGEABLE));
+        let v = device::copy_kind(
+            device::COPY_DTOH as u8,
+            device::MEM_DEVICE as u8,
+            device::MEM_PAGEABLE as u8,
+        );
+        assert_eq!(
+            device::split_copy_kind(v),
+            (device::COPY_DTOH, device::MEM_DEVICE, device::MEM_PAGEABLE)
+        );
         assert!(device::is_device_record(device::MEMCPY));
         assert!(!device::is_device_record(acc_event_t::ENQUEUE_UPLOAD_START));
     }

@@ -28,7 +28,10 @@ pub struct PackedEvents {
 impl PackedEvents {
     /// An empty buffer of `words` words (at least room for one event of every field).
     pub fn with_capacity_words(words: usize) -> Self {
-        Self { words: Vec::with_capacity(words.max(MAX_EVENT_WORDS)), events: 0 }
+        Self {
+            words: Vec::with_capacity(words.max(MAX_EVENT_WORDS)),
+            events: 0,
+        }
     }
 
     /// Whether any event fits: a buffer without capacity (taken away, not yet replaced) has none.
@@ -78,7 +81,11 @@ impl PackedEvents {
             let p = self.words.as_ptr().wrapping_add(self.words.len()) as *const i8;
             for l in 0..lines {
                 // SAFETY: a prefetch never faults and has no effect on program semantics.
-                unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.wrapping_add(64 * l)) };
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                        p.wrapping_add(64 * l),
+                    )
+                };
             }
         }
     }
@@ -154,7 +161,9 @@ impl Parts<'_> {
 
 impl<'a> Unpack<'a> {
     fn next_parts(&mut self) -> Option<Parts<'a>> {
-        let [kind, start, end, mask, rest @ ..] = self.words else { return None };
+        let [kind, start, end, mask, rest @ ..] = self.words else {
+            return None;
+        };
         // Only `push` writes these words, so the mask never has bits beyond the fields; the
         // check keeps a bug from becoming an out-of-bounds read.
         let n = mask.count_ones() as usize;
@@ -163,7 +172,13 @@ impl<'a> Unpack<'a> {
             return None;
         }
         self.words = &rest[n..];
-        Some(Parts { kind: *kind, start: *start, end: *end, mask: *mask, values: &rest[..n] })
+        Some(Parts {
+            kind: *kind,
+            start: *start,
+            end: *end,
+            mask: *mask,
+            values: &rest[..n],
+        })
     }
 }
 
@@ -223,8 +238,15 @@ mod tests {
         }
         let mut out = vec![full, full, full];
         b.unpack_into(&mut out);
-        assert_eq!(out, [point, sample(1)], "old fields cleared, extra events dropped");
-        assert!(Field::ALL.iter().all(|&f| out[0].get(f).is_none()), "no stale field reads as set");
+        assert_eq!(
+            out,
+            [point, sample(1)],
+            "old fields cleared, extra events dropped"
+        );
+        assert!(
+            Field::ALL.iter().all(|&f| out[0].get(f).is_none()),
+            "no stale field reads as set"
+        );
         b.push(&sample(2));
         b.unpack_into(&mut out);
         assert_eq!(out, [point, sample(1), sample(2)], "grows when needed");
@@ -244,6 +266,9 @@ mod tests {
         b.clear();
         assert!(b.is_empty() && b.has_room());
         assert_eq!(b.capacity_words(), cap);
-        assert!(!PackedEvents::default().has_room(), "a taken buffer has no room");
+        assert!(
+            !PackedEvents::default().has_room(),
+            "a taken buffer has no room"
+        );
     }
 }

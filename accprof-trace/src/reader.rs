@@ -10,9 +10,13 @@
 use crate::encode::EventDecoder;
 use crate::error::TraceError;
 use crate::header::{Footer, Header, Module};
+use crate::integrity::{Integrity, Sequence};
 use crate::model::{Event, StrId};
 use crate::varint::{unzigzag, Cursor, Malformed};
-use crate::writer::{ChunkKind, CHUNK_HEADER_LEN, CHUNK_MAGIC, FILE_HEADER_LEN, MAX_CHUNK_PAYLOAD};
+use crate::writer::{
+    header_check, ChunkKind, LostReason, CHUNK_HEADER_LEN, CHUNK_HEADER_LEN_V1, CHUNK_MAGIC,
+    FILE_HEADER_LEN, MAX_CHUNK_PAYLOAD,
+};
 use crate::{FILE_MAGIC, FORMAT_VERSION};
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -22,9 +26,17 @@ use std::path::Path;
 const MAX_STRING_ID: u32 = 1 << 26;
 
 /// The strings a trace defined, by id.
+///
+/// Memory grows with the strings defined, never with their ids: ids are stored densely only
+/// while the dense part stays at most twice the number of strings (plus a little), the rest
+/// in a map, so a corrupt or crafted id cannot make a reader allocate for every smaller id.
 #[derive(Clone, Debug, Default)]
 pub struct StringTable {
     strings: Vec<Option<Box<str>>>,
+    /// Strings whose ids lie far beyond the dense part.
+    sparse: std::collections::HashMap<u32, Box<str>>,
+    /// Strings defined, dense and sparse.
+    defined: usize,
     /// Strings readers added ([`StringTable::intern`]), with ids counted down from u32::MAX:
     /// the trace's own ids are dense from 0 and may still be defined further on in the file
     /// (device records' kernel names come at its end), so an added string must never take one.
@@ -40,7 +52,10 @@ impl StringTable {
         if id.0 > MAX_STRING_ID {
             return self.added.get((u32::MAX - id.0) as usize).map(|s| &**s);
         }
-        self.strings.get(id.0 as usize).and_then(|s| s.as_deref())
+        match self.strings.get(id.0 as usize) {
+            Some(s) => s.as_deref(),
+            None => self.sparse.get(&id.0).map(|s| &**s),
+        }
     }
 
     /// Like [`get`](Self::get) for an optional id.
@@ -57,6 +72,9 @@ impl StringTable {
                     self.index.entry(x.clone()).or_insert(StrId(i as u32));
                 }
             }
+            for (i, x) in &self.sparse {
+                self.index.entry(x.clone()).or_insert(StrId(*i));
+            }
         }
         if let Some(id) = self.index.get(s) {
             return *id;
@@ -69,20 +87,41 @@ impl StringTable {
 
     fn define(&mut self, id: u32, bytes: &[u8]) {
         let i = id as usize;
-        if self.strings.len() <= i {
-            self.strings.resize(i + 1, None);
-        }
         let s: Box<str> = String::from_utf8_lossy(bytes).into();
         if !self.index.is_empty() {
             self.index.entry(s.clone()).or_insert(StrId(id));
         }
-        self.strings[i] = Some(s);
+        let dense_limit = 1024 + 2 * self.defined;
+        let slot = if i < self.strings.len() {
+            &mut self.strings[i]
+        } else if i < dense_limit {
+            self.strings.resize(i + 1, None);
+            &mut self.strings[i]
+        } else {
+            if self.sparse.insert(id, s).is_none() {
+                self.defined += 1;
+            }
+            return;
+        };
+        if slot.replace(s).is_none() {
+            self.defined += 1;
+        }
     }
 
     /// Every defined string with its id.
     pub fn iter(&self) -> impl Iterator<Item = (StrId, &str)> {
-        let own = self.strings.iter().enumerate().filter_map(|(i, s)| Some((StrId(i as u32), s.as_deref()?)));
-        own.chain(self.added.iter().enumerate().map(|(i, s)| (StrId(u32::MAX - i as u32), &**s)))
+        let own = self
+            .strings
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((StrId(i as u32), s.as_deref()?)));
+        let sparse = self.sparse.iter().map(|(i, s)| (StrId(*i), &**s));
+        own.chain(sparse).chain(
+            self.added
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (StrId(u32::MAX - i as u32), &**s)),
+        )
     }
 }
 
@@ -107,6 +146,13 @@ pub struct TraceReader<R: Read> {
     events_left: u64,
     decoder: EventDecoder,
     chunks_read: u64,
+    /// The file's format version: it decides the chunk header's length.
+    version: u16,
+    sequence: Sequence,
+    lost: [u64; 4],
+    /// Events handed out, and how many of them came before the footer was read.
+    events_read: u64,
+    events_before_footer: u64,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -114,7 +160,10 @@ impl TraceReader<BufReader<File>> {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
         let path = path.as_ref();
         let label = path.display().to_string();
-        let file = File::open(path).map_err(|source| TraceError::Io { path: label.clone(), source })?;
+        let file = File::open(path).map_err(|source| TraceError::Io {
+            path: label.clone(),
+            source,
+        })?;
         Self::new(label, BufReader::with_capacity(1 << 20, file))
     }
 }
@@ -124,7 +173,10 @@ impl<R: Read> TraceReader<R> {
     pub fn new(label: impl Into<String>, mut input: R) -> Result<Self, TraceError> {
         let label = label.into();
         let mut fh = [0u8; FILE_HEADER_LEN];
-        let got = read_up_to(&mut input, &mut fh).map_err(|source| TraceError::Io { path: label.clone(), source })?;
+        let got = read_up_to(&mut input, &mut fh).map_err(|source| TraceError::Io {
+            path: label.clone(),
+            source,
+        })?;
         if got == 0 {
             return Err(TraceError::Empty { path: label });
         }
@@ -136,12 +188,16 @@ impl<R: Read> TraceReader<R> {
             return Err(TraceError::Corrupt {
                 path: label,
                 offset: got as u64,
-                what: "the file ends inside its header (the program was killed as recording began)".into(),
+                what: "the file ends inside its header (the program was killed as recording began)"
+                    .into(),
             });
         }
         let version = u16::from_le_bytes([fh[8], fh[9]]);
         if version == 0 || version > FORMAT_VERSION {
-            return Err(TraceError::UnsupportedVersion { path: label, version });
+            return Err(TraceError::UnsupportedVersion {
+                path: label,
+                version,
+            });
         }
         let mut r = TraceReader {
             label,
@@ -159,19 +215,24 @@ impl<R: Read> TraceReader<R> {
             events_left: 0,
             decoder: EventDecoder::new(),
             chunks_read: 0,
+            version,
+            sequence: Sequence::default(),
+            lost: [0; 4],
+            events_read: 0,
+            events_before_footer: 0,
         };
         match r.next_chunk()? {
             Some((ChunkKind::Header, payload)) => {
-                r.header = Header::decode(&payload).map_err(|_| r.corrupt(0, "its header does not decode"))?;
+                r.header = Header::decode(&payload)
+                    .map_err(|_| r.corrupt(0, "its header does not decode"))?;
             }
             Some(_) => return Err(r.corrupt(0, "the first chunk is not the header")),
-            None => {
-                return Err(TraceError::Corrupt {
-                    path: r.label.clone(),
-                    offset: r.offset,
-                    what: "the file ends inside its header (the program was killed as recording began)".into(),
-                })
-            }
+            None => return Err(TraceError::Corrupt {
+                path: r.label.clone(),
+                offset: r.offset,
+                what: "the file ends inside its header (the program was killed as recording began)"
+                    .into(),
+            }),
         }
         Ok(r)
     }
@@ -218,6 +279,37 @@ impl<R: Read> TraceReader<R> {
         self.pending.len()
     }
 
+    /// The file's format version.
+    pub fn format_version(&self) -> u16 {
+        self.version
+    }
+
+    /// What is missing, duplicated or not recorded, as far as the trace has been read (read
+    /// it to the end for the whole answer). Print it when it is not complete:
+    /// `if !i.is_complete() { eprintln!("accprof: warning: {path}: trace {i}") }`.
+    pub fn integrity(&self) -> Integrity {
+        let footer_mismatch = match &self.footer {
+            Some(f) => {
+                let counted = i64::try_from(f.events_recorded).unwrap_or(i64::MAX);
+                let found = i64::try_from(self.events_before_footer).unwrap_or(i64::MAX);
+                counted.saturating_sub(found)
+            }
+            None => 0,
+        };
+        Integrity {
+            ended_cleanly: self.footer.is_some(),
+            truncated_bytes: self.pending.len() as u64,
+            missing_chunks: self.sequence.missing,
+            duplicate_chunks: self.sequence.duplicates,
+            footer_mismatch,
+            dropped: self.dropped_total,
+            lost_late: self.lost[0],
+            lost_write_failed: self.lost[1],
+            lost_other: self.lost[2],
+            lost_at_fork: self.lost[3],
+        }
+    }
+
     /// A warning for the user when the trace was cut short, else `None`.
     pub fn truncation_warning(&self) -> Option<String> {
         (self.truncated_bytes() > 0).then(|| {
@@ -241,9 +333,12 @@ impl<R: Read> TraceReader<R> {
                 let ev = ev.map_err(|_| self.corrupt(0, "an event does not decode"))?;
                 self.events_pos += used;
                 self.events_left -= 1;
+                self.events_read += 1;
                 return Ok(Some(ev));
             }
-            let Some((kind, payload)) = self.next_chunk()? else { return Ok(None) };
+            let Some((kind, payload)) = self.next_chunk()? else {
+                return Ok(None);
+            };
             self.absorb(kind, payload)?;
         }
     }
@@ -255,8 +350,10 @@ impl<R: Read> TraceReader<R> {
             ChunkKind::Strings => {
                 let mut cur = Cursor::new(&payload);
                 while !cur.is_empty() {
-                    let parsed: Result<(u32, &[u8]), Malformed> = (|| Ok((cur.u32()?, cur.blob()?)))();
-                    let (id, bytes) = parsed.map_err(|_| bad(self, "a string table does not decode"))?;
+                    let parsed: Result<(u32, &[u8]), Malformed> =
+                        (|| Ok((cur.u32()?, cur.blob()?)))();
+                    let (id, bytes) =
+                        parsed.map_err(|_| bad(self, "a string table does not decode"))?;
                     if id > MAX_STRING_ID {
                         return Err(bad(self, "a string id is out of range"));
                     }
@@ -266,13 +363,16 @@ impl<R: Read> TraceReader<R> {
             ChunkKind::Modules => {
                 let mut cur = Cursor::new(&payload);
                 while !cur.is_empty() {
-                    let m = Module::decode(&mut cur).map_err(|_| bad(self, "a module map does not decode"))?;
+                    let m = Module::decode(&mut cur)
+                        .map_err(|_| bad(self, "a module map does not decode"))?;
                     self.modules.push(m);
                 }
             }
             ChunkKind::Events => {
                 let mut cur = Cursor::new(&payload);
-                let count = cur.u64().map_err(|_| bad(self, "an events chunk does not decode"))?;
+                let count = cur
+                    .u64()
+                    .map_err(|_| bad(self, "an events chunk does not decode"))?;
                 self.events_pos = cur.position();
                 self.events_left = count;
                 self.events = payload;
@@ -282,62 +382,114 @@ impl<R: Read> TraceReader<R> {
                 let mut cur = Cursor::new(&payload);
                 while !cur.is_empty() {
                     let parsed: Result<(u64, u64), Malformed> = (|| Ok((cur.u64()?, cur.u64()?)))();
-                    let (thread, count) = parsed.map_err(|_| bad(self, "a drop record does not decode"))?;
+                    let (thread, count) =
+                        parsed.map_err(|_| bad(self, "a drop record does not decode"))?;
                     self.drops.push((unzigzag(thread), count));
                     self.dropped_total = self.dropped_total.saturating_add(count);
                 }
             }
             ChunkKind::Footer => {
-                self.footer = Some(Footer::decode(&payload).map_err(|_| bad(self, "the footer does not decode"))?);
+                self.footer = Some(
+                    Footer::decode(&payload)
+                        .map_err(|_| bad(self, "the footer does not decode"))?,
+                );
+                // Every event before the footer has been handed out: chunks are read only
+                // when the previous events chunk is used up.
+                self.events_before_footer = self.events_read;
+            }
+            ChunkKind::Lost => {
+                let mut cur = Cursor::new(&payload);
+                while !cur.is_empty() {
+                    let parsed: Result<(u64, u64), Malformed> = (|| Ok((cur.u64()?, cur.u64()?)))();
+                    let (reason, count) =
+                        parsed.map_err(|_| bad(self, "a lost-events record does not decode"))?;
+                    let i = match LostReason::from_u64(reason) {
+                        Some(LostReason::Late) => 0,
+                        Some(LostReason::WriteFailed) => 1,
+                        Some(LostReason::Fork) => 3,
+                        None => 2,
+                    };
+                    self.lost[i] = self.lost[i].saturating_add(count);
+                }
             }
         }
         Ok(())
     }
 
-    /// Reads the next complete chunk. Unknown kinds are skipped. `None` at the end of input,
-    /// leaving a partial chunk in `pending` for a later call.
+    /// Reads the next complete chunk. Unknown kinds are skipped, and so are chunks whose
+    /// sequence number came before (duplicates). `None` at the end of input, leaving a partial
+    /// chunk in `pending` for a later call.
     fn next_chunk(&mut self) -> Result<Option<(ChunkKind, Vec<u8>)>, TraceError> {
+        let header_len = if self.version >= 2 {
+            CHUNK_HEADER_LEN
+        } else {
+            CHUNK_HEADER_LEN_V1
+        };
         loop {
-            if !self.fill(CHUNK_HEADER_LEN)? {
+            if !self.fill(header_len)? {
                 return Ok(None);
             }
-            let h = &self.pending[..CHUNK_HEADER_LEN];
+            let h = &self.pending[..header_len];
             if h[..2] != CHUNK_MAGIC {
                 return Err(self.corrupt(0, "a chunk does not start with its marker"));
             }
             let kind = h[2];
             let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
             let crc = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
+            let seq = (header_len == CHUNK_HEADER_LEN).then(|| [h[12], h[13], h[14], h[15]]);
+            if seq.is_some() && h[3] != 0 && h[3] != header_check(h) {
+                return Err(self.corrupt(0, "a chunk header fails its check"));
+            }
             if len > MAX_CHUNK_PAYLOAD {
                 return Err(self.corrupt(0, "a chunk claims an impossible length"));
             }
-            if !self.fill(CHUNK_HEADER_LEN + len)? {
+            if !self.fill(header_len + len)? {
                 return Ok(None);
             }
-            let payload = self.pending[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len].to_vec();
-            if crc32fast::hash(&payload) != crc {
+            let payload = &self.pending[header_len..header_len + len];
+            let mut hasher = crc32fast::Hasher::new();
+            if let Some(seq) = &seq {
+                hasher.update(seq);
+            }
+            hasher.update(payload);
+            if hasher.finalize() != crc {
                 return Err(self.corrupt(0, "a chunk fails its checksum"));
             }
-            self.offset += (CHUNK_HEADER_LEN + len) as u64;
+            let payload = payload.to_vec();
+            self.offset += (header_len + len) as u64;
             self.pending.clear();
             self.chunks_read += 1;
+            if let Some(seq) = seq {
+                if !self.sequence.accept(u32::from_le_bytes(seq)) {
+                    continue;
+                }
+            }
             if let Some(kind) = ChunkKind::from_u8(kind) {
                 return Ok(Some((kind, payload)));
             }
         }
     }
 
-    /// Makes `pending` hold at least `n` bytes. `false` when the input ends first.
+    /// Makes `pending` hold at least `n` bytes. `false` when the input ends first. Grows by
+    /// what the input gives, a megabyte at a time: a length read from a corrupt header costs
+    /// no more memory than the file holds.
     fn fill(&mut self, n: usize) -> Result<bool, TraceError> {
+        const STEP: usize = 1 << 20;
         while self.pending.len() < n {
             let have = self.pending.len();
-            self.pending.resize(n, 0);
+            self.pending.resize(n.min(have + STEP), 0);
             let got = match self.input.read(&mut self.pending[have..]) {
                 Ok(g) => g,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    self.pending.truncate(have);
+                    continue;
+                }
                 Err(source) => {
                     self.pending.truncate(have);
-                    return Err(TraceError::Io { path: self.label.clone(), source });
+                    return Err(TraceError::Io {
+                        path: self.label.clone(),
+                        source,
+                    });
                 }
             };
             self.pending.truncate(have + got);
@@ -349,7 +501,11 @@ impl<R: Read> TraceReader<R> {
     }
 
     fn corrupt(&self, extra: u64, what: &str) -> TraceError {
-        TraceError::Corrupt { path: self.label.clone(), offset: self.offset + extra, what: what.into() }
+        TraceError::Corrupt {
+            path: self.label.clone(),
+            offset: self.offset + extra,
+            what: what.into(),
+        }
     }
 }
 
@@ -379,6 +535,8 @@ pub struct Trace {
     pub dropped_total: u64,
     /// Set when the file ended inside a chunk.
     pub truncation_warning: Option<String>,
+    /// What is missing, duplicated or not recorded ([`TraceReader::integrity`]).
+    pub integrity: Integrity,
 }
 
 impl Trace {
@@ -393,6 +551,7 @@ impl Trace {
         }
         Ok(Trace {
             truncation_warning: r.truncation_warning(),
+            integrity: r.integrity(),
             header: r.header.clone(),
             events,
             strings: r.strings.clone(),

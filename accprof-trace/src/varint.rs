@@ -96,7 +96,16 @@ mod tests {
 
     #[test]
     fn round_trip_edges() {
-        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX - 1, u64::MAX] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            u32::MAX as u64,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
             let mut b = Vec::new();
             put_u64(&mut b, v);
             assert_eq!(Cursor::new(&b).u64(), Ok(v));

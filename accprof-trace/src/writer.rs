@@ -4,9 +4,14 @@
 //!
 //! ```text
 //! file header   "ACCPROF\0"  u16 LE format version  u16 LE flags (0)  u32 LE reserved (0)
-//! chunk         "CK"  u8 kind  u8 reserved (0)  u32 LE payload length  u32 LE CRC-32 of payload
+//! chunk         "CK"  u8 kind  u8 header check (version 2; 0 in version 1)  u32 LE payload length  u32 LE CRC-32
+//!               u32 LE sequence number (version 2: 0 for the header chunk, then +1 per chunk)
 //!               payload
 //! ```
+//!
+//! In version 2 the CRC covers the sequence number and the payload, so a reader can tell a
+//! duplicated or missing chunk from a corrupt one; version 1 chunks have no sequence number
+//! and their CRC covers the payload only.
 //!
 //! Each chunk is assembled in memory and handed to the underlying writer in one `write_all`, so a
 //! program killed at any moment leaves every earlier chunk whole and at most one partial chunk at
@@ -29,6 +34,8 @@ pub enum ChunkKind {
     Events = 4,
     Drops = 5,
     Footer = 6,
+    /// Events that were not recorded, by reason (version 2).
+    Lost = 7,
 }
 
 impl ChunkKind {
@@ -40,6 +47,7 @@ impl ChunkKind {
             4 => Self::Events,
             5 => Self::Drops,
             6 => Self::Footer,
+            7 => Self::Lost,
             _ => return None,
         })
     }
@@ -47,7 +55,10 @@ impl ChunkKind {
 
 pub const CHUNK_MAGIC: [u8; 2] = *b"CK";
 pub const FILE_HEADER_LEN: usize = 16;
-pub const CHUNK_HEADER_LEN: usize = 12;
+/// The chunk header of version 1 files.
+pub const CHUNK_HEADER_LEN_V1: usize = 12;
+/// The chunk header of the version written now: version 1's and a sequence number.
+pub const CHUNK_HEADER_LEN: usize = 16;
 /// Chunks larger than this are refused by the reader as corrupt; the writer splits event batches
 /// well below it.
 pub const MAX_CHUNK_PAYLOAD: usize = 64 << 20;
@@ -61,35 +72,57 @@ pub struct TraceWriter<W: Write> {
     chunk: Vec<u8>,
     payload: Vec<u8>,
     bytes_written: u64,
+    /// The sequence number of the next chunk.
+    seq: u32,
 }
 
 impl<W: Write> TraceWriter<W> {
     /// Writes the file header and the header chunk.
     pub fn new(mut out: W, header: &Header) -> io::Result<Self> {
-        let mut fh = Vec::with_capacity(FILE_HEADER_LEN);
-        fh.extend_from_slice(&FILE_MAGIC);
-        fh.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        fh.extend_from_slice(&0u16.to_le_bytes());
-        fh.extend_from_slice(&0u32.to_le_bytes());
-        out.write_all(&fh)?;
-        let mut w = Self { out, chunk: Vec::new(), payload: Vec::new(), bytes_written: fh.len() as u64 };
-        let mut payload = std::mem::take(&mut w.payload);
-        payload.clear();
+        let mut w = TraceWriter::<io::Sink> {
+            out: io::sink(),
+            chunk: Vec::new(),
+            payload: Vec::new(),
+            bytes_written: 0,
+            seq: 0,
+        };
+        let mut payload = Vec::new();
         header.encode(&mut payload);
-        w.emit(ChunkKind::Header, &payload)?;
-        w.payload = payload;
-        Ok(w)
+        w.frame(ChunkKind::Header, &payload);
+        // One write for the file header and the header chunk: a process that dies while the
+        // file is being created leaves it empty or with a whole header, never half of one.
+        let mut first = Vec::with_capacity(FILE_HEADER_LEN + w.chunk.len());
+        first.extend_from_slice(&FILE_MAGIC);
+        first.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        first.extend_from_slice(&0u16.to_le_bytes());
+        first.extend_from_slice(&0u32.to_le_bytes());
+        first.extend_from_slice(&w.chunk);
+        out.write_all(&first)?;
+        Ok(Self {
+            out,
+            chunk: w.chunk,
+            payload,
+            bytes_written: first.len() as u64,
+            seq: w.seq,
+        })
     }
 
     /// Defines strings that later events refer to by id.
-    pub fn write_strings<'a>(&mut self, defs: impl IntoIterator<Item = (StrId, &'a [u8])>) -> io::Result<()> {
+    pub fn write_strings<'a>(
+        &mut self,
+        defs: impl IntoIterator<Item = (StrId, &'a [u8])>,
+    ) -> io::Result<()> {
         let mut payload = std::mem::take(&mut self.payload);
         payload.clear();
         for (id, bytes) in defs {
             put_u64(&mut payload, u64::from(id.0));
             put_blob(&mut payload, bytes);
         }
-        let r = if payload.is_empty() { Ok(()) } else { self.emit(ChunkKind::Strings, &payload) };
+        let r = if payload.is_empty() {
+            Ok(())
+        } else {
+            self.emit(ChunkKind::Strings, &payload)
+        };
         self.payload = payload;
         r
     }
@@ -142,6 +175,24 @@ impl<W: Write> TraceWriter<W> {
         r
     }
 
+    /// Records that `count` events were not recorded for `reason` since the last such record
+    /// (written as it happens, so that a trace cut short still says so).
+    pub fn write_lost(&mut self, lost: &[(LostReason, u64)]) -> io::Result<()> {
+        let lost: Vec<_> = lost.iter().filter(|(_, n)| *n > 0).collect();
+        if lost.is_empty() {
+            return Ok(());
+        }
+        let mut payload = std::mem::take(&mut self.payload);
+        payload.clear();
+        for &&(reason, count) in &lost {
+            put_u64(&mut payload, reason as u64);
+            put_u64(&mut payload, count);
+        }
+        let r = self.emit(ChunkKind::Lost, &payload);
+        self.payload = payload;
+        r
+    }
+
     /// Marks a clean end. Events may still follow (late events after exit), each batch in its
     /// own chunk; the reader takes the last footer.
     pub fn write_footer(&mut self, footer: &Footer) -> io::Result<()> {
@@ -171,16 +222,64 @@ impl<W: Write> TraceWriter<W> {
     }
 
     fn emit(&mut self, kind: ChunkKind, payload: &[u8]) -> io::Result<()> {
+        self.frame(kind, payload);
+        self.out.write_all(&self.chunk)?;
+        self.bytes_written += self.chunk.len() as u64;
+        Ok(())
+    }
+
+    /// Builds the next chunk (header and payload) in `self.chunk` and takes its sequence number.
+    fn frame(&mut self, kind: ChunkKind, payload: &[u8]) {
         debug_assert!(payload.len() <= MAX_CHUNK_PAYLOAD);
+        let seq = self.seq.to_le_bytes();
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&seq);
+        crc.update(payload);
         self.chunk.clear();
         self.chunk.extend_from_slice(&CHUNK_MAGIC);
         self.chunk.push(kind as u8);
         self.chunk.push(0);
-        self.chunk.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        self.chunk.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        self.chunk
+            .extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        self.chunk.extend_from_slice(&crc.finalize().to_le_bytes());
+        self.chunk.extend_from_slice(&seq);
+        self.chunk[3] = header_check(&self.chunk[..CHUNK_HEADER_LEN]);
         self.chunk.extend_from_slice(payload);
-        self.out.write_all(&self.chunk)?;
-        self.bytes_written += self.chunk.len() as u64;
-        Ok(())
+        self.seq = self.seq.wrapping_add(1);
+    }
+}
+
+/// The check byte of a version 2 chunk header (its byte 3): the low byte of the CRC-32 of the
+/// other 15 bytes, never 0 (a 0 there is read as "not checked", as in version 1). It tells a
+/// damaged length from a chunk cut short by the end of the file before the payload is read.
+pub fn header_check(header: &[u8]) -> u8 {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&header[..3]);
+    crc.update(&header[4..CHUNK_HEADER_LEN]);
+    (crc.finalize() as u8).max(1)
+}
+
+/// Why events were not recorded (payload of a lost chunk). Readers show unknown reasons as
+/// "other".
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+#[repr(u8)]
+pub enum LostReason {
+    /// They finished on other threads while the exit flush ran and could not be appended.
+    Late = 1,
+    /// The trace could not be written (disk full, ...); counted by the late writer only: the
+    /// writer thread's own failures end the trace with its footer.
+    WriteFailed = 2,
+    /// Skipped while a thread forked, to keep the runtime's lock free at the fork.
+    Fork = 3,
+}
+
+impl LostReason {
+    pub fn from_u64(v: u64) -> Option<Self> {
+        Some(match v {
+            1 => Self::Late,
+            2 => Self::WriteFailed,
+            3 => Self::Fork,
+            _ => return None,
+        })
     }
 }

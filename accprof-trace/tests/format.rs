@@ -2,7 +2,9 @@
 //! file can be damaged.
 
 use accprof_abi::acc_event_t;
-use accprof_trace::{Event, Field, Footer, Header, Module, StrId, Trace, TraceError, TraceReader, TraceWriter};
+use accprof_trace::{
+    Event, Field, Footer, Header, Module, StrId, Trace, TraceError, TraceReader, TraceWriter,
+};
 
 fn header() -> Header {
     Header {
@@ -22,7 +24,11 @@ fn header() -> Header {
 fn events(n: u64) -> Vec<Event> {
     (0..n)
         .map(|i| {
-            let kind = if i % 3 == 0 { acc_event_t::COMPUTE_CONSTRUCT_START } else { acc_event_t::ENQUEUE_UPLOAD_START };
+            let kind = if i % 3 == 0 {
+                acc_event_t::COMPUTE_CONSTRUCT_START
+            } else {
+                acc_event_t::ENQUEUE_UPLOAD_START
+            };
             let mut e = Event::new(kind, 10_000 + i * 1000);
             e.end_ns = e.start_ns + 500;
             e.set_i64(Field::Thread, (i % 2) as i64);
@@ -41,13 +47,26 @@ fn events(n: u64) -> Vec<Event> {
 /// A complete trace with every kind of chunk.
 fn write_trace(evs: &[Event]) -> Vec<u8> {
     let mut w = TraceWriter::new(Vec::new(), &header()).unwrap();
-    w.write_strings([(StrId(0), &b"laplace.c"[..]), (StrId(1), &b"A"[..])]).unwrap();
-    w.write_modules(&[Module { path: "/bin/laplace".into(), bias: 0x5555_0000, start: 0x5555_1000, end: 0x5556_0000, build_id: vec![1, 2, 3] }]).unwrap();
+    w.write_strings([(StrId(0), &b"laplace.c"[..]), (StrId(1), &b"A"[..])])
+        .unwrap();
+    w.write_modules(&[Module {
+        path: "/bin/laplace".into(),
+        bias: 0x5555_0000,
+        start: 0x5555_1000,
+        end: 0x5556_0000,
+        build_id: vec![1, 2, 3],
+    }])
+    .unwrap();
     let (a, b) = evs.split_at(evs.len() / 2);
     w.write_events(a).unwrap();
     w.write_drops(&[(1, 7)]).unwrap();
     w.write_events(b).unwrap();
-    w.write_footer(&Footer { events_recorded: evs.len() as u64, events_dropped: 7, end_monotonic_ns: 99 }).unwrap();
+    w.write_footer(&Footer {
+        events_recorded: evs.len() as u64,
+        events_dropped: 7,
+        end_monotonic_ns: 99,
+    })
+    .unwrap();
     w.into_inner()
 }
 
@@ -84,7 +103,9 @@ fn every_truncation_reads_a_prefix_or_fails_cleanly() {
                 assert_eq!(t.footer.is_some(), cut == full.len(), "cut at {cut}");
             }
             Err(TraceError::Empty { .. }) => assert_eq!(cut, 0),
-            Err(TraceError::Corrupt { what, .. }) => assert!(what.contains("header"), "cut at {cut}: {what}"),
+            Err(TraceError::Corrupt { what, .. }) => {
+                assert!(what.contains("header"), "cut at {cut}: {what}")
+            }
             Err(e) => panic!("cut at {cut}: unexpected {e}"),
         }
     }
@@ -207,7 +228,14 @@ fn device_records_round_trip_with_every_field() {
     c.set_i64(Field::Thread, 12345);
     c.set(Field::Bytes, 134_217_728);
     c.set(Field::HostPtr, 0x5555_0000_1000);
-    c.set(Field::CopyKind, device::copy_kind(device::COPY_HTOD as u8, device::MEM_PAGEABLE as u8, device::MEM_DEVICE as u8));
+    c.set(
+        Field::CopyKind,
+        device::copy_kind(
+            device::COPY_HTOD as u8,
+            device::MEM_PAGEABLE as u8,
+            device::MEM_DEVICE as u8,
+        ),
+    );
     c.set(Field::CorrelationId, 78);
     c.set(Field::HostCallNs, 29_000);
     let mut m = Event::new(device::MEMSET, 40_000);
@@ -219,9 +247,15 @@ fn device_records_round_trip_with_every_field() {
     assert_eq!(t.events, evs);
     let got = &t.events[4];
     assert_eq!(got.kind, device::MEMCPY);
-    assert_eq!(device::split_copy_kind(got.get(Field::CopyKind).unwrap()), (device::COPY_HTOD, device::MEM_PAGEABLE, device::MEM_DEVICE));
+    assert_eq!(
+        device::split_copy_kind(got.get(Field::CopyKind).unwrap()),
+        (device::COPY_HTOD, device::MEM_PAGEABLE, device::MEM_DEVICE)
+    );
     assert_eq!(got.get(Field::HostCallNs), Some(29_000));
-    assert_eq!(t.events[5].get(Field::CorrelationId), Some(u64::from(u32::MAX)));
+    assert_eq!(
+        t.events[5].get(Field::CorrelationId),
+        Some(u64::from(u32::MAX))
+    );
 }
 
 /// A reader that adds strings while streaming (resolved source lines, variable names) must not
@@ -233,7 +267,8 @@ fn strings_added_while_streaming_never_collide_with_later_definitions() {
     let mut e = Event::new(acc_event_t::COMPUTE_CONSTRUCT_START, 5);
     e.set(Field::SrcFile, 0);
     w.write_events(&[e]).unwrap();
-    w.write_strings([(StrId(1), &b"main$_omp_fn$0"[..])]).unwrap();
+    w.write_strings([(StrId(1), &b"main$_omp_fn$0"[..])])
+        .unwrap();
     let mut k = Event::new(accprof_trace::device::KERNEL, 9);
     k.set(Field::KernelName, 1);
     w.write_events(&[k]).unwrap();
@@ -244,6 +279,13 @@ fn strings_added_while_streaming_never_collide_with_later_definitions() {
     r.next_event().unwrap().unwrap();
     assert_eq!(r.strings().get(added), Some("/src/laplace.c"));
     assert_eq!(r.strings().get(StrId(1)), Some("main$_omp_fn$0"));
-    assert_eq!(r.strings_mut().intern("laplace.c"), StrId(0), "a string the trace defined keeps its id");
-    assert!(r.strings().iter().any(|(id, s)| id == added && s == "/src/laplace.c"));
+    assert_eq!(
+        r.strings_mut().intern("laplace.c"),
+        StrId(0),
+        "a string the trace defined keeps its id"
+    );
+    assert!(r
+        .strings()
+        .iter()
+        .any(|(id, s)| id == added && s == "/src/laplace.c"));
 }

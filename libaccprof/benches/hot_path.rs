@@ -6,7 +6,7 @@
 //! events per second from 2 threads, with the count read back from the trace; bytes per event
 //! on disk. Results go in docs/PERFORMANCE.md.
 
-use accprof::registration::register_with;
+use accprof::bench::register_with;
 use accprof_abi::*;
 use std::ffi::c_void;
 use std::hint::black_box;
@@ -22,7 +22,11 @@ unsafe extern "C" fn fake_reg(_ev: acc_event_t, cb: acc_prof_callback, _r: acc_r
 }
 
 #[inline(never)]
-unsafe extern "C" fn empty_callback(p: *mut acc_prof_info, e: *mut acc_event_info, a: *mut acc_api_info) {
+unsafe extern "C" fn empty_callback(
+    p: *mut acc_prof_info,
+    e: *mut acc_event_info,
+    a: *mut acc_api_info,
+) {
     black_box((p, e, a));
 }
 
@@ -120,7 +124,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let events: usize = args.iter().position(|a| a == "--events").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(10_000_000);
+    let events: usize = args
+        .iter()
+        .position(|a| a == "--events")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(10_000_000);
     let dir = std::env::temp_dir().join(format!("accprof-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("bench.trace");
@@ -128,13 +136,18 @@ fn main() {
     std::env::set_var("ACCPROF_QUIET", "1");
     register_with(Some(fake_reg), "benchmark");
     // SAFETY: the registered pointer is accprof's on_event.
-    let ours: Callback = unsafe { std::mem::transmute::<usize, Callback>(REGISTERED.load(Ordering::Relaxed)) };
+    let ours: Callback =
+        unsafe { std::mem::transmute::<usize, Callback>(REGISTERED.load(Ordering::Relaxed)) };
 
     // `--instructions-only P`: P pairs through our callback and nothing else, for
     // `valgrind --tool=callgrind`, whose instruction counts do not depend on machine load.
-    if let Some(p) = args.iter().position(|a| a == "--instructions-only").and_then(|i| args.get(i + 1)?.parse().ok()) {
+    if let Some(p) = args
+        .iter()
+        .position(|a| a == "--instructions-only")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+    {
         drive(ours, p);
-        accprof::lifecycle::finish();
+        accprof::bench::finish();
         return;
     }
 
@@ -145,23 +158,44 @@ fn main() {
     let base = median((0..5).map(|_| drive(empty_callback, pairs)).collect());
     let tool = median((0..5).map(|_| drive(ours, pairs)).collect());
     let calls = (pairs * 2) as f64;
-    println!("single thread, {} callbacks per round, median of 5:", pairs * 2);
-    println!("  empty callback      {:7.1} ns per callback", base / calls * 1e9);
-    println!("  accprof callback    {:7.1} ns per callback", tool / calls * 1e9);
-    println!("  added by accprof    {:7.1} ns per callback ({:.1} ns per recorded event = start+end)", (tool - base) / calls * 1e9, (tool - base) / (calls / 2.0) * 1e9);
+    println!(
+        "single thread, {} callbacks per round, median of 5:",
+        pairs * 2
+    );
+    println!(
+        "  empty callback      {:7.1} ns per callback",
+        base / calls * 1e9
+    );
+    println!(
+        "  accprof callback    {:7.1} ns per callback",
+        tool / calls * 1e9
+    );
+    println!(
+        "  added by accprof    {:7.1} ns per callback ({:.1} ns per recorded event = start+end)",
+        (tool - base) / calls * 1e9,
+        (tool - base) / (calls / 2.0) * 1e9
+    );
 
     // Two threads at full speed: throughput, and nothing may be lost.
     let per_thread_pairs = events / 4; // each pair is 2 callbacks, 1 recorded event... counted as 2 events
     let t = Instant::now();
-    let handles: Vec<_> = (0..2).map(|_| std::thread::spawn(move || drive(ours, per_thread_pairs))).collect();
+    let handles: Vec<_> = (0..2)
+        .map(|_| std::thread::spawn(move || drive(ours, per_thread_pairs)))
+        .collect();
     for h in handles {
         h.join().unwrap();
     }
     let secs = t.elapsed().as_secs_f64();
     let callbacks = (per_thread_pairs * 2 * 2) as f64;
-    println!("two threads: {} callbacks ({} recorded events) in {:.3} s = {:.1} M callbacks/s", callbacks, callbacks / 2.0, secs, callbacks / secs / 1e6);
+    println!(
+        "two threads: {} callbacks ({} recorded events) in {:.3} s = {:.1} M callbacks/s",
+        callbacks,
+        callbacks / 2.0,
+        secs,
+        callbacks / secs / 1e6
+    );
 
-    accprof::lifecycle::finish();
+    accprof::bench::finish();
     let mut reader = accprof_trace::TraceReader::open(&trace).unwrap();
     let mut n = 0u64;
     while reader.next_event().unwrap().is_some() {
@@ -169,8 +203,14 @@ fn main() {
     }
     let size = std::fs::metadata(&trace).unwrap().len();
     let expected = (5 * pairs + 100_000) as u64 + (per_thread_pairs * 2) as u64;
-    println!("read back: {n} events (expected {expected}), dropped {}", reader.dropped_total());
-    println!("on disk: {size} bytes = {:.1} bytes per recorded event", size as f64 / n as f64);
+    println!(
+        "read back: {n} events (expected {expected}), dropped {}",
+        reader.dropped_total()
+    );
+    println!(
+        "on disk: {size} bytes = {:.1} bytes per recorded event",
+        size as f64 / n as f64
+    );
     std::fs::remove_dir_all(&dir).ok();
     if n != expected || reader.dropped_total() != 0 {
         eprintln!("LOST EVENTS");

@@ -16,15 +16,23 @@ use std::sync::OnceLock;
 /// CLOCK_MONOTONIC in nanoseconds.
 #[inline]
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes the timespec we own; CLOCK_MONOTONIC cannot fail on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
 }
 
 /// Wall-clock time, nanoseconds since the Unix epoch (for the trace header only).
 pub fn unix_ns() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 static USE_TSC: AtomicBool = AtomicBool::new(false);
@@ -35,8 +43,10 @@ pub fn init() {
     DECIDED.get_or_init(|| {
         let tsc = cfg!(target_arch = "x86_64")
             && std::env::var_os("ACCPROF_CLOCK").is_none_or(|v| v != "monotonic")
-            && std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-                .is_ok_and(|s| s.trim() == "tsc");
+            && std::fs::read_to_string(
+                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            )
+            .is_ok_and(|s| s.trim() == "tsc");
         USE_TSC.store(tsc, Ordering::Relaxed);
     });
 }
@@ -70,7 +80,10 @@ impl Default for Converter {
 impl Converter {
     pub fn new() -> Self {
         init();
-        let mut c = Self { tsc: USE_TSC.load(Ordering::Relaxed), anchors: Vec::new() };
+        let mut c = Self {
+            tsc: USE_TSC.load(Ordering::Relaxed),
+            anchors: Vec::new(),
+        };
         c.anchor();
         c
     }
@@ -92,12 +105,17 @@ impl Converter {
             }
         }
         let (_, ticks, ns) = best;
-        if self.anchors.last().is_none_or(|&(t, n)| ticks > t && ns > n) {
+        if self
+            .anchors
+            .last()
+            .is_none_or(|&(t, n)| ticks > t && ns > n)
+        {
             self.anchors.push((ticks, ns));
         }
     }
 
-    /// Nanoseconds for a hot-path timestamp.
+    /// Nanoseconds for a hot-path timestamp. Takes `&mut self`: it re-anchors as it goes.
+    #[allow(clippy::wrong_self_convention)]
     pub fn to_ns(&mut self, t: u64) -> u64 {
         if !self.tsc {
             return t;
@@ -131,12 +149,19 @@ mod tests {
 
     #[test]
     fn ticks_convert_on_the_segment_that_holds_them() {
-        let mut c = Converter { tsc: true, anchors: vec![(100, 1000), (200, 2000), (300, 4000)] };
+        let mut c = Converter {
+            tsc: true,
+            anchors: vec![(100, 1000), (200, 2000), (300, 4000)],
+        };
         assert_eq!(c.to_ns(250), 3000, "last segment");
         assert_eq!(c.to_ns(300), 4000);
         assert_eq!(c.to_ns(150), 1500, "an older segment");
         assert_eq!(c.to_ns(200), 2000);
-        assert_eq!(c.to_ns(50), 500, "before the first anchor: the first segment extended");
+        assert_eq!(
+            c.to_ns(50),
+            500,
+            "before the first anchor: the first segment extended"
+        );
     }
 
     #[test]
@@ -151,7 +176,10 @@ mod tests {
         c.anchor();
         let got = c.to_ns(t);
         // Interpolation error is a few anchor-read jitters: allow 20 us either side.
-        assert!(got + 20_000 >= before && got <= after + 20_000, "{before} <= {got} <= {after}");
+        assert!(
+            got + 20_000 >= before && got <= after + 20_000,
+            "{before} <= {got} <= {after}"
+        );
         let later = now();
         assert!(c.to_ns(later) >= got, "conversion is monotonic");
     }

@@ -2,7 +2,7 @@
 //!
 //! | variable | meaning |
 //! |---|---|
-//! | ACCPROF_OUT | trace file, or directory to put it in; `%p` is replaced by the pid, `%r` by the MPI rank, `%h` by the host name. Default `accprof.<exe>.<pid>.trace` in the working directory |
+//! | ACCPROF_OUT | trace file, or directory to put it in; `%p` is replaced by the pid, `%r` by the MPI rank, `%h` by the host name. Default `accprof.<exe>.<pid>.trace` in the working directory. Always created new: a taken name (a file, a link) gives `NAME.1.trace`, ... |
 //! | ACCPROF_QUIET=1 | print nothing at exit |
 //! | ACCPROF_REPORT=1 / =FILE | print the text report to stderr at exit / write it to FILE |
 //! | ACCPROF_BUFFER_EVENTS | events per thread buffer at the typical packed size of 128 bytes (default 4096) |
@@ -32,6 +32,8 @@ pub struct Config {
     pub max_wait_ms: u64,
     pub cupti: Switch,
     pub cuda_events: Switch,
+    /// One line per setting that could not be used, said once when recording starts.
+    pub problems: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,29 +42,87 @@ pub enum ReportTarget {
     File(PathBuf),
 }
 
+/// Reads ACCPROF_* variables, collecting one line for each value that cannot be used, naming
+/// the variable and what is used instead.
+#[derive(Default)]
+struct Env {
+    problems: Vec<String>,
+}
+
+impl Env {
+    fn var(&self, k: &str) -> Option<String> {
+        std::env::var(k).ok().filter(|v| !v.is_empty())
+    }
+
+    /// A whole number in `min..=max`; `default` when unset.
+    fn num(&mut self, k: &str, default: u64, min: u64, max: u64) -> u64 {
+        let Some(v) = self.var(k) else { return default };
+        match v.trim().parse::<u64>() {
+            Ok(n) if n < min => {
+                self.problems.push(format!(
+                    "{k}={v} is below the smallest value, {min}; using {min}"
+                ));
+                min
+            }
+            Ok(n) if n > max => {
+                self.problems.push(format!(
+                    "{k}={v} is above the largest value, {max}; using {max}"
+                ));
+                max
+            }
+            Ok(n) => n,
+            Err(_) => {
+                self.problems.push(format!(
+                    "{k}={v} is not a whole number; using the default, {default}"
+                ));
+                default
+            }
+        }
+    }
+
+    fn switch(&mut self, k: &str) -> Switch {
+        let v = self.var(k);
+        match Switch::parse_strict(v.as_deref()) {
+            Some(s) => s,
+            None => {
+                self.problems.push(format!(
+                    "{k}={} is not auto, on or off; using auto",
+                    v.unwrap_or_default()
+                ));
+                Switch::Auto
+            }
+        }
+    }
+}
+
 impl Config {
+    /// The settings; values that cannot be used are replaced and listed in `problems`, which
+    /// the caller says once.
     pub fn from_env() -> Self {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let num = |k: &str, default: u64| var(k).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(default);
-        let buffer_events = num("ACCPROF_BUFFER_EVENTS", 4096).clamp(16, 1 << 20) as usize;
+        let mut env = Env::default();
+        let buffer_events = env.num("ACCPROF_BUFFER_EVENTS", 4096, 16, 1 << 20) as usize;
         // Buffers hold packed events (accprof_trace::packed): only the fields a runtime set.
         let buffer_words = buffer_events * TYPICAL_PACKED_WORDS;
-        let max_bytes = num("ACCPROF_MAX_BUFFER_MB", 64).clamp(1, 1 << 16) << 20;
+        let max_bytes = env.num("ACCPROF_MAX_BUFFER_MB", 64, 1, 1 << 16) << 20;
         let max_buffers = ((max_bytes as usize) / (buffer_words * 8)).max(4);
-        let report = var("ACCPROF_REPORT").and_then(|v| match v.as_str() {
+        let report = env.var("ACCPROF_REPORT").and_then(|v| match v.as_str() {
             "0" | "no" | "off" | "false" => None,
             "1" | "yes" | "on" | "true" | "stderr" => Some(ReportTarget::Stderr),
             path => Some(ReportTarget::File(PathBuf::from(path))),
         });
+        let max_wait_ms = env.num("ACCPROF_MAX_WAIT_MS", 100, 0, 60_000);
+        let cupti = env.switch("ACCPROF_CUPTI");
+        let cuda_events = env.switch("ACCPROF_CUDA_EVENTS");
         Config {
-            out: var("ACCPROF_OUT"),
-            quiet: var("ACCPROF_QUIET").is_some_and(|v| v != "0"),
+            out: env.var("ACCPROF_OUT"),
+            quiet: env.var("ACCPROF_QUIET").is_some_and(|v| v != "0"),
             report,
             buffer_words,
             max_buffers,
-            max_wait_ms: num("ACCPROF_MAX_WAIT_MS", 100),
-            cupti: Switch::parse(var("ACCPROF_CUPTI").as_deref()),
-            cuda_events: Switch::parse(var("ACCPROF_CUDA_EVENTS").as_deref()),
+            max_wait_ms,
+            cupti,
+            cuda_events,
+            problems: env.problems,
         }
     }
 }
@@ -80,13 +140,17 @@ pub struct HeapConfig {
 pub const HEAP_MIN_BYTES_DEFAULT: usize = 64 << 10;
 
 impl HeapConfig {
-    pub fn from_env() -> Self {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let min_bytes = var("ACCPROF_HEAP_MIN_BYTES")
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(HEAP_MIN_BYTES_DEFAULT)
-            .max(1);
-        HeapConfig { mode: Switch::parse(var("ACCPROF_HEAP").as_deref()), min_bytes }
+    /// The settings, and one line per value that could not be used (said once, at load).
+    pub fn from_env() -> (Self, Vec<String>) {
+        let mut env = Env::default();
+        let mode = env.switch("ACCPROF_HEAP");
+        let min_bytes = env.num(
+            "ACCPROF_HEAP_MIN_BYTES",
+            HEAP_MIN_BYTES_DEFAULT as u64,
+            1,
+            u64::MAX,
+        ) as usize;
+        (HeapConfig { mode, min_bytes }, env.problems)
     }
 }
 
@@ -101,11 +165,13 @@ pub enum Switch {
 }
 
 impl Switch {
-    pub fn parse(v: Option<&str>) -> Self {
+    /// The setting, or `None` for a value that is none of the spellings.
+    pub fn parse_strict(v: Option<&str>) -> Option<Self> {
         match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-            Some("on" | "1" | "yes" | "true") => Switch::On,
-            Some("off" | "0" | "no" | "false") => Switch::Off,
-            _ => Switch::Auto,
+            None | Some("" | "auto") => Some(Switch::Auto),
+            Some("on" | "1" | "yes" | "true") => Some(Switch::On),
+            Some("off" | "0" | "no" | "false") => Some(Switch::Off),
+            _ => None,
         }
     }
 }
@@ -115,15 +181,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn unusable_numbers_are_said_with_the_variable_and_the_value_used() {
+        let mut env = Env::default();
+        std::env::set_var("ACCPROF_TEST_NUM_A", "lots");
+        std::env::set_var("ACCPROF_TEST_NUM_B", "3");
+        assert_eq!(env.num("ACCPROF_TEST_NUM_A", 64, 1, 100), 64);
+        assert_eq!(env.num("ACCPROF_TEST_NUM_B", 64, 16, 100), 16);
+        assert_eq!(env.num("ACCPROF_TEST_NUM_UNSET", 64, 1, 100), 64);
+        assert_eq!(
+            env.problems,
+            [
+                "ACCPROF_TEST_NUM_A=lots is not a whole number; using the default, 64",
+                "ACCPROF_TEST_NUM_B=3 is below the smallest value, 16; using 16"
+            ]
+        );
+    }
+
+    #[test]
     fn switch_parses_the_usual_spellings() {
-        assert_eq!(Switch::parse(None), Switch::Auto);
-        assert_eq!(Switch::parse(Some("auto")), Switch::Auto);
-        assert_eq!(Switch::parse(Some("banana")), Switch::Auto);
+        assert_eq!(Switch::parse_strict(None), Some(Switch::Auto));
+        assert_eq!(Switch::parse_strict(Some("auto")), Some(Switch::Auto));
+        assert_eq!(
+            Switch::parse_strict(Some("banana")),
+            None,
+            "said, then auto"
+        );
         for on in ["on", "ON", " 1 ", "yes", "true"] {
-            assert_eq!(Switch::parse(Some(on)), Switch::On, "{on}");
+            assert_eq!(Switch::parse_strict(Some(on)), Some(Switch::On), "{on}");
         }
         for off in ["off", "0", "no", "false"] {
-            assert_eq!(Switch::parse(Some(off)), Switch::Off, "{off}");
+            assert_eq!(Switch::parse_strict(Some(off)), Some(Switch::Off), "{off}");
         }
     }
 }

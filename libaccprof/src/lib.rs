@@ -4,42 +4,44 @@
 //! (or both), it registers one callback for every event of the OpenACC profiling interface and
 //! records each event into a trace file (format: docs/trace-format.md).
 //!
-//! How the pieces fit:
-//! - [`registration`]: the exported `acc_register_library`, and the constructor that registers
-//!   through `acc_prof_register` directly for runtimes that never call it (GCC's libgomp).
-//! - [`callback`]: the function the runtime calls for every event: reads the fields the runtime
-//!   filled, joins start and end, hands the result to [`thread_state`].
-//! - [`thread_state`]: per-thread buffers ([`slots`]), the open-construct stack, string interning.
-//! - [`collector`]: one background thread that writes full buffers to the file in chunks.
-//! - [`cupti`]: device activity (kernels, copies, memsets with device times) from CUPTI, when it
-//!   is there.
-//! - [`cuda_events`]: device times from CUDA events recorded on the streams a runtime hands out
-//!   in acc_api_info, when CUPTI is not there.
-//! - [`heap`]: names heap arrays by their allocation site: malloc & co. interposed when
-//!   LD_PRELOADed, big blocks queued to the collector, which tags events whose host pointer lies
-//!   in one.
-//! - [`lifecycle`]: start on the first event, flush at runtime shutdown and exit, fork handling,
+//! How the pieces fit, bottom first:
+//! - `recorder`: the recorder every stage shares, its state, per-thread buffers, the messages
+//!   to the writer thread and the summary it reports back. Depends on no stage.
+//! - `record`: the callback the runtime calls for every event and what each thread keeps.
+//! - `write`: one background thread that writes full buffers to the file in chunks.
+//! - `device`: device activity from CUPTI, or from CUDA events when CUPTI is not there.
+//! - `heap`: names heap arrays by their allocation site.
+//! - `lifecycle`: start on the first event, flush at runtime shutdown and exit, fork handling,
 //!   the one line printed at exit, ACCPROF_REPORT.
+//! - `registration`: how the callback gets registered (the spec's way and libgomp's).
+//! - [`api`]: every C symbol the library exports.
+//! - leaves: `clock`, `config`, `modules`, `self_time`, `strings`, `unwind`.
 //!
 //! Rules the hot path keeps (the runtime calls us under its own global lock): no lock shared
 //! between threads, no allocation after warm-up, no call into the OpenACC runtime, and no panic
 //! escaping into C.
+//!
+//! Everything is private to the library but [`api`] (the C symbols) and [`mod@bench`] (what the
+//! benchmarks and the library's own tests drive).
 
-pub mod callback;
-pub mod clock;
-pub mod collector;
-pub mod config;
-pub mod cuda_events;
-pub mod cupti;
-pub mod heap;
-pub mod lifecycle;
-pub mod modules;
-pub mod output;
-pub mod registration;
-pub mod self_time;
-pub mod slots;
-pub mod strings;
-pub mod thread_state;
-pub mod unwind;
+pub mod api;
+mod clock;
+mod config;
+mod device;
+mod heap;
+mod lifecycle;
+mod modules;
+mod record;
+mod recorder;
+mod registration;
+mod self_time;
+mod strings;
+mod unwind;
+mod write;
 
-pub use callback::on_event;
+/// What benchmarks and tests drive: register with a fake runtime, call the callback, finish.
+pub mod bench {
+    pub use crate::lifecycle::finish;
+    pub use crate::record::callback::on_event;
+    pub use crate::registration::register_with;
+}

@@ -17,10 +17,17 @@ pub fn loaded_modules() -> Vec<Module> {
 /// The runtime address range of the module that contains `addr`.
 pub fn module_range_of(addr: *const c_void) -> Option<(u64, u64)> {
     let a = addr as u64;
-    loaded_modules().into_iter().find(|m| m.contains(a)).map(|m| (m.start, m.end))
+    loaded_modules()
+        .into_iter()
+        .find(|m| m.contains(a))
+        .map(|m| (m.start, m.end))
 }
 
-unsafe extern "C" fn collect(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+unsafe extern "C" fn collect(
+    info: *mut libc::dl_phdr_info,
+    _size: usize,
+    data: *mut c_void,
+) -> c_int {
     // SAFETY: the loader passes a valid info for the duration of the call, and `data` is ours.
     let (info, out) = unsafe { (&*info, &mut *(data as *mut Vec<Module>)) };
     let bias = info.dlpi_addr;
@@ -37,7 +44,12 @@ unsafe extern "C" fn collect(info: *mut libc::dl_phdr_info, _size: usize, data: 
             }
             libc::PT_NOTE if build_id.is_empty() => {
                 // SAFETY: a loaded PT_NOTE segment is mapped and p_memsz long.
-                let notes = unsafe { std::slice::from_raw_parts((bias + ph.p_vaddr) as *const u8, ph.p_memsz as usize) };
+                let notes = unsafe {
+                    std::slice::from_raw_parts(
+                        (bias + ph.p_vaddr) as *const u8,
+                        ph.p_memsz as usize,
+                    )
+                };
                 build_id = find_build_id(notes).unwrap_or_default();
             }
             _ => {}
@@ -50,15 +62,25 @@ unsafe extern "C" fn collect(info: *mut libc::dl_phdr_info, _size: usize, data: 
         String::new()
     } else {
         // SAFETY: dlpi_name is a NUL-terminated string owned by the loader.
-        unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(info.dlpi_name) }
+            .to_string_lossy()
+            .into_owned()
     };
     // The executable has an empty name; the vDSO has a name that is no file.
     let path = if name.is_empty() && out.is_empty() {
-        std::fs::read_link("/proc/self/exe").map(|p| p.display().to_string()).unwrap_or_default()
+        std::fs::read_link("/proc/self/exe")
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
     } else {
         name
     };
-    out.push(Module { path, bias, start, end, build_id });
+    out.push(Module {
+        path,
+        bias,
+        start,
+        end,
+        build_id,
+    });
     0
 }
 
@@ -66,7 +88,9 @@ unsafe extern "C" fn collect(info: *mut libc::dl_phdr_info, _size: usize, data: 
 fn find_build_id(mut notes: &[u8]) -> Option<Vec<u8>> {
     let align4 = |n: usize| (n + 3) & !3;
     while notes.len() >= 12 {
-        let word = |i: usize| u32::from_ne_bytes([notes[i], notes[i + 1], notes[i + 2], notes[i + 3]]) as usize;
+        let word = |i: usize| {
+            u32::from_ne_bytes([notes[i], notes[i + 1], notes[i + 2], notes[i + 3]]) as usize
+        };
         let (namesz, descsz, kind) = (word(0), word(4), word(8));
         let name_end = 12 + align4(namesz);
         let desc_end = name_end.checked_add(align4(descsz))?;
@@ -88,7 +112,14 @@ mod tests {
     #[test]
     fn finds_this_test_binary_and_libc() {
         let mods = loaded_modules();
-        assert!(mods[0].path.ends_with(std::env::current_exe().unwrap().file_name().unwrap().to_str().unwrap()));
+        assert!(mods[0].path.ends_with(
+            std::env::current_exe()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+        ));
         let here = finds_this_test_binary_and_libc as *const c_void;
         assert!(module_range_of(here).is_some());
         assert!(mods.iter().any(|m| m.path.contains("libc.so")));

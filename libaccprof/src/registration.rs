@@ -14,27 +14,20 @@
 //! keyed by the runtime's `acc_prof_register` function, so each runtime gets our callback once
 //! and every event is recorded exactly once.
 
-use accprof_abi::{acc_event_t, acc_prof_lookup_func, acc_prof_reg, acc_register_t};
+use accprof_abi::{acc_event_t, acc_prof_reg, acc_register_t};
 use std::ffi::{c_void, CStr};
 use std::sync::Mutex;
 
 /// The `acc_prof_register` functions we have registered with.
 static REGISTERED_WITH: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
-/// The entry point every OpenACC tool library exports.
-///
-/// # Safety
-/// Called by an OpenACC runtime with its registration functions.
-#[no_mangle]
-pub unsafe extern "C" fn acc_register_library(reg: acc_prof_reg, _unreg: acc_prof_reg, _lookup: acc_prof_lookup_func) {
-    let _ = std::panic::catch_unwind(|| register_with(reg, "acc_register_library"));
-}
-
 /// Registers our callback for every event through `reg`, once per runtime.
 pub fn register_with(reg: acc_prof_reg, how: &str) {
     let Some(reg_fn) = reg else { return };
     {
-        let Ok(mut seen) = REGISTERED_WITH.lock() else { return };
+        let Ok(mut seen) = REGISTERED_WITH.lock() else {
+            return;
+        };
         if seen.contains(&(reg_fn as usize)) {
             return;
         }
@@ -45,7 +38,13 @@ pub fn register_with(reg: acc_prof_reg, how: &str) {
     for ev in acc_event_t::ALL {
         // SAFETY: `reg_fn` is the runtime's acc_prof_register; our callback has the
         // specification's signature.
-        unsafe { reg_fn(ev, Some(crate::callback::on_event), acc_register_t::REG) };
+        unsafe {
+            reg_fn(
+                ev,
+                Some(crate::record::callback::on_event),
+                acc_register_t::REG,
+            )
+        };
     }
 }
 
@@ -62,7 +61,12 @@ extern "C" fn on_load() {
             return;
         }
         // SAFETY: libgomp's acc_prof_register has the acc_prof_reg signature.
-        let reg: acc_prof_reg = Some(unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn(acc_event_t, accprof_abi::acc_prof_callback, acc_register_t)>(sym) });
+        let reg: acc_prof_reg = Some(unsafe {
+            std::mem::transmute::<
+                *mut c_void,
+                unsafe extern "C" fn(acc_event_t, accprof_abi::acc_prof_callback, acc_register_t),
+            >(sym)
+        });
         register_with(reg, "constructor (libgomp acc_prof_register)");
     });
 }

@@ -35,7 +35,10 @@ pub fn begin() -> Option<u64> {
 #[inline]
 pub fn end_openacc(t0: Option<u64>) {
     if let Some(t0) = t0 {
-        OPENACC_NS.fetch_add(crate::clock::monotonic_ns().saturating_sub(t0), Ordering::Relaxed);
+        OPENACC_NS.fetch_add(
+            crate::clock::monotonic_ns().saturating_sub(t0),
+            Ordering::Relaxed,
+        );
         OPENACC_CALLS.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -44,7 +47,10 @@ pub fn end_openacc(t0: Option<u64>) {
 #[inline]
 pub fn end_driver(t0: Option<u64>) {
     if let Some(t0) = t0 {
-        DRIVER_NS.fetch_add(crate::clock::monotonic_ns().saturating_sub(t0), Ordering::Relaxed);
+        DRIVER_NS.fetch_add(
+            crate::clock::monotonic_ns().saturating_sub(t0),
+            Ordering::Relaxed,
+        );
         DRIVER_CALLS.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -56,7 +62,11 @@ pub fn line() -> Option<String> {
     }
     let part = |ns: &AtomicU64, n: &AtomicU64, what: &str| {
         let (ns, n) = (ns.load(Ordering::Relaxed), n.load(Ordering::Relaxed));
-        format!("{:.3} ms in {n} {what} ({:.0} ns each)", ns as f64 / 1e6, ns as f64 / n.max(1) as f64)
+        format!(
+            "{:.3} ms in {n} {what} ({:.0} ns each)",
+            ns as f64 / 1e6,
+            ns as f64 / n.max(1) as f64
+        )
     };
     Some(format!(
         "accprof: time inside accprof on the application's threads: {}, {}",

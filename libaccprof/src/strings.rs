@@ -55,7 +55,11 @@ impl StringCache {
     /// # Safety
     /// `p` is NULL or points at a NUL-terminated string that stays valid during the call.
     #[inline]
-    pub unsafe fn intern(&mut self, p: *const c_char, new_defs: &mut Vec<(StrId, Box<[u8]>)>) -> Option<StrId> {
+    pub unsafe fn intern(
+        &mut self,
+        p: *const c_char,
+        new_defs: &mut Vec<(StrId, Box<[u8]>)>,
+    ) -> Option<StrId> {
         if p.is_null() {
             return None;
         }

@@ -45,7 +45,9 @@ pub struct SkipSet<const P: usize> {
 
 impl<const P: usize> SkipSet<P> {
     const fn new() -> Self {
-        SkipSet { ranges: [const { AtomicU64::new(0) }; P] }
+        SkipSet {
+            ranges: [const { AtomicU64::new(0) }; P],
+        }
     }
 
     fn set(&self, pair: usize, range: Option<(u64, u64)>) {
@@ -83,7 +85,10 @@ static HEAP_SKIP: SkipSet<8> = SkipSet::new();
 /// The main executable's range: never skipped, whatever a symbol lookup says (a program may
 /// define its own operator new).
 fn outside_executable(range: Option<(u64, u64)>) -> Option<(u64, u64)> {
-    let exe = crate::modules::loaded_modules().into_iter().next().map(|m| (m.start, m.end));
+    let exe = crate::modules::loaded_modules()
+        .into_iter()
+        .next()
+        .map(|m| (m.start, m.end));
     range.filter(|r| Some(*r) != exe)
 }
 
@@ -119,7 +124,10 @@ pub fn set_heap_skip_ranges() {
     };
     HEAP_SKIP.set(1, libc_range());
     HEAP_SKIP.set(2, by_symbol(c"_Znwm"));
-    HEAP_SKIP.set(3, by_symbol(c"_gfortran_os_error_at").or_else(|| by_symbol(c"_gfortran_runtime_error")));
+    HEAP_SKIP.set(
+        3,
+        by_symbol(c"_gfortran_os_error_at").or_else(|| by_symbol(c"_gfortran_runtime_error")),
+    );
     // Last: it arms the walk.
     HEAP_SKIP.set(0, own_range());
 }
@@ -159,7 +167,12 @@ extern "C" fn visit(ctx: *mut UnwindContext, arg: *mut c_void) -> UnwindReasonCo
 /// The first return address outside `skip`, and the stack slot that holds it (0 if unknown).
 #[inline(always)]
 fn walk(skip: &dyn Fn(u64) -> bool) -> Option<(u64, usize)> {
-    let mut w = Walk { found: 0, slot: 0, frames: 0, skip };
+    let mut w = Walk {
+        found: 0,
+        slot: 0,
+        frames: 0,
+        skip,
+    };
     // SAFETY: the callback only touches `w`, which outlives the call.
     unsafe { _Unwind_Backtrace(visit, &mut w as *mut Walk<'_> as *mut c_void) };
     (w.found != 0).then_some((w.found, w.slot))
@@ -184,7 +197,13 @@ struct Shortcut {
     uses: u32,
 }
 
-const EMPTY: Shortcut = Shortcut { sp: 0, kind: 0, slot: 0, known: [0; KNOWN_PER_SHORTCUT], uses: 0 };
+const EMPTY: Shortcut = Shortcut {
+    sp: 0,
+    kind: 0,
+    slot: 0,
+    known: [0; KNOWN_PER_SHORTCUT],
+    uses: 0,
+};
 
 struct Shortcuts {
     entries: [Shortcut; SHORTCUTS],
@@ -199,7 +218,10 @@ thread_local! {
 impl Shortcuts {
     /// A return address an earlier walk from this position found and the slot holds now.
     fn lookup(&mut self, sp: usize, kind: u32) -> Option<u64> {
-        let e = self.entries.iter_mut().find(|e| e.sp == sp && e.kind == kind && e.slot != 0)?;
+        let e = self
+            .entries
+            .iter_mut()
+            .find(|e| e.sp == sp && e.kind == kind && e.slot != 0)?;
         e.uses = e.uses.wrapping_add(1);
         if e.uses % VERIFY_EVERY == 0 {
             return None;
@@ -213,24 +235,42 @@ impl Shortcuts {
 
     /// A walk from `sp` found no slot holding its result: nothing there is to be trusted.
     fn forget(&mut self, sp: usize, kind: u32) {
-        for e in self.entries.iter_mut().filter(|e| e.sp == sp && e.kind == kind) {
+        for e in self
+            .entries
+            .iter_mut()
+            .filter(|e| e.sp == sp && e.kind == kind)
+        {
             *e = EMPTY;
         }
     }
 
     /// Learns what a walk from `sp` found (`slot` holds `ra`).
     fn learn(&mut self, sp: usize, kind: u32, ra: u64, slot: usize) {
-        let i = match self.entries.iter().position(|e| e.sp == sp && e.kind == kind) {
+        let i = match self
+            .entries
+            .iter()
+            .position(|e| e.sp == sp && e.kind == kind)
+        {
             Some(i) if self.entries[i].slot == slot => i,
             Some(i) => {
                 // Another layout from the same position: start over there.
-                self.entries[i] = Shortcut { sp, kind, slot, ..EMPTY };
+                self.entries[i] = Shortcut {
+                    sp,
+                    kind,
+                    slot,
+                    ..EMPTY
+                };
                 i
             }
             None => {
                 let i = self.next;
                 self.next = (self.next + 1) % SHORTCUTS;
-                self.entries[i] = Shortcut { sp, kind, slot, ..EMPTY };
+                self.entries[i] = Shortcut {
+                    sp,
+                    kind,
+                    slot,
+                    ..EMPTY
+                };
                 i
             }
         };
@@ -252,7 +292,9 @@ pub fn caller_return_address(kind: u32) -> Option<u64> {
     }
     let marker = 0u8;
     let sp = std::hint::black_box(&marker) as *const u8 as usize;
-    if let Ok(Some(ra)) = SHORTCUTS_OF_THREAD.try_with(|s| s.try_borrow_mut().ok()?.lookup(sp, kind)) {
+    if let Ok(Some(ra)) =
+        SHORTCUTS_OF_THREAD.try_with(|s| s.try_borrow_mut().ok()?.lookup(sp, kind))
+    {
         return Some(ra);
     }
     let (ra, slot) = walk(&|ip| CONSTRUCT_SKIP.skips(ip))?;
@@ -291,7 +333,10 @@ mod tests {
         // SAFETY: within `stack`.
         let (slot, other) = unsafe { (p.add(2), p.add(3)) };
         let put = |at: *mut u64, v: u64| unsafe { at.write_volatile(v) };
-        let mut s = Shortcuts { entries: [EMPTY; SHORTCUTS], next: 0 };
+        let mut s = Shortcuts {
+            entries: [EMPTY; SHORTCUTS],
+            next: 0,
+        };
         assert_eq!(s.lookup(100, 16), None, "nothing learned");
         put(slot, 0xAAAA);
         s.learn(100, 16, 0xAAAA, slot as usize);
@@ -299,12 +344,18 @@ mod tests {
         assert_eq!(s.lookup(100, 10), None, "another event kind");
         assert_eq!(s.lookup(101, 16), None, "another stack position");
         put(slot, 0xBBBB);
-        assert_eq!(s.lookup(100, 16), None, "an address no walk found there: walk");
+        assert_eq!(
+            s.lookup(100, 16),
+            None,
+            "an address no walk found there: walk"
+        );
         s.learn(100, 16, 0xBBBB, slot as usize);
         assert_eq!(s.lookup(100, 16), Some(0xBBBB));
         put(slot, 0xAAAA);
         assert_eq!(s.lookup(100, 16), Some(0xAAAA), "both call sites are known");
-        let walks = (0..2 * VERIFY_EVERY).filter(|_| s.lookup(100, 16).is_none()).count();
+        let walks = (0..2 * VERIFY_EVERY)
+            .filter(|_| s.lookup(100, 16).is_none())
+            .count();
         assert_eq!(walks, 2, "every {VERIFY_EVERY}th use walks all the same");
         // Another slot from the same position: what was known there is dropped.
         put(other, 0xCCCC);
@@ -314,7 +365,11 @@ mod tests {
         put(other, 0xCCCC);
         assert_eq!(s.lookup(100, 16), Some(0xCCCC));
         put(other, 0);
-        assert_eq!(s.lookup(100, 16), None, "a zero word is no return address, though unused entries are 0");
+        assert_eq!(
+            s.lookup(100, 16),
+            None,
+            "a zero word is no return address, though unused entries are 0"
+        );
         put(other, 0xCCCC);
         s.forget(100, 16);
         assert_eq!(s.lookup(100, 16), None, "forgotten");

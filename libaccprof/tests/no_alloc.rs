@@ -90,12 +90,16 @@ fn recording_allocates_nothing_per_event_after_warm_up() {
     std::fs::create_dir_all(&dir).unwrap();
     std::env::set_var("ACCPROF_OUT", dir.join("t.trace"));
     std::env::set_var("ACCPROF_QUIET", "1");
-    accprof::registration::register_with(Some(fake_reg), "test");
+    accprof::bench::register_with(Some(fake_reg), "test");
     // SAFETY: the registered pointer is accprof's callback.
-    let cb: Callback = unsafe { std::mem::transmute::<usize, Callback>(CALLBACK.load(Ordering::Relaxed)) };
+    let cb: Callback =
+        unsafe { std::mem::transmute::<usize, Callback>(CALLBACK.load(Ordering::Relaxed)) };
     let drive = |pairs: usize| {
         for i in 0..pairs {
-            for kind in [acc_event_t::ENQUEUE_UPLOAD_START, acc_event_t::ENQUEUE_UPLOAD_END] {
+            for kind in [
+                acc_event_t::ENQUEUE_UPLOAD_START,
+                acc_event_t::ENQUEUE_UPLOAD_END,
+            ] {
                 let mut p = prof(kind);
                 let mut e = upload(kind, i);
                 // SAFETY: well-formed structures, as a runtime passes them.
@@ -110,8 +114,11 @@ fn recording_allocates_nothing_per_event_after_warm_up() {
     drive(events as usize / 2);
     COUNTING.with(|c| c.set(false));
     let allocs = ALLOCS.with(Cell::get);
-    accprof::lifecycle::finish();
+    accprof::bench::finish();
     std::fs::remove_dir_all(&dir).ok();
     // 400,000 events fill ~100 buffers; the channel allocates a block per 31 sends.
-    assert!(allocs * 10_000 <= events, "{allocs} allocations for {events} events");
+    assert!(
+        allocs * 10_000 <= events,
+        "{allocs} allocations for {events} events"
+    );
 }

@@ -40,7 +40,13 @@ pub struct BlockMap {
 
 impl BlockMap {
     pub fn new(max_freed: usize) -> Self {
-        Self { live: BTreeMap::new(), freed: BTreeMap::new(), freed_order: VecDeque::new(), max_freed, max_freed_size: 0 }
+        Self {
+            live: BTreeMap::new(),
+            freed: BTreeMap::new(),
+            freed_order: VecDeque::new(),
+            max_freed,
+            max_freed_size: 0,
+        }
     }
 
     pub fn alloc(&mut self, base: u64, size: u64, site: u64, ns: u64) {
@@ -52,7 +58,16 @@ impl BlockMap {
         if let Some(old) = self.live.remove(&base) {
             self.retire(old, ns);
         }
-        self.live.insert(base, Block { base, size, site, alloc_ns: ns, free_ns: u64::MAX });
+        self.live.insert(
+            base,
+            Block {
+                base,
+                size,
+                site,
+                alloc_ns: ns,
+                free_ns: u64::MAX,
+            },
+        );
     }
 
     /// Applies a free; false when `base` was no live recorded block (a queued free of a pointer
@@ -88,7 +103,11 @@ impl BlockMap {
             }
         }
         let lo = ptr.saturating_sub(self.max_freed_size);
-        self.freed.range((lo, 0)..=(ptr, u64::MAX)).rev().map(|(_, b)| b).find(|b| b.holds(ptr, t))
+        self.freed
+            .range((lo, 0)..=(ptr, u64::MAX))
+            .rev()
+            .map(|(_, b)| b)
+            .find(|b| b.holds(ptr, t))
     }
 
     /// Sets `alloc_site`, `alloc_base` and `alloc_bytes` of an event whose `host_ptr` lay in a
@@ -98,19 +117,24 @@ impl BlockMap {
         if ev.get(Field::VarName).is_some() || ev.get(Field::AllocSite).is_some() {
             return false;
         }
-        let Some(p) = ev.get(Field::HostPtr) else { return false };
+        let Some(p) = ev.get(Field::HostPtr) else {
+            return false;
+        };
         let t = if accprof_trace::device::is_device_record(ev.kind) {
             ev.get(Field::HostCallNs).unwrap_or(ev.start_ns)
         } else {
             ev.start_ns
         };
-        let Some(b) = self.find(p, t) else { return false };
+        let Some(b) = self.find(p, t) else {
+            return false;
+        };
         ev.set(Field::AllocSite, b.site);
         ev.set(Field::AllocBase, b.base);
         ev.set(Field::AllocBytes, b.size);
         true
     }
 
+    #[cfg(test)]
     pub fn live_count(&self) -> usize {
         self.live.len()
     }
@@ -133,10 +157,20 @@ mod tests {
         // Freed, then the same address allocated again from another line.
         assert!(m.free(0x1000, 20));
         m.alloc(0x1000, 0x80, 0xb2, 30);
-        assert_eq!(m.find(0x1010, 15).map(|b| b.site), Some(0xa1), "a late event of the first block");
-        assert!(m.find(0x1010, 25).is_none(), "between the free and the reuse");
+        assert_eq!(
+            m.find(0x1010, 15).map(|b| b.site),
+            Some(0xa1),
+            "a late event of the first block"
+        );
+        assert!(
+            m.find(0x1010, 25).is_none(),
+            "between the free and the reuse"
+        );
         assert_eq!(m.find(0x1010, 35).map(|b| b.site), Some(0xb2));
-        assert!(m.find(0x1090, 35).is_none(), "inside the old, larger block but past the new one");
+        assert!(
+            m.find(0x1090, 35).is_none(),
+            "inside the old, larger block but past the new one"
+        );
         assert!(!m.free(0x5000, 40), "not a recorded block");
     }
 
@@ -147,7 +181,10 @@ mod tests {
             m.alloc(0x1000, 0x100, i, i * 10);
             m.free(0x1000, i * 10 + 5);
         }
-        assert!(m.find(0x1000, 1).is_none(), "evicted: no name rather than a wrong one");
+        assert!(
+            m.find(0x1000, 1).is_none(),
+            "evicted: no name rather than a wrong one"
+        );
         assert!(m.find(0x1000, 11).is_none());
         assert_eq!(m.find(0x1000, 21).map(|b| b.site), Some(2));
         assert_eq!(m.find(0x1000, 31).map(|b| b.site), Some(3));

@@ -20,7 +20,10 @@ pub struct LiveFilter<const N: usize> {
 impl<const N: usize> LiveFilter<N> {
     pub const fn new() -> Self {
         assert!(N.is_power_of_two() && N > 1);
-        LiveFilter { counts: [const { AtomicU32::new(0) }; N], live: AtomicUsize::new(0) }
+        LiveFilter {
+            counts: [const { AtomicU32::new(0) }; N],
+            live: AtomicUsize::new(0),
+        }
     }
 
     #[inline]
@@ -39,7 +42,8 @@ impl<const N: usize> LiveFilter<N> {
     /// Whether `ptr` may be a recorded block: false means certainly not (hook side, on free).
     #[inline]
     pub fn may_hold(&self, ptr: u64) -> bool {
-        self.live.load(Ordering::Relaxed) != 0 && self.counts[Self::bucket(ptr)].load(Ordering::Relaxed) != 0
+        self.live.load(Ordering::Relaxed) != 0
+            && self.counts[Self::bucket(ptr)].load(Ordering::Relaxed) != 0
     }
 
     /// The recorded block at `ptr` has been freed and that free applied (collector side).
@@ -47,7 +51,9 @@ impl<const N: usize> LiveFilter<N> {
         let c = &self.counts[Self::bucket(ptr)];
         // Never below zero, even if called for a block the filter never saw.
         let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
-        let _ = self.live.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+        let _ = self
+            .live
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
     }
 }
 
@@ -73,8 +79,13 @@ mod tests {
             assert!(f.may_hold(p));
         }
         // Small heap pointers (16-byte steps) rarely share a bucket with 16 recorded blocks.
-        let false_hits = (0..10_000u64).filter(|i| f.may_hold(0x5555_0000_0000 + i * 16)).count();
-        assert!(false_hits < 500, "{false_hits} of 10000 unrelated pointers looked recorded");
+        let false_hits = (0..10_000u64)
+            .filter(|i| f.may_hold(0x5555_0000_0000 + i * 16))
+            .count();
+        assert!(
+            false_hits < 500,
+            "{false_hits} of 10000 unrelated pointers looked recorded"
+        );
         for &p in &recorded {
             f.remove(p);
         }

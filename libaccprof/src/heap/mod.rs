@@ -1,7 +1,7 @@
 //! Heap block names: which allocation a transfer's host pointer lies in.
 //!
 //! GCC's runtime names no variable, and the symbol table names only global and static arrays.
-//! For heap arrays, libaccprof (when LD_PRELOADed) is the program's malloc: [`hooks`] pass
+//! For heap arrays, libaccprof (when LD_PRELOADed) is the program's malloc: [`crate::api::allocation`] pass
 //! every call through to glibc and, for blocks of at least ACCPROF_HEAP_MIN_BYTES, queue the
 //! block with its allocation site (the application's return address, [`crate::unwind`]) in a
 //! static lock-free [`ring`]; frees of recorded blocks are queued too ([`filter`] tells which
@@ -15,8 +15,6 @@
 
 pub mod blocks;
 pub mod filter;
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-pub mod hooks;
 pub mod ring;
 
 use crate::config::{HeapConfig, Switch};
@@ -73,7 +71,13 @@ pub fn on_alloc(p: *mut c_void, size: usize) {
     }
     let _ = std::panic::catch_unwind(|| {
         if let Some(site) = crate::unwind::heap_caller() {
-            let r = Record { op: Op::Alloc, ptr: p as u64, size: size as u64, site, time: crate::clock::now() };
+            let r = Record {
+                op: Op::Alloc,
+                ptr: p as u64,
+                size: size as u64,
+                site,
+                time: crate::clock::now(),
+            };
             if RING.push(r) {
                 LIVE.add(p as u64);
                 RECORDED.fetch_add(1, Ordering::Relaxed);
@@ -96,7 +100,13 @@ pub fn on_free(p: *mut c_void) {
 #[cold]
 #[inline(never)]
 fn queue_free(p: u64) {
-    if !RING.push(Record { op: Op::Free, ptr: p, size: 0, site: 0, time: crate::clock::now() }) {
+    if !RING.push(Record {
+        op: Op::Free,
+        ptr: p,
+        size: 0,
+        site: 0,
+        time: crate::clock::now(),
+    }) {
         lost();
     }
 }
@@ -119,7 +129,10 @@ pub fn active() -> bool {
 
 /// (blocks recorded, records lost), for the exit line.
 pub fn counts() -> (u64, u64) {
-    (RECORDED.load(Ordering::Relaxed), LOST.load(Ordering::Relaxed))
+    (
+        RECORDED.load(Ordering::Relaxed),
+        LOST.load(Ordering::Relaxed),
+    )
 }
 
 /// Header keys describing heap naming, when it is on.
@@ -127,7 +140,13 @@ pub fn header_keys() -> Vec<(String, String)> {
     if !active() {
         return Vec::new();
     }
-    vec![("heap_names".into(), format!("blocks of at least {} bytes", MIN_BYTES_SET.load(Ordering::Relaxed)))]
+    vec![(
+        "heap_names".into(),
+        format!(
+            "blocks of at least {} bytes",
+            MIN_BYTES_SET.load(Ordering::Relaxed)
+        ),
+    )]
 }
 
 /// The threshold init chose (MIN_BYTES drops to "off" after a loss).
@@ -135,7 +154,10 @@ static MIN_BYTES_SET: AtomicUsize = AtomicUsize::new(0);
 
 /// Turns recording on per ACCPROF_HEAP. Runs at library load (below), before `main`.
 fn init() {
-    let cfg = HeapConfig::from_env();
+    let (cfg, problems) = HeapConfig::from_env();
+    for p in problems {
+        eprintln!("accprof: {p}");
+    }
     if cfg.mode == Switch::Off || std::env::var_os("ACCPROF_DISABLE").is_some_and(|v| v != "0") {
         return;
     }
@@ -170,7 +192,9 @@ fn hooks_are_the_process_malloc() -> bool {
 
 extern "C" fn on_load() {
     // The rlib is linked into tests and benchmarks too: there the hooks stay pass-through.
-    let in_exe = crate::modules::loaded_modules().first().is_none_or(|m| m.contains(on_load as *const () as usize as u64));
+    let in_exe = crate::modules::loaded_modules()
+        .first()
+        .is_none_or(|m| m.contains(on_load as *const () as usize as u64));
     if !in_exe {
         let _ = std::panic::catch_unwind(init);
     }
@@ -200,7 +224,10 @@ impl Default for Namer {
 
 impl Namer {
     pub fn new() -> Self {
-        Self { blocks: blocks::BlockMap::new(FREED_KEPT), lost_reported: 0 }
+        Self {
+            blocks: blocks::BlockMap::new(FREED_KEPT),
+            lost_reported: 0,
+        }
     }
 
     /// Applies every queued record. Called before each batch is annotated and at each sweep.
@@ -259,7 +286,10 @@ impl Namer {
             return None;
         }
         self.lost_reported = lost;
-        let mut e = Event::new(accprof_trace::model::tool::HEAP_RECORDS_LOST, crate::clock::monotonic_ns());
+        let mut e = Event::new(
+            accprof_trace::model::tool::HEAP_RECORDS_LOST,
+            crate::clock::monotonic_ns(),
+        );
         e.set(Field::Bytes, lost);
         Some(e)
     }

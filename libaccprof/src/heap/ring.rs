@@ -74,7 +74,11 @@ impl<const N: usize> Ring<N> {
             slots[i] = Slot::new(i);
             i += 1;
         }
-        Ring { slots, tail: AtomicUsize::new(0), head: AtomicUsize::new(0) }
+        Ring {
+            slots,
+            tail: AtomicUsize::new(0),
+            head: AtomicUsize::new(0),
+        }
     }
 
     /// Appends `r`; false when the ring is full. Lock-free, no allocation, cannot panic.
@@ -86,7 +90,12 @@ impl<const N: usize> Ring<N> {
             let seq = slot.seq.load(Ordering::Acquire);
             let dif = seq.wrapping_sub(pos) as isize;
             if dif == 0 {
-                match self.tail.compare_exchange_weak(pos, pos.wrapping_add(1), Ordering::Relaxed, Ordering::Relaxed) {
+                match self.tail.compare_exchange_weak(
+                    pos,
+                    pos.wrapping_add(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
                     Ok(_) => {
                         slot.op.store(r.op as u64, Ordering::Relaxed);
                         slot.ptr.store(r.ptr, Ordering::Relaxed);
@@ -113,9 +122,17 @@ impl<const N: usize> Ring<N> {
         let seq = slot.seq.load(Ordering::Acquire);
         if seq != pos.wrapping_add(1) {
             // Claimed by a writer that has not finished, or nothing written yet.
-            return if self.tail.load(Ordering::Acquire) != pos { Pop::Busy } else { Pop::Empty };
+            return if self.tail.load(Ordering::Acquire) != pos {
+                Pop::Busy
+            } else {
+                Pop::Empty
+            };
         }
-        let op = if slot.op.load(Ordering::Relaxed) == Op::Free as u64 { Op::Free } else { Op::Alloc };
+        let op = if slot.op.load(Ordering::Relaxed) == Op::Free as u64 {
+            Op::Free
+        } else {
+            Op::Alloc
+        };
         let r = Record {
             op,
             ptr: slot.ptr.load(Ordering::Relaxed),
@@ -140,7 +157,17 @@ mod tests {
     use super::*;
 
     fn rec(i: u64) -> Record {
-        Record { op: if i.is_multiple_of(2) { Op::Alloc } else { Op::Free }, ptr: i, size: i * 10, site: i + 1, time: i * 100 }
+        Record {
+            op: if i.is_multiple_of(2) {
+                Op::Alloc
+            } else {
+                Op::Free
+            },
+            ptr: i,
+            size: i * 10,
+            site: i + 1,
+            time: i * 100,
+        }
     }
 
     #[test]
@@ -179,7 +206,13 @@ mod tests {
                 s.spawn(move || {
                     for i in 0..per {
                         // Retry until accepted, so that every record is read exactly once.
-                        while !RING.push(Record { op: Op::Alloc, ptr: w, size: i, site: 0, time: 0 }) {
+                        while !RING.push(Record {
+                            op: Op::Alloc,
+                            ptr: w,
+                            size: i,
+                            site: 0,
+                            time: 0,
+                        }) {
                             std::thread::yield_now();
                         }
                         accepted.fetch_add(1, Ordering::Relaxed);

@@ -79,7 +79,12 @@ pub struct ThreadEvents {
 impl ThreadEvents {
     pub fn new(shared: &'static Shared) -> Self {
         let tx = shared.new_queue();
-        Self { shared, cached: None, open: Vec::with_capacity(8), tx }
+        Self {
+            shared,
+            cached: None,
+            open: Vec::with_capacity(8),
+            tx,
+        }
     }
 
     /// At an enqueue start that is the `depth`th open event of the thread: records an event on
@@ -91,7 +96,12 @@ impl ThreadEvents {
         if a.device_api() != Some(acc_device_api::CUDA) {
             return;
         }
-        let (Some(ctx), Some(stream)) = (a.context_handle().filter(|p| !p.is_null()), a.async_handle().filter(|p| !p.is_null())) else { return };
+        let (Some(ctx), Some(stream)) = (
+            a.context_handle().filter(|p| !p.is_null()),
+            a.async_handle().filter(|p| !p.is_null()),
+        ) else {
+            return;
+        };
         let (ctx, stream) = (ctx as Handle, stream as Handle);
         let c = match &self.cached {
             Some(c) if c.ctx == ctx && !c.is_closed() => c.clone(),
@@ -111,7 +121,13 @@ impl ThreadEvents {
             self.shared.stats.failed.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        self.open.push(Open { op, depth, event, ctx: c, stream });
+        self.open.push(Open {
+            op,
+            depth,
+            event,
+            ctx: c,
+            stream,
+        });
     }
 
     /// At the end of the operation whose host event `e` (complete now) was the `depth`th open
@@ -121,8 +137,16 @@ impl ThreadEvents {
         if self.open.is_empty() {
             return;
         }
-        let Some(op) = Op::of_start(start_kind) else { return };
-        let Some(i) = self.open.iter().rposition(|o| o.op == op && o.depth == depth) else { return };
+        let Some(op) = Op::of_start(start_kind) else {
+            return;
+        };
+        let Some(i) = self
+            .open
+            .iter()
+            .rposition(|o| o.op == op && o.depth == depth)
+        else {
+            return;
+        };
         let o = self.open.remove(i);
         let d = self.shared.driver();
         let Some(end) = o.ctx.take(d) else {
@@ -194,7 +218,7 @@ mod tests {
     use std::ffi::c_void;
 
     fn shared() -> &'static Shared {
-        Box::leak(Box::new(Shared::new(Box::new(Fake::default()), "fake".into())))
+        Box::leak(Box::new(Shared::new(Box::new(Fake::default()))))
     }
     fn fake(s: &Shared) -> &Fake {
         s.fake().unwrap()
@@ -225,12 +249,23 @@ mod tests {
     fn start_and_end_become_one_pair_on_the_runtimes_stream() {
         let s = shared();
         let mut t = ThreadEvents::new(s);
-        t.on_start(acc_event_t::ENQUEUE_UPLOAD_START, 2, Some(&view(&cuda(0xc0, 0x5e))));
+        t.on_start(
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            2,
+            Some(&view(&cuda(0xc0, 0x5e))),
+        );
         assert_eq!(fake(s).records(), 1);
-        t.on_end(acc_event_t::ENQUEUE_UPLOAD_START, 2, &host_event(acc_event_t::ENQUEUE_UPLOAD_START, 1234));
+        t.on_end(
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            2,
+            &host_event(acc_event_t::ENQUEUE_UPLOAD_START, 1234),
+        );
         assert_eq!(fake(s).records(), 2);
         let p = s.drain_queues().pop().expect("a pair was handed over");
-        assert_eq!((p.op, p.stream, p.ctx.ctx, p.thread, p.host_start), (Op::Upload, 0x5e, 0xc0, 4, 1234));
+        assert_eq!(
+            (p.op, p.stream, p.ctx.ctx, p.thread, p.host_start),
+            (Op::Upload, 0x5e, 0xc0, 4, 1234)
+        );
         assert_eq!((p.bytes, p.name), (Some(64), Some(9)));
         assert_ne!(p.start, p.end);
     }
@@ -242,9 +277,17 @@ mod tests {
         let mut none = cuda(0xc0, 0x5e);
         none.device_api = acc_device_api::NONE;
         t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&view(&none)));
-        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&view(&cuda(0xc0, 0))));
+        t.on_start(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            0,
+            Some(&view(&cuda(0xc0, 0))),
+        );
         t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, None);
-        t.on_start(acc_event_t::COMPUTE_CONSTRUCT_START, 0, Some(&view(&cuda(0xc0, 0x5e))));
+        t.on_start(
+            acc_event_t::COMPUTE_CONSTRUCT_START,
+            0,
+            Some(&view(&cuda(0xc0, 0x5e))),
+        );
         assert_eq!(fake(s).records(), 0);
         assert_eq!(fake(s).live_events(), 0, "no context was even set up");
     }
@@ -253,13 +296,33 @@ mod tests {
     fn ends_pair_with_their_own_start_when_operations_nest() {
         let s = shared();
         let mut t = ThreadEvents::new(s);
-        t.on_start(acc_event_t::ENQUEUE_UPLOAD_START, 1, Some(&view(&cuda(0xc0, 0x5e))));
-        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 2, Some(&view(&cuda(0xc0, 0x5f))));
+        t.on_start(
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            1,
+            Some(&view(&cuda(0xc0, 0x5e))),
+        );
+        t.on_start(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            2,
+            Some(&view(&cuda(0xc0, 0x5f))),
+        );
         // An end whose start was not timed (different depth) hands nothing over.
-        t.on_end(acc_event_t::ENQUEUE_LAUNCH_START, 3, &host_event(acc_event_t::ENQUEUE_LAUNCH_START, 1));
+        t.on_end(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            3,
+            &host_event(acc_event_t::ENQUEUE_LAUNCH_START, 1),
+        );
         assert!(s.drain_queues().is_empty());
-        t.on_end(acc_event_t::ENQUEUE_LAUNCH_START, 2, &host_event(acc_event_t::ENQUEUE_LAUNCH_START, 2));
-        t.on_end(acc_event_t::ENQUEUE_UPLOAD_START, 1, &host_event(acc_event_t::ENQUEUE_UPLOAD_START, 3));
+        t.on_end(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            2,
+            &host_event(acc_event_t::ENQUEUE_LAUNCH_START, 2),
+        );
+        t.on_end(
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            1,
+            &host_event(acc_event_t::ENQUEUE_UPLOAD_START, 3),
+        );
         let got: Vec<(Op, Handle)> = s.drain_queues().iter().map(|p| (p.op, p.stream)).collect();
         assert_eq!(got, vec![(Op::Kernel, 0x5f), (Op::Upload, 0x5e)]);
     }
@@ -272,8 +335,16 @@ mod tests {
         let ops = super::super::pool::MAX_EVENTS / 2 + 10;
         let mut held = Vec::new();
         for i in 0..ops {
-            t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&view(&cuda(0xc0, 0x5e))));
-            t.on_end(acc_event_t::ENQUEUE_LAUNCH_START, 0, &host_event(acc_event_t::ENQUEUE_LAUNCH_START, i as u64));
+            t.on_start(
+                acc_event_t::ENQUEUE_LAUNCH_START,
+                0,
+                Some(&view(&cuda(0xc0, 0x5e))),
+            );
+            t.on_end(
+                acc_event_t::ENQUEUE_LAUNCH_START,
+                0,
+                &host_event(acc_event_t::ENQUEUE_LAUNCH_START, i as u64),
+            );
             if i % 1000 == 999 {
                 // Keep the queue from being the limit.
                 held.extend(s.drain_queues());
@@ -282,7 +353,11 @@ mod tests {
         held.extend(s.drain_queues());
         assert_eq!(held.len(), super::super::pool::MAX_EVENTS / 2);
         assert_eq!(s.stats.skipped.load(Ordering::Relaxed), 10);
-        assert_eq!(fake(s).live_events(), super::super::pool::MAX_EVENTS, "created in steps of {GROW}, never more");
+        assert_eq!(
+            fake(s).live_events(),
+            super::super::pool::MAX_EVENTS,
+            "created in steps of {GROW}, never more"
+        );
     }
 
     #[test]
@@ -290,12 +365,27 @@ mod tests {
         let s = shared();
         let mut t = ThreadEvents::new(s);
         fake(s).fail_records(true);
-        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&view(&cuda(0xc0, 0x5e))));
+        t.on_start(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            0,
+            Some(&view(&cuda(0xc0, 0x5e))),
+        );
         assert_eq!(s.stats.failed.load(Ordering::Relaxed), 1);
         fake(s).fail_records(false);
-        t.on_start(acc_event_t::ENQUEUE_LAUNCH_START, 0, Some(&view(&cuda(0xc0, 0x5e))));
+        t.on_start(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            0,
+            Some(&view(&cuda(0xc0, 0x5e))),
+        );
         t.shift_down();
-        t.on_end(acc_event_t::ENQUEUE_LAUNCH_START, 0, &host_event(acc_event_t::ENQUEUE_LAUNCH_START, 1));
-        assert!(s.drain_queues().is_empty(), "the start fell off the open stack; its event went back");
+        t.on_end(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            0,
+            &host_event(acc_event_t::ENQUEUE_LAUNCH_START, 1),
+        );
+        assert!(
+            s.drain_queues().is_empty(),
+            "the start fell off the open stack; its event went back"
+        );
     }
 }

@@ -53,9 +53,6 @@ impl Fake {
     pub fn fail_records(&self, yes: bool) {
         self.st().fail_records = yes;
     }
-    pub fn make_current(&self, ctx: Handle) {
-        self.st().ctx_stack = vec![ctx];
-    }
 }
 
 impl Driver for Fake {

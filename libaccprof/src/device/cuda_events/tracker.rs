@@ -48,20 +48,39 @@ impl Tracker {
     /// Turns every waiting pair the device has passed into a device record, appended to `out`.
     /// Only pairs of context `only` when given. With `wait`, polls again until none is left or
     /// the time is up (at device shutdown and exit).
-    pub fn complete(&mut self, d: &dyn Driver, clock: &dyn Fn() -> u64, only: Option<Handle>, wait: Option<Duration>, out: &mut Vec<Event>) -> Pass {
+    pub fn complete(
+        &mut self,
+        d: &dyn Driver,
+        clock: &dyn Fn() -> u64,
+        only: Option<Handle>,
+        wait: Option<Duration>,
+        out: &mut Vec<Event>,
+    ) -> Pass {
         let deadline = wait.map(|w| Instant::now() + w);
         let mut pass = Pass::default();
         loop {
             self.complete_once(d, clock, only, out, &mut pass);
-            let left = self.waiting.iter().any(|p| only.is_none_or(|c| p.ctx.ctx == c));
+            let left = self
+                .waiting
+                .iter()
+                .any(|p| only.is_none_or(|c| p.ctx.ctx == c));
             match deadline {
-                Some(t) if left && Instant::now() < t => std::thread::sleep(Duration::from_millis(1)),
+                Some(t) if left && Instant::now() < t => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
                 _ => return pass,
             }
         }
     }
 
-    fn complete_once(&mut self, d: &dyn Driver, clock: &dyn Fn() -> u64, only: Option<Handle>, out: &mut Vec<Event>, pass: &mut Pass) {
+    fn complete_once(
+        &mut self,
+        d: &dyn Driver,
+        clock: &dyn Fn() -> u64,
+        only: Option<Handle>,
+        out: &mut Vec<Event>,
+        pass: &mut Pass,
+    ) {
         // Contexts are few (one per device); pairs of one context are handled together so that
         // it is made current once.
         let mut ctxs: Vec<Handle> = Vec::new();
@@ -84,7 +103,9 @@ impl Tracker {
                         Query::Done => {
                             // One anchor per context and pass, taken only when there is work
                             // to place, after that work is done.
-                            let a = *anchor.get_or_insert_with(|| slot.and_then(|(s, e)| anchor::take(d, s, e, clock)));
+                            let a = *anchor.get_or_insert_with(|| {
+                                slot.and_then(|(s, e)| anchor::take(d, s, e, clock))
+                            });
                             match a.and_then(|a| anchor::span(d, a, p.start, p.end)) {
                                 Some((s, e)) => {
                                     out.push(records::to_event(p, s, e));
@@ -154,8 +175,8 @@ impl Tracker {
 #[cfg(test)]
 mod tests {
     use super::super::fake::Fake;
-    use super::super::pool::Context;
     use super::super::pending::Op;
+    use super::super::pool::Context;
     use super::*;
     use accprof_trace::{device, Field};
     use std::sync::Arc;
@@ -166,7 +187,18 @@ mod tests {
         d.event_record(s, stream).unwrap();
         d.set_device_ms(at_ms.1);
         d.event_record(e, stream).unwrap();
-        Pair { ctx: ctx.clone(), start: s, end: e, op: Op::Kernel, thread: 1, host_start: 42, stream, bytes: None, name: Some(3), host_ptr: None }
+        Pair {
+            ctx: ctx.clone(),
+            start: s,
+            end: e,
+            op: Op::Kernel,
+            thread: 1,
+            host_start: 42,
+            stream,
+            bytes: None,
+            name: Some(3),
+            host_ptr: None,
+        }
     }
 
     #[test]
@@ -180,19 +212,40 @@ mod tests {
         d.set_device_ms(10.0);
         let mut out = Vec::new();
         let pass = t.complete(&d, &|| 1_000_000_000, None, None, &mut out);
-        assert_eq!(pass, Pass { written: 1, failed: 0 });
+        assert_eq!(
+            pass,
+            Pass {
+                written: 1,
+                failed: 0
+            }
+        );
         assert_eq!(t.waiting(), 1, "the pair on the busy stream waits");
         assert_eq!(out.len(), 1);
-        assert_eq!((out[0].start_ns, out[0].end_ns), (991_000_000, 991_500_000), "9 ms before the anchor, 0.5 ms long");
+        assert_eq!(
+            (out[0].start_ns, out[0].end_ns),
+            (991_000_000, 991_500_000),
+            "9 ms before the anchor, 0.5 ms long"
+        );
         assert_eq!(out[0].kind, device::KERNEL);
         assert_eq!(out[0].get(Field::AsyncHandle), Some(5));
-        assert_eq!(d.ctx_current(), None, "the context is made current only for the pass");
+        assert_eq!(
+            d.ctx_current(),
+            None,
+            "the context is made current only for the pass"
+        );
         d.release(6);
         d.set_device_ms(20.0);
         t.complete(&d, &|| 2_000_000_000, None, None, &mut out);
         assert_eq!(t.waiting(), 0);
-        assert_eq!((out[1].start_ns, out[1].end_ns), (1_982_000_000, 1_984_000_000));
-        assert_eq!(d.live_events(), 64 + 1, "the pool's events (back in the pool) and one anchor event");
+        assert_eq!(
+            (out[1].start_ns, out[1].end_ns),
+            (1_982_000_000, 1_984_000_000)
+        );
+        assert_eq!(
+            d.live_events(),
+            64 + 1,
+            "the pool's events (back in the pool) and one anchor event"
+        );
         assert_eq!(d.streams(), 1, "one anchor stream per context");
         assert!(ctx.take(&d).is_some());
     }
@@ -218,7 +271,10 @@ mod tests {
     #[test]
     fn only_the_named_context_is_finished() {
         let d = Fake::default();
-        let (a, b) = (Arc::new(Context::new(0xa0, 64)), Arc::new(Context::new(0xb0, 64)));
+        let (a, b) = (
+            Arc::new(Context::new(0xa0, 64)),
+            Arc::new(Context::new(0xb0, 64)),
+        );
         let mut t = Tracker::default();
         t.add([pair(&d, &a, 5, (1.0, 2.0)), pair(&d, &b, 6, (1.0, 2.0))]);
         let mut out = Vec::new();

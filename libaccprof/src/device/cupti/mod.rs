@@ -26,8 +26,8 @@ pub mod clock;
 pub mod ffi;
 pub mod records;
 
-use crate::collector::Message;
-use crate::collector::DeviceBatch;
+use crate::recorder::message::DeviceBatch;
+use crate::recorder::message::Message;
 use crate::strings::StringCache;
 use calls::{Call, CallTable, Class};
 use ffi::{CallbackData, Cupti, CUPTI_SUCCESS};
@@ -54,9 +54,11 @@ struct State {
 
 static STATE: OnceLock<State> = OnceLock::new();
 /// CUPTI's subscriber handle, for switching callbacks off later.
-static SUBSCRIBER: std::sync::atomic::AtomicPtr<c_void> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+static SUBSCRIBER: std::sync::atomic::AtomicPtr<c_void> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 /// Set once the launch callback has been switched off.
-static LAUNCH_CALLBACK_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static LAUNCH_CALLBACK_OFF: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// What the trace header records about device activity: `(key, value)` pairs.
 pub type HeaderKeys = Vec<(String, String)>;
@@ -67,7 +69,8 @@ pub fn start(mode: Mode) -> Option<HeaderKeys> {
     if mode == Mode::Off {
         return None;
     }
-    let r = std::panic::catch_unwind(start_inner).unwrap_or_else(|_| Err("CUPTI could not be started".into()));
+    let r = std::panic::catch_unwind(start_inner)
+        .unwrap_or_else(|_| Err("CUPTI could not be started".into()));
     match r {
         Ok(keys) => Some(keys),
         Err(why) => {
@@ -95,7 +98,13 @@ fn start_inner() -> Result<HeaderKeys, String> {
     }
     let s = STATE.get().ok_or("CUPTI state missing")?;
     let lib = &s.lib;
-    let check = |what: &str, r: i32| if r == CUPTI_SUCCESS { Ok(()) } else { Err(format!("{what} failed: {}", lib.error(r))) };
+    let check = |what: &str, r: i32| {
+        if r == CUPTI_SUCCESS {
+            Ok(())
+        } else {
+            Err(format!("{what} failed: {}", lib.error(r)))
+        }
+    };
     // Before any kind is enabled, so that every record uses it.
     let monotonic = match lib.register_timestamp_callback {
         // SAFETY: a plain extern "C" function returning u64.
@@ -106,18 +115,31 @@ fn start_inner() -> Result<HeaderKeys, String> {
         anchor(s);
     }
     // SAFETY: the callbacks are extern "C" functions of the signatures CUPTI documents.
-    check("cuptiActivityRegisterCallbacks", unsafe { (lib.activity_register_callbacks)(buffer_requested, buffer_completed) })?;
+    check("cuptiActivityRegisterCallbacks", unsafe {
+        (lib.activity_register_callbacks)(buffer_requested, buffer_completed)
+    })?;
     // SAFETY: plain calls with CUPTI's enum values.
     unsafe {
         if (lib.activity_enable)(ffi::KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS {
-            check("enabling kernel records", (lib.activity_enable)(ffi::KIND_KERNEL))?;
+            check(
+                "enabling kernel records",
+                (lib.activity_enable)(ffi::KIND_KERNEL),
+            )?;
         }
-        check("enabling memcpy records", (lib.activity_enable)(ffi::KIND_MEMCPY))?;
-        check("enabling memset records", (lib.activity_enable)(ffi::KIND_MEMSET))?;
+        check(
+            "enabling memcpy records",
+            (lib.activity_enable)(ffi::KIND_MEMCPY),
+        )?;
+        check(
+            "enabling memset records",
+            (lib.activity_enable)(ffi::KIND_MEMSET),
+        )?;
     }
     let mut sub: *mut c_void = std::ptr::null_mut();
     // SAFETY: CUPTI writes the subscriber handle; the callback has CUPTI's signature.
-    check("cuptiSubscribe", unsafe { (lib.subscribe)(&mut sub, on_driver_call, std::ptr::null_mut()) })?;
+    check("cuptiSubscribe", unsafe {
+        (lib.subscribe)(&mut sub, on_driver_call, std::ptr::null_mut())
+    })?;
     SUBSCRIBER.store(sub, Ordering::Release);
     for cbid in s.calls.enabled() {
         // SAFETY: enabling a callback id CUPTI named (or a known one); failures for ids this
@@ -163,7 +185,10 @@ fn anchor(s: &State) {
 /// Kernel records from then on carry no issuing call. (Left to the collector, the switch came
 /// only at its first sweep, 200 ms in: after all of a short solver loop.)
 pub fn runtime_reports_launches() {
-    if LAUNCH_CALLBACK_OFF.load(Ordering::Relaxed) || !active() || LAUNCH_CALLBACK_OFF.swap(true, Ordering::AcqRel) {
+    if LAUNCH_CALLBACK_OFF.load(Ordering::Relaxed)
+        || !active()
+        || LAUNCH_CALLBACK_OFF.swap(true, Ordering::AcqRel)
+    {
         return;
     }
     let Some(s) = STATE.get() else { return };
@@ -192,11 +217,21 @@ pub fn flush() {
 
 /// Records CUPTI dropped (its buffers were full) and records delivered, for the exit line.
 pub fn counts() -> (u64, u64) {
-    STATE.get().map_or((0, 0), |s| (s.records.load(Ordering::Relaxed), s.dropped.load(Ordering::Relaxed)))
+    STATE.get().map_or((0, 0), |s| {
+        (
+            s.records.load(Ordering::Relaxed),
+            s.dropped.load(Ordering::Relaxed),
+        )
+    })
 }
 
 /// The driver callback: notes who issued device work. Runs on the application's thread.
-unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: u32, cbid: u32, cbdata: *const c_void) {
+unsafe extern "C" fn on_driver_call(
+    _user: *mut c_void,
+    domain: u32,
+    cbid: u32,
+    cbdata: *const c_void,
+) {
     let t0 = crate::self_time::begin();
     let _ = std::panic::catch_unwind(|| {
         let Some(s) = STATE.get() else { return };
@@ -218,15 +253,25 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: u32, cbid: u32, 
         } else {
             (None, None)
         };
-        let call = Call { thread: crate::thread_state::current_thread_id(), host_ns: crate::clock::monotonic_ns(), src, dst };
+        let call = Call {
+            thread: crate::recorder::thread_id::current_thread_id(),
+            host_ns: crate::clock::monotonic_ns(),
+            src,
+            dst,
+        };
         s.calls.note(d.correlation_id, call);
     });
     crate::self_time::end_driver(t0);
 }
 
-unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+unsafe extern "C" fn buffer_requested(
+    buffer: *mut *mut u8,
+    size: *mut usize,
+    max_records: *mut usize,
+) {
     let _ = std::panic::catch_unwind(|| {
-        let layout = std::alloc::Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("constant layout");
+        let layout = std::alloc::Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN)
+            .expect("constant layout");
         // SAFETY: a non-zero-sized layout.
         let p = unsafe { std::alloc::alloc(layout) };
         // SAFETY: CUPTI passes valid out-pointers.
@@ -238,7 +283,13 @@ unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, ma
     });
 }
 
-unsafe extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buffer: *mut u8, _size: usize, valid: usize) {
+unsafe extern "C" fn buffer_completed(
+    ctx: *mut c_void,
+    stream: u32,
+    buffer: *mut u8,
+    _size: usize,
+    valid: usize,
+) {
     let _ = std::panic::catch_unwind(|| {
         if let Some(s) = STATE.get() {
             // SAFETY: CUPTI hands back a buffer we allocated, `valid` bytes of it filled.
@@ -246,7 +297,8 @@ unsafe extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buffer: *mu
         }
     });
     if !buffer.is_null() {
-        let layout = std::alloc::Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("constant layout");
+        let layout = std::alloc::Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN)
+            .expect("constant layout");
         // SAFETY: allocated in buffer_requested with this layout.
         unsafe { std::alloc::dealloc(buffer, layout) };
     }
@@ -258,7 +310,11 @@ unsafe fn deliver(s: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, val
     if !monotonic {
         anchor(s);
     }
-    let anchors = if monotonic { None } else { s.anchors.lock().ok().map(|a| a.clone()) };
+    let anchors = if monotonic {
+        None
+    } else {
+        s.anchors.lock().ok().map(|a| a.clone())
+    };
     let to_ns = |t: u64| anchors.as_ref().map_or(t, |a| a.to_ns(t));
     let mut batch = DeviceBatch::default();
     let mut names = s.names.lock().ok();
@@ -270,8 +326,12 @@ unsafe fn deliver(s: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, val
             break;
         }
         // SAFETY: the record lies inside the valid part of the buffer.
-        let bytes = unsafe { std::slice::from_raw_parts(rec, (end - rec as usize).min(records::MAX_PREFIX)) };
-        let Some(a) = records::parse(bytes) else { continue };
+        let bytes = unsafe {
+            std::slice::from_raw_parts(rec, (end - rec as usize).min(records::MAX_PREFIX))
+        };
+        let Some(a) = records::parse(bytes) else {
+            continue;
+        };
         let call = s.calls.take(a.correlation());
         let kernel_name = match (a, names.as_mut()) {
             (records::Activity::Kernel { name, .. }, Some(cache)) if !name.is_null() => {
@@ -280,19 +340,24 @@ unsafe fn deliver(s: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, val
             }
             _ => None,
         };
-        batch.events.push(a.to_event(call.as_ref(), to_ns, kernel_name));
+        batch
+            .events
+            .push(a.to_event(call.as_ref(), to_ns, kernel_name));
     }
     let mut dropped = 0usize;
     // SAFETY: CUPTI writes the count for the buffer's context and stream.
-    if unsafe { (s.lib.activity_get_num_dropped_records)(ctx, stream, &mut dropped) } == CUPTI_SUCCESS && dropped > 0 {
+    if unsafe { (s.lib.activity_get_num_dropped_records)(ctx, stream, &mut dropped) }
+        == CUPTI_SUCCESS
+        && dropped > 0
+    {
         s.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
     }
-    s.records.fetch_add(batch.events.len() as u64, Ordering::Relaxed);
+    s.records
+        .fetch_add(batch.events.len() as u64, Ordering::Relaxed);
     if batch.events.is_empty() && batch.strings.is_empty() {
         return;
     }
-    if let Some(rec) = crate::lifecycle::recorder() {
+    if let Some(rec) = crate::recorder::recorder() {
         let _ = rec.tx.send(Message::Device(batch));
     }
 }
-

@@ -39,9 +39,13 @@ pub enum Class {
 
 /// Classifies a driver function by its name.
 pub fn classify(name: &str) -> Class {
-    let base = name.trim_end_matches("_ptds").trim_end_matches("_ptsz").trim_end_matches("_v2");
+    let base = name
+        .trim_end_matches("_ptds")
+        .trim_end_matches("_ptsz")
+        .trim_end_matches("_v2");
     match base {
-        "cuMemcpy" | "cuMemcpyAsync" | "cuMemcpyHtoD" | "cuMemcpyHtoDAsync" | "cuMemcpyDtoH" | "cuMemcpyDtoHAsync" | "cuMemcpyDtoD" | "cuMemcpyDtoDAsync" => Class::Copy1D,
+        "cuMemcpy" | "cuMemcpyAsync" | "cuMemcpyHtoD" | "cuMemcpyHtoDAsync" | "cuMemcpyDtoH"
+        | "cuMemcpyDtoHAsync" | "cuMemcpyDtoD" | "cuMemcpyDtoDAsync" => Class::Copy1D,
         _ if base.starts_with("cuLaunch") => Class::Launch,
         _ if base.starts_with("cuMemset") || base.starts_with("cuMemcpy") => Class::Issue,
         _ => Class::Ignore,
@@ -110,21 +114,35 @@ impl CallTable {
                 *c = classify(&n);
             }
         }
-        Self { class, pending: Mutex::new(HashMap::with_capacity(4096)) }
+        Self {
+            class,
+            pending: Mutex::new(HashMap::with_capacity(4096)),
+        }
     }
 
     /// The callback ids to enable.
     pub fn enabled(&self) -> impl Iterator<Item = u32> + '_ {
-        self.class.iter().enumerate().filter(|(_, c)| **c != Class::Ignore).map(|(i, _)| i as u32)
+        self.class
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c != Class::Ignore)
+            .map(|(i, _)| i as u32)
     }
 
     /// The callback ids of kernel launches.
     pub fn launches(&self) -> impl Iterator<Item = u32> + '_ {
-        self.class.iter().enumerate().filter(|(_, c)| **c == Class::Launch).map(|(i, _)| i as u32)
+        self.class
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c == Class::Launch)
+            .map(|(i, _)| i as u32)
     }
 
     pub fn class(&self, cbid: u32) -> Class {
-        self.class.get(cbid as usize).copied().unwrap_or(Class::Ignore)
+        self.class
+            .get(cbid as usize)
+            .copied()
+            .unwrap_or(Class::Ignore)
     }
 
     /// Notes a call (on the issuing thread).
@@ -139,6 +157,7 @@ impl CallTable {
         self.pending.lock().ok()?.remove(&correlation)
     }
 
+    #[cfg(test)]
     pub fn pending(&self) -> usize {
         self.pending.lock().map(|p| p.len()).unwrap_or(0)
     }
@@ -158,9 +177,14 @@ pub unsafe fn copy_params(params: *const c_void) -> (Option<u64>, Option<u64>) {
 }
 
 /// The driver functions' names as this CUPTI gives them, else the built-in list.
-pub fn names(get: Option<unsafe extern "C" fn(u32, u32, *mut *const std::ffi::c_char) -> i32>) -> Vec<(u32, String)> {
+pub fn names(
+    get: Option<unsafe extern "C" fn(u32, u32, *mut *const std::ffi::c_char) -> i32>,
+) -> Vec<(u32, String)> {
     let Some(get) = get else {
-        return KNOWN_CBIDS.iter().map(|(i, n)| (*i, n.to_string())).collect();
+        return KNOWN_CBIDS
+            .iter()
+            .map(|(i, n)| (*i, n.to_string()))
+            .collect();
     };
     let mut out = Vec::new();
     for id in 1..MAX_CBID {
@@ -168,11 +192,17 @@ pub fn names(get: Option<unsafe extern "C" fn(u32, u32, *mut *const std::ffi::c_
         // SAFETY: CUPTI writes a pointer to a static name, or fails for an unknown id.
         if unsafe { get(super::ffi::CB_DOMAIN_DRIVER_API, id, &mut p) } == 0 && !p.is_null() {
             // SAFETY: static NUL-terminated string owned by CUPTI.
-            out.push((id, unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()));
+            out.push((
+                id,
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned(),
+            ));
         }
     }
     if out.is_empty() {
-        return KNOWN_CBIDS.iter().map(|(i, n)| (*i, n.to_string())).collect();
+        return KNOWN_CBIDS
+            .iter()
+            .map(|(i, n)| (*i, n.to_string()))
+            .collect();
     }
     out
 }
@@ -204,7 +234,11 @@ mod tests {
         assert_eq!(t.class(56), Class::Issue);
         assert_eq!(t.class(307), Class::Launch);
         let launches: Vec<u32> = t.launches().collect();
-        assert_eq!(launches, vec![115, 116, 117, 307], "cuLaunch, cuLaunchGrid(Async), cuLaunchKernel");
+        assert_eq!(
+            launches,
+            vec![115, 116, 117, 307],
+            "cuLaunch, cuLaunchGrid(Async), cuLaunchKernel"
+        );
         assert_eq!(t.class(1), Class::Ignore);
         assert_eq!(t.class(u32::MAX), Class::Ignore);
     }
@@ -212,7 +246,12 @@ mod tests {
     #[test]
     fn each_record_takes_its_call_once() {
         let t = CallTable::new(names(None));
-        let c = Call { thread: 3, host_ns: 10, src: Some(1), dst: Some(2) };
+        let c = Call {
+            thread: 3,
+            host_ns: 10,
+            src: Some(1),
+            dst: Some(2),
+        };
         t.note(5, c);
         assert_eq!(t.pending(), 1);
         assert_eq!(t.take(5), Some(c));

@@ -1,47 +1,21 @@
 //! The writer thread: turns batches into chunks in the trace file.
 //!
-//! It creates the file on the first batch (a program that records nothing leaves no file),
-//! records the module map whenever an event points into a module it has not written yet, sweeps
-//! partly filled thread buffers every 200 ms so that a killed program loses little and a
-//! following reader sees events land, and at shutdown writes the drop counts and the footer.
+//! It creates the file when recording starts, at the first event (a program that records
+//! nothing leaves no file), records the module map whenever an event points into a module it
+//! has not written yet, sweeps partly filled thread buffers every 200 ms so that a killed
+//! program loses little and a following reader sees events land, writes drop counts as it
+//! learns them, and at shutdown the footer.
 
-use crate::lifecycle::{self, Recorder};
-use crate::slots::{ship, Batch};
+use crate::recorder::late;
+use crate::recorder::message::{ship, DeviceBatch, Message, Summary};
+use crate::recorder::slots::Batch;
+use crate::recorder::Recorder;
 use accprof_trace::{Event, Field, Footer, Header, Module, StrId, TraceWriter};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-pub enum Message {
-    Batch(Batch),
-    /// Device records from CUPTI: already on CLOCK_MONOTONIC, and not from the buffer pool.
-    Device(DeviceBatch),
-    /// Device records from CUDA events: device times on CLOCK_MONOTONIC, `host_call_ns` still
-    /// in the hot path's clock unit (converted here, like the host event it equals).
-    CudaEvents(Vec<accprof_trace::Event>),
-    /// Write out everything buffered now (runtime shutdown).
-    Flush,
-    /// Final flush; reply with what was written.
-    Shutdown(Sender<Summary>),
-}
-
-/// Device records converted on CUPTI's buffer thread, with the kernel names first used by them.
-#[derive(Debug, Default)]
-pub struct DeviceBatch {
-    pub events: Vec<Event>,
-    pub strings: Vec<(StrId, Box<[u8]>)>,
-}
-
-/// What the collector wrote, for the line printed at exit.
-#[derive(Debug, Default)]
-pub struct Summary {
-    pub path: Option<PathBuf>,
-    pub events: u64,
-    pub dropped: u64,
-    pub error: Option<String>,
-}
 
 const SWEEP_EVERY: Duration = Duration::from_millis(200);
 /// How long the exit flush waits for the device to pass the CUDA events still pending.
@@ -63,9 +37,15 @@ struct Collector {
     unpacked: Vec<Event>,
 }
 
-pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Message>, header: Header) {
+pub fn run(
+    rec: &'static Recorder,
+    rx: Receiver<Message>,
+    self_tx: Sender<Message>,
+    header: Header,
+) {
     // Our own buffers are no application arrays.
     crate::heap::ignore_this_thread();
+    crate::recorder::set_writer_tid();
     let mut c = Collector {
         header,
         clock: crate::clock::Converter::new(),
@@ -78,6 +58,9 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
         heap: crate::heap::Namer::new(),
         unpacked: Vec::new(),
     };
+    // Now, not at the first batch: the name is decided (and a taken one said) while the
+    // program starts, and a process that records holds its file from its first event on.
+    c.open(rec);
     loop {
         match rx.recv_timeout(SWEEP_EVERY) {
             Ok(Message::Batch(b)) => c.write_batch(rec, b),
@@ -87,7 +70,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
                 c.clock.anchor();
                 // Pairs are taken before the sweep and their records sent to ourselves after
                 // it, so that they queue behind the batches defining their names.
-                let cuda = crate::cuda_events::collect();
+                let cuda = crate::device::cuda_events::collect();
                 c.heap.drain(&mut c.clock);
                 c.sweep(rec, &self_tx);
                 if !cuda.is_empty() {
@@ -106,7 +89,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, self_tx: Sender<Messag
                     }
                 }
                 // What the device has not finished yet: bounded, the program is exiting.
-                let cuda = crate::cuda_events::collect_all(CUDA_EVENTS_EXIT_WAIT);
+                let cuda = crate::device::cuda_events::collect_all(CUDA_EVENTS_EXIT_WAIT);
                 c.write_cuda_events(rec, cuda);
                 c.write_drops(rec);
                 let summary = c.finish();
@@ -142,7 +125,12 @@ impl Collector {
 
     /// Names heap blocks, then writes the batch's strings, the modules its addresses need, and
     /// its events (times already on the trace's clock); counts them written or lost.
-    fn write_events(&mut self, rec: &Recorder, events: &mut [Event], strings: &[(StrId, Box<[u8]>)]) {
+    fn write_events(
+        &mut self,
+        rec: &Recorder,
+        events: &mut [Event],
+        strings: &[(StrId, Box<[u8]>)],
+    ) {
         let n = events.len() as u64;
         if self.writer.is_none() && self.failed.is_none() {
             self.open(rec);
@@ -172,7 +160,13 @@ impl Collector {
                 e.set(Field::HostCallNs, self.clock.to_ns(t));
             }
         }
-        self.write_device_batch(rec, DeviceBatch { events, strings: Vec::new() });
+        self.write_device_batch(
+            rec,
+            DeviceBatch {
+                events,
+                strings: Vec::new(),
+            },
+        );
     }
 
     /// Tags events whose host pointer lay in a recorded heap block (one place for every
@@ -188,13 +182,23 @@ impl Collector {
     }
 
     fn open(&mut self, rec: &Recorder) {
-        let path = crate::output::trace_path(&rec.config);
-        match crate::output::create(&path, &self.header) {
-            Ok(w) => {
-                self.writer = Some(w);
-                self.path = Some(path);
+        let path = crate::write::output::trace_path(&rec.config);
+        let stream_ok = crate::write::output::named_by_user(&rec.config);
+        match crate::write::output::create(&path, &self.header, stream_ok) {
+            Ok(c) => {
+                if let Some(note) = c.note {
+                    eprintln!("accprof: {note}");
+                }
+                self.writer = Some(c.writer);
+                self.path = Some(c.path);
             }
-            Err(e) => self.fail(format!("cannot write the trace to {}: {e}; this run is not recorded", path.display()), 0),
+            Err(e) => self.fail(
+                format!(
+                    "cannot write the trace to {}: {e}; this run is not recorded",
+                    path.display()
+                ),
+                0,
+            ),
         }
     }
 
@@ -226,6 +230,15 @@ impl Collector {
                 }
             }
         }
+        let skipped = crate::recorder::fork_gate::take_skipped();
+        if skipped > 0 {
+            if self.writer.is_none() && self.failed.is_none() {
+                self.open(rec);
+            }
+            if let Some(w) = self.writer.as_mut() {
+                let _ = w.write_lost(&[(accprof_trace::LostReason::Fork, skipped)]);
+            }
+        }
         let mut drops = Vec::new();
         for slot in rec.registry.snapshot() {
             let n = slot.dropped.swap(0, Ordering::Relaxed);
@@ -246,6 +259,8 @@ impl Collector {
     }
 
     fn finish(mut self) -> Summary {
+        let mut unsaid = None;
+        let mut handed_over = false;
         if let Some(mut w) = self.writer.take() {
             let footer = Footer {
                 events_recorded: self.events,
@@ -253,12 +268,23 @@ impl Collector {
                 end_monotonic_ns: crate::clock::monotonic_ns(),
             };
             if let Err(e) = w.write_footer(&footer).and_then(|_| w.flush()) {
-                self.failed = Some(format!("cannot finish the trace: {e}"));
+                // Not said yet: the caller prints it.
+                unsaid = Some(format!("cannot finish the trace: {e}"));
             } else {
-                lifecycle::hand_over_late_writer(w, self.clock);
+                late::hand_over_late_writer(w, self.clock);
+                handed_over = true;
             }
         }
-        Summary { path: self.path, events: self.events, dropped: self.dropped, error: self.failed }
+        if !handed_over {
+            late::close();
+        }
+        Summary {
+            path: self.path,
+            events: self.events,
+            dropped: self.dropped,
+            failed: self.failed.is_some() || unsaid.is_some(),
+            error: unsaid,
+        }
     }
 }
 
@@ -267,7 +293,10 @@ impl Collector {
 /// address falls outside every known module.
 fn modules_to_record(known: &mut Vec<Module>, events: &[Event]) -> Vec<Module> {
     let mut fresh = Vec::new();
-    let code_addresses = events.iter().flat_map(|e| [e.get(Field::ReturnAddress), e.get(Field::AllocSite)]).flatten();
+    let code_addresses = events
+        .iter()
+        .flat_map(|e| [e.get(Field::ReturnAddress), e.get(Field::AllocSite)])
+        .flatten();
     for ra in code_addresses {
         if known.iter().any(|m| m.contains(ra)) {
             continue;

@@ -149,7 +149,10 @@ fn check(r: CuResult) -> Result<(), CuResult> {
 /// Opens libcuda (`ACCPROF_CUDA_LIB`, else `libcuda.so.1` where the loader finds it). `Err`
 /// says in one line what failed.
 pub fn load() -> Result<Cuda, String> {
-    let name = std::env::var("ACCPROF_CUDA_LIB").ok().filter(|v| !v.is_empty()).unwrap_or_else(|| "libcuda.so.1".into());
+    let name = std::env::var("ACCPROF_CUDA_LIB")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "libcuda.so.1".into());
     open(&name)
 }
 
@@ -161,7 +164,9 @@ fn open(name: &str) -> Result<Cuda, String> {
     // SAFETY: dlopen with a valid C string; the handle is never closed.
     let h = unsafe { libc::dlopen(cname.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if h.is_null() {
-        return Err(format!("cannot load {name} (the CUDA driver; set ACCPROF_CUDA_LIB to its path)"));
+        return Err(format!(
+            "cannot load {name} (the CUDA driver; set ACCPROF_CUDA_LIB to its path)"
+        ));
     }
     let sym = |s: &str| -> Option<*mut c_void> {
         let cs = CString::new(s).ok()?;
@@ -169,7 +174,12 @@ fn open(name: &str) -> Result<Cuda, String> {
         let p = unsafe { libc::dlsym(h, cs.as_ptr()) };
         (!p.is_null()).then_some(p)
     };
-    let need = |names: &[&str]| names.iter().find_map(|n| sym(n)).ok_or_else(|| format!("{name} has no {}: too old a driver", names[0]));
+    let need = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| sym(n))
+            .ok_or_else(|| format!("{name} has no {}: too old a driver", names[0]))
+    };
     let path = loaded_path(sym("cuEventRecord")).unwrap_or_else(|| name.clone());
     // SAFETY: each symbol is the driver function of that name with the signature of cuda.h,
     // which the field types repeat. The _v2 forms are what cuda.h maps the plain names to.
@@ -179,13 +189,28 @@ fn open(name: &str) -> Result<Cuda, String> {
             event_create: std::mem::transmute::<*mut c_void, _>(need(&["cuEventCreate"])?),
             event_record: std::mem::transmute::<*mut c_void, _>(need(&["cuEventRecord"])?),
             event_query: std::mem::transmute::<*mut c_void, _>(need(&["cuEventQuery"])?),
-            event_elapsed_time: std::mem::transmute::<*mut c_void, _>(need(&["cuEventElapsedTime_v2", "cuEventElapsedTime"])?),
-            event_destroy: std::mem::transmute::<*mut c_void, _>(need(&["cuEventDestroy_v2", "cuEventDestroy"])?),
+            event_elapsed_time: std::mem::transmute::<*mut c_void, _>(need(&[
+                "cuEventElapsedTime_v2",
+                "cuEventElapsedTime",
+            ])?),
+            event_destroy: std::mem::transmute::<*mut c_void, _>(need(&[
+                "cuEventDestroy_v2",
+                "cuEventDestroy",
+            ])?),
             stream_create: std::mem::transmute::<*mut c_void, _>(need(&["cuStreamCreate"])?),
-            stream_destroy: std::mem::transmute::<*mut c_void, _>(need(&["cuStreamDestroy_v2", "cuStreamDestroy"])?),
+            stream_destroy: std::mem::transmute::<*mut c_void, _>(need(&[
+                "cuStreamDestroy_v2",
+                "cuStreamDestroy",
+            ])?),
             ctx_get_current: std::mem::transmute::<*mut c_void, _>(need(&["cuCtxGetCurrent"])?),
-            ctx_push_current: std::mem::transmute::<*mut c_void, _>(need(&["cuCtxPushCurrent_v2", "cuCtxPushCurrent"])?),
-            ctx_pop_current: std::mem::transmute::<*mut c_void, _>(need(&["cuCtxPopCurrent_v2", "cuCtxPopCurrent"])?),
+            ctx_push_current: std::mem::transmute::<*mut c_void, _>(need(&[
+                "cuCtxPushCurrent_v2",
+                "cuCtxPushCurrent",
+            ])?),
+            ctx_pop_current: std::mem::transmute::<*mut c_void, _>(need(&[
+                "cuCtxPopCurrent_v2",
+                "cuCtxPopCurrent",
+            ])?),
         })
     }
 }
@@ -198,8 +223,14 @@ fn loaded_path(p: Option<*mut c_void>) -> Option<String> {
         if libc::dladdr(p, &mut info) == 0 || info.dli_fname.is_null() {
             return None;
         }
-        let f = CStr::from_ptr(info.dli_fname as *const c_char).to_string_lossy().into_owned();
-        Some(std::fs::canonicalize(&f).map(|p| p.display().to_string()).unwrap_or(f))
+        let f = CStr::from_ptr(info.dli_fname as *const c_char)
+            .to_string_lossy()
+            .into_owned();
+        Some(
+            std::fs::canonicalize(&f)
+                .map(|p| p.display().to_string())
+                .unwrap_or(f),
+        )
     }
 }
 
@@ -210,7 +241,10 @@ mod tests {
     #[test]
     fn a_missing_driver_is_one_line_not_a_crash() {
         let e = open("/nonexistent/libcuda.so.1").err().unwrap();
-        assert!(e.starts_with("cannot load /nonexistent/libcuda.so.1"), "{e}");
+        assert!(
+            e.starts_with("cannot load /nonexistent/libcuda.so.1"),
+            "{e}"
+        );
         assert!(!e.contains('\n'));
     }
 }

@@ -22,12 +22,10 @@ impl Anchors {
         }
     }
 
+    #[cfg(test)]
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         self.pts.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.pts.is_empty()
     }
 
     /// The monotonic time of CUPTI timestamp `t`.

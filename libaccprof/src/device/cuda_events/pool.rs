@@ -34,7 +34,14 @@ pub struct Context {
 impl Context {
     pub fn new(ctx: Handle, max: usize) -> Self {
         let (free_tx, free_rx) = crossbeam_channel::bounded(max);
-        Self { ctx, free_tx, free_rx, created: AtomicUsize::new(0), max, closed: AtomicBool::new(false) }
+        Self {
+            ctx,
+            free_tx,
+            free_rx,
+            created: AtomicUsize::new(0),
+            max,
+            closed: AtomicBool::new(false),
+        }
     }
 
     pub fn is_closed(&self) -> bool {
@@ -91,6 +98,7 @@ impl Context {
     }
 
     /// Events created and not destroyed (in the pool or in use).
+    #[cfg(test)]
     pub fn created(&self) -> usize {
         self.created.load(Ordering::Acquire)
     }
@@ -118,13 +126,21 @@ mod tests {
         let c = Context::new(7, 2 * GROW);
         let a = c.take(&d).unwrap();
         assert_eq!(c.created(), GROW, "one step created at once");
-        assert_eq!(d.created_in_context(), vec![7; GROW], "created with the runtime's context current");
+        assert_eq!(
+            d.created_in_context(),
+            vec![7; GROW],
+            "created with the runtime's context current"
+        );
         let mut held = vec![a];
         for _ in 1..2 * GROW {
             held.push(c.take(&d).unwrap());
         }
         assert_eq!(c.created(), 2 * GROW);
-        assert_eq!(c.take(&d), None, "the pool is exhausted: no wait, no new event");
+        assert_eq!(
+            c.take(&d),
+            None,
+            "the pool is exhausted: no wait, no new event"
+        );
         c.give_back(&d, held.pop().unwrap());
         assert!(c.take(&d).is_some(), "a returned event is reused");
         assert_eq!(d.live_events(), 2 * GROW);
@@ -136,9 +152,17 @@ mod tests {
         let c = Context::new(7, GROW);
         let a = c.take(&d).unwrap();
         c.close(&d);
-        assert_eq!(d.live_events(), 1, "pooled events destroyed, the one in use kept");
+        assert_eq!(
+            d.live_events(),
+            1,
+            "pooled events destroyed, the one in use kept"
+        );
         assert_eq!(c.take(&d), None);
         c.give_back(&d, a);
-        assert_eq!(d.live_events(), 1, "not destroyed after close: its context may be gone");
+        assert_eq!(
+            d.live_events(),
+            1,
+            "not destroyed after close: its context may be gone"
+        );
     }
 }

@@ -1,21 +1,26 @@
 //! The one callback registered for every event.
 
-use crate::lifecycle;
-use crate::thread_state::{Incoming, ThreadState};
+use crate::record::thread_state::{Incoming, ThreadState};
+use crate::recorder::{self, fork_gate, Recorder};
 use accprof_abi::read::{ApiView, EventView, ProfView};
 use accprof_abi::{acc_api_info, acc_event_info, acc_prof_info};
 use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 
 thread_local! {
     static THREAD: RefCell<Option<ThreadStateGuard>> = const { RefCell::new(None) };
 }
+
+/// Events recorded on threads whose own state was unavailable (see `record_orphan`).
+static ORPHANS: Mutex<Option<ThreadState>> = Mutex::new(None);
 
 /// Retires the thread's slot when the thread ends, so its last events are written.
 struct ThreadStateGuard(ThreadState);
 
 impl Drop for ThreadStateGuard {
     fn drop(&mut self) {
-        if let Some(rec) = lifecycle::recorder() {
+        if let Some(rec) = recorder::recorder() {
             self.0.retire(rec);
         }
     }
@@ -26,7 +31,17 @@ impl Drop for ThreadStateGuard {
 /// # Safety
 /// Called by an OpenACC runtime with the pointers the specification describes (any of which
 /// may be NULL); never called by Rust code except the benchmarks.
-pub unsafe extern "C" fn on_event(prof: *mut acc_prof_info, info: *mut acc_event_info, api: *mut acc_api_info) {
+pub unsafe extern "C" fn on_event(
+    prof: *mut acc_prof_info,
+    info: *mut acc_event_info,
+    api: *mut acc_api_info,
+) {
+    // A thread is forking: return before anything, so that the runtime's lock (held around
+    // this call) is let go as soon as it can be (recorder::fork_gate).
+    if fork_gate::pending() {
+        fork_gate::skip();
+        return;
+    }
     // Time first: everything after this is our own overhead, not the runtime's.
     let now = crate::clock::now();
     let t0 = crate::self_time::begin();
@@ -38,10 +53,19 @@ pub unsafe extern "C" fn on_event(prof: *mut acc_prof_info, info: *mut acc_event
     crate::self_time::end_openacc(t0);
 }
 
-unsafe fn record(now: u64, prof: *mut acc_prof_info, info: *mut acc_event_info, api: *mut acc_api_info) {
-    let Some(rec) = lifecycle::recorder_for_event() else { return };
+unsafe fn record(
+    now: u64,
+    prof: *mut acc_prof_info,
+    info: *mut acc_event_info,
+    api: *mut acc_api_info,
+) {
+    let Some(rec) = recorder::recorder_for_event() else {
+        return;
+    };
     // SAFETY: the runtime's pointers are valid for valid_bytes, or NULL, through the callback.
-    let Some(prof) = (unsafe { ProfView::new(prof) }) else { return };
+    let Some(prof) = (unsafe { ProfView::new(prof) }) else {
+        return;
+    };
     let kind = prof.event_type();
     // SAFETY: as above.
     let info = unsafe { EventView::new(info, kind) };
@@ -54,26 +78,40 @@ unsafe fn record(now: u64, prof: *mut acc_prof_info, info: *mut acc_event_info, 
     };
     if kind == accprof_abi::acc_event_t::ENQUEUE_LAUNCH_START {
         // Before the launch reaches the driver, so that CUPTI's callback already skips it.
-        crate::cupti::runtime_reports_launches();
+        crate::device::cupti::runtime_reports_launches();
     }
-    let inc = Incoming { now, kind, prof, info, api };
+    let inc = Incoming {
+        now,
+        kind,
+        prof,
+        info,
+        api,
+    };
     let handled = THREAD.try_with(|cell| match cell.try_borrow_mut() {
         Ok(mut st) => {
             let st = st.get_or_insert_with(|| ThreadStateGuard(ThreadState::new(rec)));
+            let slot = st.0.slot();
+            slot.in_callback.store(true, Ordering::Relaxed);
+            if fork_gate::pending() {
+                slot.in_callback.store(false, Ordering::Relaxed);
+                fork_gate::skip();
+                return true;
+            }
             st.0.handle(rec, &inc);
+            st.0.slot().in_callback.store(false, Ordering::Release);
             true
         }
         // Re-entered on this thread (a signal handler calling the runtime): not recordable.
         Err(_) => false,
     });
     if !matches!(handled, Ok(true)) {
-        lifecycle::record_orphan(rec, &inc);
+        record_orphan(rec, &inc);
     }
 }
 
 /// Flushes and closes the calling thread's state at exit (the main thread's TLS destructors do
 /// not run at `exit`).
-pub fn finish_current_thread(rec: &lifecycle::Recorder) {
+pub fn finish_current_thread(rec: &Recorder) {
     let _ = THREAD.try_with(|cell| {
         if let Ok(mut st) = cell.try_borrow_mut() {
             if let Some(st) = st.as_mut() {
@@ -82,4 +120,22 @@ pub fn finish_current_thread(rec: &lifecycle::Recorder) {
             }
         }
     });
+}
+
+/// Records an event from a thread whose own state cannot be used (its thread-local storage is
+/// being torn down, or the callback was re-entered). Rare, so a lock is fine here.
+fn record_orphan(rec: &Recorder, inc: &Incoming<'_>) {
+    if let Ok(mut o) = ORPHANS.lock() {
+        o.get_or_insert_with(|| ThreadState::new(rec))
+            .handle(rec, inc);
+    }
+}
+
+/// Hands the orphan events to the collector (at exit).
+pub fn flush_orphans(rec: &Recorder) {
+    if let Ok(mut o) = ORPHANS.lock() {
+        if let Some(st) = o.as_mut() {
+            st.flush(rec);
+        }
+    }
 }

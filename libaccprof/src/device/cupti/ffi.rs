@@ -15,7 +15,6 @@ use std::path::PathBuf;
 
 pub type CuptiResult = c_int;
 pub const CUPTI_SUCCESS: CuptiResult = 0;
-pub const CUPTI_ERROR_MAX_LIMIT_REACHED: CuptiResult = 12;
 
 /// `CUpti_ActivityKind` values accprof enables.
 pub const KIND_MEMCPY: u32 = 1;
@@ -26,9 +25,12 @@ pub const KIND_CONCURRENT_KERNEL: u32 = 10;
 pub const CB_DOMAIN_DRIVER_API: u32 = 1;
 pub const API_ENTER: u32 = 0;
 
-pub type BufferRequested = unsafe extern "C" fn(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize);
-pub type BufferCompleted = unsafe extern "C" fn(ctx: *mut c_void, stream: u32, buffer: *mut u8, size: usize, valid: usize);
-pub type DriverCallback = unsafe extern "C" fn(userdata: *mut c_void, domain: u32, cbid: u32, cbdata: *const c_void);
+pub type BufferRequested =
+    unsafe extern "C" fn(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize);
+pub type BufferCompleted =
+    unsafe extern "C" fn(ctx: *mut c_void, stream: u32, buffer: *mut u8, size: usize, valid: usize);
+pub type DriverCallback =
+    unsafe extern "C" fn(userdata: *mut c_void, domain: u32, cbid: u32, cbdata: *const c_void);
 pub type TimestampFn = unsafe extern "C" fn() -> u64;
 
 /// The prefix of `CUpti_CallbackData` that accprof reads (offsets checked against the header).
@@ -48,17 +50,21 @@ pub struct CallbackData {
 /// The CUPTI entry points accprof uses.
 pub struct Cupti {
     pub path: String,
-    pub activity_register_callbacks: unsafe extern "C" fn(BufferRequested, BufferCompleted) -> CuptiResult,
+    pub activity_register_callbacks:
+        unsafe extern "C" fn(BufferRequested, BufferCompleted) -> CuptiResult,
     pub activity_enable: unsafe extern "C" fn(u32) -> CuptiResult,
     pub activity_flush_all: unsafe extern "C" fn(u32) -> CuptiResult,
     pub activity_get_next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult,
-    pub activity_get_num_dropped_records: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult,
+    pub activity_get_num_dropped_records:
+        unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult,
     pub get_timestamp: unsafe extern "C" fn(*mut u64) -> CuptiResult,
-    pub subscribe: unsafe extern "C" fn(*mut *mut c_void, DriverCallback, *mut c_void) -> CuptiResult,
+    pub subscribe:
+        unsafe extern "C" fn(*mut *mut c_void, DriverCallback, *mut c_void) -> CuptiResult,
     pub enable_callback: unsafe extern "C" fn(u32, *mut c_void, u32, u32) -> CuptiResult,
     pub get_result_string: unsafe extern "C" fn(CuptiResult, *mut *const c_char) -> CuptiResult,
     /// Newer CUPTIs only.
-    pub get_callback_name: Option<unsafe extern "C" fn(u32, u32, *mut *const c_char) -> CuptiResult>,
+    pub get_callback_name:
+        Option<unsafe extern "C" fn(u32, u32, *mut *const c_char) -> CuptiResult>,
     pub register_timestamp_callback: Option<unsafe extern "C" fn(TimestampFn) -> CuptiResult>,
 }
 
@@ -83,7 +89,12 @@ impl Cupti {
 
 /// Where libcupti is looked for, in order: names the loader resolves, then install directories.
 pub fn candidates() -> Vec<String> {
-    let names = ["libcupti.so", "libcupti.so.13", "libcupti.so.12", "libcupti.so.11"];
+    let names = [
+        "libcupti.so",
+        "libcupti.so.13",
+        "libcupti.so.12",
+        "libcupti.so.11",
+    ];
     let mut out: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     let mut dirs: Vec<PathBuf> = Vec::new();
     for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
@@ -161,7 +172,8 @@ fn open(name: &str) -> Result<Cupti, String> {
             enable_callback: as_fn(need("cuptiEnableCallback")?),
             get_result_string: as_fn(need("cuptiGetResultString")?),
             get_callback_name: sym("cuptiGetCallbackName").map(|p| as_fn(p)),
-            register_timestamp_callback: sym("cuptiActivityRegisterTimestampCallback").map(|p| as_fn(p)),
+            register_timestamp_callback: sym("cuptiActivityRegisterTimestampCallback")
+                .map(|p| as_fn(p)),
         })
     }
 }
@@ -173,7 +185,11 @@ fn open(name: &str) -> Result<Cupti, String> {
 /// # Safety
 /// `p` is the address of a function whose C signature is `F`.
 unsafe fn as_fn<F: Copy>(p: *mut c_void) -> F {
-    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>(), "not a function pointer type");
+    assert_eq!(
+        std::mem::size_of::<F>(),
+        std::mem::size_of::<*mut c_void>(),
+        "not a function pointer type"
+    );
     // SAFETY: same size, and the caller vouches for the signature.
     unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) }
 }
@@ -188,8 +204,14 @@ fn loaded_path(h: *mut c_void) -> Option<String> {
         if p.is_null() || libc::dladdr(p, &mut info) == 0 || info.dli_fname.is_null() {
             return None;
         }
-        let f = CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
-        Some(std::fs::canonicalize(&f).map(|p| p.display().to_string()).unwrap_or(f))
+        let f = CStr::from_ptr(info.dli_fname)
+            .to_string_lossy()
+            .into_owned();
+        Some(
+            std::fs::canonicalize(&f)
+                .map(|p| p.display().to_string())
+                .unwrap_or(f),
+        )
     }
 }
 

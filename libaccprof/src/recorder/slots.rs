@@ -6,7 +6,6 @@
 //! and `--follow` sees events land) and at exit. A full buffer is handed to the collector over a
 //! channel and replaced from the pool; memory is bounded by the pool's size.
 
-use crate::collector::Message;
 use accprof_trace::{PackedEvents, StrId};
 use crossbeam_channel::{Receiver, Sender};
 use std::cell::UnsafeCell;
@@ -72,11 +71,6 @@ impl Pool {
         got
     }
 
-    /// Like [`take`](Self::take) but never waits (used where the caller must not block).
-    pub fn try_take(&self) -> Option<PackedEvents> {
-        self.free_rx.try_recv().ok()
-    }
-
     /// Returns a written buffer for reuse.
     pub fn give_back(&self, mut v: PackedEvents) {
         self.starved.store(false, Ordering::Relaxed);
@@ -102,6 +96,8 @@ pub struct Slot {
     pub dead: AtomicBool,
     /// Set at exit after the final sweep: later events take the late path.
     pub closed: AtomicBool,
+    /// The owner is inside a callback (read by a thread about to fork, `fork_gate`).
+    pub in_callback: AtomicBool,
     pub thread: i64,
 }
 
@@ -116,6 +112,7 @@ impl Slot {
             dropped: AtomicU64::new(0),
             dead: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            in_callback: AtomicBool::new(false),
             thread,
         }
     }
@@ -124,18 +121,29 @@ impl Slot {
     /// does only for the time of a pointer swap.
     #[inline]
     pub fn with_batch<R>(&self, f: impl FnOnce(&mut Batch, bool) -> R) -> R {
-        while self.busy.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        while self
+            .busy
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
             std::hint::spin_loop();
         }
         // SAFETY: `busy` gives us exclusive access until we release it below.
-        let r = f(unsafe { &mut *self.batch.get() }, self.closed.load(Ordering::Relaxed));
+        let r = f(
+            unsafe { &mut *self.batch.get() },
+            self.closed.load(Ordering::Relaxed),
+        );
         self.busy.store(false, Ordering::Release);
         r
     }
 
     /// The collector's side: takes the batch if the owner is not writing right now.
     pub fn try_with_batch<R>(&self, f: impl FnOnce(&mut Batch) -> R) -> Option<R> {
-        if self.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        if self
+            .busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
             return None;
         }
         // SAFETY: as in `with_batch`.
@@ -159,6 +167,13 @@ impl Registry {
         }
     }
 
+    /// Whether any slot's owner is inside a callback; `None` when the list is busy (taken by
+    /// a thread starting or by the writer).
+    pub fn any_in_callback(&self) -> Option<bool> {
+        let v = self.slots.try_lock().ok()?;
+        Some(v.iter().any(|s| s.in_callback.load(Ordering::SeqCst)))
+    }
+
     /// A snapshot of the slots, pruning those whose thread ended and that hold nothing more:
     /// no buffered events and no drops still to be reported (a thread that dropped events and
     /// then ended must still have them counted).
@@ -168,7 +183,8 @@ impl Registry {
                 v.retain(|s| {
                     let finished = s.dead.load(Ordering::Acquire)
                         && s.dropped.load(Ordering::Acquire) == 0
-                        && s.try_with_batch(|b| b.events.is_empty() && b.strings.is_empty()).unwrap_or(false);
+                        && s.try_with_batch(|b| b.events.is_empty() && b.strings.is_empty())
+                            .unwrap_or(false);
                     !finished
                 });
                 v.clone()
@@ -176,17 +192,4 @@ impl Registry {
             Err(_) => Vec::new(),
         }
     }
-}
-
-/// Sends the slot's current batch (if not empty) to the collector, leaving an empty batch with
-/// no buffer: the owner gets a fresh one from the pool on its next event. Must be called with
-/// `busy` held, so that the order of one thread's batches on the channel is the order in which
-/// they were filled.
-pub fn ship(batch: &mut Batch, tx: &Sender<Message>) {
-    if batch.events.is_empty() && batch.strings.is_empty() {
-        return;
-    }
-    let b = std::mem::take(batch);
-    // The collector lives until exit; if it is gone, the events are lost with the process.
-    let _ = tx.send(Message::Batch(b));
 }

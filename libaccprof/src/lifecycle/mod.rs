@@ -5,73 +5,24 @@
 //! writes the footer; events that still arrive after that (runtimes that shut down in their own
 //! exit handlers) are appended directly, flagged `after_shutdown`. A forked child stops
 //! recording: it has no collector thread, and its parent's trace is not its own.
+//!
+//! [`death`]: the other ways a process ends (fatal signals, exec, `_exit`) reach the same
+//! final flush through a thread of ours, asked from the dying thread async-signal-safely.
 
-use crate::collector::{self, Message, Summary};
+pub mod death;
+
 use crate::config::Config;
-use crate::slots::{Pool, Registry};
-use crate::thread_state::{Incoming, ThreadState};
-use accprof_trace::{Event, StrId, TraceWriter};
-use crossbeam_channel::Sender;
-use std::fs::File;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Mutex, Once, OnceLock};
+use crate::device::{cuda_events, cupti};
+use crate::recorder::message::{Message, Summary};
+use crate::recorder::slots::{Pool, Registry};
+use crate::recorder::{self, Recorder, State};
+use crate::write::collector;
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, Once};
 use std::time::Duration;
 
-const IDLE: u8 = 0;
-const REGISTERED: u8 = 1;
-const RECORDING: u8 = 2;
-const FINISHED: u8 = 3;
-const DISABLED: u8 = 4;
-
-static STATE: AtomicU8 = AtomicU8::new(IDLE);
-static RECORDER: OnceLock<Recorder> = OnceLock::new();
-static START: Once = Once::new();
 static HOOKS: Once = Once::new();
 static REGISTRATION: Mutex<String> = Mutex::new(String::new());
-
-/// The writer, handed back by the collector at exit, for events that arrive after it.
-static LATE: Mutex<Option<LateWriter>> = Mutex::new(None);
-static LATE_LOST: AtomicU64 = AtomicU64::new(0);
-
-pub struct LateWriter {
-    pub writer: TraceWriter<File>,
-    pub clock: crate::clock::Converter,
-}
-
-/// Everything shared by the recording threads and the collector.
-pub struct Recorder {
-    pub config: Config,
-    pub pool: Pool,
-    pub registry: Registry,
-    pub tx: Sender<Message>,
-    /// Events recorded on threads whose own state was unavailable (see `record_orphan`).
-    orphans: Mutex<Option<ThreadState>>,
-}
-
-/// The recorder, if recording has started.
-pub fn recorder() -> Option<&'static Recorder> {
-    RECORDER.get()
-}
-
-/// The recorder to use for an event, starting recording on the first one; `None` when events
-/// must be ignored (not registered, disabled after fork).
-#[inline]
-pub fn recorder_for_event() -> Option<&'static Recorder> {
-    match STATE.load(Ordering::Acquire) {
-        RECORDING | FINISHED => RECORDER.get(),
-        REGISTERED => {
-            START.call_once(start);
-            RECORDER.get()
-        }
-        _ => None,
-    }
-}
-
-/// Whether the exit flush has run: later events go straight to the file.
-#[inline]
-pub fn finished() -> bool {
-    STATE.load(Ordering::Relaxed) == FINISHED
-}
 
 /// Called once a runtime has our callback: arms the exit and fork hooks.
 pub fn on_registered(how: &str) {
@@ -82,12 +33,17 @@ pub fn on_registered(how: &str) {
             r.push_str(how);
         }
     }
-    let _ = STATE.compare_exchange(IDLE, REGISTERED, Ordering::AcqRel, Ordering::Acquire);
+    recorder::set_starter(start);
+    recorder::transition(State::Idle, State::Registered);
     HOOKS.call_once(|| {
         // SAFETY: registering plain extern "C" functions with libc.
         unsafe {
             libc::atexit(at_exit);
-            libc::pthread_atfork(None, None, Some(in_forked_child));
+            libc::pthread_atfork(
+                Some(before_fork),
+                Some(after_fork_in_parent),
+                Some(in_forked_child),
+            );
         }
     });
 }
@@ -95,98 +51,121 @@ pub fn on_registered(how: &str) {
 fn start() {
     crate::clock::init();
     let config = Config::from_env();
+    for p in &config.problems {
+        eprintln!("accprof: {p}");
+    }
     let cupti_mode = config.cupti;
     let cuda_events_mode = config.cuda_events;
     let (tx, rx) = crossbeam_channel::unbounded();
     let rec = Recorder {
-        pool: Pool::new(config.buffer_words, config.max_buffers, Duration::from_millis(config.max_wait_ms)),
+        pool: Pool::new(
+            config.buffer_words,
+            config.max_buffers,
+            Duration::from_millis(config.max_wait_ms),
+        ),
         registry: Registry::default(),
         tx: tx.clone(),
-        orphans: Mutex::new(None),
         config,
     };
     let registration = REGISTRATION.lock().map(|r| r.clone()).unwrap_or_default();
-    let mut header = crate::output::header(&registration);
+    let mut header = crate::write::output::header(&registration);
     // Before the runtime creates its CUDA context (this is its first event), so that CUPTI sees
     // all of its device work; CUPTI's buffers reach the collector through the recorder.
-    if let Some(keys) = crate::cupti::start(cupti_mode) {
+    if let Some(keys) = cupti::start(cupti_mode) {
         header.extra.extend(keys);
     }
     // Without CUPTI (or beside it, when asked), device times from CUDA events on the runtime's
     // streams.
-    if let Some(keys) = crate::cuda_events::start(cuda_events_mode, crate::cupti::active()) {
+    if let Some(keys) = cuda_events::start(cuda_events_mode, cupti::active()) {
         header.extra.extend(keys);
     }
     header.extra.extend(crate::heap::header_keys());
-    if RECORDER.set(rec).is_err() {
+    let Some(rec) = recorder::install(rec) else {
         return;
-    }
-    let Some(rec) = RECORDER.get() else { return };
+    };
     let spawned = std::thread::Builder::new()
         .name("accprof-writer".into())
         .spawn(move || collector::run(rec, rx, tx, header));
     if spawned.is_err() {
         eprintln!("accprof: cannot start the trace writer thread; this run is not recorded");
-        STATE.store(DISABLED, Ordering::Release);
+        recorder::set_state(State::Disabled);
         return;
     }
-    STATE.store(RECORDING, Ordering::Release);
+    recorder::set_state(State::Recording);
+    death::arm();
 }
 
-/// Asks the collector to write out everything buffered so far (at runtime shutdown).
-pub fn request_flush(rec: &Recorder) {
-    let _ = rec.tx.send(Message::Flush);
-}
+/// Waits at most this long, before a fork, for running callbacks to end.
+const FORK_WAIT: Duration = Duration::from_millis(2);
+/// And at least this long.
+const FORK_MIN_WAIT: Duration = Duration::from_micros(20);
 
-/// Records an event from a thread whose own state cannot be used (its thread-local storage is
-/// being torn down, or the callback was re-entered). Rare, so a lock is fine here.
-pub fn record_orphan(rec: &Recorder, inc: &Incoming<'_>) {
-    if let Ok(mut o) = rec.orphans.lock() {
-        o.get_or_insert_with(|| ThreadState::new(rec)).handle(rec, inc);
-    }
-}
-
-/// Appends one event after the final flush, directly, under a lock: the program is exiting.
-pub fn write_late(new_strings: &mut Vec<(StrId, Box<[u8]>)>, mut e: Event) {
-    let Ok(mut late) = LATE.lock() else { return };
-    match late.as_mut() {
-        Some(w) => {
-            e.start_ns = w.clock.to_ns(e.start_ns);
-            e.end_ns = w.clock.to_ns(e.end_ns);
-            let strings: Vec<(StrId, Box<[u8]>)> = std::mem::take(new_strings);
-            let ok = w.writer.write_strings(strings.iter().map(|(id, b)| (*id, &b[..]))).is_ok()
-                && w.writer.write_events(&[e]).is_ok();
-            if !ok {
-                LATE_LOST.fetch_add(1, Ordering::Relaxed);
-            }
+extern "C" fn before_fork() {
+    let _ = std::panic::catch_unwind(|| {
+        if recorder::state() != State::Recording {
+            return;
         }
-        None => {
-            LATE_LOST.fetch_add(1, Ordering::Relaxed);
+        let Some(rec) = recorder::recorder() else {
+            return;
+        };
+        recorder::fork_gate::set_pending(true);
+        // A callback that looked at the gate just before it closed is still short of setting
+        // its slot's flag for a few instructions: the first wait covers it, the flags the rest.
+        let start = std::time::Instant::now();
+        while start.elapsed() < FORK_MIN_WAIT
+            || (rec.registry.any_in_callback() != Some(false) && start.elapsed() < FORK_WAIT)
+        {
+            std::hint::spin_loop();
         }
-    }
+    });
 }
 
-/// Where the collector leaves the writer at exit.
-pub fn hand_over_late_writer(writer: TraceWriter<File>, clock: crate::clock::Converter) {
-    if let Ok(mut late) = LATE.lock() {
-        *late = Some(LateWriter { writer, clock });
-    }
+extern "C" fn after_fork_in_parent() {
+    recorder::fork_gate::set_pending(false);
 }
 
 extern "C" fn in_forked_child() {
+    recorder::fork_gate::set_pending(false);
     // The child has no writer thread; recording there would fill buffers nobody drains.
-    STATE.store(DISABLED, Ordering::Release);
+    recorder::set_state(State::Disabled);
 }
 
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(finish);
 }
 
+/// How the process is ending, for the final flush.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Ending {
+    /// exit, or return from main: everything, the report included.
+    Exit,
+    /// A fatal signal: the dying thread waits, so no report, and threads busy in their
+    /// buffer at the moment of death are skipped rather than waited for.
+    Signal(i32),
+    /// exec (or `_exit`, which also skips atexit): as for a signal.
+    Replaced(&'static str),
+}
+
+/// One final flush at a time: a thread that dies while another one is exiting waits for that
+/// flush to be done before it lets the process go.
+static FINISHING: Mutex<()> = Mutex::new(());
+
 /// Flushes every thread, waits for the collector, and says where the trace is.
 pub fn finish() {
-    if STATE.compare_exchange(RECORDING, FINISHED, Ordering::AcqRel, Ordering::Acquire).is_err() {
+    finish_as(Ending::Exit);
+}
+
+/// The final flush, for any ending.
+pub fn finish_as(ending: Ending) {
+    // A forked child (disabled) must not take the lock: a parent thread may have held it at
+    // the fork, and nobody would release it in the child.
+    if recorder::state() == State::Disabled {
+        return;
+    }
+    let _one_at_a_time = FINISHING.lock();
+    if !recorder::transition(State::Recording, State::Finished) {
         // Registered but never an event: nothing to write, nothing to say, unless asked.
-        if STATE.load(Ordering::Acquire) == REGISTERED {
+        if recorder::state() == State::Registered {
             let cfg = Config::from_env();
             if !cfg.quiet {
                 eprintln!("accprof: the OpenACC runtime reported no events; no trace written");
@@ -194,20 +173,25 @@ pub fn finish() {
         }
         return;
     }
-    let Some(rec) = RECORDER.get() else { return };
+    let Some(rec) = recorder::recorder() else {
+        return;
+    };
     // Device records still in CUPTI's buffers go to the collector before its final flush.
-    crate::cupti::flush();
-    crate::callback::finish_current_thread(rec);
-    if let Ok(mut o) = rec.orphans.lock() {
-        if let Some(st) = o.as_mut() {
-            st.flush(rec);
-        }
-    }
+    cupti::flush();
+    crate::record::callback::finish_current_thread(rec);
+    crate::record::callback::flush_orphans(rec);
     for slot in rec.registry.snapshot() {
-        slot.with_batch(|batch, _| {
-            crate::slots::ship(batch, &rec.tx);
+        let take = |batch: &mut crate::recorder::slots::Batch| {
+            crate::recorder::message::ship(batch, &rec.tx);
             slot.closed.store(true, Ordering::Release);
-        });
+        };
+        if ending == Ending::Exit {
+            slot.with_batch(|batch, _| take(batch));
+        } else if !death::with_batch_bounded(&slot, take) {
+            // The thread died (or stopped) inside its buffer: what it holds cannot be read
+            // safely. Its earlier batches are written.
+            continue;
+        }
     }
     let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
     if rec.tx.send(Message::Shutdown(reply_tx)).is_err() {
@@ -217,24 +201,31 @@ pub fn finish() {
     let summary = match reply_rx.recv_timeout(Duration::from_secs(30)) {
         Ok(s) => s,
         Err(_) => {
-            eprintln!("accprof: the trace writer did not finish within 30 s; the trace may be incomplete");
+            eprintln!(
+                "accprof: the trace writer did not finish within 30 s; the trace may be incomplete"
+            );
             return;
         }
     };
-    say_where(rec, &summary);
+    say_where(rec, &summary, ending);
     // Asked for explicitly: printed even with ACCPROF_QUIET.
     if let Some(line) = crate::self_time::line() {
         eprintln!("{line}");
     }
+    if ending != Ending::Exit {
+        return;
+    }
     if let (Some(target), Some(path)) = (&rec.config.report, &summary.path) {
-        crate::output::run_report(target, path);
+        crate::write::output::run_report(target, path);
     }
 }
 
-fn say_where(rec: &Recorder, s: &Summary) {
+fn say_where(rec: &Recorder, s: &Summary, ending: Ending) {
     if let Some(err) = &s.error {
-        // Said when it happened already; repeat the consequence once.
         eprintln!("accprof: {err}");
+    }
+    if s.failed {
+        // Said once, when it happened (or just above).
         return;
     }
     if rec.config.quiet {
@@ -243,21 +234,28 @@ fn say_where(rec: &Recorder, s: &Summary) {
     match &s.path {
         Some(p) => {
             let mut line = format!("accprof: {} events recorded to {}", s.events, p.display());
+            match ending {
+                Ending::Exit => {}
+                Ending::Signal(sig) => {
+                    line.push_str(&format!(" before {}", death::signal_name(sig)))
+                }
+                Ending::Replaced(how) => line.push_str(&format!(" before {how}")),
+            }
             if s.dropped > 0 {
                 line.push_str(&format!(
                     " ({} events DROPPED because the trace writer fell behind; raise ACCPROF_MAX_BUFFER_MB)",
                     s.dropped
                 ));
             }
-            let (device, device_dropped) = crate::cupti::counts();
-            if crate::cupti::active() {
+            let (device, device_dropped) = cupti::counts();
+            if cupti::active() {
                 line.push_str(&format!(", {device} of them device records from CUPTI"));
             }
             if device_dropped > 0 {
                 line.push_str(&format!(" (CUPTI DROPPED {device_dropped} device records)"));
             }
-            let (timed, skipped, failed) = crate::cuda_events::counts();
-            if crate::cuda_events::active() {
+            let (timed, skipped, failed) = cuda_events::counts();
+            if cuda_events::active() {
                 line.push_str(&format!(", {timed} device records from CUDA events"));
             }
             if skipped + failed > 0 {

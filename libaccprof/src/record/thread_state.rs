@@ -5,31 +5,15 @@
 //! not always (an end without its start, a start never ended), so matching searches the stack
 //! from the top and every odd case is kept and flagged rather than dropped.
 
-use crate::lifecycle::{self, Recorder};
-use crate::slots::{ship, Slot};
+use crate::recorder::message::{ship, Message};
+use crate::recorder::slots::Slot;
+use crate::recorder::{self, late, Recorder};
 use crate::strings::StringCache;
 use accprof_abi::read::{ApiView, EventView, ProfView};
 use accprof_abi::{acc_device_api, acc_event_t, EventInfoKind, EventShape};
 use accprof_trace::{Event, EventFlags, Field, StrId};
-use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-thread_local! {
-    /// The thread id this thread's events carry, for device records issued from it (CUPTI's
-    /// driver callback runs on the issuing thread). i64::MIN until its first event.
-    static THREAD_ID: Cell<i64> = const { Cell::new(i64::MIN) };
-}
-
-/// The id the calling thread's OpenACC events carry: the runtime's thread id, else the OS
-/// thread id (also for a thread that has had no OpenACC event yet).
-pub fn current_thread_id() -> i64 {
-    match THREAD_ID.try_with(Cell::get) {
-        Ok(t) if t != i64::MIN => t,
-        // SAFETY: gettid has no preconditions.
-        _ => i64::from(unsafe { libc::gettid() }),
-    }
-}
 
 /// Deeper nesting than this means ends are being lost; the oldest open event is then written
 /// out as unfinished so the stack stays bounded.
@@ -42,7 +26,7 @@ pub struct ThreadState {
     scratch: Event,
     fields: FieldReader,
     /// CUDA events around launches and copies, when they are in use (cuda_events).
-    cuda: Option<crate::cuda_events::pending::ThreadEvents>,
+    cuda: Option<crate::device::cuda_events::pending::ThreadEvents>,
 }
 
 /// Copies runtime fields into events, interning their strings.
@@ -51,7 +35,7 @@ struct FieldReader {
     /// Strings first seen since the last event was buffered.
     new_strings: Vec<(StrId, Box<[u8]>)>,
     os_tid: i64,
-    /// The thread id last published to [`current_thread_id`].
+    /// The thread id last published to [`crate::recorder::thread_id::current_thread_id`].
     last_tid: i64,
 }
 
@@ -74,9 +58,19 @@ impl ThreadState {
             slot,
             open: OpenStack::default(),
             scratch: Event::default(),
-            fields: FieldReader { strings: StringCache::default(), new_strings: Vec::new(), os_tid, last_tid: i64::MIN },
-            cuda: crate::cuda_events::thread_events(),
+            fields: FieldReader {
+                strings: StringCache::default(),
+                new_strings: Vec::new(),
+                os_tid,
+                last_tid: i64::MIN,
+            },
+            cuda: crate::device::cuda_events::thread_events(),
         }
+    }
+
+    /// This thread's buffer slot.
+    pub fn slot(&self) -> &Slot {
+        &self.slot
     }
 
     /// Records one callback. Events are built in place (a start on the open stack, anything
@@ -147,7 +141,7 @@ impl ThreadState {
         }
         if inc.kind == acc_event_t::RUNTIME_SHUTDOWN {
             self.flush(rec);
-            lifecycle::request_flush(rec);
+            rec.request_flush();
         }
     }
 
@@ -155,13 +149,20 @@ impl ThreadState {
     /// event, so the CUDA events recorded in it are finished now (waiting a bounded time).
     #[cold]
     fn before_device_shutdown(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
-        let Some(a) = inc.api.filter(|a| a.device_api() == Some(acc_device_api::CUDA)) else { return };
-        let Some(ctx) = a.context_handle().filter(|p| !p.is_null()) else { return };
+        let Some(a) = inc
+            .api
+            .filter(|a| a.device_api() == Some(acc_device_api::CUDA))
+        else {
+            return;
+        };
+        let Some(ctx) = a.context_handle().filter(|p| !p.is_null()) else {
+            return;
+        };
         // The names the records use travel in this thread's batch: send it first.
         self.flush(rec);
-        let events = crate::cuda_events::device_shutdown(ctx as usize);
+        let events = crate::device::cuda_events::device_shutdown(ctx as usize);
         if !events.is_empty() {
-            let _ = rec.tx.send(crate::collector::Message::CudaEvents(events));
+            let _ = rec.tx.send(Message::CudaEvents(events));
         }
     }
 
@@ -202,7 +203,7 @@ fn emit_into(slot: &Slot, new_strings: &mut Vec<(StrId, Box<[u8]>)>, rec: &Recor
         // `closed` covers threads swept at exit; `finished` covers state created after it
         // (glibc runs thread-local destructors before atexit handlers, so a runtime's own
         // exit handler can call us on a thread whose state was already retired).
-        if closed || lifecycle::finished() {
+        if closed || recorder::finished() {
             return true;
         }
         if !new_strings.is_empty() {
@@ -229,7 +230,7 @@ fn emit_into(slot: &Slot, new_strings: &mut Vec<(StrId, Box<[u8]>)>, rec: &Recor
     if late {
         let mut e = *e;
         e.add_flags(EventFlags::AFTER_SHUTDOWN);
-        lifecycle::write_late(new_strings, e);
+        late::write_late(new_strings, e);
     }
 }
 
@@ -268,7 +269,9 @@ impl OpenStack {
 
     /// The innermost open event of `kind`.
     fn find_last(&self, kind: acc_event_t) -> Option<usize> {
-        self.events[..self.depth].iter().rposition(|o| o.kind == kind)
+        self.events[..self.depth]
+            .iter()
+            .rposition(|o| o.kind == kind)
     }
 
     fn get_mut(&mut self, i: usize) -> &mut Event {
@@ -318,7 +321,7 @@ impl FieldReader {
             };
             if tid != self.last_tid {
                 self.last_tid = tid;
-                let _ = THREAD_ID.try_with(|c| c.set(tid));
+                crate::recorder::thread_id::set_current_thread_id(tid);
             }
             if let Some(v) = p.version() {
                 e.set_i64(Field::Version, i64::from(v));
@@ -433,8 +436,18 @@ const fn mask(fields: &[Field]) -> u64 {
 }
 
 /// Fields a data event's start usually carries; an end adds nothing when all are there.
-const DATA_FIELDS: u64 = mask(&[Field::Bytes, Field::HostPtr, Field::DevicePtr, Field::VarName]);
-const LAUNCH_FIELDS: u64 = mask(&[Field::KernelName, Field::NumGangs, Field::NumWorkers, Field::VectorLength]);
+const DATA_FIELDS: u64 = mask(&[
+    Field::Bytes,
+    Field::HostPtr,
+    Field::DevicePtr,
+    Field::VarName,
+]);
+const LAUNCH_FIELDS: u64 = mask(&[
+    Field::KernelName,
+    Field::NumGangs,
+    Field::NumWorkers,
+    Field::VectorLength,
+]);
 
 /// Construct-level starts: the events a user reads by source line.
 fn wants_call_site(kind: acc_event_t) -> bool {
@@ -466,10 +479,17 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert_eq!(s.top().map(|e| e.kind), Some(acc_event_t(20)));
         assert_eq!(s.find_last(acc_event_t(16)), Some(0));
-        assert_eq!(s.find_last(acc_event_t(10)), None, "closed events are not found");
+        assert_eq!(
+            s.find_last(acc_event_t(10)),
+            None,
+            "closed events are not found"
+        );
         // The next start takes a spare: same memory, none of its fields.
         let e = s.push(acc_event_t(22), 9);
-        assert_eq!((e.kind, e.start_ns, e.end_ns, e.get(Field::Bytes)), (acc_event_t(22), 9, 9, None));
+        assert_eq!(
+            (e.kind, e.start_ns, e.end_ns, e.get(Field::Bytes)),
+            (acc_event_t(22), 9, 9, None)
+        );
         assert_eq!(s.events.len(), 3, "no new event was allocated");
         while s.len() > 0 {
             s.remove_to_spare(s.len() - 1);

@@ -50,7 +50,12 @@ const MAX_WAIT: Duration = Duration::from_millis(50);
 /// between the clock reads around it is small. Spins on cuEventQuery rather than blocking in
 /// cuEventSynchronize: a blocking wake-up takes tens of microseconds, which would widen the
 /// gap. Runs on the collector thread with the context current.
-pub fn take(d: &dyn Driver, stream: Handle, event: Handle, clock: impl Fn() -> u64) -> Option<Anchor> {
+pub fn take(
+    d: &dyn Driver,
+    stream: Handle,
+    event: Handle,
+    clock: impl Fn() -> u64,
+) -> Option<Anchor> {
     let mut got = None;
     for _ in 0..3 {
         let t0 = clock();
@@ -64,7 +69,10 @@ pub fn take(d: &dyn Driver, stream: Handle, event: Handle, clock: impl Fn() -> u
             }
         }
         let t1 = clock();
-        got = Some(Anchor { event, host_ns: t0 + (t1 - t0) / 2 });
+        got = Some(Anchor {
+            event,
+            host_ns: t0 + (t1 - t0) / 2,
+        });
         if t1 - t0 <= GOOD_GAP_NS {
             break;
         }
@@ -99,17 +107,39 @@ mod tests {
     #[test]
     fn events_are_placed_from_the_anchor_and_durations_from_their_pair() {
         let d = Fake::default();
-        let (anchor, s, e) = (d.event_create().unwrap(), d.event_create().unwrap(), d.event_create().unwrap());
+        let (anchor, s, e) = (
+            d.event_create().unwrap(),
+            d.event_create().unwrap(),
+            d.event_create().unwrap(),
+        );
         d.set_device_ms(10.0);
         d.event_record(anchor, 1).unwrap();
         d.set_device_ms(10.25);
         d.event_record(s, 2).unwrap();
         d.set_device_ms(10.75);
         d.event_record(e, 2).unwrap();
-        let got = span(&d, Anchor { event: anchor, host_ns: 5_000_000_000 }, s, e).unwrap();
+        let got = span(
+            &d,
+            Anchor {
+                event: anchor,
+                host_ns: 5_000_000_000,
+            },
+            s,
+            e,
+        )
+        .unwrap();
         assert_eq!(got, (5_000_250_000, 5_000_750_000));
         // An event recorded before the anchor lands before it.
-        let got = span(&d, Anchor { event: e, host_ns: 5_000_000_000 }, s, e).unwrap();
+        let got = span(
+            &d,
+            Anchor {
+                event: e,
+                host_ns: 5_000_000_000,
+            },
+            s,
+            e,
+        )
+        .unwrap();
         assert_eq!(got, (4_999_500_000, 5_000_000_000));
     }
 
@@ -123,9 +153,20 @@ mod tests {
             t.get()
         };
         let a = take(&d, 9, ev, clock).unwrap();
-        assert_eq!(a, Anchor { event: ev, host_ns: 7_000 }, "between 5000 and 9000");
+        assert_eq!(
+            a,
+            Anchor {
+                event: ev,
+                host_ns: 7_000
+            },
+            "between 5000 and 9000"
+        );
         assert_eq!(d.records(), 1, "a small gap needs no retry");
         d.hold(9);
-        assert_eq!(take(&d, 9, ev, || 0), None, "a busy stream gives no anchor, after a bounded wait");
+        assert_eq!(
+            take(&d, 9, ev, || 0),
+            None,
+            "a busy stream gives no anchor, after a bounded wait"
+        );
     }
 }

@@ -27,7 +27,11 @@ pub fn to_event(p: &Pair, start_ns: u64, end_ns: u64) -> Event {
         }
         Op::Upload | Op::Download => {
             // The runtime's event says the direction; the memory kinds are not known here.
-            let dir = if p.op == Op::Upload { device::COPY_HTOD } else { device::COPY_DTOH };
+            let dir = if p.op == Op::Upload {
+                device::COPY_HTOD
+            } else {
+                device::COPY_DTOH
+            };
             e.set(Field::CopyKind, device::copy_kind(dir as u8, 0, 0));
             if let Some(b) = p.bytes {
                 e.set(Field::Bytes, b);
@@ -46,7 +50,7 @@ pub fn to_event(p: &Pair, start_ns: u64, end_ns: u64) -> Event {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda_events::pool::Context;
+    use crate::device::cuda_events::pool::Context;
     use std::sync::Arc;
 
     fn pair(op: Op) -> Pair {
@@ -70,9 +74,17 @@ mod tests {
         assert_eq!(e.kind, device::KERNEL);
         assert_eq!((e.start_ns, e.end_ns), (1_000, 3_000));
         assert_eq!(e.kernel_name().map(|s| s.0), Some(12));
-        assert_eq!(e.get(Field::AsyncHandle), Some(0x5000), "stream = the runtime's async_handle");
+        assert_eq!(
+            e.get(Field::AsyncHandle),
+            Some(0x5000),
+            "stream = the runtime's async_handle"
+        );
         assert_eq!(e.thread(), Some(3));
-        assert_eq!(e.get(Field::HostCallNs), Some(777), "host call time = the enqueue start");
+        assert_eq!(
+            e.get(Field::HostCallNs),
+            Some(777),
+            "host call time = the enqueue start"
+        );
         assert!(e.flags().contains(EventFlags::FROM_CUDA_EVENTS));
         assert_eq!(e.get(Field::CorrelationId), None, "no CUPTI correlation");
         assert_eq!(e.bytes(), None);
@@ -82,12 +94,18 @@ mod tests {
     fn uploads_and_downloads_become_copies_with_their_direction() {
         let up = to_event(&pair(Op::Upload), 10, 20);
         assert_eq!(up.kind, device::MEMCPY);
-        assert_eq!(device::split_copy_kind(up.get(Field::CopyKind).unwrap()).0, device::COPY_HTOD);
+        assert_eq!(
+            device::split_copy_kind(up.get(Field::CopyKind).unwrap()).0,
+            device::COPY_HTOD
+        );
         assert_eq!(up.bytes(), Some(4096));
         assert_eq!(up.var_name().map(|s| s.0), Some(12));
         assert_eq!(up.get(Field::HostPtr), Some(0xabc0));
         let down = to_event(&pair(Op::Download), 10, 5);
-        assert_eq!(device::split_copy_kind(down.get(Field::CopyKind).unwrap()).0, device::COPY_DTOH);
+        assert_eq!(
+            device::split_copy_kind(down.get(Field::CopyKind).unwrap()).0,
+            device::COPY_DTOH
+        );
         assert_eq!(down.duration_ns(), 0, "an end before its start is clamped");
         assert!(down.flags().contains(EventFlags::FROM_CUDA_EVENTS));
     }

@@ -11,9 +11,30 @@ use accprof_trace::{device, Event, Field};
 /// The part of an activity record accprof keeps.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Activity {
-    Kernel { start: u64, end: u64, stream: u32, correlation: u32, name: *const std::ffi::c_char },
-    Memcpy { start: u64, end: u64, stream: u32, correlation: u32, bytes: u64, copy_kind: u8, src_kind: u8, dst_kind: u8 },
-    Memset { start: u64, end: u64, stream: u32, correlation: u32, bytes: u64 },
+    Kernel {
+        start: u64,
+        end: u64,
+        stream: u32,
+        correlation: u32,
+        name: *const std::ffi::c_char,
+    },
+    Memcpy {
+        start: u64,
+        end: u64,
+        stream: u32,
+        correlation: u32,
+        bytes: u64,
+        copy_kind: u8,
+        src_kind: u8,
+        dst_kind: u8,
+    },
+    Memset {
+        start: u64,
+        end: u64,
+        stream: u32,
+        correlation: u32,
+        bytes: u64,
+    },
 }
 
 fn u32_at(r: &[u8], off: usize) -> Option<u32> {
@@ -61,18 +82,32 @@ pub const MAX_PREFIX: usize = 112;
 impl Activity {
     pub fn correlation(&self) -> u32 {
         match *self {
-            Activity::Kernel { correlation, .. } | Activity::Memcpy { correlation, .. } | Activity::Memset { correlation, .. } => correlation,
+            Activity::Kernel { correlation, .. }
+            | Activity::Memcpy { correlation, .. }
+            | Activity::Memset { correlation, .. } => correlation,
         }
     }
 
     /// The trace event for this record. `to_ns` converts CUPTI timestamps to CLOCK_MONOTONIC;
     /// `call` is the driver call that issued it, when the callback saw it; `kernel_name` the
     /// interned name of a kernel.
-    pub fn to_event(&self, call: Option<&Call>, to_ns: impl Fn(u64) -> u64, kernel_name: Option<u32>) -> Event {
+    #[allow(clippy::wrong_self_convention)]
+    pub fn to_event(
+        &self,
+        call: Option<&Call>,
+        to_ns: impl Fn(u64) -> u64,
+        kernel_name: Option<u32>,
+    ) -> Event {
         let (kind, start, end, stream) = match *self {
-            Activity::Kernel { start, end, stream, .. } => (device::KERNEL, start, end, stream),
-            Activity::Memcpy { start, end, stream, .. } => (device::MEMCPY, start, end, stream),
-            Activity::Memset { start, end, stream, .. } => (device::MEMSET, start, end, stream),
+            Activity::Kernel {
+                start, end, stream, ..
+            } => (device::KERNEL, start, end, stream),
+            Activity::Memcpy {
+                start, end, stream, ..
+            } => (device::MEMCPY, start, end, stream),
+            Activity::Memset {
+                start, end, stream, ..
+            } => (device::MEMSET, start, end, stream),
         };
         let mut e = Event::new(kind, to_ns(start));
         e.end_ns = to_ns(end).max(e.start_ns);
@@ -88,9 +123,18 @@ impl Activity {
                     e.set(Field::KernelName, u64::from(id));
                 }
             }
-            Activity::Memcpy { bytes, copy_kind, src_kind, dst_kind, .. } => {
+            Activity::Memcpy {
+                bytes,
+                copy_kind,
+                src_kind,
+                dst_kind,
+                ..
+            } => {
                 e.set(Field::Bytes, bytes);
-                e.set(Field::CopyKind, device::copy_kind(copy_kind, src_kind, dst_kind));
+                e.set(
+                    Field::CopyKind,
+                    device::copy_kind(copy_kind, src_kind, dst_kind),
+                );
                 // The host side of the copy: the source of an upload, the destination of a
                 // download, as the driver call named them.
                 let host = call.and_then(|c| match u64::from(copy_kind) {
@@ -113,7 +157,14 @@ mod tests {
     use super::*;
 
     /// A memcpy record laid out as CUpti_ActivityMemcpy6 (offsets from cupti_activity.h).
-    fn memcpy_record(copy_kind: u8, bytes: u64, start: u64, end: u64, stream: u32, corr: u32) -> Vec<u8> {
+    fn memcpy_record(
+        copy_kind: u8,
+        bytes: u64,
+        start: u64,
+        end: u64,
+        stream: u32,
+        corr: u32,
+    ) -> Vec<u8> {
         let mut r = vec![0u8; 128];
         r[0..4].copy_from_slice(&1u32.to_le_bytes());
         r[4] = copy_kind;
@@ -143,24 +194,50 @@ mod tests {
     fn memcpy_records_become_device_copies_with_the_calls_host_pointer() {
         let a = parse(&memcpy_record(1, 1 << 27, 1_000, 21_000, 7, 42)).unwrap();
         assert_eq!(a.correlation(), 42);
-        let call = Call { thread: 9, host_ns: 500, src: Some(0x5555_0000), dst: Some(0xd000) };
+        let call = Call {
+            thread: 9,
+            host_ns: 500,
+            src: Some(0x5555_0000),
+            dst: Some(0xd000),
+        };
         let e = a.to_event(Some(&call), |t| t + 100, None);
         assert_eq!(e.kind, device::MEMCPY);
         assert_eq!((e.start_ns, e.end_ns), (1_100, 21_100));
         assert_eq!(e.bytes(), Some(1 << 27));
-        assert_eq!(e.get(Field::HostPtr), Some(0x5555_0000), "upload: the source is the host side");
+        assert_eq!(
+            e.get(Field::HostPtr),
+            Some(0x5555_0000),
+            "upload: the source is the host side"
+        );
         assert_eq!(e.thread(), Some(9));
         assert_eq!(e.get(Field::HostCallNs), Some(500));
         assert_eq!(e.get(Field::AsyncHandle), Some(7));
-        assert_eq!(device::split_copy_kind(e.get(Field::CopyKind).unwrap()), (1, 1, 3));
-        let down = parse(&memcpy_record(2, 8, 0, 1, 0, 43)).unwrap().to_event(Some(&call), |t| t, None);
-        assert_eq!(down.get(Field::HostPtr), Some(0xd000), "download: the destination is the host side");
+        assert_eq!(
+            device::split_copy_kind(e.get(Field::CopyKind).unwrap()),
+            (1, 1, 3)
+        );
+        let down =
+            parse(&memcpy_record(2, 8, 0, 1, 0, 43))
+                .unwrap()
+                .to_event(Some(&call), |t| t, None);
+        assert_eq!(
+            down.get(Field::HostPtr),
+            Some(0xd000),
+            "download: the destination is the host side"
+        );
     }
 
     #[test]
     fn kernel_records_keep_name_stream_and_correlation() {
         let a = parse(&kernel_record(5, 9, 13, 77, 0xabc)).unwrap();
-        assert!(matches!(a, Activity::Kernel { stream: 13, correlation: 77, .. }));
+        assert!(matches!(
+            a,
+            Activity::Kernel {
+                stream: 13,
+                correlation: 77,
+                ..
+            }
+        ));
         let e = a.to_event(None, |t| t, Some(3));
         assert_eq!(e.kind, device::KERNEL);
         assert_eq!(e.kernel_name().map(|s| s.0), Some(3));

@@ -7,7 +7,7 @@
 //! and places them on CLOCK_MONOTONIC ([`anchor`]), and writes a device record of the kind the
 //! CUPTI path writes (1001 kernel, 1002 copy), flagged `from_cuda_events` ([`records`]).
 //! `accprof report` treats them like CUPTI's: tied to the runtime's operation by thread and
-//! enqueue time, labelled [device].
+//! enqueue time, labelled \[device\].
 //!
 //! What the pair measures is what the stream did between the two records: the operation itself
 //! when the runtime enqueues asynchronously (its launches), but for work the runtime waits for
@@ -53,7 +53,6 @@ pub struct Stats {
 /// What the application threads and the collector share.
 pub struct Shared {
     driver: Box<dyn Driver>,
-    pub library: String,
     /// Every context seen; locked when a thread meets a context it has not used before.
     contexts: Mutex<Vec<Arc<Context>>>,
     /// Each thread's queue of pairs; locked when a thread starts and by the collector.
@@ -64,10 +63,9 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(driver: Box<dyn Driver>, library: String) -> Self {
+    pub fn new(driver: Box<dyn Driver>) -> Self {
         Self {
             driver,
-            library,
             contexts: Mutex::new(Vec::new()),
             queues: Mutex::new(Vec::new()),
             tracker: Mutex::new(tracker::Tracker::default()),
@@ -95,7 +93,9 @@ impl Shared {
 
     /// The open context with handle `ctx`, registered on first sight.
     fn context(&self, ctx: Handle) -> Arc<Context> {
-        let Ok(mut v) = self.contexts.lock() else { return Arc::new(Context::new(ctx, 0)) };
+        let Ok(mut v) = self.contexts.lock() else {
+            return Arc::new(Context::new(ctx, 0));
+        };
         if let Some(c) = v.iter().find(|c| c.ctx == ctx && !c.is_closed()) {
             return c.clone();
         }
@@ -107,7 +107,9 @@ impl Shared {
 
     /// Moves every handed-over pair into `out`; forgets the queues of threads that ended.
     fn drain_into(&self, out: &mut Vec<Pair>) {
-        let Ok(mut qs) = self.queues.lock() else { return };
+        let Ok(mut qs) = self.queues.lock() else {
+            return;
+        };
         qs.retain(|rx| loop {
             match rx.try_recv() {
                 Ok(p) => out.push(p),
@@ -126,17 +128,31 @@ impl Shared {
 
     /// Device records for every pair the device has passed (`wait`: keep polling up to that
     /// long for the rest). `host_call_ns` is left in the hot path's clock unit.
-    pub fn collect(&self, only: Option<Handle>, wait: Option<Duration>) -> Vec<accprof_trace::Event> {
+    pub fn collect(
+        &self,
+        only: Option<Handle>,
+        wait: Option<Duration>,
+    ) -> Vec<accprof_trace::Event> {
         let mut out = Vec::new();
-        let Ok(mut t) = self.tracker.lock() else { return out };
+        let Ok(mut t) = self.tracker.lock() else {
+            return out;
+        };
         let mut fresh = Vec::new();
         self.drain_into(&mut fresh);
         t.add(fresh);
         if t.waiting() == 0 {
             return out;
         }
-        let pass = t.complete(self.driver(), &crate::clock::monotonic_ns, only, wait, &mut out);
-        self.stats.written.fetch_add(pass.written, Ordering::Relaxed);
+        let pass = t.complete(
+            self.driver(),
+            &crate::clock::monotonic_ns,
+            only,
+            wait,
+            &mut out,
+        );
+        self.stats
+            .written
+            .fetch_add(pass.written, Ordering::Relaxed);
         self.stats.failed.fetch_add(pass.failed, Ordering::Relaxed);
         out
     }
@@ -150,7 +166,11 @@ impl Shared {
             let given_up = t.forget_context(d, ctx);
             self.stats.failed.fetch_add(given_up, Ordering::Relaxed);
         }
-        let cs: Vec<Arc<Context>> = self.contexts.lock().map(|v| v.iter().filter(|c| c.ctx == ctx).cloned().collect()).unwrap_or_default();
+        let cs: Vec<Arc<Context>> = self
+            .contexts
+            .lock()
+            .map(|v| v.iter().filter(|c| c.ctx == ctx).cloned().collect())
+            .unwrap_or_default();
         for c in cs {
             let _ = driver::with_context(d, ctx, || c.close(d));
         }
@@ -171,7 +191,9 @@ pub fn start(mode: Mode, cupti_active: bool) -> Option<Vec<(String, String)>> {
     if mode == Mode::Off || (mode == Mode::Auto && cupti_active) {
         return None;
     }
-    let lib = match std::panic::catch_unwind(driver::load).unwrap_or_else(|_| Err("libcuda could not be loaded".into())) {
+    let lib = match std::panic::catch_unwind(driver::load)
+        .unwrap_or_else(|_| Err("libcuda could not be loaded".into()))
+    {
         Ok(l) => l,
         Err(why) => {
             if mode == Mode::On {
@@ -181,13 +203,20 @@ pub fn start(mode: Mode, cupti_active: bool) -> Option<Vec<(String, String)>> {
         }
     };
     let path = lib.path.clone();
-    SHARED.set(Shared::new(Box::new(lib), path.clone())).ok()?;
+    SHARED.set(Shared::new(Box::new(lib))).ok()?;
     let mut keys = Vec::new();
     if !cupti_active {
         // Readers keep construct spans for device records only when this key is there.
         keys.push(("device_activity".into(), "cuda_events".into()));
     }
-    keys.push(("cuda_events".into(), if mode == Mode::On { "on".into() } else { "auto (CUPTI not recording)".into() }));
+    keys.push((
+        "cuda_events".into(),
+        if mode == Mode::On {
+            "on".into()
+        } else {
+            "auto (CUPTI not recording)".into()
+        },
+    ));
     keys.push(("cuda_library".into(), path));
     Some(keys)
 }
@@ -199,30 +228,42 @@ pub fn thread_events() -> Option<pending::ThreadEvents> {
 
 /// The collector's sweep: device records of the pairs the device has passed.
 pub fn collect() -> Vec<accprof_trace::Event> {
-    SHARED.get().map(|s| s.collect(None, None)).unwrap_or_default()
+    SHARED
+        .get()
+        .map(|s| s.collect(None, None))
+        .unwrap_or_default()
 }
 
 /// At exit: waits up to `wait` for the device to finish what was handed over.
 pub fn collect_all(wait: Duration) -> Vec<accprof_trace::Event> {
-    SHARED.get().map(|s| s.collect(None, Some(wait))).unwrap_or_default()
+    SHARED
+        .get()
+        .map(|s| s.collect(None, Some(wait)))
+        .unwrap_or_default()
 }
 
 /// At the runtime's device shutdown (its context may be destroyed right after).
 pub fn device_shutdown(ctx: Handle) -> Vec<accprof_trace::Event> {
-    SHARED.get().map(|s| s.close_context(ctx, Duration::from_secs(2))).unwrap_or_default()
+    SHARED
+        .get()
+        .map(|s| s.close_context(ctx, Duration::from_secs(2)))
+        .unwrap_or_default()
 }
 
 /// `(written, skipped, failed)`, for the line printed at exit.
 pub fn counts() -> (u64, u64, u64) {
     SHARED.get().map_or((0, 0, 0), |s| {
-        (s.stats.written.load(Ordering::Relaxed), s.stats.skipped.load(Ordering::Relaxed), s.stats.failed.load(Ordering::Relaxed))
+        (
+            s.stats.written.load(Ordering::Relaxed),
+            s.stats.skipped.load(Ordering::Relaxed),
+            s.stats.failed.load(Ordering::Relaxed),
+        )
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
 
     #[test]
     fn auto_stays_out_of_cuptis_way_and_off_is_off() {

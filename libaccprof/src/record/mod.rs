@@ -1,0 +1,8 @@
+//! The recording threads' side: the callback the runtime calls, and what each thread keeps.
+//!
+//! - [`callback`]: reads the fields the runtime filled, joins start and end, hands the result
+//!   to [`thread_state`].
+//! - [`thread_state`]: the open-construct stack, string interning, the thread's buffer.
+
+pub mod callback;
+pub mod thread_state;

@@ -1,0 +1,97 @@
+//! Events that arrive after the exit flush took a thread's buffer: other threads still
+//! finishing constructs while one thread exits, runtimes that shut down in their own exit
+//! handlers. Until the writer thread has written the footer they wait here (bounded); then
+//! they are appended straight to the file, after the footer, by whichever thread has them.
+//! What cannot be kept is counted and written into the trace as a lost-events record.
+
+use accprof_trace::{Event, LostReason, StrId, TraceWriter};
+use std::fs::File;
+use std::sync::Mutex;
+
+/// Events kept while the writer finishes: about 20 MB at most.
+const MAX_WAITING: usize = 1 << 16;
+
+type Strings = Vec<(StrId, Box<[u8]>)>;
+
+struct Late {
+    writer: Option<LateWriter>,
+    /// Events that arrived before the writer was handed over, with the strings they define.
+    waiting: Vec<(Strings, Event)>,
+    /// Events that could not be kept, not yet written as a lost-events record.
+    lost: u64,
+    /// The writer is gone for good (the final flush failed or timed out).
+    closed: bool,
+}
+
+static LATE: Mutex<Late> = Mutex::new(Late {
+    writer: None,
+    waiting: Vec::new(),
+    lost: 0,
+    closed: false,
+});
+
+struct LateWriter {
+    writer: TraceWriter<File>,
+    clock: crate::clock::Converter,
+}
+
+impl LateWriter {
+    /// Writes one event (times still in the hot path's unit); false when the file refuses.
+    fn write(&mut self, strings: &Strings, mut e: Event) -> bool {
+        e.start_ns = self.clock.to_ns(e.start_ns);
+        e.end_ns = self.clock.to_ns(e.end_ns);
+        self.writer
+            .write_strings(strings.iter().map(|(id, b)| (*id, &b[..])))
+            .is_ok()
+            && self.writer.write_events(&[e]).is_ok()
+    }
+}
+
+/// Appends one event after the final flush (under a lock: the program is exiting).
+pub fn write_late(new_strings: &mut Strings, e: Event) {
+    let Ok(mut late) = LATE.lock() else { return };
+    let strings = std::mem::take(new_strings);
+    let late = &mut *late;
+    match late.writer.as_mut() {
+        Some(w) => {
+            if !w.write(&strings, e) {
+                // The file refuses: nothing more can be written, this count included.
+                late.lost += 1;
+                late.writer = None;
+                late.closed = true;
+            }
+        }
+        None if !late.closed && late.waiting.len() < MAX_WAITING => late.waiting.push((strings, e)),
+        None => late.lost += 1,
+    }
+}
+
+/// Where the collector leaves the writer after the footer: the events that waited are written,
+/// and the count of those that could not wait.
+pub fn hand_over_late_writer(writer: TraceWriter<File>, clock: crate::clock::Converter) {
+    let Ok(mut late) = LATE.lock() else { return };
+    let late = &mut *late;
+    let mut w = LateWriter { writer, clock };
+    for (strings, e) in std::mem::take(&mut late.waiting) {
+        if !w.write(&strings, e) {
+            late.lost += 1;
+        }
+    }
+    if late.lost > 0
+        && w.writer
+            .write_lost(&[(LostReason::Late, late.lost)])
+            .is_ok()
+    {
+        late.lost = 0;
+    }
+    late.writer = Some(w);
+}
+
+/// The writer will not be handed over (the final flush failed): waiting events are lost.
+pub fn close() {
+    if let Ok(mut late) = LATE.lock() {
+        late.lost += late.waiting.len() as u64;
+        late.waiting = Vec::new();
+        late.closed = true;
+    }
+}

@@ -1,0 +1,53 @@
+//! What flows from the recording threads, CUPTI and CUDA events to the writer thread, and what
+//! the writer reports back at exit.
+
+use crate::recorder::slots::Batch;
+use accprof_trace::{Event, StrId};
+use crossbeam_channel::Sender;
+use std::path::PathBuf;
+
+pub enum Message {
+    Batch(Batch),
+    /// Device records from CUPTI: already on CLOCK_MONOTONIC, and not from the buffer pool.
+    Device(DeviceBatch),
+    /// Device records from CUDA events: device times on CLOCK_MONOTONIC, `host_call_ns` still
+    /// in the hot path's clock unit (converted here, like the host event it equals).
+    CudaEvents(Vec<accprof_trace::Event>),
+    /// Write out everything buffered now (runtime shutdown).
+    Flush,
+    /// Final flush; reply with what was written.
+    Shutdown(Sender<Summary>),
+}
+
+/// Device records converted on CUPTI's buffer thread, with the kernel names first used by them.
+#[derive(Debug, Default)]
+pub struct DeviceBatch {
+    pub events: Vec<Event>,
+    pub strings: Vec<(StrId, Box<[u8]>)>,
+}
+
+/// What the collector wrote, for the line printed at exit.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub path: Option<PathBuf>,
+    pub events: u64,
+    pub dropped: u64,
+    /// A failure the collector has not said yet (those it said as they happened are not
+    /// repeated).
+    pub error: Option<String>,
+    /// Writing failed at some point: the trace is incomplete.
+    pub failed: bool,
+}
+
+/// Sends the slot's current batch (if not empty) to the collector, leaving an empty batch with
+/// no buffer: the owner gets a fresh one from the pool on its next event. Must be called with
+/// `busy` held, so that the order of one thread's batches on the channel is the order in which
+/// they were filled.
+pub fn ship(batch: &mut Batch, tx: &Sender<Message>) {
+    if batch.events.is_empty() && batch.strings.is_empty() {
+        return;
+    }
+    let b = std::mem::take(batch);
+    // The collector lives until exit; if it is gone, the events are lost with the process.
+    let _ = tx.send(Message::Batch(b));
+}

@@ -1,0 +1,7 @@
+//! The writer thread's side: batches into chunks in the trace file.
+//!
+//! - [`collector`]: the one background thread that writes.
+//! - [`output`]: where the trace goes, its header, and the report run at exit.
+
+pub mod collector;
+pub mod output;

@@ -1,0 +1,328 @@
+//! Every way a program can end keeps every construct it finished: fatal signals (with and
+//! without a handler of the program's own), exec, `_exit`, exit from a thread while others run
+//! constructs, SIGKILL. And the trace file is created, never followed: a planted link is left
+//! alone, two processes on one path both keep their traces.
+
+use accprof_abi::acc_event_t;
+use accprof_integration_tests::*;
+use accprof_trace::{EventFlags, Trace};
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// Compute constructs the trace holds as finished (start and end both recorded).
+fn finished_constructs(t: &Trace) -> usize {
+    t.events
+        .iter()
+        .filter(|e| {
+            e.kind == acc_event_t::COMPUTE_CONSTRUCT_START
+                && !e.flags().contains(EventFlags::NO_END)
+        })
+        .count()
+}
+
+fn dies() -> (PathBuf, PathBuf) {
+    let dir = scratch("endings");
+    let exe = compile_c("dies.c", &dir, &["-g", "-lpthread"]);
+    (dir, exe)
+}
+
+/// Runs `dies MODE N` preloaded; returns its output and the trace.
+fn run_dies(mode: &str, n: u32) -> (Output, Trace, PathBuf) {
+    let (dir, exe) = dies();
+    let trace = dir.join(format!("{mode}.trace"));
+    let out = run_profiled(&exe, &[mode, &n.to_string()], Load::Preload, &trace, &[]);
+    let t = Trace::load(&trace).unwrap_or_else(|e| panic!("{mode}: {e}\n{}", stderr(&out)));
+    (out, t, trace)
+}
+
+/// The count after "finished " on stdout.
+fn said_finished(out: &Output) -> usize {
+    let s = String::from_utf8_lossy(&out.stdout);
+    s.lines()
+        .find_map(|l| l.strip_prefix("finished ")?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no 'finished N' line in {s:?}"))
+}
+
+fn assert_complete(mode: &str, t: &Trace, n: usize) {
+    assert_eq!(
+        finished_constructs(t),
+        n,
+        "{mode}: every finished construct is in the trace"
+    );
+    assert!(
+        t.footer.is_some(),
+        "{mode}: the trace was finished ({})",
+        t.integrity
+    );
+    assert!(t.integrity.is_complete(), "{mode}: {}", t.integrity);
+}
+
+#[test]
+fn sigsegv_keeps_every_finished_construct_and_still_dies_of_sigsegv() {
+    let (out, t, _) = run_dies("segv", 5000);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGSEGV),
+        "the default action still ends it: {:?}",
+        out.status
+    );
+    assert_eq!(said_finished(&out), 5000);
+    assert_complete("segv", &t, 5000);
+    assert!(stderr(&out).contains("before SIGSEGV"), "{}", stderr(&out));
+}
+
+#[test]
+fn abort_keeps_every_finished_construct_and_still_dies_of_sigabrt() {
+    let (out, t, _) = run_dies("abort", 3000);
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{:?}", out.status);
+    assert_complete("abort", &t, 3000);
+}
+
+#[test]
+fn sigterm_keeps_every_finished_construct_and_still_ends_the_program() {
+    let (out, t, _) = run_dies("term", 3000);
+    assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{:?}", out.status);
+    assert_complete("term", &t, 3000);
+    assert!(stderr(&out).contains("before SIGTERM"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_programs_own_sigsegv_handler_still_runs_after_the_flush() {
+    let (out, t, _) = run_dies("own-handler", 2000);
+    assert_eq!(
+        out.status.code(),
+        Some(42),
+        "its handler decides the exit: {:?} {}",
+        out.status,
+        stderr(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("own handler ran"));
+    assert_complete("own-handler", &t, 2000);
+}
+
+#[test]
+fn a_stack_overflow_reaches_the_programs_handler_on_its_alternate_stack() {
+    let (out, t, _) = run_dies("overflow", 2000);
+    assert_eq!(
+        out.status.code(),
+        Some(42),
+        "{:?} {}",
+        out.status,
+        stderr(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("own handler ran"));
+    assert_complete("overflow", &t, 2000);
+}
+
+#[test]
+fn exec_keeps_every_finished_construct() {
+    let (out, t, _) = run_dies("exec", 5000);
+    assert!(
+        out.status.success(),
+        "/bin/true ran in its place: {:?} {}",
+        out.status,
+        stderr(&out)
+    );
+    assert_complete("exec", &t, 5000);
+}
+
+#[test]
+fn underscore_exit_keeps_every_finished_construct() {
+    let (out, t, _) = run_dies("_exit", 4000);
+    assert_eq!(out.status.code(), Some(3));
+    assert_complete("_exit", &t, 4000);
+}
+
+#[test]
+fn exit_from_a_thread_while_others_run_constructs_keeps_all_finished_before_it() {
+    let (out, t, _) = run_dies("thread-exit", 20000);
+    assert!(out.status.success(), "{:?} {}", out.status, stderr(&out));
+    let before_exit = said_finished(&out);
+    let in_trace = finished_constructs(&t);
+    // Constructs finished after the count was taken, during the exit flush, are recorded too
+    // (late, after the footer), so the trace may hold more, never fewer.
+    assert!(
+        in_trace >= before_exit,
+        "{in_trace} in the trace, {before_exit} finished before exit"
+    );
+    assert!(t.footer.is_some());
+    let i = &t.integrity;
+    assert_eq!(
+        (
+            i.missing_chunks,
+            i.duplicate_chunks,
+            i.footer_mismatch,
+            i.dropped
+        ),
+        (0, 0, 0, 0),
+        "{i}"
+    );
+    assert_eq!(
+        i.lost_late, 0,
+        "every construct finished during the exit flush was kept: {i}"
+    );
+}
+
+#[test]
+fn sigkill_after_ready_keeps_what_finished_before_ready() {
+    let (dir, exe) = dies();
+    let trace = dir.join("kill.trace");
+    let mut child = Command::new(&exe)
+        .args(["kill", "3000"])
+        .env("LD_PRELOAD", libaccprof())
+        .env("ACCPROF_OUT", &trace)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready 3000\n");
+    // The writer sweeps the threads' buffers every 200 ms; this waits for two sweeps.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = Trace::load(&trace).unwrap();
+    assert_eq!(finished_constructs(&t), 3000);
+    assert!(
+        !t.integrity.ended_cleanly && t.footer.is_none(),
+        "killed: no footer, and the reader says so"
+    );
+    assert!(
+        t.integrity.to_string().contains("no footer"),
+        "{}",
+        t.integrity
+    );
+}
+
+#[test]
+fn a_link_planted_at_the_default_name_is_left_alone() {
+    let dir = scratch("planted");
+    let exe = compile_c("simple.c", &dir, &["-g"]);
+    let target = dir.join("precious");
+    std::fs::write(&target, b"not yours").unwrap();
+    // The shell plants the link at the name its own pid gives, then becomes the program (exec
+    // keeps the pid), so the link sits exactly at accprof.simple.<pid>.trace.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ln -s {} accprof.simple.$$.trace && exec {}",
+            target.display(),
+            exe.display()
+        ))
+        .current_dir(&dir)
+        .env("LD_PRELOAD", libaccprof())
+        .env_remove("ACCPROF_OUT")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read(&target).unwrap(),
+        b"not yours",
+        "the link's target is untouched"
+    );
+    let traces: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".trace"))
+        .collect();
+    let link = traces
+        .iter()
+        .find(|p| p.symlink_metadata().unwrap().file_type().is_symlink())
+        .expect("the link stays");
+    assert_eq!(std::fs::read_link(link).unwrap(), target);
+    let real: Vec<&PathBuf> = traces
+        .iter()
+        .filter(|p| !p.symlink_metadata().unwrap().file_type().is_symlink())
+        .collect();
+    assert_eq!(real.len(), 1, "{traces:?}");
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("exists and is not a finished accprof trace")
+            .count(),
+        1,
+        "said once: {err}"
+    );
+    assert!(
+        err.contains(&*real[0].file_name().unwrap().to_string_lossy()),
+        "{err}"
+    );
+    let t = Trace::load(real[0]).unwrap();
+    assert!(t.integrity.is_complete(), "{}", t.integrity);
+    let mode = std::os::unix::fs::PermissionsExt::mode(&real[0].metadata().unwrap().permissions());
+    assert_eq!(
+        mode & 0o777 & !0o022,
+        0o644 & !0o022,
+        "mode 0644 under the umask: {mode:o}"
+    );
+}
+
+#[test]
+fn two_processes_on_one_path_both_keep_their_traces() {
+    let (dir, exe) = dies();
+    let shared = dir.join("same.trace");
+    let spawn = || {
+        Command::new(&exe)
+            .args(["hold", "2000"])
+            .env("LD_PRELOAD", libaccprof())
+            .env("ACCPROF_OUT", &shared)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // Both are recording at once: each has finished its constructs (so has its file) before
+    // either is let go.
+    let mut children = [spawn(), spawn()];
+    for c in &mut children {
+        let mut line = String::new();
+        BufReader::new(c.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "ready 2000\n");
+    }
+    let pids: Vec<u32> = children.iter().map(|c| c.id()).collect();
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|mut c| {
+            drop(c.stdin.take());
+            c.wait_with_output().unwrap()
+        })
+        .collect();
+    for o in &outs {
+        assert!(o.status.success(), "{}", stderr(o));
+    }
+    let other = dir.join("same.1.trace");
+    let mut traced = Vec::new();
+    for p in [&shared, &other] {
+        let t = Trace::load(p).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            t.integrity.is_complete(),
+            "{}: {}",
+            p.display(),
+            t.integrity
+        );
+        assert_eq!(finished_constructs(&t), 2000, "{}", p.display());
+        traced.push(t.header.pid);
+    }
+    traced.sort();
+    let mut want = pids.clone();
+    want.sort();
+    assert_eq!(traced, want, "one trace per process");
+    // Each says where its own trace went, and the second one says why its name differs.
+    let said: String = outs.iter().map(stderr).collect();
+    assert!(
+        said.contains(&*shared.to_string_lossy()) && said.contains(&*other.to_string_lossy()),
+        "{said}"
+    );
+    assert_eq!(
+        said.matches("exists and is not a finished accprof trace")
+            .count(),
+        1,
+        "{said}"
+    );
+}
