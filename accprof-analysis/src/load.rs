@@ -86,9 +86,8 @@ impl Profile {
         let mut p = b.finish_with_wall(reader.strings(), wall);
         p.sources.push(source(label, reader.header(), footer_end.is_some()));
         p.summary.dropped_events = reader.dropped_total();
-        if let Some(w) = reader.truncation_warning() {
-            p.warnings.push(w);
-        }
+        p.warnings.extend(reader.truncation_warning());
+        p.warnings.extend(reader.loss_warning());
         p.warnings.extend(reader.warnings().iter().cloned());
         add_common_warnings(&mut p, footer_end.is_some());
         p
@@ -106,8 +105,9 @@ impl Profile {
         let mut p = b.finish_with_wall(&trace.strings, wall_time(&trace.header, footer_end));
         p.sources.push(source(label.into(), &trace.header, footer_end.is_some()));
         p.summary.dropped_events = trace.dropped_total;
-        if let Some(w) = &trace.truncation_warning {
-            p.warnings.push(w.clone());
+        p.warnings.extend(trace.truncation_warning.iter().cloned());
+        if let Some(w) = trace.integrity.loss_warning() {
+            p.warnings.push(format!("{}: {w}", p.sources.last().map_or("", |s| s.path.as_str())));
         }
         add_common_warnings(&mut p, footer_end.is_some());
         p

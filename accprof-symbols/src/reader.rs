@@ -311,6 +311,16 @@ impl<R: Read> ResolvingReader<R> {
         self.reader.truncation_warning()
     }
 
+    /// What is missing, duplicated or not recorded in the trace read so far.
+    pub fn integrity(&self) -> accprof_trace::Integrity {
+        self.reader.integrity()
+    }
+
+    /// One line about chunks or events the trace lacks, if any (read to the end first).
+    pub fn loss_warning(&self) -> Option<String> {
+        self.reader.loss_warning()
+    }
+
     /// What the resolution could not do (unreadable modules, changed binaries), each once.
     pub fn warnings(&self) -> &[String] {
         self.symbolizer.as_ref().map_or(&[], |s| s.warnings())

@@ -3,7 +3,7 @@
 //! after the transfers and launches it contains), with the fields the OpenACC runtime fills.
 
 use accprof_abi::{acc_construct_t, acc_event_t};
-use accprof_trace::{Event, EventFlags, Field, Footer, Header, StrId, TraceWriter};
+use accprof_trace::{Event, EventFlags, Field, Footer, Header, LostReason, StrId, TraceWriter};
 use std::path::Path;
 
 /// Monotonic clock at the start of recording in every synthetic trace.
@@ -16,6 +16,8 @@ pub struct TraceBuilder {
     pub events: Vec<Event>,
     strings: Vec<String>,
     pub footer: bool,
+    /// Events the tool could not record, written as a lost-events chunk before the footer.
+    pub lost: Vec<(LostReason, u64)>,
 }
 
 impl TraceBuilder {
@@ -32,7 +34,7 @@ impl TraceBuilder {
             registration: "acc_register_library".into(),
             extra: Vec::new(),
         };
-        TraceBuilder { header, events: Vec::new(), strings: Vec::new(), footer: true }
+        TraceBuilder { header, events: Vec::new(), strings: Vec::new(), footer: true, lost: Vec::new() }
     }
 
     pub fn str(&mut self, s: &str) -> StrId {
@@ -149,6 +151,9 @@ impl TraceBuilder {
             self.strings.iter().enumerate().map(|(i, s)| (StrId(i as u32), s.as_bytes())).collect();
         w.write_strings(defs).unwrap();
         w.write_events(&events).unwrap();
+        if !self.lost.is_empty() {
+            w.write_lost(&self.lost).unwrap();
+        }
         if self.footer {
             let end = events.iter().map(|e| e.end_ns).max().unwrap_or(T0);
             w.write_footer(&Footer { events_recorded: events.len() as u64, events_dropped: 0, end_monotonic_ns: end })

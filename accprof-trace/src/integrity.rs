@@ -47,6 +47,20 @@ impl Integrity {
         self.problems().is_empty()
     }
 
+    /// The problems that the end-of-trace, truncation and drop warnings do not already name
+    /// (missing or duplicated chunks, a footer that disagrees, events lost at exit, write
+    /// failure or fork), as one line for the user; `None` when there are none.
+    pub fn loss_warning(&self) -> Option<String> {
+        let quiet = Integrity {
+            ended_cleanly: true,
+            truncated_bytes: 0,
+            dropped: 0,
+            ..self.clone()
+        };
+        let p = quiet.problems();
+        (!p.is_empty()).then(|| format!("the trace is incomplete: {}", p.join("; ")))
+    }
+
     /// Each problem as a short phrase with its count, in a fixed order.
     pub fn problems(&self) -> Vec<String> {
         let mut p = Vec::new();

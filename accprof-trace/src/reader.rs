@@ -310,6 +310,13 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
+    /// A warning for the user when chunks are missing or duplicated, the footer disagrees, or
+    /// the tool lost events (see [`Integrity::loss_warning`]), else `None`. Read the trace to
+    /// its end first.
+    pub fn loss_warning(&self) -> Option<String> {
+        self.integrity().loss_warning().map(|w| format!("{}: {w}", self.label))
+    }
+
     /// A warning for the user when the trace was cut short, else `None`.
     pub fn truncation_warning(&self) -> Option<String> {
         (self.truncated_bytes() > 0).then(|| {

@@ -56,7 +56,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     for w in reader.warnings() {
         eprintln!("accprof: warning: {w}");
     }
-    if let Some(w) = reader.truncation_warning() {
+    for w in reader.truncation_warning().into_iter().chain(reader.loss_warning()) {
         eprintln!("accprof: warning: {w}");
     }
     if reader.dropped_total() > 0 {

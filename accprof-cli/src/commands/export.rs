@@ -157,6 +157,7 @@ pub(crate) fn collect_with_profiles(paths: &[PathBuf], profiles: bool) -> Result
             }
         })?;
         c.warnings.extend(r.truncation_warning());
+        c.warnings.extend(r.loss_warning());
         c.warnings.extend(r.warnings().iter().cloned());
         if r.dropped_total() > 0 {
             c.warnings.push(format!(

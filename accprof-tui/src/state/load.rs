@@ -200,9 +200,8 @@ impl Loader {
     fn refresh_warnings(&mut self) {
         self.warnings.clear();
         for f in &self.feeds {
-            if let Some(w) = f.reader.truncation_warning() {
-                self.warnings.push(w);
-            }
+            self.warnings.extend(f.reader.truncation_warning());
+            self.warnings.extend(f.reader.loss_warning());
             if f.reader.dropped_total() > 0 {
                 self.warnings.push(format!(
                     "{}: the tool dropped {} events (its writer fell behind)",
