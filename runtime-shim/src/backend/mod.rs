@@ -154,9 +154,10 @@ pub(crate) fn take_oldest<T>(pending: &std::sync::Mutex<Vec<T>>, is_mine: impl F
 
 /// The kernel both backends return reduction results with ([`Backend::reduction_store_kernel`]).
 pub const STORE_KERNEL: &CStr = c"accshim_store_reduction";
-// SAFETY: a RedSlot is written only by the host job that completes its reduction, on whichever
-// thread runs the queue's jobs, and its owner does not touch the slot until that job has run
-// (queue order); the pointer itself carries no thread affinity.
+// SAFETY: the slot is a heap f64 the construct leaks for one launch: the backend writes the
+// reduction's result into it in queue order, and the one host job that completes the reduction,
+// queued after that write, reads and frees it; nothing else touches it meanwhile, and heap
+// memory carries no thread affinity, so the pointer may travel to the thread doing the write.
 unsafe impl Send for RedSlot {}
 
 /// A host function run in queue order.
