@@ -5,6 +5,8 @@
 //! `ACCPROF_BUILD_DIR`, by default `<workspace>/target/release`. `scripts/test.sh` builds them
 //! first; a missing artifact fails the test with the command that builds it.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use accprof_trace::{Event, Field, Trace};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -51,7 +53,7 @@ pub fn program_source(name: &str) -> PathBuf {
     workspace_root().join("tests/programs").join(name)
 }
 
-/// Compiles tests/programs/<name> with gcc -fopenacc (host fallback) and `extra` flags.
+/// Compiles `tests/programs/<name>` with gcc -fopenacc (host fallback) and `extra` flags.
 pub fn compile_c(name: &str, out_dir: &Path, extra: &[&str]) -> PathBuf {
     let src = program_source(name);
     let exe = out_dir.join(name.trim_end_matches(".c"));

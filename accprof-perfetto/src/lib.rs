@@ -41,6 +41,8 @@
 //! # }
 //! ```
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod event;
 mod ids;
 mod intern;

@@ -12,6 +12,8 @@
 //! The format is documented for people in docs/trace-format.md. This crate depends on nothing
 //! heavy: it is linked into the preloaded tool library.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod encode;
 pub mod error;
 pub mod header;

@@ -5,6 +5,8 @@
 //! events or one clear line. A fixed seed and a fixed number of rounds: the same few seconds
 //! in CI every time.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use accprof_abi::acc_event_t;
 use accprof_trace::{
     Event, Field, Footer, Header, LostReason, Module, StrId, Trace, TraceReader, TraceWriter,

@@ -7,6 +7,8 @@
 //! so the same app draws to a real terminal or to ratatui's `TestBackend` in the snapshot tests.
 //! Dependencies point one way: `app` -> `input` -> `view` -> `state` (`action` at the bottom).
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod action;
 pub mod app;
 pub mod input;

@@ -1,5 +1,7 @@
 //! `accprof-tui TRACE...`: a full-screen timeline of accprof traces in the terminal.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use accprof_tui::app::App;
 use accprof_tui::input::Input;
 use accprof_tui::state::State;

@@ -6,6 +6,8 @@
 //! events per second from 2 threads, with the count read back from the trace; bytes per event
 //! on disk. Results go in docs/PERFORMANCE.md.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use accprof::bench::register_with;
 use accprof_abi::*;
 use std::ffi::c_void;

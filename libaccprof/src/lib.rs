@@ -24,6 +24,8 @@
 //! Everything is private to the library but [`api`] (the C symbols) and [`mod@bench`] (what the
 //! benchmarks and the library's own tests drive).
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod api;
 mod clock;
 mod config;

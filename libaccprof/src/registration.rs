@@ -90,6 +90,8 @@ fn disabled_by_env() -> bool {
 
 /// Whether `sym` lives in GCC's libgomp: the one runtime that needs the constructor path.
 fn is_libgomp(sym: *mut c_void) -> bool {
+    // SAFETY: `Dl_info` is a C struct of pointers and integers, for which all-zero bytes (NULL
+    // pointers) are a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr fills `info` for an address inside a loaded object.
     if unsafe { libc::dladdr(sym, &mut info) } == 0 || info.dli_fname.is_null() {

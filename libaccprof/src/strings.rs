@@ -111,18 +111,24 @@ mod tests {
         let mut defs = Vec::new();
         let mut buf = *b"Anew\0\0";
         let p = buf.as_ptr() as *const c_char;
+        // SAFETY: `buf` is a live local array that always holds a NUL within its bounds, and it
+        // is not written while `intern` reads it (the same holds for the calls below).
         let a = unsafe { cache.intern(p, &mut defs) }.unwrap();
+        // SAFETY: as above.
         let b = unsafe { cache.intern(p, &mut defs) }.unwrap();
         assert_eq!(a, b);
         assert_eq!(defs.len(), 1);
         buf[0] = b'B';
+        // SAFETY: as above; `buf` is now "Bnew\0\0".
         let c = unsafe { cache.intern(buf.as_ptr() as *const c_char, &mut defs) }.unwrap();
         assert_ne!(a, c);
         assert_eq!(&*defs[1].1, b"Bnew");
         buf[2] = 0; // shorter string at the same address
+        // SAFETY: as above; `buf` is now "Bn\0w\0\0".
         let d = unsafe { cache.intern(buf.as_ptr() as *const c_char, &mut defs) }.unwrap();
         assert_eq!(&*defs[2].1, b"Bn");
         assert_ne!(c, d);
+        // SAFETY: NULL is allowed by `intern`'s contract.
         assert_eq!(unsafe { cache.intern(std::ptr::null(), &mut defs) }, None);
     }
 }

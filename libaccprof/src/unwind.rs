@@ -332,6 +332,8 @@ mod tests {
         let p = stack.as_mut_ptr();
         // SAFETY: within `stack`.
         let (slot, other) = unsafe { (p.add(2), p.add(3)) };
+        // SAFETY: the closure is only called with `slot` and `other`, both inside the live
+        // local `stack`, which nothing else borrows while it is written.
         let put = |at: *mut u64, v: u64| unsafe { at.write_volatile(v) };
         let mut s = Shortcuts {
             entries: [EMPTY; SHORTCUTS],

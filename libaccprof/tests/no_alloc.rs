@@ -6,6 +6,8 @@
 //! are interned once, so the only allocation left is the channel's: one block per 31 batches
 //! of thousands of events.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use accprof_abi::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

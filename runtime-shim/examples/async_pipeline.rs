@@ -13,6 +13,8 @@
 //!
 //! Options: --n N (default 4194304), --chunks C (default 16), --queues Q (default 4).
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 #[path = "common/mod.rs"]
 mod common;
 

@@ -17,6 +17,8 @@
 //! host-to-device copy, and a stream query (a call no tool subscribes to). Medians of --reps
 //! rounds of --launches calls each, in ns per call.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 #[path = "common/mod.rs"]
 mod common;
 
@@ -44,7 +46,12 @@ fn main() {
     }
     acc_init(accprof_abi::acc_device_t::NVIDIA);
     let name = acc_get_property_string(0, accprof_abi::acc_device_t::NVIDIA, 0x10001);
-    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+    let name = if name.is_null() {
+        "(name unknown)".into()
+    } else {
+        // SAFETY: not NULL: the runtime's NUL-terminated property string, valid for the process.
+        unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy()
+    };
     println!("device: {name}");
 
     if only == "calls" {
@@ -63,8 +70,9 @@ fn main() {
 /// The process's CPU time so far, all threads: what the staging threads cost besides the
 /// benchmark's own work (their warm window, stage_pool), to compare between settings.
 fn print_cpu_time() {
-    // SAFETY: getrusage fills the struct it is given.
+    // SAFETY: `rusage` is a C struct of integers; all-zero bytes are a valid value.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the local `u`, a valid rusage.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } == 0 {
         let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
         println!("cpu time: {:.2} s user, {:.2} s system", s(u.ru_utime), s(u.ru_stime));
@@ -110,6 +118,8 @@ fn launch_overhead(launches: usize, reps: usize) {
                     // ---- raw cudarc on the same context: the same PTX, cuLaunchKernel on a stream ----
     let ptx = cudarc::nvrtc::compile_ptx(EMPTY_CU).expect("nvrtc").to_src();
     let cptx = std::ffi::CString::new(ptx).unwrap();
+    // SAFETY: `cptx` is NUL-terminated PTX that outlives the load; `s` is a local out-parameter;
+    // the shim's acc_init above made its context current on this thread.
     let (f, stream) = unsafe {
         let m = cudarc::driver::result::module::load_data(cptx.as_ptr().cast()).unwrap();
         let f = cudarc::driver::result::module::get_function(m, c"bench_empty".to_owned()).unwrap();
@@ -120,8 +130,10 @@ fn launch_overhead(launches: usize, reps: usize) {
     let run_raw = |n: usize| {
         let t = Instant::now();
         for _ in 0..n {
+            // SAFETY: `f` takes no parameters (empty slice); `f` and `stream` are live handles.
             unsafe { cudarc::driver::result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut []).unwrap() };
         }
+        // SAFETY: `stream` is a live stream of the current context.
         unsafe { sys::cuStreamSynchronize(stream) };
         t.elapsed().as_secs_f64() / n as f64
     };
@@ -165,6 +177,7 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
         for rep in 0..reps {
             set_cache_state(&mut evict, &mut host, cold, rep);
             let t = Instant::now();
+            // SAFETY: `h` points at `bytes` readable bytes of `host`; `d` is its device copy of `bytes` bytes.
             unsafe { sys::cuMemcpyHtoD_v2(d as u64, h, bytes) };
             best_raw = best_raw.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
             set_cache_state(&mut evict, &mut host, cold, rep);
@@ -177,14 +190,17 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
         let (mut best_reg, mut reg_us, mut unreg_us) = (0.0f64, f64::MAX, f64::MAX);
         for _ in 0..reps {
             let t = Instant::now();
+            // SAFETY: `h` is `host`'s buffer of `bytes` bytes, alive and not freed while registered.
             let r = unsafe { sys::cuMemHostRegister_v2(h, bytes, 0) };
             let t_reg = t.elapsed().as_secs_f64();
             if r != sys::CUresult::CUDA_SUCCESS {
                 println!("h2d {mib} MiB: cuMemHostRegister failed: {r:?}");
                 break;
             }
+            // SAFETY: as for the first copy: `bytes` bytes at `h` and at `d`.
             unsafe { sys::cuMemcpyHtoD_v2(d as u64, h, bytes) };
             let t_copy = t.elapsed().as_secs_f64();
+            // SAFETY: `h` was registered just above (the loop breaks when registration fails).
             unsafe { sys::cuMemHostUnregister(h) };
             let t_all = t.elapsed().as_secs_f64();
             best_reg = best_reg.max(bytes as f64 / t_all / 1e9);
@@ -201,6 +217,7 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
         let mut down = vec![0u8; bytes];
         for _ in 0..reps {
             let t = Instant::now();
+            // SAFETY: `down` has `bytes` writable bytes; `d` is a device copy of `bytes` bytes.
             unsafe { sys::cuMemcpyDtoH_v2(down.as_mut_ptr().cast(), d as u64, bytes) };
             best_raw_down = best_raw_down.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
         }
@@ -229,15 +246,18 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
         );
         // The link's ceiling on this machine start: the same size from pinned memory.
         let mut pinned: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `pinned` is a local out-parameter.
         if unsafe { sys::cuMemAllocHost_v2(&mut pinned, bytes) } == sys::CUresult::CUDA_SUCCESS {
             let d = acc_malloc(bytes);
             let mut best = 0.0f64;
             for _ in 0..reps {
                 let t = Instant::now();
+                // SAFETY: `pinned` has `bytes` bytes (allocated above); `d` is a device block of `bytes` bytes.
                 unsafe { sys::cuMemcpyHtoD_v2(d as u64, pinned, bytes) };
                 best = best.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
             }
             acc_free(d);
+            // SAFETY: allocated by cuMemAllocHost above and freed once here.
             unsafe { sys::cuMemFreeHost(pinned) };
             println!("h2d {mib} MiB pinned: raw cuMemcpyHtoD {best:.1} GB/s (best of {reps}; the link's ceiling here)");
         }
@@ -248,6 +268,8 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
 fn driver_calls(n: usize, reps: usize) {
     let ptx = cudarc::nvrtc::compile_ptx(EMPTY_CU).expect("nvrtc").to_src();
     let cptx = std::ffi::CString::new(ptx).unwrap();
+    // SAFETY: `cptx` is NUL-terminated PTX that outlives the load; `s` and `p` are local
+    // out-parameters; the shim's context is current on this thread.
     let (f, stream, dev, pinned) = unsafe {
         let m = cudarc::driver::result::module::load_data(cptx.as_ptr().cast()).unwrap();
         let f = cudarc::driver::result::module::get_function(m, c"bench_empty".to_owned()).unwrap();
@@ -262,17 +284,22 @@ fn driver_calls(n: usize, reps: usize) {
         for _ in 0..n {
             body();
         }
+        // SAFETY: `stream` is a live stream of the current context.
         unsafe { sys::cuStreamSynchronize(stream) };
         t.elapsed().as_secs_f64() * 1e9 / n as f64
     };
+    // SAFETY: `f` takes no parameters; `f` and `stream` are live handles.
     let launch = || unsafe { cudarc::driver::result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut []).unwrap() };
+    // SAFETY: `pinned` has 4096 bytes and `dev` is a 4096-byte device block; 8 bytes are copied.
     let d2h_sync = || unsafe {
         sys::cuMemcpyDtoHAsync_v2(pinned, dev, 8, stream);
         sys::cuStreamSynchronize(stream);
     };
+    // SAFETY: as above: 8 bytes of the 4096-byte pinned block and device block.
     let h2d = || unsafe {
         sys::cuMemcpyHtoDAsync_v2(dev, pinned, 8, stream);
     };
+    // SAFETY: `stream` is a live stream.
     let query = || unsafe {
         sys::cuStreamQuery(stream);
     };

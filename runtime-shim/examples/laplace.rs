@@ -19,6 +19,8 @@
 //!     iter++;
 //!   }
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 #[path = "common/mod.rs"]
 mod common;
 
@@ -281,6 +283,8 @@ fn stencil_host(r: Range<usize>, a: &[Val]) -> f64 {
 
 fn copy_host(r: Range<usize>, a: &[Val]) -> f64 {
     let (pa, pn, m) = (a[0].ptr::<f64>(), a[1].ptr::<f64>() as *const f64, a[3].usize());
+    // SAFETY: for_rows gives interior row segments of the n x m arrays `a[0]` and `a[1]` hold;
+    // the two arrays are distinct allocations, so the ranges do not overlap.
     for_rows(r, m, |start, len| unsafe { std::ptr::copy_nonoverlapping(pn.add(start), pa.add(start), len) });
     0.0
 }

@@ -1,6 +1,8 @@
 //! saxpy: y = a*x + y, as `#pragma acc parallel loop copyin(x[0:n]) copy(y[0:n])`, repeated.
 //! Options: --n N (default 1048576), --reps R (default 10).
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 #[path = "common/mod.rs"]
 mod common;
 

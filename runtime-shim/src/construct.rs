@@ -25,21 +25,32 @@ use std::sync::Arc;
 pub use crate::backend::{RedOp as Reduction, Val as KVal};
 
 /// The source of a kernel for the CUDA backend: CUDA C (entry point = kernel name) or PTX.
+///
+/// The fields are private so that a `CudaSrc` always names 'static bytes: the backend reads
+/// `len` bytes at `ptr` when it compiles the kernel.
 #[derive(Clone, Copy, Debug)]
 pub struct CudaSrc {
-    pub ptr: *const u8,
-    pub len: usize,
+    ptr: *const u8,
+    len: usize,
 }
+// SAFETY: `ptr` points at 'static, immutable bytes (both constructors take 'static data), so
+// the value may move to any thread.
 unsafe impl Send for CudaSrc {}
+// SAFETY: as for Send: the bytes are immutable for the program's life.
 unsafe impl Sync for CudaSrc {}
 
 impl CudaSrc {
     pub fn from_static(s: &'static str) -> CudaSrc {
         CudaSrc { ptr: s.as_ptr(), len: s.len() }
     }
-    /// SAFETY: the pointer and length name a UTF-8 string that lives for the program.
-    pub fn as_str(&self) -> &'static str {
-        unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(self.ptr, self.len)) }
+    /// The text of a C string literal (what the C API passes; not necessarily UTF-8).
+    pub fn from_static_cstr(s: &'static std::ffi::CStr) -> CudaSrc {
+        CudaSrc { ptr: s.as_ptr().cast(), len: s.to_bytes().len() }
+    }
+    /// The source's bytes.
+    pub fn as_bytes(&self) -> &'static [u8] {
+        // SAFETY: both constructors take `len` bytes at `ptr` from 'static data, never mutated.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 
@@ -303,6 +314,8 @@ pub fn wait(loc: Loc, queues: Option<&[i64]>, async_: i64) {
 }
 
 struct SendPtr<T>(*mut T);
+// SAFETY: used only to hand a reduction's result slot and variable to the one host job that
+// completes the reduction; the launching thread does not touch either until that job has run.
 unsafe impl<T> Send for SendPtr<T> {}
 
 /// Runs a compute construct with its kernels (see the module docs for the events).

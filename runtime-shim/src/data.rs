@@ -68,8 +68,10 @@ pub struct Clause {
     pub implicit: bool,
 }
 
-// SAFETY: `host` is only an address here; `name` is a static string.
+// SAFETY: `host` is only an address here (never dereferenced through a Clause); `name` is a
+// static string.
 unsafe impl Send for Clause {}
+// SAFETY: as for Send: nothing is read or written through the pointers via `&Clause`.
 unsafe impl Sync for Clause {}
 
 /// One operation's context: the runtime, its event context, and the queue it runs on.

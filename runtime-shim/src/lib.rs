@@ -10,6 +10,8 @@
 //!
 //! See README.md for usage and for which events are dispatched where.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod backend;
 pub mod construct;
 pub mod data;

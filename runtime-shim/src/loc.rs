@@ -19,6 +19,7 @@ pub struct Loc {
 // SAFETY: the pointers are to NUL-terminated strings that live for the whole program (string
 // literals from the C macros, `concat!` literals or interned strings from Rust).
 unsafe impl Send for Loc {}
+// SAFETY: as for Send: the strings are immutable, so shared access from any thread is sound.
 unsafe impl Sync for Loc {}
 
 impl Loc {
@@ -122,8 +123,9 @@ pub fn call_site() -> usize {
 }
 
 fn dl_info(addr: usize) -> Option<libc::Dl_info> {
-    // SAFETY: dladdr with an address and an out struct.
+    // SAFETY: `Dl_info` is a C struct of pointers and integers; all-zero bytes are a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address and fills the local out struct.
     (addr != 0 && unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } != 0 && !info.dli_fname.is_null()).then_some(info)
 }
 

@@ -5,6 +5,8 @@
 //!
 //! The registry and runtime are process-wide, so the tests take a lock and clean up.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use accprof_abi::*;
 use accshim::ffi::api::*;
 use accshim::ffi::prof::{acc_prof_register, acc_prof_unregister};
@@ -19,9 +21,10 @@ static LOG: Mutex<Vec<(char, i32, i32, i32)>> = Mutex::new(Vec::new()); // (tag,
 /// Serialises the tests and pins them to the emulated device: on a machine with a GPU the
 /// runtime would otherwise pick CUDA, where these kernels (host functions only) cannot run.
 fn lock() -> std::sync::MutexGuard<'static, ()> {
+    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Changed under the lock: setenv while another test's runtime calls getenv is a data race.
     std::env::remove_var("ACC_DEVICE_TYPE");
     std::env::set_var("ACCSHIM_NO_CUDA", "1");
-    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     LOG.lock().unwrap().clear();
     g
 }
@@ -31,24 +34,30 @@ fn take_log() -> Vec<(char, i32, i32, i32)> {
 }
 
 unsafe fn record(tag: char, pi: *mut acc_prof_info, ei: *mut acc_event_info) {
+    // SAFETY: the runtime passes valid prof and event info pointers for the callback's duration.
     let (ev, c, i) = unsafe { ((*pi).event_type.0, (*ei).other_event.parent_construct.0, (*ei).other_event.implicit) };
     LOG.lock().unwrap().push((tag, ev, c, i));
 }
 
 unsafe extern "C" fn cb_a(pi: *mut acc_prof_info, ei: *mut acc_event_info, _: *mut acc_api_info) {
+    // SAFETY: called by the runtime with valid pointers (the callback contract).
     unsafe { record('a', pi, ei) }
 }
 unsafe extern "C" fn cb_b(pi: *mut acc_prof_info, ei: *mut acc_event_info, _: *mut acc_api_info) {
+    // SAFETY: called by the runtime with valid pointers (the callback contract).
     unsafe { record('b', pi, ei) }
 }
 unsafe extern "C" fn cb_c(pi: *mut acc_prof_info, ei: *mut acc_event_info, _: *mut acc_api_info) {
+    // SAFETY: called by the runtime with valid pointers (the callback contract).
     unsafe { record('c', pi, ei) }
 }
 
 fn reg(ev: acc_event_t, cb: unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info)) {
+    // SAFETY: `cb` is a callback with the signature acc_prof_register expects.
     unsafe { acc_prof_register(ev, Some(cb), acc_register_t::REG) }
 }
 fn unreg(ev: acc_event_t, cb: unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info)) {
+    // SAFETY: as in `reg`.
     unsafe { acc_prof_unregister(ev, Some(cb), acc_register_t::REG) }
 }
 
@@ -57,6 +66,7 @@ fn construct(x: &mut [f64]) {
     let k = Kernel::new(c"double_it", x.len()).args(&[Arg::of(x)]).host(|r, a| {
         let p = a[0].ptr::<f64>();
         for i in r {
+            // SAFETY: `i` is in the kernel's range, at most x.len(), and `p` is x's (host) copy.
             unsafe { *p.add(i) *= 2.0 };
         }
         0.0
@@ -105,6 +115,7 @@ fn toggles() {
     reg(CCS, cb_a);
     reg(CCS, cb_b);
     let count = |tag: char| take_log().iter().filter(|e| e.0 == tag).count();
+    // SAFETY: cb_a and cb_b have the callback signature the registry expects; None is allowed for toggles.
     unsafe {
         // One callback of one event.
         acc_prof_unregister(CCS, Some(cb_a), acc_register_t::TOGGLE);
@@ -144,6 +155,7 @@ static TOOL_INFO_OK: AtomicUsize = AtomicUsize::new(0);
 static TOOL_INFO_BAD: AtomicUsize = AtomicUsize::new(0);
 
 unsafe extern "C" fn ti_cb(pi: *mut acc_prof_info, ei: *mut acc_event_info, _: *mut acc_api_info) {
+    // SAFETY: the runtime passes valid prof and event info pointers for the callback's duration.
     unsafe {
         let ev = (*pi).event_type;
         let other = &mut (*ei).other_event;
@@ -191,8 +203,11 @@ fn tool_info_flows_from_start_to_end_even_nested() {
 static FIELDS_BAD: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 unsafe extern "C" fn field_cb(pi: *mut acc_prof_info, ei: *mut acc_event_info, ai: *mut acc_api_info) {
+    // SAFETY: the runtime passes valid info structures for the callback's duration.
     let p = unsafe { accprof_abi::read::ProfView::new(pi) }.unwrap();
+    // SAFETY: as above; `ei` holds the variant of `p.event_type()`.
     let e = unsafe { accprof_abi::read::EventView::new(ei, p.event_type()) }.unwrap();
+    // SAFETY: as above.
     let a = unsafe { accprof_abi::read::ApiView::new(ai) }.unwrap();
     let mut bad = Vec::new();
     if p.valid_bytes() != valid_bytes::PROF_INFO as usize || p.version() != Some(ACC_PROF_INFO_VERSION_2_6) {
@@ -316,8 +331,9 @@ fn present_table_reference_counts() {
     assert_eq!(acc_is_present(h, bytes), 1);
     assert_eq!(acc_deviceptr(h), d);
     assert_eq!(acc_hostptr(d), h);
-    assert_eq!(acc_deviceptr(unsafe { h.byte_add(80) }), unsafe { d.byte_add(80) }, "inside a present section");
-    assert_eq!(acc_is_present(unsafe { h.byte_add(8) }, 16), 1, "subarray of present data");
+    // Wrapping adds: `d` is a device address, not a pointer into any Rust allocation.
+    assert_eq!(acc_deviceptr(h.wrapping_byte_add(80)), d.wrapping_byte_add(80), "inside a present section");
+    assert_eq!(acc_is_present(h.wrapping_byte_add(8), 16), 1, "subarray of present data");
     a[0] = 5.0;
     acc_copyout(h, bytes);
     assert_eq!(a[0], 5.0, "still referenced: no copy back");
@@ -352,6 +368,7 @@ fn present_table_reference_counts() {
     // A data construct's present clause on data placed by enter data.
     accshim::enter_data(here!(), &[Clause::copyin(&a, c"a")], accshim::ACC_ASYNC_SYNC, None);
     let mut err = 0.0;
+    // SAFETY: `i` is in the kernel's range of 64, and the argument is `a`'s present copy of 64 doubles.
     let k = Kernel::new(c"sum", 64).args(&[Arg::of(&a)]).host(|r, v| r.map(|i| unsafe { *v[0].ptr::<f64>().add(i) }).sum()).reduction(RedOp::Sum, &mut err, c"err");
     accshim::parallel(here!()).present(&a, c"a").run(k);
     assert_eq!(err, 64.0, "reduction result combined into the host variable");
@@ -415,6 +432,7 @@ fn async_queues_keep_order_and_wait() {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let p = a[0].ptr::<f64>();
         for i in r {
+            // SAFETY: `i` is in the kernel's range of n, and `p` is `x`'s present copy of n doubles.
             unsafe { *p.add(i) += 1.0 };
         }
         0.0

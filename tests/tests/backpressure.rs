@@ -1,6 +1,8 @@
 //! When the writer cannot keep up, memory stays bounded, the program is not held up
 //! indefinitely, and every dropped event is counted in the trace and said at exit.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use accprof_abi::acc_event_t;
 use accprof_integration_tests::*;
 use std::io::Read;

@@ -307,6 +307,8 @@ fn find_cli() -> Option<PathBuf> {
 
 /// The path of this shared library.
 fn own_path() -> Option<PathBuf> {
+    // SAFETY: `Dl_info` is a C struct of pointers and integers, for which all-zero bytes (NULL
+    // pointers) are a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr fills `info` for an address inside a loaded object.
     let ok = unsafe { libc::dladdr(own_path as *const libc::c_void, &mut info) };

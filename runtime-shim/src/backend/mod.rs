@@ -134,8 +134,10 @@ pub struct GccKernel {
     pub entry: &'static CStr,
 }
 
-// SAFETY: cuda_src points at a static NUL-terminated string.
+// SAFETY: `cuda_src` is the only raw pointer, and it points at a 'static, immutable string
+// (CudaSrc is built only from 'static strings), so moving it to another thread is sound.
 unsafe impl Send for LaunchSpec {}
+// SAFETY: as for Send: the pointed-to string is immutable for the program's life.
 unsafe impl Sync for LaunchSpec {}
 
 /// Where a reduction's result lands: host memory the backend writes when the kernel (and the
@@ -152,6 +154,10 @@ pub(crate) fn take_oldest<T>(pending: &std::sync::Mutex<Vec<T>>, is_mine: impl F
 
 /// The kernel both backends return reduction results with ([`Backend::reduction_store_kernel`]).
 pub const STORE_KERNEL: &CStr = c"accshim_store_reduction";
+// SAFETY: the slot is a heap f64 the construct leaks for one launch: the backend writes the
+// reduction's result into it in queue order, and the one host job that completes the reduction,
+// queued after that write, reads and frees it; nothing else touches it meanwhile, and heap
+// memory carries no thread affinity, so the pointer may travel to the thread doing the write.
 unsafe impl Send for RedSlot {}
 
 /// A host function run in queue order.

@@ -86,10 +86,12 @@ fn open_regions() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
 }
 
 unsafe fn loc_of(p: *const Loc) -> Loc {
+    // SAFETY: not NULL; the C caller passes a valid Loc (the function's contract).
     if p.is_null() { Loc::UNKNOWN } else { unsafe { *p } }
 }
 
 unsafe fn clauses(p: *const CClause, n: c_int, loc: &Loc) -> Vec<Clause> {
+    // SAFETY: the caller's contract: `p` holds `n` clauses.
     unsafe { slice(p, n, "clauses", loc) }
         .iter()
         .map(|c| {
@@ -102,6 +104,7 @@ unsafe fn clauses(p: *const CClause, n: c_int, loc: &Loc) -> Vec<Clause> {
 }
 
 unsafe fn waits(p: *const c_longlong, n: c_int, loc: &Loc) -> Option<Vec<i64>> {
+    // SAFETY: the caller's contract: `p` holds `n` queue numbers when n >= 0.
     (n >= 0).then(|| unsafe { slice(p, n, "wait queues", loc) }.to_vec())
 }
 
@@ -113,7 +116,9 @@ fn static_cstr(p: *const c_char, fallback: &'static CStr) -> &'static CStr {
 #[no_mangle]
 pub unsafe extern "C" fn accshim_data_begin(loc: *const Loc, cs: *const CClause, n: c_int) -> *mut c_void {
     guard("accshim_data_begin", || {
+        // SAFETY: the C caller passes NULL or a valid Loc.
         let loc = unsafe { loc_of(loc) };
+        // SAFETY: the C caller passes `n` clauses at `cs`.
         let cs = unsafe { clauses(cs, n, &loc) };
         let region = Box::into_raw(Box::new(construct::data(loc, &cs)));
         open_regions().insert(region as usize);
@@ -141,8 +146,11 @@ pub unsafe extern "C" fn accshim_data_end(region: *mut c_void, end_line: c_int) 
 #[no_mangle]
 pub unsafe extern "C" fn accshim_enter_data(loc: *const Loc, cs: *const CClause, n: c_int, async_: c_longlong, waits_: *const c_longlong, nwaits: c_int) {
     guard("accshim_enter_data", || {
+        // SAFETY: the C caller passes NULL or a valid Loc.
         let loc = unsafe { loc_of(loc) };
+        // SAFETY: the C caller passes `n` clauses at `cs`.
         let cs = unsafe { clauses(cs, n, &loc) };
+        // SAFETY: the C caller passes `nwaits` queue numbers at `waits_` (when nwaits >= 0).
         let w = unsafe { waits(waits_, nwaits, &loc) };
         construct::enter_data(loc, &cs, async_, w.as_deref())
     })
@@ -151,8 +159,11 @@ pub unsafe extern "C" fn accshim_enter_data(loc: *const Loc, cs: *const CClause,
 #[no_mangle]
 pub unsafe extern "C" fn accshim_exit_data(loc: *const Loc, cs: *const CClause, n: c_int, async_: c_longlong, waits_: *const c_longlong, nwaits: c_int, finalize: c_int) {
     guard("accshim_exit_data", || {
+        // SAFETY: the C caller passes NULL or a valid Loc.
         let loc = unsafe { loc_of(loc) };
+        // SAFETY: the C caller passes `n` clauses at `cs`.
         let cs = unsafe { clauses(cs, n, &loc) };
+        // SAFETY: the C caller passes `nwaits` queue numbers at `waits_` (when nwaits >= 0).
         let w = unsafe { waits(waits_, nwaits, &loc) };
         construct::exit_data(loc, &cs, async_, w.as_deref(), finalize != 0)
     })
@@ -161,8 +172,11 @@ pub unsafe extern "C" fn accshim_exit_data(loc: *const Loc, cs: *const CClause, 
 #[no_mangle]
 pub unsafe extern "C" fn accshim_update(loc: *const Loc, cs: *const CClause, n: c_int, async_: c_longlong, waits_: *const c_longlong, nwaits: c_int, if_present: c_int) {
     guard("accshim_update", || {
+        // SAFETY: the C caller passes NULL or a valid Loc.
         let loc = unsafe { loc_of(loc) };
+        // SAFETY: the C caller passes `n` clauses at `cs`.
         let cs = unsafe { clauses(cs, n, &loc) };
+        // SAFETY: the C caller passes `nwaits` queue numbers at `waits_` (when nwaits >= 0).
         let w = unsafe { waits(waits_, nwaits, &loc) };
         construct::update(loc, &cs, async_, w.as_deref(), if_present != 0)
     })
@@ -171,7 +185,9 @@ pub unsafe extern "C" fn accshim_update(loc: *const Loc, cs: *const CClause, n: 
 #[no_mangle]
 pub unsafe extern "C" fn accshim_wait(loc: *const Loc, queues: *const c_longlong, n: c_int, async_: c_longlong) {
     guard("accshim_wait", || {
+        // SAFETY: the C caller passes NULL or a valid Loc.
         let loc = unsafe { loc_of(loc) };
+        // SAFETY: the C caller passes `n` queue numbers at `queues` (when n >= 0).
         let qs = unsafe { waits(queues, n, &loc) };
         construct::wait(loc, qs.as_deref().filter(|q| !q.is_empty()), async_)
     })
@@ -185,6 +201,7 @@ pub unsafe extern "C" fn accshim_compute(c: *const CCompute, ks: *const CKernel,
         }
         // SAFETY: not NULL; the C caller passes a valid descriptor.
         let c = unsafe { &*c };
+        // SAFETY: `c.loc` is NULL or a valid Loc (part of the descriptor's contract).
         let loc = unsafe { loc_of(c.loc) };
         let kind = acc_construct_t(c.construct);
         if !matches!(kind, acc_construct_t::PARALLEL | acc_construct_t::KERNELS | acc_construct_t::SERIAL) {
@@ -194,13 +211,16 @@ pub unsafe extern "C" fn accshim_compute(c: *const CCompute, ks: *const CKernel,
         let spec = ComputeSpec {
             kind,
             loc,
+            // SAFETY: the descriptor's contract: `clauses` holds `nclauses` clauses.
             clauses: unsafe { clauses(c.clauses, c.nclauses, &loc) },
             num_gangs: pos(c.num_gangs),
             num_workers: pos(c.num_workers),
             vector_length: pos(c.vector_length),
             async_: c.async_,
+            // SAFETY: the descriptor's contract: `waits` holds `nwaits` queue numbers.
             wait: unsafe { waits(c.waits, c.nwaits, &loc) },
         };
+        // SAFETY: the C caller passes `nk` kernel descriptors at `ks`.
         let kernels: Vec<Kernel> = unsafe { slice(ks, nk, "kernels", &loc) }
             .iter()
             .map(|k| Kernel {
@@ -208,9 +228,9 @@ pub unsafe extern "C" fn accshim_compute(c: *const CCompute, ks: *const CKernel,
                 work: k.work,
                 host: k.host.map(|f| HostKernel::C { f, user: k.user as usize }),
                 cuda: (!k.cuda_src.is_null()).then(|| {
-                    let s = static_cstr(k.cuda_src, c"");
-                    CudaSrc { ptr: s.as_ptr().cast(), len: s.to_bytes().len() }
+                    CudaSrc::from_static_cstr(static_cstr(k.cuda_src, c""))
                 }),
+                // SAFETY: each kernel descriptor's `args` holds `nargs` arguments (the caller's contract).
                 args: unsafe { slice(k.args, k.nargs, "kernel arguments", &loc) }.iter().map(|a| kernel_arg(a, &loc)).collect(),
                 reduction: reduction(k, &loc),
             })

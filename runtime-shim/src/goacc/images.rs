@@ -43,10 +43,10 @@ pub fn declared_variables() -> usize {
         .iter()
         .filter(|i| i.host_table != 0)
         .map(|i| {
+            let t = i.host_table as *const usize;
             // SAFETY: GCC's host table is four pointers: function table start and end, variable
             // table start and end; it lives in the program's image for as long as it is
             // registered.
-            let t = i.host_table as *const usize;
             let (start, end) = unsafe { (*t.add(2), *t.add(3)) };
             end.saturating_sub(start) / (2 * std::mem::size_of::<usize>())
         })

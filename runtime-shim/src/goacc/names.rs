@@ -22,8 +22,9 @@ pub fn kernel_name(f: usize) -> &'static CStr {
 }
 
 fn lookup(f: usize) -> Option<String> {
-    // SAFETY: dladdr with an address and an out struct.
+    // SAFETY: `Dl_info` is a C struct of pointers and integers; all-zero bytes are a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address and fills the local out struct.
     if unsafe { libc::dladdr(f as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null() {
         return None;
     }

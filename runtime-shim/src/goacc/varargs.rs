@@ -67,6 +67,7 @@ pub unsafe fn launch_tags(va: &mut VaArgs) -> Result<LaunchTags, String> {
 unsafe fn read_tags(va: &mut VaArgs) -> Result<LaunchTags, String> {
     let mut t = LaunchTags::default();
     loop {
+        // SAFETY: the caller's contract (`launch_tags`): the tags follow, up to the terminating 0.
         let tag = unsafe { va.int() } as u32;
         if tag == 0 {
             return Ok(t);
@@ -79,13 +80,16 @@ unsafe fn read_tags(va: &mut VaArgs) -> Result<LaunchTags, String> {
             LAUNCH_DIM => {
                 for (d, dim) in t.dims.iter_mut().enumerate() {
                     if op & (1 << d) != 0 {
+                        // SAFETY: a LAUNCH_DIM tag is followed by one int per dimension bit set.
                         *dim = unsafe { va.int() }.max(0) as u32;
                     }
                 }
             }
+            // SAFETY: an async tag with LAUNCH_OP_MAX is followed by the queue as an int.
             LAUNCH_ASYNC => t.async_ = Some(if op == LAUNCH_OP_MAX { unsafe { va.int() } } else { op as i32 }),
             LAUNCH_WAIT => {
                 for _ in 0..op {
+                    // SAFETY: a wait tag with count `op` is followed by `op` ints.
                     t.waits.push(unsafe { va.int() });
                 }
             }
@@ -101,10 +105,13 @@ mod tests {
     fn tags(words: &[u64]) -> Result<LaunchTags, String> {
         // Six registers of which the first six words are the call's fixed arguments.
         let regs = [0u64; 6];
+        // SAFETY: `regs` and `words` outlive `va`, and the test reads no more words than they hold.
         let mut va = unsafe { VaArgs::new(regs.as_ptr(), words.as_ptr()) };
         for _ in 0..6 {
+            // SAFETY: the six fixed words are in `regs`.
             unsafe { va.word() };
         }
+        // SAFETY: `va` is at the first tag; `words` ends with the terminating 0 tag.
         unsafe { launch_tags(&mut va) }
     }
 

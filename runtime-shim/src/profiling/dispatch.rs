@@ -188,6 +188,9 @@ fn launch_info(ev: acc_event_t, c: &EvCtx, l: &LaunchInfo, t: ToolInfo) -> acc_e
 /// one: a callback that registers, unregisters, enables or disables callbacks of this event
 /// changes which of the remaining ones run for this very instance, as the specification asks.
 fn call(ev: acc_event_t, c: &EvCtx, info: acc_event_info, order: Order) -> ToolInfo {
+    // SAFETY: every variant of the acc_event_info union starts with the same fields up to and
+    // including `tool_info` (the specification's common initial sequence), so this field is
+    // initialized whichever variant `info` holds.
     let mut tool_info = unsafe { info.other_event.tool_info };
     for cb in registry::walk(ev, order) {
         let mut p = prof_info(ev, c);
@@ -196,6 +199,7 @@ fn call(ev: acc_event_t, c: &EvCtx, info: acc_event_info, order: Order) -> ToolI
         i.other_event.tool_info = tool_info;
         // SAFETY: the callback was registered by a tool for exactly this signature.
         unsafe { cb(&mut p, &mut i, &mut a) };
+        // SAFETY: as above: `tool_info` is in every variant's common initial sequence.
         tool_info = unsafe { i.other_event.tool_info };
     }
     ToolInfo(tool_info)

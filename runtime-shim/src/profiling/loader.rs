@@ -72,6 +72,9 @@ fn register_once(addr: usize, from: &str) {
     let _ = from;
     // The lock is released: the tool may call acc_prof_register (which takes the registry lock)
     // or even the runtime API from here.
+    // SAFETY: `f` is the tool's acc_register_library, which the specification requires to have
+    // this C signature; the three arguments are our own extern "C" functions with the signatures
+    // the specification gives acc_prof_register, acc_prof_unregister and acc_prof_lookup.
     unsafe {
         f(
             Some(crate::ffi::prof::acc_prof_register),

@@ -75,8 +75,11 @@ pub struct Cuda {
     ctx_pop_current: unsafe extern "C" fn(*mut *mut c_void) -> CuResult,
 }
 
-// SAFETY: plain function pointers into a library that stays loaded for the process's life.
+// SAFETY: `Cuda` holds only plain function pointers into libcuda, which is never unloaded once
+// opened; moving them to another thread moves no state.
 unsafe impl Send for Cuda {}
+// SAFETY: the fields are immutable after loading, and the CUDA driver API is thread-safe, so
+// calling through shared references from several threads at once is allowed.
 unsafe impl Sync for Cuda {}
 
 /// `CU_STREAM_NON_BLOCKING`: the anchor stream must not wait for (or hold up) the legacy

@@ -235,6 +235,8 @@ mod tests {
         }
     }
     fn view(a: &acc_api_info) -> ApiView<'_> {
+        // SAFETY: `a` is a live, fully initialised `acc_api_info` borrowed for the view's
+        // lifetime, so its `valid_bytes` are readable and cannot change while the view exists.
         unsafe { ApiView::new(a) }.unwrap()
     }
     fn host_event(kind: acc_event_t, start: u64) -> Event {

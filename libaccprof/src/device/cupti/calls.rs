@@ -262,8 +262,11 @@ mod tests {
     fn copy_params_reads_dst_then_src() {
         // cuMemcpyHtoD_v2_params: { CUdeviceptr dstDevice; const void *srcHost; size_t ByteCount; }
         let params: [u64; 3] = [0xd000, 0x5555_0000, 4096];
+        // SAFETY: `params` is laid out like a Copy1D parameter struct (two pointer-sized fields
+        // first) and outlives the call.
         let (dst, src) = unsafe { copy_params(params.as_ptr() as *const c_void) };
         assert_eq!((dst, src), (Some(0xd000), Some(0x5555_0000)));
+        // SAFETY: NULL is explicitly allowed; `copy_params` returns before dereferencing.
         assert_eq!(unsafe { copy_params(std::ptr::null()) }, (None, None));
     }
 }

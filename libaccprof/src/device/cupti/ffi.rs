@@ -68,8 +68,11 @@ pub struct Cupti {
     pub register_timestamp_callback: Option<unsafe extern "C" fn(TimestampFn) -> CuptiResult>,
 }
 
-// SAFETY: plain function pointers into a library that stays loaded for the process's life.
+// SAFETY: `Cupti` holds only plain function pointers into libcupti, which is never unloaded
+// once opened; moving them to another thread moves no state.
 unsafe impl Send for Cupti {}
+// SAFETY: the fields are immutable after loading and CUPTI's entry points may be called from any
+// thread, so shared references across threads are sound.
 unsafe impl Sync for Cupti {}
 
 impl Cupti {

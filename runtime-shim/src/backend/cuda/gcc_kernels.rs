@@ -139,8 +139,9 @@ impl GccKernels {
         };
         let mut block = self.args(s, args)?;
         let mut params = [&mut block as *mut CUdeviceptr as *mut c_void];
-        // SAFETY: GCC's kernels take one 8-byte parameter.
         check(
+            // SAFETY: GCC's kernels take one 8-byte parameter (the device address of the argument
+            // block), which `params` points at and which outlives the call; `f` and `s` are live.
             unsafe { sys::cuLaunchKernel(f, gangs, 1, 1, vector, workers, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut()) },
             "cuLaunchKernel (GCC's kernel)",
         )?;

@@ -166,8 +166,6 @@ fn check(r: CUresult, what: &str) -> Result<()> {
 /// A pointer that may cross threads (CUDA handles and pinned memory are thread-agnostic).
 #[derive(Clone, Copy)]
 struct P(usize);
-unsafe impl Send for P {}
-unsafe impl Sync for P {}
 
 /// The staging pipeline's shape, from the constants or the `ACCSHIM_STAGE_*` variables (for
 /// measuring; docs/performance/shim.md).
@@ -224,6 +222,11 @@ impl StageConfig {
 /// Orders every stream of `st` after the work already queued on `s`, so that a staged copy sees
 /// what the queue's earlier kernels and copies left.
 fn copy_streams_after(st: &StageSet, s: CUstream) -> Result<()> {
+    // SAFETY: `after` is an out-parameter on this frame; `s` and every stream of `st` are live
+    // streams of our context (made by StageSet::add, freed only at shutdown), and the event is
+    // destroyed only after the driver has taken the waits (destroying a recorded event is allowed).
+    // Return codes other than the create's are ignored: a failed wait only loses ordering the
+    // later queue wait restores.
     unsafe {
         let mut after: CUevent = std::ptr::null_mut();
         check(sys::cuEventCreate(&mut after, 2 /* DISABLE_TIMING */), "cuEventCreate")?;
@@ -280,6 +283,8 @@ impl StageSet {
     /// One more buffer with its stream and event; what was made before a failure is kept in
     /// `self`, for [`free`](Self::free).
     fn add(&mut self, size: usize) -> Result<()> {
+        // SAFETY: each out-parameter is a local on this frame; the new stream and event are created in
+        // our current context and recorded before anything waits on them.
         unsafe {
             let mut b: *mut c_void = std::ptr::null_mut();
             check(sys::cuMemHostAlloc(&mut b, size, 0), "cuMemHostAlloc")?;
@@ -297,6 +302,8 @@ impl StageSet {
 
     /// Releases the buffers, streams and events (the context must be idle).
     fn free(&mut self) {
+        // SAFETY: the handles were made by `add` and are drained here, so each is freed once; the caller
+        // guarantees the context is idle, so no DMA still uses a buffer.
         unsafe {
             for b in self.bufs.drain(..) {
                 sys::cuMemFreeHost(b.0 as *mut c_void);
@@ -360,7 +367,11 @@ pub struct Cuda {
     pins: Option<static_pins::StaticPins>,
 }
 
+// SAFETY: the raw fields are CUDA handles (context, streams, events, pinned buffers) that the
+// driver lets any thread of the process use; nothing is tied to the creating thread.
 unsafe impl Send for Cuda {}
+// SAFETY: the shared state behind the raw handles is behind the mutexes above or immutable after
+// `open` (ctx, sync_stream, function handles); CUDA driver calls on one context are thread-safe.
 unsafe impl Sync for Cuda {}
 
 thread_local! {
@@ -418,6 +429,9 @@ impl Cuda {
         if num < 0 || num >= count {
             return Err(AccError::DeviceUnavailable(format!("CUDA device {num} (there are {count})")));
         }
+        // SAFETY: `num` was checked against the device count; every out-parameter is a local of this
+        // frame; `name` has 256 bytes and the driver writes at most 255 plus a NUL, so CStr::from_ptr
+        // finds the terminator inside it.
         unsafe {
             let dev = cudarc::driver::result::device::get(num).map_err(|e| AccError::Device(format!("{e:?}")))?;
             let ctx = cudarc::driver::result::primary_ctx::retain(dev).map_err(|e| AccError::Device(format!("{e:?}")))?;
@@ -480,6 +494,7 @@ impl Cuda {
             return Ok(s.0 as CUstream);
         }
         let mut s: CUstream = std::ptr::null_mut();
+        // SAFETY: `s` is a local out-parameter; the context is current (bound by the caller).
         check(unsafe { sys::cuStreamCreate(&mut s, 1) }, "cuStreamCreate")?;
         m.insert(q, (P(s as usize), true));
         Ok(s)
@@ -487,6 +502,7 @@ impl Cuda {
 
     fn sync_if(&self, q: QueueId, s: CUstream) -> Result<()> {
         if q == SYNC {
+            // SAFETY: `s` is a stream of our context (from `stream`), not yet destroyed.
             check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")
         } else {
             Ok(())
@@ -501,8 +517,12 @@ impl Cuda {
         if let Some(f) = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(f.0 as CUfunction);
         }
-        // SAFETY: the construct API guarantees a static string of cuda_len bytes.
-        let text = unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(src as *const u8, k.cuda_len)) };
+        // SAFETY: `cuda_src` comes from a CudaSrc, which always names `cuda_len` bytes of
+        // 'static, immutable data.
+        let bytes = unsafe { std::slice::from_raw_parts(src as *const u8, k.cuda_len) };
+        // The C API passes whatever the program wrote: checked, not assumed to be UTF-8.
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| AccError::InvalidArgument(format!("the CUDA source of kernel {} is not UTF-8 ({e})", k.name.to_string_lossy())))?;
         let trimmed = text.trim_start();
         let ptx: String = if trimmed.starts_with(".version") || (trimmed.starts_with("//") && text.contains(".entry")) {
             text.to_string()
@@ -520,6 +540,8 @@ impl Cuda {
             }
         };
         let cptx = std::ffi::CString::new(ptx).map_err(|_| AccError::InvalidArgument("PTX with NUL".into()))?;
+        // SAFETY: `cptx` is a NUL-terminated PTX string that outlives the call (the driver copies it);
+        // the module is kept loaded for the process so the function handle stays valid.
         let f = unsafe {
             let module = cudarc::driver::result::module::load_data(cptx.as_ptr().cast())
                 .map_err(|e| AccError::Device(format!("cuModuleLoadData: {e:?}")))?;
@@ -537,6 +559,8 @@ impl Cuda {
         let mut m = self.red.lock().unwrap_or_else(|e| e.into_inner());
         let pool = match m.entry((s as usize, op as u8)) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            // SAFETY: every out-parameter is a local; the identity slice is the RED_POOL doubles just
+            // allocated by cuMemHostAlloc (page-aligned, so aligned for f64) and not shared yet.
             std::collections::hash_map::Entry::Vacant(e) => unsafe {
                 let mut cells: CUdeviceptr = 0;
                 check(sys::cuMemAlloc_v2(&mut cells, RED_POOL * 8), "cuMemAlloc")?;
@@ -562,6 +586,8 @@ impl Cuda {
 
     /// Loads [`STORE_KERNEL_PTX`]; says once why not, and the results are then copied back.
     fn load_store_kernel(&self) -> Option<P> {
+        // SAFETY: STORE_KERNEL_PTX is a 'static NUL-terminated PTX string; the module stays loaded, so
+        // the function handle stays valid for the process.
         let loaded = unsafe {
             cudarc::driver::result::module::load_data(STORE_KERNEL_PTX.as_ptr().cast())
                 .and_then(|m| cudarc::driver::result::module::get_function(m, STORE_KERNEL.to_owned()))
@@ -617,8 +643,10 @@ impl Cuda {
         // Worker `w` (0: the calling thread).
         let worker = move |w: usize, plan: &upload_pipeline::Upload, dma: &StageDma| {
             let copy = |off: usize, in_buf: usize, buf: usize, len: usize| {
-                // SAFETY: the plan's pieces lie inside the transfer and their buffer.
                 let stores = stores_at(cfg.stores, cfg.nt_head, off);
+                // SAFETY: the plan's pieces lie inside the transfer (`host`, `bytes`, readable for the
+                // call: Backend::upload's contract) and inside their pinned buffer; `run_with` returns only
+                // after every worker is done, so `host` outlives all of them.
                 let copy = || unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, stores, cfg.prefetch) };
                 match &dma.trace {
                     Some(t) => t.timed(w, copy),
@@ -634,6 +662,7 @@ impl Cuda {
             })
             .collect();
         pool.run_with(jobs, || worker(0, &plan, &dma));
+        // SAFETY: `s` and the staging events are live handles of our context.
         unsafe {
             for e in &st.events {
                 sys::cuStreamWaitEvent(s, e.0 as CUevent, 0);
@@ -727,6 +756,11 @@ impl Cuda {
             .map(|t| {
                 let (bufs, streams, events, failed, chunks) =
                     (bufs.clone(), streams.clone(), events.clone(), failed.clone(), chunks.clone());
+                // SAFETY: `bufs`, `streams` and `events` are live handles of the download StageSet (freed only
+                // at shutdown, under the staging lock we hold); each chunk (off, len) lies inside the
+                // transfer, `host` has `bytes` writable bytes (Backend::download's contract) and `len` <= the
+                // buffer size; thread t alone uses buffers b % threads == t, so no two threads touch one buffer;
+                // `pool.run` returns only after every job is done, so `host` outlives them.
                 Box::new(move || unsafe {
                     // As in staged_upload: thread t owns the buffers b with b % threads == t and
                     // so every chunk c with c % bufs == b.
@@ -803,8 +837,10 @@ impl Backend for Cuda {
             return Ok(d);
         }
         let mut d: CUdeviceptr = 0;
+        // SAFETY: `d` is a local out-parameter; the context is bound above.
         let mut r = unsafe { sys::cuMemAlloc_v2(&mut d, bytes.max(1)) };
         if r == CUresult::CUDA_ERROR_OUT_OF_MEMORY && self.blocks.release_all() {
+            // SAFETY: as above.
             r = unsafe { sys::cuMemAlloc_v2(&mut d, bytes.max(1)) };
         }
         match r {
@@ -819,10 +855,12 @@ impl Backend for Cuda {
         // Memory from cuMemAlloc cannot be freed in stream order: wait for the queue first (the
         // synchronous queue too, as the block may be handed out again for another queue).
         let s = self.stream(q)?;
+        // SAFETY: `s` is a live stream of our context.
         check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
         let size = self.allocation_size(dev);
         match size {
             Some(size) if self.blocks.keep(dev, size) => Ok(()),
+            // SAFETY: `dev` is an allocation of ours (the runtime frees only what it allocated) and its queue is idle.
             _ => check(unsafe { sys::cuMemFree_v2(dev) }, "cuMemFree"),
         }
     }
@@ -860,6 +898,8 @@ impl Backend for Cuda {
         if bytes >= STAGE_MIN && !self.direct(q, host as usize, bytes) {
             self.staged_upload(s, dev, host, bytes)?;
         } else {
+            // SAFETY: `host` names `bytes` readable bytes (Backend::upload's contract: the runtime passes
+            // a mapped host range) and `dev` an allocation of at least that size; `s` is our stream.
             check(unsafe { sys::cuMemcpyHtoDAsync_v2(dev, host.cast(), bytes, s) }, "cuMemcpyHtoDAsync")?;
         }
         self.sync_if(q, s)
@@ -873,6 +913,8 @@ impl Backend for Cuda {
             // several times the driver's pageable rate.
             return self.staged_download(s, host, dev, bytes);
         }
+        // SAFETY: `host` names `bytes` writable bytes (Backend::download's contract) and `dev` an
+        // allocation of at least that size; `s` is our stream.
         check(unsafe { sys::cuMemcpyDtoHAsync_v2(host.cast(), dev, bytes, s) }, "cuMemcpyDtoHAsync")?;
         self.sync_if(q, s)
     }
@@ -880,6 +922,7 @@ impl Backend for Cuda {
     fn copy_d2d(&self, q: QueueId, dst: u64, src: u64, bytes: usize) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;
+        // SAFETY: both ranges are device allocations of `bytes` bytes (the runtime's contract); `s` is our stream.
         check(unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, s) }, "cuMemcpyDtoDAsync")?;
         self.sync_if(q, s)
     }
@@ -901,6 +944,9 @@ impl Backend for Cuda {
             red = Some((cell, slot, slot_dev));
         }
         let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+        // SAFETY: `params` holds one pointer per kernel parameter (the args, then the reduction cell),
+        // each to a u64 in `vals`, which outlives the call (the driver copies parameters at launch);
+        // `f` and `s` are live handles of our context.
         unsafe {
             check(
                 sys::cuLaunchKernel(f, k.gangs, 1, 1, k.vector, k.workers, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut()),
@@ -927,8 +973,9 @@ impl Backend for Cuda {
             Some(f) => {
                 let (mut cell, mut slot_dev) = (p.cell, p.slot_dev);
                 let mut params = [&mut cell as *mut u64 as *mut c_void, &mut slot_dev as *mut u64 as *mut c_void];
-                // SAFETY: the store kernel takes (const double *cell, double *slot); both are live.
                 check(
+                    // SAFETY: the store kernel takes (const double *cell, double *slot); both are
+                    // live device addresses, and `params` outlives the launch call.
                     unsafe { sys::cuLaunchKernel(f.0 as CUfunction, 1, 1, 1, 1, 1, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut()) },
                     "cuLaunchKernel",
                 )?;
@@ -950,6 +997,8 @@ impl Backend for Cuda {
             return Ok(());
         }
         let user = Box::into_raw(Box::new(HostJobBox(job))) as *mut c_void;
+        // SAFETY: `user` is a leaked Box<HostJobBox> that `run_host_job` takes back exactly once when
+        // the stream runs it; `s` is a live stream.
         check(unsafe { sys::cuLaunchHostFunc(s, Some(run_host_job), user) }, "cuLaunchHostFunc")
     }
 
@@ -959,6 +1008,7 @@ impl Backend for Cuda {
             return Ok(());
         }
         let s = self.stream(q)?;
+        // SAFETY: `s` is a live stream of our context.
         check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
         if q == SYNC {
             let jobs = std::mem::take(&mut *self.sync_jobs.lock().unwrap_or_else(|e| e.into_inner()));
@@ -976,6 +1026,7 @@ impl Backend for Cuda {
             None if q == SYNC => self.sync_stream,
             None => return true,
         };
+        // SAFETY: `s` is a live stream of our context (or the synchronous one).
         let r = unsafe { sys::cuStreamQuery(s) };
         r != CUresult::CUDA_ERROR_NOT_READY
     }
@@ -993,9 +1044,12 @@ impl Backend for Cuda {
         }
         let on_s = self.stream(on)?;
         if waiter == SYNC {
+            // SAFETY: `on_s` is a live stream of our context.
             return check(unsafe { sys::cuStreamSynchronize(on_s) }, "cuStreamSynchronize");
         }
         let w = self.stream(waiter)?;
+        // SAFETY: `e` is a local out-parameter; both streams are live; the event is destroyed after
+        // the wait is enqueued, which the driver allows.
         unsafe {
             let mut e: CUevent = std::ptr::null_mut();
             check(sys::cuEventCreate(&mut e, 2), "cuEventCreate")?;
@@ -1018,6 +1072,8 @@ impl Backend for Cuda {
         let mut m = self.streams.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((old, owned)) = m.insert(q, (P(stream as usize), false)) {
             if owned {
+                // SAFETY: `old` is a stream we created (owned) and just removed from the map, so it is
+                // synchronized and destroyed once.
                 unsafe {
                     sys::cuStreamSynchronize(old.0 as CUstream);
                     sys::cuStreamDestroy_v2(old.0 as CUstream);
@@ -1029,6 +1085,8 @@ impl Backend for Cuda {
 
     fn shutdown(&self) {
         self.bind();
+        // SAFETY: shutdown runs with no other operation on this device; every handle freed here is
+        // ours and removed from its map or Option before it is freed, so each is freed once.
         unsafe {
             sys::cuCtxSynchronize();
             for (_, (s, owned)) in self.streams.lock().unwrap_or_else(|e| e.into_inner()).drain() {

@@ -138,7 +138,10 @@ mod tests {
                 for prefetch in [0, 2048] {
                     dst.fill(0);
                     let d = dst.as_mut_ptr() as *mut u8;
+                    // SAFETY: `src` has at least `len` bytes and `dst` (16-byte aligned, as
+                    // non-temporal stores need) has room for `len` bytes; they do not overlap.
                     unsafe { copy_to_staging(src.as_ptr(), d, len, stores, prefetch) };
+                    // SAFETY: `d` points at `len` bytes of `dst`, just written, not otherwise borrowed.
                     let got = unsafe { std::slice::from_raw_parts(d, len) };
                     assert!(got == &src[..len], "{stores:?}, {len} bytes, prefetch {prefetch}");
                 }

@@ -151,6 +151,8 @@ fn static_data_holds(r: (usize, usize)) -> bool {
         let phdrs: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
             &[]
         } else {
+            // SAFETY: not NULL; the loader's program header table of `dlpi_phnum` entries,
+            // valid for the duration of the callback.
             unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) }
         };
         for ph in phdrs {

@@ -44,6 +44,8 @@ pub struct UploadTrace {
 // SAFETY: CUDA events are handles that any thread of the process may use; the other fields are
 // atomics or read-only after construction.
 unsafe impl Send for UploadTrace {}
+// SAFETY: shared access only records into or reads the events (the driver is thread-safe) and
+// updates atomics; nothing is mutated through `&self` without synchronization.
 unsafe impl Sync for UploadTrace {}
 
 fn timing_event() -> Option<CUevent> {
