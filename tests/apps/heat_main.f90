@@ -16,6 +16,7 @@ program heat
   end do
   !$acc end data
   total = sum(t)
-  write(*, '(a, f18.9, a, f18.9)') 'heat change ', change, ' checksum ', total
+  write(*, '(a, f14.9, a, f14.9, a, f16.9)') 'heat change ', change, ' edge ', edge_sum, &
+    ' checksum ', total
   call heat_free()
 end program heat
