@@ -46,6 +46,7 @@ build "$CC" "${flags[@]}" "$here/async_pipeline.c" -o "$out/async_pipeline"
 build "$CXX" "${flags[@]}" -I"$here" "$here/stencil_main.cpp" "$here/stencil_float.cpp" -o "$out/stencil"
 # Fortran: the module file goes to the output directory, not the source tree.
 build "$FC" "${flags[@]}" -J"$out" "$here/heat_mod.f90" "$here/heat_main.f90" -o "$out/heat"
+build "$FC" "${flags[@]}" "$here/jacobi_naive.f90" -o "$out/jacobi_naive"
 if command -v mpicc > /dev/null; then
     build env OMPI_CC="$CC" mpicc "${flags[@]}" "$here/mpi_halo.c" -o "$out/mpi_halo" -lm
 else
