@@ -43,6 +43,7 @@ for v in naive data edit; do
     build "$CC" "${flags[@]}" "$here/laplace_$v.c" -o "$out/laplace_$v" -lm
 done
 build "$CC" "${flags[@]}" "$here/async_pipeline.c" -o "$out/async_pipeline"
+build "$CC" "${flags[@]}" -pthread "$here/interop.c" -o "$out/interop"
 build "$CXX" "${flags[@]}" -I"$here" "$here/stencil_main.cpp" "$here/stencil_float.cpp" -o "$out/stencil"
 # Fortran: the module file goes to the output directory, not the source tree.
 build "$FC" "${flags[@]}" -J"$out" "$here/heat_mod.f90" "$here/heat_main.f90" -o "$out/heat"
