@@ -14,6 +14,7 @@
 
 mod allocations;
 mod constructs;
+mod device_gaps;
 mod device_memory;
 mod device_records;
 mod finish;
@@ -21,6 +22,7 @@ mod kernels;
 mod nesting;
 mod transfers;
 
+pub use device_gaps::{DeviceGaps, GapSite};
 pub use device_memory::{DeviceMemory, HeldArray};
 use nesting::share_overhead;
 use crate::model::*;
@@ -325,6 +327,7 @@ pub struct ProfileBuilder {
     /// [`MAX_PENDING`]).
     late_enclosing: u64,
     device_memory: device_memory::DeviceMemoryTracker,
+    device_gaps: DeviceGaps,
 }
 
 impl ProfileBuilder {
