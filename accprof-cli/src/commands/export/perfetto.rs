@@ -13,7 +13,6 @@ use super::device::DeviceInfo;
 use super::slice::{Slice, NONE_I32, NONE_U32};
 use super::tracks::{ThreadIds, TrackKind};
 use super::Collected;
-use accprof_abi::acc_event_t;
 use accprof_perfetto::{
     Arg, ArgNameId, ArgValue, CategoryId, CounterUnit, Event, FlowId, LocationId, NameId,
     PerfettoWriter, StringId, TrackId,
@@ -21,6 +20,9 @@ use accprof_perfetto::{
 use accprof_trace::device;
 use std::collections::HashMap;
 use std::io::{self, Write};
+
+/// OpenACC's `acc_async_sync`.
+const ACC_ASYNC_SYNC: i32 = -2;
 
 /// What was written, for the closing message and the progress bar.
 pub(super) struct Written {
@@ -81,7 +83,7 @@ pub(super) fn write<W: Write>(
             name: names.arg_bytes,
             value: ArgValue::Uint(0),
         }; 8];
-        let n = names.args(&mut w, s, p, &mut args);
+        let n = names.args(&mut w, s, &mut args);
         let mut ev = Event::named(name)
             .category(category)
             .args(&args[..n])
@@ -246,11 +248,8 @@ struct Names {
     names: HashMap<NameKey, NameId>,
     categories: HashMap<&'static str, CategoryId>,
     locations: HashMap<(u16, u32, u32, i32), LocationId>,
-    strings: HashMap<(u16, u32), StringId>,
     constructs: HashMap<i32, StringId>,
     arg_bytes: ArgNameId,
-    arg_var: ArgNameId,
-    arg_kernel: ArgNameId,
     arg_gangs: ArgNameId,
     arg_workers: ArgNameId,
     arg_vector: ArgNameId,
@@ -266,11 +265,8 @@ impl Names {
             names: HashMap::new(),
             categories: HashMap::new(),
             locations: HashMap::new(),
-            strings: HashMap::new(),
             constructs: HashMap::new(),
             arg_bytes: w.arg_name("bytes"),
-            arg_var: w.arg_name("var"),
-            arg_kernel: w.arg_name("kernel"),
             arg_gangs: w.arg_name("num_gangs"),
             arg_workers: w.arg_name("num_workers"),
             arg_vector: w.arg_name("vector_length"),
@@ -356,29 +352,12 @@ impl Names {
         Some(id)
     }
 
-    /// The slice's variable or kernel name as an interned string.
-    fn var<W: Write>(
-        &mut self,
-        w: &mut PerfettoWriter<W>,
-        s: &Slice,
-        p: &Process,
-    ) -> Option<StringId> {
-        if let Some(&sid) = self.strings.get(&(s.trace, s.name)) {
-            return Some(sid);
-        }
-        let text = p.strings.resolve(s.name_id())?;
-        let sid = w.string(text);
-        self.strings.insert((s.trace, s.name), sid);
-        Some(sid)
-    }
-
-    /// The JSON export's args that Perfetto shows beside a slice: bytes, variable or kernel,
-    /// launch geometry, async queue, construct, implicit.
+    /// The JSON export's args that Perfetto shows beside a slice and its name does not: bytes,
+    /// launch geometry, async queue, enclosing construct, implicit.
     fn args<'a, W: Write>(
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
-        p: &Process,
         out: &mut [Arg<'a>; 8],
     ) -> usize {
         let mut n = 0;
@@ -392,18 +371,8 @@ impl Names {
                 value: ArgValue::Uint(b),
             });
         }
-        if let Some(sid) = self.var(w, s, p) {
-            let kernel =
-                s.event() == acc_event_t::ENQUEUE_LAUNCH_START || s.event() == device::KERNEL;
-            push(Arg {
-                name: if kernel {
-                    self.arg_kernel
-                } else {
-                    self.arg_var
-                },
-                value: ArgValue::Interned(sid),
-            });
-        }
+        // The variable or kernel is in the slice's name already (an interned string, so
+        // trace_processor can group by it): no argument repeats it.
         for (name, v) in [
             (self.arg_gangs, s.num_gangs),
             (self.arg_workers, s.num_workers),
@@ -416,19 +385,25 @@ impl Names {
                 });
             }
         }
-        if s.async_ != NONE_I32 {
+        // Synchronous work (acc_async_sync, most events) is what its track already says: only
+        // asynchronous events carry their async argument and queue, a fifth of the file less.
+        if s.async_ != NONE_I32 && s.async_ != ACC_ASYNC_SYNC {
             push(Arg {
                 name: self.arg_async,
                 value: ArgValue::Int(i64::from(s.async_)),
             });
+            if s.async_queue != NONE_I32 {
+                push(Arg {
+                    name: self.arg_queue,
+                    value: ArgValue::Int(i64::from(s.async_queue)),
+                });
+            }
         }
-        if s.async_queue != NONE_I32 {
-            push(Arg {
-                name: self.arg_queue,
-                value: ArgValue::Int(i64::from(s.async_queue)),
-            });
-        }
-        if let Some(c) = s.construct() {
+        // A construct's own slice is named after it; the operations inside (transfers,
+        // launches, allocations) say which construct they belong to.
+        let inside =
+            accprof_timeline::is_enqueue(s.event()) || s.is_point() || s.device_index().is_some();
+        if let Some(c) = s.construct().filter(|_| inside) {
             let sid = *self
                 .constructs
                 .entry(c.0)
