@@ -18,8 +18,44 @@ use accprof_perfetto::{
     PerfettoWriter, StringId, TrackId,
 };
 use accprof_trace::device;
-use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Write};
+
+/// A multiply-rotate hasher (rustc's Fx) for the tables looked up once per event on small
+/// integer keys, where SipHash's DoS resistance buys nothing and costs a hash of 40 bytes.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut v = [0u8; 8];
+            v[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(v));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.write_u64(v as u32 as u64);
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// OpenACC's `acc_async_sync`.
 const ACC_ASYNC_SYNC: i32 = -2;
@@ -77,8 +113,7 @@ pub(super) fn write<W: Write>(
             Some(f) => std::slice::from_ref(f),
             None => &[],
         };
-        let name = names.name(&mut w, s, dev, p, &mut name_buf);
-        let category = names.category(&mut w, s, dev.is_some());
+        let (name, category, location) = names.look(&mut w, s, dev, p, &mut name_buf);
         let mut args = [Arg {
             name: names.arg_bytes,
             value: ArgValue::Uint(0),
@@ -89,7 +124,7 @@ pub(super) fn write<W: Write>(
             .args(&args[..n])
             .flows_out(&outs)
             .flows_in(ins);
-        if let Some(loc) = names.location(&mut w, s, p) {
+        if let Some(loc) = location {
             ev = ev.location(loc);
         }
         let track = tracks.slices[s.track as usize][usize::from(s.lane)];
@@ -101,7 +136,7 @@ pub(super) fn write<W: Write>(
     }
     progress(c.slices.len());
     for (name, series) in counters {
-        let mut by_trace: HashMap<u16, TrackId> = HashMap::new();
+        let mut by_trace: HashMap<u16, TrackId> = HashMap::default();
         for &(ts, trace, value) in series.iter() {
             let track = match by_trace.get(&trace) {
                 Some(&t) => t,
@@ -170,8 +205,8 @@ fn make_tracks<W: Write>(
         processes.push(w.process(p.pid as i32, &p.name, &[])?);
     }
     let mut slices: Vec<Vec<TrackId>> = vec![Vec::new(); c.tracks.len()];
-    let mut threads: HashMap<(u16, Option<i64>), TrackId> = HashMap::new();
-    let mut devices: HashMap<u16, TrackId> = HashMap::new();
+    let mut threads: HashMap<(u16, Option<i64>), TrackId> = HashMap::default();
+    let mut devices: HashMap<u16, TrackId> = HashMap::default();
     let mut count = 0;
     // Host threads first: their synchronous device tracks go under them.
     let (host, other): (Vec<u32>, Vec<u32>) = tids
@@ -243,8 +278,39 @@ struct NameKey {
     bytes: u64,
 }
 
+/// Everything that decides a slice's name, category and source location.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct LookKey {
+    name: NameKey,
+    device: bool,
+    src_file: u32,
+    func: u32,
+    line: i32,
+}
+
+/// What a slice's name (as the JSON export shows it) is made of.
+fn name_key(s: &Slice, dev: Option<&DeviceInfo>) -> NameKey {
+    NameKey {
+        trace: s.trace,
+        kind: s.kind,
+        construct: s.construct,
+        name: s.name,
+        src_file: if dev.is_some() { NONE_U32 } else { s.src_file },
+        line: if dev.is_some() { NONE_I32 } else { s.line },
+        point: s.is_point(),
+        copy: dev.and_then(|d| d.copy_kind).unwrap_or(u64::MAX),
+        bytes: if dev.is_some() && s.event() == device::MEMCPY {
+            s.bytes
+        } else {
+            u64::MAX
+        },
+    }
+}
+
 /// The export's tables of interned handles.
 struct Names {
+    /// Name, category and location together: one lookup per event.
+    looks: HashMap<LookKey, (NameId, CategoryId, Option<LocationId>)>,
     names: HashMap<NameKey, NameId>,
     categories: HashMap<&'static str, CategoryId>,
     locations: HashMap<(u16, u32, u32, i32), LocationId>,
@@ -262,10 +328,11 @@ struct Names {
 impl Names {
     fn new<W: Write>(w: &mut PerfettoWriter<W>) -> Self {
         Names {
-            names: HashMap::new(),
-            categories: HashMap::new(),
-            locations: HashMap::new(),
-            constructs: HashMap::new(),
+            looks: HashMap::default(),
+            names: HashMap::default(),
+            categories: HashMap::default(),
+            locations: HashMap::default(),
+            constructs: HashMap::default(),
             arg_bytes: w.arg_name("bytes"),
             arg_gangs: w.arg_name("num_gangs"),
             arg_workers: w.arg_name("num_workers"),
@@ -277,6 +344,34 @@ impl Names {
         }
     }
 
+    /// The slice's name, category and source location.
+    fn look<W: Write>(
+        &mut self,
+        w: &mut PerfettoWriter<W>,
+        s: &Slice,
+        dev: Option<&DeviceInfo>,
+        p: &Process,
+        buf: &mut Vec<u8>,
+    ) -> (NameId, CategoryId, Option<LocationId>) {
+        let key = LookKey {
+            name: name_key(s, dev),
+            device: dev.is_some(),
+            src_file: s.src_file,
+            func: s.func,
+            line: s.line,
+        };
+        if let Some(&found) = self.looks.get(&key) {
+            return found;
+        }
+        let found = (
+            self.name(w, s, dev, p, buf),
+            self.category(w, s, dev.is_some()),
+            self.location(w, s, p),
+        );
+        self.looks.insert(key, found);
+        found
+    }
+
     fn name<W: Write>(
         &mut self,
         w: &mut PerfettoWriter<W>,
@@ -285,21 +380,7 @@ impl Names {
         p: &Process,
         buf: &mut Vec<u8>,
     ) -> NameId {
-        let key = NameKey {
-            trace: s.trace,
-            kind: s.kind,
-            construct: s.construct,
-            name: s.name,
-            src_file: if dev.is_some() { NONE_U32 } else { s.src_file },
-            line: if dev.is_some() { NONE_I32 } else { s.line },
-            point: s.is_point(),
-            copy: dev.and_then(|d| d.copy_kind).unwrap_or(u64::MAX),
-            bytes: if dev.is_some() && s.event() == device::MEMCPY {
-                s.bytes
-            } else {
-                u64::MAX
-            },
-        };
+        let key = name_key(s, dev);
         if let Some(&id) = self.names.get(&key) {
             return id;
         }
