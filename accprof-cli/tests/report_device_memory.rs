@@ -85,7 +85,6 @@ fn the_text_report_shows_the_peak_and_its_arrays() {
 }
 
 #[path = "report_common.rs"]
-#[allow(dead_code)]
 mod report_common;
 
 /// Recorded here: the shim's Laplace (on its emulated device when there is no GPU) under
