@@ -184,6 +184,7 @@ pub fn merge(profiles: &[Profile]) -> Profile {
     for (n, p) in profiles.iter().enumerate() {
         out.sources.extend(p.sources.iter().cloned());
         out.warnings.extend(p.warnings.iter().cloned());
+        out.device_memory.extend(p.device_memory.iter().cloned());
         merge_summary(&mut out.summary, &p.summary, n == 0);
         let cmap: Vec<usize> = p
             .constructs

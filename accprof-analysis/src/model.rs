@@ -411,6 +411,11 @@ pub struct Profile {
     pub roundtrips: Vec<Roundtrip>,
     pub slice_runs: Vec<SliceRuns>,
     pub allocs: Vec<AllocSite>,
+    /// Device memory in use per device: high-water mark, the arrays holding it, the series.
+    pub device_memory: Vec<crate::build::DeviceMemory>,
+    /// Where the device idled between constructs while the host worked (traces with device
+    /// records only; left empty when profiles are merged).
+    pub device_gaps: crate::build::DeviceGaps,
     /// Problems the user should know about (truncated trace, dropped events).
     pub warnings: Vec<String>,
 }

@@ -9,6 +9,7 @@
 #![allow(rustdoc::broken_intra_doc_links)]
 
 mod commands;
+mod progress;
 mod error;
 
 use clap::{Parser, Subcommand};

@@ -42,6 +42,8 @@ pub enum Rule {
     AsyncQueues,
     /// Device initialization dominates a short run.
     InitEarly,
+    /// The device idles between constructs while the host works (traces with device records).
+    DeviceIdleGaps,
 }
 
 impl Rule {
@@ -57,6 +59,7 @@ impl Rule {
             Rule::SequentialKernel => "sequential_kernel",
             Rule::AsyncQueues => "async_queues",
             Rule::InitEarly => "init_early",
+            Rule::DeviceIdleGaps => "device_idle_gaps",
         }
     }
 
@@ -147,7 +150,7 @@ pub trait AdviceRule {
 
 /// Every rule, in the order they run (the data-region rules first: the others read what they
 /// claimed).
-pub const RULES: [&(dyn AdviceRule + Sync); 9] = [
+pub const RULES: [&(dyn AdviceRule + Sync); 10] = [
     &rules::DataRegion,
     &rules::CreateInsteadOfCopy,
     &rules::WholeArray,
@@ -157,6 +160,7 @@ pub const RULES: [&(dyn AdviceRule + Sync); 9] = [
     &rules::SequentialKernel,
     &rules::AsyncQueues,
     &rules::InitEarly,
+    &rules::DeviceIdleGaps,
 ];
 
 /// Runs every rule and returns the findings, largest estimated saving first.

@@ -38,6 +38,7 @@ impl ProfileBuilder {
         // Issue order per thread: the round-trip and slice rules read transfers in order.
         recs.sort_by_key(|d| (d.thread, d.host_ns, d.r.start_ns));
         let enclosing = self.enclosing_constructs(&recs);
+        self.device_gaps = super::device_gaps::find(&recs, &enclosing);
         for (d, span) in recs.into_iter().zip(enclosing) {
             match d.kind {
                 DeviceOp::Memset => {

@@ -40,6 +40,8 @@ impl ProfileBuilder {
         self.prefer_device_times();
         let name = |id: Option<StrId>| strings.resolve(id).map(str::to_string);
         let mut profile = Profile { summary: self.summary, ..Profile::default() };
+        profile.device_memory = std::mem::take(&mut self.device_memory).finish(strings);
+        profile.device_gaps = std::mem::take(&mut self.device_gaps);
         if self.late_enclosing > 0 {
             profile.warnings.push(format!(
                 "{} construct(s) enclosed more operations that no inner construct did than accprof keeps waiting for their construct ({MIN_PENDING} to {MAX_PENDING} per thread); operations of theirs were counted outside any construct",

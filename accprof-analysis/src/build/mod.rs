@@ -14,12 +14,16 @@
 
 mod allocations;
 mod constructs;
+mod device_gaps;
+mod device_memory;
 mod device_records;
 mod finish;
 mod kernels;
 mod nesting;
 mod transfers;
 
+pub use device_gaps::{DeviceGaps, GapSite};
+pub use device_memory::{DeviceMemory, HeldArray};
 use nesting::share_overhead;
 use crate::model::*;
 use accprof_abi::{acc_construct_t, acc_event_t};
@@ -322,6 +326,8 @@ pub struct ProfileBuilder {
     /// Constructs that enclosed operations already accounted outside any construct (see
     /// [`MAX_PENDING`]).
     late_enclosing: u64,
+    device_memory: device_memory::DeviceMemoryTracker,
+    device_gaps: DeviceGaps,
 }
 
 impl ProfileBuilder {
@@ -361,6 +367,7 @@ impl ProfileBuilder {
         s.last_ns = s.last_ns.max(r.end_ns);
         s.events += 1;
         let thread = ev.thread().unwrap_or(-1);
+        self.device_memory.feed(ev, r);
         if device::is_device_record(ev.kind) {
             if self.prefer_cupti && ev.flags().contains(accprof_trace::EventFlags::FROM_CUDA_EVENTS) {
                 self.cuda_event_records_set_aside += 1;

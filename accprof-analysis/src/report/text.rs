@@ -58,7 +58,70 @@ pub fn render_profile(out: &mut String, p: &Profile, opts: ReportOptions) {
     summary(out, p);
     top_constructs(out, p, opts.top);
     variables(out, p);
+    device_memory(out, p);
     nv_acc_time(out, p);
+}
+
+/// Device memory in use: per device its high-water mark, when, the arrays holding it, and a
+/// line drawing bytes in use over the run.
+fn device_memory(out: &mut String, p: &Profile) {
+    if p.device_memory.iter().all(|d| d.peak_bytes == 0) {
+        return;
+    }
+    let start = p.sources.first().map_or(p.summary.first_ns, |s| s.start_monotonic_ns);
+    out.push_str("\nDevice memory in use\n");
+    for d in p.device_memory.iter().filter(|d| d.peak_bytes > 0) {
+        let dev = d.device.map_or_else(|| "device ?".to_string(), |n| format!("device {n}"));
+        let _ = writeln!(
+            out,
+            "  {dev}: peak {} at {} ({} live; {}, {} still allocated at the end)",
+            crate::format::bytes(d.peak_bytes),
+            crate::format::duration(d.peak_ns.saturating_sub(start)),
+            count(d.arrays_at_peak, "array"),
+            count(d.allocations, if d.events == "alloc/free" { "allocation" } else { "create" }),
+            crate::format::bytes(d.in_use_at_end),
+        );
+        for h in &d.largest_at_peak {
+            let at = match (&h.file, h.line) {
+                (Some(f), Some(l)) => format!("  ({}:{l})", f.rsplit('/').next().unwrap_or(f)),
+                _ => String::new(),
+            };
+            let _ = writeln!(out, "    {:>10}  {}{at}", crate::format::bytes(h.bytes), h.name);
+        }
+        if d.arrays_at_peak > d.largest_at_peak.len() as u64 {
+            let _ = writeln!(out, "    ... and {} smaller", d.arrays_at_peak - d.largest_at_peak.len() as u64);
+        }
+        let _ = writeln!(out, "    over time: {}", sparkline(&d.series, d.peak_bytes, 60));
+        if d.unmatched_frees > 0 {
+            let _ = writeln!(out, "    ({} of memory allocated before recording began left out)", count(d.unmatched_frees, "free"));
+        }
+    }
+}
+
+/// "1 array", "3 arrays".
+fn count(n: u64, what: &str) -> String {
+    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
+}
+
+/// `series` (time, value) as `width` block characters, each the largest value in its column.
+fn sparkline(series: &[(u64, u64)], max: u64, width: usize) -> String {
+    const BLOCKS: [char; 8] = ['\u{2581}', '\u{2582}', '\u{2583}', '\u{2584}', '\u{2585}', '\u{2586}', '\u{2587}', '\u{2588}'];
+    let (Some(first), Some(last)) = (series.first(), series.last()) else { return String::new() };
+    let span = (last.0 - first.0).max(1);
+    let mut cols = vec![None::<u64>; width];
+    for &(t, v) in series {
+        let c = (((t - first.0) as u128 * (width as u128 - 1)) / span as u128) as usize;
+        cols[c] = Some(cols[c].map_or(v, |m: u64| m.max(v)));
+    }
+    // A column with no change holds the value before it.
+    let mut prev = 0;
+    cols.iter()
+        .map(|c| {
+            let v = c.unwrap_or(prev);
+            prev = v;
+            if v == 0 { ' ' } else { BLOCKS[((v as u128 * 7) / max.max(1) as u128) as usize] }
+        })
+        .collect()
 }
 
 fn summary(out: &mut String, p: &Profile) {

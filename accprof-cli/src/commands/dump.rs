@@ -30,6 +30,9 @@ pub struct Args {
     /// Do not resolve call sites to source lines (faster; shows raw return addresses).
     #[arg(long)]
     pub no_symbols: bool,
+    /// No progress bar (there is none either when stderr is not a terminal).
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
@@ -48,11 +51,19 @@ pub fn run(args: Args) -> Result<(), CliError> {
         });
         writeln!(out, "{line}")?;
     }
+    let mut progress = crate::progress::Progress::new(args.quiet);
+    progress.phase("dumping", std::fs::metadata(&args.trace).map_or(0, |m| m.len()), true);
+    let mut n = 0u32;
     while reader.advance()? {
+        n = n.wrapping_add(1);
+        if n.is_multiple_of(4096) {
+            progress.set(reader.bytes_read());
+        }
         let ev = reader.event();
         writeln!(out, "{}", event_json(ev, reader.strings()))?;
     }
     out.flush()?;
+    progress.finish();
     for w in reader.warnings() {
         eprintln!("accprof: warning: {w}");
     }

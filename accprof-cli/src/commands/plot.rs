@@ -42,6 +42,9 @@ pub struct Args {
     /// Title of the figure. Default: the program and the trace's name.
     #[arg(long)]
     pub title: Option<String>,
+    /// No progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +54,23 @@ pub enum ImageFormat {
 }
 
 impl ImageFormat {
+    /// The format an output's extension names (SVG when it has none); an extension plot
+    /// cannot write is an error, rather than an SVG under a misleading name.
+    fn of_path(path: &Path) -> Result<ImageFormat, CliError> {
+        let Some(ext) = path.extension() else { return Ok(ImageFormat::Svg) };
+        let ext = ext.to_string_lossy();
+        if ext.eq_ignore_ascii_case("svg") {
+            Ok(ImageFormat::Svg)
+        } else if ext.eq_ignore_ascii_case("png") {
+            Ok(ImageFormat::Png)
+        } else {
+            Err(CliError::new(format!(
+                "{}: plot writes .svg or .png, not .{ext} (or give --format svg|png)",
+                path.display()
+            )))
+        }
+    }
+
     fn extension(self) -> &'static str {
         match self {
             ImageFormat::Svg => "svg",
@@ -60,10 +80,11 @@ impl ImageFormat {
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
-    let format = args.format.unwrap_or_else(|| match &args.output {
-        Some(p) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("png")) => ImageFormat::Png,
-        _ => ImageFormat::Svg,
-    });
+    let format = match (args.format, &args.output) {
+        (Some(f), _) => f,
+        (None, Some(p)) => ImageFormat::of_path(p)?,
+        (None, None) => ImageFormat::Svg,
+    };
     let output = args.output.clone().unwrap_or_else(|| args.traces[0].with_extension(format.extension()));
     let fig = figure(&args)?;
     write_image(&output, format, &fig)?;
@@ -73,7 +94,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
 
 fn figure(args: &Args) -> Result<Figure, CliError> {
     // One pass over each trace gives both the timeline's slices and the breakdown's profile.
-    let (collected, mut profiles) = crate::commands::export::collect_with_profiles(&args.traces, true)?;
+    let (collected, mut profiles) = {
+        let mut progress = crate::progress::Progress::new(args.quiet);
+        crate::commands::export::collect_with_progress(&args.traces, true, &mut progress)?
+    };
     let profile = if profiles.len() == 1 { profiles.pop().unwrap_or_default() } else { accprof_analysis::merge(&profiles) };
     // The profile repeats the reader's warnings (truncation, drops) with its own; say each once.
     let mut warnings: Vec<String> = collected.warnings.clone();

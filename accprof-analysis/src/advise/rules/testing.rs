@@ -22,6 +22,21 @@ impl Run {
         Self { b: ProfileBuilder::new(), strings: StringTable::default(), now: MS }
     }
 
+    /// A run whose trace holds device records (CUPTI's), fed with [`Run::feed`].
+    pub fn with_device_records() -> Self {
+        Self { b: ProfileBuilder::with_cupti_records(), ..Self::new() }
+    }
+
+    /// A kernel `kernel` the device ran from `start` to `end`, issued by thread 1 at `call`.
+    pub fn device_kernel(&mut self, start: u64, end: u64, call: u64, kernel: &str) -> Event {
+        let mut e = Event::new(accprof_trace::device::KERNEL, start);
+        e.end_ns = end;
+        e.set_i64(Field::Thread, 1);
+        e.set(Field::HostCallNs, call);
+        e.set(Field::KernelName, u64::from(self.strings.intern(kernel).0));
+        e
+    }
+
     /// An event of thread 1 at `line` of `main` in app.c.
     pub fn ev(&mut self, kind: acc_event_t, start: u64, end: u64, line: i64) -> Event {
         let mut e = Event::new(kind, start);

@@ -223,7 +223,7 @@ pub fn put_slice(buf: &mut Vec<u8>, zero: u64, s: &Slice, p: &Process, tid: u32,
 }
 
 /// The slice's title: what happened, to what, and where in the source.
-fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
+pub(super) fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
     let var = strings.resolve(s.name_id());
     let kind = s.event();
     let what: &str = match kind {
@@ -285,12 +285,12 @@ fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
 }
 
 /// "parallel", "kernels", "data"... from `acc_construct_parallel`.
-fn construct_word(c: acc_construct_t) -> &'static str {
+pub(super) fn construct_word(c: acc_construct_t) -> &'static str {
     c.name().map_or("construct", |n| n.strip_prefix("acc_construct_").unwrap_or(n)).trim()
 }
 
 /// A device record's title: "kernel_name", "memcpy HtoD 128 MiB A", "memset".
-fn put_device_name(out: &mut Vec<u8>, s: &Slice, d: &DeviceInfo, strings: &StringTable) {
+pub(super) fn put_device_name(out: &mut Vec<u8>, s: &Slice, d: &DeviceInfo, strings: &StringTable) {
     let var = strings.resolve(s.name_id());
     match s.event() {
         device::KERNEL => put_str_body(out, var.unwrap_or("kernel")),
@@ -314,7 +314,7 @@ fn put_device_name(out: &mut Vec<u8>, s: &Slice, d: &DeviceInfo, strings: &Strin
 }
 
 /// Categories of device records: "device" first, so that one filter shows or hides them all.
-fn device_category(kind: acc_event_t) -> &'static str {
+pub(super) fn device_category(kind: acc_event_t) -> &'static str {
     match kind {
         device::KERNEL => "device,kernel",
         device::MEMCPY => "device,transfer",
@@ -351,7 +351,7 @@ fn put_device_args(a: &mut Object, s: &Slice, d: &DeviceInfo) {
     }
 }
 
-fn category(kind: acc_event_t) -> &'static str {
+pub(super) fn category(kind: acc_event_t) -> &'static str {
     match kind {
         acc_event_t::COMPUTE_CONSTRUCT_START => "compute",
         acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START | acc_event_t::UPDATE_START => "data",

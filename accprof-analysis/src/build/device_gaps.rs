@@ -1,0 +1,119 @@
+//! Device idle gaps (nsys analyze's gpu_gaps): stretches where the device did nothing between
+//! the device work of one construct and the next, while the host ran code of its own. Only a
+//! trace with device records (kernels, copies, memsets timed on the device) can show them.
+//!
+//! The device's busy time is the union of its records over all streams; a gap is a stretch
+//! outside it, and counts when the work before and after it belongs to different construct
+//! instances (inside one construct a gap is launch overhead, the short-kernels rule's matter).
+//! Gaps are summed per (construct before, construct after), the place the advice points at.
+
+use super::{ConstructSpan, DeviceRecord};
+use crate::model::EventRef;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Gaps shorter than this are scheduling noise, not host work.
+const MIN_GAP_NS: u64 = 2_000;
+
+/// Where the device idled while the host worked between constructs.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct DeviceGaps {
+    /// Time the device was busy (the union of its records).
+    pub busy_ns: u64,
+    /// From the first device record's start to the last one's end.
+    pub span_ns: u64,
+    /// Per pair of constructs, largest total first.
+    pub sites: Vec<GapSite>,
+}
+
+/// The gaps between the device work of one construct and that of the next.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct GapSite {
+    /// Index in `Profile::constructs` of the construct whose device work came before the gap
+    /// (`None`: work no construct issued).
+    pub before: Option<usize>,
+    /// The construct whose device work ended the gap.
+    pub after: Option<usize>,
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    /// The longest gap, as the device record that ended it.
+    pub longest: Option<EventRef>,
+    /// Start of the first gap and end of the last, monotonic ns.
+    pub first_ns: u64,
+    pub last_ns: u64,
+}
+
+/// The gaps between `recs` (each with the construct instance that issued it, if known).
+pub(super) fn find(recs: &[DeviceRecord], enclosing: &[Option<ConstructSpan>]) -> DeviceGaps {
+    let mut order: Vec<usize> = (0..recs.len()).collect();
+    order.sort_by_key(|&i| (recs[i].r.start_ns, recs[i].r.end_ns));
+    let who = |i: usize| {
+        enclosing
+            .get(i)
+            .copied()
+            .flatten()
+            .map(|s| (s.construct, s.instance))
+    };
+    let mut out = DeviceGaps::default();
+    let mut sites: HashMap<(Option<u32>, Option<u32>), GapSite> = HashMap::new();
+    // The busy stretch so far: its end, and the record that reaches it.
+    let mut busy: Option<(u64, u64, usize)> = None;
+    for &i in &order {
+        let r = recs[i].r;
+        let end = r.end_ns.max(r.start_ns);
+        match busy {
+            None => busy = Some((r.start_ns, end, i)),
+            Some((from, to, last)) if r.start_ns <= to => {
+                busy = Some(if end > to {
+                    (from, end, i)
+                } else {
+                    (from, to, last)
+                });
+            }
+            Some((from, to, last)) => {
+                out.busy_ns += to - from;
+                let gap = r.start_ns - to;
+                let (before, after) = (who(last), who(i));
+                if gap >= MIN_GAP_NS && (before.is_none() || before != after) {
+                    let key = (before.map(|b| b.0), after.map(|a| a.0));
+                    let s = sites.entry(key).or_insert(GapSite {
+                        before: key.0.map(|c| c as usize),
+                        after: key.1.map(|c| c as usize),
+                        count: 0,
+                        total_ns: 0,
+                        max_ns: 0,
+                        longest: None,
+                        first_ns: to,
+                        last_ns: r.start_ns,
+                    });
+                    s.count += 1;
+                    s.total_ns += gap;
+                    if gap > s.max_ns {
+                        s.max_ns = gap;
+                        s.longest = Some(r);
+                    }
+                    s.first_ns = s.first_ns.min(to);
+                    s.last_ns = s.last_ns.max(r.start_ns);
+                }
+                busy = Some((r.start_ns, end, i));
+            }
+        }
+    }
+    if let Some((from, to, _)) = busy {
+        out.busy_ns += to - from;
+    }
+    if let (Some(&first), Some(last_end)) =
+        (order.first(), order.iter().map(|&i| recs[i].r.end_ns).max())
+    {
+        out.span_ns = last_end.saturating_sub(recs[first].r.start_ns);
+    }
+    out.sites = sites.into_values().collect();
+    out.sites.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then(a.before.cmp(&b.before))
+            .then(a.after.cmp(&b.after))
+    });
+    out
+}
