@@ -116,3 +116,85 @@ fn run_report_and_advise_leave_the_programs_stdout_byte_for_byte_its_own() {
         "{rep}"
     );
 }
+
+/// `accprof run` of `exe` in `dir` on `runtime`, its trace written to `trace`.
+fn profile(dir: &Path, runtime: &str, trace: &str, exe: &str) {
+    let o = accprof(
+        dir,
+        &["run", "-q", "--runtime", runtime, "-o", trace, "--", exe],
+    );
+    assert!(o.status.success(), "{exe}: {}", stderr(&o));
+    assert!(
+        dir.join(trace).is_file(),
+        "{exe} wrote no trace: {}",
+        stderr(&o)
+    );
+}
+
+/// The user's loop: laplace.c profiled, edited in place (one line inserted above the loop),
+/// rebuilt and profiled again; `accprof diff` pairs the constructs that moved down one line.
+#[test]
+fn diff_pairs_constructs_moved_by_an_inserted_line() {
+    let dir = scratch("ul-diff-edit");
+    place("laplace_naive.c", &dir, "laplace.c");
+    build("gcc", &dir, &["laplace.c"], "laplace_before", &["-lm"]);
+    place("laplace_edit.c", &dir, "laplace.c");
+    build("gcc", &dir, &["laplace.c"], "laplace_after", &["-lm"]);
+    for runtime in ["default", "shim"] {
+        profile(&dir, runtime, "before.trace", "./laplace_before");
+        profile(&dir, runtime, "after.trace", "./laplace_after");
+        let o = accprof(&dir, &["diff", "-q", "before.trace", "after.trace"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = stdout(&o);
+        for moved in ["laplace.c:41 -> 42 main", "laplace.c:50 -> 51 main"] {
+            assert!(
+                text.lines().any(|l| l.contains(moved)
+                    && l.contains("compute region")
+                    && l.contains("60 -> 60")),
+                "{runtime}: {moved}:\n{text}"
+            );
+        }
+        assert!(
+            !text.contains("Added (only after)") && !text.contains("Removed (only before)"),
+            "{runtime}: nothing unpaired:\n{text}"
+        );
+    }
+}
+
+/// The headline: what the data region bought. The compute constructs pair across the inserted
+/// `#pragma acc data` line; the data region is the one addition; on the shim's emulated device
+/// the arrays' transfers fall from every iteration to once.
+#[test]
+fn diff_of_naive_and_data_region_pairs_the_loop_and_lists_the_region_as_added() {
+    let dir = scratch("ul-diff-data");
+    place("laplace_naive.c", &dir, "laplace.c");
+    build("gcc", &dir, &["laplace.c"], "laplace_before", &["-lm"]);
+    place("laplace_data.c", &dir, "laplace.c");
+    build("gcc", &dir, &["laplace.c"], "laplace_after", &["-lm"]);
+    profile(&dir, "shim", "before.trace", "./laplace_before");
+    profile(&dir, "shim", "after.trace", "./laplace_after");
+    let o = accprof(&dir, &["diff", "-q", "before.trace", "after.trace"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let row = |needle: &str| {
+        text.lines()
+            .find(|l| l.contains(needle) && l.contains("compute region"))
+            .unwrap_or_else(|| panic!("{needle}:\n{text}"))
+            .to_string()
+    };
+    let first = row("laplace.c:41 -> 42 main");
+    assert!(first.contains("60 -> 60"), "{first}");
+    // 120 MiB of A and Anew each iteration before; only the reduction cell after.
+    assert!(first.contains("120.00 MiB -> 960 B"), "{first}");
+    assert!(
+        row("laplace.c:50 -> 51 main").contains("120 MiB -> 0 B"),
+        "{text}"
+    );
+    let added = text
+        .lines()
+        .find(|l| l.starts_with("Added (only after)"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(added.contains("laplace.c:38 main (data region)"), "{added}");
+    assert!(!added.contains("compute region"), "{added}");
+    assert!(!text.contains("Removed (only before)"), "{text}");
+}
