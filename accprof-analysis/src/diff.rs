@@ -64,24 +64,12 @@ fn base_name(l: &Location) -> Option<&str> {
 /// inserting lines above a construct moves its line but not its position.
 fn ordinals(cs: &[Construct]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..cs.len()).collect();
-    idx.sort_by(|&a, &b| {
-        cs[a]
-            .location
-            .line
-            .cmp(&cs[b].location.line)
-            .then(a.cmp(&b))
-    });
+    idx.sort_by(|&a, &b| cs[a].location.line.cmp(&cs[b].location.line).then(a.cmp(&b)));
     let mut seen: BTreeMap<(ConstructKind, Option<&str>, Option<&str>), usize> = BTreeMap::new();
     let mut out = vec![0; cs.len()];
     for i in idx {
         let c = &cs[i];
-        let n = seen
-            .entry((
-                c.kind,
-                base_name(&c.location),
-                c.location.function.as_deref(),
-            ))
-            .or_default();
+        let n = seen.entry((c.kind, base_name(&c.location), c.location.function.as_deref())).or_default();
         out[i] = *n;
         *n += 1;
     }
@@ -121,10 +109,7 @@ fn likeness(b: &Construct, bo: usize, a: &Construct, ao: usize) -> Option<u32> {
 /// Pairs the constructs of `before` with those of `after`, most alike first, each at most once: a
 /// construct whose line moved because lines were inserted above it is still the same construct.
 /// Returns `(before index, after index)` pairs with `None` on the side a construct is missing from.
-pub fn pair_constructs(
-    before: &[Construct],
-    after: &[Construct],
-) -> Vec<(Option<usize>, Option<usize>)> {
+pub fn pair_constructs(before: &[Construct], after: &[Construct]) -> Vec<(Option<usize>, Option<usize>)> {
     let (bo, ao) = (ordinals(before), ordinals(after));
     let mut candidates = Vec::new();
     for (i, b) in before.iter().enumerate() {
@@ -144,16 +129,8 @@ pub fn pair_constructs(
             pairs.push((Some(i), Some(j)));
         }
     }
-    pairs.extend(
-        (0..before.len())
-            .filter(|&i| !used_b[i])
-            .map(|i| (Some(i), None)),
-    );
-    pairs.extend(
-        (0..after.len())
-            .filter(|&j| !used_a[j])
-            .map(|j| (None, Some(j))),
-    );
+    pairs.extend((0..before.len()).filter(|&i| !used_b[i]).map(|i| (Some(i), None)));
+    pairs.extend((0..after.len()).filter(|&j| !used_a[j]).map(|j| (None, Some(j))));
     pairs
 }
 
@@ -198,10 +175,7 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
             let any = bc.or(ac).expect("one side matched");
             let pick = |c: Option<&Construct>, f: &dyn Fn(&Construct) -> u64| c.map(f).unwrap_or(0);
             let moved_to = match (bc, ac) {
-                (Some(b), Some(a))
-                    if (base_name(&b.location), b.location.line)
-                        != (base_name(&a.location), a.location.line) =>
-                {
+                (Some(b), Some(a)) if (base_name(&b.location), b.location.line) != (base_name(&a.location), a.location.line) => {
                     Some(a.location.clone())
                 }
                 _ => None,
@@ -213,10 +187,7 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
                 before: bi,
                 after: ai,
                 reached: (pick(bc, &|c| c.reached), pick(ac, &|c| c.reached)),
-                time_ns: (
-                    pick(bc, &|c| c.time.total_ns),
-                    pick(ac, &|c| c.time.total_ns),
-                ),
+                time_ns: (pick(bc, &|c| c.time.total_ns), pick(ac, &|c| c.time.total_ns)),
                 transfers: (pick(bc, &|c| transfers(c).0), pick(ac, &|c| transfers(c).0)),
                 bytes: (pick(bc, &|c| transfers(c).1), pick(ac, &|c| transfers(c).1)),
                 transfer_ns: (pick(bc, &|c| transfers(c).2), pick(ac, &|c| transfers(c).2)),
@@ -230,15 +201,13 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
     let mut vars: BTreeMap<(String, Direction), VariableDiff> = BTreeMap::new();
     for (side, p) in [(0, before), (1, after)] {
         for v in &p.variables {
-            let e = vars
-                .entry((v.name.clone(), v.direction))
-                .or_insert_with(|| VariableDiff {
-                    name: v.name.clone(),
-                    direction: v.direction,
-                    count: (0, 0),
-                    bytes: (0, 0),
-                    time_ns: (0, 0),
-                });
+            let e = vars.entry((v.name.clone(), v.direction)).or_insert_with(|| VariableDiff {
+                name: v.name.clone(),
+                direction: v.direction,
+                count: (0, 0),
+                bytes: (0, 0),
+                time_ns: (0, 0),
+            });
             let set = |t: &mut (u64, u64), x: u64| if side == 0 { t.0 += x } else { t.1 += x };
             set(&mut e.count, v.count);
             set(&mut e.bytes, v.bytes);
@@ -246,16 +215,6 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
         }
     }
     let mut variables: Vec<VariableDiff> = vars.into_values().collect();
-    variables.sort_by(|x, y| {
-        y.time_ns
-            .0
-            .max(y.time_ns.1)
-            .cmp(&x.time_ns.0.max(x.time_ns.1))
-            .then(x.name.cmp(&y.name))
-    });
-    ProfileDiff {
-        summary,
-        constructs,
-        variables,
-    }
+    variables.sort_by(|x, y| y.time_ns.0.max(y.time_ns.1).cmp(&x.time_ns.0.max(x.time_ns.1)).then(x.name.cmp(&y.name)));
+    ProfileDiff { summary, constructs, variables }
 }

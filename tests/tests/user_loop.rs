@@ -13,10 +13,7 @@ fn app_source(name: &str) -> PathBuf {
 /// Whether GCC builds nvptx images here (Debian's gcc-12-offload-nvptx): kernels calling libm
 /// then need `-foffload=-lm`, as tests/apps/build.sh passes.
 fn offload_compiler() -> bool {
-    let out = Command::new("gcc")
-        .arg("-print-prog-name=accel/nvptx-none/mkoffload")
-        .output()
-        .expect("gcc runs");
+    let out = Command::new("gcc").arg("-print-prog-name=accel/nvptx-none/mkoffload").output().expect("gcc runs");
     Path::new(String::from_utf8_lossy(&out.stdout).trim()).is_file()
 }
 
@@ -24,21 +21,12 @@ fn offload_compiler() -> bool {
 fn build(compiler: &str, dir: &Path, sources: &[&str], exe: &str, extra: &[&str]) -> PathBuf {
     let out_exe = dir.join(exe);
     let mut cmd = Command::new(compiler);
-    cmd.current_dir(dir)
-        .args(["-fopenacc", "-g", "-O2"])
-        .args(sources)
-        .arg("-o")
-        .arg(&out_exe)
-        .args(extra);
+    cmd.current_dir(dir).args(["-fopenacc", "-g", "-O2"]).args(sources).arg("-o").arg(&out_exe).args(extra);
     if offload_compiler() {
         cmd.arg("-foffload=-lm");
     }
     let out = cmd.output().expect("compiler runs");
-    assert!(
-        out.status.success(),
-        "{compiler} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{compiler} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     out_exe
 }
 
@@ -48,11 +36,7 @@ fn place(from: &str, dir: &Path, to: &str) {
 }
 
 fn accprof(dir: &Path, args: &[&str]) -> Output {
-    Command::new(accprof_cli())
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("accprof runs")
+    Command::new(accprof_cli()).current_dir(dir).args(args).output().expect("accprof runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -66,69 +50,25 @@ fn run_report_and_advise_leave_the_programs_stdout_byte_for_byte_its_own() {
     let exe = build("gcc", &dir, &["laplace.c"], "laplace", &["-lm"]);
     let alone = Command::new(&exe).current_dir(&dir).output().unwrap();
     assert!(alone.status.success());
-    let profiled = accprof(
-        &dir,
-        &[
-            "run",
-            "--report",
-            "--advise",
-            "-o",
-            "r.trace",
-            "--",
-            "./laplace",
-        ],
-    );
+    let profiled = accprof(&dir, &["run", "--report", "--advise", "-o", "r.trace", "--", "./laplace"]);
     assert!(profiled.status.success(), "{}", stderr(&profiled));
-    assert_eq!(
-        profiled.stdout, alone.stdout,
-        "the program's stdout is its own"
-    );
+    assert_eq!(profiled.stdout, alone.stdout, "the program's stdout is its own");
     let err = stderr(&profiled);
-    assert!(
-        err.contains("compute region reached"),
-        "the report is on stderr: {err}"
-    );
+    assert!(err.contains("compute region reached"), "the report is on stderr: {err}");
     // And to a file: nothing of the report on either stream.
-    let to_file = accprof(
-        &dir,
-        &[
-            "run",
-            "--report",
-            "--advise",
-            "--report-file",
-            "rep.txt",
-            "-o",
-            "f.trace",
-            "--",
-            "./laplace",
-        ],
-    );
+    let to_file = accprof(&dir, &["run", "--report", "--advise", "--report-file", "rep.txt", "-o", "f.trace", "--", "./laplace"]);
     assert!(to_file.status.success(), "{}", stderr(&to_file));
     assert_eq!(to_file.stdout, alone.stdout);
-    assert!(
-        !stderr(&to_file).contains("compute region reached"),
-        "{}",
-        stderr(&to_file)
-    );
+    assert!(!stderr(&to_file).contains("compute region reached"), "{}", stderr(&to_file));
     let rep = std::fs::read_to_string(dir.join("rep.txt")).unwrap();
-    assert!(
-        rep.contains("compute region reached") && rep.contains("laplace.c"),
-        "{rep}"
-    );
+    assert!(rep.contains("compute region reached") && rep.contains("laplace.c"), "{rep}");
 }
 
 /// `accprof run` of `exe` in `dir` on `runtime`, its trace written to `trace`.
 fn profile(dir: &Path, runtime: &str, trace: &str, exe: &str) {
-    let o = accprof(
-        dir,
-        &["run", "-q", "--runtime", runtime, "-o", trace, "--", exe],
-    );
+    let o = accprof(dir, &["run", "-q", "--runtime", runtime, "-o", trace, "--", exe]);
     assert!(o.status.success(), "{exe}: {}", stderr(&o));
-    assert!(
-        dir.join(trace).is_file(),
-        "{exe} wrote no trace: {}",
-        stderr(&o)
-    );
+    assert!(dir.join(trace).is_file(), "{exe} wrote no trace: {}", stderr(&o));
 }
 
 /// The user's loop: laplace.c profiled, edited in place (one line inserted above the loop),
@@ -148,16 +88,11 @@ fn diff_pairs_constructs_moved_by_an_inserted_line() {
         let text = stdout(&o);
         for moved in ["laplace.c:41 -> 42 main", "laplace.c:50 -> 51 main"] {
             assert!(
-                text.lines().any(|l| l.contains(moved)
-                    && l.contains("compute region")
-                    && l.contains("60 -> 60")),
+                text.lines().any(|l| l.contains(moved) && l.contains("compute region") && l.contains("60 -> 60")),
                 "{runtime}: {moved}:\n{text}"
             );
         }
-        assert!(
-            !text.contains("Added (only after)") && !text.contains("Removed (only before)"),
-            "{runtime}: nothing unpaired:\n{text}"
-        );
+        assert!(!text.contains("Added (only after)") && !text.contains("Removed (only before)"), "{runtime}: nothing unpaired:\n{text}");
     }
 }
 
@@ -177,23 +112,14 @@ fn diff_of_naive_and_data_region_pairs_the_loop_and_lists_the_region_as_added() 
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     let row = |needle: &str| {
-        text.lines()
-            .find(|l| l.contains(needle) && l.contains("compute region"))
-            .unwrap_or_else(|| panic!("{needle}:\n{text}"))
-            .to_string()
+        text.lines().find(|l| l.contains(needle) && l.contains("compute region")).unwrap_or_else(|| panic!("{needle}:\n{text}")).to_string()
     };
     let first = row("laplace.c:41 -> 42 main");
     assert!(first.contains("60 -> 60"), "{first}");
     // 120 MiB of A and Anew each iteration before; only the reduction cell after.
     assert!(first.contains("120.00 MiB -> 960 B"), "{first}");
-    assert!(
-        row("laplace.c:50 -> 51 main").contains("120 MiB -> 0 B"),
-        "{text}"
-    );
-    let added = text
-        .lines()
-        .find(|l| l.starts_with("Added (only after)"))
-        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row("laplace.c:50 -> 51 main").contains("120 MiB -> 0 B"), "{text}");
+    let added = text.lines().find(|l| l.starts_with("Added (only after)")).unwrap_or_else(|| panic!("{text}"));
     assert!(added.contains("laplace.c:38 main (data region)"), "{added}");
     assert!(!added.contains("compute region"), "{added}");
     assert!(!text.contains("Removed (only before)"), "{text}");
