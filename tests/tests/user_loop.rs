@@ -124,3 +124,43 @@ fn diff_of_naive_and_data_region_pairs_the_loop_and_lists_the_region_as_added() 
     assert!(!added.contains("compute region"), "{added}");
     assert!(!text.contains("Removed (only before)"), "{text}");
 }
+
+/// Advice read against the source: the data region wraps the whole convergence loop (not just
+/// the two constructs inside it), in the program's language.
+#[test]
+fn advice_names_the_enclosing_loop_in_the_programs_language() {
+    let dir = scratch("ul-advice");
+    place("laplace_naive.c", &dir, "laplace.c");
+    build("gcc", &dir, &["laplace.c"], "laplace", &["-lm"]);
+    place("jacobi_naive.f90", &dir, "jacobi_naive.f90");
+    build("gfortran", &dir, &["jacobi_naive.f90"], "jacobi", &[]);
+    profile(&dir, "shim", "c.trace", "./laplace");
+    profile(&dir, "shim", "f.trace", "./jacobi");
+    let c = stdout(&accprof(&dir, &["advise", "-q", "c.trace"]));
+    // laplace.c: the while loop is lines 38-58; the constructs inside are at 41 and 50.
+    assert!(c.contains("wrap the loop at lines 38-58 in `#pragma acc data copy(A, Anew)`"), "{c}");
+    assert!(!c.contains("!$acc"), "{c}");
+    let f = stdout(&accprof(&dir, &["advise", "-q", "f.trace"]));
+    // jacobi_naive.f90: the do while loop is lines 24-41.
+    assert!(f.contains("lines 24-41 in `!$acc data") && f.contains("`!$acc end data`"), "{f}");
+    assert!(!f.contains("#pragma"), "Fortran advice in Fortran syntax:\n{f}");
+}
+
+/// A run on libgomp's host fallback (no GPU here, no offload compiler on CI) says so in one
+/// line, with why no transfer shows and how to see them; the shim's emulated device does not.
+#[test]
+fn host_fallback_is_said_in_one_line() {
+    let dir = scratch("ul-fallback");
+    place("laplace_naive.c", &dir, "laplace.c");
+    build("gcc", &dir, &["laplace.c"], "laplace", &["-lm"]);
+    profile(&dir, "default", "host.trace", "./laplace");
+    profile(&dir, "shim", "shim.trace", "./laplace");
+    let host = stdout(&accprof(&dir, &["report", "-q", "host.trace"]));
+    let said: Vec<&str> = host.lines().filter(|l| l.contains("Host fallback:")).collect();
+    assert_eq!(said.len(), 1, "{host}");
+    assert!(said[0].contains("no data transfer") && said[0].contains("--runtime shim"), "{}", said[0]);
+    let shim = stdout(&accprof(&dir, &["report", "-q", "shim.trace"]));
+    assert!(!shim.contains("Host fallback"), "{shim}");
+    let advice = stdout(&accprof(&dir, &["advise", "-q", "host.trace"]));
+    assert!(advice.contains("Host fallback:") && !advice.contains("async_queues"), "{advice}");
+}

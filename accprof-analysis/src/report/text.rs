@@ -69,6 +69,9 @@ fn summary(out: &mut String, p: &Profile) {
     };
     let tag = |t: &Timing| format!("[{}]", t.source.label());
     out.push_str("\nSummary\n");
+    if crate::host_fallback::ran_on_host(p) {
+        let _ = writeln!(out, "  Host fallback: {}.", crate::host_fallback::EXPLANATION);
+    }
     let _ = writeln!(
         out,
         "  {:<34}{:>12}           {}",

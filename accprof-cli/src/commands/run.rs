@@ -206,6 +206,9 @@ fn print_summary(trace: &Path) -> Result<(), CliError> {
         accprof_analysis::format::bytes(s.transfer_bytes()),
         f(s.waits.total_ns),
     );
+    if accprof_analysis::host_fallback::ran_on_host(&profile) {
+        eprintln!("accprof: host fallback: {}", accprof_analysis::host_fallback::EXPLANATION);
+    }
     let findings = accprof_analysis::advise(&profile);
     if let Some(top) = findings.first() {
         eprintln!("accprof: top advice: {}", top.title);

@@ -19,12 +19,17 @@ impl AdviceRule for AsyncQueues {
 }
 
 fn async_queues(p: &Profile, out: &mut Vec<Finding>) {
+    // On the host fallback a construct runs synchronously whatever its clauses say: its time is
+    // no measure of what an async queue would overlap.
+    if crate::host_fallback::ran_on_host(p) {
+        return;
+    }
     let wall = p.summary.wall_ns;
     let mut waited = 0u64;
     let mut lines: Vec<&Construct> = Vec::new();
     let mut events = Vec::new();
     for c in &p.constructs {
-        if c.kind != ConstructKind::Compute || c.async_count > 0 {
+        if c.kind != ConstructKind::Compute || c.async_count > 0 || async_in_source(p, c) {
             continue;
         }
         let (n, _, t) = c.child_total(ChildKind::Wait);
@@ -61,12 +66,22 @@ fn async_queues(p: &Profile, out: &mut Vec<Finding>) {
         },
         estimated_saving_ns: waited.min(host_work),
         change: format!(
-            "add `async(1)` to the constructs at {} and `#pragma acc wait(1)` just before the host needs their results, so host work and device work overlap",
-            construct_lines(&lines)
+            "add `async(1)` to the constructs at {} and `{}` just before the host needs their results, so host work and device work overlap",
+            construct_lines(&lines),
+            crate::source::directive(first.location.file.as_deref(), "wait(1)")
         ),
         events,
         time_ranges: vec![(first_ns, last_ns)],
     });
+}
+
+/// Whether the directive of `c` already has an `async` clause in the source (a runtime that ran
+/// it synchronously does not report it as async).
+fn async_in_source(p: &Profile, c: &Construct) -> bool {
+    match (c.location.file.as_deref(), c.location.line) {
+        (Some(f), Some(line)) => crate::source::read(p, f).is_some_and(|s| s.directive_has_clause(line, "async")),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

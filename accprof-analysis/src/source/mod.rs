@@ -1,0 +1,63 @@
+//! The program's source, when it is at hand: the language a file is written in (to word
+//! directives in its syntax) and the statements around a construct's line (the loop that
+//! encloses constructs, the line that closes a region, the clauses written on a directive).
+//!
+//! Files are found by the names the trace holds: an absolute path as it is, a relative one
+//! against the current directory and then the profiled executable's directory. A file that
+//! cannot be read simply gives no answer: advice then falls back to what the trace alone says.
+
+mod scan;
+
+use crate::model::Profile;
+use std::path::{Path, PathBuf};
+
+pub use scan::{LoopSpan, SourceText};
+
+/// The language of a source file, by its name's extension.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Language {
+    C,
+    Fortran,
+}
+
+impl Language {
+    /// Fortran for .f, .for, .f90, .f95, .f03, .f08 (any case); C (and C++) otherwise.
+    pub fn of(file: &str) -> Language {
+        let ext = file.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+        if matches!(ext.as_str(), "f" | "for" | "ftn" | "f77" | "f90" | "f95" | "f03" | "f08") {
+            Language::Fortran
+        } else {
+            Language::C
+        }
+    }
+
+    /// An OpenACC directive in this language: `#pragma acc wait(1)` or `!$acc wait(1)`.
+    pub fn directive(self, body: &str) -> String {
+        match self {
+            Language::C => format!("#pragma acc {body}"),
+            Language::Fortran => format!("!$acc {body}"),
+        }
+    }
+}
+
+/// The directive `body` in the syntax of `file`'s language (C when the file is unknown).
+pub fn directive(file: Option<&str>, body: &str) -> String {
+    Language::of(file.unwrap_or("")).directive(body)
+}
+
+/// Where `file` (as the trace names it) is on this machine, if anywhere.
+pub fn locate(p: &Profile, file: &str) -> Option<PathBuf> {
+    let path = Path::new(file);
+    if path.is_absolute() {
+        return path.is_file().then(|| path.to_path_buf());
+    }
+    let exe_dirs = p.sources.iter().filter_map(|s| Path::new(&s.exe).parent().map(Path::to_path_buf));
+    std::iter::once(PathBuf::from(".")).chain(exe_dirs).map(|d| d.join(path)).find(|c| c.is_file())
+}
+
+/// The text of `file`, when it is at hand.
+pub fn read(p: &Profile, file: &str) -> Option<SourceText> {
+    let path = locate(p, file)?;
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(SourceText::new(Language::of(file), &text))
+}
