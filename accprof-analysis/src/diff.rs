@@ -200,7 +200,7 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
     });
     let mut vars: BTreeMap<(String, Direction), VariableDiff> = BTreeMap::new();
     for (side, p) in [(0, before), (1, after)] {
-        for v in &p.variables {
+        for v in &crate::runtime_internal::fold(&p.variables) {
             let e = vars.entry((v.name.clone(), v.direction)).or_insert_with(|| VariableDiff {
                 name: v.name.clone(),
                 direction: v.direction,

@@ -63,6 +63,7 @@ pub use accprof_timeline::format;
 pub mod load;
 pub mod model;
 pub mod report;
+pub mod runtime_internal;
 pub mod source;
 
 pub use advise::{advise, Evidence, Finding, FindingLocation, Rule};

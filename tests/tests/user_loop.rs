@@ -123,6 +123,12 @@ fn diff_of_naive_and_data_region_pairs_the_loop_and_lists_the_region_as_added() 
     assert!(added.contains("laplace.c:38 main (data region)"), "{added}");
     assert!(!added.contains("compute region"), "{added}");
     assert!(!text.contains("Removed (only before)"), "{text}");
+    // The reduction cell (8 bytes at a stack address that differs between the runs) is one
+    // "runtime internal" row per direction that pairs, not one row per address.
+    assert!(!text.contains("host 0x"), "{text}");
+    let internal: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("runtime internal")).collect();
+    assert_eq!(internal.len(), 2, "{text}");
+    assert!(internal.iter().all(|l| l.contains("60 -> 60") && l.contains("480 B -> 480 B")), "{text}");
 }
 
 /// Advice read against the source: the data region wraps the whole convergence loop (not just
@@ -161,6 +167,9 @@ fn host_fallback_is_said_in_one_line() {
     assert!(said[0].contains("no data transfer") && said[0].contains("--runtime shim"), "{}", said[0]);
     let shim = stdout(&accprof(&dir, &["report", "-q", "shim.trace"]));
     assert!(!shim.contains("Host fallback"), "{shim}");
+    let internal: Vec<&str> = shim.lines().filter(|l| l.trim_start().starts_with("runtime internal")).collect();
+    assert_eq!(internal.len(), 2, "one row each way:\n{shim}");
+    assert!(!shim.contains("host 0x7f"), "{shim}");
     let advice = stdout(&accprof(&dir, &["advise", "-q", "host.trace"]));
     assert!(advice.contains("Host fallback:") && !advice.contains("async_queues"), "{advice}");
 }

@@ -143,7 +143,8 @@ fn variables(out: &mut String, p: &Profile) {
     if p.variables.is_empty() {
         return;
     }
-    let mut vs: Vec<&Variable> = p.variables.iter().collect();
+    let folded = crate::runtime_internal::fold(&p.variables);
+    let mut vs: Vec<&Variable> = folded.iter().collect();
     vs.sort_by(|a, b| b.time.total_ns.cmp(&a.time.total_ns).then(a.name.cmp(&b.name)));
     let _ = writeln!(out, "\nTransfers by variable");
     let _ = writeln!(out, "  {:<30} {:<13} {:>9} {:>12} {:>21} {:>12}", "variable", "direction", "count", "bytes", "time", "rate");
