@@ -173,3 +173,61 @@ fn host_fallback_is_said_in_one_line() {
     let advice = stdout(&accprof(&dir, &["advise", "-q", "host.trace"]));
     assert!(advice.contains("Host fallback:") && !advice.contains("async_queues"), "{advice}");
 }
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()))
+}
+
+/// tests/apps' MPI halo exchange on 2 ranks: the merged section names every trace, sums wall
+/// time like every other time (so no share exceeds the job), and gives each construct's
+/// total, max, mean and imbalance across the ranks.
+#[test]
+fn mpi_ranks_merge_into_totals_that_add_up() {
+    if !on_path("mpirun") || !on_path("mpicc") {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must have Open MPI (.ci/run installs libopenmpi-dev openmpi-bin)");
+        eprintln!("note: mpirun/mpicc not found (apt-get install libopenmpi-dev openmpi-bin): MPI test skipped");
+        return;
+    }
+    let dir = scratch("ul-mpi");
+    place("mpi_halo.c", &dir, "mpi_halo.c");
+    let mut cc = Command::new("mpicc");
+    cc.current_dir(&dir).env("OMPI_CC", "gcc").args(["-fopenacc", "-g", "-O2", "mpi_halo.c", "-o", "mpi_halo", "-lm"]);
+    if offload_compiler() {
+        cc.arg("-foffload=-lm");
+    }
+    let built = cc.output().unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    std::fs::create_dir_all(dir.join("traces")).unwrap();
+    let ran = Command::new("mpirun")
+        .current_dir(&dir)
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .arg(accprof_cli())
+        .args(["run", "-q", "-o", "traces/", "--", "./mpi_halo"])
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    assert!(stdout(&ran).contains("mpi_halo ranks 2"), "{}", stdout(&ran));
+    let mut traces: Vec<String> = std::fs::read_dir(dir.join("traces")).unwrap().map(|e| e.unwrap().path().display().to_string()).collect();
+    traces.sort();
+    assert_eq!(traces.len(), 2, "{traces:?}");
+    let mut args = vec!["report", "-q"];
+    args.extend(traces.iter().map(String::as_str));
+    let o = accprof(&dir, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let merged = &text[text.find("==== all 2 traces merged ====").unwrap_or_else(|| panic!("{text}"))..];
+    let header: String = merged.lines().take(4).collect::<Vec<_>>().join("\n");
+    for t in &traces {
+        assert!(header.contains(t.as_str()), "every trace named:\n{header}");
+    }
+    assert!(header.contains("wall time too"), "{header}");
+    // Every share in every summary is of its own wall time: none above 100%.
+    for l in text.lines().filter(|l| l.trim_start().starts_with("compute constructs [host]") || l.trim_start().starts_with("untracked host time")) {
+        let pct: f64 = l.split_whitespace().find(|w| w.ends_with('%')).and_then(|w| w.trim_end_matches('%').parse().ok()).unwrap_or_else(|| panic!("{l}"));
+        assert!(pct <= 100.0, "{l}");
+    }
+    let table = &merged[merged.find("Constructs across the 2 traces").unwrap_or_else(|| panic!("{merged}"))..];
+    let row = table.lines().find(|l| l.contains("mpi_halo.c:") && l.contains("compute region")).unwrap_or_else(|| panic!("{table}"));
+    let imbalance: f64 = row.split_whitespace().last().unwrap().parse().unwrap();
+    assert!((1.0..=2.0).contains(&imbalance), "max/mean of 2 ranks lies in [1, 2]: {row}");
+}
