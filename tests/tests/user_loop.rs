@@ -231,3 +231,18 @@ fn mpi_ranks_merge_into_totals_that_add_up() {
     let imbalance: f64 = row.split_whitespace().last().unwrap().parse().unwrap();
     assert!((1.0..=2.0).contains(&imbalance), "max/mean of 2 ranks lies in [1, 2]: {row}");
 }
+
+/// GCC places a data region's exit on the statement after its pragma (the loop header); with the
+/// source at hand the exit row is the region's closing brace.
+#[test]
+fn data_region_exit_is_the_regions_closing_line() {
+    let dir = scratch("ul-exit");
+    place("laplace_data.c", &dir, "laplace.c");
+    build("gcc", &dir, &["laplace.c"], "laplace", &["-lm"]);
+    profile(&dir, "default", "t.trace", "./laplace");
+    let text = stdout(&accprof(&dir, &["report", "-q", "t.trace"]));
+    // laplace_data.c: `#pragma acc data` at 38, its block the while loop at 39-59.
+    assert!(text.contains("    38: data region reached 1 time"), "{text}");
+    assert!(text.contains("    59: data region exit"), "{text}");
+    assert!(!text.contains("    39: data region"), "{text}");
+}

@@ -61,3 +61,35 @@ pub fn read(p: &Profile, file: &str) -> Option<SourceText> {
     let text = std::fs::read_to_string(path).ok()?;
     Some(SourceText::new(Language::of(file), &text))
 }
+
+/// Gives data regions the closing line of their block from the source, where the file is at
+/// hand: an entry row without an end line gets the line of its region's `}` (or `!$acc end
+/// data`), and an exit row that the runtime placed on a statement inside the region (GCC: its
+/// line table's last statement, or the loop header after the pragma) moves to that closing line.
+pub fn close_regions(p: &mut Profile) {
+    use crate::model::ConstructKind;
+    let mut cache: std::collections::HashMap<String, Option<SourceText>> = std::collections::HashMap::new();
+    // (file, function, entry line, closing line) of every data region entry.
+    let mut regions: Vec<(String, Option<String>, i64, i64)> = Vec::new();
+    for i in 0..p.constructs.len() {
+        let c = &p.constructs[i];
+        let (Some(file), Some(line)) = (c.location.file.clone(), c.location.line) else { continue };
+        if c.kind != ConstructKind::Data || c.reached == 0 {
+            continue;
+        }
+        let src = cache.entry(file.clone()).or_insert_with(|| read(p, &file));
+        let Some(end) = src.as_ref().and_then(|s| s.region_end(line)) else { continue };
+        regions.push((file, c.location.function.clone(), line, end));
+        let c = &mut p.constructs[i];
+        if c.location.end_line.is_none() {
+            c.location.end_line = Some(end);
+        }
+    }
+    for c in p.constructs.iter_mut().filter(|c| c.kind == ConstructKind::Data && c.reached == 0) {
+        let (Some(file), Some(line)) = (c.location.file.as_deref(), c.location.line) else { continue };
+        let inside = regions.iter().find(|(f, func, start, end)| f == file && *func == c.location.function && *start < line && line < *end);
+        if let Some((_, _, _, end)) = inside {
+            c.location.line = Some(*end);
+        }
+    }
+}
