@@ -129,6 +129,11 @@ fn diff_of_naive_and_data_region_pairs_the_loop_and_lists_the_region_as_added() 
     let internal: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("runtime internal")).collect();
     assert_eq!(internal.len(), 2, "{text}");
     assert!(internal.iter().all(|l| l.contains("60 -> 60") && l.contains("480 B -> 480 B")), "{text}");
+    // laplace.c now holds the edited program: advice on the old trace must not read its lines
+    // against it (the constructs' lines hold no directive there), and falls back to the trace's.
+    let advice = stdout(&accprof(&dir, &["advise", "-q", "before.trace"]));
+    assert!(advice.contains("wrap lines 41-50 in `#pragma acc data copy(A, Anew)`"), "{advice}");
+    assert!(!advice.contains("39-59"), "{advice}");
 }
 
 /// Advice read against the source: the data region wraps the whole convergence loop (not just

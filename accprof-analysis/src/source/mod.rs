@@ -62,6 +62,14 @@ pub fn read(p: &Profile, file: &str) -> Option<SourceText> {
     Some(SourceText::new(Language::of(file), &text))
 }
 
+/// The text of `file` when it is at hand and still the one the program was built from: each of
+/// `directive_lines` (lines where the trace saw constructs) holds an OpenACC directive. A file
+/// edited since the run (the user's next step) gives no answer rather than wrong lines.
+pub fn read_matching(p: &Profile, file: &str, directive_lines: &[i64]) -> Option<SourceText> {
+    let src = read(p, file)?;
+    directive_lines.iter().all(|&l| src.is_directive(l)).then_some(src)
+}
+
 /// Gives data regions the closing line of their block from the source, where the file is at
 /// hand: an entry row without an end line gets the line of its region's `}` (or `!$acc end
 /// data`), and an exit row that the runtime placed on a statement inside the region (GCC: its
@@ -78,7 +86,7 @@ pub fn close_regions(p: &mut Profile) {
             continue;
         }
         let src = cache.entry(file.clone()).or_insert_with(|| read(p, &file));
-        let Some(end) = src.as_ref().and_then(|s| s.region_end(line)) else { continue };
+        let Some(end) = src.as_ref().filter(|s| s.is_directive(line)).and_then(|s| s.region_end(line)) else { continue };
         regions.push((file, c.location.function.clone(), line, end));
         let c = &mut p.constructs[i];
         if c.location.end_line.is_none() {

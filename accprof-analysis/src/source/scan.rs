@@ -82,6 +82,17 @@ impl SourceText {
         (line..=self.directive_last_line(line)).filter_map(|n| self.line(n)).collect::<Vec<_>>().join(" ")
     }
 
+    /// Whether `line` starts an OpenACC directive (`#pragma acc`, `!$acc`): a construct's line
+    /// must, or the file on disk is not the one the program was built from.
+    pub fn is_directive(&self, line: i64) -> bool {
+        let Some(l) = self.line(line) else { return false };
+        let t = l.trim_start().to_ascii_lowercase();
+        match self.language {
+            Language::C => t.strip_prefix('#').is_some_and(|r| r.trim_start().strip_prefix("pragma").is_some_and(|r| r.trim_start().starts_with("acc"))),
+            Language::Fortran => t.starts_with("!$acc"),
+        }
+    }
+
     /// Whether the directive on `line` names `clause` (e.g. `async`) as a word of its own.
     pub fn directive_has_clause(&self, line: i64, clause: &str) -> bool {
         let text = self.directive_text(line).to_ascii_lowercase();

@@ -79,7 +79,7 @@ fn async_queues(p: &Profile, out: &mut Vec<Finding>) {
 /// it synchronously does not report it as async).
 fn async_in_source(p: &Profile, c: &Construct) -> bool {
     match (c.location.file.as_deref(), c.location.line) {
-        (Some(f), Some(line)) => crate::source::read(p, f).is_some_and(|s| s.directive_has_clause(line, "async")),
+        (Some(f), Some(line)) => crate::source::read_matching(p, f, &[line]).is_some_and(|s| s.directive_has_clause(line, "async")),
         _ => false,
     }
 }

@@ -33,7 +33,7 @@ fn create_instead_of_copy(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>
         // (the copy out and back in repeat with it).
         let file = from.location.file.as_deref();
         let starts: Vec<i64> = [from.location.line, to.location.line].into_iter().flatten().collect();
-        if let (Some(src), Some(&lo), Some(&hi)) = (file.and_then(|f| crate::source::read(p, f)), starts.iter().min(), starts.iter().max()) {
+        if let (Some(src), Some(&lo), Some(&hi)) = (file.and_then(|f| crate::source::read_matching(p, f, &starts)), starts.iter().min(), starts.iter().max()) {
             if let Some(l) = src.enclosing_loop(lo, hi) {
                 (a, b) = (Some(l.start), Some(l.end));
             }

@@ -81,7 +81,8 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
         let file = first.location.file.as_deref();
         let lang = Language::of(file.unwrap_or(""));
         let last_start = cs.iter().filter_map(|c| c.location.line).max();
-        let the_loop = match (file.and_then(|f| crate::source::read(p, f)), first_line, last_start) {
+        let starts: Vec<i64> = cs.iter().filter_map(|c| c.location.line).collect();
+        let the_loop = match (file.and_then(|f| crate::source::read_matching(p, f, &starts)), first_line, last_start) {
             (Some(src), Some(a), Some(b)) => src.enclosing_loop(a, b),
             _ => None,
         };
