@@ -2,7 +2,7 @@
 
 use crate::model::*;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One construct in both profiles, paired across an edit of the source (see [`pair_constructs`]),
 /// or in one of them only.
@@ -76,10 +76,23 @@ fn ordinals(cs: &[Construct]) -> Vec<usize> {
     out
 }
 
+/// The named variables each construct of `p` moves.
+fn moved_variables(p: &Profile) -> Vec<BTreeSet<&str>> {
+    let mut out = vec![BTreeSet::new(); p.constructs.len()];
+    for s in &p.transfer_sites {
+        if let (Some(c), Some(v)) = (s.construct, p.variables.get(s.variable)) {
+            if v.named {
+                out[c].insert(v.name.as_str());
+            }
+        }
+    }
+    out
+}
+
 /// How alike two constructs of the same kind are, or `None` when they cannot be the same construct.
 /// Function and file name count most, then the position among the function's constructs of that
-/// kind, then the construct type, then how close the lines are.
-fn likeness(b: &Construct, bo: usize, a: &Construct, ao: usize) -> Option<u32> {
+/// kind, then the variables they move, the construct type, and how close the lines are.
+fn likeness(b: &Construct, bo: usize, bv: &BTreeSet<&str>, a: &Construct, ao: usize, av: &BTreeSet<&str>) -> Option<u32> {
     if b.kind != a.kind {
         return None;
     }
@@ -99,6 +112,12 @@ fn likeness(b: &Construct, bo: usize, a: &Construct, ao: usize) -> Option<u32> {
     if b.construct_type == a.construct_type {
         score += 10;
     }
+    // The same arrays outweigh the position: a construct inserted above moves every position.
+    if !bv.is_empty() && bv == av {
+        score += 30;
+    } else if bv.intersection(av).next().is_some() {
+        score += 10;
+    }
     if let (Some(x), Some(y)) = (bl.line, al.line) {
         score += 10u32.saturating_sub(x.abs_diff(y).min(10) as u32);
     }
@@ -109,12 +128,14 @@ fn likeness(b: &Construct, bo: usize, a: &Construct, ao: usize) -> Option<u32> {
 /// Pairs the constructs of `before` with those of `after`, most alike first, each at most once: a
 /// construct whose line moved because lines were inserted above it is still the same construct.
 /// Returns `(before index, after index)` pairs with `None` on the side a construct is missing from.
-pub fn pair_constructs(before: &[Construct], after: &[Construct]) -> Vec<(Option<usize>, Option<usize>)> {
+pub fn pair_constructs(before_profile: &Profile, after_profile: &Profile) -> Vec<(Option<usize>, Option<usize>)> {
+    let (before, after) = (&before_profile.constructs, &after_profile.constructs);
     let (bo, ao) = (ordinals(before), ordinals(after));
+    let (bv, av) = (moved_variables(before_profile), moved_variables(after_profile));
     let mut candidates = Vec::new();
     for (i, b) in before.iter().enumerate() {
         for (j, a) in after.iter().enumerate() {
-            if let Some(s) = likeness(b, bo[i], a, ao[j]) {
+            if let Some(s) = likeness(b, bo[i], &bv[i], a, ao[j], &av[j]) {
                 candidates.push((s, i, j));
             }
         }
@@ -167,7 +188,7 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
         device_init_ns: (b.7, a.7),
         untracked_ns: (b.8, a.8),
     };
-    let mut constructs: Vec<ConstructDiff> = pair_constructs(&before.constructs, &after.constructs)
+    let mut constructs: Vec<ConstructDiff> = pair_constructs(before, after)
         .into_iter()
         .map(|(bi, ai)| {
             let bc = bi.map(|i| &before.constructs[i]);
@@ -217,4 +238,71 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
     let mut variables: Vec<VariableDiff> = vars.into_values().collect();
     variables.sort_by(|x, y| y.time_ns.0.max(y.time_ns.1).cmp(&x.time_ns.0.max(x.time_ns.1)).then(x.name.cmp(&y.name)));
     ProfileDiff { summary, constructs, variables }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile of compute constructs in main at `lines`, each moving the named array.
+    fn profile(constructs: &[(i64, &str)]) -> Profile {
+        let mut p = Profile::default();
+        for (i, &(line, var)) in constructs.iter().enumerate() {
+            p.constructs.push(Construct {
+                kind: ConstructKind::Compute,
+                construct_type: Some("parallel".into()),
+                location: Location { file: Some("/src/app.c".into()), function: Some("main".into()), line: Some(line), ..Location::default() },
+                reached: 10,
+                time: Timing::host(),
+                async_count: 0,
+                first_ns: 0,
+                last_ns: 0,
+                children: Vec::new(),
+                samples: Vec::new(),
+            });
+            p.variables.push(Variable {
+                name: var.into(),
+                named: true,
+                host_ptr: None,
+                direction: Direction::HostToDevice,
+                count: 10,
+                bytes: 10 << 20,
+                time: Timing::host(),
+                host_time: Timing::host(),
+                samples: Vec::new(),
+            });
+            p.transfer_sites.push(TransferSite {
+                construct: Some(i),
+                variable: i,
+                direction: Direction::HostToDevice,
+                count: 10,
+                bytes: 10 << 20,
+                max_bytes: 1 << 20,
+                host_ptr: None,
+                same_range: true,
+                time: Timing::host(),
+                host_time: Timing::host(),
+                first_ns: 0,
+                last_ns: 0,
+                samples: Vec::new(),
+            });
+        }
+        p
+    }
+
+    #[test]
+    fn constructs_moved_by_inserted_lines_pair_by_position() {
+        let pairs = pair_constructs(&profile(&[(10, "A"), (20, "B")]), &profile(&[(11, "A"), (21, "B")]));
+        assert!(pairs.contains(&(Some(0), Some(0))) && pairs.contains(&(Some(1), Some(1))), "{pairs:?}");
+        assert_eq!(pairs.len(), 2);
+    }
+
+    #[test]
+    fn a_construct_inserted_above_pairs_the_others_by_their_variables() {
+        // A construct moving C inserted at line 12 shifts every position below it.
+        let pairs = pair_constructs(&profile(&[(10, "A"), (20, "B")]), &profile(&[(12, "C"), (14, "A"), (24, "B")]));
+        assert!(pairs.contains(&(Some(0), Some(1))), "A pairs with A: {pairs:?}");
+        assert!(pairs.contains(&(Some(1), Some(2))), "B pairs with B: {pairs:?}");
+        assert!(pairs.contains(&(None, Some(0))), "C is added: {pairs:?}");
+    }
 }
