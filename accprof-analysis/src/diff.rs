@@ -2,13 +2,17 @@
 
 use crate::model::*;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// One construct (matched by kind, file, function and line) in both profiles.
+/// One construct in both profiles, paired across an edit of the source (see [`pair_constructs`]),
+/// or in one of them only.
 #[derive(Clone, PartialEq, Debug, Serialize)]
 pub struct ConstructDiff {
     pub kind: ConstructKind,
+    /// Where it is before the change (after it, for a construct the change added).
     pub location: Location,
+    /// Where it is after the change, when it is in both runs and moved (another line or file).
+    pub moved_to: Option<Location>,
     /// Index into each profile's constructs; `None` where the construct does not appear.
     pub before: Option<usize>,
     pub after: Option<usize>,
@@ -51,8 +55,104 @@ pub struct ProfileDiff {
     pub variables: Vec<VariableDiff>,
 }
 
-fn key(c: &Construct) -> (ConstructKind, Option<String>, Option<String>, Option<i64>) {
-    (c.kind, c.location.file.clone(), c.location.function.clone(), c.location.line)
+/// The file's name without its directories: a copy of the source elsewhere is the same file.
+fn base_name(l: &Location) -> Option<&str> {
+    l.file.as_deref().map(|f| f.rsplit('/').next().unwrap_or(f))
+}
+
+/// Each construct's position among the constructs of its kind in its function and file, by line:
+/// inserting lines above a construct moves its line but not its position.
+fn ordinals(cs: &[Construct]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..cs.len()).collect();
+    idx.sort_by(|&a, &b| cs[a].location.line.cmp(&cs[b].location.line).then(a.cmp(&b)));
+    let mut seen: BTreeMap<(ConstructKind, Option<&str>, Option<&str>), usize> = BTreeMap::new();
+    let mut out = vec![0; cs.len()];
+    for i in idx {
+        let c = &cs[i];
+        let n = seen.entry((c.kind, base_name(&c.location), c.location.function.as_deref())).or_default();
+        out[i] = *n;
+        *n += 1;
+    }
+    out
+}
+
+/// The named variables each construct of `p` moves.
+fn moved_variables(p: &Profile) -> Vec<BTreeSet<&str>> {
+    let mut out = vec![BTreeSet::new(); p.constructs.len()];
+    for s in &p.transfer_sites {
+        if let (Some(c), Some(v)) = (s.construct, p.variables.get(s.variable)) {
+            if v.named {
+                out[c].insert(v.name.as_str());
+            }
+        }
+    }
+    out
+}
+
+/// How alike two constructs of the same kind are, or `None` when they cannot be the same construct.
+/// Function and file name count most, then the position among the function's constructs of that
+/// kind, then the variables they move, the construct type, and how close the lines are.
+fn likeness(b: &Construct, bo: usize, bv: &BTreeSet<&str>, a: &Construct, ao: usize, av: &BTreeSet<&str>) -> Option<u32> {
+    if b.kind != a.kind {
+        return None;
+    }
+    let (bl, al) = (&b.location, &a.location);
+    let mut score = 0;
+    match (bl.function.as_deref(), al.function.as_deref()) {
+        (Some(x), Some(y)) if x == y => score += 40,
+        (None, None) => score += 20,
+        _ => {}
+    }
+    if base_name(bl) == base_name(al) {
+        score += 20;
+    }
+    if bo == ao {
+        score += 20;
+    }
+    if b.construct_type == a.construct_type {
+        score += 10;
+    }
+    // The same arrays outweigh the position: a construct inserted above moves every position.
+    if !bv.is_empty() && bv == av {
+        score += 30;
+    } else if bv.intersection(av).next().is_some() {
+        score += 10;
+    }
+    if let (Some(x), Some(y)) = (bl.line, al.line) {
+        score += 10u32.saturating_sub(x.abs_diff(y).min(10) as u32);
+    }
+    // At least the same function and position, or the same function a few lines away.
+    (score >= 60).then_some(score)
+}
+
+/// Pairs the constructs of `before` with those of `after`, most alike first, each at most once: a
+/// construct whose line moved because lines were inserted above it is still the same construct.
+/// Returns `(before index, after index)` pairs with `None` on the side a construct is missing from.
+pub fn pair_constructs(before_profile: &Profile, after_profile: &Profile) -> Vec<(Option<usize>, Option<usize>)> {
+    let (before, after) = (&before_profile.constructs, &after_profile.constructs);
+    let (bo, ao) = (ordinals(before), ordinals(after));
+    let (bv, av) = (moved_variables(before_profile), moved_variables(after_profile));
+    let mut candidates = Vec::new();
+    for (i, b) in before.iter().enumerate() {
+        for (j, a) in after.iter().enumerate() {
+            if let Some(s) = likeness(b, bo[i], &bv[i], a, ao[j], &av[j]) {
+                candidates.push((s, i, j));
+            }
+        }
+    }
+    candidates.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
+    let (mut used_b, mut used_a) = (vec![false; before.len()], vec![false; after.len()]);
+    let mut pairs = Vec::new();
+    for (_, i, j) in candidates {
+        if !used_b[i] && !used_a[j] {
+            used_b[i] = true;
+            used_a[j] = true;
+            pairs.push((Some(i), Some(j)));
+        }
+    }
+    pairs.extend((0..before.len()).filter(|&i| !used_b[i]).map(|i| (Some(i), None)));
+    pairs.extend((0..after.len()).filter(|&j| !used_a[j]).map(|j| (None, Some(j))));
+    pairs
 }
 
 fn transfers(c: &Construct) -> (u64, u64, u64) {
@@ -88,23 +188,23 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
         device_init_ns: (b.7, a.7),
         untracked_ns: (b.8, a.8),
     };
-    let mut matched: BTreeMap<_, (Option<usize>, Option<usize>)> = BTreeMap::new();
-    for (i, c) in before.constructs.iter().enumerate() {
-        matched.entry(key(c)).or_default().0 = Some(i);
-    }
-    for (i, c) in after.constructs.iter().enumerate() {
-        matched.entry(key(c)).or_default().1 = Some(i);
-    }
-    let mut constructs: Vec<ConstructDiff> = matched
-        .into_values()
+    let mut constructs: Vec<ConstructDiff> = pair_constructs(before, after)
+        .into_iter()
         .map(|(bi, ai)| {
             let bc = bi.map(|i| &before.constructs[i]);
             let ac = ai.map(|i| &after.constructs[i]);
             let any = bc.or(ac).expect("one side matched");
             let pick = |c: Option<&Construct>, f: &dyn Fn(&Construct) -> u64| c.map(f).unwrap_or(0);
+            let moved_to = match (bc, ac) {
+                (Some(b), Some(a)) if (base_name(&b.location), b.location.line) != (base_name(&a.location), a.location.line) => {
+                    Some(a.location.clone())
+                }
+                _ => None,
+            };
             ConstructDiff {
                 kind: any.kind,
                 location: any.location.clone(),
+                moved_to,
                 before: bi,
                 after: ai,
                 reached: (pick(bc, &|c| c.reached), pick(ac, &|c| c.reached)),
@@ -121,7 +221,7 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
     });
     let mut vars: BTreeMap<(String, Direction), VariableDiff> = BTreeMap::new();
     for (side, p) in [(0, before), (1, after)] {
-        for v in &p.variables {
+        for v in &crate::runtime_internal::fold(&p.variables) {
             let e = vars.entry((v.name.clone(), v.direction)).or_insert_with(|| VariableDiff {
                 name: v.name.clone(),
                 direction: v.direction,
@@ -138,4 +238,71 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
     let mut variables: Vec<VariableDiff> = vars.into_values().collect();
     variables.sort_by(|x, y| y.time_ns.0.max(y.time_ns.1).cmp(&x.time_ns.0.max(x.time_ns.1)).then(x.name.cmp(&y.name)));
     ProfileDiff { summary, constructs, variables }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile of compute constructs in main at `lines`, each moving the named array.
+    fn profile(constructs: &[(i64, &str)]) -> Profile {
+        let mut p = Profile::default();
+        for (i, &(line, var)) in constructs.iter().enumerate() {
+            p.constructs.push(Construct {
+                kind: ConstructKind::Compute,
+                construct_type: Some("parallel".into()),
+                location: Location { file: Some("/src/app.c".into()), function: Some("main".into()), line: Some(line), ..Location::default() },
+                reached: 10,
+                time: Timing::host(),
+                async_count: 0,
+                first_ns: 0,
+                last_ns: 0,
+                children: Vec::new(),
+                samples: Vec::new(),
+            });
+            p.variables.push(Variable {
+                name: var.into(),
+                named: true,
+                host_ptr: None,
+                direction: Direction::HostToDevice,
+                count: 10,
+                bytes: 10 << 20,
+                time: Timing::host(),
+                host_time: Timing::host(),
+                samples: Vec::new(),
+            });
+            p.transfer_sites.push(TransferSite {
+                construct: Some(i),
+                variable: i,
+                direction: Direction::HostToDevice,
+                count: 10,
+                bytes: 10 << 20,
+                max_bytes: 1 << 20,
+                host_ptr: None,
+                same_range: true,
+                time: Timing::host(),
+                host_time: Timing::host(),
+                first_ns: 0,
+                last_ns: 0,
+                samples: Vec::new(),
+            });
+        }
+        p
+    }
+
+    #[test]
+    fn constructs_moved_by_inserted_lines_pair_by_position() {
+        let pairs = pair_constructs(&profile(&[(10, "A"), (20, "B")]), &profile(&[(11, "A"), (21, "B")]));
+        assert!(pairs.contains(&(Some(0), Some(0))) && pairs.contains(&(Some(1), Some(1))), "{pairs:?}");
+        assert_eq!(pairs.len(), 2);
+    }
+
+    #[test]
+    fn a_construct_inserted_above_pairs_the_others_by_their_variables() {
+        // A construct moving C inserted at line 12 shifts every position below it.
+        let pairs = pair_constructs(&profile(&[(10, "A"), (20, "B")]), &profile(&[(12, "C"), (14, "A"), (24, "B")]));
+        assert!(pairs.contains(&(Some(0), Some(1))), "A pairs with A: {pairs:?}");
+        assert!(pairs.contains(&(Some(1), Some(2))), "B pairs with B: {pairs:?}");
+        assert!(pairs.contains(&(None, Some(0))), "C is added: {pairs:?}");
+    }
 }

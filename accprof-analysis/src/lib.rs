@@ -57,11 +57,14 @@
 pub mod advise;
 pub mod build;
 pub mod diff;
+pub mod host_fallback;
 /// Durations, bytes and rates for people: the formatters every view shares.
 pub use accprof_timeline::format;
 pub mod load;
 pub mod model;
 pub mod report;
+pub mod runtime_internal;
+pub mod source;
 
 pub use advise::{advise, Evidence, Finding, FindingLocation, Rule};
 pub use build::ProfileBuilder;

@@ -13,6 +13,9 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
         out.push_str("The trace holds no OpenACC events: nothing to advise.\n");
         return out;
     }
+    if crate::host_fallback::ran_on_host(p) {
+        let _ = writeln!(out, "Host fallback: {}.\n", crate::host_fallback::EXPLANATION);
+    }
     if findings.is_empty() {
         let _ = writeln!(out, "No findings: none of the rules matched this run ({} of host time, {} in transfers).", duration(wall), duration(p.summary.transfers_ns()));
         return out;
@@ -37,7 +40,11 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
         for d in &f.evidence.details {
             let _ = writeln!(out, "             {d}");
         }
-        let _ = writeln!(out, "   saving:   about {} ({} of the run)", duration(f.estimated_saving_ns), percent(f.estimated_saving_ns, wall));
+        if f.estimated_saving_ns == 0 {
+            let _ = writeln!(out, "   saving:   none estimated (a note: the change moves time, it does not remove it)");
+        } else {
+            let _ = writeln!(out, "   saving:   about {} ({} of the run)", duration(f.estimated_saving_ns), percent(f.estimated_saving_ns, wall));
+        }
         let _ = writeln!(out, "   change:   {}", f.change);
         if let Some(e) = f.events.first() {
             let _ = writeln!(out, "   see:      event #{} (and {} more) in `accprof tui`", e.index, f.events.len() - 1);

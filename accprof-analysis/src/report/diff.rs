@@ -1,6 +1,6 @@
 //! The comparison of two profiles as text (`accprof diff`).
 
-use crate::diff::ProfileDiff;
+use crate::diff::{ConstructDiff, ProfileDiff};
 use crate::format::{bytes, duration, thousands};
 use std::fmt::Write;
 
@@ -12,6 +12,18 @@ fn change(b: u64, a: u64) -> String {
     } else {
         let pct = (a as f64 - b as f64) * 100.0 / b as f64;
         format!("{pct:+.1}%")
+    }
+}
+
+/// Where a construct is: `app.c:12 -> 13` when the edit moved it, `a.c:12 -> b.c:13` across files.
+fn location(c: &ConstructDiff) -> String {
+    let before = c.location.short();
+    match &c.moved_to {
+        Some(to) if to.file.as_deref().map(|f| f.rsplit('/').next()) == c.location.file.as_deref().map(|f| f.rsplit('/').next()) => {
+            format!("{before} -> {}", to.line.map(|l| l.to_string()).unwrap_or_else(|| "?".into()))
+        }
+        Some(to) => format!("{before} -> {}", to.short()),
+        None => before,
     }
 }
 
@@ -36,20 +48,18 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
     for (name, (b, a), f) in rows {
         let _ = writeln!(out, "{name:<26} {:>14} {:>14} {:>9}", f(b), f(a), change(b, a));
     }
-    let _ = writeln!(out, "\nConstructs (largest change in host time first)");
-    let _ = writeln!(
-        out,
-        "  {:<30} {:<15} {:>15} {:>23} {:>17} {:>25}",
-        "location", "construct", "reached", "host time", "transfers", "bytes"
-    );
+    let _ =
+        writeln!(out, "\nConstructs (paired across the edit by function, kind, order and nearby lines; largest change in host time first)");
+    let _ =
+        writeln!(out, "  {:<36} {:<15} {:>15} {:>23} {:>17} {:>25}", "location", "construct", "reached", "host time", "transfers", "bytes");
     for c in &d.constructs {
-        let loc = format!("{} {}", c.location.short(), c.location.function.as_deref().unwrap_or(""));
+        let loc = format!("{} {}", location(c), c.location.function.as_deref().unwrap_or(""));
         let side = |present: bool, v: String| if present { v } else { "-".into() };
         let (hb, ha) = (c.before.is_some(), c.after.is_some());
         let pair = |b: String, a: String| format!("{} -> {}", side(hb, b), side(ha, a));
         let _ = writeln!(
             out,
-            "  {:<30} {:<15} {:>15} {:>23} {:>17} {:>25}",
+            "  {:<36} {:<15} {:>15} {:>23} {:>17} {:>25}",
             loc.trim_end(),
             c.kind.label(),
             pair(thousands(c.reached.0), thousands(c.reached.1)),
@@ -57,6 +67,19 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
             pair(thousands(c.transfers.0), thousands(c.transfers.1)),
             pair(bytes(c.bytes.0), bytes(c.bytes.1)),
         );
+    }
+    let unmatched = |removed: bool| -> Vec<String> {
+        d.constructs
+            .iter()
+            .filter(|c| if removed { c.after.is_none() } else { c.before.is_none() })
+            .map(|c| format!("{} {} ({})", c.location.short(), c.location.function.as_deref().unwrap_or("?"), c.kind.label()))
+            .collect()
+    };
+    for (removed, title) in [(true, "Removed (only before)"), (false, "Added (only after)")] {
+        let list = unmatched(removed);
+        if !list.is_empty() {
+            let _ = writeln!(out, "\n{title}: {}", list.join(", "));
+        }
     }
     if !d.variables.is_empty() {
         let _ = writeln!(out, "\nTransfers by variable");

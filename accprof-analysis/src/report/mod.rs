@@ -9,6 +9,7 @@ pub mod advice;
 pub mod csv;
 pub mod diff;
 pub mod json;
+pub mod ranks;
 pub mod text;
 
 use crate::model::Profile;
@@ -36,7 +37,7 @@ impl Default for ReportOptions {
 /// The sections of a report of `profiles` (in the order given) and, when there are several,
 /// their merge.
 pub fn sections(profiles: Vec<Profile>) -> (Vec<Section>, Option<Profile>) {
-    let merged = (profiles.len() > 1).then(|| crate::load::merge(&profiles));
+    let merged = (profiles.len() > 1).then(|| ranks::merge_ranks(&profiles));
     let sections = profiles
         .into_iter()
         .map(|p| Section { label: p.sources.first().map(|s| s.rank_label()).unwrap_or_default(), profile: p })

@@ -35,16 +35,19 @@ pub fn render(sections: &[Section], merged: Option<&Profile>, opts: ReportOption
     }
     if let Some(m) = merged {
         out.push('\n');
-        let _ = writeln!(out, "==== all {} traces merged ====", sections.len());
-        out.push_str("(times are summed over the traces; wall time is the longest trace's)\n");
+        super::ranks::render_merged_header(&mut out, sections, m);
         render_profile(&mut out, m, opts);
+        super::ranks::render_rank_stats(&mut out, sections, opts.top);
     }
     out
 }
 
 /// One profile: header line, warnings, summary, top constructs, variables, NV_ACC_TIME detail.
 pub fn render_profile(out: &mut String, p: &Profile, opts: ReportOptions) {
-    for src in p.sources.iter().take(1) {
+    if p.sources.len() > 1 {
+        let _ = writeln!(out, "Traces: the {} files listed above", p.sources.len());
+    }
+    for src in p.sources.iter().take(1).filter(|_| p.sources.len() == 1) {
         let args = if src.args.is_empty() { src.exe.clone() } else { src.args.join(" ") };
         let _ = writeln!(out, "Trace: {}  ({}, {}{})", src.path, args, src.rank_label(), if src.hostname.is_empty() { String::new() } else { format!(", host {}", src.hostname) });
     }
@@ -132,6 +135,9 @@ fn summary(out: &mut String, p: &Profile) {
     };
     let tag = |t: &Timing| format!("[{}]", t.source.label());
     out.push_str("\nSummary\n");
+    if crate::host_fallback::ran_on_host(p) {
+        let _ = writeln!(out, "  Host fallback: {}.", crate::host_fallback::EXPLANATION);
+    }
     let _ = writeln!(
         out,
         "  {:<34}{:>12}           {}",
@@ -203,7 +209,8 @@ fn variables(out: &mut String, p: &Profile) {
     if p.variables.is_empty() {
         return;
     }
-    let mut vs: Vec<&Variable> = p.variables.iter().collect();
+    let folded = crate::runtime_internal::fold(&p.variables);
+    let mut vs: Vec<&Variable> = folded.iter().collect();
     vs.sort_by(|a, b| b.time.total_ns.cmp(&a.time.total_ns).then(a.name.cmp(&b.name)));
     let _ = writeln!(out, "\nTransfers by variable");
     let _ = writeln!(out, "  {:<30} {:<13} {:>9} {:>12} {:>21} {:>12}", "variable", "direction", "count", "bytes", "time", "rate");

@@ -3,7 +3,7 @@
 use crate::commands::report::{load_profiles, write_output};
 use crate::error::CliError;
 use accprof_analysis::report::advice::render_text;
-use accprof_analysis::{advise, merge};
+use accprof_analysis::advise;
 use std::path::PathBuf;
 
 /// Tell what to change in an OpenACC program, from its trace.
@@ -43,8 +43,14 @@ pub enum Format {
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
+    let text = render(&args)?;
+    write_output(args.output.as_deref(), &text)
+}
+
+/// The advice `args` ask for, as text (`run --advise` writes it where the program's output is not).
+pub fn render(args: &Args) -> Result<String, CliError> {
     let profiles = load_profiles(&args.traces, args.quiet)?;
-    let profile = if profiles.len() == 1 { profiles.into_iter().next().expect("one profile") } else { merge(&profiles) };
+    let profile = if profiles.len() == 1 { profiles.into_iter().next().expect("one profile") } else { accprof_analysis::report::ranks::merge_ranks(&profiles) };
     let findings = advise(&profile);
     let text = match args.format {
         Format::Text => render_text(&profile, &findings),
@@ -53,5 +59,5 @@ pub fn run(args: Args) -> Result<(), CliError> {
             accprof_analysis::report::json::render_findings(&names, &findings) + "\n"
         }
     };
-    write_output(args.output.as_deref(), &text)
+    Ok(text)
 }

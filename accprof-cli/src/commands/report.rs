@@ -52,14 +52,19 @@ pub enum Format {
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
+    let text = render(&args)?;
+    write_output(args.output.as_deref(), &text)
+}
+
+/// The report `args` ask for, as text (`run --report` writes it where the program's output is not).
+pub fn render(args: &Args) -> Result<String, CliError> {
     let profiles = load_profiles(&args.traces, args.quiet)?;
     let (sections, merged) = report::sections(profiles);
-    let text = match args.format {
+    Ok(match args.format {
         Format::Text => report::text::render(&sections, merged.as_ref(), ReportOptions { top: args.top }),
         Format::Json => report::json::render(&sections, merged.as_ref()) + "\n",
         Format::Csv => report::csv::render(&sections, merged.as_ref()),
-    };
-    write_output(args.output.as_deref(), &text)
+    })
 }
 
 /// Writes `text` to `path`, or to standard output.
@@ -108,5 +113,7 @@ pub fn load_profile(path: &Path, quiet: bool) -> Result<Profile, CliError> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    Ok(result?)
+    let mut profile = result?;
+    accprof_analysis::source::close_regions(&mut profile);
+    Ok(profile)
 }

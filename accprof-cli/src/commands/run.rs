@@ -33,12 +33,16 @@ pub struct Args {
     /// process. `%p` is replaced by the process id, `%r` by the MPI rank.
     #[arg(short, long, value_name = "TRACE")]
     pub output: Option<PathBuf>,
-    /// Print the full report (as `accprof report`) when the program ends.
+    /// Print the full report (as `accprof report`) on standard error when the program ends
+    /// (never on its standard output, which stays the program's own).
     #[arg(long)]
     pub report: bool,
-    /// Print the advice (as `accprof advise`) when the program ends.
+    /// Print the advice (as `accprof advise`) on standard error when the program ends.
     #[arg(long)]
     pub advise: bool,
+    /// Write what --report and --advise print to FILE instead of standard error.
+    #[arg(long, value_name = "FILE")]
+    pub report_file: Option<PathBuf>,
     /// Print nothing of accprof's own but errors.
     #[arg(short, long)]
     pub quiet: bool,
@@ -145,11 +149,18 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if !args.quiet {
         eprintln!("accprof: {exe_name} {how} after {:.2} s; trace: {}", elapsed.as_secs_f64(), trace.display());
     }
+    let mut text = String::new();
     if args.report {
-        reuse::<crate::commands::report::Args>("report", &trace, crate::commands::report::run)?;
+        text += &reuse::<crate::commands::report::Args>("report", &trace, |a| crate::commands::report::render(&a))?;
     }
     if args.advise {
-        reuse::<crate::commands::advise::Args>("advise", &trace, crate::commands::advise::run)?;
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text += &reuse::<crate::commands::advise::Args>("advise", &trace, |a| crate::commands::advise::render(&a))?;
+    }
+    if args.report || args.advise {
+        write_outside_stdout(args.report_file.as_deref(), &text)?;
     }
     if !args.report && !args.advise && !args.quiet {
         print_summary(&trace)?;
@@ -157,9 +168,22 @@ pub fn run(args: Args) -> Result<(), CliError> {
     exit_like(code)
 }
 
-/// Runs another subcommand on the trace with its default options, parsed by its own parser
-/// so `run` stays in step with it.
-fn reuse<A: clap::Args>(name: &str, trace: &Path, f: fn(A) -> Result<(), CliError>) -> Result<(), CliError> {
+/// The report and advice go to `file`, else to standard error: the program's standard output
+/// stays byte for byte its own (a pipeline reading it must not see accprof's tables).
+fn write_outside_stdout(file: Option<&Path>, text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    match file {
+        Some(p) => std::fs::write(p, text).map_err(|e| CliError::new(format!("{}: cannot write: {e}", p.display()))),
+        None => {
+            let mut err = std::io::stderr().lock();
+            err.write_all(text.as_bytes()).and_then(|_| err.flush()).map_err(|e| CliError::new(format!("cannot write the report: {e}")))
+        }
+    }
+}
+
+/// Runs another subcommand's rendering on the trace with its default options, parsed by its own
+/// parser so `run` stays in step with it.
+fn reuse<A: clap::Args>(name: &str, trace: &Path, f: fn(A) -> Result<String, CliError>) -> Result<String, CliError> {
     #[derive(Parser)]
     struct Wrap<A: clap::Args> {
         #[command(flatten)]
@@ -182,6 +206,9 @@ fn print_summary(trace: &Path) -> Result<(), CliError> {
         accprof_analysis::format::bytes(s.transfer_bytes()),
         f(s.waits.total_ns),
     );
+    if accprof_analysis::host_fallback::ran_on_host(&profile) {
+        eprintln!("accprof: host fallback: {}", accprof_analysis::host_fallback::EXPLANATION);
+    }
     let findings = accprof_analysis::advise(&profile);
     if let Some(top) = findings.first() {
         eprintln!("accprof: top advice: {}", top.title);

@@ -3,6 +3,7 @@
 use crate::advise::*;
 use crate::format::{bytes, duration};
 use crate::model::*;
+use crate::source::directive;
 
 /// The rule's checker, for [`AdviceRule`].
 #[derive(Debug, Default)]
@@ -47,8 +48,10 @@ fn alloc_churn(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>) {
             },
             estimated_saving_ns: saving,
             change: format!(
-                "keep the allocation: `#pragma acc enter data create(...)` the {} array once before the loop, `present(...)` on the construct at {at}, and `#pragma acc exit data delete(...)` after the loop",
-                bytes(b)
+                "keep the allocation: `{}` the {} array once before the loop, `present(...)` on the construct at {at}, and `{}` after the loop",
+                directive(c.and_then(|c| c.location.file.as_deref()), "enter data create(...)"),
+                bytes(b),
+                directive(c.and_then(|c| c.location.file.as_deref()), "exit data delete(...)")
             ),
             events: a.samples.clone(),
             time_ranges: vec![(a.first_ns, a.last_ns)],

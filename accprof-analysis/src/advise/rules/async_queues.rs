@@ -19,12 +19,17 @@ impl AdviceRule for AsyncQueues {
 }
 
 fn async_queues(p: &Profile, out: &mut Vec<Finding>) {
+    // On the host fallback a construct runs synchronously whatever its clauses say: its time is
+    // no measure of what an async queue would overlap.
+    if crate::host_fallback::ran_on_host(p) {
+        return;
+    }
     let wall = p.summary.wall_ns;
     let mut waited = 0u64;
     let mut lines: Vec<&Construct> = Vec::new();
     let mut events = Vec::new();
     for c in &p.constructs {
-        if c.kind != ConstructKind::Compute || c.async_count > 0 {
+        if c.kind != ConstructKind::Compute || c.async_count > 0 || async_in_source(p, c) {
             continue;
         }
         let (n, _, t) = c.child_total(ChildKind::Wait);
@@ -61,12 +66,22 @@ fn async_queues(p: &Profile, out: &mut Vec<Finding>) {
         },
         estimated_saving_ns: waited.min(host_work),
         change: format!(
-            "add `async(1)` to the constructs at {} and `#pragma acc wait(1)` just before the host needs their results, so host work and device work overlap",
-            construct_lines(&lines)
+            "add `async(1)` to the constructs at {} and `{}` just before the host needs their results, so host work and device work overlap",
+            construct_lines(&lines),
+            crate::source::directive(first.location.file.as_deref(), "wait(1)")
         ),
         events,
         time_ranges: vec![(first_ns, last_ns)],
     });
+}
+
+/// Whether the directive of `c` already has an `async` clause in the source (a runtime that ran
+/// it synchronously does not report it as async).
+fn async_in_source(p: &Profile, c: &Construct) -> bool {
+    match (c.location.file.as_deref(), c.location.line) {
+        (Some(f), Some(line)) => crate::source::read_matching(p, f, &[line]).is_some_and(|s| s.directive_has_clause(line, "async")),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -109,5 +124,58 @@ mod tests {
     #[test]
     fn silent_when_the_constructs_are_already_async() {
         assert!(run(Some(1)).is_empty());
+    }
+
+    /// The synchronous run of [`run`] with its constructs in a source file of `name` whose line
+    /// 42 is `directive`.
+    fn run_with_source(name: &str, directive: &str) -> Vec<Finding> {
+        let dir = std::env::temp_dir().join(format!("accprof-async-rule-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        let mut text = "\n".repeat(41);
+        text.push_str(directive);
+        text.push_str("\nfor (int i = 0; i < n; i++) a[i] = 0;\n");
+        std::fs::write(&path, text).unwrap();
+        let mut r = Run::new();
+        for _ in 0..10 {
+            r.compute(42, 10 * MS, 10 * MS, |r, t| {
+                let launch = r.launch(t + US, t + 3 * US, 42, "main_42_gpu", 256, 128);
+                let wait = r.ev(acc_event_t::WAIT_START, t + MS, t + 10 * MS - US, 42);
+                vec![launch, wait]
+            });
+        }
+        let wall = r.now;
+        let mut p = r.profile(wall);
+        p.constructs.iter_mut().for_each(|c| c.location.file = Some(path.display().to_string()));
+        let f = findings(&AsyncQueues, &p);
+        let _ = std::fs::remove_dir_all(&dir);
+        f
+    }
+
+    #[test]
+    fn silent_when_the_source_already_says_async() {
+        // A runtime that ran it synchronously (host fallback) reports no async queue.
+        assert!(run_with_source("app.c", "#pragma acc parallel loop async(2)").is_empty());
+        assert_eq!(rules_of(&run_with_source("app.c", "#pragma acc parallel loop")), [Rule::AsyncQueues]);
+    }
+
+    #[test]
+    fn silent_on_the_host_fallback() {
+        let mut r = Run::new();
+        for _ in 0..10 {
+            r.compute(42, 10 * MS, 10 * MS, |r, t| vec![r.ev(acc_event_t::WAIT_START, t + MS, t + 10 * MS - US, 42)]);
+        }
+        let wall = r.now;
+        let mut p = r.profile(wall);
+        // What libgomp's host fallback reports: acc_device_host, nothing launched or moved.
+        p.constructs.iter_mut().for_each(|c| c.location.device_type = Some(2));
+        assert!(crate::host_fallback::ran_on_host(&p));
+        assert!(findings(&AsyncQueues, &p).is_empty());
+    }
+
+    #[test]
+    fn fortran_gets_fortran_wait() {
+        let f = run_with_source("app.f90", "!$acc parallel loop");
+        assert!(f[0].change.contains("`!$acc wait(1)`") && !f[0].change.contains("#pragma"), "{}", f[0].change);
     }
 }

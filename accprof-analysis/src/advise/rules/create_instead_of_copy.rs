@@ -4,6 +4,7 @@
 use crate::advise::*;
 use crate::format::{bytes, duration};
 use crate::model::*;
+use crate::source::{directive, Language};
 
 /// The rule's checker, for [`AdviceRule`].
 #[derive(Debug, Default)]
@@ -27,7 +28,20 @@ fn create_instead_of_copy(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>
         }
         let (Some(from), Some(to)) = (p.construct(r.from_construct), p.construct(r.to_construct)) else { continue };
         let lines: Vec<i64> = [from.location.line, to.location.line, from.location.end_line, to.location.end_line].into_iter().flatten().collect();
-        let (a, b) = (lines.iter().min().copied(), lines.iter().max().copied());
+        let (mut a, mut b) = (lines.iter().min().copied(), lines.iter().max().copied());
+        // With the source at hand: the loop around both constructs, which the region must enclose
+        // (the copy out and back in repeat with it).
+        let file = from.location.file.as_deref();
+        let starts: Vec<i64> = [from.location.line, to.location.line].into_iter().flatten().collect();
+        if let (Some(src), Some(&lo), Some(&hi)) = (file.and_then(|f| crate::source::read_matching(p, f, &starts)), starts.iter().min(), starts.iter().max()) {
+            if let Some(l) = src.enclosing_loop(lo, hi) {
+                (a, b) = (Some(l.start), Some(l.end));
+            }
+        }
+        let end = match Language::of(file.unwrap_or("")) {
+            Language::Fortran => format!(" ... `{}`", directive(file, "end data")),
+            Language::C => String::new(),
+        };
         let mut loc = FindingLocation::of(from);
         loc.line = a;
         loc.end_line = b;
@@ -52,11 +66,12 @@ fn create_instead_of_copy(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>
             },
             estimated_saving_ns: r.time_ns,
             change: format!(
-                "keep {name} on the device: wrap lines {} in `#pragma acc data create({name})` and use `present({name})` on both constructs instead of copyout/copyin (if the host never reads it, it is a device-only temporary)",
+                "keep {name} on the device: wrap lines {} in `{}`{end} and use `present({name})` on both constructs instead of copyout/copyin (if the host never reads it, it is a device-only temporary)",
                 match (a, b) {
                     (Some(a), Some(b)) => format!("{a}-{b}"),
                     _ => "of both constructs".into(),
                 },
+                directive(from.location.file.as_deref(), &format!("data create({})", v.name)),
                 name = v.name
             ),
             events: r.samples.clone(),

@@ -5,6 +5,7 @@
 use crate::advise::*;
 use crate::format::{bytes, duration};
 use crate::model::*;
+use crate::source::{directive, Language};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The rule's checker, for [`AdviceRule`].
@@ -75,6 +76,16 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
             (Some(a), _) => format!("the loop around line {a}"),
             _ => "the loop around these constructs".into(),
         };
+        // With the source at hand: the innermost loop around every construct that moved the
+        // arrays (a region inside it would still copy them on every iteration).
+        let file = first.location.file.as_deref();
+        let lang = Language::of(file.unwrap_or(""));
+        let last_start = cs.iter().filter_map(|c| c.location.line).max();
+        let starts: Vec<i64> = cs.iter().filter_map(|c| c.location.line).collect();
+        let the_loop = match (file.and_then(|f| crate::source::read_matching(p, f, &starts)), first_line, last_start) {
+            (Some(src), Some(a), Some(b)) => src.enclosing_loop(a, b),
+            _ => None,
+        };
         let names: Vec<String> = vars.iter().map(|v| v.name.clone()).collect();
         let mut details = vec![format!(
             "{} moved {} times ({}) by the compute constructs at {}, costing {} of host time",
@@ -95,8 +106,20 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
             ));
         }
         let mut loc = FindingLocation::of(first);
-        loc.line = first_line;
-        loc.end_line = last_line;
+        loc.line = the_loop.map(|l| l.start).or(first_line);
+        loc.end_line = the_loop.map(|l| l.end).or(last_line);
+        let open = lang.directive(&format!("data {pragma}"));
+        let wrap = match (the_loop, lang) {
+            (Some(l), Language::Fortran) => format!(
+                "put `{open}` before the loop at lines {}-{} and `{}` after its `end do`",
+                l.start,
+                l.end,
+                lang.directive("end data")
+            ),
+            (Some(l), Language::C) => format!("wrap the loop at lines {}-{} in `{open}` (the loop is the region's block)", l.start, l.end),
+            (None, Language::Fortran) => format!("wrap {lines} in `{open}` ... `{}` (a data region around the loop)", lang.directive("end data")),
+            (None, Language::C) => format!("wrap {lines} in `{open}` (a data region around the loop)"),
+        };
         let span = vars.iter().map(|v| v.span()).fold((u64::MAX, 0), |a, b| (a.0.min(b.0), a.1.max(b.1)));
         let mut events: Vec<EventRef> = vars.iter().flat_map(|v| v.events()).collect();
         events.sort_by_key(|r| r.start_ns);
@@ -108,7 +131,7 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
             evidence: Evidence { count, bytes: xbytes, time_ns: time, details },
             estimated_saving_ns: saving,
             change: format!(
-                "wrap {lines} in `#pragma acc data {pragma}` (a data region around the loop) and use `present({})` on the compute constructs, so the arrays stay on the device between them{}{}",
+                "{wrap} and use `present({})` on the compute constructs, so the arrays stay on the device between them{}{}",
                 names.join(", "),
                 if clauses.contains_key("copy") && !clauses.contains_key("create") {
                     "; an array that only holds intermediate results can be `create` instead of `copy`"
@@ -184,9 +207,9 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
             },
             estimated_saving_ns: across.iter().map(|v| v.saving()).sum(),
             change: format!(
-                "add `#pragma acc enter data {}` before the first call and `#pragma acc exit data {}` after the last one, and `present({})` on the constructs at {}",
-                enter.join(" "),
-                exit.join(" "),
+                "add `{}` before the first call and `{}` after the last one, and `present({})` on the constructs at {}",
+                directive(first.location.file.as_deref(), &format!("enter data {}", enter.join(" "))),
+                directive(first.location.file.as_deref(), &format!("exit data {}", exit.join(" "))),
                 names.join(", "),
                 construct_lines(&cs)
             ),

@@ -3,6 +3,7 @@
 use crate::advise::*;
 use crate::format::{duration, percent};
 use crate::model::*;
+use crate::source::directive;
 
 /// The rule's checker, for [`AdviceRule`].
 #[derive(Debug, Default)]
@@ -66,8 +67,9 @@ fn sequential_kernels(p: &Profile, out: &mut Vec<Finding>) {
             // Assumes the parallel loop runs at least 10x faster; the real gain depends on the loop.
             estimated_saving_ns: c.time.total_ns / 10 * 9,
             change: format!(
-                "make the loop at {} parallel: privatize the arrays and scalars it writes (`private(...)`, tips 1 and 5), make the loop rectangular (tip 3), then `#pragma acc parallel loop gang vector`",
-                c.location.short()
+                "make the loop at {} parallel: privatize the arrays and scalars it writes (`private(...)`, tips 1 and 5), make the loop rectangular (tip 3), then `{}`",
+                c.location.short(),
+                directive(c.location.file.as_deref(), "parallel loop gang vector")
             ),
             events: k.samples.clone(),
             time_ranges: vec![(k.first_ns, k.last_ns)],

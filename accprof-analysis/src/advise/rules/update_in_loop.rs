@@ -3,6 +3,7 @@
 use crate::advise::*;
 use crate::format::{bytes, duration};
 use crate::model::*;
+use crate::source::directive;
 use std::collections::BTreeSet;
 
 /// The rule's checker, for [`AdviceRule`].
@@ -53,9 +54,8 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
             },
             estimated_saving_ns: saving,
             change: format!(
-                "move `#pragma acc update {} ({})` out of the loop (once after it, where the host needs the data), or update only the part the host reads each iteration, e.g. `update self({}[0:k])`",
-                dirs.into_iter().collect::<Vec<_>>().join("/"),
-                names.join(", "),
+                "move `{}` out of the loop (once after it, where the host needs the data), or update only the part the host reads each iteration, e.g. `update self({}[0:k])`",
+                directive(c.location.file.as_deref(), &format!("update {} ({})", dirs.into_iter().collect::<Vec<_>>().join("/"), names.join(", "))),
                 names.first().map(|n| n.split('[').next().unwrap_or(n)).unwrap_or("a")
             ),
             events: c.samples.clone(),
