@@ -206,6 +206,11 @@ fn largest(
 fn held(l: &Live, strings: &StringTable) -> HeldArray {
     let name = match (strings.resolve(l.var), l.host_ptr) {
         (Some(n), _) => n.to_string(),
+        // An unnamed block this small is the runtime's own (an argument block or a reduction
+        // cell at a stack address), named as the transfer tables name it.
+        (None, _) if l.bytes <= crate::runtime_internal::MAX_BYTES => {
+            crate::runtime_internal::NAME.to_string()
+        }
         (None, Some(p)) if p != 0 => format!("host {p:#x}"),
         // GCC names neither the variable nor the host address of an allocation.
         _ => format!("device {:#x}", l.ptr),
