@@ -96,6 +96,52 @@ fn cpp_and_fortran_programs_give_libgomps_results() {
 }
 
 #[test]
+fn fortran_allocatable_updates_keep_the_device_descriptor() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "alloc_update.f90");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp, "after first: 125750.0 after update device: 131750.0 end: 263500.0 fixed: 126750.0\n");
+    // Quietly too: the descriptors GCC maps beside the data are not results left on the device.
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+}
+
+#[test]
+fn async_updates_of_fortran_allocatables_give_libgomps_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "halo_async.f90");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp, "halo checksum 1799947.286365\n");
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+}
+
+/// Builds gfortran sources of the repository's tests/apps into one program.
+fn build_app(dir: &Path, name: &str, srcs: &[&str]) -> PathBuf {
+    let apps = crate_dir().join("../tests/apps");
+    let out = dir.join(name);
+    let o = Command::new("gfortran")
+        .args(["-fopenacc", "-O2", "-g", "-J"])
+        .arg(dir)
+        .args(srcs.iter().map(|s| apps.join(s)))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("gfortran runs: {e} (.ci/run installs it)"));
+    assert!(o.status.success(), "gfortran failed on {srcs:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn fortran_apps_with_allocatables_give_libgomps_results_without_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, srcs) in [("heat", &["heat_mod.f90", "heat_main.f90"][..]), ("jacobi_naive", &["jacobi_naive.f90"][..])] {
+        let prog = build_app(dir.path(), name, srcs);
+        let gomp = text(&on_libgomp(&prog));
+        assert!(gomp.contains("checksum"), "{name}: {gomp}");
+        assert_eq!(text(&on_shim_quietly(&prog)), gomp, "{name}");
+    }
+}
+
+#[test]
 fn a_missing_copyout_loses_the_results_as_on_a_gpu() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "missing_copyout.c");
