@@ -18,7 +18,9 @@ fn build(dir: &Path, src: &str) -> PathBuf {
         _ => "gcc",
     };
     let out = dir.join(src.replace('.', "_"));
+    // In the temporary directory: gfortran writes a module's .mod file where it runs.
     let o = Command::new(compiler)
+        .current_dir(dir)
         .args(["-fopenacc", "-O2", "-g", "-pthread", "-o"])
         .arg(&out)
         .arg(&path)
@@ -163,6 +165,20 @@ fn a_missing_copyout_loses_the_results_as_on_a_gpu() {
     // Switched off, the line goes.
     let o = shim_cmd(&prog).env("ACCSHIM_NO_DROP_CHECK", "1").output().unwrap();
     assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn an_update_self_of_every_change_drops_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "update_self_copyin.c");
+    assert_eq!(text(&on_libgomp(&prog)), "a=500500 b=501500 c=602500\n");
+    // a and b (async and synchronous update self) come back whole; c's last change is dropped,
+    // as on a GPU, and is the only array warned about.
+    let o = on_shim(&prog);
+    assert_eq!(text(&o), "a=500500 b=501500 c=502500\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("results dropped: the device copy of [0x") && err.contains(",+8000]"), "{err}");
 }
 
 /// The array transfers (8000 bytes each) among a run's events: (uploads, downloads, queues of
