@@ -181,6 +181,18 @@ fn an_update_self_of_every_change_drops_nothing() {
     assert!(err.contains("results dropped: the device copy of [0x") && err.contains(",+8000]"), "{err}");
 }
 
+#[test]
+fn a_dropped_fortran_module_array_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "module_dropped.f90");
+    assert_eq!(text(&on_libgomp(&prog)), "field: 2000.0 out: 2000.0\n");
+    let o = on_shim(&prog);
+    assert_eq!(text(&o), "field: 1000.0 out: 2000.0\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "only field, not out nor the descriptors: {err}");
+    assert!(err.contains("results dropped: the device copy of field in module grid ([0x") && err.contains(",+8000])"), "{err}");
+}
+
 /// The array transfers (8000 bytes each) among a run's events: (uploads, downloads, queues of
 /// the uploads).
 fn array_transfers(evs: &[Event]) -> (usize, usize, Vec<String>) {

@@ -173,7 +173,7 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
                 let was_absent = host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
                 let e = data::enter(op, &c, false)?;
                 if k == MapKind::TO_PSET {
-                    not_results(op, host);
+                    descriptor_mapped(op, host, was_absent);
                 }
                 if let Entered::Mapped(_) = e {
                     m.undo.push(Undo::Exit(c));
@@ -224,10 +224,20 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
 
 /// A Fortran array descriptor (GOMP_MAP_TO_PSET) mapped at `host`: its device copy holds the
 /// device address of the data (written by the GOMP_MAP_POINTER that follows), never results a
-/// kernel computed, so it is left out of the missing-copyout check (src/dropped.rs).
-fn not_results(op: &Op, host: usize) {
-    if let Some(e) = op.rt.table().get_mut(host) {
+/// kernel computed, so it is left out of the missing-copyout check (src/dropped.rs). When
+/// `fresh`, the data it points to (mapped just before it) remembers it, for the array's name.
+fn descriptor_mapped(op: &Op, host: usize, fresh: bool) {
+    let mut table = op.rt.table();
+    if let Some(e) = table.get_mut(host) {
         e.digest = None;
+    }
+    if fresh {
+        // SAFETY: GCC passes a gfortran array descriptor for this kind; its first word is the
+        // address of the array's data.
+        let data = unsafe { *(host as *const usize) };
+        if let Some(e) = table.containing_mut(data).filter(|e| e.descriptor == 0 && e.host != host) {
+            e.descriptor = host;
+        }
     }
 }
 
@@ -528,12 +538,13 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
                     }
                     _ => {
                         let kind = if matches!(k, MapKind::ALLOC | MapKind::FORCE_ALLOC) { ClauseKind::Create } else { ClauseKind::CopyIn };
-                        if host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent {
+                        let was_absent = host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
+                        if was_absent {
                             created.push((host, bytes));
                         }
                         data::enter(&op, &clause(kind, host, bytes), true)?;
                         if k == MapKind::TO_PSET {
-                            not_results(&op, host);
+                            descriptor_mapped(&op, host, was_absent);
                         }
                     }
                 }
