@@ -116,6 +116,15 @@ fn async_updates_of_fortran_allocatables_give_libgomps_results() {
     assert_eq!(text(&on_shim_quietly(&prog)), gomp);
 }
 
+#[test]
+fn an_async_update_host_after_an_async_kernel_fetches_its_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "async_update_host.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert!(gomp.starts_with("wrong 0 sum "), "{gomp}");
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+}
+
 /// Builds gfortran sources of the repository's tests/apps into one program.
 fn build_app(dir: &Path, name: &str, srcs: &[&str]) -> PathBuf {
     let apps = crate_dir().join("../tests/apps");
