@@ -311,9 +311,12 @@ pub fn update(op: &Op, c: &Clause, if_present: bool) -> Result<()> {
     let table = op.rt.table();
     let (dev, digest) = match table.lookup(host, c.bytes, c.name)? {
         Lookup::Present { dev, key } => {
-            // An update device changes the device copy by the program's wish: a tracked copy
-            // (src/dropped.rs) is digested again after it.
-            let digest = table.get(key).filter(|_| c.kind == ClauseKind::UpdateDevice).and_then(|e| e.digest.clone().map(|g| (e.dev, e.bytes, g)));
+            // After an update device the device copy is what the program wants there, and after
+            // an update self of the whole copy the host has the device's results: either way a
+            // tracked copy (src/dropped.rs) is digested again after it, and only later changes
+            // count. (A part copied back leaves the rest's changes to be found.)
+            let whole = |e: &crate::present::Entry| c.kind == ClauseKind::UpdateDevice || (e.host == host && e.bytes == c.bytes);
+            let digest = table.get(key).filter(|e| whole(e)).and_then(|e| e.digest.clone().map(|g| (e.dev, e.bytes, g)));
             (dev, digest)
         }
         Lookup::Absent if if_present => return Ok(()),
@@ -327,7 +330,10 @@ pub fn update(op: &Op, c: &Clause, if_present: bool) -> Result<()> {
             upload(op, &ctx, host, dev, c.bytes, c.name)?;
             digest.map_or(Ok(()), |(d, b, g)| crate::dropped::record(op, d, b, g))
         }
-        ClauseKind::UpdateSelf => download(op, &ctx, host, dev, c.bytes, c.name),
+        ClauseKind::UpdateSelf => {
+            download(op, &ctx, host, dev, c.bytes, c.name)?;
+            digest.map_or(Ok(()), |(d, b, g)| crate::dropped::record(op, d, b, g))
+        }
         other => Err(AccError::InvalidArgument(format!("{other:?} is not an update clause"))),
     }
 }

@@ -59,7 +59,7 @@ static WARNED: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 /// Queues the comparison for an entry released without a copy back.
 pub fn check(op: &Op, e: &Entry, cell: Arc<AtomicU64>) -> Result<()> {
     let (dev, host, bytes) = (Addr(e.dev as usize), e.host, e.bytes);
-    let name = e.name_str();
+    let (name, descriptor) = (e.name_str(), e.descriptor);
     let site = crate::loc::call_site();
     let job: HostJob = Box::new(move || {
         let dev = dev;
@@ -69,13 +69,22 @@ pub fn check(op: &Op, e: &Entry, cell: Arc<AtomicU64>) -> Result<()> {
         }
         let first = WARNED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashSet::new).insert(host);
         if first {
-            let what = if name.is_empty() { crate::loc::symbol_of(host).unwrap_or_default() } else { name };
-            let what = if what.is_empty() { String::new() } else { format!(" ({what})") };
+            let what = if name.is_empty() { static_name(host, descriptor).unwrap_or_default() } else { name };
+            // Named when the program's name for it is known, its range otherwise.
+            let what = if what.is_empty() { format!("[{host:#x},+{bytes}]") } else { format!("{what} ([{host:#x},+{bytes}])") };
             eprintln!(
-                "accshim: warning: results dropped: the device copy of [{host:#x},+{bytes}]{what} was changed on the device and is released without a copy back{}: a missing copyout?",
+                "accshim: warning: results dropped: the device copy of {what} was changed on the device and is released without a copy back{}: a missing copyout?",
                 crate::loc::describe_site(site)
             );
         }
     });
     op.rt.backend.host_fn(op.q, job)
+}
+
+/// The program's name for data the clause did not name: the global array at `host`, or the
+/// Fortran module array whose descriptor is at `descriptor`.
+fn static_name(host: usize, descriptor: usize) -> Option<String> {
+    use crate::elf_symbols::{data_symbol, source_name};
+    let symbol = crate::loc::symbol_of(host).or_else(|| data_symbol(host));
+    symbol.or_else(|| (descriptor != 0).then(|| data_symbol(descriptor)).flatten()).map(|s| source_name(&s))
 }

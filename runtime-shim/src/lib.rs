@@ -16,6 +16,7 @@ pub mod backend;
 pub mod construct;
 pub mod data;
 pub mod dropped;
+pub mod elf_symbols;
 pub mod env;
 pub mod error;
 pub mod ffi;

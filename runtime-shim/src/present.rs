@@ -32,6 +32,9 @@ pub struct Entry {
     /// A digest of the device copy as last uploaded, for data only ever copied in, on a device
     /// whose memory the host can read (src/dropped.rs): written by a job in queue order.
     pub digest: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// The host address of the Fortran array descriptor that points at this data (0 if none),
+    /// to name the array in messages.
+    pub descriptor: usize,
 }
 
 // SAFETY: `name` points to a static NUL-terminated string (see crate::loc).
@@ -59,6 +62,7 @@ impl Entry {
             attached: BTreeMap::new(),
             filling: None,
             digest: None,
+            descriptor: 0,
         }
     }
     pub fn end(&self) -> usize {

@@ -18,7 +18,9 @@ fn build(dir: &Path, src: &str) -> PathBuf {
         _ => "gcc",
     };
     let out = dir.join(src.replace('.', "_"));
+    // In the temporary directory: gfortran writes a module's .mod file where it runs.
     let o = Command::new(compiler)
+        .current_dir(dir)
         .args(["-fopenacc", "-O2", "-g", "-pthread", "-o"])
         .arg(&out)
         .arg(&path)
@@ -96,6 +98,61 @@ fn cpp_and_fortran_programs_give_libgomps_results() {
 }
 
 #[test]
+fn fortran_allocatable_updates_keep_the_device_descriptor() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "alloc_update.f90");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp, "after first: 125750.0 after update device: 131750.0 end: 263500.0 fixed: 126750.0\n");
+    // Quietly too: the descriptors GCC maps beside the data are not results left on the device.
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+}
+
+#[test]
+fn async_updates_of_fortran_allocatables_give_libgomps_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "halo_async.f90");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp, "halo checksum 1799947.286365\n");
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+}
+
+#[test]
+fn an_async_update_host_after_an_async_kernel_fetches_its_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "async_update_host.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert!(gomp.starts_with("wrong 0 sum "), "{gomp}");
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+}
+
+/// Builds gfortran sources of the repository's tests/apps into one program.
+fn build_app(dir: &Path, name: &str, srcs: &[&str]) -> PathBuf {
+    let apps = crate_dir().join("../tests/apps");
+    let out = dir.join(name);
+    let o = Command::new("gfortran")
+        .args(["-fopenacc", "-O2", "-g", "-J"])
+        .arg(dir)
+        .args(srcs.iter().map(|s| apps.join(s)))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("gfortran runs: {e} (.ci/run installs it)"));
+    assert!(o.status.success(), "gfortran failed on {srcs:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn fortran_apps_with_allocatables_give_libgomps_results_without_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, srcs) in [("heat", &["heat_mod.f90", "heat_main.f90"][..]), ("jacobi_naive", &["jacobi_naive.f90"][..])] {
+        let prog = build_app(dir.path(), name, srcs);
+        let gomp = text(&on_libgomp(&prog));
+        assert!(gomp.contains("checksum"), "{name}: {gomp}");
+        assert_eq!(text(&on_shim_quietly(&prog)), gomp, "{name}");
+    }
+}
+
+#[test]
 fn a_missing_copyout_loses_the_results_as_on_a_gpu() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "missing_copyout.c");
@@ -117,6 +174,32 @@ fn a_missing_copyout_loses_the_results_as_on_a_gpu() {
     // Switched off, the line goes.
     let o = shim_cmd(&prog).env("ACCSHIM_NO_DROP_CHECK", "1").output().unwrap();
     assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn an_update_self_of_every_change_drops_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "update_self_copyin.c");
+    assert_eq!(text(&on_libgomp(&prog)), "a=500500 b=501500 c=602500\n");
+    // a and b (async and synchronous update self) come back whole; c's last change is dropped,
+    // as on a GPU, and is the only array warned about.
+    let o = on_shim(&prog);
+    assert_eq!(text(&o), "a=500500 b=501500 c=502500\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("results dropped: the device copy of [0x") && err.contains(",+8000]"), "{err}");
+}
+
+#[test]
+fn a_dropped_fortran_module_array_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "module_dropped.f90");
+    assert_eq!(text(&on_libgomp(&prog)), "field: 2000.0 out: 2000.0\n");
+    let o = on_shim(&prog);
+    assert_eq!(text(&o), "field: 1000.0 out: 2000.0\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "only field, not out nor the descriptors: {err}");
+    assert!(err.contains("results dropped: the device copy of field in module grid ([0x") && err.contains(",+8000])"), "{err}");
 }
 
 /// The array transfers (8000 bytes each) among a run's events: (uploads, downloads, queues of

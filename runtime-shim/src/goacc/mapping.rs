@@ -172,6 +172,9 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
                 let c = clause(data_clause(k).expect("checked"), host, bytes);
                 let was_absent = host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
                 let e = data::enter(op, &c, false)?;
+                if k == MapKind::TO_PSET {
+                    descriptor_mapped(op, host, was_absent);
+                }
                 if let Entered::Mapped(_) = e {
                     m.undo.push(Undo::Exit(c));
                     if was_absent {
@@ -217,6 +220,25 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
         m.devaddrs[i] = Val(dev);
     }
     Ok(m)
+}
+
+/// A Fortran array descriptor (GOMP_MAP_TO_PSET) mapped at `host`: its device copy holds the
+/// device address of the data (written by the GOMP_MAP_POINTER that follows), never results a
+/// kernel computed, so it is left out of the missing-copyout check (src/dropped.rs). When
+/// `fresh`, the data it points to (mapped just before it) remembers it, for the array's name.
+fn descriptor_mapped(op: &Op, host: usize, fresh: bool) {
+    let mut table = op.rt.table();
+    if let Some(e) = table.get_mut(host) {
+        e.digest = None;
+    }
+    if fresh {
+        // SAFETY: GCC passes a gfortran array descriptor for this kind; its first word is the
+        // address of the array's data.
+        let data = unsafe { *(host as *const usize) };
+        if let Some(e) = table.containing_mut(data).filter(|e| e.descriptor == 0 && e.host != host) {
+            e.descriptor = host;
+        }
+    }
 }
 
 /// Which entries are members of a GOMP_MAP_STRUCT group (its size is the number of members
@@ -516,10 +538,14 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
                     }
                     _ => {
                         let kind = if matches!(k, MapKind::ALLOC | MapKind::FORCE_ALLOC) { ClauseKind::Create } else { ClauseKind::CopyIn };
-                        if host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent {
+                        let was_absent = host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
+                        if was_absent {
                             created.push((host, bytes));
                         }
                         data::enter(&op, &clause(kind, host, bytes), true)?;
+                        if k == MapKind::TO_PSET {
+                            descriptor_mapped(&op, host, was_absent);
+                        }
                     }
                 }
             }
@@ -549,10 +575,11 @@ pub fn update(flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
         for i in 0..vars.len() {
             let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
             let kind = match k {
-                MapKind::TO | MapKind::FORCE_TO | MapKind::TO_PSET => ClauseKind::UpdateDevice,
+                MapKind::TO | MapKind::FORCE_TO => ClauseKind::UpdateDevice,
                 MapKind::FROM | MapKind::FORCE_FROM => ClauseKind::UpdateSelf,
-                // The pointer inside a Fortran descriptor: its device copy already points at the
-                // device data.
+                // A Fortran array's descriptor (TO_PSET) and its data pointer (POINTER): only the
+                // data is updated, as libgomp does. The device's descriptor points at the device's
+                // data; the host's, copied over it, would send the next kernel to the host's data.
                 _ => continue,
             };
             let if_present = matches!(k, MapKind::TO | MapKind::FROM);
