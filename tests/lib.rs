@@ -13,11 +13,16 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
 }
 
 pub fn build_dir() -> PathBuf {
-    std::env::var_os("ACCPROF_BUILD_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target/release"))
+    std::env::var_os("ACCPROF_BUILD_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/release"))
 }
 
 /// A built artifact, or a failure that says how to build it.
@@ -42,7 +47,12 @@ pub fn accprof_cli() -> PathBuf {
 /// A fresh directory for one test's files.
 pub fn scratch(test: &str) -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!("accprof-it-{}-{}-{}", test, std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let dir = std::env::temp_dir().join(format!(
+        "accprof-it-{}-{}-{}",
+        test,
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
@@ -64,7 +74,12 @@ pub fn compile_c(name: &str, out_dir: &Path, extra: &[&str]) -> PathBuf {
         .args(extra)
         .output()
         .expect("gcc runs");
-    assert!(out.status.success(), "gcc failed on {}:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "gcc failed on {}:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     exe
 }
 
@@ -79,10 +94,19 @@ pub enum Load {
 pub const ALL_LOADS: [Load; 3] = [Load::Preload, Load::Proflib, Load::Both];
 
 /// Runs `exe args` with the tool loaded as `load`, writing its trace to `trace`.
-pub fn run_profiled(exe: &Path, args: &[&str], load: Load, trace: &Path, env: &[(&str, &str)]) -> Output {
+pub fn run_profiled(
+    exe: &Path,
+    args: &[&str],
+    load: Load,
+    trace: &Path,
+    env: &[(&str, &str)],
+) -> Output {
     let lib = libaccprof();
     let mut cmd = Command::new(exe);
-    cmd.args(args).env("ACCPROF_OUT", trace).env_remove("LD_PRELOAD").env_remove("ACC_PROFLIB");
+    cmd.args(args)
+        .env("ACCPROF_OUT", trace)
+        .env_remove("LD_PRELOAD")
+        .env_remove("ACC_PROFLIB");
     if matches!(load, Load::Preload | Load::Both) {
         cmd.env("LD_PRELOAD", &lib);
     }
@@ -104,11 +128,17 @@ pub fn load(trace: &Path) -> Trace {
 
 /// `(event name, line)` of each event, in recorded order.
 pub fn names_and_lines(t: &Trace) -> Vec<(String, Option<i64>)> {
-    t.events.iter().map(|e| (event_name(e), e.line_no())).collect()
+    t.events
+        .iter()
+        .map(|e| (event_name(e), e.line_no()))
+        .collect()
 }
 
 pub fn event_name(e: &Event) -> String {
-    e.kind.name().map(str::to_owned).unwrap_or_else(|| e.kind.0.to_string())
+    e.kind
+        .name()
+        .map(str::to_owned)
+        .unwrap_or_else(|| e.kind.0.to_string())
 }
 
 /// Line numbers (1-based) of the `#pragma acc` lines of a source file, with their text.

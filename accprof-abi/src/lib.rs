@@ -12,7 +12,6 @@
 //! Fields must only be read when `valid_bytes` says the runtime filled them: see [`read`].
 
 #![warn(clippy::undocumented_unsafe_blocks)]
-
 #![allow(non_camel_case_types)]
 
 use std::ffi::{c_char, c_int, c_void};
@@ -96,7 +95,9 @@ impl acc_event_t {
             "acc_ev_wait_end",
             "acc_ev_last",
         ];
-        usize::try_from(self.0).ok().and_then(|i| NAMES.get(i).copied())
+        usize::try_from(self.0)
+            .ok()
+            .and_then(|i| NAMES.get(i).copied())
     }
 
     /// How this event pairs with others: start of a pair, end of a pair, or a single point.
@@ -223,7 +224,9 @@ impl acc_construct_t {
             "acc_construct_runtime_api",
             "acc_construct_serial",
         ];
-        usize::try_from(self.0).ok().and_then(|i| NAMES.get(i).copied())
+        usize::try_from(self.0)
+            .ok()
+            .and_then(|i| NAMES.get(i).copied())
     }
 }
 
@@ -337,7 +340,9 @@ impl std::fmt::Debug for acc_event_info {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // SAFETY: event_type is at offset 0 of every member.
         let event_type = unsafe { self.event_type };
-        f.debug_struct("acc_event_info").field("event_type", &event_type).finish_non_exhaustive()
+        f.debug_struct("acc_event_info")
+            .field("event_type", &event_type)
+            .finish_non_exhaustive()
     }
 }
 
@@ -359,7 +364,8 @@ pub type acc_prof_callback =
     Option<unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info)>;
 
 /// `acc_prof_reg`: the type of `acc_prof_register` and `acc_prof_unregister`.
-pub type acc_prof_reg = Option<unsafe extern "C" fn(acc_event_t, acc_prof_callback, acc_register_t)>;
+pub type acc_prof_reg =
+    Option<unsafe extern "C" fn(acc_event_t, acc_prof_callback, acc_register_t)>;
 
 /// `acc_query_fn`: what `acc_prof_lookup` returns.
 pub type acc_query_fn = Option<unsafe extern "C" fn()>;

@@ -61,7 +61,12 @@ impl<'a> ProfView<'a> {
         }
         // SAFETY: event_type and valid_bytes are the first 8 bytes, which every runtime fills.
         let (event_type, valid) = unsafe { ((*p).event_type, (*p).valid_bytes) };
-        Some(Self { ptr: p, valid: byte_count(valid), event_type, _callback: PhantomData })
+        Some(Self {
+            ptr: p,
+            valid: byte_count(valid),
+            event_type,
+            _callback: PhantomData,
+        })
     }
 
     pub fn event_type(&self) -> acc_event_t {
@@ -112,7 +117,12 @@ impl<'a> EventView<'a> {
         }
         // SAFETY: valid_bytes sits in the first 8 bytes of every member, which every runtime fills.
         let valid = unsafe { (*(p as *const acc_other_event_info)).valid_bytes };
-        Some(Self { ptr: p, valid: byte_count(valid), kind: event_type.info_kind(), _callback: PhantomData })
+        Some(Self {
+            ptr: p,
+            valid: byte_count(valid),
+            kind: event_type.info_kind(),
+            _callback: PhantomData,
+        })
     }
 
     /// The bytes the runtime says it filled.
@@ -130,13 +140,21 @@ impl<'a> EventView<'a> {
     /// The data event's fields, when this is a data event.
     #[inline]
     pub fn data(&self) -> Option<DataView<'a>> {
-        (self.kind == EventInfoKind::Data).then_some(DataView { ptr: self.ptr as *const u8, valid: self.valid, _callback: PhantomData })
+        (self.kind == EventInfoKind::Data).then_some(DataView {
+            ptr: self.ptr as *const u8,
+            valid: self.valid,
+            _callback: PhantomData,
+        })
     }
 
     /// The launch event's fields, when this is a launch event.
     #[inline]
     pub fn launch(&self) -> Option<LaunchView<'a>> {
-        (self.kind == EventInfoKind::Launch).then_some(LaunchView { ptr: self.ptr as *const u8, valid: self.valid, _callback: PhantomData })
+        (self.kind == EventInfoKind::Launch).then_some(LaunchView {
+            ptr: self.ptr as *const u8,
+            valid: self.valid,
+            _callback: PhantomData,
+        })
     }
 }
 
@@ -195,7 +213,11 @@ impl<'a> ApiView<'a> {
         }
         // SAFETY: valid_bytes sits in the first 8 bytes, which every runtime fills.
         let valid = unsafe { (*p).valid_bytes };
-        Some(Self { ptr: p, valid: byte_count(valid), _callback: PhantomData })
+        Some(Self {
+            ptr: p,
+            valid: byte_count(valid),
+            _callback: PhantomData,
+        })
     }
 
     /// The bytes the runtime says it filled.
@@ -252,7 +274,7 @@ mod tests {
     fn short_valid_bytes_hides_later_fields() {
         let mut p = full_prof();
         p.valid_bytes = 24; // up to and including thread_id
-        // SAFETY: null, or a structure of this test that outlives the view.
+                            // SAFETY: null, or a structure of this test that outlives the view.
         let f = unsafe { ProfView::new(&p) }.unwrap();
         assert_eq!(f.thread_id(), Some(7));
         assert_eq!(f.async_(), None);
@@ -318,13 +340,26 @@ mod tests {
             },
         };
         // SAFETY: null, or a structure of this test that outlives the view.
-        let l = unsafe { EventView::new(&info, acc_event_t::ENQUEUE_LAUNCH_START) }.unwrap().launch().unwrap();
-        assert_eq!((l.num_gangs(), l.num_workers(), l.vector_length()), (Some(8), Some(4), Some(32)));
+        let l = unsafe { EventView::new(&info, acc_event_t::ENQUEUE_LAUNCH_START) }
+            .unwrap()
+            .launch()
+            .unwrap();
+        assert_eq!(
+            (l.num_gangs(), l.num_workers(), l.vector_length()),
+            (Some(8), Some(4), Some(32))
+        );
         // A runtime that filled up to num_workers only.
-        info.launch_event.valid_bytes = (std::mem::offset_of!(acc_launch_event_info, num_workers) + 8) as c_int;
+        info.launch_event.valid_bytes =
+            (std::mem::offset_of!(acc_launch_event_info, num_workers) + 8) as c_int;
         // SAFETY: null, or a structure of this test that outlives the view.
-        let l = unsafe { EventView::new(&info, acc_event_t::ENQUEUE_LAUNCH_START) }.unwrap().launch().unwrap();
-        assert_eq!((l.num_gangs(), l.num_workers(), l.vector_length()), (Some(8), Some(4), None));
+        let l = unsafe { EventView::new(&info, acc_event_t::ENQUEUE_LAUNCH_START) }
+            .unwrap()
+            .launch()
+            .unwrap();
+        assert_eq!(
+            (l.num_gangs(), l.num_workers(), l.vector_length()),
+            (Some(8), Some(4), None)
+        );
     }
 
     #[test]
@@ -340,10 +375,16 @@ mod tests {
         };
         // SAFETY: null, or a structure of this test that outlives the view.
         let a = unsafe { ApiView::new(&api) }.unwrap();
-        assert_eq!((a.device_api(), a.async_handle()), (Some(acc_device_api::CUDA), Some(3 as *const c_void)));
+        assert_eq!(
+            (a.device_api(), a.async_handle()),
+            (Some(acc_device_api::CUDA), Some(3 as *const c_void))
+        );
         api.valid_bytes = 32; // through context_handle
-        // SAFETY: null, or a structure of this test that outlives the view.
+                              // SAFETY: null, or a structure of this test that outlives the view.
         let a = unsafe { ApiView::new(&api) }.unwrap();
-        assert_eq!((a.context_handle(), a.async_handle()), (Some(2 as *const c_void), None));
+        assert_eq!(
+            (a.context_handle(), a.async_handle()),
+            (Some(2 as *const c_void), None)
+        );
     }
 }

@@ -64,12 +64,24 @@ fn base_name(l: &Location) -> Option<&str> {
 /// inserting lines above a construct moves its line but not its position.
 fn ordinals(cs: &[Construct]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..cs.len()).collect();
-    idx.sort_by(|&a, &b| cs[a].location.line.cmp(&cs[b].location.line).then(a.cmp(&b)));
+    idx.sort_by(|&a, &b| {
+        cs[a]
+            .location
+            .line
+            .cmp(&cs[b].location.line)
+            .then(a.cmp(&b))
+    });
     let mut seen: BTreeMap<(ConstructKind, Option<&str>, Option<&str>), usize> = BTreeMap::new();
     let mut out = vec![0; cs.len()];
     for i in idx {
         let c = &cs[i];
-        let n = seen.entry((c.kind, base_name(&c.location), c.location.function.as_deref())).or_default();
+        let n = seen
+            .entry((
+                c.kind,
+                base_name(&c.location),
+                c.location.function.as_deref(),
+            ))
+            .or_default();
         out[i] = *n;
         *n += 1;
     }
@@ -92,7 +104,14 @@ fn moved_variables(p: &Profile) -> Vec<BTreeSet<&str>> {
 /// How alike two constructs of the same kind are, or `None` when they cannot be the same construct.
 /// Function and file name count most, then the position among the function's constructs of that
 /// kind, then the variables they move, the construct type, and how close the lines are.
-fn likeness(b: &Construct, bo: usize, bv: &BTreeSet<&str>, a: &Construct, ao: usize, av: &BTreeSet<&str>) -> Option<u32> {
+fn likeness(
+    b: &Construct,
+    bo: usize,
+    bv: &BTreeSet<&str>,
+    a: &Construct,
+    ao: usize,
+    av: &BTreeSet<&str>,
+) -> Option<u32> {
     if b.kind != a.kind {
         return None;
     }
@@ -128,10 +147,16 @@ fn likeness(b: &Construct, bo: usize, bv: &BTreeSet<&str>, a: &Construct, ao: us
 /// Pairs the constructs of `before` with those of `after`, most alike first, each at most once: a
 /// construct whose line moved because lines were inserted above it is still the same construct.
 /// Returns `(before index, after index)` pairs with `None` on the side a construct is missing from.
-pub fn pair_constructs(before_profile: &Profile, after_profile: &Profile) -> Vec<(Option<usize>, Option<usize>)> {
+pub fn pair_constructs(
+    before_profile: &Profile,
+    after_profile: &Profile,
+) -> Vec<(Option<usize>, Option<usize>)> {
     let (before, after) = (&before_profile.constructs, &after_profile.constructs);
     let (bo, ao) = (ordinals(before), ordinals(after));
-    let (bv, av) = (moved_variables(before_profile), moved_variables(after_profile));
+    let (bv, av) = (
+        moved_variables(before_profile),
+        moved_variables(after_profile),
+    );
     let mut candidates = Vec::new();
     for (i, b) in before.iter().enumerate() {
         for (j, a) in after.iter().enumerate() {
@@ -150,8 +175,16 @@ pub fn pair_constructs(before_profile: &Profile, after_profile: &Profile) -> Vec
             pairs.push((Some(i), Some(j)));
         }
     }
-    pairs.extend((0..before.len()).filter(|&i| !used_b[i]).map(|i| (Some(i), None)));
-    pairs.extend((0..after.len()).filter(|&j| !used_a[j]).map(|j| (None, Some(j))));
+    pairs.extend(
+        (0..before.len())
+            .filter(|&i| !used_b[i])
+            .map(|i| (Some(i), None)),
+    );
+    pairs.extend(
+        (0..after.len())
+            .filter(|&j| !used_a[j])
+            .map(|j| (None, Some(j))),
+    );
     pairs
 }
 
@@ -196,7 +229,10 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
             let any = bc.or(ac).expect("one side matched");
             let pick = |c: Option<&Construct>, f: &dyn Fn(&Construct) -> u64| c.map(f).unwrap_or(0);
             let moved_to = match (bc, ac) {
-                (Some(b), Some(a)) if (base_name(&b.location), b.location.line) != (base_name(&a.location), a.location.line) => {
+                (Some(b), Some(a))
+                    if (base_name(&b.location), b.location.line)
+                        != (base_name(&a.location), a.location.line) =>
+                {
                     Some(a.location.clone())
                 }
                 _ => None,
@@ -208,7 +244,10 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
                 before: bi,
                 after: ai,
                 reached: (pick(bc, &|c| c.reached), pick(ac, &|c| c.reached)),
-                time_ns: (pick(bc, &|c| c.time.total_ns), pick(ac, &|c| c.time.total_ns)),
+                time_ns: (
+                    pick(bc, &|c| c.time.total_ns),
+                    pick(ac, &|c| c.time.total_ns),
+                ),
                 transfers: (pick(bc, &|c| transfers(c).0), pick(ac, &|c| transfers(c).0)),
                 bytes: (pick(bc, &|c| transfers(c).1), pick(ac, &|c| transfers(c).1)),
                 transfer_ns: (pick(bc, &|c| transfers(c).2), pick(ac, &|c| transfers(c).2)),
@@ -222,13 +261,15 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
     let mut vars: BTreeMap<(String, Direction), VariableDiff> = BTreeMap::new();
     for (side, p) in [(0, before), (1, after)] {
         for v in &crate::runtime_internal::fold(&p.variables) {
-            let e = vars.entry((v.name.clone(), v.direction)).or_insert_with(|| VariableDiff {
-                name: v.name.clone(),
-                direction: v.direction,
-                count: (0, 0),
-                bytes: (0, 0),
-                time_ns: (0, 0),
-            });
+            let e = vars
+                .entry((v.name.clone(), v.direction))
+                .or_insert_with(|| VariableDiff {
+                    name: v.name.clone(),
+                    direction: v.direction,
+                    count: (0, 0),
+                    bytes: (0, 0),
+                    time_ns: (0, 0),
+                });
             let set = |t: &mut (u64, u64), x: u64| if side == 0 { t.0 += x } else { t.1 += x };
             set(&mut e.count, v.count);
             set(&mut e.bytes, v.bytes);
@@ -236,8 +277,18 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
         }
     }
     let mut variables: Vec<VariableDiff> = vars.into_values().collect();
-    variables.sort_by(|x, y| y.time_ns.0.max(y.time_ns.1).cmp(&x.time_ns.0.max(x.time_ns.1)).then(x.name.cmp(&y.name)));
-    ProfileDiff { summary, constructs, variables }
+    variables.sort_by(|x, y| {
+        y.time_ns
+            .0
+            .max(y.time_ns.1)
+            .cmp(&x.time_ns.0.max(x.time_ns.1))
+            .then(x.name.cmp(&y.name))
+    });
+    ProfileDiff {
+        summary,
+        constructs,
+        variables,
+    }
 }
 
 #[cfg(test)]
@@ -251,7 +302,12 @@ mod tests {
             p.constructs.push(Construct {
                 kind: ConstructKind::Compute,
                 construct_type: Some("parallel".into()),
-                location: Location { file: Some("/src/app.c".into()), function: Some("main".into()), line: Some(line), ..Location::default() },
+                location: Location {
+                    file: Some("/src/app.c".into()),
+                    function: Some("main".into()),
+                    line: Some(line),
+                    ..Location::default()
+                },
                 reached: 10,
                 time: Timing::host(),
                 async_count: 0,
@@ -292,17 +348,32 @@ mod tests {
 
     #[test]
     fn constructs_moved_by_inserted_lines_pair_by_position() {
-        let pairs = pair_constructs(&profile(&[(10, "A"), (20, "B")]), &profile(&[(11, "A"), (21, "B")]));
-        assert!(pairs.contains(&(Some(0), Some(0))) && pairs.contains(&(Some(1), Some(1))), "{pairs:?}");
+        let pairs = pair_constructs(
+            &profile(&[(10, "A"), (20, "B")]),
+            &profile(&[(11, "A"), (21, "B")]),
+        );
+        assert!(
+            pairs.contains(&(Some(0), Some(0))) && pairs.contains(&(Some(1), Some(1))),
+            "{pairs:?}"
+        );
         assert_eq!(pairs.len(), 2);
     }
 
     #[test]
     fn a_construct_inserted_above_pairs_the_others_by_their_variables() {
         // A construct moving C inserted at line 12 shifts every position below it.
-        let pairs = pair_constructs(&profile(&[(10, "A"), (20, "B")]), &profile(&[(12, "C"), (14, "A"), (24, "B")]));
-        assert!(pairs.contains(&(Some(0), Some(1))), "A pairs with A: {pairs:?}");
-        assert!(pairs.contains(&(Some(1), Some(2))), "B pairs with B: {pairs:?}");
+        let pairs = pair_constructs(
+            &profile(&[(10, "A"), (20, "B")]),
+            &profile(&[(12, "C"), (14, "A"), (24, "B")]),
+        );
+        assert!(
+            pairs.contains(&(Some(0), Some(1))),
+            "A pairs with A: {pairs:?}"
+        );
+        assert!(
+            pairs.contains(&(Some(1), Some(2))),
+            "B pairs with B: {pairs:?}"
+        );
         assert!(pairs.contains(&(None, Some(0))), "C is added: {pairs:?}");
     }
 }

@@ -10,13 +10,20 @@ use accprof_abi::acc_device_t;
 /// `acc_device_host`, or (GCC, which names no device on a fallback) nothing was launched or
 /// transferred at all.
 pub fn ran_on_host(p: &Profile) -> bool {
-    let mut compute = p.constructs.iter().filter(|c| c.kind == ConstructKind::Compute).peekable();
+    let mut compute = p
+        .constructs
+        .iter()
+        .filter(|c| c.kind == ConstructKind::Compute)
+        .peekable();
     if compute.peek().is_none() {
         return false;
     }
     let all_host = compute.all(|c| c.location.device_type == Some(i64::from(acc_device_t::HOST.0)));
     let s = &p.summary;
-    let nothing_on_a_device = s.kernels.count == 0 && s.uploads.count == 0 && s.downloads.count == 0 && s.device_records == 0;
+    let nothing_on_a_device = s.kernels.count == 0
+        && s.uploads.count == 0
+        && s.downloads.count == 0
+        && s.device_records == 0;
     all_host || nothing_on_a_device
 }
 

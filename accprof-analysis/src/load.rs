@@ -27,7 +27,10 @@ impl Profile {
     }
 
     /// Like [`from_path`](Self::from_path), calling `progress` now and then.
-    pub fn from_path_with_progress(path: impl AsRef<Path>, progress: impl FnMut(Progress)) -> Result<Profile, TraceError> {
+    pub fn from_path_with_progress(
+        path: impl AsRef<Path>,
+        progress: impl FnMut(Progress),
+    ) -> Result<Profile, TraceError> {
         let path = path.as_ref();
         let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let reader = TraceReader::open(path)?;
@@ -51,10 +54,18 @@ impl Profile {
             }
             if b.events_seen() >= next_progress {
                 next_progress = b.events_seen() + PROGRESS_EVERY;
-                progress(Progress { bytes_read, total_bytes, events: b.events_seen() });
+                progress(Progress {
+                    bytes_read,
+                    total_bytes,
+                    events: b.events_seen(),
+                });
             }
         })?;
-        progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
+        progress(Progress {
+            bytes_read: reader.bytes_read(),
+            total_bytes,
+            events: b.events_seen(),
+        });
         Ok(Self::finish_read(label, b, &reader))
     }
 
@@ -70,21 +81,34 @@ impl Profile {
         while reader.advance()? {
             b.feed(reader.event());
             if b.events_seen().is_multiple_of(PROGRESS_EVERY) {
-                progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
+                progress(Progress {
+                    bytes_read: reader.bytes_read(),
+                    total_bytes,
+                    events: b.events_seen(),
+                });
             }
         }
-        progress(Progress { bytes_read: reader.bytes_read(), total_bytes, events: b.events_seen() });
+        progress(Progress {
+            bytes_read: reader.bytes_read(),
+            total_bytes,
+            events: b.events_seen(),
+        });
         Ok(Self::finish_read(label, b, &reader))
     }
 
     /// The profile of a trace read to its end by `reader`, whose events were all fed to `b`
     /// (made by [`ProfileBuilder::for_header`]): for a view that builds a profile while it
     /// reads the trace for something else (`accprof plot` draws its timeline in the same pass).
-    pub fn finish_read<R: Read>(label: String, b: ProfileBuilder, reader: &ResolvingReader<R>) -> Profile {
+    pub fn finish_read<R: Read>(
+        label: String,
+        b: ProfileBuilder,
+        reader: &ResolvingReader<R>,
+    ) -> Profile {
         let footer_end = reader.footer().map(|f| f.end_monotonic_ns);
         let wall = wall_time(reader.header(), footer_end);
         let mut p = b.finish_with_wall(reader.strings(), wall);
-        p.sources.push(source(label, reader.header(), footer_end.is_some()));
+        p.sources
+            .push(source(label, reader.header(), footer_end.is_some()));
         p.summary.dropped_events = reader.dropped_total();
         p.warnings.extend(reader.truncation_warning());
         p.warnings.extend(reader.loss_warning());
@@ -103,11 +127,15 @@ impl Profile {
         }
         let footer_end = trace.footer.as_ref().map(|f| f.end_monotonic_ns);
         let mut p = b.finish_with_wall(&trace.strings, wall_time(&trace.header, footer_end));
-        p.sources.push(source(label.into(), &trace.header, footer_end.is_some()));
+        p.sources
+            .push(source(label.into(), &trace.header, footer_end.is_some()));
         p.summary.dropped_events = trace.dropped_total;
         p.warnings.extend(trace.truncation_warning.iter().cloned());
         if let Some(w) = trace.integrity.loss_warning() {
-            p.warnings.push(format!("{}: {w}", p.sources.last().map_or("", |s| s.path.as_str())));
+            p.warnings.push(format!(
+                "{}: {w}",
+                p.sources.last().map_or("", |s| s.path.as_str())
+            ));
         }
         add_common_warnings(&mut p, footer_end.is_some());
         p
@@ -126,7 +154,11 @@ impl ProfileBuilder {
 }
 
 fn builder_for(h: &Header) -> ProfileBuilder {
-    let activity = |v: &str| h.extra.iter().any(|(k, val)| k == DEVICE_ACTIVITY_KEY && val.starts_with(v));
+    let activity = |v: &str| {
+        h.extra
+            .iter()
+            .any(|(k, val)| k == DEVICE_ACTIVITY_KEY && val.starts_with(v))
+    };
     if activity("cupti") {
         ProfileBuilder::with_cupti_records()
     } else if h.extra.iter().any(|(k, _)| k == DEVICE_ACTIVITY_KEY) {
@@ -213,7 +245,10 @@ pub fn merge(profiles: &[Profile]) -> Profile {
                     let mut fresh = k.clone();
                     fresh.construct = k.construct.map(|c| cmap[c]);
                     fresh.launches = 0;
-                    fresh.time = Timing { source: k.time.source, ..Timing::host() };
+                    fresh.time = Timing {
+                        source: k.time.source,
+                        ..Timing::host()
+                    };
                     fresh.host_time = Timing::host();
                     fresh.async_launches = 0;
                     fresh.samples.clear();
@@ -232,14 +267,21 @@ pub fn merge(profiles: &[Profile]) -> Profile {
             o.location.end_line = o.location.end_line.max(c.location.end_line);
             for ch in &c.children {
                 let kernel = ch.kernel.map(|k| kmap[k]);
-                match o.children.iter_mut().find(|x| x.kind == ch.kind && x.line == ch.line && x.kernel == kernel) {
+                match o
+                    .children
+                    .iter_mut()
+                    .find(|x| x.kind == ch.kind && x.line == ch.line && x.kernel == kernel)
+                {
                     Some(x) => {
                         x.count += ch.count;
                         x.bytes += ch.bytes;
                         x.time.merge(&ch.time);
                         x.host_time.merge(&ch.host_time);
                     }
-                    None => o.children.push(ConstructChild { kernel, ..ch.clone() }),
+                    None => o.children.push(ConstructChild {
+                        kernel,
+                        ..ch.clone()
+                    }),
                 }
             }
         }
@@ -257,16 +299,21 @@ pub fn merge(profiles: &[Profile]) -> Profile {
             .variables
             .iter()
             .map(|v| {
-                let i = *vidx.entry((v.name.clone(), v.direction)).or_insert_with(|| {
-                    let mut fresh = v.clone();
-                    fresh.count = 0;
-                    fresh.bytes = 0;
-                    fresh.time = Timing { source: v.time.source, ..Timing::host() };
-                    fresh.host_time = Timing::host();
-                    fresh.samples.clear();
-                    out.variables.push(fresh);
-                    out.variables.len() - 1
-                });
+                let i = *vidx
+                    .entry((v.name.clone(), v.direction))
+                    .or_insert_with(|| {
+                        let mut fresh = v.clone();
+                        fresh.count = 0;
+                        fresh.bytes = 0;
+                        fresh.time = Timing {
+                            source: v.time.source,
+                            ..Timing::host()
+                        };
+                        fresh.host_time = Timing::host();
+                        fresh.samples.clear();
+                        out.variables.push(fresh);
+                        out.variables.len() - 1
+                    });
                 let o = &mut out.variables[i];
                 o.count += v.count;
                 o.bytes += v.bytes;
@@ -283,7 +330,10 @@ pub fn merge(profiles: &[Profile]) -> Profile {
                     variable: key.1,
                     count: 0,
                     bytes: 0,
-                    time: Timing { source: s.time.source, ..Timing::host() },
+                    time: Timing {
+                        source: s.time.source,
+                        ..Timing::host()
+                    },
                     host_time: Timing::host(),
                     samples: Vec::new(),
                     ..s.clone()
@@ -299,7 +349,11 @@ pub fn merge(profiles: &[Profile]) -> Profile {
             o.host_time.merge(&s.host_time);
         }
         for r in &p.roundtrips {
-            let key = (vmap[r.variable], r.from_construct.map(|c| cmap[c]), r.to_construct.map(|c| cmap[c]));
+            let key = (
+                vmap[r.variable],
+                r.from_construct.map(|c| cmap[c]),
+                r.to_construct.map(|c| cmap[c]),
+            );
             let i = *ridx.entry(key).or_insert_with(|| {
                 out.roundtrips.push(Roundtrip {
                     variable: key.0,
@@ -340,7 +394,14 @@ pub fn merge(profiles: &[Profile]) -> Profile {
         for a in &p.allocs {
             let key = (a.construct.map(|c| cmap[c]), a.bytes);
             let i = *aidx.entry(key).or_insert_with(|| {
-                out.allocs.push(AllocSite { construct: key.0, allocs: 0, frees: 0, overhead_ns: 0, samples: Vec::new(), ..a.clone() });
+                out.allocs.push(AllocSite {
+                    construct: key.0,
+                    allocs: 0,
+                    frees: 0,
+                    overhead_ns: 0,
+                    samples: Vec::new(),
+                    ..a.clone()
+                });
                 out.allocs.len() - 1
             });
             let o = &mut out.allocs[i];
@@ -354,7 +415,11 @@ pub fn merge(profiles: &[Profile]) -> Profile {
 
 fn merge_summary(o: &mut Summary, s: &Summary, first: bool) {
     o.wall_ns = o.wall_ns.max(s.wall_ns);
-    o.wall_from_footer = if first { s.wall_from_footer } else { o.wall_from_footer && s.wall_from_footer };
+    o.wall_from_footer = if first {
+        s.wall_from_footer
+    } else {
+        o.wall_from_footer && s.wall_from_footer
+    };
     o.compute.merge(&s.compute);
     o.kernels.merge(&s.kernels);
     o.uploads.merge(&s.uploads);
@@ -371,10 +436,18 @@ fn merge_summary(o: &mut Summary, s: &Summary, first: bool) {
     o.data_constructs.merge(&s.data_constructs);
     o.waits.merge(&s.waits);
     o.device_init.merge(&s.device_init);
-    o.untracked_ns = if first { s.untracked_ns } else { o.untracked_ns.min(s.untracked_ns) };
+    o.untracked_ns = if first {
+        s.untracked_ns
+    } else {
+        o.untracked_ns.min(s.untracked_ns)
+    };
     o.events += s.events;
     o.threads += s.threads;
     o.dropped_events += s.dropped_events;
-    o.first_ns = if first { s.first_ns } else { o.first_ns.min(s.first_ns) };
+    o.first_ns = if first {
+        s.first_ns
+    } else {
+        o.first_ns.min(s.first_ns)
+    };
     o.last_ns = o.last_ns.max(s.last_ns);
 }

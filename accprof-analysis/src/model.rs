@@ -44,7 +44,10 @@ impl Timing {
     }
 
     pub fn device() -> Self {
-        Self { source: TimeSource::Device, ..Self::default() }
+        Self {
+            source: TimeSource::Device,
+            ..Self::default()
+        }
     }
 
     pub fn add(&mut self, ns: u64) {
@@ -134,7 +137,11 @@ pub struct Location {
 impl Location {
     /// `file:line` as far as known.
     pub fn short(&self) -> String {
-        let file = self.file.as_deref().map(|f| f.rsplit('/').next().unwrap_or(f)).unwrap_or("?");
+        let file = self
+            .file
+            .as_deref()
+            .map(|f| f.rsplit('/').next().unwrap_or(f))
+            .unwrap_or("?");
         match self.line {
             Some(l) => format!("{file}:{l}"),
             None => file.to_string(),
@@ -193,9 +200,12 @@ impl Construct {
     }
 
     pub fn child_total(&self, kind: ChildKind) -> (u64, u64, u64) {
-        self.children.iter().filter(|c| c.kind == kind).fold((0, 0, 0), |(n, b, t), c| {
-            (n + c.count, b + c.bytes, t + c.time.total_ns)
-        })
+        self.children
+            .iter()
+            .filter(|c| c.kind == kind)
+            .fold((0, 0, 0), |(n, b, t), c| {
+                (n + c.count, b + c.bytes, t + c.time.total_ns)
+            })
     }
 }
 
@@ -429,7 +439,12 @@ impl Profile {
     /// Constructs sorted by host time, longest first.
     pub fn top_constructs(&self, n: usize) -> Vec<(usize, &Construct)> {
         let mut v: Vec<(usize, &Construct)> = self.constructs.iter().enumerate().collect();
-        v.sort_by(|a, b| b.1.time.total_ns.cmp(&a.1.time.total_ns).then(a.0.cmp(&b.0)));
+        v.sort_by(|a, b| {
+            b.1.time
+                .total_ns
+                .cmp(&a.1.time.total_ns)
+                .then(a.0.cmp(&b.0))
+        });
         v.truncate(n);
         v
     }

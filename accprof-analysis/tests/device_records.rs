@@ -25,7 +25,10 @@ fn host(kind: acc_event_t, s: u64, e: u64) -> Event {
     x.set_i64(Field::LineNo, LINE);
     x.set(Field::SrcFile, 0);
     x.set(Field::FuncName, 4);
-    x.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::PARALLEL.0));
+    x.set_i64(
+        Field::ParentConstruct,
+        i64::from(acc_construct_t::PARALLEL.0),
+    );
     x
 }
 
@@ -36,7 +39,14 @@ fn copy(dir: u64, host_call: u64, dev_start: u64, dev_ns: u64, ptr: u64) -> Even
     x.set(Field::Bytes, MB8);
     x.set(Field::HostPtr, ptr);
     x.set(Field::HostCallNs, host_call);
-    x.set(Field::CopyKind, device::copy_kind(dir as u8, device::MEM_PAGEABLE as u8, device::MEM_DEVICE as u8));
+    x.set(
+        Field::CopyKind,
+        device::copy_kind(
+            dir as u8,
+            device::MEM_PAGEABLE as u8,
+            device::MEM_DEVICE as u8,
+        ),
+    );
     x
 }
 
@@ -59,7 +69,11 @@ fn naive(iters: u64, host_transfers: bool) -> (Vec<Event>, Vec<Event>) {
         for (j, ptr) in [PTR_A, PTR_ANEW].into_iter().enumerate() {
             let call = t + 20_000 + j as u64 * 100_000;
             if host_transfers {
-                let mut u = host(acc_event_t::ENQUEUE_UPLOAD_START, call - 1_000, call + 90_000);
+                let mut u = host(
+                    acc_event_t::ENQUEUE_UPLOAD_START,
+                    call - 1_000,
+                    call + 90_000,
+                );
                 u.set(Field::Bytes, MB8);
                 u.set(Field::HostPtr, ptr);
                 u.set(Field::VarName, 2 + j as u64);
@@ -75,7 +89,11 @@ fn naive(iters: u64, host_transfers: bool) -> (Vec<Event>, Vec<Event>) {
         for (j, ptr) in [PTR_A, PTR_ANEW].into_iter().enumerate() {
             let call = t + 420_000 + j as u64 * 200_000;
             if host_transfers {
-                let mut u = host(acc_event_t::ENQUEUE_DOWNLOAD_START, call - 1_000, call + 150_000);
+                let mut u = host(
+                    acc_event_t::ENQUEUE_DOWNLOAD_START,
+                    call - 1_000,
+                    call + 150_000,
+                );
                 u.set(Field::Bytes, MB8);
                 u.set(Field::HostPtr, ptr);
                 u.set(Field::VarName, 2 + j as u64);
@@ -91,18 +109,46 @@ fn naive(iters: u64, host_transfers: bool) -> (Vec<Event>, Vec<Event>) {
     (h, d)
 }
 
-fn write(host_events: &[Event], device_events: &[Event], device_header: bool) -> tempfile::NamedTempFile {
+fn write(
+    host_events: &[Event],
+    device_events: &[Event],
+    device_header: bool,
+) -> tempfile::NamedTempFile {
     let f = tempfile::NamedTempFile::new().unwrap();
-    let mut header = Header { exe: "/bin/laplace".into(), pid: 1, start_monotonic_ns: 1, ..Header::default() };
+    let mut header = Header {
+        exe: "/bin/laplace".into(),
+        pid: 1,
+        start_monotonic_ns: 1,
+        ..Header::default()
+    };
     if device_header {
-        header.extra.push(("device_activity".into(), "cupti /usr/local/cuda/lib64/libcupti.so.13".into()));
+        header.extra.push((
+            "device_activity".into(),
+            "cupti /usr/local/cuda/lib64/libcupti.so.13".into(),
+        ));
     }
     let mut w = TraceWriter::new(std::fs::File::create(f.path()).unwrap(), &header).unwrap();
-    w.write_strings([(StrId(0), &b"laplace.c"[..]), (StrId(1), &b"main$_omp_fn$0"[..]), (StrId(2), &b"A"[..]), (StrId(3), &b"Anew"[..]), (StrId(4), &b"main"[..])]).unwrap();
-    w.write_strings([(StrId(5), &b"main$_omp_fn$1"[..]), (StrId(6), &b"volta_sgemm"[..])]).unwrap();
+    w.write_strings([
+        (StrId(0), &b"laplace.c"[..]),
+        (StrId(1), &b"main$_omp_fn$0"[..]),
+        (StrId(2), &b"A"[..]),
+        (StrId(3), &b"Anew"[..]),
+        (StrId(4), &b"main"[..]),
+    ])
+    .unwrap();
+    w.write_strings([
+        (StrId(5), &b"main$_omp_fn$1"[..]),
+        (StrId(6), &b"volta_sgemm"[..]),
+    ])
+    .unwrap();
     w.write_events(host_events).unwrap();
     w.write_events(device_events).unwrap();
-    w.write_footer(&Footer { events_recorded: 0, events_dropped: 0, end_monotonic_ns: 20_000_000 }).unwrap();
+    w.write_footer(&Footer {
+        events_recorded: 0,
+        events_dropped: 0,
+        end_monotonic_ns: 20_000_000,
+    })
+    .unwrap();
     w.flush().unwrap();
     f
 }
@@ -116,20 +162,51 @@ fn profile(host_transfers: bool) -> Profile {
 #[test]
 fn gcc_transfers_known_only_from_the_device_appear_under_their_construct() {
     let p = profile(false);
-    assert_eq!(p.constructs.iter().filter(|c| c.kind == accprof_analysis::ConstructKind::Compute).count(), 1);
-    let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
-    let up = c.children.iter().find(|k| k.kind == ChildKind::Upload).expect("copyin row from device records");
+    assert_eq!(
+        p.constructs
+            .iter()
+            .filter(|c| c.kind == accprof_analysis::ConstructKind::Compute)
+            .count(),
+        1
+    );
+    let c = p
+        .constructs
+        .iter()
+        .find(|c| c.kind == accprof_analysis::ConstructKind::Compute)
+        .unwrap();
+    let up = c
+        .children
+        .iter()
+        .find(|k| k.kind == ChildKind::Upload)
+        .expect("copyin row from device records");
     assert_eq!((up.count, up.bytes), (6, 6 * MB8));
     assert_eq!(up.time.source, TimeSource::Device);
     assert_eq!(up.time.total_ns, 6 * 80_000);
     assert_eq!(up.host_time.count, 0, "GCC reported no upload");
-    let down = c.children.iter().find(|k| k.kind == ChildKind::Download).unwrap();
-    assert_eq!((down.count, down.bytes, down.time.total_ns), (6, 6 * MB8, 6 * 120_000));
+    let down = c
+        .children
+        .iter()
+        .find(|k| k.kind == ChildKind::Download)
+        .unwrap();
+    assert_eq!(
+        (down.count, down.bytes, down.time.total_ns),
+        (6, 6 * MB8, 6 * 120_000)
+    );
     // The launches the runtime reported get the kernels' device time, counted once.
-    let launch = c.children.iter().find(|k| k.kind == ChildKind::Launch).unwrap();
+    let launch = c
+        .children
+        .iter()
+        .find(|k| k.kind == ChildKind::Launch)
+        .unwrap();
     assert_eq!(launch.count, 3);
-    assert_eq!((launch.time.source, launch.time.total_ns), (TimeSource::Device, 3 * 40_000));
-    assert_eq!((launch.host_time.count, launch.host_time.total_ns), (3, 3 * 10_000));
+    assert_eq!(
+        (launch.time.source, launch.time.total_ns),
+        (TimeSource::Device, 3 * 40_000)
+    );
+    assert_eq!(
+        (launch.host_time.count, launch.host_time.total_ns),
+        (3, 3 * 10_000)
+    );
     let s = &p.summary;
     assert_eq!((s.uploads.count, s.upload_bytes), (7, 6 * MB8 + MB8));
     assert_eq!(s.kernels.source, TimeSource::Device);
@@ -137,16 +214,26 @@ fn gcc_transfers_known_only_from_the_device_appear_under_their_construct() {
     assert_eq!(s.device_records, 3 * 5 + 1);
     assert_eq!(s.device_records_outside, 1);
     // Variables are host ranges (GCC names none); A is copied out and in again every iteration.
-    let a_out = p.variables.iter().find(|v| v.host_ptr == Some(PTR_A) && v.direction == Direction::DeviceToHost).unwrap();
+    let a_out = p
+        .variables
+        .iter()
+        .find(|v| v.host_ptr == Some(PTR_A) && v.direction == Direction::DeviceToHost)
+        .unwrap();
     assert_eq!(a_out.count, 3);
-    assert!(!p.roundtrips.is_empty(), "copied out, then in again by the next construct");
+    assert!(
+        !p.roundtrips.is_empty(),
+        "copied out, then in again by the next construct"
+    );
 }
 
 #[test]
 fn advice_on_device_only_transfers_names_the_construct() {
     let p = profile(false);
     let findings = advise(&p);
-    let f = findings.iter().find(|f| f.rule == Rule::DataRegion).unwrap_or_else(|| panic!("{findings:#?}"));
+    let f = findings
+        .iter()
+        .find(|f| f.rule == Rule::DataRegion)
+        .unwrap_or_else(|| panic!("{findings:#?}"));
     assert_eq!(f.location.line, Some(LINE), "{f:#?}");
     assert!(f.estimated_saving_ns > 0);
 }
@@ -154,14 +241,36 @@ fn advice_on_device_only_transfers_names_the_construct() {
 #[test]
 fn reported_transfers_get_device_times_without_being_counted_twice() {
     let p = profile(true);
-    let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
-    let up = c.children.iter().find(|k| k.kind == ChildKind::Upload).unwrap();
+    let c = p
+        .constructs
+        .iter()
+        .find(|c| c.kind == accprof_analysis::ConstructKind::Compute)
+        .unwrap();
+    let up = c
+        .children
+        .iter()
+        .find(|k| k.kind == ChildKind::Upload)
+        .unwrap();
     assert_eq!((up.count, up.bytes), (6, 6 * MB8));
-    assert_eq!((up.time.source, up.time.total_ns), (TimeSource::Device, 6 * 80_000));
+    assert_eq!(
+        (up.time.source, up.time.total_ns),
+        (TimeSource::Device, 6 * 80_000)
+    );
     assert_eq!((up.host_time.count, up.host_time.total_ns), (6, 6 * 91_000));
-    let a = p.variables.iter().find(|v| v.name == "A" && v.direction == Direction::HostToDevice).unwrap();
-    assert_eq!((a.count, a.time.total_ns, a.host_time.total_ns), (3, 3 * 80_000, 3 * 91_000));
-    let site = p.transfer_sites.iter().find(|s| s.variable == p.variables.iter().position(|v| std::ptr::eq(v, a)).unwrap()).unwrap();
+    let a = p
+        .variables
+        .iter()
+        .find(|v| v.name == "A" && v.direction == Direction::HostToDevice)
+        .unwrap();
+    assert_eq!(
+        (a.count, a.time.total_ns, a.host_time.total_ns),
+        (3, 3 * 80_000, 3 * 91_000)
+    );
+    let site = p
+        .transfer_sites
+        .iter()
+        .find(|s| s.variable == p.variables.iter().position(|v| std::ptr::eq(v, a)).unwrap())
+        .unwrap();
     assert_eq!((site.count, site.time.source), (3, TimeSource::Device));
     assert_eq!(p.summary.uploads_host.count, 6);
     // The copy outside every construct was not reported by the runtime: counted from the device.
@@ -172,7 +281,10 @@ fn reported_transfers_get_device_times_without_being_counted_twice() {
 fn report_labels_every_time_with_its_source() {
     let p = profile(false);
     let text = accprof_analysis::report::text::render(
-        &[accprof_analysis::report::Section { label: "t".into(), profile: p }],
+        &[accprof_analysis::report::Section {
+            label: "t".into(),
+            profile: p,
+        }],
         None,
         accprof_analysis::report::ReportOptions::default(),
     );
@@ -191,7 +303,11 @@ fn without_the_header_key_device_records_count_but_tie_to_no_construct() {
     let p = Profile::from_path(f.path()).unwrap();
     assert_eq!(p.summary.device_records, 11);
     assert_eq!(p.summary.device_records_outside, 11);
-    let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
+    let c = p
+        .constructs
+        .iter()
+        .find(|c| c.kind == accprof_analysis::ConstructKind::Compute)
+        .unwrap();
     assert!(c.children.iter().all(|k| k.kind != ChildKind::Upload));
 }
 
@@ -201,11 +317,22 @@ fn copies_staged_by_a_runtime_helper_thread_belong_to_the_reported_upload() {
     // upload of 8 MiB becomes four 2 MiB device copies issued from a thread with no OpenACC
     // events, while the upload event is open.
     let (h, mut d) = naive(1, true);
-    d.retain(|e| e.get(Field::CopyKind).map(device::split_copy_kind).map(|k| k.0) != Some(device::COPY_HTOD));
+    d.retain(|e| {
+        e.get(Field::CopyKind)
+            .map(device::split_copy_kind)
+            .map(|k| k.0)
+            != Some(device::COPY_HTOD)
+    });
     for j in 0..2u64 {
         let call = 1_000_000 + 20_000 + j * 100_000;
         for c in 0..4u64 {
-            let mut x = copy(device::COPY_HTOD, call + c * 10_000, call + c * 10_000 + 500, 20_000, 0x9000_0000 + c * (MB8 / 4));
+            let mut x = copy(
+                device::COPY_HTOD,
+                call + c * 10_000,
+                call + c * 10_000 + 500,
+                20_000,
+                0x9000_0000 + c * (MB8 / 4),
+            );
             x.set(Field::Bytes, MB8 / 4);
             x.set_i64(Field::Thread, 999);
             d.push(x);
@@ -213,12 +340,31 @@ fn copies_staged_by_a_runtime_helper_thread_belong_to_the_reported_upload() {
     }
     let f = write(&h, &d, true);
     let p = Profile::from_path(f.path()).unwrap();
-    let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
-    let up = c.children.iter().find(|k| k.kind == ChildKind::Upload).unwrap();
-    assert_eq!((up.count, up.bytes), (2, 2 * MB8), "the runtime's two uploads, not eight");
-    assert_eq!((up.time.source, up.time.count, up.time.total_ns), (TimeSource::Device, 8, 8 * 20_000));
+    let c = p
+        .constructs
+        .iter()
+        .find(|c| c.kind == accprof_analysis::ConstructKind::Compute)
+        .unwrap();
+    let up = c
+        .children
+        .iter()
+        .find(|k| k.kind == ChildKind::Upload)
+        .unwrap();
+    assert_eq!(
+        (up.count, up.bytes),
+        (2, 2 * MB8),
+        "the runtime's two uploads, not eight"
+    );
+    assert_eq!(
+        (up.time.source, up.time.count, up.time.total_ns),
+        (TimeSource::Device, 8, 8 * 20_000)
+    );
     assert_eq!(p.summary.device_records_outside, 0);
-    assert_eq!((p.summary.uploads.count, p.summary.upload_bytes), (8, 2 * MB8), "the summary counts what the device moved");
+    assert_eq!(
+        (p.summary.uploads.count, p.summary.upload_bytes),
+        (8, 2 * MB8),
+        "the summary counts what the device moved"
+    );
 }
 
 /// ACCPROF_CUDA_EVENTS=on beside CUPTI times each launch twice: the report must use CUPTI's
@@ -239,20 +385,59 @@ fn with_cupti_and_cuda_events_both_on_cupti_is_used_and_nothing_counted_twice() 
         .collect();
     d.extend(cuda);
     let f = tempfile::NamedTempFile::new().unwrap();
-    let mut header = Header { exe: "/bin/laplace".into(), pid: 1, start_monotonic_ns: 1, ..Header::default() };
-    header.extra.push(("device_activity".into(), "cupti".into()));
-    header.extra.push(("device_activity".into(), "cuda_events".into()));
+    let mut header = Header {
+        exe: "/bin/laplace".into(),
+        pid: 1,
+        start_monotonic_ns: 1,
+        ..Header::default()
+    };
+    header
+        .extra
+        .push(("device_activity".into(), "cupti".into()));
+    header
+        .extra
+        .push(("device_activity".into(), "cuda_events".into()));
     let mut w = TraceWriter::new(std::fs::File::create(f.path()).unwrap(), &header).unwrap();
-    w.write_strings([(StrId(0), &b"laplace.c"[..]), (StrId(1), &b"main$_omp_fn$0"[..]), (StrId(2), &b"A"[..]), (StrId(3), &b"Anew"[..]), (StrId(4), &b"main"[..])]).unwrap();
+    w.write_strings([
+        (StrId(0), &b"laplace.c"[..]),
+        (StrId(1), &b"main$_omp_fn$0"[..]),
+        (StrId(2), &b"A"[..]),
+        (StrId(3), &b"Anew"[..]),
+        (StrId(4), &b"main"[..]),
+    ])
+    .unwrap();
     w.write_events(&h).unwrap();
     w.write_events(&d).unwrap();
-    w.write_footer(&Footer { events_recorded: 0, events_dropped: 0, end_monotonic_ns: 20_000_000 }).unwrap();
+    w.write_footer(&Footer {
+        events_recorded: 0,
+        events_dropped: 0,
+        end_monotonic_ns: 20_000_000,
+    })
+    .unwrap();
     w.flush().unwrap();
     let p = Profile::from_path(f.path()).unwrap();
-    let c = p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute).unwrap();
-    let launch = c.children.iter().find(|k| k.kind == ChildKind::Launch).unwrap();
-    assert_eq!((launch.time.source, launch.time.total_ns), (TimeSource::Device, 3 * 40_000), "CUPTI's kernel times, once");
-    assert!(p.warnings.iter().any(|w| w.contains("3 CUDA-event records are left out")), "{:?}", p.warnings);
+    let c = p
+        .constructs
+        .iter()
+        .find(|c| c.kind == accprof_analysis::ConstructKind::Compute)
+        .unwrap();
+    let launch = c
+        .children
+        .iter()
+        .find(|k| k.kind == ChildKind::Launch)
+        .unwrap();
+    assert_eq!(
+        (launch.time.source, launch.time.total_ns),
+        (TimeSource::Device, 3 * 40_000),
+        "CUPTI's kernel times, once"
+    );
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("3 CUDA-event records are left out")),
+        "{:?}",
+        p.warnings
+    );
 }
 
 /// After the runtime's first reported launch libaccprof stops CUPTI's launch callback, so later
@@ -265,7 +450,11 @@ fn kernels_without_their_call_take_the_reported_launch_of_the_same_name() {
     let (mut h, mut d) = naive(3, true);
     // Only the first iteration's kernel was seen by the callback.
     let mut corr = 100u64;
-    for (i, k) in d.iter_mut().filter(|e| e.kind == device::KERNEL).enumerate() {
+    for (i, k) in d
+        .iter_mut()
+        .filter(|e| e.kind == device::KERNEL)
+        .enumerate()
+    {
         k.set(Field::CorrelationId, corr);
         corr += 10;
         if i > 0 {
@@ -281,10 +470,18 @@ fn kernels_without_their_call_take_the_reported_launch_of_the_same_name() {
             e.set_i64(Field::LineNo, 40);
             e
         };
-        let mut l = on_thread2(host(acc_event_t::ENQUEUE_LAUNCH_START, t + 10_000, t + 20_000));
+        let mut l = on_thread2(host(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            t + 10_000,
+            t + 20_000,
+        ));
         l.set(Field::KernelName, 5);
         h.push(l);
-        h.push(on_thread2(host(acc_event_t::COMPUTE_CONSTRUCT_START, t, t + 500_000)));
+        h.push(on_thread2(host(
+            acc_event_t::COMPUTE_CONSTRUCT_START,
+            t,
+            t + 500_000,
+        )));
         let mut k = Event::new(device::KERNEL, t + 30_000);
         k.end_ns = t + 30_000 + 70_000;
         k.set(Field::KernelName, 5);
@@ -301,10 +498,41 @@ fn kernels_without_their_call_take_the_reported_launch_of_the_same_name() {
     }
     let f = write(&h, &d, true);
     let p = Profile::from_path(f.path()).unwrap();
-    let at = |line: i64| p.constructs.iter().find(|c| c.kind == accprof_analysis::ConstructKind::Compute && c.location.line == Some(line)).unwrap();
-    let launch = at(LINE).children.iter().find(|k| k.kind == ChildKind::Launch).unwrap();
-    assert_eq!((launch.count, launch.time.source, launch.time.count, launch.time.total_ns), (3, TimeSource::Device, 3, 3 * 40_000));
-    let launch2 = at(40).children.iter().find(|k| k.kind == ChildKind::Launch).unwrap();
-    assert_eq!((launch2.count, launch2.time.count, launch2.time.total_ns), (2, 2, 2 * 70_000), "thread 2's kernels, by name");
-    assert_eq!(p.summary.device_records_outside, 1 + 2, "the copy before any construct, the library kernel, the extra kernel");
+    let at = |line: i64| {
+        p.constructs
+            .iter()
+            .find(|c| {
+                c.kind == accprof_analysis::ConstructKind::Compute && c.location.line == Some(line)
+            })
+            .unwrap()
+    };
+    let launch = at(LINE)
+        .children
+        .iter()
+        .find(|k| k.kind == ChildKind::Launch)
+        .unwrap();
+    assert_eq!(
+        (
+            launch.count,
+            launch.time.source,
+            launch.time.count,
+            launch.time.total_ns
+        ),
+        (3, TimeSource::Device, 3, 3 * 40_000)
+    );
+    let launch2 = at(40)
+        .children
+        .iter()
+        .find(|k| k.kind == ChildKind::Launch)
+        .unwrap();
+    assert_eq!(
+        (launch2.count, launch2.time.count, launch2.time.total_ns),
+        (2, 2, 2 * 70_000),
+        "thread 2's kernels, by name"
+    );
+    assert_eq!(
+        p.summary.device_records_outside,
+        1 + 2,
+        "the copy before any construct, the library kernel, the extra kernel"
+    );
 }

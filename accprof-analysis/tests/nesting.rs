@@ -9,7 +9,10 @@ fn ev(kind: acc_event_t, s: u64, e: u64, thread: i64, line: i64) -> Event {
     x.end_ns = e;
     x.set_i64(Field::Thread, thread);
     x.set_i64(Field::LineNo, line);
-    x.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::PARALLEL.0));
+    x.set_i64(
+        Field::ParentConstruct,
+        i64::from(acc_construct_t::PARALLEL.0),
+    );
     if kind == acc_event_t::ENQUEUE_UPLOAD_START {
         x.set(Field::Bytes, 4096);
         x.set(Field::HostPtr, 0x1000);
@@ -21,10 +24,28 @@ fn ev(kind: acc_event_t, s: u64, e: u64, thread: i64, line: i64) -> Event {
 /// data, then a launch.
 fn construct(t: u64, thread: i64, line: i64) -> [Event; 4] {
     [
-        ev(acc_event_t::ENQUEUE_UPLOAD_START, t + 20, t + 30, thread, line),
+        ev(
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            t + 20,
+            t + 30,
+            thread,
+            line,
+        ),
         ev(acc_event_t::ENTER_DATA_START, t + 10, t + 40, thread, line),
-        ev(acc_event_t::ENQUEUE_LAUNCH_START, t + 50, t + 60, thread, line),
-        ev(acc_event_t::COMPUTE_CONSTRUCT_START, t, t + 100, thread, line),
+        ev(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            t + 50,
+            t + 60,
+            thread,
+            line,
+        ),
+        ev(
+            acc_event_t::COMPUTE_CONSTRUCT_START,
+            t,
+            t + 100,
+            thread,
+            line,
+        ),
     ]
 }
 

@@ -1,8 +1,8 @@
 //! Profiles and advice of the synthetic Laplace traces: the numbers the generator put in come
 //! back out, the naive version gets the data-region advice and the data version none.
 
-use accprof_testkit::laplace::{self as synth, Shape, SynthConfig};
 use accprof_analysis::{advise, ChildKind, ConstructKind, Direction, Profile, Rule};
+use accprof_testkit::laplace::{self as synth, Shape, SynthConfig};
 
 fn profile_of(cfg: &SynthConfig) -> Profile {
     let dir = tempfile::tempdir().unwrap();
@@ -16,14 +16,26 @@ fn events_per_iteration_is_what_the_generator_emits() {
     for shape in [Shape::LaplaceNaive, Shape::LaplaceData] {
         let one = synth::events(&SynthConfig::new(shape).iterations(1)).len() as u64;
         let three = synth::events(&SynthConfig::new(shape).iterations(3)).len() as u64;
-        assert_eq!(three - one, 2 * SynthConfig::new(shape).events_per_iteration(), "{shape:?}");
+        assert_eq!(
+            three - one,
+            2 * SynthConfig::new(shape).events_per_iteration(),
+            "{shape:?}"
+        );
     }
 }
 
 #[test]
 fn naive_laplace_profile_counts_every_construct_and_transfer() {
-    let p = profile_of(&SynthConfig::new(Shape::LaplaceNaive).iterations(10).grid(256));
-    let compute: Vec<_> = p.constructs.iter().filter(|c| c.kind == ConstructKind::Compute).collect();
+    let p = profile_of(
+        &SynthConfig::new(Shape::LaplaceNaive)
+            .iterations(10)
+            .grid(256),
+    );
+    let compute: Vec<_> = p
+        .constructs
+        .iter()
+        .filter(|c| c.kind == ConstructKind::Compute)
+        .collect();
     assert_eq!(compute.len(), 2);
     for c in &compute {
         assert_eq!(c.reached, 10);
@@ -36,7 +48,11 @@ fn naive_laplace_profile_counts_every_construct_and_transfer() {
     assert_eq!(p.summary.compute.count, 20);
     assert_eq!(p.summary.uploads.count, 50);
     assert_eq!(p.summary.downloads.count, 50);
-    let a_in = p.variables.iter().find(|v| v.name == "A" && v.direction == Direction::HostToDevice).unwrap();
+    let a_in = p
+        .variables
+        .iter()
+        .find(|v| v.name == "A" && v.direction == Direction::HostToDevice)
+        .unwrap();
     assert_eq!(a_in.count, 20);
     assert_eq!(a_in.bytes, 20 * 256 * 256 * 8);
     assert_eq!(p.kernels.len(), 2);
@@ -50,9 +66,16 @@ fn naive_laplace_profile_counts_every_construct_and_transfer() {
 fn naive_laplace_gets_a_data_region_on_lines_57_to_80() {
     let p = profile_of(&SynthConfig::new(Shape::LaplaceNaive).iterations(100));
     let f = advise(&p);
-    let dr = f.iter().find(|f| f.rule == Rule::DataRegion).expect("data region finding");
+    let dr = f
+        .iter()
+        .find(|f| f.rule == Rule::DataRegion)
+        .expect("data region finding");
     assert!(dr.change.contains("wrap lines 57-80"), "{}", dr.change);
-    assert!(dr.change.contains("copy(A, Anew)") || dr.change.contains("copy(A) create(Anew)"), "{}", dr.change);
+    assert!(
+        dr.change.contains("copy(A, Anew)") || dr.change.contains("copy(A) create(Anew)"),
+        "{}",
+        dr.change
+    );
     assert_eq!(dr.location.function.as_deref(), Some("main"));
     assert!(dr.estimated_saving_ns > 0);
     assert!(!dr.events.is_empty());
@@ -64,6 +87,10 @@ fn data_region_laplace_gets_no_data_advice() {
     let p = profile_of(&SynthConfig::new(Shape::LaplaceData).iterations(20));
     let f = advise(&p);
     assert!(f.iter().all(|f| !f.rule.is_data_rule()), "{f:#?}");
-    let data = p.constructs.iter().find(|c| c.kind == ConstructKind::Data).unwrap();
+    let data = p
+        .constructs
+        .iter()
+        .find(|c| c.kind == ConstructKind::Data)
+        .unwrap();
     assert_eq!(data.reached, 1);
 }

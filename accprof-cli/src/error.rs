@@ -11,11 +11,17 @@ pub struct CliError {
 impl CliError {
     /// A failure of the command (bad input, unreadable trace): exit code 1.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), exit_code: 1 }
+        Self {
+            message: message.into(),
+            exit_code: 1,
+        }
     }
 
     pub fn with_code(message: impl Into<String>, exit_code: u8) -> Self {
-        Self { message: message.into(), exit_code }
+        Self {
+            message: message.into(),
+            exit_code,
+        }
     }
 }
 
@@ -46,7 +52,10 @@ pub fn install_panic_hook() {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown".into());
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
         eprintln!("accprof: internal error: {msg}{at} (please report this)");
         std::process::exit(101);
     }));

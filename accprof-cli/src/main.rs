@@ -9,8 +9,8 @@
 #![allow(rustdoc::broken_intra_doc_links)]
 
 mod commands;
-mod progress;
 mod error;
+mod progress;
 
 use clap::{Parser, Subcommand};
 use error::CliError;

@@ -15,10 +15,19 @@ fn findings(trace: &std::path::Path) -> Vec<Value> {
 }
 
 fn rules(f: &[Value]) -> Vec<String> {
-    f.iter().map(|f| f["rule"].as_str().unwrap().to_string()).collect()
+    f.iter()
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect()
 }
 
-const DATA_RULES: [&str; 6] = ["data_region", "enter_exit_data", "create_instead_of_copy", "whole_array", "update_in_loop", "alloc_churn"];
+const DATA_RULES: [&str; 6] = [
+    "data_region",
+    "enter_exit_data",
+    "create_instead_of_copy",
+    "whole_array",
+    "update_in_loop",
+    "alloc_churn",
+];
 
 fn has_no_data_rule(f: &[Value]) {
     for r in rules(f) {
@@ -33,7 +42,10 @@ fn advise_text_of_naive_laplace() {
     let o = accprof(&["advise", t.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = scrub(&stdout(&o), dir.path());
-    assert!(text.contains("wrap lines 57-80 in `#pragma acc data copy(A, Anew)`"), "{text}");
+    assert!(
+        text.contains("wrap lines 57-80 in `#pragma acc data copy(A, Anew)`"),
+        "{text}"
+    );
     insta::assert_snapshot!("advise_text_naive", text);
 }
 
@@ -43,7 +55,10 @@ fn findings_are_ordered_by_saving_and_point_at_events() {
     let t = synth_trace(dir.path(), "naive.trace", naive(50));
     let f = findings(&t);
     assert!(!f.is_empty());
-    let savings: Vec<u64> = f.iter().map(|f| f["estimated_saving_ns"].as_u64().unwrap()).collect();
+    let savings: Vec<u64> = f
+        .iter()
+        .map(|f| f["estimated_saving_ns"].as_u64().unwrap())
+        .collect();
     assert!(savings.windows(2).all(|w| w[0] >= w[1]), "{savings:?}");
     let dr = f.iter().find(|f| f["rule"] == "data_region").unwrap();
     assert_eq!(dr["location"]["line"], 57);
@@ -63,18 +78,37 @@ fn synthetic_data_region_laplace_gets_no_data_rule() {
 #[test]
 fn real_laplace_naive_gets_a_data_region_and_data_version_none() {
     let dir = tempfile::tempdir().unwrap();
-    let naive = record_example(dir.path(), "laplace", &["--version", "naive", "--n", "128", "--iters", "10"]);
+    let naive = record_example(
+        dir.path(),
+        "laplace",
+        &["--version", "naive", "--n", "128", "--iters", "10"],
+    );
     let f = findings(&naive);
-    let dr = f.iter().find(|f| f["rule"] == "data_region").unwrap_or_else(|| panic!("{f:#?}"));
+    let dr = f
+        .iter()
+        .find(|f| f["rule"] == "data_region")
+        .unwrap_or_else(|| panic!("{f:#?}"));
     let change = dr["change"].as_str().unwrap();
-    assert!(change.contains("#pragma acc data") && change.contains("A[0:n*m]") && change.contains("Anew[0:n*m]"), "{change}");
+    assert!(
+        change.contains("#pragma acc data")
+            && change.contains("A[0:n*m]")
+            && change.contains("Anew[0:n*m]"),
+        "{change}"
+    );
     let dir2 = tempfile::tempdir().unwrap();
-    let good = record_example(dir2.path(), "laplace", &["--version", "data", "--n", "128", "--iters", "10"]);
+    let good = record_example(
+        dir2.path(),
+        "laplace",
+        &["--version", "data", "--n", "128", "--iters", "10"],
+    );
     let f = findings(&good);
     has_no_data_rule(&f);
     // The runtime's one-thread store of the error reduction (a launch of the construct) is no
     // sequential loop of the user's.
-    assert!(!f.iter().any(|f| f["rule"] == "sequential_kernel"), "{f:#?}");
+    assert!(
+        !f.iter().any(|f| f["rule"] == "sequential_kernel"),
+        "{f:#?}"
+    );
 }
 
 fn example_findings(example: &str, args: &[&str]) -> Vec<Value> {
@@ -86,23 +120,36 @@ fn example_findings(example: &str, args: &[&str]) -> Vec<Value> {
 #[test]
 fn copies_in_loop_gets_a_data_region() {
     let f = example_findings("mistake_copies_in_loop", &["--n", "65536", "--iters", "10"]);
-    let dr = f.iter().find(|f| f["rule"] == "data_region").unwrap_or_else(|| panic!("{f:#?}"));
+    let dr = f
+        .iter()
+        .find(|f| f["rule"] == "data_region")
+        .unwrap_or_else(|| panic!("{f:#?}"));
     assert!(dr["change"].as_str().unwrap().contains("copy(x"), "{dr:#?}");
 }
 
 #[test]
 fn no_present_across_calls_gets_enter_and_exit_data() {
-    let f = example_findings("mistake_no_present_across_calls", &["--n", "65536", "--iters", "5"]);
-    let e = f.iter().find(|f| f["rule"] == "enter_exit_data").unwrap_or_else(|| panic!("{f:#?}"));
+    let f = example_findings(
+        "mistake_no_present_across_calls",
+        &["--n", "65536", "--iters", "5"],
+    );
+    let e = f
+        .iter()
+        .find(|f| f["rule"] == "enter_exit_data")
+        .unwrap_or_else(|| panic!("{f:#?}"));
     let c = e["change"].as_str().unwrap();
-    assert!(c.contains("enter data") && c.contains("exit data") && c.contains("present("), "{c}");
+    assert!(
+        c.contains("enter data") && c.contains("exit data") && c.contains("present("),
+        "{c}"
+    );
 }
 
 #[test]
 fn temp_roundtrip_gets_create_for_the_temporary() {
     let f = example_findings("mistake_temp_roundtrip", &["--n", "65536", "--iters", "5"]);
     let hit = f.iter().find(|f| {
-        (f["rule"] == "create_instead_of_copy" || f["rule"] == "data_region") && f["change"].as_str().unwrap().contains("create(tmp")
+        (f["rule"] == "create_instead_of_copy" || f["rule"] == "data_region")
+            && f["change"].as_str().unwrap().contains("create(tmp")
     });
     assert!(hit.is_some(), "{f:#?}");
 }
@@ -144,7 +191,13 @@ fn repeated_saxpy_gets_a_data_region() {
 fn empty_trace_gets_no_findings() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("none.trace");
-    drop(accprof_trace::TraceWriter::new(std::fs::File::create(&p).unwrap(), &accprof_trace::Header::default()).unwrap());
+    drop(
+        accprof_trace::TraceWriter::new(
+            std::fs::File::create(&p).unwrap(),
+            &accprof_trace::Header::default(),
+        )
+        .unwrap(),
+    );
     let o = accprof(&["advise", p.to_str().unwrap()]);
     assert!(o.status.success());
     assert!(stdout(&o).contains("nothing to advise"), "{}", stdout(&o));

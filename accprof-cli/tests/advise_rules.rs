@@ -19,7 +19,10 @@ struct Run {
 
 impl Run {
     fn new() -> Self {
-        Self { events: Vec::new(), now: T0 }
+        Self {
+            events: Vec::new(),
+            now: T0,
+        }
     }
 
     fn event(&self, kind: acc_event_t, start: u64, end: u64, line: i64) -> Event {
@@ -46,14 +49,32 @@ impl Run {
 
     /// A compute construct at `line` lasting `ns`, with one launch of the given geometry and,
     /// when `wait_ns` > 0, the implicit wait for its kernel at the end. Async when `queue` is set.
-    fn compute(&mut self, line: i64, ns: u64, gangs: u64, vector: u64, wait_ns: u64, queue: Option<i64>) {
+    fn compute(
+        &mut self,
+        line: i64,
+        ns: u64,
+        gangs: u64,
+        vector: u64,
+        wait_ns: u64,
+        queue: Option<i64>,
+    ) {
         let start = self.now;
-        let mut launch = self.event(acc_event_t::ENQUEUE_LAUNCH_START, start + US / 2, start + US / 2 + 2 * US, line);
+        let mut launch = self.event(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            start + US / 2,
+            start + US / 2 + 2 * US,
+            line,
+        );
         launch.set(Field::KernelName, 2);
         launch.set(Field::NumGangs, gangs);
         launch.set(Field::NumWorkers, 1);
         launch.set(Field::VectorLength, vector);
-        let mut c = self.event(acc_event_t::COMPUTE_CONSTRUCT_START, start, start + ns, line);
+        let mut c = self.event(
+            acc_event_t::COMPUTE_CONSTRUCT_START,
+            start,
+            start + ns,
+            line,
+        );
         c.set_i64(Field::ParentConstruct, 0);
         if let Some(q) = queue {
             for e in [&mut launch, &mut c] {
@@ -64,7 +85,12 @@ impl Run {
         // Children first, as the tool writes them (a construct ends after what it contains).
         self.events.push(launch);
         if wait_ns > 0 {
-            let w = self.event(acc_event_t::WAIT_START, start + ns - wait_ns, start + ns - US / 10, line);
+            let w = self.event(
+                acc_event_t::WAIT_START,
+                start + ns - wait_ns,
+                start + ns - US / 10,
+                line,
+            );
             self.events.push(w);
         }
         self.events.push(c);
@@ -85,14 +111,27 @@ impl Run {
             extra: vec![],
         };
         let mut w = TraceWriter::new(std::fs::File::create(path).unwrap(), &header).unwrap();
-        w.write_strings([(StrId(0), &b"app.c"[..]), (StrId(1), &b"main"[..]), (StrId(2), &b"main_42_gpu"[..])]).unwrap();
+        w.write_strings([
+            (StrId(0), &b"app.c"[..]),
+            (StrId(1), &b"main"[..]),
+            (StrId(2), &b"main_42_gpu"[..]),
+        ])
+        .unwrap();
         w.write_events(&self.events).unwrap();
-        w.write_footer(&Footer { events_recorded: self.events.len() as u64, events_dropped: 0, end_monotonic_ns: self.now + US }).unwrap();
+        w.write_footer(&Footer {
+            events_recorded: self.events.len() as u64,
+            events_dropped: 0,
+            end_monotonic_ns: self.now + US,
+        })
+        .unwrap();
     }
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("accprof-advise-rules-{name}-{}", std::process::id()));
+    let d = std::env::temp_dir().join(format!(
+        "accprof-advise-rules-{name}-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -101,10 +140,23 @@ fn scratch(name: &str) -> PathBuf {
 fn rules(name: &str, run: &Run) -> Vec<String> {
     let path = scratch(name).join("t.trace");
     run.write(&path);
-    let out = Command::new(env!("CARGO_BIN_EXE_accprof")).args(["advise", "--format", "json", "-q"]).arg(&path).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_accprof"))
+        .args(["advise", "--format", "json", "-q"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap().to_string()).collect()
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -135,7 +187,10 @@ fn a_kernel_on_one_gang_and_one_lane_fires_and_a_parallel_one_does_not() {
         bad.compute(57, 10 * MS, 1, 1, 0, None);
     }
     let found = rules("sequential", &bad);
-    assert!(found.contains(&"sequential_kernel".to_string()), "{found:?}");
+    assert!(
+        found.contains(&"sequential_kernel".to_string()),
+        "{found:?}"
+    );
     let mut good = Run::new();
     good.init(100 * US);
     for _ in 0..10 {

@@ -17,7 +17,9 @@ fn sample_traces() -> Vec<PathBuf> {
     let root = tools::workspace_root().join("traces");
     let mut out = Vec::new();
     for dir in [root.clone(), root.join("gpu")] {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in entries.flatten() {
             if e.path().extension().is_some_and(|x| x == "trace") {
                 out.push(e.path());
@@ -30,7 +32,11 @@ fn sample_traces() -> Vec<PathBuf> {
 
 fn json_of(args: &[&str]) -> Value {
     let o = tools::run(args);
-    assert!(o.status.success(), "accprof {args:?}: {}", tools::stderr(&o));
+    assert!(
+        o.status.success(),
+        "accprof {args:?}: {}",
+        tools::stderr(&o)
+    );
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("accprof {args:?}: not JSON: {e}"))
 }
 
@@ -54,11 +60,21 @@ fn report_figures(trace: &Path) -> (ViewFigures, usize) {
         .set("device records", u(&s["device_records"]))
         .set("device inits", u(&s["device_init"]["count"]));
     let constructs = p["constructs"].as_array().unwrap();
-    let timed: Vec<&Value> = constructs.iter().filter(|c| u(&c["time"]["total_ns"]) > 0).collect();
+    let timed: Vec<&Value> = constructs
+        .iter()
+        .filter(|c| u(&c["time"]["total_ns"]) > 0)
+        .collect();
     if timed.len() <= 15 {
         f.set("constructs shown", timed.len());
         // The plot writes "(xN)" for constructs reached more than once.
-        f.set("constructs reached more than once", timed.iter().map(|c| u(&c["reached"])).filter(|&n| n > 1).sum::<u64>());
+        f.set(
+            "constructs reached more than once",
+            timed
+                .iter()
+                .map(|c| u(&c["reached"]))
+                .filter(|&n| n > 1)
+                .sum::<u64>(),
+        );
     }
     (f, timed.len())
 }
@@ -69,19 +85,42 @@ fn export_figures(trace: &Path) -> ViewFigures {
     let ns = |v: &Value| (v.as_f64().unwrap() * 1000.0).round() as u64;
     let of = |name: &str| events.iter().filter(|e| e["args"]["event"] == name).count();
     let slices: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
-    let compute_ns: u64 = slices.iter().filter(|e| e["args"]["event"] == "acc_ev_compute_construct_start").map(|e| ns(&e["dur"])).sum();
+    let compute_ns: u64 = slices
+        .iter()
+        .filter(|e| e["args"]["event"] == "acc_ev_compute_construct_start")
+        .map(|e| ns(&e["dur"]))
+        .sum();
     let start = slices.iter().map(|e| ns(&e["ts"])).min().unwrap_or(0);
-    let end = slices.iter().map(|e| ns(&e["ts"]) + ns(&e["dur"])).max().unwrap_or(0);
+    let end = slices
+        .iter()
+        .map(|e| ns(&e["ts"]) + ns(&e["dur"]))
+        .max()
+        .unwrap_or(0);
     let mut f = ViewFigures::new("export");
-    f.set("events", slices.len() + events.iter().filter(|e| e["ph"] == "i").count())
-        .set("compute constructs", of("acc_ev_compute_construct_start"))
-        .set("compute construct ns", compute_ns)
-        .set("launches", of("acc_ev_enqueue_launch_start"))
-        .set("uploads", of("acc_ev_enqueue_upload_start"))
-        .set("downloads", of("acc_ev_enqueue_download_start"))
-        .set("device records", slices.iter().filter(|e| e["cat"].as_str().is_some_and(|c| c.starts_with("device,"))).count())
-        .set("device inits", of("acc_ev_device_init_start"))
-        .set("lanes", events.iter().filter(|e| e["ph"] == "M" && e["name"] == "thread_name").count());
+    f.set(
+        "events",
+        slices.len() + events.iter().filter(|e| e["ph"] == "i").count(),
+    )
+    .set("compute constructs", of("acc_ev_compute_construct_start"))
+    .set("compute construct ns", compute_ns)
+    .set("launches", of("acc_ev_enqueue_launch_start"))
+    .set("uploads", of("acc_ev_enqueue_upload_start"))
+    .set("downloads", of("acc_ev_enqueue_download_start"))
+    .set(
+        "device records",
+        slices
+            .iter()
+            .filter(|e| e["cat"].as_str().is_some_and(|c| c.starts_with("device,")))
+            .count(),
+    )
+    .set("device inits", of("acc_ev_device_init_start"))
+    .set(
+        "lanes",
+        events
+            .iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+            .count(),
+    );
     if !slices.is_empty() {
         f.set("timeline span", duration_compact(end - start));
     }
@@ -89,29 +128,62 @@ fn export_figures(trace: &Path) -> ViewFigures {
 }
 
 fn plot_figures(trace: &Path, dir: &Path) -> ViewFigures {
-    let out = dir.join(format!("{}.svg", trace.file_name().unwrap().to_string_lossy()));
+    let out = dir.join(format!(
+        "{}.svg",
+        trace.file_name().unwrap().to_string_lossy()
+    ));
     let o = tools::run(&["plot", "-o", out.to_str().unwrap(), trace.to_str().unwrap()]);
     assert!(o.status.success(), "{}", tools::stderr(&o));
     let svg = std::fs::read_to_string(&out).unwrap();
     let texts: Vec<String> = svg
         .split("<text")
         .skip(1)
-        .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")))
+        .filter_map(|t| {
+            Some(
+                t.split_once('>')?
+                    .1
+                    .split_once("</text>")?
+                    .0
+                    .trim()
+                    .replace("&amp;", "&")
+                    .replace("&lt;", "<")
+                    .replace("&gt;", ">"),
+            )
+        })
         .collect();
-    let bars_from = texts.iter().position(|t| t.contains("per construct (longest first)")).expect("a breakdown") + 1;
-    let timeline = texts.iter().position(|t| t.starts_with("Timeline (")).expect("a timeline");
+    let bars_from = texts
+        .iter()
+        .position(|t| t.contains("per construct (longest first)"))
+        .expect("a breakdown")
+        + 1;
+    let timeline = texts
+        .iter()
+        .position(|t| t.starts_with("Timeline ("))
+        .expect("a timeline");
     let mut f = ViewFigures::new("plot");
     // The breakdown: a label ("parallel laplace.c:42 (x10)") and its time, per bar.
     let bars: Vec<&String> = texts[bars_from..timeline].iter().step_by(2).collect();
     if !bars.iter().any(|b| b.ends_with("other constructs")) {
         f.set("constructs shown", bars.len());
-        let reached = |b: &str| b.rsplit_once(" (x").and_then(|(_, n)| n.strip_suffix(')')?.parse::<u64>().ok()).unwrap_or(0);
-        f.set("constructs reached more than once", bars.iter().map(|b| reached(b)).sum::<u64>());
+        let reached = |b: &str| {
+            b.rsplit_once(" (x")
+                .and_then(|(_, n)| n.strip_suffix(')')?.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        f.set(
+            "constructs reached more than once",
+            bars.iter().map(|b| reached(b)).sum::<u64>(),
+        );
     }
     // The timeline: "Timeline (174 us)", then one label per lane until the first axis tick.
-    let span = texts[timeline].trim_start_matches("Timeline (").trim_end_matches(')');
+    let span = texts[timeline]
+        .trim_start_matches("Timeline (")
+        .trim_end_matches(')');
     f.set("timeline span", span);
-    let lanes = texts[timeline + 1..].iter().take_while(|t| t.as_str() != "0").count();
+    let lanes = texts[timeline + 1..]
+        .iter()
+        .take_while(|t| t.as_str() != "0")
+        .count();
     if !texts.iter().any(|t| t.contains("more lanes")) {
         f.set("lanes", lanes);
     }
@@ -122,7 +194,11 @@ fn check(trace: &Path, dir: &Path) {
     let (report, _) = report_figures(trace);
     let views = [report, export_figures(trace), plot_figures(trace, dir)];
     match check_consistent(&views) {
-        Ok(n) => assert!(n >= 10, "{}: only {n} figures compared: {views:?}", trace.display()),
+        Ok(n) => assert!(
+            n >= 10,
+            "{}: only {n} figures compared: {views:?}",
+            trace.display()
+        ),
         Err(e) => panic!("{}: the views disagree:\n{e}", trace.display()),
     }
 }
@@ -131,7 +207,10 @@ fn check(trace: &Path, dir: &Path) {
 fn every_sample_trace_reads_the_same_in_report_export_and_plot() {
     let dir = tempfile::tempdir().unwrap();
     let samples = sample_traces();
-    assert!(samples.len() >= 8, "the sample traces are missing: {samples:?}");
+    assert!(
+        samples.len() >= 8,
+        "the sample traces are missing: {samples:?}"
+    );
     for t in &samples {
         check(t, dir.path());
     }

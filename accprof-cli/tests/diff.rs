@@ -13,12 +13,23 @@ fn diff_of_naive_and_data_region_laplace() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = scrub(&stdout(&o), dir.path());
     insta::assert_snapshot!("diff_text_naive_vs_data", text);
-    let j = accprof(&["diff", "--format", "json", before.to_str().unwrap(), after.to_str().unwrap()]);
+    let j = accprof(&[
+        "diff",
+        "--format",
+        "json",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
+    ]);
     let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
     let t = &v["diff"]["summary"]["transfers"];
     assert_eq!(t[0], 20 * 10); // 6 + 4 transfers per naive iteration
     assert_eq!(t[1], 20 * 2 + 2); // error both ways each iteration, A in and out once
-    let data_region = v["diff"]["constructs"].as_array().unwrap().iter().find(|c| c["kind"] == "data").unwrap();
+    let data_region = v["diff"]["constructs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "data")
+        .unwrap();
     assert!(data_region["before"].is_null());
     assert_eq!(data_region["reached"][1], 1);
 }

@@ -42,7 +42,10 @@ fn laplace_like_trace_exports_valid_nested_tracks() {
     let dir = tempfile::tempdir().unwrap();
     let json = export(&[&laplace_trace(dir.path(), 3)], dir.path());
     let sum = validate(&json).unwrap_or_else(|e| panic!("invalid export: {e}"));
-    assert_eq!(sum.processes.values().collect::<Vec<_>>(), ["laplace (pid 4242)"]);
+    assert_eq!(
+        sum.processes.values().collect::<Vec<_>>(),
+        ["laplace (pid 4242)"]
+    );
     let threads: Vec<&str> = sum.threads.values().map(String::as_str).collect();
     assert_eq!(
         threads,
@@ -77,10 +80,14 @@ fn laplace_like_trace_exports_valid_nested_tracks() {
     assert_eq!(upload[0]["args"]["var"], "A");
     assert_eq!(upload[0]["cat"], "transfer");
     // Kernels of the main thread run on its synchronous device track, not on the host track.
-    let track_of = |e: &Value| sum.threads[&(e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap())].clone();
+    let track_of =
+        |e: &Value| sum.threads[&(e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap())].clone();
     assert_eq!(track_of(kernel[0]), "host thread 0: device (synchronous)");
     assert_eq!(track_of(compute[0]), "host thread 0");
-    assert_eq!(track_of(find(&evs, "pipeline_72_gpu")[0]), "device: async queue 1");
+    assert_eq!(
+        track_of(find(&evs, "pipeline_72_gpu")[0]),
+        "device: async queue 1"
+    );
     // Times start at 0 (the device init) and are microseconds: init lasts 50 us.
     let init = find(&evs, "device init")[0];
     assert_eq!(init["ts"], 0);
@@ -94,11 +101,17 @@ fn laplace_like_trace_exports_valid_nested_tracks() {
 fn counters_track_device_memory_and_bytes_in_flight() {
     let dir = tempfile::tempdir().unwrap();
     let evs = events(&export(&[&laplace_trace(dir.path(), 1)], dir.path()));
-    let memory: Vec<i64> = find(&evs, "device memory in use").iter().map(|e| e["args"]["bytes"].as_i64().unwrap()).collect();
+    let memory: Vec<i64> = find(&evs, "device memory in use")
+        .iter()
+        .map(|e| e["args"]["bytes"].as_i64().unwrap())
+        .collect();
     let mib = 1 << 20;
     // alloc A, alloc Anew, free A (size from its alloc), free Anew.
     assert_eq!(memory, [8 * mib, 16 * mib, 8 * mib, 0]);
-    let in_flight: Vec<i64> = find(&evs, "bytes in flight").iter().map(|e| e["args"]["bytes"].as_i64().unwrap()).collect();
+    let in_flight: Vec<i64> = find(&evs, "bytes in flight")
+        .iter()
+        .map(|e| e["args"]["bytes"].as_i64().unwrap())
+        .collect();
     assert_eq!(in_flight.first(), Some(&(8 * mib)));
     assert_eq!(in_flight.last(), Some(&0));
     assert!(in_flight.iter().all(|&b| b >= 0));
@@ -118,7 +131,13 @@ fn crossing_slices_on_one_track_move_to_a_second_lane() {
     let sum = validate(&json).unwrap_or_else(|e| panic!("invalid export: {e}"));
     assert_eq!(sum.complete, 3);
     let names: Vec<&str> = sum.threads.values().map(String::as_str).collect();
-    assert_eq!(names, ["device: async queue 2", "device: async queue 2 (overlapping, lane 2)"]);
+    assert_eq!(
+        names,
+        [
+            "device: async queue 2",
+            "device: async queue 2 (overlapping, lane 2)"
+        ]
+    );
     // Durations are kept, not clipped.
     let evs = events(&json);
     assert_eq!(find(&evs, "k2")[0]["dur"], 5);
@@ -155,7 +174,15 @@ fn ranks_become_processes_aligned_on_the_wall_clock() {
         // Rank 1's monotonic clock started 1 s later, but at the same wall-clock time.
         s.header.start_monotonic_ns += u64::from(rank) * 1_000_000_000;
         let shift = u64::from(rank) * 1_000_000_000;
-        construct(s.ev(acc_event_t::COMPUTE_CONSTRUCT_START, shift + 1_000, shift + 2_000, 0), acc_construct_t::PARALLEL);
+        construct(
+            s.ev(
+                acc_event_t::COMPUTE_CONSTRUCT_START,
+                shift + 1_000,
+                shift + 2_000,
+                0,
+            ),
+            acc_construct_t::PARALLEL,
+        );
         let p = dir.path().join(format!("r{rank}.trace"));
         s.write(&p);
         paths.push(p);
@@ -163,12 +190,25 @@ fn ranks_become_processes_aligned_on_the_wall_clock() {
     let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
     let json = export(&refs, dir.path());
     let sum = validate(&json).unwrap();
-    let procs: Vec<(i64, &str)> = sum.processes.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    assert_eq!(procs, [(1, "rank 0: mpi_app (pid 100)"), (2, "rank 1: mpi_app (pid 101)")]);
+    let procs: Vec<(i64, &str)> = sum
+        .processes
+        .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .collect();
+    assert_eq!(
+        procs,
+        [
+            (1, "rank 0: mpi_app (pid 100)"),
+            (2, "rank 1: mpi_app (pid 101)")
+        ]
+    );
     let evs = events(&json);
     let slices: Vec<_> = evs.iter().filter(|e| e["ph"] == "X").collect();
     assert_eq!(slices.len(), 2);
-    assert!(slices.iter().all(|e| e["ts"] == 0), "both ranks start together: {slices:?}");
+    assert!(
+        slices.iter().all(|e| e["ts"] == 0),
+        "both ranks start together: {slices:?}"
+    );
 }
 
 #[test]
@@ -205,7 +245,11 @@ fn truncated_trace_exports_what_it_holds_with_a_warning() {
     let out = dir.path().join("cut.json");
     let o = run(&["export", "-o", out.to_str().unwrap(), p.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("warning:") && stderr(&o).contains("ends in the middle of a chunk"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning:") && stderr(&o).contains("ends in the middle of a chunk"),
+        "{}",
+        stderr(&o)
+    );
     let sum = validate(&std::fs::read_to_string(out).unwrap()).unwrap();
     assert!(sum.complete > 10);
 }
@@ -217,25 +261,42 @@ fn bad_inputs_fail_with_one_line() {
     let out = d.join("o.json");
     let out = out.to_str().unwrap();
     let missing = d.join("missing.trace");
-    assert_one_line_failure(&run(&["export", "-o", out, missing.to_str().unwrap()]), "missing.trace");
+    assert_one_line_failure(
+        &run(&["export", "-o", out, missing.to_str().unwrap()]),
+        "missing.trace",
+    );
     let empty = d.join("empty.trace");
     std::fs::write(&empty, b"").unwrap();
-    assert_one_line_failure(&run(&["export", "-o", out, empty.to_str().unwrap()]), "empty");
+    assert_one_line_failure(
+        &run(&["export", "-o", out, empty.to_str().unwrap()]),
+        "empty",
+    );
     let foreign = d.join("foreign.trace");
     std::fs::write(&foreign, b"{\"traceEvents\":[]}").unwrap();
-    assert_one_line_failure(&run(&["export", "-o", out, foreign.to_str().unwrap()]), "not an accprof trace");
+    assert_one_line_failure(
+        &run(&["export", "-o", out, foreign.to_str().unwrap()]),
+        "not an accprof trace",
+    );
     let good = laplace_trace(d, 1);
     let mut bytes = std::fs::read(&good).unwrap();
     let n = bytes.len();
     bytes[n - 40] ^= 0xff;
     let corrupt = d.join("corrupt.trace");
     std::fs::write(&corrupt, &bytes).unwrap();
-    assert_one_line_failure(&run(&["export", "-o", out, corrupt.to_str().unwrap()]), "corrupt");
+    assert_one_line_failure(
+        &run(&["export", "-o", out, corrupt.to_str().unwrap()]),
+        "corrupt",
+    );
     // No output is left behind by a failed export.
     assert!(!Path::new(out).exists());
     let unwritable = d.join("no/such/dir/o.json");
     assert_one_line_failure(
-        &run(&["export", "-o", unwritable.to_str().unwrap(), good.to_str().unwrap()]),
+        &run(&[
+            "export",
+            "-o",
+            unwritable.to_str().unwrap(),
+            good.to_str().unwrap(),
+        ]),
         "cannot write",
     );
 }
@@ -278,10 +339,19 @@ fn a_large_export_is_written_whole_and_in_order() {
     let mut template = Synth::new("/bench/laplace", 1, None);
     laplace_like(&mut template, 100);
     let trace = dir.path().join("big.trace");
-    let n = tools::synth::write_repeated(&template, 100_000u64.div_ceil(template.events.len() as u64), &trace);
+    let n = tools::synth::write_repeated(
+        &template,
+        100_000u64.div_ceil(template.events.len() as u64),
+        &trace,
+    );
     assert!(n >= 100_000);
     let out = dir.path().join("big.json");
-    let o = run(&["export", "-o", out.to_str().unwrap(), trace.to_str().unwrap()]);
+    let o = run(&[
+        "export",
+        "-o",
+        out.to_str().unwrap(),
+        trace.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let json = std::fs::read_to_string(&out).unwrap();
     let sum = validate(&json).unwrap_or_else(|e| panic!("invalid export: {e}"));
@@ -289,10 +359,18 @@ fn a_large_export_is_written_whole_and_in_order() {
     // Per thread, slices come sorted by start: batches written out of order would break that.
     let doc: Value = serde_json::from_str(&json).unwrap();
     let mut last: std::collections::HashMap<(u64, u64), f64> = std::collections::HashMap::new();
-    for e in doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X") {
+    for e in doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+    {
         let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
         let ts = e["ts"].as_f64().unwrap();
         let prev = last.insert(key, ts).unwrap_or(f64::MIN);
-        assert!(ts >= prev, "slices of {key:?} out of order: {prev} then {ts}");
+        assert!(
+            ts >= prev,
+            "slices of {key:?} out of order: {prev} then {ts}"
+        );
     }
 }

@@ -22,7 +22,12 @@ fn export_a_million_events() {
     let mut best = f64::MAX;
     for _ in 0..3 {
         let t = Instant::now();
-        let o = tools::run(&["export", "-o", out.to_str().unwrap(), trace.to_str().unwrap()]);
+        let o = tools::run(&[
+            "export",
+            "-o",
+            out.to_str().unwrap(),
+            trace.to_str().unwrap(),
+        ]);
         let secs = t.elapsed().as_secs_f64();
         assert!(o.status.success(), "{}", tools::stderr(&o));
         best = best.min(secs);

@@ -15,7 +15,10 @@ use tools::chrome_validator::validate;
 use tools::synth::{laplace_like, Synth};
 
 fn node_available() -> bool {
-    Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success())
+    Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 #[test]
@@ -38,13 +41,38 @@ fn devtools_trace_engine_keeps_every_slice_on_its_named_track() {
     s.launch(3_000, 8_000, 0, "k2", (1, 1, 1), Some(3));
     // Device records on two streams (one split over two lanes), with flows from the constructs
     // and launches that issued them.
-    s.device_kernel(102_500, 111_000, Some(0x7f10), Some((0, 102_100)), "main_42_gpu");
-    s.device_kernel(110_000, 112_000, Some(0x7f10), Some((0, 102_200)), "main_42_gpu");
-    s.device_copy(62_500, 73_000, Some(0x7f20), Some((0, 62_100)), accprof_trace::device::COPY_HTOD, 8 << 20, Some("A"));
+    s.device_kernel(
+        102_500,
+        111_000,
+        Some(0x7f10),
+        Some((0, 102_100)),
+        "main_42_gpu",
+    );
+    s.device_kernel(
+        110_000,
+        112_000,
+        Some(0x7f10),
+        Some((0, 102_200)),
+        "main_42_gpu",
+    );
+    s.device_copy(
+        62_500,
+        73_000,
+        Some(0x7f20),
+        Some((0, 62_100)),
+        accprof_trace::device::COPY_HTOD,
+        8 << 20,
+        Some("A"),
+    );
     let trace = dir.path().join("laplace.trace");
     s.write(&trace);
     let json_path = dir.path().join("laplace.json");
-    let o = tools::run(&["export", "-o", json_path.to_str().unwrap(), trace.to_str().unwrap()]);
+    let o = tools::run(&[
+        "export",
+        "-o",
+        json_path.to_str().unwrap(),
+        trace.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", tools::stderr(&o));
     let ours = validate(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
 
@@ -53,19 +81,38 @@ fn devtools_trace_engine_keeps_every_slice_on_its_named_track() {
         .arg(&json_path)
         .output()
         .expect("node runs");
-    assert!(out.status.success(), "trace engine failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "trace engine failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let seen: Value = serde_json::from_slice(&out.stdout).expect("the check prints JSON");
     let processes = seen["processes"].as_array().unwrap();
     assert_eq!(processes.len(), 1);
     let threads = processes[0]["threads"].as_array().unwrap();
-    let names: Vec<&str> = threads.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = threads
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     let expected: Vec<&str> = ours.threads.values().map(String::as_str).collect();
     assert_eq!(names, expected);
     let kept: u64 = threads.iter().map(|t| t["entries"].as_u64().unwrap()).sum();
-    assert_eq!(kept as usize, ours.complete, "the engine dropped slices: {seen}");
+    assert_eq!(
+        kept as usize, ours.complete,
+        "the engine dropped slices: {seen}"
+    );
     assert_eq!(ours.flows, 3);
-    assert!(names.contains(&"device stream 0x7f10 (overlapping, lane 2)"), "{names:?}");
+    assert!(
+        names.contains(&"device stream 0x7f10 (overlapping, lane 2)"),
+        "{names:?}"
+    );
     // Four parallel constructs each hold their implicit enter and exit data: 4 x 2 children.
-    let host = threads.iter().find(|t| t["name"] == "host thread 0").unwrap();
-    assert_eq!(host["entries"].as_u64().unwrap() - host["roots"].as_u64().unwrap(), 8);
+    let host = threads
+        .iter()
+        .find(|t| t["name"] == "host thread 0")
+        .unwrap();
+    assert_eq!(
+        host["entries"].as_u64().unwrap() - host["roots"].as_u64().unwrap(),
+        8
+    );
 }

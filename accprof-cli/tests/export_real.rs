@@ -26,17 +26,32 @@ fn record(dir: &std::path::Path, example: &str, args: &[&str]) -> std::path::Pat
         .env("ACCPROF_OUT", &trace)
         .output()
         .expect("the example runs");
-    assert!(o.status.success(), "{example} failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{example} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     trace
 }
 
 #[test]
 fn real_laplace_and_async_pipeline_export_valid_traces() {
     let dir = tempfile::tempdir().unwrap();
-    for (example, args) in [("laplace", &["--version", "naive", "--n", "128", "--iters", "10"][..]), ("async_pipeline", &[][..])] {
+    for (example, args) in [
+        (
+            "laplace",
+            &["--version", "naive", "--n", "128", "--iters", "10"][..],
+        ),
+        ("async_pipeline", &[][..]),
+    ] {
         let trace = record(dir.path(), example, args);
         let json = dir.path().join(format!("{example}.json"));
-        let o = tools::run(&["export", "-o", json.to_str().unwrap(), trace.to_str().unwrap()]);
+        let o = tools::run(&[
+            "export",
+            "-o",
+            json.to_str().unwrap(),
+            trace.to_str().unwrap(),
+        ]);
         assert!(o.status.success(), "{}", tools::stderr(&o));
         let text = std::fs::read_to_string(&json).unwrap();
         let sum = validate(&text).unwrap_or_else(|e| panic!("{example}: invalid export: {e}"));
@@ -44,11 +59,19 @@ fn real_laplace_and_async_pipeline_export_valid_traces() {
         // Launches carry their kernel's geometry and transfers their variable and size.
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let evs = v["traceEvents"].as_array().unwrap();
-        assert!(evs.iter().any(|e| e["cat"] == "kernel" && e["args"]["num_gangs"].is_u64()), "{example}");
-        assert!(evs.iter().any(|e| e["cat"] == "transfer" && e["args"]["bytes"].is_u64() && e["args"]["var"].is_string()));
+        assert!(
+            evs.iter()
+                .any(|e| e["cat"] == "kernel" && e["args"]["num_gangs"].is_u64()),
+            "{example}"
+        );
+        assert!(evs.iter().any(|e| e["cat"] == "transfer"
+            && e["args"]["bytes"].is_u64()
+            && e["args"]["var"].is_string()));
         let svg = dir.path().join(format!("{example}.svg"));
         let o = tools::run(&["plot", trace.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
         assert!(o.status.success(), "{}", tools::stderr(&o));
-        assert!(std::fs::read_to_string(&svg).unwrap().contains("Host time per construct"));
+        assert!(std::fs::read_to_string(&svg)
+            .unwrap()
+            .contains("Host time per construct"));
     }
 }

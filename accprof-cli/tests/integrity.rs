@@ -11,7 +11,12 @@ use std::process::Command;
 fn small_trace(path: &Path, lost: Vec<(LostReason, u64)>) {
     let mut b = TraceBuilder::new("app", 42, None);
     for i in 0..5u64 {
-        b.ev(acc_event_t::COMPUTE_CONSTRUCT_START, i * 100, i * 100 + 50, 0);
+        b.ev(
+            acc_event_t::COMPUTE_CONSTRUCT_START,
+            i * 100,
+            i * 100 + 50,
+            0,
+        );
         b.at("app.c", "main", 10);
     }
     b.lost = lost;
@@ -19,8 +24,15 @@ fn small_trace(path: &Path, lost: Vec<(LostReason, u64)>) {
 }
 
 fn stderr_of(args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_accprof")).args(args).output().expect("run accprof");
-    assert!(o.status.success(), "accprof {args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(env!("CARGO_BIN_EXE_accprof"))
+        .args(args)
+        .output()
+        .expect("run accprof");
+    assert!(
+        o.status.success(),
+        "accprof {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
@@ -43,8 +55,14 @@ fn lost_events_are_said_by_every_command() {
     for args in commands(&trace, dir.path()) {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let err = stderr_of(&args);
-        assert!(err.contains("7 events LOST"), "accprof {args:?} did not say the lost events:\n{err}");
-        assert!(err.contains("3 events skipped while the program forked"), "accprof {args:?}:\n{err}");
+        assert!(
+            err.contains("7 events LOST"),
+            "accprof {args:?} did not say the lost events:\n{err}"
+        );
+        assert!(
+            err.contains("3 events skipped while the program forked"),
+            "accprof {args:?}:\n{err}"
+        );
     }
 }
 
@@ -57,6 +75,9 @@ fn a_complete_trace_gets_no_loss_line() {
     for args in commands(&trace, dir.path()) {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let err = stderr_of(&args);
-        assert!(!err.contains("incomplete"), "accprof {args:?} warned about a complete trace:\n{err}");
+        assert!(
+            !err.contains("incomplete"),
+            "accprof {args:?} warned about a complete trace:\n{err}"
+        );
     }
 }

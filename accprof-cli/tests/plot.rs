@@ -22,7 +22,19 @@ fn plot(trace: &Path, out: &Path) -> String {
 
 /// The texts of an SVG, in order.
 fn svg_texts(svg: &str) -> Vec<String> {
-    svg.split("<text").skip(1).filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().to_string())).collect()
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            Some(
+                t.split_once('>')?
+                    .1
+                    .split_once("</text>")?
+                    .0
+                    .trim()
+                    .to_string(),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -47,14 +59,24 @@ fn svg_shows_the_breakdown_per_construct_and_a_lane_per_track() {
         "host thread 1",
         "device queue 1",
     ] {
-        assert!(texts.iter().any(|t| t == expected), "no text {expected:?} in {texts:?}");
+        assert!(
+            texts.iter().any(|t| t == expected),
+            "no text {expected:?} in {texts:?}"
+        );
     }
     // The compute construct at line 42 took the most host time: it is the first bar.
-    let first_bar = texts.iter().position(|t| t == "Host time per construct (longest first)").unwrap() + 1;
+    let first_bar = texts
+        .iter()
+        .position(|t| t == "Host time per construct (longest first)")
+        .unwrap()
+        + 1;
     assert_eq!(texts[first_bar], "parallel laplace.c:42 (x10)");
     // Each category of the legend colors some rectangle (kernels blue, data orange, host green).
     for rgb in ["#0072B2", "#E69F00", "#009E73"] {
-        assert!(svg.contains(rgb) || svg.contains(&rgb.to_lowercase()), "no {rgb} in the picture");
+        assert!(
+            svg.contains(rgb) || svg.contains(&rgb.to_lowercase()),
+            "no {rgb} in the picture"
+        );
     }
 }
 
@@ -89,7 +111,14 @@ fn format_flag_overrides_the_extension() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("picture.img");
     let t = laplace_trace(dir.path(), 1);
-    let o = run(&["plot", t.to_str().unwrap(), "-o", out.to_str().unwrap(), "--format", "png"]);
+    let o = run(&[
+        "plot",
+        t.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--format",
+        "png",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(&std::fs::read(&out).unwrap()[..4], b"\x89PNG");
 }
@@ -102,7 +131,12 @@ fn empty_trace_plots_an_empty_figure() {
     let out = dir.path().join("idle.svg");
     plot(&p, &out);
     let texts = svg_texts(&std::fs::read_to_string(&out).unwrap());
-    assert!(texts.iter().any(|t| t == "no OpenACC constructs in this trace"), "{texts:?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t == "no OpenACC constructs in this trace"),
+        "{texts:?}"
+    );
     assert!(texts.iter().any(|t| t == "no events to show"), "{texts:?}");
 }
 
@@ -115,8 +149,14 @@ fn truncated_trace_plots_with_a_warning() {
     std::fs::write(&p, &bytes).unwrap();
     let out = dir.path().join("cut.svg");
     let err = plot(&p, &out);
-    assert_eq!(err.matches("ends in the middle of a chunk").count(), 1, "{err}");
-    assert!(svg_texts(&std::fs::read_to_string(&out).unwrap()).iter().any(|t| t.starts_with("parallel laplace.c:42")));
+    assert_eq!(
+        err.matches("ends in the middle of a chunk").count(),
+        1,
+        "{err}"
+    );
+    assert!(svg_texts(&std::fs::read_to_string(&out).unwrap())
+        .iter()
+        .any(|t| t.starts_with("parallel laplace.c:42")));
 }
 
 #[test]
@@ -125,17 +165,31 @@ fn bad_inputs_fail_with_one_line_and_leave_no_file() {
     let d = dir.path();
     let out = d.join("o.svg");
     let o = out.to_str().unwrap();
-    assert_one_line_failure(&run(&["plot", d.join("missing.trace").to_str().unwrap(), "-o", o]), "missing.trace");
+    assert_one_line_failure(
+        &run(&["plot", d.join("missing.trace").to_str().unwrap(), "-o", o]),
+        "missing.trace",
+    );
     let foreign = d.join("foreign.trace");
     std::fs::write(&foreign, b"P1\n1 1\n0\n").unwrap();
-    assert_one_line_failure(&run(&["plot", foreign.to_str().unwrap(), "-o", o]), "not an accprof trace");
+    assert_one_line_failure(
+        &run(&["plot", foreign.to_str().unwrap(), "-o", o]),
+        "not an accprof trace",
+    );
     let empty = d.join("empty.trace");
     std::fs::write(&empty, b"").unwrap();
     assert_one_line_failure(&run(&["plot", empty.to_str().unwrap(), "-o", o]), "empty");
     assert!(!out.exists());
     let good = laplace_trace(d, 1);
     let bad_dir = d.join("nope/o.svg");
-    assert_one_line_failure(&run(&["plot", good.to_str().unwrap(), "-o", bad_dir.to_str().unwrap()]), "cannot write");
+    assert_one_line_failure(
+        &run(&[
+            "plot",
+            good.to_str().unwrap(),
+            "-o",
+            bad_dir.to_str().unwrap(),
+        ]),
+        "cannot write",
+    );
 }
 
 #[test]
@@ -143,6 +197,9 @@ fn help_explains_with_an_example() {
     let o = run(&["plot", "--help"]);
     assert!(o.status.success());
     let help = tools::stdout(&o);
-    assert!(help.contains("accprof plot accprof.laplace.1234.trace -o laplace.svg"), "{help}");
+    assert!(
+        help.contains("accprof plot accprof.laplace.1234.trace -o laplace.svg"),
+        "{help}"
+    );
     assert!(help.contains("kernels, data, wait, init, host"), "{help}");
 }

@@ -12,7 +12,10 @@ fn report_text_of_naive_laplace() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = scrub(&stdout(&o), dir.path());
     // The wording users of NV_ACC_TIME know.
-    assert!(text.contains("57: compute region reached 10 times"), "{text}");
+    assert!(
+        text.contains("57: compute region reached 10 times"),
+        "{text}"
+    );
     assert!(text.contains("57: data copyin transfers: 30"), "{text}");
     assert!(text.contains("71: kernel launched 10 times"), "{text}");
     assert!(text.contains("grid: [510]  block: [128]"), "{text}");
@@ -36,17 +39,38 @@ fn report_json_is_versioned_and_complete() {
     let dir = tempfile::tempdir().unwrap();
     let t = synth_trace(dir.path(), "naive.trace", naive(4));
     let out = dir.path().join("r.json");
-    let o = accprof(&["report", "--format", "json", "-o", out.to_str().unwrap(), t.to_str().unwrap()]);
+    let o = accprof(&[
+        "report",
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+        t.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).is_empty());
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["kind"], "accprof-report");
     let p = &v["traces"][0]["profile"];
     assert_eq!(p["summary"]["compute"]["count"], 8);
     assert_eq!(p["summary"]["compute"]["source"], "host");
-    assert_eq!(p["constructs"].as_array().unwrap().iter().filter(|c| c["kind"] == "compute").count(), 2);
-    let a = p["variables"].as_array().unwrap().iter().find(|x| x["name"] == "A" && x["direction"] == "host_to_device").unwrap();
+    assert_eq!(
+        p["constructs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["kind"] == "compute")
+            .count(),
+        2
+    );
+    let a = p["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "A" && x["direction"] == "host_to_device")
+        .unwrap();
     assert_eq!(a["count"], 8);
     assert_eq!(a["bytes"], 8 * 512 * 512 * 8);
     assert!(v["merged"].is_null());
@@ -74,8 +98,17 @@ fn several_ranks_get_sections_and_a_merge() {
     assert!(text.contains("==== rank 1"), "{text}");
     assert!(text.contains("==== all 2 traces merged ===="), "{text}");
     // Merged: 3 + 5 iterations.
-    assert!(text.contains("57: compute region reached 8 times"), "{text}");
-    let j = accprof(&["report", "--format", "json", r0.to_str().unwrap(), r1.to_str().unwrap()]);
+    assert!(
+        text.contains("57: compute region reached 8 times"),
+        "{text}"
+    );
+    let j = accprof(&[
+        "report",
+        "--format",
+        "json",
+        r0.to_str().unwrap(),
+        r1.to_str().unwrap(),
+    ]);
     let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
     assert_eq!(v["traces"][1]["label"], "rank 1");
     assert_eq!(v["merged"]["summary"]["compute"]["count"], 16);
@@ -103,7 +136,11 @@ fn empty_foreign_and_corrupt_files_fail_with_one_line() {
     bytes[mid] ^= 0xff;
     let corrupt = dir.path().join("corrupt.trace");
     std::fs::write(&corrupt, &bytes).unwrap();
-    for (f, want) in [(&empty, "the file is empty"), (&foreign, "not an accprof trace"), (&corrupt, "corrupt trace")] {
+    for (f, want) in [
+        (&empty, "the file is empty"),
+        (&foreign, "not an accprof trace"),
+        (&corrupt, "corrupt trace"),
+    ] {
         for cmd in ["report", "advise"] {
             let o = accprof(&[cmd, f.to_str().unwrap()]);
             assert_eq!(o.status.code(), Some(1), "{cmd} {}", f.display());
@@ -124,20 +161,36 @@ fn truncated_trace_reports_what_it_holds_with_a_warning() {
     std::fs::write(&cut, &bytes[..bytes.len() - 40]).unwrap();
     let o = accprof(&["report", cut.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("warning:") && stderr(&o).contains("ends in the middle of a chunk"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning:") && stderr(&o).contains("ends in the middle of a chunk"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stdout(&o).contains("warning:"), "the report says it too");
-    assert!(stdout(&o).contains("compute region reached"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("compute region reached"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
 fn valid_empty_trace_gives_an_empty_report() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("none.trace");
-    let w = accprof_trace::TraceWriter::new(std::fs::File::create(&p).unwrap(), &accprof_trace::Header::default()).unwrap();
+    let w = accprof_trace::TraceWriter::new(
+        std::fs::File::create(&p).unwrap(),
+        &accprof_trace::Header::default(),
+    )
+    .unwrap();
     drop(w);
     let o = accprof(&["report", p.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("holds no OpenACC events"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("holds no OpenACC events"),
+        "{}",
+        stdout(&o)
+    );
     let j = accprof(&["report", "--format", "json", p.to_str().unwrap()]);
     assert!(j.status.success());
     let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
@@ -149,7 +202,10 @@ fn help_says_what_the_numbers_measure_with_an_example() {
     let o = accprof(&["report", "--help"]);
     let h = stdout(&o);
     assert!(h.contains("[host]") && h.contains("[device]"), "{h}");
-    assert!(h.contains("accprof report accprof.laplace.1234.trace"), "{h}");
+    assert!(
+        h.contains("accprof report accprof.laplace.1234.trace"),
+        "{h}"
+    );
     for cmd in ["advise", "diff"] {
         let h = stdout(&accprof(&[cmd, "--help"]));
         assert!(h.contains("Example"), "{cmd}: {h}");
@@ -159,7 +215,11 @@ fn help_says_what_the_numbers_measure_with_an_example() {
 #[test]
 fn report_of_the_real_laplace_example() {
     let dir = tempfile::tempdir().unwrap();
-    let t = record_example(dir.path(), "laplace", &["--version", "naive", "--n", "128", "--iters", "5"]);
+    let t = record_example(
+        dir.path(),
+        "laplace",
+        &["--version", "naive", "--n", "128", "--iters", "5"],
+    );
     let o = accprof(&["report", t.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn accprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_accprof")).args(args).output().expect("run accprof")
+    Command::new(env!("CARGO_BIN_EXE_accprof"))
+        .args(args)
+        .output()
+        .expect("run accprof")
 }
 
 pub fn stdout(o: &Output) -> String {
@@ -26,11 +29,15 @@ pub fn synth_trace(dir: &Path, name: &str, cfg: SynthConfig) -> PathBuf {
 }
 
 pub fn naive(iters: u64) -> SynthConfig {
-    SynthConfig::new(Shape::LaplaceNaive).iterations(iters).grid(512)
+    SynthConfig::new(Shape::LaplaceNaive)
+        .iterations(iters)
+        .grid(512)
 }
 
 pub fn data(iters: u64) -> SynthConfig {
-    SynthConfig::new(Shape::LaplaceData).iterations(iters).grid(512)
+    SynthConfig::new(Shape::LaplaceData)
+        .iterations(iters)
+        .grid(512)
 }
 
 /// Replaces the temporary directory in output so snapshots are stable.
@@ -42,7 +49,10 @@ pub fn scrub(s: &str, dir: &Path) -> String {
 pub fn build_dir() -> PathBuf {
     match std::env::var_os("ACCPROF_BUILD_DIR") {
         Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("target/release"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .join("target/release"),
     }
 }
 
@@ -68,7 +78,15 @@ pub fn record_example(dir: &Path, example: &str, args: &[&str]) -> PathBuf {
         .env_remove("ACCPROF_REPORT")
         .output()
         .expect("run the example");
-    assert!(o.status.success(), "{example} failed: {}", String::from_utf8_lossy(&o.stderr));
-    assert!(out.exists(), "{example} wrote no trace at {}", out.display());
+    assert!(
+        o.status.success(),
+        "{example} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.exists(),
+        "{example} wrote no trace at {}",
+        out.display()
+    );
     out
 }

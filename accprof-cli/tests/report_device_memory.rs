@@ -93,17 +93,32 @@ mod report_common;
 #[test]
 fn a_recorded_run_peaks_with_both_grids_and_frees_them() {
     let dir = tempfile::tempdir().unwrap();
-    let t = report_common::record_example(dir.path(), "laplace", &["--version", "naive", "--n", "128", "--iters", "5"]);
+    let t = report_common::record_example(
+        dir.path(),
+        "laplace",
+        &["--version", "naive", "--n", "128", "--iters", "5"],
+    );
     let o = run(&["report", "-q", "--format", "json", t.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let m = v["traces"][0]["profile"]["device_memory"].as_array().unwrap().clone();
+    let m = v["traces"][0]["profile"]["device_memory"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(m.len(), 1, "{m:?}");
     let d = &m[0];
     let grid = 128 * 128 * 8;
     assert_eq!(d["peak_bytes"], 2 * grid, "{d}");
-    let names: Vec<&str> = d["largest_at_peak"].as_array().unwrap().iter().map(|h| h["name"].as_str().unwrap()).collect();
-    assert!(names.iter().any(|n| n.starts_with("A[")) && names.iter().any(|n| n.starts_with("Anew[")), "{names:?}");
+    let names: Vec<&str> = d["largest_at_peak"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("A[")) && names.iter().any(|n| n.starts_with("Anew[")),
+        "{names:?}"
+    );
     assert_eq!(d["in_use_at_end"], 0);
     // Allocated again on each of the 5 iterations.
     assert!(d["allocations"].as_u64().unwrap() >= 10, "{d}");

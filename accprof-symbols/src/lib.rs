@@ -81,13 +81,20 @@ pub struct Symbolizer {
 
 impl std::fmt::Debug for Symbolizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Symbolizer").field("modules", &self.modules.len()).finish_non_exhaustive()
+        f.debug_struct("Symbolizer")
+            .field("modules", &self.modules.len())
+            .finish_non_exhaustive()
     }
 }
 
 impl Symbolizer {
     pub fn new(modules: &[Module]) -> Self {
-        Self { modules: modules.to_vec(), loaded: HashMap::new(), cache: HashMap::new(), warnings: Vec::new() }
+        Self {
+            modules: modules.to_vec(),
+            loaded: HashMap::new(),
+            cache: HashMap::new(),
+            warnings: Vec::new(),
+        }
     }
 
     /// Adds modules that a streaming reader has seen since.
@@ -121,7 +128,10 @@ impl Symbolizer {
         // A return address points after the call; the call itself is one byte earlier.
         let probe = ra.checked_sub(1)?.checked_sub(module.bias)?;
         let loaded = self.load(&module)?;
-        let mut loc = Location { module: module.path.clone(), ..Location::default() };
+        let mut loc = Location {
+            module: module.path.clone(),
+            ..Location::default()
+        };
         if let Ok(mut frames) = loaded.loader.find_frames(probe) {
             // The innermost frame (first) holds the call's own line, also when inlined.
             if let Ok(Some(frame)) = frames.next() {
@@ -143,7 +153,9 @@ impl Symbolizer {
                 // Fully stripped: no symbol either. The module and offset still let a user
                 // find the spot with `addr2line -e` on an unstripped copy.
                 None => {
-                    let base = std::path::Path::new(&module.path).file_name().map(|n| n.to_string_lossy().into_owned());
+                    let base = std::path::Path::new(&module.path)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned());
                     format!("{}+{:#x}", base.unwrap_or_default(), probe + 1)
                 }
             });
@@ -156,7 +168,10 @@ impl Symbolizer {
             let loaded = match open_module(module) {
                 Ok(l) => Some(l),
                 Err(why) => {
-                    self.warnings.push(format!("cannot resolve source lines in {}: {why}", module.path));
+                    self.warnings.push(format!(
+                        "cannot resolve source lines in {}: {why}",
+                        module.path
+                    ));
                     None
                 }
             };
@@ -168,12 +183,24 @@ impl Symbolizer {
     /// The global or static variable that holds address `addr` in the profiled process, from
     /// the symbol table of the module it lies in. Heap and stack addresses have none.
     pub fn resolve_data(&mut self, addr: u64) -> Option<DataSymbol> {
-        let module = self.modules.iter().rev().find(|m| m.contains(addr))?.clone();
+        let module = self
+            .modules
+            .iter()
+            .rev()
+            .find(|m| m.contains(addr))?
+            .clone();
         let probe = addr.checked_sub(module.bias)?;
         let loaded = self.load(&module)?;
-        let i = loaded.data.partition_point(|(a, _, _)| *a <= probe).checked_sub(1)?;
+        let i = loaded
+            .data
+            .partition_point(|(a, _, _)| *a <= probe)
+            .checked_sub(1)?;
         let (a, size, name) = &loaded.data[i];
-        (probe < a + size).then(|| DataSymbol { name: name.clone(), offset: probe - a, size: *size })
+        (probe < a + size).then(|| DataSymbol {
+            name: name.clone(),
+            offset: probe - a,
+            size: *size,
+        })
     }
 
     /// The heap block an event's host pointer lay in, named after its allocation site
@@ -185,9 +212,14 @@ impl Symbolizer {
         let size = ev.get(Field::AllocBytes)?;
         let offset = ev.get(Field::HostPtr)?.checked_sub(base)?;
         let loc = self.resolve_return_address(site);
-        let place = match loc.as_ref().and_then(|l| Some((l.file.as_deref()?, l.line?))) {
+        let place = match loc
+            .as_ref()
+            .and_then(|l| Some((l.file.as_deref()?, l.line?)))
+        {
             Some((file, line)) => {
-                let file = std::path::Path::new(file).file_name().map_or_else(|| file.to_string(), |f| f.to_string_lossy().into_owned());
+                let file = std::path::Path::new(file)
+                    .file_name()
+                    .map_or_else(|| file.to_string(), |f| f.to_string_lossy().into_owned());
                 format!("{file}:{line}")
             }
             None => {
@@ -196,14 +228,21 @@ impl Symbolizer {
                 let module = self.modules.iter().rev().find(|m| m.contains(site));
                 match module {
                     Some(m) => {
-                        let name = std::path::Path::new(&m.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                        let name = std::path::Path::new(&m.path)
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default();
                         format!("{name}+{:#x}", site - m.bias)
                     }
                     None => format!("{site:#x}"),
                 }
             }
         };
-        Some(DataSymbol { name: format!("heap@{place}"), offset, size })
+        Some(DataSymbol {
+            name: format!("heap@{place}"),
+            offset,
+            size,
+        })
     }
 
     /// Names the host side of a transfer that the runtime left unnamed: from the heap block it
@@ -213,8 +252,12 @@ impl Symbolizer {
         if ev.get(Field::VarName).is_some() {
             return false;
         }
-        let Some(p) = ev.get(Field::HostPtr) else { return false };
-        let Some(sym) = self.resolve_heap(ev).or_else(|| self.resolve_data(p)) else { return false };
+        let Some(p) = ev.get(Field::HostPtr) else {
+            return false;
+        };
+        let Some(sym) = self.resolve_heap(ev).or_else(|| self.resolve_data(p)) else {
+            return false;
+        };
         let label = sym.label(ev.bytes());
         ev.set(Field::VarName, u64::from(strings.intern(&label).0));
         ev.add_flags(EventFlags::ATTRIBUTED_NAME);
@@ -227,8 +270,12 @@ impl Symbolizer {
         if ev.get(Field::SrcFile).is_some() {
             return false;
         }
-        let Some(ra) = ev.get(Field::ReturnAddress) else { return false };
-        let Some(loc) = self.resolve_return_address(ra) else { return false };
+        let Some(ra) = ev.get(Field::ReturnAddress) else {
+            return false;
+        };
+        let Some(loc) = self.resolve_return_address(ra) else {
+            return false;
+        };
         let file = loc.file.as_deref().unwrap_or(&loc.module);
         ev.set(Field::SrcFile, u64::from(strings.intern(file).0));
         match loc.line {
@@ -256,7 +303,10 @@ fn open_module(module: &Module) -> Result<LoadedModule, String> {
         }
     }
     let loader = addr2line::Loader::new(&module.path).map_err(|e| e.to_string())?;
-    Ok(LoadedModule { loader, data: data_symbols(&module.path).unwrap_or_default() })
+    Ok(LoadedModule {
+        loader,
+        data: data_symbols(&module.path).unwrap_or_default(),
+    })
 }
 
 /// The sized data objects of an object file's symbol table, sorted by address.
@@ -283,13 +333,20 @@ fn read_build_id(path: &str) -> Result<Option<Vec<u8>>, String> {
     // we read it gives wrong bytes, not undefined behaviour we act on.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
     let obj = object::File::parse(&*map).map_err(|e| e.to_string())?;
-    Ok(obj.build_id().map_err(|e| e.to_string())?.map(<[u8]>::to_vec))
+    Ok(obj
+        .build_id()
+        .map_err(|e| e.to_string())?
+        .map(<[u8]>::to_vec))
 }
 
 /// Resolves every event of a loaded trace that carries only a return address, and names the
 /// host side of unnamed transfers. Returns the warnings to show the user once each.
 pub fn annotate_trace(trace: &mut Trace) -> Vec<String> {
-    if !trace.events.iter().any(|e| e.get(Field::ReturnAddress).is_some() || unnamed_host_data(e)) {
+    if !trace
+        .events
+        .iter()
+        .any(|e| e.get(Field::ReturnAddress).is_some() || unnamed_host_data(e))
+    {
         return Vec::new();
     }
     let mut sym = Symbolizer::new(&trace.modules);

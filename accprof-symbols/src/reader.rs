@@ -124,16 +124,25 @@ impl ChunkReader {
     /// read the trace before) to its end. `first` is a reader that read the whole trace (its
     /// strings, with those resolution added, and its modules stand in for the chunks skipped), so
     /// that string ids mean the same in both. Event indices start at the chunk's first event.
-    pub fn open_at<R: Read>(path: impl AsRef<Path>, index: &ChunkIndex, chunk: usize, first: &ResolvingReader<R>) -> Result<Self, TraceError> {
+    pub fn open_at<R: Read>(
+        path: impl AsRef<Path>,
+        index: &ChunkIndex,
+        chunk: usize,
+        first: &ResolvingReader<R>,
+    ) -> Result<Self, TraceError> {
         use std::io::{Seek, SeekFrom};
         let path = path.as_ref();
         let label = path.display().to_string();
-        let io = |source| TraceError::Io { path: label.clone(), source };
-        let &(offset, first_event) = index.starts.get(chunk).ok_or_else(|| TraceError::Corrupt {
+        let io = |source| TraceError::Io {
             path: label.clone(),
-            offset: 0,
-            what: format!("the trace has no events chunk {chunk}"),
-        })?;
+            source,
+        };
+        let &(offset, first_event) =
+            index.starts.get(chunk).ok_or_else(|| TraceError::Corrupt {
+                path: label.clone(),
+                offset: 0,
+                what: format!("the trace has no events chunk {chunk}"),
+            })?;
         let mut file = File::open(path).map_err(io)?;
         let mut header = vec![0u8; index.header_end as usize];
         std::io::Read::read_exact(&mut file, &mut header).map_err(io)?;
@@ -153,8 +162,19 @@ impl ChunkReader {
 impl<R: Read> ResolvingReader<R> {
     /// Wraps `reader`, resolving everything.
     pub fn new(reader: TraceReader<R>) -> Self {
-        let chunks = ChunkIndex { header_end: reader.bytes_read(), starts: Vec::new() };
-        Self { reader, resolve: Resolve::ALL, symbolizer: None, events: 0, current: Event::default(), chunks, known_modules: None }
+        let chunks = ChunkIndex {
+            header_end: reader.bytes_read(),
+            starts: Vec::new(),
+        };
+        Self {
+            reader,
+            resolve: Resolve::ALL,
+            symbolizer: None,
+            events: 0,
+            current: Event::default(),
+            chunks,
+            known_modules: None,
+        }
     }
 
     /// Resolves only what `resolve` says.
@@ -168,7 +188,9 @@ impl<R: Read> ResolvingReader<R> {
     /// event is not copied out.
     #[inline]
     pub fn advance(&mut self) -> Result<bool, TraceError> {
-        let Some(mut ev) = self.read_raw()? else { return Ok(false) };
+        let Some(mut ev) = self.read_raw()? else {
+            return Ok(false);
+        };
         self.resolve_in_place(&mut ev);
         self.current = ev;
         Ok(true)
@@ -193,12 +215,16 @@ impl<R: Read> ResolvingReader<R> {
             Some(m) => m.as_slice(),
             None => self.reader.modules(),
         };
-        let location = self.resolve.locations && ev.get(Field::ReturnAddress).is_some() && ev.get(Field::SrcFile).is_none();
+        let location = self.resolve.locations
+            && ev.get(Field::ReturnAddress).is_some()
+            && ev.get(Field::SrcFile).is_none();
         let data = self.resolve.data_names && unnamed_host_data(ev) && !modules.is_empty();
         if !(location || data) {
             return;
         }
-        let sym = self.symbolizer.get_or_insert_with(|| Symbolizer::new(modules));
+        let sym = self
+            .symbolizer
+            .get_or_insert_with(|| Symbolizer::new(modules));
         sym.update_modules(modules);
         if location {
             sym.annotate(ev, self.reader.strings_mut());
@@ -241,7 +267,9 @@ impl<R: Read> ResolvingReader<R> {
             let worker = scope.spawn(move || -> Result<Self, TraceError> {
                 let mut r = self;
                 loop {
-                    let mut batch = free_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                    let mut batch = free_rx
+                        .try_recv()
+                        .unwrap_or_else(|_| Vec::with_capacity(BATCH));
                     batch.clear();
                     while batch.len() < BATCH {
                         let Some(mut ev) = r.read_raw()? else { break };

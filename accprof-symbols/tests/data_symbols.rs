@@ -10,8 +10,17 @@ fn program(dir: &std::path::Path) -> (String, u64, u64) {
     let src = dir.join("globals.c");
     std::fs::write(&src, "double A[4096];\ndouble Anew[4096];\nint main(void) { A[1] = 1; Anew[2] = A[1]; return (int)Anew[3]; }\n").unwrap();
     let exe = dir.join("globals");
-    let out = Command::new("gcc").args(["-O0", "-no-pie", "-o"]).arg(&exe).arg(&src).output().expect("gcc runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("gcc")
+        .args(["-O0", "-no-pie", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("gcc runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let nm = Command::new("nm").arg(&exe).output().expect("nm runs");
     let text = String::from_utf8_lossy(&nm.stdout);
     let addr = |name: &str| {
@@ -20,7 +29,11 @@ fn program(dir: &std::path::Path) -> (String, u64, u64) {
             (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
         })
     };
-    (exe.display().to_string(), addr("A").expect("A in nm"), addr("Anew").expect("Anew in nm"))
+    (
+        exe.display().to_string(),
+        addr("A").expect("A in nm"),
+        addr("Anew").expect("Anew in nm"),
+    )
 }
 
 #[test]
@@ -28,12 +41,32 @@ fn addresses_inside_globals_resolve_to_them_and_nothing_else_does() {
     let dir = tempfile::tempdir().unwrap();
     let (exe, a, anew) = program(dir.path());
     // A non-PIE executable runs at its file addresses: bias 0.
-    let module = Module { path: exe, bias: 0, start: 0x400000, end: anew + 4096 * 8 + 4096, build_id: Vec::new() };
+    let module = Module {
+        path: exe,
+        bias: 0,
+        start: 0x400000,
+        end: anew + 4096 * 8 + 4096,
+        build_id: Vec::new(),
+    };
     let mut sym = Symbolizer::new(&[module]);
-    assert_eq!(sym.resolve_data(a), Some(DataSymbol { name: "A".into(), offset: 0, size: 32768 }));
-    assert_eq!(sym.resolve_data(anew + 8).map(|d| (d.name, d.offset)), Some(("Anew".into(), 8)));
+    assert_eq!(
+        sym.resolve_data(a),
+        Some(DataSymbol {
+            name: "A".into(),
+            offset: 0,
+            size: 32768
+        })
+    );
+    assert_eq!(
+        sym.resolve_data(anew + 8).map(|d| (d.name, d.offset)),
+        Some(("Anew".into(), 8))
+    );
     assert_eq!(sym.resolve_data(0x10), None, "outside every module");
-    assert_eq!(sym.resolve_data(anew + 32768 + 64), None, "past the last variable");
+    assert_eq!(
+        sym.resolve_data(anew + 32768 + 64),
+        None,
+        "past the last variable"
+    );
 
     let mut strings = StringTable::default();
     let mut e = Event::new(device::MEMCPY, 1);
@@ -47,7 +80,10 @@ fn addresses_inside_globals_resolve_to_them_and_nothing_else_does() {
     part.set(Field::HostPtr, a + 0x100);
     part.set(Field::Bytes, 64);
     assert!(sym.annotate_data(&mut part, &mut strings));
-    assert_eq!(strings.resolve(part.var_name()), Some("A[+0x100, 64 bytes]"));
+    assert_eq!(
+        strings.resolve(part.var_name()),
+        Some("A[+0x100, 64 bytes]")
+    );
     // A heap address stays unnamed.
     let mut heap = Event::new(device::MEMCPY, 1);
     heap.set(Field::HostPtr, 0x7f00_0000_0000);

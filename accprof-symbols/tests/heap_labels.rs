@@ -19,9 +19,17 @@ fn program(dir: &std::path::Path, debug: bool) -> (String, u64) {
         cmd.arg("-g");
     }
     let out = cmd.output().expect("gcc runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The instruction after `call malloc` in main, from the disassembly.
-    let dis = Command::new("objdump").args(["-d", "--no-show-raw-insn"]).arg(&exe).output().expect("objdump runs");
+    let dis = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(&exe)
+        .output()
+        .expect("objdump runs");
     let text = String::from_utf8_lossy(&dis.stdout);
     let mut lines = text.lines().skip_while(|l| !l.contains("<main>:"));
     let mut ra = None;
@@ -32,7 +40,10 @@ fn program(dir: &std::path::Path, debug: bool) -> (String, u64) {
             break;
         }
     }
-    (exe.display().to_string(), ra.expect("a call to malloc in main"))
+    (
+        exe.display().to_string(),
+        ra.expect("a call to malloc in main"),
+    )
 }
 
 fn heap_event(kind: acc_event_t, site: u64, ptr: u64, bytes: u64) -> Event {
@@ -51,9 +62,20 @@ fn heap_blocks_are_named_by_allocation_line_or_module_offset() {
     let mut strings = StringTable::default();
     for debug in [true, false] {
         let (exe, ra) = program(dir.path(), debug);
-        let module = Module { path: exe, bias: 0, start: 0x400000, end: 0x500000, build_id: Vec::new() };
+        let module = Module {
+            path: exe,
+            bias: 0,
+            start: 0x400000,
+            end: 0x500000,
+            build_id: Vec::new(),
+        };
         let mut sym = Symbolizer::new(&[module]);
-        let mut whole = heap_event(acc_event_t::ENQUEUE_UPLOAD_START, ra, 0x7f00_0000_0000, 1 << 20);
+        let mut whole = heap_event(
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            ra,
+            0x7f00_0000_0000,
+            1 << 20,
+        );
         assert!(unnamed_host_data(&whole));
         assert!(sym.annotate_data(&mut whole, &mut strings));
         let name = strings.resolve(whole.var_name()).unwrap().to_string();
@@ -65,7 +87,10 @@ fn heap_blocks_are_named_by_allocation_line_or_module_offset() {
         assert!(whole.flags().contains(EventFlags::ATTRIBUTED_NAME));
         let mut part = heap_event(device::MEMCPY, ra, 0x7f00_0000_1000, 64);
         assert!(sym.annotate_data(&mut part, &mut strings));
-        assert_eq!(strings.resolve(part.var_name()), Some(&format!("{name}[+0x1000, 64 bytes]")[..]));
+        assert_eq!(
+            strings.resolve(part.var_name()),
+            Some(&format!("{name}[+0x1000, 64 bytes]")[..])
+        );
     }
 }
 

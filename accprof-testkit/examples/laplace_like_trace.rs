@@ -7,7 +7,10 @@ use accprof_testkit::builder::{laplace_like, write_repeated, TraceBuilder};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (Some(events), Some(out)) = (args.first().and_then(|e| e.parse::<u64>().ok()), args.get(1)) else {
+    let (Some(events), Some(out)) = (
+        args.first().and_then(|e| e.parse::<u64>().ok()),
+        args.get(1),
+    ) else {
         eprintln!("usage: laplace_like_trace EVENTS OUT.trace");
         std::process::exit(2);
     };

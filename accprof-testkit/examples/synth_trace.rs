@@ -23,7 +23,11 @@ fn main() {
     let mut cfg = SynthConfig::new(shape);
     let mut i = 3;
     while i < args.len() {
-        let val = || args.get(i + 1).and_then(|v| v.parse::<u64>().ok()).expect("a number after the flag");
+        let val = || {
+            args.get(i + 1)
+                .and_then(|v| v.parse::<u64>().ok())
+                .expect("a number after the flag")
+        };
         match args[i].as_str() {
             "--iters" => cfg = cfg.iterations(val()),
             "--n" => cfg = cfg.grid(val()),
@@ -41,5 +45,8 @@ fn main() {
         cfg = cfg.with_event_target(events);
     }
     let stats = write_trace(&cfg, &args[2]).expect("writing the trace");
-    println!("{} events, {} bytes, {} iterations -> {}", stats.events, stats.bytes, cfg.iterations, args[2]);
+    println!(
+        "{} events, {} bytes, {} iterations -> {}",
+        stats.events, stats.bytes, cfg.iterations, args[2]
+    );
 }

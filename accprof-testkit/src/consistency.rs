@@ -24,7 +24,10 @@ pub struct ViewFigures {
 
 impl ViewFigures {
     pub fn new(view: &str) -> Self {
-        Self { view: view.into(), figures: BTreeMap::new() }
+        Self {
+            view: view.into(),
+            figures: BTreeMap::new(),
+        }
     }
 
     /// Records `key`'s value in this view (numbers and formatted texts compare as text).
@@ -42,7 +45,9 @@ pub fn check_consistent(views: &[ViewFigures]) -> Result<usize, String> {
     for (i, a) in views.iter().enumerate() {
         for b in &views[i + 1..] {
             for (key, va) in &a.figures {
-                let Some(vb) = b.figures.get(key) else { continue };
+                let Some(vb) = b.figures.get(key) else {
+                    continue;
+                };
                 compared += 1;
                 if va != vb {
                     wrong.push(format!("{key}: {} says {va}, {} says {vb}", a.view, b.view));
@@ -67,7 +72,10 @@ mod tests {
         a.set("launches", 3).set("uploads", 2);
         let mut b = ViewFigures::new("export");
         b.set("launches", 4).set("events", 9);
-        assert_eq!(check_consistent(&[a.clone(), b]), Err("launches: report says 3, export says 4".into()));
+        assert_eq!(
+            check_consistent(&[a.clone(), b]),
+            Err("launches: report says 3, export says 4".into())
+        );
         assert_eq!(check_consistent(&[a]), Ok(0));
     }
 }

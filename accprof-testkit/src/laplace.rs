@@ -174,7 +174,12 @@ struct Var {
 impl Synth {
     pub fn new(cfg: SynthConfig) -> Self {
         let t = cfg.start_ns + 50_000;
-        Synth { cfg, t, iteration: 0, phase: 0 }
+        Synth {
+            cfg,
+            t,
+            iteration: 0,
+            phase: 0,
+        }
     }
 
     /// The header a trace of this program has.
@@ -186,7 +191,13 @@ impl Synth {
         };
         Header {
             exe: "/opt/app/laplace".into(),
-            args: vec!["laplace".into(), "--version".into(), version.into(), "--iters".into(), self.cfg.iterations.to_string()],
+            args: vec![
+                "laplace".into(),
+                "--version".into(),
+                version.into(),
+                "--iters".into(),
+                self.cfg.iterations.to_string(),
+            ],
             pid: self.cfg.pid,
             hostname: "synth".into(),
             start_unix_ns: 1_795_000_000_000_000_000,
@@ -242,10 +253,34 @@ impl Synth {
 
     fn arrays(&self) -> (Var, Var, Var) {
         let b = self.cfg.n * self.cfg.n * 8;
-        (Var { name: S_A, ptr: A_PTR, bytes: b }, Var { name: S_ANEW, ptr: ANEW_PTR, bytes: b }, Var { name: S_ERROR, ptr: ERROR_PTR, bytes: 8 })
+        (
+            Var {
+                name: S_A,
+                ptr: A_PTR,
+                bytes: b,
+            },
+            Var {
+                name: S_ANEW,
+                ptr: ANEW_PTR,
+                bytes: b,
+            },
+            Var {
+                name: S_ERROR,
+                ptr: ERROR_PTR,
+                bytes: 8,
+            },
+        )
     }
 
-    fn ev(&self, kind: acc_event_t, start: u64, end: u64, line: i64, end_line: i64, parent: acc_construct_t) -> Event {
+    fn ev(
+        &self,
+        kind: acc_event_t,
+        start: u64,
+        end: u64,
+        line: i64,
+        end_line: i64,
+        parent: acc_construct_t,
+    ) -> Event {
         let mut e = Event::new(kind, start);
         e.end_ns = end;
         e.set_i64(Field::Thread, 1);
@@ -266,7 +301,16 @@ impl Synth {
         3_000 + (bytes as f64 / self.cfg.bandwidth) as u64
     }
 
-    fn data_ops(&mut self, out: &mut Vec<Event>, vars: &[Var], dir: acc_event_t, alloc: bool, line: i64, end: i64, parent: acc_construct_t) {
+    fn data_ops(
+        &mut self,
+        out: &mut Vec<Event>,
+        vars: &[Var],
+        dir: acc_event_t,
+        alloc: bool,
+        line: i64,
+        end: i64,
+        parent: acc_construct_t,
+    ) {
         let point = |s: &Self, kind, t, v: &Var| {
             let mut e = s.ev(kind, t, t, line, end, parent);
             e.set(Field::Bytes, v.bytes);
@@ -303,20 +347,51 @@ impl Synth {
 
     /// A compute construct: implicit data region moving `copy` both ways (allocating when
     /// `alloc`), one kernel launch, the implicit wait.
-    fn compute(&mut self, out: &mut Vec<Event>, line: i64, end: i64, kernel: u32, copy_in: &[Var], copy_out: &[Var], alloc: bool) {
+    fn compute(
+        &mut self,
+        out: &mut Vec<Event>,
+        line: i64,
+        end: i64,
+        kernel: u32,
+        copy_in: &[Var],
+        copy_out: &[Var],
+        alloc: bool,
+    ) {
         let par = acc_construct_t::PARALLEL;
         let cc_start = self.t;
         self.t += 1_500;
         let e_start = self.t;
-        self.data_ops(out, copy_in, acc_event_t::ENQUEUE_UPLOAD_START, alloc, line, end, par);
+        self.data_ops(
+            out,
+            copy_in,
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            alloc,
+            line,
+            end,
+            par,
+        );
         self.t += 400;
-        let mut e = self.ev(acc_event_t::ENTER_DATA_START, e_start, self.t, line, end, par);
+        let mut e = self.ev(
+            acc_event_t::ENTER_DATA_START,
+            e_start,
+            self.t,
+            line,
+            end,
+            par,
+        );
         e.set_i64(Field::Implicit, 1);
         out.push(e);
         self.t += 300;
         let l_start = self.t;
         self.t += 4_000;
-        let mut l = self.ev(acc_event_t::ENQUEUE_LAUNCH_START, l_start, self.t, line, end, par);
+        let mut l = self.ev(
+            acc_event_t::ENQUEUE_LAUNCH_START,
+            l_start,
+            self.t,
+            line,
+            end,
+            par,
+        );
         l.set(Field::KernelName, u64::from(kernel));
         l.set(Field::NumGangs, self.cfg.n.saturating_sub(2).max(1));
         l.set(Field::NumWorkers, 1);
@@ -329,21 +404,54 @@ impl Synth {
         w.set_i64(Field::Implicit, 1);
         out.push(w);
         let x_start = self.t;
-        self.data_ops(out, copy_out, acc_event_t::ENQUEUE_DOWNLOAD_START, alloc, line, end, par);
+        self.data_ops(
+            out,
+            copy_out,
+            acc_event_t::ENQUEUE_DOWNLOAD_START,
+            alloc,
+            line,
+            end,
+            par,
+        );
         self.t += 400;
-        let mut x = self.ev(acc_event_t::EXIT_DATA_START, x_start, self.t, line, end, par);
+        let mut x = self.ev(
+            acc_event_t::EXIT_DATA_START,
+            x_start,
+            self.t,
+            line,
+            end,
+            par,
+        );
         x.set_i64(Field::Implicit, 1);
         out.push(x);
         self.t += 800;
-        out.push(self.ev(acc_event_t::COMPUTE_CONSTRUCT_START, cc_start, self.t, line, end, par));
+        out.push(self.ev(
+            acc_event_t::COMPUTE_CONSTRUCT_START,
+            cc_start,
+            self.t,
+            line,
+            end,
+            par,
+        ));
     }
 
     fn prologue(&mut self, out: &mut Vec<Event>) {
         // Device initialization, triggered by the first construct.
-        let first_line = if self.cfg.shape == Shape::LaplaceData { DATA_LINE } else { STENCIL_LINE };
+        let first_line = if self.cfg.shape == Shape::LaplaceData {
+            DATA_LINE
+        } else {
+            STENCIL_LINE
+        };
         let s = self.t;
         self.t += self.cfg.init_ns;
-        let mut e = self.ev(acc_event_t::DEVICE_INIT_START, s, self.t, first_line, first_line, acc_construct_t::PARALLEL);
+        let mut e = self.ev(
+            acc_event_t::DEVICE_INIT_START,
+            s,
+            self.t,
+            first_line,
+            first_line,
+            acc_construct_t::PARALLEL,
+        );
         e.set_i64(Field::Implicit, 1);
         out.push(e);
         self.t += 20_000;
@@ -351,10 +459,33 @@ impl Synth {
             let (a, anew, _) = self.arrays();
             let data = acc_construct_t::DATA;
             let s = self.t;
-            self.data_ops(out, &[a], acc_event_t::ENQUEUE_UPLOAD_START, true, DATA_LINE, DATA_END_LINE, data);
-            self.data_ops(out, &[anew], acc_event_t::NONE, false, DATA_LINE, DATA_END_LINE, data);
+            self.data_ops(
+                out,
+                &[a],
+                acc_event_t::ENQUEUE_UPLOAD_START,
+                true,
+                DATA_LINE,
+                DATA_END_LINE,
+                data,
+            );
+            self.data_ops(
+                out,
+                &[anew],
+                acc_event_t::NONE,
+                false,
+                DATA_LINE,
+                DATA_END_LINE,
+                data,
+            );
             self.t += 1_000;
-            let mut c = self.ev(acc_event_t::ALLOC, self.t, self.t, DATA_LINE, DATA_END_LINE, data);
+            let mut c = self.ev(
+                acc_event_t::ALLOC,
+                self.t,
+                self.t,
+                DATA_LINE,
+                DATA_END_LINE,
+                data,
+            );
             c.set(Field::Bytes, anew.bytes);
             c.set(Field::HostPtr, anew.ptr);
             if self.cfg.names {
@@ -362,7 +493,14 @@ impl Synth {
             }
             out.push(c);
             self.t += 500;
-            out.push(self.ev(acc_event_t::ENTER_DATA_START, s, self.t, DATA_LINE, DATA_END_LINE, data));
+            out.push(self.ev(
+                acc_event_t::ENTER_DATA_START,
+                s,
+                self.t,
+                DATA_LINE,
+                DATA_END_LINE,
+                data,
+            ));
         }
     }
 
@@ -372,12 +510,36 @@ impl Synth {
         self.t += 2_000;
         match self.cfg.shape {
             Shape::LaplaceNaive => {
-                self.compute(out, STENCIL_LINE, STENCIL_END_LINE, S_K1, &[a, anew, err], &[a, anew, err], true);
+                self.compute(
+                    out,
+                    STENCIL_LINE,
+                    STENCIL_END_LINE,
+                    S_K1,
+                    &[a, anew, err],
+                    &[a, anew, err],
+                    true,
+                );
                 self.t += 1_000;
-                self.compute(out, COPY_LINE, COPY_END_LINE, S_K2, &[anew, a], &[anew, a], true);
+                self.compute(
+                    out,
+                    COPY_LINE,
+                    COPY_END_LINE,
+                    S_K2,
+                    &[anew, a],
+                    &[anew, a],
+                    true,
+                );
             }
             Shape::LaplaceData => {
-                self.compute(out, STENCIL_LINE, STENCIL_END_LINE, S_K1, &[err], &[err], false);
+                self.compute(
+                    out,
+                    STENCIL_LINE,
+                    STENCIL_END_LINE,
+                    S_K1,
+                    &[err],
+                    &[err],
+                    false,
+                );
                 self.t += 1_000;
                 self.compute(out, COPY_LINE, COPY_END_LINE, S_K2, &[], &[], false);
             }
@@ -406,7 +568,10 @@ impl Synth {
             up.set(Field::Bytes, v.bytes);
             up.set(Field::HostPtr, v.ptr);
             let mut launch = op(self, acc_event_t::ENQUEUE_LAUNCH_START, 4_000, &mut t);
-            launch.set(Field::KernelName, u64::from(if thread % 2 == 0 { S_K1 } else { S_K2 }));
+            launch.set(
+                Field::KernelName,
+                u64::from(if thread % 2 == 0 { S_K1 } else { S_K2 }),
+            );
             launch.set(Field::NumGangs, 256);
             launch.set(Field::VectorLength, 128);
             let mut down = op(self, acc_event_t::ENQUEUE_DOWNLOAD_START, dur, &mut t);
@@ -429,14 +594,36 @@ impl Synth {
             let data = acc_construct_t::DATA;
             self.t += 5_000;
             let s = self.t;
-            self.data_ops(out, &[a], acc_event_t::ENQUEUE_DOWNLOAD_START, true, DATA_LINE, DATA_END_LINE, data);
+            self.data_ops(
+                out,
+                &[a],
+                acc_event_t::ENQUEUE_DOWNLOAD_START,
+                true,
+                DATA_LINE,
+                DATA_END_LINE,
+                data,
+            );
             self.t += 800;
-            let mut f = self.ev(acc_event_t::FREE, self.t, self.t, DATA_LINE, DATA_END_LINE, data);
+            let mut f = self.ev(
+                acc_event_t::FREE,
+                self.t,
+                self.t,
+                DATA_LINE,
+                DATA_END_LINE,
+                data,
+            );
             f.set(Field::Bytes, anew.bytes);
             f.set(Field::HostPtr, anew.ptr);
             out.push(f);
             self.t += 500;
-            out.push(self.ev(acc_event_t::EXIT_DATA_START, s, self.t, DATA_LINE, DATA_END_LINE, data));
+            out.push(self.ev(
+                acc_event_t::EXIT_DATA_START,
+                s,
+                self.t,
+                DATA_LINE,
+                DATA_END_LINE,
+                data,
+            ));
         }
         self.t += 30_000;
     }
@@ -466,7 +653,11 @@ pub fn write_trace_to<W: Write>(cfg: &SynthConfig, out: W) -> io::Result<(SynthS
     }
     events += batch.len() as u64;
     w.write_events(&batch)?;
-    w.write_footer(&Footer { events_recorded: events, events_dropped: 0, end_monotonic_ns: s.now() })?;
+    w.write_footer(&Footer {
+        events_recorded: events,
+        events_dropped: 0,
+        end_monotonic_ns: s.now(),
+    })?;
     w.flush()?;
     let bytes = w.bytes_written();
     Ok((SynthStats { events, bytes }, w.into_inner()))

@@ -50,5 +50,7 @@ pub mod track;
 
 pub use compact::CompactEvent;
 pub use device::{DeviceOp, DeviceRecord};
-pub use taxonomy::{is_async, is_enqueue, is_point, Category, ChildKind, ConstructKind, Direction, EventClass};
+pub use taxonomy::{
+    is_async, is_enqueue, is_point, Category, ChildKind, ConstructKind, Direction, EventClass,
+};
 pub use track::{TrackKey, TrackKind};

@@ -214,7 +214,15 @@ pub enum ChildKind {
 
 /// Whether `p` (an event's `parent_construct`) is a compute construct type.
 pub fn is_compute_construct_type(p: Option<i64>) -> bool {
-    matches!(p.map(|v| acc_construct_t(v as i32)), Some(acc_construct_t::PARALLEL | acc_construct_t::KERNELS | acc_construct_t::LOOP | acc_construct_t::SERIAL))
+    matches!(
+        p.map(|v| acc_construct_t(v as i32)),
+        Some(
+            acc_construct_t::PARALLEL
+                | acc_construct_t::KERNELS
+                | acc_construct_t::LOOP
+                | acc_construct_t::SERIAL
+        )
+    )
 }
 
 /// What an event is to a view that nests operations in constructs (the report, the TUI's
@@ -242,14 +250,18 @@ impl EventClass {
             acc_event_t::CREATE => Class::Operation(ChildKind::Create),
             acc_event_t::DELETE => Class::Operation(ChildKind::Delete),
             acc_event_t::WAIT_START => match parent.map(|v| acc_construct_t(v as i32)) {
-                Some(acc_construct_t::WAIT | acc_construct_t::RUNTIME_API) => Class::Construct(ConstructKind::Wait),
+                Some(acc_construct_t::WAIT | acc_construct_t::RUNTIME_API) => {
+                    Class::Construct(ConstructKind::Wait)
+                }
                 _ => Class::Operation(ChildKind::Wait),
             },
             acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START => {
                 let enter = ev.kind == acc_event_t::ENTER_DATA_START;
                 match parent.map(|v| acc_construct_t(v as i32)) {
                     Some(acc_construct_t::DATA) => Class::Construct(ConstructKind::Data),
-                    Some(acc_construct_t::RUNTIME_API) => Class::Construct(ConstructKind::RuntimeApi),
+                    Some(acc_construct_t::RUNTIME_API) => {
+                        Class::Construct(ConstructKind::RuntimeApi)
+                    }
                     _ if is_compute_construct_type(parent) => Class::ImplicitData,
                     None if ev.implicit() => Class::ImplicitData,
                     _ if enter => Class::Construct(ConstructKind::EnterData),
@@ -303,17 +315,41 @@ mod tests {
     #[test]
     fn implicit_data_of_a_compute_construct_is_transparent() {
         let mut ev = Event::new(acc_event_t::ENTER_DATA_START, 0);
-        ev.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::PARALLEL.0));
+        ev.set_i64(
+            Field::ParentConstruct,
+            i64::from(acc_construct_t::PARALLEL.0),
+        );
         assert_eq!(EventClass::of(&ev), EventClass::ImplicitData);
         ev.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::DATA.0));
-        assert_eq!(EventClass::of(&ev), EventClass::Construct(ConstructKind::Data));
-        ev.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::ENTER_DATA.0));
-        assert_eq!(EventClass::of(&ev), EventClass::Construct(ConstructKind::EnterData));
+        assert_eq!(
+            EventClass::of(&ev),
+            EventClass::Construct(ConstructKind::Data)
+        );
+        ev.set_i64(
+            Field::ParentConstruct,
+            i64::from(acc_construct_t::ENTER_DATA.0),
+        );
+        assert_eq!(
+            EventClass::of(&ev),
+            EventClass::Construct(ConstructKind::EnterData)
+        );
         let mut wait = Event::new(acc_event_t::WAIT_START, 0);
-        assert_eq!(EventClass::of(&wait), EventClass::Operation(ChildKind::Wait));
+        assert_eq!(
+            EventClass::of(&wait),
+            EventClass::Operation(ChildKind::Wait)
+        );
         wait.set_i64(Field::ParentConstruct, i64::from(acc_construct_t::WAIT.0));
-        assert_eq!(EventClass::of(&wait), EventClass::Construct(ConstructKind::Wait));
-        assert_eq!(EventClass::of(&Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 0)), EventClass::Operation(ChildKind::Upload));
-        assert_eq!(EventClass::of(&Event::new(acc_event_t::RUNTIME_SHUTDOWN, 0)), EventClass::Other);
+        assert_eq!(
+            EventClass::of(&wait),
+            EventClass::Construct(ConstructKind::Wait)
+        );
+        assert_eq!(
+            EventClass::of(&Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 0)),
+            EventClass::Operation(ChildKind::Upload)
+        );
+        assert_eq!(
+            EventClass::of(&Event::new(acc_event_t::RUNTIME_SHUTDOWN, 0)),
+            EventClass::Other
+        );
     }
 }

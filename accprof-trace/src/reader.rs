@@ -314,7 +314,9 @@ impl<R: Read> TraceReader<R> {
     /// the tool lost events (see [`Integrity::loss_warning`]), else `None`. Read the trace to
     /// its end first.
     pub fn loss_warning(&self) -> Option<String> {
-        self.integrity().loss_warning().map(|w| format!("{}: {w}", self.label))
+        self.integrity()
+            .loss_warning()
+            .map(|w| format!("{}: {w}", self.label))
     }
 
     /// A warning for the user when the trace was cut short, else `None`.

@@ -124,7 +124,7 @@ mod tests {
         assert_ne!(a, c);
         assert_eq!(&*defs[1].1, b"Bnew");
         buf[2] = 0; // shorter string at the same address
-        // SAFETY: as above; `buf` is now "Bn\0w\0\0".
+                    // SAFETY: as above; `buf` is now "Bn\0w\0\0".
         let d = unsafe { cache.intern(buf.as_ptr() as *const c_char, &mut defs) }.unwrap();
         assert_eq!(&*defs[2].1, b"Bn");
         assert_ne!(c, d);

@@ -49,7 +49,12 @@ fn main() {
     let mut x: Vec<f64> = (0..n).map(|i| (i % 1000) as f64).collect();
     let len = n.div_ceil(chunks);
     let t = common::Timer::start();
-    accshim::enter_data(here!(), &[Clause::create(&x, c"x[0:n]")], accshim::ACC_ASYNC_SYNC, None);
+    accshim::enter_data(
+        here!(),
+        &[Clause::create(&x, c"x[0:n]")],
+        accshim::ACC_ASYNC_SYNC,
+        None,
+    );
     for c in 0..chunks {
         let (off, this) = (c * len, len.min(n.saturating_sub(c * len)));
         if this == 0 {
@@ -57,21 +62,48 @@ fn main() {
         }
         let q = c as i64 % queues;
         let section = &x[off..off + this];
-        accshim::update(here!(), &[Clause::update_device(section, c"x[c*len:len]")], q, None, false);
+        accshim::update(
+            here!(),
+            &[Clause::update_device(section, c"x[c*len:len]")],
+            q,
+            None,
+            false,
+        );
         let k = Kernel::new(c"pipeline_step", this)
             .args(&[Arg::of(&x), Arg::I64(off as i64), Arg::I64(this as i64)])
             .host(step_host)
             .cuda(STEP_CU);
-        accshim::parallel(here!()).present(&x, c"x[0:n]").async_(q).end_line(line!() + 1).run(k);
+        accshim::parallel(here!())
+            .present(&x, c"x[0:n]")
+            .async_(q)
+            .end_line(line!() + 1)
+            .run(k);
         let section = &x[off..off + this];
-        accshim::update(here!(), &[Clause::update_self(section, c"x[c*len:len]")], q, None, false);
+        accshim::update(
+            here!(),
+            &[Clause::update_self(section, c"x[c*len:len]")],
+            q,
+            None,
+            false,
+        );
     }
     accshim::wait(here!(), None, accshim::ACC_ASYNC_SYNC);
-    accshim::exit_data(here!(), &[Clause::delete(&x, c"x[0:n]")], accshim::ACC_ASYNC_SYNC, None, false);
+    accshim::exit_data(
+        here!(),
+        &[Clause::delete(&x, c"x[0:n]")],
+        accshim::ACC_ASYNC_SYNC,
+        None,
+        false,
+    );
     let secs = t.secs();
-    let bad = (0..n).filter(|&i| (x[i] - (((i % 1000) as f64).sqrt() * 2.0 + 1.0)).abs() > 1e-9).count();
+    let bad = (0..n)
+        .filter(|&i| (x[i] - (((i % 1000) as f64).sqrt() * 2.0 + 1.0)).abs() > 1e-9)
+        .count();
     x.truncate(0);
-    println!("async_pipeline n={n} chunks={chunks} queues={queues}: {:.3} ms, {bad} wrong", secs * 1e3);
+    println!(
+        "async_pipeline n={n} chunks={chunks} queues={queues}: {:.3} ms, {bad} wrong",
+        secs * 1e3
+    );
     if bad > 0 {
         std::process::exit(1);
     }

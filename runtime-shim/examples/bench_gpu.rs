@@ -38,7 +38,10 @@ fn main() {
     let reps: usize = common::arg("reps", 5);
     let only: String = common::arg("only", String::new());
     let sizes: String = common::arg("sizes", "64,256".to_string());
-    let sizes: Vec<usize> = sizes.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+    let sizes: Vec<usize> = sizes
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
     let cold: usize = common::arg("cold", 0);
     if acc_get_num_devices(accprof_abi::acc_device_t::NVIDIA) == 0 {
         println!("bench_gpu: no CUDA device here; nothing to measure");
@@ -75,7 +78,11 @@ fn print_cpu_time() {
     // SAFETY: getrusage fills the local `u`, a valid rusage.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } == 0 {
         let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-        println!("cpu time: {:.2} s user, {:.2} s system", s(u.ru_utime), s(u.ru_stime));
+        println!(
+            "cpu time: {:.2} s user, {:.2} s system",
+            s(u.ru_utime),
+            s(u.ru_stime)
+        );
     }
 }
 
@@ -88,11 +95,16 @@ fn set_cache_state(buf: &mut [u8], source: &mut [u8], cold: usize, round: usize)
         3 => {
             for i in (0..source.len()).step_by(64) {
                 // SAFETY: in bounds; volatile so that the store of an unchanged byte stays.
-                unsafe { std::ptr::write_volatile(&mut source[i], std::ptr::read_volatile(&source[i])) };
+                unsafe {
+                    std::ptr::write_volatile(&mut source[i], std::ptr::read_volatile(&source[i]))
+                };
             }
         }
         1 => {
-            let sum = buf.iter().step_by(64).fold(0u64, |s, &b| s.wrapping_add(b as u64));
+            let sum = buf
+                .iter()
+                .step_by(64)
+                .fold(0u64, |s, &b| s.wrapping_add(b as u64));
             std::hint::black_box(sum);
         }
         2 => {
@@ -109,14 +121,20 @@ fn launch_overhead(launches: usize, reps: usize) {
     let run_shim = |n: usize| {
         let t = Instant::now();
         for _ in 0..n {
-            accshim::parallel(here!()).async_(1).num_gangs(1).vector_length(32).run(k.clone());
+            accshim::parallel(here!())
+                .async_(1)
+                .num_gangs(1)
+                .vector_length(32)
+                .run(k.clone());
         }
         acc_wait(1);
         t.elapsed().as_secs_f64() / n as f64
     };
     run_shim(1000); // compile + warm up
                     // ---- raw cudarc on the same context: the same PTX, cuLaunchKernel on a stream ----
-    let ptx = cudarc::nvrtc::compile_ptx(EMPTY_CU).expect("nvrtc").to_src();
+    let ptx = cudarc::nvrtc::compile_ptx(EMPTY_CU)
+        .expect("nvrtc")
+        .to_src();
     let cptx = std::ffi::CString::new(ptx).unwrap();
     // SAFETY: `cptx` is NUL-terminated PTX that outlives the load; `s` is a local out-parameter;
     // the shim's acc_init above made its context current on this thread.
@@ -131,7 +149,10 @@ fn launch_overhead(launches: usize, reps: usize) {
         let t = Instant::now();
         for _ in 0..n {
             // SAFETY: `f` takes no parameters (empty slice); `f` and `stream` are live handles.
-            unsafe { cudarc::driver::result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut []).unwrap() };
+            unsafe {
+                cudarc::driver::result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut [])
+                    .unwrap()
+            };
         }
         // SAFETY: `stream` is a live stream of the current context.
         unsafe { sys::cuStreamSynchronize(stream) };
@@ -160,7 +181,11 @@ fn launch_overhead(launches: usize, reps: usize) {
 fn h2d(sizes: &[usize], reps: usize, cold: usize) {
     // ---- host-to-device from pageable memory ----
     // Filled, so that reading it reads memory rather than the shared zero page.
-    let mut evict = if cold > 0 { vec![1u8; 512 << 20] } else { Vec::new() };
+    let mut evict = if cold > 0 {
+        vec![1u8; 512 << 20]
+    } else {
+        Vec::new()
+    };
     let source = match cold {
         0 => "",
         1 => ", source evicted from the caches by reading",
@@ -182,7 +207,13 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
             best_raw = best_raw.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
             set_cache_state(&mut evict, &mut host, cold, rep);
             let t = Instant::now();
-            accshim::update(here!(), &[Clause::update_device(&host, c"host[0:n]")], accshim::ACC_ASYNC_SYNC, None, false);
+            accshim::update(
+                here!(),
+                &[Clause::update_device(&host, c"host[0:n]")],
+                accshim::ACC_ASYNC_SYNC,
+                None,
+                false,
+            );
             best_shim = best_shim.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
         }
         // Pinning the caller's buffer for the copy instead of staging it: register, copy,
@@ -229,7 +260,13 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
         acc_map_data(down.as_mut_ptr().cast(), d_down, bytes);
         for _ in 0..reps {
             let t = Instant::now();
-            accshim::update(here!(), &[Clause::update_self(&down, c"down[0:n]")], accshim::ACC_ASYNC_SYNC, None, false);
+            accshim::update(
+                here!(),
+                &[Clause::update_self(&down, c"down[0:n]")],
+                accshim::ACC_ASYNC_SYNC,
+                None,
+                false,
+            );
             best_shim_down = best_shim_down.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
         }
         acc_unmap_data(down.as_mut_ptr().cast());
@@ -266,7 +303,9 @@ fn h2d(sizes: &[usize], reps: usize, cold: usize) {
 
 /// ns per call of a few driver calls, median of `reps` rounds of `n` calls (module docs).
 fn driver_calls(n: usize, reps: usize) {
-    let ptx = cudarc::nvrtc::compile_ptx(EMPTY_CU).expect("nvrtc").to_src();
+    let ptx = cudarc::nvrtc::compile_ptx(EMPTY_CU)
+        .expect("nvrtc")
+        .to_src();
     let cptx = std::ffi::CString::new(ptx).unwrap();
     // SAFETY: `cptx` is NUL-terminated PTX that outlives the load; `s` and `p` are local
     // out-parameters; the shim's context is current on this thread.
@@ -289,7 +328,9 @@ fn driver_calls(n: usize, reps: usize) {
         t.elapsed().as_secs_f64() * 1e9 / n as f64
     };
     // SAFETY: `f` takes no parameters; `f` and `stream` are live handles.
-    let launch = || unsafe { cudarc::driver::result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut []).unwrap() };
+    let launch = || unsafe {
+        cudarc::driver::result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut []).unwrap()
+    };
     // SAFETY: `pinned` has 4096 bytes and `dev` is a 4096-byte device block; 8 bytes are copied.
     let d2h_sync = || unsafe {
         sys::cuMemcpyDtoHAsync_v2(pinned, dev, 8, stream);
@@ -303,8 +344,12 @@ fn driver_calls(n: usize, reps: usize) {
     let query = || unsafe {
         sys::cuStreamQuery(stream);
     };
-    let cases: [(&str, &dyn Fn()); 4] =
-        [("launch", &launch), ("d2h 8 B + sync", &d2h_sync), ("h2d 8 B pinned", &h2d), ("stream query", &query)];
+    let cases: [(&str, &dyn Fn()); 4] = [
+        ("launch", &launch),
+        ("d2h 8 B + sync", &d2h_sync),
+        ("h2d 8 B pinned", &h2d),
+        ("stream query", &query),
+    ];
     let mut results: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     for (_, body) in &cases {
         time(*body); // warm up
@@ -316,6 +361,10 @@ fn driver_calls(n: usize, reps: usize) {
     }
     for ((name, _), mut v) in cases.iter().zip(results) {
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        println!("calls: {name}: {:.0} ns (median of {reps} x {n}; min {:.0})", v[v.len() / 2], v[0]);
+        println!(
+            "calls: {name}: {:.0} ns (median of {reps} x {n}; min {:.0})",
+            v[v.len() / 2],
+            v[0]
+        );
     }
 }

@@ -266,7 +266,11 @@ fn for_rows(range: Range<usize>, m: usize, mut f: impl FnMut(usize, usize)) {
 }
 
 fn stencil_host(r: Range<usize>, a: &[Val]) -> f64 {
-    let (pa, pn, m) = (a[0].ptr::<f64>() as *const f64, a[1].ptr::<f64>(), a[3].usize());
+    let (pa, pn, m) = (
+        a[0].ptr::<f64>() as *const f64,
+        a[1].ptr::<f64>(),
+        a[3].usize(),
+    );
     let mut err = 0.0f64;
     for_rows(r, m, |start, len| {
         // SAFETY: device copies of A and Anew hold n*m doubles; interior points have neighbours.
@@ -282,10 +286,16 @@ fn stencil_host(r: Range<usize>, a: &[Val]) -> f64 {
 }
 
 fn copy_host(r: Range<usize>, a: &[Val]) -> f64 {
-    let (pa, pn, m) = (a[0].ptr::<f64>(), a[1].ptr::<f64>() as *const f64, a[3].usize());
+    let (pa, pn, m) = (
+        a[0].ptr::<f64>(),
+        a[1].ptr::<f64>() as *const f64,
+        a[3].usize(),
+    );
     // SAFETY: for_rows gives interior row segments of the n x m arrays `a[0]` and `a[1]` hold;
     // the two arrays are distinct allocations, so the ranges do not overlap.
-    for_rows(r, m, |start, len| unsafe { std::ptr::copy_nonoverlapping(pn.add(start), pa.add(start), len) });
+    for_rows(r, m, |start, len| unsafe {
+        std::ptr::copy_nonoverlapping(pn.add(start), pa.add(start), len)
+    });
     0.0
 }
 
@@ -299,8 +309,20 @@ enum Mapping {
     Rows,
 }
 
-fn kernels_for(a: &[f64], anew: &[f64], n: usize, m: usize, error: &mut f64, mapping: Mapping) -> [Kernel; 2] {
-    let args = [Arg::of(a), Arg::of(anew), Arg::I64(n as i64), Arg::I64(m as i64)];
+fn kernels_for(
+    a: &[f64],
+    anew: &[f64],
+    n: usize,
+    m: usize,
+    error: &mut f64,
+    mapping: Mapping,
+) -> [Kernel; 2] {
+    let args = [
+        Arg::of(a),
+        Arg::of(anew),
+        Arg::I64(n as i64),
+        Arg::I64(m as i64),
+    ];
     let interior = (n - 2) * (m - 2);
     let (stencil_cu, copy_cu) = match mapping {
         Mapping::Pairs => (STENCIL_PAIRS_CU, COPY_PAIRS_CU),
@@ -310,8 +332,15 @@ fn kernels_for(a: &[f64], anew: &[f64], n: usize, m: usize, error: &mut f64, map
         Mapping::Rows => (STENCIL_ROWS_CU, COPY_ROWS_CU),
     };
     [
-        Kernel::new(c"laplace_stencil", interior).args(&args).host(stencil_host).cuda(stencil_cu).reduction(RedOp::Max, error, c"error"),
-        Kernel::new(c"laplace_copy", interior).args(&args).host(copy_host).cuda(copy_cu),
+        Kernel::new(c"laplace_stencil", interior)
+            .args(&args)
+            .host(stencil_host)
+            .cuda(stencil_cu)
+            .reduction(RedOp::Max, error, c"error"),
+        Kernel::new(c"laplace_copy", interior)
+            .args(&args)
+            .host(copy_host)
+            .cuda(copy_cu),
     ]
 }
 
@@ -341,7 +370,10 @@ fn main() {
     let n: usize = common::arg("n", 512);
     let iter_max: usize = common::arg("iters", 100);
     let tol: f64 = common::arg("tol", 1.0e-6);
-    let kernels: String = common::arg("kernels", if n.is_multiple_of(2) { "quads" } else { "flat" }.to_string());
+    let kernels: String = common::arg(
+        "kernels",
+        if n.is_multiple_of(2) { "quads" } else { "flat" }.to_string(),
+    );
     let gangs: u32 = common::arg("gangs", 0);
     let vector: u32 = common::arg("vector", DEFAULT_VECTOR);
     let mapping = match kernels.as_str() {
@@ -352,7 +384,8 @@ fn main() {
         "rows" => Some(Mapping::Rows),
         _ => None,
     };
-    let (true, true, Some(mapping)) = (n >= 3, version == "naive" || version == "data", mapping) else {
+    let (true, true, Some(mapping)) = (n >= 3, version == "naive" || version == "data", mapping)
+    else {
         eprintln!("usage: laplace [--version naive|data] [--n N>=3] [--iters K] [--tol T] [--kernels quads|pairs|flat|flat4|rows (quads, pairs: even N)] [--gangs G] [--vector V]");
         std::process::exit(2);
     };
@@ -398,7 +431,13 @@ fn main() {
         }
     } else {
         // #pragma acc data copy(A) create(Anew)
-        let region = accshim::data_region(here!(), &[Clause::copy(&a, c"A[0:n*m]"), Clause::create(&anew, c"Anew[0:n*m]")]);
+        let region = accshim::data_region(
+            here!(),
+            &[
+                Clause::copy(&a, c"A[0:n*m]"),
+                Clause::create(&anew, c"Anew[0:n*m]"),
+            ],
+        );
         while error > tol && iter < iter_max {
             error = 0.0;
             // #pragma acc kernels  (A and Anew are present: no transfers)
@@ -420,10 +459,16 @@ fn main() {
     }
     let secs = timer.secs();
     println!(" total: {secs:.6} s");
-    println!(" per iteration: {:.6} ms ({iter} iterations)", secs * 1e3 / iter.max(1) as f64);
+    println!(
+        " per iteration: {:.6} ms ({iter} iterations)",
+        secs * 1e3 / iter.max(1) as f64
+    );
     // Iteration 0 includes compiling the kernels (NVRTC) on a GPU; the rest is the steady state.
     if let (Some(t0), true) = (after_first, iter > 1) {
-        println!(" per iteration after the first: {:.6} ms", (secs - t0) * 1e3 / (iter - 1) as f64);
+        println!(
+            " per iteration after the first: {:.6} ms",
+            (secs - t0) * 1e3 / (iter - 1) as f64
+        );
     }
     let checksum: f64 = a.iter().sum();
     println!(" checksum: {checksum:.6}");

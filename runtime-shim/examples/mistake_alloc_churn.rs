@@ -25,12 +25,26 @@ fn main() {
     let scratch = vec![0.0f64; n];
     let t = common::Timer::start();
     for _ in 0..iters {
-        accshim::enter_data(here!(), &[Clause::create(&scratch, c"scratch[0:n]")], ACC_ASYNC_SYNC, None);
+        accshim::enter_data(
+            here!(),
+            &[Clause::create(&scratch, c"scratch[0:n]")],
+            ACC_ASYNC_SYNC,
+            None,
+        );
         accshim::parallel(here!())
             .present(&scratch, c"scratch[0:n]")
             .end_line(line!() + 1)
             .run(affine!("fill_scratch", &scratch, 0.0, 3.0));
-        accshim::exit_data(here!(), &[Clause::delete(&scratch, c"scratch[0:n]")], ACC_ASYNC_SYNC, None, false);
+        accshim::exit_data(
+            here!(),
+            &[Clause::delete(&scratch, c"scratch[0:n]")],
+            ACC_ASYNC_SYNC,
+            None,
+            false,
+        );
     }
-    println!("mistake_alloc_churn n={n} iters={iters}: {:.3} ms", t.secs() * 1e3);
+    println!(
+        "mistake_alloc_churn n={n} iters={iters}: {:.3} ms",
+        t.secs() * 1e3
+    );
 }

@@ -24,7 +24,14 @@ fn main() {
     let x = vec![1.0f64; n];
     let t = common::Timer::start();
     for _ in 0..iters {
-        accshim::parallel(here!()).copy(&x, c"x[0:n]").end_line(line!() + 1).run(affine!("relax", &x, 0.5, 1.0));
+        accshim::parallel(here!())
+            .copy(&x, c"x[0:n]")
+            .end_line(line!() + 1)
+            .run(affine!("relax", &x, 0.5, 1.0));
     }
-    println!("mistake_copies_in_loop n={n} iters={iters}: {:.3} ms, x[0]={}", t.secs() * 1e3, x[0]);
+    println!(
+        "mistake_copies_in_loop n={n} iters={iters}: {:.3} ms, x[0]={}",
+        t.secs() * 1e3,
+        x[0]
+    );
 }

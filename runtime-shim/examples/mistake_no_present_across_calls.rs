@@ -16,11 +16,17 @@ mod common;
 use accshim::here;
 
 fn heat(x: &[f64]) {
-    accshim::parallel(here!()).copy(x, c"x[0:n]").end_line(line!() + 1).run(affine!("heat", x, 1.0, 0.25));
+    accshim::parallel(here!())
+        .copy(x, c"x[0:n]")
+        .end_line(line!() + 1)
+        .run(affine!("heat", x, 1.0, 0.25));
 }
 
 fn relax(x: &[f64]) {
-    accshim::parallel(here!()).copy(x, c"x[0:n]").end_line(line!() + 1).run(affine!("relax", x, 0.5, 0.0));
+    accshim::parallel(here!())
+        .copy(x, c"x[0:n]")
+        .end_line(line!() + 1)
+        .run(affine!("relax", x, 0.5, 0.0));
 }
 
 fn main() {
@@ -35,5 +41,9 @@ fn main() {
         heat(&x);
         relax(&x);
     }
-    println!("mistake_no_present_across_calls n={n} iters={iters}: {:.3} ms, x[0]={}", t.secs() * 1e3, x[0]);
+    println!(
+        "mistake_no_present_across_calls n={n} iters={iters}: {:.3} ms, x[0]={}",
+        t.secs() * 1e3,
+        x[0]
+    );
 }

@@ -25,11 +25,25 @@ fn main() {
     let a = vec![1.0f64; n * m];
     let t = common::Timer::start();
     let region = accshim::data_region(here!(), &[Clause::copyin(&a, c"A[0:n*m]")]);
-    accshim::parallel(here!()).present(&a, c"A[0:n*m]").end_line(line!() + 1).run(affine!("scale_grid", &a, 2.0, 0.0));
+    accshim::parallel(here!())
+        .present(&a, c"A[0:n*m]")
+        .end_line(line!() + 1)
+        .run(affine!("scale_grid", &a, 2.0, 0.0));
     for j in 1..n.saturating_sub(1) {
         let row = &a[j * m + 1..j * m + m - 1];
-        accshim::update(here!(), &[Clause::update_self(row, c"A[j*m+1:m-2]")], accshim::ACC_ASYNC_SYNC, None, false);
+        accshim::update(
+            here!(),
+            &[Clause::update_self(row, c"A[j*m+1:m-2]")],
+            accshim::ACC_ASYNC_SYNC,
+            None,
+            false,
+        );
     }
     region.end(line!());
-    println!("mistake_slice_copies {n}x{m}: {} row transfers, {:.3} ms, A[m+1]={}", n.saturating_sub(2), t.secs() * 1e3, a[m + 1]);
+    println!(
+        "mistake_slice_copies {n}x{m}: {} row transfers, {:.3} ms, A[m+1]={}",
+        n.saturating_sub(2),
+        t.secs() * 1e3,
+        a[m + 1]
+    );
 }

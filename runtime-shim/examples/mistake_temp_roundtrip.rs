@@ -38,5 +38,9 @@ fn main() {
             .end_line(line!() + 1)
             .run(add!("use_tmp", &y, &tmp, &x));
     }
-    println!("mistake_temp_roundtrip n={n} iters={iters}: {:.3} ms, y[0]={}", t.secs() * 1e3, y[0]);
+    println!(
+        "mistake_temp_roundtrip n={n} iters={iters}: {:.3} ms, y[0]={}",
+        t.secs() * 1e3,
+        y[0]
+    );
 }

@@ -29,11 +29,29 @@ fn main() {
     let region = accshim::data_region(here!(), &[Clause::copy(&x, c"x[0:n]")]);
     let mut last = 0.0;
     for _ in 0..iters {
-        accshim::parallel(here!()).present(&x, c"x[0:n]").end_line(line!() + 1).run(affine!("iterate", &x, 0.5, 1.0));
-        accshim::update(here!(), &[Clause::update_self(&x, c"x[0:n]")], ACC_ASYNC_SYNC, None, false);
+        accshim::parallel(here!())
+            .present(&x, c"x[0:n]")
+            .end_line(line!() + 1)
+            .run(affine!("iterate", &x, 0.5, 1.0));
+        accshim::update(
+            here!(),
+            &[Clause::update_self(&x, c"x[0:n]")],
+            ACC_ASYNC_SYNC,
+            None,
+            false,
+        );
         last = x[0];
-        accshim::update(here!(), &[Clause::update_device(&x, c"x[0:n]")], ACC_ASYNC_SYNC, None, false);
+        accshim::update(
+            here!(),
+            &[Clause::update_device(&x, c"x[0:n]")],
+            ACC_ASYNC_SYNC,
+            None,
+            false,
+        );
     }
     region.end(line!());
-    println!("mistake_update_in_loop n={n} iters={iters}: {:.3} ms, x[0]={last}", t.secs() * 1e3);
+    println!(
+        "mistake_update_in_loop n={n} iters={iters}: {:.3} ms, x[0]={last}",
+        t.secs() * 1e3
+    );
 }

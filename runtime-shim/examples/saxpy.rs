@@ -16,7 +16,11 @@ extern "C" __global__ void saxpy(long long n, double a, const double *x, double 
 "#;
 
 fn saxpy_host(r: std::ops::Range<usize>, v: &[Val]) -> f64 {
-    let (a, x, y) = (v[1].f64(), v[2].ptr::<f64>() as *const f64, v[3].ptr::<f64>());
+    let (a, x, y) = (
+        v[1].f64(),
+        v[2].ptr::<f64>() as *const f64,
+        v[3].ptr::<f64>(),
+    );
     for i in r {
         // SAFETY: x and y are device copies of n doubles; i < n.
         unsafe { *y.add(i) = a * *x.add(i) + *y.add(i) };
@@ -36,7 +40,12 @@ fn main() {
     let t = common::Timer::start();
     for _ in 0..reps {
         let k = Kernel::new(c"saxpy", n)
-            .args(&[Arg::I64(n as i64), Arg::F64(a), Arg::of(&x), Arg::of_mut(&mut y)])
+            .args(&[
+                Arg::I64(n as i64),
+                Arg::F64(a),
+                Arg::of(&x),
+                Arg::of_mut(&mut y),
+            ])
             .host(saxpy_host)
             .cuda(SAXPY_CU);
         accshim::parallel(here!())
@@ -46,8 +55,14 @@ fn main() {
             .run(k);
     }
     let expect = |i: usize| 1.0 + reps as f64 * a * i as f64;
-    let bad = (0..n).filter(|&i| (y[i] - expect(i)).abs() > 1e-9 * expect(i).abs().max(1.0)).count();
-    println!("saxpy n={n} reps={reps}: {:.3} ms per rep, {} wrong", t.secs() * 1e3 / reps as f64, bad);
+    let bad = (0..n)
+        .filter(|&i| (y[i] - expect(i)).abs() > 1e-9 * expect(i).abs().max(1.0))
+        .count();
+    println!(
+        "saxpy n={n} reps={reps}: {:.3} ms per rep, {} wrong",
+        t.secs() * 1e3 / reps as f64,
+        bad
+    );
     if bad > 0 {
         std::process::exit(1);
     }

@@ -41,11 +41,17 @@ unsafe impl Sync for CudaSrc {}
 
 impl CudaSrc {
     pub fn from_static(s: &'static str) -> CudaSrc {
-        CudaSrc { ptr: s.as_ptr(), len: s.len() }
+        CudaSrc {
+            ptr: s.as_ptr(),
+            len: s.len(),
+        }
     }
     /// The text of a C string literal (what the C API passes; not necessarily UTF-8).
     pub fn from_static_cstr(s: &'static std::ffi::CStr) -> CudaSrc {
-        CudaSrc { ptr: s.as_ptr().cast(), len: s.to_bytes().len() }
+        CudaSrc {
+            ptr: s.as_ptr().cast(),
+            len: s.to_bytes().len(),
+        }
     }
     /// The source's bytes.
     pub fn as_bytes(&self) -> &'static [u8] {
@@ -88,7 +94,14 @@ pub struct Kernel {
 
 impl Kernel {
     pub fn new(name: &'static CStr, work: usize) -> Kernel {
-        Kernel { name, work, host: None, cuda: None, args: Vec::new(), reduction: None }
+        Kernel {
+            name,
+            work,
+            host: None,
+            cuda: None,
+            args: Vec::new(),
+            reduction: None,
+        }
     }
     pub fn args(mut self, args: &[Arg]) -> Kernel {
         self.args = args.to_vec();
@@ -96,7 +109,10 @@ impl Kernel {
     }
     /// Host implementation: runs iterations `range` with the translated args; returns the
     /// partial reduction value (anything when there is no reduction).
-    pub fn host(mut self, f: impl Fn(Range<usize>, &[Val]) -> f64 + Send + Sync + 'static) -> Kernel {
+    pub fn host(
+        mut self,
+        f: impl Fn(Range<usize>, &[Val]) -> f64 + Send + Sync + 'static,
+    ) -> Kernel {
         self.host = Some(HostKernel::Rust(Arc::new(f)));
         self
     }
@@ -128,9 +144,19 @@ pub struct ComputeSpec {
     pub wait: Option<Vec<i64>>,
 }
 
-pub(crate) fn op_for(rt: &'static Runtime, construct: acc_construct_t, implicit: bool, loc: &Loc, async_: i64) -> Result<Op> {
+pub(crate) fn op_for(
+    rt: &'static Runtime,
+    construct: acc_construct_t,
+    implicit: bool,
+    loc: &Loc,
+    async_: i64,
+) -> Result<Op> {
     let q = rt.queue_of(async_)?;
-    Ok(Op { rt, ctx: rt.ctx(construct, implicit, loc, async_, q), q })
+    Ok(Op {
+        rt,
+        ctx: rt.ctx(construct, implicit, loc, async_, q),
+        q,
+    })
 }
 
 /// The `wait` directive or clause: with the host (when `async_` is acc_async_sync), dispatching
@@ -146,7 +172,10 @@ pub fn wait_on(
 ) -> Result<()> {
     let target = rt.queue_of(async_)?;
     let list: Vec<(i64, QueueId)> = match queues {
-        Some(qs) => qs.iter().map(|&a| rt.queue_of(a).map(|q| (a, q))).collect::<Result<_>>()?,
+        Some(qs) => qs
+            .iter()
+            .map(|&a| rt.queue_of(a).map(|q| (a, q)))
+            .collect::<Result<_>>()?,
         None => rt.backend.queues().into_iter().map(|q| (q, q)).collect(),
     };
     for (a, q) in list {
@@ -181,13 +210,32 @@ pub fn data(loc: Loc, clauses: &[Clause]) -> DataRegion {
 pub fn data_async(loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]>) -> DataRegion {
     let rt = runtime::get(acc_construct_t::DATA, &loc);
     let entered = data_enter(rt, loc, clauses, async_, wait).or_fatal("data construct", &loc);
-    DataRegion { rt, loc, async_, entered, ended: false }
+    DataRegion {
+        rt,
+        loc,
+        async_,
+        entered,
+        ended: false,
+    }
 }
 
-fn data_enter(rt: &'static Runtime, loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]>) -> Result<Vec<(Clause, Entered)>> {
+fn data_enter(
+    rt: &'static Runtime,
+    loc: Loc,
+    clauses: &[Clause],
+    async_: i64,
+    wait: Option<&[i64]>,
+) -> Result<Vec<(Clause, Entered)>> {
     let op = op_for(rt, acc_construct_t::DATA, false, &loc, async_)?;
     if let Some(w) = wait {
-        wait_on(rt, acc_construct_t::DATA, false, &loc, (!w.is_empty()).then_some(w), async_)?;
+        wait_on(
+            rt,
+            acc_construct_t::DATA,
+            false,
+            &loc,
+            (!w.is_empty()).then_some(w),
+            async_,
+        )?;
     }
     let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
     let mut entered = Vec::with_capacity(clauses.len());
@@ -220,7 +268,8 @@ fn data_exit(
 impl DataRegion {
     /// The device address of a clause's section (host_data use_device).
     pub fn device_ptr<T>(&self, host: *const T) -> *mut T {
-        data::device_addr(self.rt, host as usize).map_or(std::ptr::null_mut(), |d| d as usize as *mut T)
+        data::device_addr(self.rt, host as usize)
+            .map_or(std::ptr::null_mut(), |d| d as usize as *mut T)
     }
 
     /// The exit of the region; `end_line` is the line of its closing brace / `end data`.
@@ -235,7 +284,15 @@ impl DataRegion {
         }
         self.ended = true;
         let loc = self.loc;
-        data_exit(self.rt, loc, &self.entered, self.async_, acc_construct_t::DATA, false).or_fatal("end of data construct", &loc);
+        data_exit(
+            self.rt,
+            loc,
+            &self.entered,
+            self.async_,
+            acc_construct_t::DATA,
+            false,
+        )
+        .or_fatal("end of data construct", &loc);
     }
 }
 
@@ -251,7 +308,14 @@ pub fn enter_data(loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]
     (|| -> Result<()> {
         let op = op_for(rt, acc_construct_t::ENTER_DATA, false, &loc, async_)?;
         if let Some(w) = wait {
-            wait_on(rt, acc_construct_t::ENTER_DATA, false, &loc, (!w.is_empty()).then_some(w), async_)?;
+            wait_on(
+                rt,
+                acc_construct_t::ENTER_DATA,
+                false,
+                &loc,
+                (!w.is_empty()).then_some(w),
+                async_,
+            )?;
         }
         let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
         for c in attaches_last(clauses) {
@@ -259,7 +323,11 @@ pub fn enter_data(loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]
                 ClauseKind::CopyIn | ClauseKind::Create | ClauseKind::Attach => {
                     data::enter(&op, c, true)?;
                 }
-                k => return Err(AccError::InvalidArgument(format!("{k:?} is not allowed on enter data"))),
+                k => {
+                    return Err(AccError::InvalidArgument(format!(
+                        "{k:?} is not allowed on enter data"
+                    )))
+                }
             }
         }
         dispatch::other_end(acc_event_t::ENTER_DATA_END, &op.ctx, t);
@@ -274,13 +342,26 @@ pub fn exit_data(loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]>
     (|| -> Result<()> {
         let op = op_for(rt, acc_construct_t::EXIT_DATA, false, &loc, async_)?;
         if let Some(w) = wait {
-            wait_on(rt, acc_construct_t::EXIT_DATA, false, &loc, (!w.is_empty()).then_some(w), async_)?;
+            wait_on(
+                rt,
+                acc_construct_t::EXIT_DATA,
+                false,
+                &loc,
+                (!w.is_empty()).then_some(w),
+                async_,
+            )?;
         }
         let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
         for c in detaches_first(clauses) {
             match c.kind {
-                ClauseKind::CopyOut | ClauseKind::Delete | ClauseKind::Detach => data::exit(&op, c, true, finalize)?,
-                k => return Err(AccError::InvalidArgument(format!("{k:?} is not allowed on exit data"))),
+                ClauseKind::CopyOut | ClauseKind::Delete | ClauseKind::Detach => {
+                    data::exit(&op, c, true, finalize)?
+                }
+                k => {
+                    return Err(AccError::InvalidArgument(format!(
+                        "{k:?} is not allowed on exit data"
+                    )))
+                }
             }
         }
         dispatch::other_end(acc_event_t::EXIT_DATA_END, &op.ctx, t);
@@ -295,7 +376,14 @@ pub fn update(loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]>, i
     (|| -> Result<()> {
         let op = op_for(rt, acc_construct_t::UPDATE, false, &loc, async_)?;
         if let Some(w) = wait {
-            wait_on(rt, acc_construct_t::UPDATE, false, &loc, (!w.is_empty()).then_some(w), async_)?;
+            wait_on(
+                rt,
+                acc_construct_t::UPDATE,
+                false,
+                &loc,
+                (!w.is_empty()).then_some(w),
+                async_,
+            )?;
         }
         let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
         for c in clauses {
@@ -338,7 +426,14 @@ fn compute_in(rt: &'static Runtime, spec: &ComputeSpec, kernels: &[Kernel]) -> R
     let op = op_for(rt, spec.kind, false, &loc, spec.async_)?;
     let t_cc = dispatch::other_start(acc_event_t::COMPUTE_CONSTRUCT_START, &op.ctx);
     if let Some(w) = &spec.wait {
-        wait_on(rt, spec.kind, false, &loc, (!w.is_empty()).then_some(w.as_slice()), spec.async_)?;
+        wait_on(
+            rt,
+            spec.kind,
+            false,
+            &loc,
+            (!w.is_empty()).then_some(w.as_slice()),
+            spec.async_,
+        )?;
     }
     // The implicit data region of the construct.
     let mut implicit = op;
@@ -398,7 +493,11 @@ fn unmapped_sections(entered: &[(Clause, Entered)]) -> Vec<Unmapped> {
     entered
         .iter()
         .filter_map(|(c, e)| match *e {
-            Entered::Unmapped(addr) if !c.host.is_null() => Some(Unmapped { host: c.host as usize, bytes: c.bytes, addr }),
+            Entered::Unmapped(addr) if !c.host.is_null() => Some(Unmapped {
+                host: c.host as usize,
+                bytes: c.bytes,
+                addr,
+            }),
             _ => None,
         })
         .collect()
@@ -410,7 +509,10 @@ fn unmapped_sections(entered: &[(Clause, Entered)]) -> Vec<Unmapped> {
 /// pointer and its target are present whatever order the clauses were written in.
 fn attaches_last(clauses: &[Clause]) -> impl Iterator<Item = &Clause> {
     let attach = |c: &&Clause| c.kind == ClauseKind::Attach;
-    clauses.iter().filter(move |c| !attach(c)).chain(clauses.iter().filter(attach))
+    clauses
+        .iter()
+        .filter(move |c| !attach(c))
+        .chain(clauses.iter().filter(attach))
 }
 
 /// The clauses in the order their actions are done at an exit data directive: detachments
@@ -418,12 +520,21 @@ fn attaches_last(clauses: &[Clause]) -> impl Iterator<Item = &Clause> {
 /// is copied back (GCC does the same).
 fn detaches_first(clauses: &[Clause]) -> impl Iterator<Item = &Clause> {
     let detach = |c: &&Clause| c.kind == ClauseKind::Detach;
-    clauses.iter().filter(detach).chain(clauses.iter().filter(move |c| !detach(c)))
+    clauses
+        .iter()
+        .filter(detach)
+        .chain(clauses.iter().filter(move |c| !detach(c)))
 }
 
 /// Launches one kernel; returns its reduction, whose result comes back once the construct's
 /// kernels are all launched ([`copy_back_reductions`]).
-fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool, unmapped: &[Unmapped]) -> Result<Option<PendingReduction>> {
+fn launch(
+    op: &Op,
+    spec: &ComputeSpec,
+    k: &Kernel,
+    serial: bool,
+    unmapped: &[Unmapped],
+) -> Result<Option<PendingReduction>> {
     let rt = op.rt;
     let (gangs, workers, vector) = if serial {
         (1, 1, 1)
@@ -431,7 +542,14 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool, unmapped: &[Unm
         let vector = spec.vector_length.unwrap_or(DEFAULT_VECTOR).max(1);
         let workers = spec.num_workers.unwrap_or(1).max(1);
         let per_gang = (vector as usize) * (workers as usize);
-        let gangs = spec.num_gangs.unwrap_or_else(|| (k.work.div_ceil(per_gang).clamp(1, MAX_DEFAULT_GANGS as usize)) as u32).max(1);
+        let gangs = spec
+            .num_gangs
+            .unwrap_or_else(|| {
+                (k.work
+                    .div_ceil(per_gang)
+                    .clamp(1, MAX_DEFAULT_GANGS as usize)) as u32
+            })
+            .max(1);
         (gangs, workers, vector)
     };
     // Translate the args through the present table (one lock for all of them).
@@ -445,7 +563,10 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool, unmapped: &[Unm
                     match table.containing(h) {
                         Some(e) => Ok(Val(e.dev_of(h))),
                         None if h == 0 => Ok(Val(0)),
-                        None => match unmapped.iter().find(|u| h >= u.host && h < u.host + u.bytes.max(1)) {
+                        None => match unmapped
+                            .iter()
+                            .find(|u| h >= u.host && h < u.host + u.bytes.max(1))
+                        {
                             // no_create of absent data (the local address), a zero-length section.
                             Some(u) => Ok(Val(u.addr + (h - u.host) as u64)),
                             None => Err(AccError::NotPresent {
@@ -495,7 +616,15 @@ fn launch(op: &Op, spec: &ComputeSpec, k: &Kernel, serial: bool, unmapped: &[Unm
             return Err(e);
         }
     };
-    Ok(k.reduction.zip(slot).map(|((red, var, name), slot)| PendingReduction { red, var, name, slot, cell }))
+    Ok(k.reduction
+        .zip(slot)
+        .map(|((red, var, name), slot)| PendingReduction {
+            red,
+            var,
+            name,
+            slot,
+            cell,
+        }))
 }
 
 /// Brings a construct's reduction results back to the host after its last kernel. Each comes
@@ -506,13 +635,23 @@ fn copy_back_reductions(op: &Op, reductions: Vec<PendingReduction>) -> Result<()
     let store = rt.backend.reduction_store_kernel();
     for p in reductions {
         let stored = store.map(|name| {
-            let li = LaunchInfo { kernel_name: name.as_ptr(), num_gangs: 1, num_workers: 1, vector_length: 1 };
+            let li = LaunchInfo {
+                kernel_name: name.as_ptr(),
+                num_gangs: 1,
+                num_workers: 1,
+                vector_length: 1,
+            };
             let t = dispatch::launch_start(&op.ctx, &li);
             let r = rt.backend.flush_reduction(op.q);
             dispatch::launch_end(&op.ctx, &li, t);
             r
         });
-        let d = DataInfo { var_name: p.name, bytes: 8, host_ptr: p.var as *const c_void, device_ptr: p.cell as *const c_void };
+        let d = DataInfo {
+            var_name: p.name,
+            bytes: 8,
+            host_ptr: p.var as *const c_void,
+            device_ptr: p.cell as *const c_void,
+        };
         let t = dispatch::data_start(acc_event_t::ENQUEUE_DOWNLOAD_START, &op.ctx, &d);
         let flushed = stored.unwrap_or_else(|| rt.backend.flush_reduction(op.q));
         let (slot, var, red) = (SendPtr(p.slot), SendPtr(p.var), p.red);
@@ -556,7 +695,13 @@ macro_rules! clause_methods {
 
 impl Clause {
     pub fn new<T>(kind: ClauseKind, s: &[T], name: &'static CStr) -> Clause {
-        Clause { kind, host: s.as_ptr().cast(), bytes: std::mem::size_of_val(s), name: name.as_ptr(), implicit: false }
+        Clause {
+            kind,
+            host: s.as_ptr().cast(),
+            bytes: std::mem::size_of_val(s),
+            name: name.as_ptr(),
+            implicit: false,
+        }
     }
     pub fn copy<T>(s: &[T], name: &'static CStr) -> Clause {
         Clause::new(ClauseKind::Copy, s, name)
@@ -587,10 +732,22 @@ impl Clause {
     }
     /// `attach(p)` / `detach(p)`: `ptr` is the address of the pointer variable.
     pub fn attach<T>(ptr: &*mut T, name: &'static CStr) -> Clause {
-        Clause { kind: ClauseKind::Attach, host: (ptr as *const *mut T).cast(), bytes: 8, name: name.as_ptr(), implicit: false }
+        Clause {
+            kind: ClauseKind::Attach,
+            host: (ptr as *const *mut T).cast(),
+            bytes: 8,
+            name: name.as_ptr(),
+            implicit: false,
+        }
     }
     pub fn detach<T>(ptr: &*mut T, name: &'static CStr) -> Clause {
-        Clause { kind: ClauseKind::Detach, host: (ptr as *const *mut T).cast(), bytes: 8, name: name.as_ptr(), implicit: false }
+        Clause {
+            kind: ClauseKind::Detach,
+            host: (ptr as *const *mut T).cast(),
+            bytes: 8,
+            name: name.as_ptr(),
+            implicit: false,
+        }
     }
     /// Marks the clause as determined by the compiler (events report implicit = 1).
     pub fn implicit(mut self) -> Clause {
@@ -626,7 +783,13 @@ impl Compute {
     }
     /// `deviceptr(p)`: `p` is a device address (from acc_malloc or acc_deviceptr).
     pub fn deviceptr(mut self, p: *mut c_void, name: &'static CStr) -> Self {
-        self.spec.clauses.push(Clause { kind: ClauseKind::DevicePtr, host: p, bytes: 0, name: name.as_ptr(), implicit: false });
+        self.spec.clauses.push(Clause {
+            kind: ClauseKind::DevicePtr,
+            host: p,
+            bytes: 0,
+            name: name.as_ptr(),
+            implicit: false,
+        });
         self
     }
     pub fn num_gangs(mut self, n: u32) -> Self {

@@ -108,11 +108,23 @@ impl Entered {
 }
 
 fn info(host: usize, bytes: usize, dev: u64, name: *const c_char) -> DataInfo {
-    DataInfo { var_name: name, bytes, host_ptr: host as *const c_void, device_ptr: dev as usize as *const c_void }
+    DataInfo {
+        var_name: name,
+        bytes,
+        host_ptr: host as *const c_void,
+        device_ptr: dev as usize as *const c_void,
+    }
 }
 
 /// Copies host -> device with enqueue_upload start/end around it.
-pub fn upload(op: &Op, ctx: &EvCtx, host: usize, dev: u64, bytes: usize, name: *const c_char) -> Result<()> {
+pub fn upload(
+    op: &Op,
+    ctx: &EvCtx,
+    host: usize,
+    dev: u64,
+    bytes: usize,
+    name: *const c_char,
+) -> Result<()> {
     let d = info(host, bytes, dev, name);
     let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
     let r = op.rt.backend.upload(op.q, dev, host as *const u8, bytes);
@@ -121,7 +133,14 @@ pub fn upload(op: &Op, ctx: &EvCtx, host: usize, dev: u64, bytes: usize, name: *
 }
 
 /// Copies device -> host with enqueue_download start/end around it.
-pub fn download(op: &Op, ctx: &EvCtx, host: usize, dev: u64, bytes: usize, name: *const c_char) -> Result<()> {
+pub fn download(
+    op: &Op,
+    ctx: &EvCtx,
+    host: usize,
+    dev: u64,
+    bytes: usize,
+    name: *const c_char,
+) -> Result<()> {
     let d = info(host, bytes, dev, name);
     let t = dispatch::data_start(acc_event_t::ENQUEUE_DOWNLOAD_START, ctx, &d);
     let r = op.rt.backend.download(op.q, host as *mut u8, dev, bytes);
@@ -140,8 +159,14 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
             attach(op, &ctx, host, c.name)?;
             return Ok(Entered::Mapped(0));
         }
-        ClauseKind::Detach | ClauseKind::Delete | ClauseKind::UpdateDevice | ClauseKind::UpdateSelf => {
-            return Err(AccError::InvalidArgument(format!("{:?} is not an entry clause", c.kind)));
+        ClauseKind::Detach
+        | ClauseKind::Delete
+        | ClauseKind::UpdateDevice
+        | ClauseKind::UpdateSelf => {
+            return Err(AccError::InvalidArgument(format!(
+                "{:?} is not an entry clause",
+                c.kind
+            )));
         }
         _ => {}
     }
@@ -154,7 +179,9 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
         // A zero-length section maps nothing and takes no reference; it stands for the device
         // address of its start if that is present, else NULL (as GCC treats them). Mapping it
         // would leave a hidden entry that made the whole array "partly present" later.
-        return Ok(Entered::Unmapped(table.containing(host).map_or(0, |e| e.dev_of(host))));
+        return Ok(Entered::Unmapped(
+            table.containing(host).map_or(0, |e| e.dev_of(host)),
+        ));
     }
     match table.lookup(host, c.bytes, c.name)? {
         Lookup::Present { key, dev } => {
@@ -173,9 +200,11 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
             Ok(Entered::Mapped(dev))
         }
         Lookup::Absent => match c.kind {
-            ClauseKind::Present => {
-                Err(AccError::NotPresent { host, bytes: c.bytes, name: crate::present::cstr_lossy(c.name) })
-            }
+            ClauseKind::Present => Err(AccError::NotPresent {
+                host,
+                bytes: c.bytes,
+                name: crate::present::cstr_lossy(c.name),
+            }),
             ClauseKind::NoCreate => Ok(Entered::Unmapped(host as u64)),
             _ => {
                 let dev = op.rt.backend.alloc(c.bytes)?;
@@ -191,11 +220,17 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 // for the whole mapping instead).
                 let filling = Filling::new();
                 e.filling = Some(Arc::clone(&filling));
-                let digest = (c.kind == ClauseKind::CopyIn).then(|| crate::dropped::track(op.rt)).flatten();
+                let digest = (c.kind == ClauseKind::CopyIn)
+                    .then(|| crate::dropped::track(op.rt))
+                    .flatten();
                 e.digest = digest.clone();
                 table.insert(e);
                 drop(table);
-                let _filled = Filled { rt: op.rt, host, filling };
+                let _filled = Filled {
+                    rt: op.rt,
+                    host,
+                    filling,
+                };
                 let d = info(host, c.bytes, dev, c.name);
                 dispatch::data_point(acc_event_t::ALLOC, &ctx, &d);
                 dispatch::data_point(acc_event_t::CREATE, &ctx, &d);
@@ -222,7 +257,10 @@ struct Filled {
 impl Drop for Filled {
     fn drop(&mut self) {
         if let Some(e) = self.rt.table().get_mut(self.host) {
-            if e.filling.as_ref().is_some_and(|f| Arc::ptr_eq(f, &self.filling)) {
+            if e.filling
+                .as_ref()
+                .is_some_and(|f| Arc::ptr_eq(f, &self.filling))
+            {
                 e.filling = None;
             }
         }
@@ -257,7 +295,11 @@ pub fn exit(op: &Op, c: &Clause, dynamic: bool, finalize: bool) -> Result<()> {
             // acc_map_data'd data is only removed by acc_unmap_data.
             return Ok(());
         }
-        e.dynamic = if finalize { 0 } else { e.dynamic.saturating_sub(1) };
+        e.dynamic = if finalize {
+            0
+        } else {
+            e.dynamic.saturating_sub(1)
+        };
     } else {
         e.structured = e.structured.saturating_sub(1);
     }
@@ -282,8 +324,18 @@ fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) ->
     if let Some((host, bytes)) = copy_back {
         // Attached pointers inside the section get their host values back on the device first,
         // so that the copy back never writes device addresses into host pointers.
-        for (ptr_addr, _) in e.attachments().filter(|&(p, _)| p >= host && p < host + bytes) {
-            restore_pointer(op, ctx, Restore { ptr_addr, slot_dev: e.dev_of(ptr_addr) })?;
+        for (ptr_addr, _) in e
+            .attachments()
+            .filter(|&(p, _)| p >= host && p < host + bytes)
+        {
+            restore_pointer(
+                op,
+                ctx,
+                Restore {
+                    ptr_addr,
+                    slot_dev: e.dev_of(ptr_addr),
+                },
+            )?;
         }
         download(op, ctx, host, e.dev_of(host), bytes, e.name)?;
     }
@@ -315,13 +367,22 @@ pub fn update(op: &Op, c: &Clause, if_present: bool) -> Result<()> {
             // an update self of the whole copy the host has the device's results: either way a
             // tracked copy (src/dropped.rs) is digested again after it, and only later changes
             // count. (A part copied back leaves the rest's changes to be found.)
-            let whole = |e: &crate::present::Entry| c.kind == ClauseKind::UpdateDevice || (e.host == host && e.bytes == c.bytes);
-            let digest = table.get(key).filter(|e| whole(e)).and_then(|e| e.digest.clone().map(|g| (e.dev, e.bytes, g)));
+            let whole = |e: &crate::present::Entry| {
+                c.kind == ClauseKind::UpdateDevice || (e.host == host && e.bytes == c.bytes)
+            };
+            let digest = table
+                .get(key)
+                .filter(|e| whole(e))
+                .and_then(|e| e.digest.clone().map(|g| (e.dev, e.bytes, g)));
             (dev, digest)
         }
         Lookup::Absent if if_present => return Ok(()),
         Lookup::Absent => {
-            return Err(AccError::NotPresent { host, bytes: c.bytes, name: crate::present::cstr_lossy(c.name) })
+            return Err(AccError::NotPresent {
+                host,
+                bytes: c.bytes,
+                name: crate::present::cstr_lossy(c.name),
+            })
         }
     };
     drop(table);
@@ -334,13 +395,17 @@ pub fn update(op: &Op, c: &Clause, if_present: bool) -> Result<()> {
             download(op, &ctx, host, dev, c.bytes, c.name)?;
             digest.map_or(Ok(()), |(d, b, g)| crate::dropped::record(op, d, b, g))
         }
-        other => Err(AccError::InvalidArgument(format!("{other:?} is not an update clause"))),
+        other => Err(AccError::InvalidArgument(format!(
+            "{other:?} is not an update clause"
+        ))),
     }
 }
 
 /// The device address of a host address inside present data.
 pub fn device_addr(rt: &Runtime, host: usize) -> Option<u64> {
-    rt.table().containing(host).map(|e| e.dev + (host - e.host) as u64)
+    rt.table()
+        .containing(host)
+        .map(|e| e.dev + (host - e.host) as u64)
 }
 
 const ATTACH_NAME: *const c_char = c".attach.".as_ptr();
@@ -351,21 +416,35 @@ const DETACH_NAME: *const c_char = c".detach.".as_ptr();
 /// specification says.
 pub fn attach(op: &Op, ctx: &EvCtx, ptr_addr: usize, _name: *const c_char) -> Result<()> {
     if ptr_addr == 0 {
-        return Err(AccError::InvalidArgument("attach of a NULL pointer address".into()));
+        return Err(AccError::InvalidArgument(
+            "attach of a NULL pointer address".into(),
+        ));
     }
     // SAFETY: the caller passes the address of a pointer variable (acc_attach's contract).
     let target = unsafe { *(ptr_addr as *const usize) };
     let attached = op.rt.table().attach(ptr_addr, target);
     match attached {
-        None => Err(AccError::NotPresent { host: ptr_addr, bytes: 8, name: "pointer to attach".into() }),
+        None => Err(AccError::NotPresent {
+            host: ptr_addr,
+            bytes: 8,
+            name: "pointer to attach".into(),
+        }),
         Some(Err(e)) => Err(e),
         Some(Ok(Attached::Again)) => Ok(()),
-        Some(Ok(Attached::Write { slot_dev, value })) => write_pointer(op, ctx, ptr_addr, slot_dev, value, ATTACH_NAME),
+        Some(Ok(Attached::Write { slot_dev, value })) => {
+            write_pointer(op, ctx, ptr_addr, slot_dev, value, ATTACH_NAME)
+        }
     }
 }
 
 /// Detaches: when the count reaches zero the device copy gets the host pointer value back.
-pub fn detach(op: &Op, ctx: &EvCtx, ptr_addr: usize, _name: *const c_char, finalize: bool) -> Result<()> {
+pub fn detach(
+    op: &Op,
+    ctx: &EvCtx,
+    ptr_addr: usize,
+    _name: *const c_char,
+    finalize: bool,
+) -> Result<()> {
     let restore = op.rt.table().detach(ptr_addr, finalize);
     restore.map_or(Ok(()), |r| restore_pointer(op, ctx, r))
 }
@@ -378,7 +457,14 @@ fn restore_pointer(op: &Op, ctx: &EvCtx, r: Restore) -> Result<()> {
 }
 
 /// Writes a pointer's device copy, reported as an 8-byte upload named `.attach.`/`.detach.`.
-pub(crate) fn write_pointer(op: &Op, ctx: &EvCtx, ptr_addr: usize, slot_dev: u64, value: u64, name: *const c_char) -> Result<()> {
+pub(crate) fn write_pointer(
+    op: &Op,
+    ctx: &EvCtx,
+    ptr_addr: usize,
+    slot_dev: u64,
+    value: u64,
+    name: *const c_char,
+) -> Result<()> {
     let d = info(ptr_addr, 8, slot_dev, name);
     let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
     let r = op.rt.backend.write_u64(op.q, slot_dev, value);
@@ -389,12 +475,19 @@ pub(crate) fn write_pointer(op: &Op, ctx: &EvCtx, ptr_addr: usize, slot_dev: u64
 /// acc_map_data: make `[host, host+bytes)` present at `dev` (user-owned device memory).
 pub fn map(op: &Op, host: usize, dev: u64, bytes: usize) -> Result<()> {
     if dev.checked_add(bytes.max(1) as u64).is_none() {
-        return Err(AccError::past_address_space("device address", dev, bytes, ""));
+        return Err(AccError::past_address_space(
+            "device address",
+            dev,
+            bytes,
+            "",
+        ));
     }
     let mut table = op.rt.table();
     match table.lookup(host, bytes, std::ptr::null())? {
         Lookup::Present { .. } => {
-            return Err(AccError::InvalidArgument(format!("[{host:#x},+{bytes}] is already present")))
+            return Err(AccError::InvalidArgument(format!(
+                "[{host:#x},+{bytes}] is already present"
+            )))
         }
         Lookup::Absent => {}
     }
@@ -409,7 +502,11 @@ pub fn map(op: &Op, host: usize, dev: u64, bytes: usize) -> Result<()> {
     e.mapped = true;
     table.insert(e);
     drop(table);
-    dispatch::data_point(acc_event_t::CREATE, &op.ctx, &info(host, bytes, dev, std::ptr::null()));
+    dispatch::data_point(
+        acc_event_t::CREATE,
+        &op.ctx,
+        &info(host, bytes, dev, std::ptr::null()),
+    );
     Ok(())
 }
 
@@ -418,7 +515,9 @@ pub fn unmap(op: &Op, host: usize) -> Result<()> {
     let mut table = op.rt.table();
     let ok = table.get(host).is_some_and(|e| e.mapped);
     if !ok {
-        return Err(AccError::InvalidArgument(format!("{host:#x} was not mapped by acc_map_data")));
+        return Err(AccError::InvalidArgument(format!(
+            "{host:#x} was not mapped by acc_map_data"
+        )));
     }
     if table.get(host).is_some_and(|e| e.structured > 0) {
         return Err(AccError::InvalidArgument(format!(
@@ -427,6 +526,10 @@ pub fn unmap(op: &Op, host: usize) -> Result<()> {
     }
     let e = table.remove(host).expect("checked");
     drop(table);
-    dispatch::data_point(acc_event_t::DELETE, &op.ctx, &info(e.host, e.bytes, e.dev, e.name));
+    dispatch::data_point(
+        acc_event_t::DELETE,
+        &op.ctx,
+        &info(e.host, e.bytes, e.dev, e.name),
+    );
     Ok(())
 }

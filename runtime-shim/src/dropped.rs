@@ -21,7 +21,8 @@ const PENDING: u64 = u64::MAX;
 /// A digest cell for a new copied-in entry, where the device's memory is readable and the
 /// check is not switched off (`ACCSHIM_NO_DROP_CHECK=1`).
 pub fn track(rt: &Runtime) -> Option<Arc<AtomicU64>> {
-    (rt.backend.device_memory_is_host_readable() && !crate::env::flag("ACCSHIM_NO_DROP_CHECK")).then(|| Arc::new(AtomicU64::new(PENDING)))
+    (rt.backend.device_memory_is_host_readable() && !crate::env::flag("ACCSHIM_NO_DROP_CHECK"))
+        .then(|| Arc::new(AtomicU64::new(PENDING)))
 }
 
 /// FNV-1a over 8-byte words (and the tail bytes): quick enough to run beside a memcpy.
@@ -67,11 +68,23 @@ pub fn check(op: &Op, e: &Entry, cell: Arc<AtomicU64>) -> Result<()> {
         if before == PENDING || digest(dev.0 as *const u8, bytes) == before {
             return;
         }
-        let first = WARNED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashSet::new).insert(host);
+        let first = WARNED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashSet::new)
+            .insert(host);
         if first {
-            let what = if name.is_empty() { static_name(host, descriptor).unwrap_or_default() } else { name };
+            let what = if name.is_empty() {
+                static_name(host, descriptor).unwrap_or_default()
+            } else {
+                name
+            };
             // Named when the program's name for it is known, its range otherwise.
-            let what = if what.is_empty() { format!("[{host:#x},+{bytes}]") } else { format!("{what} ([{host:#x},+{bytes}])") };
+            let what = if what.is_empty() {
+                format!("[{host:#x},+{bytes}]")
+            } else {
+                format!("{what} ([{host:#x},+{bytes}])")
+            };
             eprintln!(
                 "accshim: warning: results dropped: the device copy of {what} was changed on the device and is released without a copy back{}: a missing copyout?",
                 crate::loc::describe_site(site)
@@ -86,5 +99,7 @@ pub fn check(op: &Op, e: &Entry, cell: Arc<AtomicU64>) -> Result<()> {
 fn static_name(host: usize, descriptor: usize) -> Option<String> {
     use crate::elf_symbols::{data_symbol, source_name};
     let symbol = crate::loc::symbol_of(host).or_else(|| data_symbol(host));
-    symbol.or_else(|| (descriptor != 0).then(|| data_symbol(descriptor)).flatten()).map(|s| source_name(&s))
+    symbol
+        .or_else(|| (descriptor != 0).then(|| data_symbol(descriptor)).flatten())
+        .map(|s| source_name(&s))
 }

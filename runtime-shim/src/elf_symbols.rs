@@ -27,11 +27,21 @@ pub fn object_at(elf: &[u8], value: u64) -> Option<String> {
     if elf.get(..6)? != b"\x7fELF\x02\x01" {
         return None;
     }
-    let (shoff, shentsize, shnum) = (u64_at(elf, 0x28)? as usize, u16_at(elf, 0x3a)? as usize, u16_at(elf, 0x3c)? as usize);
+    let (shoff, shentsize, shnum) = (
+        u64_at(elf, 0x28)? as usize,
+        u16_at(elf, 0x3a)? as usize,
+        u16_at(elf, 0x3c)? as usize,
+    );
     let section = |i: usize| -> Option<(u32, usize, usize, u32, usize)> {
         let h = shoff.checked_add(i.checked_mul(shentsize)?)?;
         // sh_type, sh_offset, sh_size, sh_link, sh_entsize
-        Some((u32_at(elf, h + 4)?, u64_at(elf, h + 0x18)? as usize, u64_at(elf, h + 0x20)? as usize, u32_at(elf, h + 0x28)?, u64_at(elf, h + 0x38)? as usize))
+        Some((
+            u32_at(elf, h + 4)?,
+            u64_at(elf, h + 0x18)? as usize,
+            u64_at(elf, h + 0x20)? as usize,
+            u32_at(elf, h + 0x28)?,
+            u64_at(elf, h + 0x38)? as usize,
+        ))
     };
     let find = |kind: u32| (0..shnum).filter_map(section).find(|s| s.0 == kind);
     let (_, off, size, link, entsize) = find(SHT_SYMTAB).or_else(|| find(SHT_DYNSYM))?;
@@ -47,7 +57,10 @@ pub fn object_at(elf: &[u8], value: u64) -> Option<String> {
         if info & 0xf != STT_OBJECT || shndx == 0 || sym_value != value {
             return None;
         }
-        let name = CStr::from_bytes_until_nul(strings.get(name..)?).ok()?.to_string_lossy().into_owned();
+        let name = CStr::from_bytes_until_nul(strings.get(name..)?)
+            .ok()?
+            .to_string_lossy()
+            .into_owned();
         (!name.is_empty()).then_some(name)
     })
 }
@@ -58,22 +71,38 @@ pub fn data_symbol(addr: usize) -> Option<String> {
     // SAFETY: `Dl_info` is a C struct of pointers and integers; all-zero bytes are a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads the address and fills the local out struct.
-    if addr == 0 || unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+    if addr == 0
+        || unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0
+        || info.dli_fname.is_null()
+    {
         return None;
     }
     // SAFETY: dladdr's file name is NUL-terminated.
-    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
-    let elf = std::fs::read(&path).or_else(|_| std::fs::read("/proc/self/exe")).ok()?;
+    let path = unsafe { CStr::from_ptr(info.dli_fname) }
+        .to_string_lossy()
+        .into_owned();
+    let elf = std::fs::read(&path)
+        .or_else(|_| std::fs::read("/proc/self/exe"))
+        .ok()?;
     // A position-independent module's symbol values are offsets from its load address.
-    let base = if u16_at(&elf, 0x10)? == ET_DYN { info.dli_fbase as usize } else { 0 };
+    let base = if u16_at(&elf, 0x10)? == ET_DYN {
+        info.dli_fbase as usize
+    } else {
+        0
+    };
     object_at(&elf, addr.checked_sub(base)? as u64)
 }
 
 /// gfortran's symbol of a module variable, `__<module>_MOD_<name>`, as `<name> in module
 /// <module>`; other symbols as they are.
 pub fn source_name(symbol: &str) -> String {
-    match symbol.strip_prefix("__").and_then(|s| s.split_once("_MOD_")) {
-        Some((module, name)) if !module.is_empty() && !name.is_empty() => format!("{name} in module {module}"),
+    match symbol
+        .strip_prefix("__")
+        .and_then(|s| s.split_once("_MOD_"))
+    {
+        Some((module, name)) if !module.is_empty() && !name.is_empty() => {
+            format!("{name} in module {module}")
+        }
         _ => symbol.to_string(),
     }
 }

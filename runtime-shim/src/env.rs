@@ -18,24 +18,36 @@ pub fn report_once(name: &str, value: &str, why: &str) {
 }
 
 fn value(name: &str) -> Option<String> {
-    std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }
 
 /// A switch: set to anything but "0", "false", "no" or "off" (or empty) is on.
 pub fn flag(name: &str) -> bool {
-    value(name).is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off"))
+    value(name).is_some_and(|v| {
+        !matches!(
+            v.to_ascii_lowercase().as_str(),
+            "0" | "false" | "no" | "off"
+        )
+    })
 }
 
 /// A whole number (threads, buffers, microseconds); None when unset or not a number.
 pub fn count(name: &str) -> Option<usize> {
     let v = value(name)?;
-    v.parse().map_err(|_| report_once(name, &v, "not a whole number")).ok()
+    v.parse()
+        .map_err(|_| report_once(name, &v, "not a whole number"))
+        .ok()
 }
 
 /// A signed whole number (a device number).
 pub fn int(name: &str) -> Option<i32> {
     let v = value(name)?;
-    v.parse().map_err(|_| report_once(name, &v, "not a whole number")).ok()
+    v.parse()
+        .map_err(|_| report_once(name, &v, "not a whole number"))
+        .ok()
 }
 
 /// A byte size: a number of bytes, or one with a K, M, G or T suffix (powers of 1024; "KiB",
@@ -43,7 +55,11 @@ pub fn int(name: &str) -> Option<i32> {
 pub fn size(name: &str) -> Option<usize> {
     let v = value(name)?;
     parse_size(&v).or_else(|| {
-        report_once(name, &v, "not a size (bytes, or a number with K, M, G or T)");
+        report_once(
+            name,
+            &v,
+            "not a size (bytes, or a number with K, M, G or T)",
+        );
         None
     })
 }
@@ -52,7 +68,12 @@ fn parse_size(v: &str) -> Option<usize> {
     let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (number, unit) = v.split_at(digits);
     let number: usize = number.parse().ok()?;
-    let shift = match unit.trim().to_ascii_lowercase().trim_end_matches("ib").trim_end_matches('b') {
+    let shift = match unit
+        .trim()
+        .to_ascii_lowercase()
+        .trim_end_matches("ib")
+        .trim_end_matches('b')
+    {
         "" => 0,
         "k" => 10,
         "m" => 20,

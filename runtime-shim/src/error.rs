@@ -10,9 +10,19 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AccError {
     /// Data was required present but is not (`acc_error_not_present`).
-    NotPresent { host: usize, bytes: usize, name: String },
+    NotPresent {
+        host: usize,
+        bytes: usize,
+        name: String,
+    },
     /// Part of a host range is present and part is not (`acc_error_partly_present`).
-    PartlyPresent { host: usize, bytes: usize, name: String, present_host: usize, present_bytes: usize },
+    PartlyPresent {
+        host: usize,
+        bytes: usize,
+        name: String,
+        present_host: usize,
+        present_bytes: usize,
+    },
     /// An async argument that is neither a queue number nor acc_async_noval/acc_async_sync.
     InvalidAsync(i64),
     /// The requested device type or number is not available (`acc_error_device_unavailable`).
@@ -50,12 +60,19 @@ impl AccError {
     /// `[addr, addr+bytes)` does not fit in the address space: a byte count like SIZE_MAX, or a
     /// garbage address. `what` says whose range it is ("data", "device address").
     pub fn past_address_space(what: &str, addr: u64, bytes: usize, name: &str) -> AccError {
-        AccError::InvalidArgument(format!("{what} [{addr:#x},+{bytes}]{} runs past the end of the address space", named(name)))
+        AccError::InvalidArgument(format!(
+            "{what} [{addr:#x},+{bytes}]{} runs past the end of the address space",
+            named(name)
+        ))
     }
 }
 
 fn named(name: &str) -> String {
-    if name.is_empty() { String::new() } else { format!(" ({name})") }
+    if name.is_empty() {
+        String::new()
+    } else {
+        format!(" ({name})")
+    }
 }
 
 impl fmt::Display for AccError {
@@ -92,7 +109,10 @@ pub fn fatal(err: &AccError, what: &str, loc: &Loc) -> ! {
         let file = unsafe { CStr::from_ptr(loc.file) }.to_string_lossy();
         place = format!(" at {file}:{}", loc.line);
     }
-    eprintln!("accshim: OpenACC runtime error [{}] in {what}{place}: {err}", err.class());
+    eprintln!(
+        "accshim: OpenACC runtime error [{}] in {what}{place}: {err}",
+        err.class()
+    );
     std::process::abort()
 }
 

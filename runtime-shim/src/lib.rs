@@ -27,7 +27,10 @@ pub mod profiling;
 pub mod runtime;
 
 pub use backend::{RedOp, Val, ACC_DEVICE_EMULATED};
-pub use construct::{data as data_region, enter_data, exit_data, kernels, parallel, serial, update, wait, Arg, Compute, Kernel};
+pub use construct::{
+    data as data_region, enter_data, exit_data, kernels, parallel, serial, update, wait, Arg,
+    Compute, Kernel,
+};
 pub use data::{Clause, ClauseKind};
 pub use loc::Loc;
 

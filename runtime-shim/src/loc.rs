@@ -34,7 +34,14 @@ impl Loc {
     };
 
     pub const fn new(file: &'static CStr, func: &'static CStr, line: i32, end_line: i32) -> Loc {
-        Loc { file: file.as_ptr(), func: func.as_ptr(), line, end_line, func_line: -1, func_end_line: -1 }
+        Loc {
+            file: file.as_ptr(),
+            func: func.as_ptr(),
+            line,
+            end_line,
+            func_line: -1,
+            func_end_line: -1,
+        }
     }
 
     /// The same location with a different end line (the construct's closing line).
@@ -99,7 +106,12 @@ macro_rules! here {
                     Ok(c) => c,
                     Err(_) => c"?",
                 };
-            $crate::Loc::new(file, $crate::function_name!(), line!() as i32, line!() as i32)
+            $crate::Loc::new(
+                file,
+                $crate::function_name!(),
+                line!() as i32,
+                line!() as i32,
+            )
         })
     }};
     (end = $end:expr) => {
@@ -126,23 +138,41 @@ fn dl_info(addr: usize) -> Option<libc::Dl_info> {
     // SAFETY: `Dl_info` is a C struct of pointers and integers; all-zero bytes are a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads the address and fills the local out struct.
-    (addr != 0 && unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } != 0 && !info.dli_fname.is_null()).then_some(info)
+    (addr != 0
+        && unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } != 0
+        && !info.dli_fname.is_null())
+    .then_some(info)
 }
 
 /// ` at <module>+0x<offset>` for a return address (what `addr2line -e <module>` takes), or "".
 pub fn describe_site(ret: usize) -> String {
-    let Some(info) = dl_info(ret) else { return String::new() };
+    let Some(info) = dl_info(ret) else {
+        return String::new();
+    };
     // SAFETY: dladdr's file name is NUL-terminated.
-    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    let path = unsafe { CStr::from_ptr(info.dli_fname) }
+        .to_string_lossy()
+        .into_owned();
     let module = path.rsplit('/').next().unwrap_or(&path).to_string();
-    let module = if module.is_empty() { "the program".to_string() } else { module };
+    let module = if module.is_empty() {
+        "the program".to_string()
+    } else {
+        module
+    };
     // The call instruction is just before the return address.
-    format!(" at {module}+{:#x}", ret.wrapping_sub(1).wrapping_sub(info.dli_fbase as usize))
+    format!(
+        " at {module}+{:#x}",
+        ret.wrapping_sub(1).wrapping_sub(info.dli_fbase as usize)
+    )
 }
 
 /// The exported symbol whose object starts at `addr` (a global array), if dladdr knows one.
 pub fn symbol_of(addr: usize) -> Option<String> {
     let info = dl_info(addr)?;
     // SAFETY: as above.
-    (!info.dli_sname.is_null() && info.dli_saddr as usize == addr).then(|| unsafe { CStr::from_ptr(info.dli_sname) }.to_string_lossy().into_owned())
+    (!info.dli_sname.is_null() && info.dli_saddr as usize == addr).then(|| {
+        unsafe { CStr::from_ptr(info.dli_sname) }
+            .to_string_lossy()
+            .into_owned()
+    })
 }

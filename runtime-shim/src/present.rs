@@ -96,7 +96,11 @@ pub struct Filling {
 
 impl Filling {
     pub fn new() -> Arc<Filling> {
-        Arc::new(Filling { owner: std::thread::current().id(), done: Mutex::new(false), cv: Condvar::new() })
+        Arc::new(Filling {
+            owner: std::thread::current().id(),
+            done: Mutex::new(false),
+            cv: Condvar::new(),
+        })
     }
 
     /// Returns once the creating thread has called [`Filling::finish`] (at once on that thread).
@@ -133,7 +137,10 @@ pub fn cstr_lossy(p: *const c_char) -> String {
 pub enum Lookup {
     Absent,
     /// Wholly inside the entry keyed `key`; `dev` is the device address of the range's start.
-    Present { key: usize, dev: u64 },
+    Present {
+        key: usize,
+        dev: u64,
+    },
 }
 
 /// What an attach action did.
@@ -170,16 +177,29 @@ impl PresentTable {
     /// absent, or the partly-present error.
     /// A range that runs past the end of the address space (a byte count such as SIZE_MAX) is
     /// an invalid argument: no entry may wrap, so every other range check can add safely.
-    pub fn lookup(&self, host: usize, bytes: usize, name: *const c_char) -> Result<Lookup, AccError> {
+    pub fn lookup(
+        &self,
+        host: usize,
+        bytes: usize,
+        name: *const c_char,
+    ) -> Result<Lookup, AccError> {
         let Some(end) = host.checked_add(bytes.max(1)) else {
-            return Err(AccError::past_address_space("data", host as u64, bytes, &cstr_lossy(name)));
+            return Err(AccError::past_address_space(
+                "data",
+                host as u64,
+                bytes,
+                &cstr_lossy(name),
+            ));
         };
         // The last entry starting below `end` is the only one that can overlap from the left or
         // contain the range; any other overlapping entry starts inside the range.
         if let Some((&k, e)) = self.map.range(..end).next_back() {
             if e.end() > host {
                 if k <= host && e.end() >= end {
-                    return Ok(Lookup::Present { key: k, dev: e.dev_of(host) });
+                    return Ok(Lookup::Present {
+                        key: k,
+                        dev: e.dev_of(host),
+                    });
                 }
                 return Err(AccError::PartlyPresent {
                     host,
@@ -195,22 +215,34 @@ impl PresentTable {
 
     /// The entry that contains the single address `host`, if any.
     pub fn containing(&self, host: usize) -> Option<&Entry> {
-        self.map.range(..=host).next_back().map(|(_, e)| e).filter(|e| e.end() > host)
+        self.map
+            .range(..=host)
+            .next_back()
+            .map(|(_, e)| e)
+            .filter(|e| e.end() > host)
     }
 
     pub fn containing_mut(&mut self, host: usize) -> Option<&mut Entry> {
-        self.map.range_mut(..=host).next_back().map(|(_, e)| e).filter(|e| e.end() > host)
+        self.map
+            .range_mut(..=host)
+            .next_back()
+            .map(|(_, e)| e)
+            .filter(|e| e.end() > host)
     }
 
     /// The entry whose device range contains `dev` (acc_hostptr). Linear: rarely used.
     pub fn by_device(&self, dev: u64) -> Option<&Entry> {
-        self.map.values().find(|e| dev >= e.dev && dev < e.dev + e.bytes.max(1) as u64)
+        self.map
+            .values()
+            .find(|e| dev >= e.dev && dev < e.dev + e.bytes.max(1) as u64)
     }
 
     /// An entry whose device range overlaps `[dev, dev+bytes)` (acc_map_data). Linear.
     pub fn overlapping_device(&self, dev: u64, bytes: usize) -> Option<&Entry> {
         let end = dev + bytes.max(1) as u64;
-        self.map.values().find(|e| e.dev < end && dev < e.dev + e.bytes.max(1) as u64)
+        self.map
+            .values()
+            .find(|e| e.dev < end && dev < e.dev + e.bytes.max(1) as u64)
     }
 
     pub fn insert(&mut self, e: Entry) {
@@ -253,7 +285,11 @@ impl PresentTable {
     /// `target` yet, its device copy must get the device address of `target` (or NULL for a NULL
     /// pointer); an error if `target` is not present.
     pub fn attach(&mut self, ptr_addr: usize, target: usize) -> Option<Result<Attached, AccError>> {
-        let target_dev = if target == 0 { Some(0) } else { self.containing(target).map(|e| e.dev_of(target)) };
+        let target_dev = if target == 0 {
+            Some(0)
+        } else {
+            self.containing(target).map(|e| e.dev_of(target))
+        };
         let e = self.containing_mut(ptr_addr)?;
         let slot_dev = e.dev_of(ptr_addr);
         if let Some(a) = e.attached.get_mut(&ptr_addr) {
@@ -263,9 +299,16 @@ impl PresentTable {
             }
         }
         let Some(value) = target_dev else {
-            return Some(Err(AccError::NotPresent { host: target, bytes: 1, name: "attach target".into() }));
+            return Some(Err(AccError::NotPresent {
+                host: target,
+                bytes: 1,
+                name: "attach target".into(),
+            }));
         };
-        if e.attached.insert(ptr_addr, Attachment { count: 1, target }).is_none() {
+        if e.attached
+            .insert(ptr_addr, Attachment { count: 1, target })
+            .is_none()
+        {
             self.attachments += 1;
         }
         Some(Ok(Attached::Write { slot_dev, value }))
@@ -278,7 +321,11 @@ impl PresentTable {
         let e = self.containing_mut(ptr_addr)?;
         let slot_dev = e.dev_of(ptr_addr);
         let a = e.attached.get_mut(&ptr_addr)?;
-        a.count = if finalize { 0 } else { a.count.saturating_sub(1) };
+        a.count = if finalize {
+            0
+        } else {
+            a.count.saturating_sub(1)
+        };
         if a.count > 0 {
             return None;
         }
@@ -302,7 +349,10 @@ impl PresentTable {
             e.attached.retain(|&ptr_addr, a| {
                 let into = a.target >= host && a.target < end;
                 if into {
-                    restores.push(Restore { ptr_addr, slot_dev: dev + (ptr_addr - base) as u64 });
+                    restores.push(Restore {
+                        ptr_addr,
+                        slot_dev: dev + (ptr_addr - base) as u64,
+                    });
                 }
                 !into
             });
@@ -326,16 +376,37 @@ mod tests {
     fn contained_ranges_are_present_with_offset() {
         let mut t = PresentTable::new();
         t.insert(entry(1000, 100, 5000));
-        assert_eq!(t.lookup(1000, 100, std::ptr::null()).unwrap(), Lookup::Present { key: 1000, dev: 5000 });
-        assert_eq!(t.lookup(1010, 10, std::ptr::null()).unwrap(), Lookup::Present { key: 1000, dev: 5010 });
-        assert_eq!(t.lookup(1099, 1, std::ptr::null()).unwrap(), Lookup::Present { key: 1000, dev: 5099 });
+        assert_eq!(
+            t.lookup(1000, 100, std::ptr::null()).unwrap(),
+            Lookup::Present {
+                key: 1000,
+                dev: 5000
+            }
+        );
+        assert_eq!(
+            t.lookup(1010, 10, std::ptr::null()).unwrap(),
+            Lookup::Present {
+                key: 1000,
+                dev: 5010
+            }
+        );
+        assert_eq!(
+            t.lookup(1099, 1, std::ptr::null()).unwrap(),
+            Lookup::Present {
+                key: 1000,
+                dev: 5099
+            }
+        );
     }
 
     #[test]
     fn disjoint_ranges_are_absent() {
         let mut t = PresentTable::new();
         t.insert(entry(1000, 100, 5000));
-        assert_eq!(t.lookup(900, 100, std::ptr::null()).unwrap(), Lookup::Absent);
+        assert_eq!(
+            t.lookup(900, 100, std::ptr::null()).unwrap(),
+            Lookup::Absent
+        );
         assert_eq!(t.lookup(1100, 8, std::ptr::null()).unwrap(), Lookup::Absent);
     }
 
@@ -344,7 +415,13 @@ mod tests {
         let mut t = PresentTable::new();
         t.insert(entry(1000, 100, 5000));
         for (h, b) in [(950, 100), (1050, 100), (900, 300)] {
-            assert!(matches!(t.lookup(h, b, std::ptr::null()), Err(AccError::PartlyPresent { .. })), "{h} {b}");
+            assert!(
+                matches!(
+                    t.lookup(h, b, std::ptr::null()),
+                    Err(AccError::PartlyPresent { .. })
+                ),
+                "{h} {b}"
+            );
         }
     }
 
@@ -365,15 +442,42 @@ mod tests {
         t.insert(entry(1000, 100, 5000)); // holds the pointer at 1008
         t.insert(entry(2000, 64, 9000)); // its first target
         t.insert(entry(3000, 64, 7000)); // its second target
-        assert_eq!(t.attach(1008, 2010), Some(Ok(Attached::Write { slot_dev: 5008, value: 9010 })));
+        assert_eq!(
+            t.attach(1008, 2010),
+            Some(Ok(Attached::Write {
+                slot_dev: 5008,
+                value: 9010
+            }))
+        );
         assert_eq!(t.attach(1008, 2010), Some(Ok(Attached::Again)));
         // A new target starts the count again at one.
-        assert_eq!(t.attach(1008, 3000), Some(Ok(Attached::Write { slot_dev: 5008, value: 7000 })));
-        assert_eq!(t.detach(1008, false), Some(Restore { ptr_addr: 1008, slot_dev: 5008 }));
+        assert_eq!(
+            t.attach(1008, 3000),
+            Some(Ok(Attached::Write {
+                slot_dev: 5008,
+                value: 7000
+            }))
+        );
+        assert_eq!(
+            t.detach(1008, false),
+            Some(Restore {
+                ptr_addr: 1008,
+                slot_dev: 5008
+            })
+        );
         assert_eq!(t.detach(1008, false), None, "no longer attached");
         // NULL stays NULL; a target that is not present is an error; a pointer outside every entry, None.
-        assert_eq!(t.attach(1016, 0), Some(Ok(Attached::Write { slot_dev: 5016, value: 0 })));
-        assert!(matches!(t.attach(1024, 4000), Some(Err(AccError::NotPresent { .. }))));
+        assert_eq!(
+            t.attach(1016, 0),
+            Some(Ok(Attached::Write {
+                slot_dev: 5016,
+                value: 0
+            }))
+        );
+        assert!(matches!(
+            t.attach(1024, 4000),
+            Some(Err(AccError::NotPresent { .. }))
+        ));
         assert_eq!(t.attach(500, 2000), None);
         assert_eq!(t.attachments, 1);
     }
@@ -388,7 +492,19 @@ mod tests {
         t.attach(1024, 0).unwrap().unwrap();
         let mut r = t.detach_pointers_into(2000, 64);
         r.sort_by_key(|r| r.ptr_addr);
-        assert_eq!(r, vec![Restore { ptr_addr: 1008, slot_dev: 5008 }, Restore { ptr_addr: 1016, slot_dev: 5016 }]);
+        assert_eq!(
+            r,
+            vec![
+                Restore {
+                    ptr_addr: 1008,
+                    slot_dev: 5008
+                },
+                Restore {
+                    ptr_addr: 1016,
+                    slot_dev: 5016
+                }
+            ]
+        );
         assert_eq!(t.attachments, 1, "the NULL pointer stays attached");
         // Removing the entry that holds the pointers drops their count too.
         t.remove(1000);

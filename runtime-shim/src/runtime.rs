@@ -54,7 +54,10 @@ struct Selection {
 }
 
 static CURRENT: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
-static SELECTION: Mutex<Selection> = Mutex::new(Selection { device_type: None, device_num: None });
+static SELECTION: Mutex<Selection> = Mutex::new(Selection {
+    device_type: None,
+    device_num: None,
+});
 static ATEXIT: AtomicBool = AtomicBool::new(false);
 
 fn selection() -> MutexGuard<'static, Selection> {
@@ -70,7 +73,11 @@ fn env_device_type() -> Option<acc_device_t> {
         "host" => Some(acc_device_t::HOST),
         "not_host" | "default" | "" => Some(acc_device_t::NOT_HOST),
         _ => {
-            crate::env::report_once("ACC_DEVICE_TYPE", &v, "no device type accshim knows (nvidia, emulated, not_host, host)");
+            crate::env::report_once(
+                "ACC_DEVICE_TYPE",
+                &v,
+                "no device type accshim knows (nvidia, emulated, not_host, host)",
+            );
             None
         }
     }
@@ -88,8 +95,15 @@ pub fn default_num() -> i32 {
 /// The device type a selection resolves to (none, default and not_host pick CUDA when present).
 pub fn resolve_type(t: acc_device_t) -> acc_device_t {
     match t {
-        acc_device_t::NONE | acc_device_t::DEFAULT | acc_device_t::NOT_HOST | acc_device_t::CURRENT => {
-            if backend::cuda::Cuda::count() > 0 { acc_device_t::NVIDIA } else { ACC_DEVICE_EMULATED }
+        acc_device_t::NONE
+        | acc_device_t::DEFAULT
+        | acc_device_t::NOT_HOST
+        | acc_device_t::CURRENT => {
+            if backend::cuda::Cuda::count() > 0 {
+                acc_device_t::NVIDIA
+            } else {
+                ACC_DEVICE_EMULATED
+            }
         }
         t => t,
     }
@@ -108,7 +122,10 @@ pub fn num_devices(t: acc_device_t) -> i32 {
 pub fn select_type(t: acc_device_t) -> Result<()> {
     let r = resolve_type(t);
     if num_devices(r) == 0 {
-        return Err(AccError::DeviceUnavailable(format!("no device of type {} available", type_name(t))));
+        return Err(AccError::DeviceUnavailable(format!(
+            "no device of type {} available",
+            type_name(t)
+        )));
     }
     let mut sel = selection();
     sel.device_type = Some(r);
@@ -152,7 +169,10 @@ pub fn selected() -> (acc_device_t, i32) {
         return (rt.device_type, rt.device_num);
     }
     let sel = selection();
-    let t = sel.device_type.or_else(env_device_type).map_or_else(|| resolve_type(acc_device_t::DEFAULT), resolve_type);
+    let t = sel
+        .device_type
+        .or_else(env_device_type)
+        .map_or_else(|| resolve_type(acc_device_t::DEFAULT), resolve_type);
     (t, sel.device_num.unwrap_or_else(default_num))
 }
 
@@ -161,7 +181,11 @@ pub fn selected() -> (acc_device_t, i32) {
 pub fn current() -> Option<&'static Runtime> {
     let p = CURRENT.load(Ordering::Acquire);
     // SAFETY: published runtimes are leaked and never freed.
-    if p.is_null() { None } else { Some(unsafe { &*p }) }
+    if p.is_null() {
+        None
+    } else {
+        Some(unsafe { &*p })
+    }
 }
 
 /// The runtime, initialising the device first if needed. `construct` and `loc` are the operation
@@ -202,7 +226,9 @@ pub fn init(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<&'s
         ));
     }
     if SHUTTING_DOWN.with(|f| f.get()) {
-        return Err(AccError::DeviceUnavailable("the device is needed while it is being shut down".into()));
+        return Err(AccError::DeviceUnavailable(
+            "the device is needed while it is being shut down".into(),
+        ));
     }
     let _init = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(rt) = current() {
@@ -231,7 +257,10 @@ impl Drop for ThreadFlag {
 fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<&'static Runtime> {
     let (t, num) = {
         let mut sel = selection();
-        let t = sel.device_type.or_else(env_device_type).map_or_else(|| resolve_type(acc_device_t::DEFAULT), resolve_type);
+        let t = sel
+            .device_type
+            .or_else(env_device_type)
+            .map_or_else(|| resolve_type(acc_device_t::DEFAULT), resolve_type);
         let num = sel.device_num.unwrap_or_else(default_num);
         sel.device_type = Some(t);
         sel.device_num = Some(num);
@@ -311,7 +340,9 @@ fn shutdown_if(construct: acc_construct_t, loc: &Loc, names: impl Fn(&Runtime) -
         eprintln!("accshim: acc_shutdown called by a callback during device initialisation or shutdown is ignored");
         return;
     }
-    let Some(mut ctx) = shut_down_device(construct, loc, names) else { return };
+    let Some(mut ctx) = shut_down_device(construct, loc, names) else {
+        return;
+    };
     dispatch::other_end(acc_event_t::DEVICE_SHUTDOWN_END, &ctx.0, ctx.1);
     ctx.0.api = dispatch::ApiHandles::NONE;
     dispatch::other_point(acc_event_t::RUNTIME_SHUTDOWN, &ctx.0);
@@ -327,7 +358,10 @@ pub fn known_type(t: acc_device_t) -> bool {
 /// acc_device_current name the device in use, and so does acc_device_none, which the runtime
 /// reads as the default type everywhere: it runs one device at a time, and never the host.
 fn generic(t: acc_device_t) -> bool {
-    matches!(t, acc_device_t::NONE | acc_device_t::DEFAULT | acc_device_t::NOT_HOST | acc_device_t::CURRENT)
+    matches!(
+        t,
+        acc_device_t::NONE | acc_device_t::DEFAULT | acc_device_t::NOT_HOST | acc_device_t::CURRENT
+    )
 }
 
 /// Whether the device type argument `t` of acc_shutdown names a device of type `running`.
@@ -345,7 +379,10 @@ fn names_type(t: acc_device_t, running: acc_device_t) -> bool {
 /// in use and its data are never touched.) A value that is no device type is an error.
 pub fn shutdown_type(t: acc_device_t, construct: acc_construct_t, loc: &Loc) -> Result<()> {
     if !known_type(t) {
-        return Err(AccError::DeviceUnavailable(format!("unknown device type {}", t.0)));
+        return Err(AccError::DeviceUnavailable(format!(
+            "unknown device type {}",
+            t.0
+        )));
     }
     shutdown_if(construct, loc, |rt| names_type(t, rt.device_type));
     Ok(())
@@ -354,19 +391,29 @@ pub fn shutdown_type(t: acc_device_t, construct: acc_construct_t, loc: &Loc) -> 
 /// The device type a routine's type argument names together with a device number: the
 /// generic types name the type of the device in use, or the default type before there is one.
 fn named_type(t: acc_device_t) -> acc_device_t {
-    if generic(t) { current().map_or_else(|| resolve_type(t), |rt| rt.device_type) } else { t }
+    if generic(t) {
+        current().map_or_else(|| resolve_type(t), |rt| rt.device_type)
+    } else {
+        t
+    }
 }
 
 /// The type that (`n`, `t`) names, or acc_error_device_unavailable if `n` is not a device
 /// number of that type (the specification's error for acc_init_device and acc_shutdown_device).
 fn named_device(n: i32, t: acc_device_t) -> Result<acc_device_t> {
     if !known_type(t) {
-        return Err(AccError::DeviceUnavailable(format!("unknown device type {}", t.0)));
+        return Err(AccError::DeviceUnavailable(format!(
+            "unknown device type {}",
+            t.0
+        )));
     }
     let named = named_type(t);
     let count = num_devices(named);
     if n < 0 || n >= count {
-        return Err(AccError::DeviceUnavailable(format!("device number {n} of type {} (there are {count})", type_name(named))));
+        return Err(AccError::DeviceUnavailable(format!(
+            "device number {n} of type {} (there are {count})",
+            type_name(named)
+        )));
     }
     Ok(named)
 }
@@ -400,16 +447,27 @@ pub fn init_device(n: i32, t: acc_device_t, construct: acc_construct_t, loc: &Lo
 
 /// acc_shutdown_device(n, t) (OpenACC 3.2): shuts down device `n` of type `t` if it is the one
 /// in use; nothing otherwise (as [`shutdown_type`] for a type not in use).
-pub fn shutdown_device(n: i32, t: acc_device_t, construct: acc_construct_t, loc: &Loc) -> Result<()> {
+pub fn shutdown_device(
+    n: i32,
+    t: acc_device_t,
+    construct: acc_construct_t,
+    loc: &Loc,
+) -> Result<()> {
     let named = named_device(n, t)?;
-    shutdown_if(construct, loc, |rt| rt.device_type == named && rt.device_num == n);
+    shutdown_if(construct, loc, |rt| {
+        rt.device_type == named && rt.device_num == n
+    });
     Ok(())
 }
 
 /// The part of [`shutdown`] under INIT_LOCK: dispatches device_shutdown_start, drains and
 /// releases the device. Returns the end event's context and the start's tool_info, or None if
 /// no device was initialised or `names` does not name it.
-fn shut_down_device(construct: acc_construct_t, loc: &Loc, names: impl Fn(&Runtime) -> bool) -> Option<(EvCtx, dispatch::ToolInfo)> {
+fn shut_down_device(
+    construct: acc_construct_t,
+    loc: &Loc,
+    names: impl Fn(&Runtime) -> bool,
+) -> Option<(EvCtx, dispatch::ToolInfo)> {
     let _init = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let rt = current().filter(|rt| names(rt))?;
     let _flag = ThreadFlag::set(&SHUTTING_DOWN);
@@ -453,7 +511,14 @@ fn release_leftovers(rt: &Runtime, ctx: &EvCtx, entries: Vec<Entry>) {
 impl Runtime {
     /// The event context of an operation on queue `q` (async value `async_` as written).
     #[inline]
-    pub fn ctx(&self, construct: acc_construct_t, implicit: bool, loc: &Loc, async_: i64, q: QueueId) -> EvCtx {
+    pub fn ctx(
+        &self,
+        construct: acc_construct_t,
+        implicit: bool,
+        loc: &Loc,
+        async_: i64,
+        q: QueueId,
+    ) -> EvCtx {
         EvCtx {
             construct,
             implicit,
@@ -463,7 +528,11 @@ impl Runtime {
             device_type: self.device_type,
             device_number: self.device_num,
             // Only look the handles up (a map access on CUDA) when a tool listens.
-            api: if dispatch::enabled() { self.backend.handles(Some(q)) } else { dispatch::ApiHandles::NONE },
+            api: if dispatch::enabled() {
+                self.backend.handles(Some(q))
+            } else {
+                dispatch::ApiHandles::NONE
+            },
         }
     }
 
@@ -485,5 +554,9 @@ impl Runtime {
 
 /// Checks an async argument without a runtime (acc_async_test before init).
 pub fn check_async(a: i64) -> Result<()> {
-    if a >= ACC_ASYNC_SYNC { Ok(()) } else { Err(AccError::InvalidAsync(a)) }
+    if a >= ACC_ASYNC_SYNC {
+        Ok(())
+    } else {
+        Err(AccError::InvalidAsync(a))
+    }
 }

@@ -11,21 +11,39 @@ fn check_common_fields(evs: &[Event]) {
         assert_eq!(e["version"], "201711", "{e:?}");
         assert_eq!(e["vb"], "72", "{e:?}");
         assert_eq!(e["avb"], "40", "{e:?}");
-        assert_eq!(e["devtype"], "3", "emulated device reports acc_device_host_nonshm: {e:?}");
+        assert_eq!(
+            e["devtype"], "3",
+            "emulated device reports acc_device_host_nonshm: {e:?}"
+        );
         assert_eq!(e["apidevtype"], e["devtype"]);
-        assert!(e["thread"].parse::<i32>().unwrap() >= 0, "thread_id filled: {e:?}");
+        assert!(
+            e["thread"].parse::<i32>().unwrap() >= 0,
+            "thread_id filled: {e:?}"
+        );
         let evb = e["evb"].as_str();
         match e["ev"].as_str() {
             "enqueue_launch_start" | "enqueue_launch_end" => assert_eq!(evb, "56"),
-            "create" | "delete" | "alloc" | "free" | "enqueue_upload_start" | "enqueue_upload_end"
-            | "enqueue_download_start" | "enqueue_download_end" => assert_eq!(evb, "56"),
+            "create"
+            | "delete"
+            | "alloc"
+            | "free"
+            | "enqueue_upload_start"
+            | "enqueue_upload_end"
+            | "enqueue_download_start"
+            | "enqueue_download_end" => assert_eq!(evb, "56"),
             _ => assert_eq!(evb, "24"),
         }
         if e["ev"].ends_with("_end") {
-            assert!(e.get("tool_info").is_some_and(|t| t == "ok"), "tool_info handed from start to end: {e:?}");
+            assert!(
+                e.get("tool_info").is_some_and(|t| t == "ok"),
+                "tool_info handed from start to end: {e:?}"
+            );
         }
         if e["ev"].ends_with("_start") {
-            assert!(e.get("tool_info").is_none(), "start events get tool_info NULL: {e:?}");
+            assert!(
+                e.get("tool_info").is_none(),
+                "start events get tool_info NULL: {e:?}"
+            );
         }
     }
 }
@@ -48,24 +66,50 @@ fn check_nesting(evs: &[Event]) {
 fn laplace_data_region_stream() {
     let dir = tempfile::tempdir().unwrap();
     let logger = event_logger(dir.path());
-    let (evs, out) = run_with_logger(dir.path(), &logger, &example("laplace"), &["--version", "data", "--n", "32", "--iters", "5"], &[]);
+    let (evs, out) = run_with_logger(
+        dir.path(),
+        &logger,
+        &example("laplace"),
+        &["--version", "data", "--n", "32", "--iters", "5"],
+        &[],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Jacobi relaxation Calculation: 32 x 32 mesh"));
     check_common_fields(&evs);
     check_nesting(&evs);
     let n = names(&evs);
     assert_eq!(&n[..2], &["device_init_start", "device_init_end"]);
-    assert_eq!(&n[n.len() - 3..], &["device_shutdown_start", "device_shutdown_end", "runtime_shutdown"]);
+    assert_eq!(
+        &n[n.len() - 3..],
+        &[
+            "device_shutdown_start",
+            "device_shutdown_end",
+            "runtime_shutdown"
+        ]
+    );
     // The example calls acc_init before its timer (as the seed does): parent runtime_api (15).
     assert_eq!(evs[0]["construct"], "15");
     assert_eq!(evs[0]["implicit"], "0");
     // Data region entry: alloc/create/upload for A, alloc/create for Anew, no upload.
-    let entry: Vec<&str> = n[2..n.iter().position(|e| *e == "enter_data_end").unwrap() + 1].to_vec();
+    let entry: Vec<&str> =
+        n[2..n.iter().position(|e| *e == "enter_data_end").unwrap() + 1].to_vec();
     assert_eq!(
         entry,
-        ["enter_data_start", "alloc", "create", "enqueue_upload_start", "enqueue_upload_end", "alloc", "create", "enter_data_end"]
+        [
+            "enter_data_start",
+            "alloc",
+            "create",
+            "enqueue_upload_start",
+            "enqueue_upload_end",
+            "alloc",
+            "create",
+            "enter_data_end"
+        ]
     );
-    let up = evs.iter().find(|e| e["ev"] == "enqueue_upload_start").unwrap();
+    let up = evs
+        .iter()
+        .find(|e| e["ev"] == "enqueue_upload_start")
+        .unwrap();
     assert_eq!(up["var"], "A[0:n*m]");
     assert_eq!(up["bytes"], (32 * 32 * 8).to_string());
     assert_ne!(up["host"], "(nil)");
@@ -78,55 +122,122 @@ fn laplace_data_region_stream() {
     assert_eq!(count(&evs, "enqueue_upload_start"), 1);
     // Downloads: the error reduction (5) and A at the end (1).
     assert_eq!(count(&evs, "enqueue_download_start"), 6);
-    let cc: Vec<&Event> = evs.iter().filter(|e| e["ev"] == "compute_construct_start").collect();
+    let cc: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e["ev"] == "compute_construct_start")
+        .collect();
     for c in &cc {
         assert_eq!(c["construct"], "1", "kernels construct");
         assert_eq!(c["implicit"], "0");
         assert!(c["file"].ends_with("examples/laplace.rs"), "{c:?}");
         assert_eq!(c["func"], "main");
-        let (l, e) = (c["line"].parse::<i32>().unwrap(), c["end"].parse::<i32>().unwrap());
+        let (l, e) = (
+            c["line"].parse::<i32>().unwrap(),
+            c["end"].parse::<i32>().unwrap(),
+        );
         assert!(l > 0 && e > l, "construct line range {l}..{e}");
     }
-    let launches: Vec<&Event> = evs.iter().filter(|e| e["ev"] == "enqueue_launch_start").collect();
+    let launches: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e["ev"] == "enqueue_launch_start")
+        .collect();
     assert_eq!(launches[0]["kernel"], "laplace_stencil");
     assert_eq!(launches[1]["kernel"], "laplace_copy");
     // The emulated device reports the store of the error reduction as a launch, as the CUDA
     // backend does (a one-thread kernel on the GPU), between the loops and the error's copy back.
     assert_eq!(launches[2]["kernel"], "accshim_store_reduction");
-    assert_eq!((launches[2]["gangs"].as_str(), launches[2]["workers"].as_str(), launches[2]["vector"].as_str()), ("1", "1", "1"));
-    let store_at = evs.iter().position(|e| e["ev"] == "enqueue_launch_start" && e["kernel"] == "accshim_store_reduction").unwrap();
-    assert_eq!(evs[store_at + 2]["ev"], "enqueue_download_start", "the result then comes back: {:?}", evs[store_at + 2]);
+    assert_eq!(
+        (
+            launches[2]["gangs"].as_str(),
+            launches[2]["workers"].as_str(),
+            launches[2]["vector"].as_str()
+        ),
+        ("1", "1", "1")
+    );
+    let store_at = evs
+        .iter()
+        .position(|e| e["ev"] == "enqueue_launch_start" && e["kernel"] == "accshim_store_reduction")
+        .unwrap();
+    assert_eq!(
+        evs[store_at + 2]["ev"],
+        "enqueue_download_start",
+        "the result then comes back: {:?}",
+        evs[store_at + 2]
+    );
     assert_eq!(evs[store_at + 2]["var"], "error");
     assert_eq!(evs[store_at + 2]["bytes"], "8");
     // Source and destination of the result's copy back: the device cell and the variable.
-    assert_ne!(evs[store_at + 2]["dev"], "(nil)", "the reduction's device cell: {:?}", evs[store_at + 2]);
+    assert_ne!(
+        evs[store_at + 2]["dev"],
+        "(nil)",
+        "the reduction's device cell: {:?}",
+        evs[store_at + 2]
+    );
     assert_ne!(evs[store_at + 2]["host"], "(nil)");
     assert_ne!(evs[store_at + 2]["dev"], evs[store_at + 2]["host"]);
-    for l in launches.iter().filter(|l| l["kernel"] != "accshim_store_reduction") {
+    for l in launches
+        .iter()
+        .filter(|l| l["kernel"] != "accshim_store_reduction")
+    {
         assert_eq!(l["implicit"], "1");
         assert!(l["gangs"].parse::<usize>().unwrap() >= 1);
         assert_eq!(l["workers"], "1");
-        assert_eq!(l["vector"], "256", "the example's vector_length(256) reaches the event");
+        assert_eq!(
+            l["vector"], "256",
+            "the example's vector_length(256) reaches the event"
+        );
     }
     // Implicit data region and wait inside every compute construct.
-    let ed: Vec<&Event> = evs.iter().filter(|e| e["ev"] == "enter_data_start" && e["construct"] == "1").collect();
+    let ed: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e["ev"] == "enter_data_start" && e["construct"] == "1")
+        .collect();
     assert_eq!(ed.len(), 5);
     assert!(ed.iter().all(|e| e["implicit"] == "1"));
-    assert_eq!(evs.iter().filter(|e| e["ev"] == "wait_start" && e["implicit"] == "1").count(), 5);
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e["ev"] == "wait_start" && e["implicit"] == "1")
+            .count(),
+        5
+    );
     // Region exit: download of A, then delete and free, for both arrays.
     let exit_at = n.iter().rposition(|e| *e == "exit_data_start").unwrap();
-    let exit: Vec<&str> = n[exit_at..].iter().take_while(|e| **e != "exit_data_end").copied().collect();
-    assert_eq!(exit, ["exit_data_start", "delete", "free", "enqueue_download_start", "enqueue_download_end", "delete", "free"]);
+    let exit: Vec<&str> = n[exit_at..]
+        .iter()
+        .take_while(|e| **e != "exit_data_end")
+        .copied()
+        .collect();
+    assert_eq!(
+        exit,
+        [
+            "exit_data_start",
+            "delete",
+            "free",
+            "enqueue_download_start",
+            "enqueue_download_end",
+            "delete",
+            "free"
+        ]
+    );
     assert_eq!(evs[exit_at]["construct"], "3");
     let end_line: i32 = evs[exit_at]["end"].parse().unwrap();
-    assert!(end_line > evs[exit_at]["line"].parse::<i32>().unwrap(), "data region end line is its end");
+    assert!(
+        end_line > evs[exit_at]["line"].parse::<i32>().unwrap(),
+        "data region end line is its end"
+    );
 }
 
 #[test]
 fn laplace_naive_copies_every_iteration() {
     let dir = tempfile::tempdir().unwrap();
     let logger = event_logger(dir.path());
-    let (evs, _) = run_with_logger(dir.path(), &logger, &example("laplace"), &["--version", "naive", "--n", "16", "--iters", "4"], &[]);
+    let (evs, _) = run_with_logger(
+        dir.path(),
+        &logger,
+        &example("laplace"),
+        &["--version", "naive", "--n", "16", "--iters", "4"],
+        &[],
+    );
     check_common_fields(&evs);
     check_nesting(&evs);
     assert_eq!(count(&evs, "compute_construct_start"), 4);
@@ -154,21 +265,45 @@ fn c_program_with_c_tool() {
     check_common_fields(&evs);
     check_nesting(&evs);
     let source = std::fs::read_to_string(&src).unwrap();
-    let kernels_line = source.lines().position(|l| l.contains("ACC_KERNELS (k, 2")).unwrap() + 1;
-    let data_line = source.lines().position(|l| l.contains("ACC_DATA_BEGIN (ACC_COPY")).unwrap() + 1;
-    let end_line = source.lines().position(|l| l.contains("ACC_DATA_END (region)")).unwrap() + 1;
-    let cc = evs.iter().find(|e| e["ev"] == "compute_construct_start").unwrap();
+    let kernels_line = source
+        .lines()
+        .position(|l| l.contains("ACC_KERNELS (k, 2"))
+        .unwrap()
+        + 1;
+    let data_line = source
+        .lines()
+        .position(|l| l.contains("ACC_DATA_BEGIN (ACC_COPY"))
+        .unwrap()
+        + 1;
+    let end_line = source
+        .lines()
+        .position(|l| l.contains("ACC_DATA_END (region)"))
+        .unwrap()
+        + 1;
+    let cc = evs
+        .iter()
+        .find(|e| e["ev"] == "compute_construct_start")
+        .unwrap();
     assert!(cc["file"].ends_with("laplace.c"));
     assert_eq!(cc["func"], "main");
     assert_eq!(cc["line"], kernels_line.to_string());
     assert_eq!(cc["end"], (kernels_line + 1).to_string());
     let enter = evs.iter().find(|e| e["ev"] == "enter_data_start").unwrap();
     assert_eq!(enter["line"], data_line.to_string());
-    let exit = evs.iter().rfind(|e| e["ev"] == "exit_data_start" && e["construct"] == "3").unwrap();
+    let exit = evs
+        .iter()
+        .rfind(|e| e["ev"] == "exit_data_start" && e["construct"] == "3")
+        .unwrap();
     assert_eq!(exit["end"], end_line.to_string());
-    let up = evs.iter().find(|e| e["ev"] == "enqueue_upload_start").unwrap();
+    let up = evs
+        .iter()
+        .find(|e| e["ev"] == "enqueue_upload_start")
+        .unwrap();
     assert_eq!(up["var"], "A[0:n*m]", "clause text from the macro");
-    let l = evs.iter().find(|e| e["ev"] == "enqueue_launch_start").unwrap();
+    let l = evs
+        .iter()
+        .find(|e| e["ev"] == "enqueue_launch_start")
+        .unwrap();
     assert_eq!(l["kernel"], "laplace_stencil_c");
 }
 
@@ -189,18 +324,37 @@ fn preloaded_tool_is_found_and_registered_once() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(count(&parse_log(&text), "compute_construct_start"), 2);
     // Preloaded and named in ACC_PROFLIB: the same acc_register_library is called once.
-    let (evs, _) = run_with_logger(dir.path(), &logger, &example("saxpy"), &["--n", "1000", "--reps", "2"], &[("LD_PRELOAD", logger.to_str().unwrap())]);
-    assert_eq!(count(&evs, "compute_construct_start"), 2, "each callback called once per event");
+    let (evs, _) = run_with_logger(
+        dir.path(),
+        &logger,
+        &example("saxpy"),
+        &["--n", "1000", "--reps", "2"],
+        &[("LD_PRELOAD", logger.to_str().unwrap())],
+    );
+    assert_eq!(
+        count(&evs, "compute_construct_start"),
+        2,
+        "each callback called once per event"
+    );
 }
 
 #[test]
 fn async_pipeline_reports_queues() {
     let dir = tempfile::tempdir().unwrap();
     let logger = event_logger(dir.path());
-    let (evs, _) = run_with_logger(dir.path(), &logger, &example("async_pipeline"), &["--n", "4000", "--chunks", "8", "--queues", "3"], &[]);
+    let (evs, _) = run_with_logger(
+        dir.path(),
+        &logger,
+        &example("async_pipeline"),
+        &["--n", "4000", "--chunks", "8", "--queues", "3"],
+        &[],
+    );
     check_common_fields(&evs);
     check_nesting(&evs);
-    let launches: Vec<&Event> = evs.iter().filter(|e| e["ev"] == "enqueue_launch_start").collect();
+    let launches: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e["ev"] == "enqueue_launch_start")
+        .collect();
     assert_eq!(launches.len(), 8);
     for (c, l) in launches.iter().enumerate() {
         assert_eq!(l["async"], (c % 3).to_string());
@@ -209,8 +363,13 @@ fn async_pipeline_reports_queues() {
     // Async operations do not wait inside the construct; the wait directive waits for each queue.
     let waits: Vec<&Event> = evs.iter().filter(|e| e["ev"] == "wait_start").collect();
     assert_eq!(waits.len(), 3);
-    assert!(waits.iter().all(|w| w["construct"] == "14" && w["implicit"] == "0"));
-    let ups = evs.iter().filter(|e| e["ev"] == "enqueue_upload_start" && e["construct"] == "12").count();
+    assert!(waits
+        .iter()
+        .all(|w| w["construct"] == "14" && w["implicit"] == "0"));
+    let ups = evs
+        .iter()
+        .filter(|e| e["ev"] == "enqueue_upload_start" && e["construct"] == "12")
+        .count();
     assert_eq!(ups, 8);
 }
 
@@ -237,7 +396,9 @@ fn every_mistake_example_runs_with_the_tool() {
         match name {
             "mistake_copies_in_loop" => assert_eq!((ups, downs), (3, 3)),
             "mistake_slice_copies" => assert_eq!((ups, downs), (1, 18), "18 row slices"),
-            "mistake_temp_roundtrip" => assert_eq!((ups, downs), (9, 6), "tmp goes out and comes back"),
+            "mistake_temp_roundtrip" => {
+                assert_eq!((ups, downs), (9, 6), "tmp goes out and comes back")
+            }
             "mistake_update_in_loop" => assert_eq!((ups, downs), (4, 4)),
             "mistake_alloc_churn" => assert_eq!((allocs, count(&evs, "free")), (3, 3)),
             "mistake_no_present_across_calls" => assert_eq!((ups, downs), (6, 6)),
@@ -252,7 +413,10 @@ fn tool_registering_from_its_constructor_before_init() {
     let so = dir.path().join("ctor_tool.so");
     gcc(&crate_dir().join("tests/c/ctor_tool.c"), &so, true);
     let out_file = dir.path().join("ctor.txt");
-    for (prog, count) in [(example("saxpy"), "--reps"), (example("mistake_copies_in_loop"), "--iters")] {
+    for (prog, count) in [
+        (example("saxpy"), "--reps"),
+        (example("mistake_copies_in_loop"), "--iters"),
+    ] {
         let out = std::process::Command::new(&prog)
             .args(["--n", "100", count, "3"])
             .env("LD_PRELOAD", &so)
@@ -260,8 +424,18 @@ fn tool_registering_from_its_constructor_before_init() {
             .env_remove("ACC_PROFLIB")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}: {}", prog.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            prog.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = std::fs::read_to_string(&out_file).unwrap();
-        assert_eq!(text.trim(), "constructs=3 shutdowns=1", "{}", prog.display());
+        assert_eq!(
+            text.trim(),
+            "constructs=3 shutdowns=1",
+            "{}",
+            prog.display()
+        );
     }
 }

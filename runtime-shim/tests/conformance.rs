@@ -35,7 +35,13 @@ fn take_log() -> Vec<(char, i32, i32, i32)> {
 
 unsafe fn record(tag: char, pi: *mut acc_prof_info, ei: *mut acc_event_info) {
     // SAFETY: the runtime passes valid prof and event info pointers for the callback's duration.
-    let (ev, c, i) = unsafe { ((*pi).event_type.0, (*ei).other_event.parent_construct.0, (*ei).other_event.implicit) };
+    let (ev, c, i) = unsafe {
+        (
+            (*pi).event_type.0,
+            (*ei).other_event.parent_construct.0,
+            (*ei).other_event.implicit,
+        )
+    };
     LOG.lock().unwrap().push((tag, ev, c, i));
 }
 
@@ -52,25 +58,33 @@ unsafe extern "C" fn cb_c(pi: *mut acc_prof_info, ei: *mut acc_event_info, _: *m
     unsafe { record('c', pi, ei) }
 }
 
-fn reg(ev: acc_event_t, cb: unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info)) {
+fn reg(
+    ev: acc_event_t,
+    cb: unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info),
+) {
     // SAFETY: `cb` is a callback with the signature acc_prof_register expects.
     unsafe { acc_prof_register(ev, Some(cb), acc_register_t::REG) }
 }
-fn unreg(ev: acc_event_t, cb: unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info)) {
+fn unreg(
+    ev: acc_event_t,
+    cb: unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info),
+) {
     // SAFETY: as in `reg`.
     unsafe { acc_prof_unregister(ev, Some(cb), acc_register_t::REG) }
 }
 
 /// A small synchronous parallel construct on `x` (copy), one kernel doubling it.
 fn construct(x: &mut [f64]) {
-    let k = Kernel::new(c"double_it", x.len()).args(&[Arg::of(x)]).host(|r, a| {
-        let p = a[0].ptr::<f64>();
-        for i in r {
-            // SAFETY: `i` is in the kernel's range, at most x.len(), and `p` is x's (host) copy.
-            unsafe { *p.add(i) *= 2.0 };
-        }
-        0.0
-    });
+    let k = Kernel::new(c"double_it", x.len())
+        .args(&[Arg::of(x)])
+        .host(|r, a| {
+            let p = a[0].ptr::<f64>();
+            for i in r {
+                // SAFETY: `i` is in the kernel's range, at most x.len(), and `p` is x's (host) copy.
+                unsafe { *p.add(i) *= 2.0 };
+            }
+            0.0
+        });
     accshim::parallel(here!()).copy(x, c"x[0:n]").run(k);
 }
 
@@ -87,18 +101,38 @@ fn dispatch_order_and_reference_counting() {
     }
     construct(&mut x);
     let tags: String = take_log().iter().map(|e| e.0).collect();
-    assert_eq!(tags, "abccba", "start callbacks in registration order, end callbacks in reverse");
+    assert_eq!(
+        tags, "abccba",
+        "start callbacks in registration order, end callbacks in reverse"
+    );
 
     // Registering again bumps a count: still called once; one unregister leaves it registered.
     reg(CCS, cb_a);
     construct(&mut x);
-    assert_eq!(take_log().iter().filter(|e| e.0 == 'a').count(), 2, "once for start, once for end");
+    assert_eq!(
+        take_log().iter().filter(|e| e.0 == 'a').count(),
+        2,
+        "once for start, once for end"
+    );
     unreg(CCS, cb_a);
     construct(&mut x);
-    assert_eq!(take_log().iter().filter(|e| e.0 == 'a' && e.1 == CCS.0).count(), 1);
+    assert_eq!(
+        take_log()
+            .iter()
+            .filter(|e| e.0 == 'a' && e.1 == CCS.0)
+            .count(),
+        1
+    );
     unreg(CCS, cb_a);
     construct(&mut x);
-    assert_eq!(take_log().iter().filter(|e| e.0 == 'a' && e.1 == CCS.0).count(), 0, "gone after as many unregisters");
+    assert_eq!(
+        take_log()
+            .iter()
+            .filter(|e| e.0 == 'a' && e.1 == CCS.0)
+            .count(),
+        0,
+        "gone after as many unregisters"
+    );
     for cb in [cb_a, cb_b, cb_c] {
         unreg(CCS, cb);
         unreg(CCE, cb);
@@ -121,7 +155,13 @@ fn toggles() {
         acc_prof_unregister(CCS, Some(cb_a), acc_register_t::TOGGLE);
         construct(&mut x);
         let log = take_log();
-        assert_eq!((log.iter().filter(|e| e.0 == 'a').count(), log.iter().filter(|e| e.0 == 'b').count()), (0, 1));
+        assert_eq!(
+            (
+                log.iter().filter(|e| e.0 == 'a').count(),
+                log.iter().filter(|e| e.0 == 'b').count()
+            ),
+            (0, 1)
+        );
         acc_prof_register(CCS, Some(cb_a), acc_register_t::TOGGLE);
         construct(&mut x);
         assert_eq!(take_log().len(), 2);
@@ -141,7 +181,9 @@ fn toggles() {
         acc_prof_unregister(acc_event_t::NONE, None, acc_register_t::TOGGLE_PER_THREAD);
         construct(&mut x);
         assert!(take_log().is_empty(), "disabled on this thread");
-        std::thread::spawn(|| construct(&mut [1.0; 4])).join().unwrap();
+        std::thread::spawn(|| construct(&mut [1.0; 4]))
+            .join()
+            .unwrap();
         assert_eq!(take_log().len(), 2, "other threads still dispatch");
         acc_prof_register(acc_event_t::NONE, None, acc_register_t::TOGGLE_PER_THREAD);
         construct(&mut x);
@@ -202,7 +244,11 @@ fn tool_info_flows_from_start_to_end_even_nested() {
 
 static FIELDS_BAD: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-unsafe extern "C" fn field_cb(pi: *mut acc_prof_info, ei: *mut acc_event_info, ai: *mut acc_api_info) {
+unsafe extern "C" fn field_cb(
+    pi: *mut acc_prof_info,
+    ei: *mut acc_event_info,
+    ai: *mut acc_api_info,
+) {
     // SAFETY: the runtime passes valid info structures for the callback's duration.
     let p = unsafe { accprof_abi::read::ProfView::new(pi) }.unwrap();
     // SAFETY: as above; `ei` holds the variant of `p.event_type()`.
@@ -210,7 +256,9 @@ unsafe extern "C" fn field_cb(pi: *mut acc_prof_info, ei: *mut acc_event_info, a
     // SAFETY: as above.
     let a = unsafe { accprof_abi::read::ApiView::new(ai) }.unwrap();
     let mut bad = Vec::new();
-    if p.valid_bytes() != valid_bytes::PROF_INFO as usize || p.version() != Some(ACC_PROF_INFO_VERSION_2_6) {
+    if p.valid_bytes() != valid_bytes::PROF_INFO as usize
+        || p.version() != Some(ACC_PROF_INFO_VERSION_2_6)
+    {
         bad.push("prof_info valid_bytes/version");
     }
     let want = match p.event_type().info_kind() {
@@ -228,7 +276,10 @@ unsafe extern "C" fn field_cb(pi: *mut acc_prof_info, ei: *mut acc_event_info, a
         bad.push("data event without bytes");
     }
     if !bad.is_empty() {
-        FIELDS_BAD.lock().unwrap().push(format!("{:?}: {bad:?}", p.event_type().name()));
+        FIELDS_BAD
+            .lock()
+            .unwrap()
+            .push(format!("{:?}: {bad:?}", p.event_type().name()));
     }
 }
 
@@ -270,14 +321,26 @@ fn init_and_shutdown_events() {
     acc_shutdown(acc_device_t::DEFAULT);
     let log = take_log();
     let api = acc_construct_t::RUNTIME_API.0;
-    assert_eq!(log, vec![('a', 1, api, 0), ('a', 2, api, 0), ('a', 3, api, 0), ('a', 4, api, 0), ('a', 5, api, 0)]);
+    assert_eq!(
+        log,
+        vec![
+            ('a', 1, api, 0),
+            ('a', 2, api, 0),
+            ('a', 3, api, 0),
+            ('a', 4, api, 0),
+            ('a', 5, api, 0)
+        ]
+    );
     // Lazy initialisation by a compute construct: device_init carries the construct, implicit,
     // and comes before compute_construct_start (GCC's DEVICE_INIT_INSIDE_COMPUTE_CONSTRUCT 0).
     let mut x = vec![1.0; 4];
     construct(&mut x);
     let log = take_log();
     let par = acc_construct_t::PARALLEL.0;
-    assert_eq!(&log[..3], &[('a', 1, par, 1), ('a', 2, par, 1), ('a', CCS.0, par, 0)]);
+    assert_eq!(
+        &log[..3],
+        &[('a', 1, par, 1), ('a', 2, par, 1), ('a', CCS.0, par, 0)]
+    );
     for ev in evs {
         unreg(ev, cb_a);
     }
@@ -286,11 +349,19 @@ fn init_and_shutdown_events() {
 
 static NESTED_CALLS: AtomicUsize = AtomicUsize::new(0);
 
-unsafe extern "C" fn nested_cb(_: *mut acc_prof_info, _: *mut acc_event_info, _: *mut acc_api_info) {
+unsafe extern "C" fn nested_cb(
+    _: *mut acc_prof_info,
+    _: *mut acc_event_info,
+    _: *mut acc_api_info,
+) {
     NESTED_CALLS.fetch_add(1, Ordering::SeqCst);
 }
 
-unsafe extern "C" fn registering_cb(_: *mut acc_prof_info, _: *mut acc_event_info, _: *mut acc_api_info) {
+unsafe extern "C" fn registering_cb(
+    _: *mut acc_prof_info,
+    _: *mut acc_event_info,
+    _: *mut acc_api_info,
+) {
     // Registering from inside a callback and calling the runtime must not deadlock.
     reg(CCE, nested_cb);
     let _ = acc_get_device_type();
@@ -306,7 +377,11 @@ fn registration_and_runtime_calls_from_a_callback() {
     reg(CCS, registering_cb);
     let mut x = vec![1.0; 4];
     construct(&mut x);
-    assert_eq!(NESTED_CALLS.load(Ordering::SeqCst), 1, "registered during the construct, called at its end");
+    assert_eq!(
+        NESTED_CALLS.load(Ordering::SeqCst),
+        1,
+        "registered during the construct, called at its end"
+    );
     unreg(CCS, registering_cb);
     // registering_cb ran once: nested_cb is registered once.
     unreg(CCE, nested_cb);
@@ -332,8 +407,16 @@ fn present_table_reference_counts() {
     assert_eq!(acc_deviceptr(h), d);
     assert_eq!(acc_hostptr(d), h);
     // Wrapping adds: `d` is a device address, not a pointer into any Rust allocation.
-    assert_eq!(acc_deviceptr(h.wrapping_byte_add(80)), d.wrapping_byte_add(80), "inside a present section");
-    assert_eq!(acc_is_present(h.wrapping_byte_add(8), 16), 1, "subarray of present data");
+    assert_eq!(
+        acc_deviceptr(h.wrapping_byte_add(80)),
+        d.wrapping_byte_add(80),
+        "inside a present section"
+    );
+    assert_eq!(
+        acc_is_present(h.wrapping_byte_add(8), 16),
+        1,
+        "subarray of present data"
+    );
     a[0] = 5.0;
     acc_copyout(h, bytes);
     assert_eq!(a[0], 5.0, "still referenced: no copy back");
@@ -342,10 +425,21 @@ fn present_table_reference_counts() {
     assert_eq!(a[0], 1.0, "last reference: copied back");
     assert_eq!(acc_is_present(h, bytes), 0);
     let log = take_log();
-    assert_eq!(log.iter().filter(|e| e.1 == acc_event_t::ALLOC.0).count(), 1);
+    assert_eq!(
+        log.iter().filter(|e| e.1 == acc_event_t::ALLOC.0).count(),
+        1
+    );
     assert_eq!(log.iter().filter(|e| e.1 == acc_event_t::FREE.0).count(), 1);
-    assert_eq!(log.iter().filter(|e| e.1 == acc_event_t::ENQUEUE_DOWNLOAD_START.0).count(), 1);
-    assert!(log.iter().all(|e| e.2 == acc_construct_t::RUNTIME_API.0), "API routines report runtime_api");
+    assert_eq!(
+        log.iter()
+            .filter(|e| e.1 == acc_event_t::ENQUEUE_DOWNLOAD_START.0)
+            .count(),
+        1
+    );
+    assert!(
+        log.iter().all(|e| e.2 == acc_construct_t::RUNTIME_API.0),
+        "API routines report runtime_api"
+    );
 
     // Finalize drops the dynamic counter to zero at once.
     acc_copyin(h, bytes);
@@ -366,13 +460,30 @@ fn present_table_reference_counts() {
     assert_eq!(acc_is_present(h, bytes), 0);
 
     // A data construct's present clause on data placed by enter data.
-    accshim::enter_data(here!(), &[Clause::copyin(&a, c"a")], accshim::ACC_ASYNC_SYNC, None);
+    accshim::enter_data(
+        here!(),
+        &[Clause::copyin(&a, c"a")],
+        accshim::ACC_ASYNC_SYNC,
+        None,
+    );
     let mut err = 0.0;
     // SAFETY: `i` is in the kernel's range of 64, and the argument is `a`'s present copy of 64 doubles.
-    let k = Kernel::new(c"sum", 64).args(&[Arg::of(&a)]).host(|r, v| r.map(|i| unsafe { *v[0].ptr::<f64>().add(i) }).sum()).reduction(RedOp::Sum, &mut err, c"err");
+    let k = Kernel::new(c"sum", 64)
+        .args(&[Arg::of(&a)])
+        .host(|r, v| r.map(|i| unsafe { *v[0].ptr::<f64>().add(i) }).sum())
+        .reduction(RedOp::Sum, &mut err, c"err");
     accshim::parallel(here!()).present(&a, c"a").run(k);
-    assert_eq!(err, 64.0, "reduction result combined into the host variable");
-    accshim::exit_data(here!(), &[Clause::delete(&a, c"a")], accshim::ACC_ASYNC_SYNC, None, false);
+    assert_eq!(
+        err, 64.0,
+        "reduction result combined into the host variable"
+    );
+    accshim::exit_data(
+        here!(),
+        &[Clause::delete(&a, c"a")],
+        accshim::ACC_ASYNC_SYNC,
+        None,
+        false,
+    );
     assert_eq!(acc_is_present(h, bytes), 0);
 
     // acc_map_data / acc_unmap_data with acc_malloc'd memory.
@@ -399,19 +510,40 @@ fn attach_and_detach_pointers() {
         n: usize,
     }
     let mut data = vec![3.0f64; 8];
-    let mut s = S { p: data.as_mut_ptr(), n: 8 };
+    let mut s = S {
+        p: data.as_mut_ptr(),
+        n: 8,
+    };
     let sp = &mut s as *mut S as *mut c_void;
     acc_copyin(sp, std::mem::size_of::<S>());
     acc_copyin(data.as_mut_ptr().cast(), 64);
     acc_attach(&mut s.p as *mut *mut f64 as *mut *mut c_void);
     // The device copy of s.p now holds the device address of data.
-    let mut back = S { p: std::ptr::null_mut(), n: 0 };
-    acc_memcpy_from_device((&mut back as *mut S).cast(), acc_deviceptr(sp), std::mem::size_of::<S>());
-    assert_eq!(back.p as *mut c_void, acc_deviceptr(data.as_mut_ptr().cast()));
+    let mut back = S {
+        p: std::ptr::null_mut(),
+        n: 0,
+    };
+    acc_memcpy_from_device(
+        (&mut back as *mut S).cast(),
+        acc_deviceptr(sp),
+        std::mem::size_of::<S>(),
+    );
+    assert_eq!(
+        back.p as *mut c_void,
+        acc_deviceptr(data.as_mut_ptr().cast())
+    );
     assert_eq!(back.n, 8);
     acc_detach(&mut s.p as *mut *mut f64 as *mut *mut c_void);
-    acc_memcpy_from_device((&mut back as *mut S).cast(), acc_deviceptr(sp), std::mem::size_of::<S>());
-    assert_eq!(back.p, data.as_mut_ptr(), "detach restores the host pointer value");
+    acc_memcpy_from_device(
+        (&mut back as *mut S).cast(),
+        acc_deviceptr(sp),
+        std::mem::size_of::<S>(),
+    );
+    assert_eq!(
+        back.p,
+        data.as_mut_ptr(),
+        "detach restores the host pointer value"
+    );
     acc_delete(data.as_mut_ptr().cast(), 64);
     acc_delete(sp, std::mem::size_of::<S>());
 }
@@ -428,21 +560,30 @@ fn async_queues_keep_order_and_wait() {
         acc_update_device_async(h, bytes, q); // both queues upload; queue 2 waits for queue 1 below
     }
     acc_wait_async(1, 2);
-    let slow = Kernel::new(c"slow_inc", n).args(&[Arg::of(&x)]).host(|r, a| {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let p = a[0].ptr::<f64>();
-        for i in r {
-            // SAFETY: `i` is in the kernel's range of n, and `p` is `x`'s present copy of n doubles.
-            unsafe { *p.add(i) += 1.0 };
-        }
-        0.0
-    });
-    accshim::parallel(here!()).present(&x, c"x").async_(1).num_gangs(1).run(slow);
+    let slow = Kernel::new(c"slow_inc", n)
+        .args(&[Arg::of(&x)])
+        .host(|r, a| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let p = a[0].ptr::<f64>();
+            for i in r {
+                // SAFETY: `i` is in the kernel's range of n, and `p` is `x`'s present copy of n doubles.
+                unsafe { *p.add(i) += 1.0 };
+            }
+            0.0
+        });
+    accshim::parallel(here!())
+        .present(&x, c"x")
+        .async_(1)
+        .num_gangs(1)
+        .run(slow);
     acc_update_self_async(h, bytes, 1);
     assert_eq!(acc_async_test(1), 0, "queue 1 still busy");
     acc_wait(1);
     assert_eq!(acc_async_test(1), 1);
-    assert_eq!(x[0], 2.0, "upload, kernel, download ran in order on queue 1");
+    assert_eq!(
+        x[0], 2.0,
+        "upload, kernel, download ran in order on queue 1"
+    );
     // Default async queue.
     assert_eq!(acc_get_default_async(), -1);
     acc_set_default_async(3);

@@ -20,8 +20,16 @@ const EXAMPLES: [&str; 10] = [
 ];
 
 fn run(name: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(example(name)).args(args).env("ACCSHIM_QUIET", "1").output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(example(name))
+        .args(args)
+        .env("ACCSHIM_QUIET", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[test]
@@ -33,9 +41,17 @@ fn help_lists_every_option_the_program_reads() {
         assert!(out.contains("Options:"), "{name}: {out}");
         // Every option the source reads (common::arg("x", ...)) is in the help, so usage()
         // accepts it.
-        let src = std::fs::read_to_string(crate_dir().join("examples").join(format!("{name}.rs"))).unwrap();
-        for opt in src.split("common::arg(\"").skip(1).map(|s| &s[..s.find('"').unwrap()]) {
-            assert!(out.contains(&format!("--{opt} ")), "{name}: --{opt} missing from --help: {out}");
+        let src = std::fs::read_to_string(crate_dir().join("examples").join(format!("{name}.rs")))
+            .unwrap();
+        for opt in src
+            .split("common::arg(\"")
+            .skip(1)
+            .map(|s| &s[..s.find('"').unwrap()])
+        {
+            assert!(
+                out.contains(&format!("--{opt} ")),
+                "{name}: --{opt} missing from --help: {out}"
+            );
         }
         assert!(err.is_empty(), "{name}: {err}");
     }
@@ -44,7 +60,10 @@ fn help_lists_every_option_the_program_reads() {
 #[test]
 fn unknown_options_and_bad_values_are_refused_with_one_line() {
     let cases: [(&[&str], &str); 5] = [
-        (&["--nn", "5"], "unknown argument --nn (--help lists the options)"),
+        (
+            &["--nn", "5"],
+            "unknown argument --nn (--help lists the options)",
+        ),
         (&["5"], "unknown argument 5 (--help lists the options)"),
         (&["--n=abc"], "bad value for --n: abc"),
         (&["--n", "abc"], "bad value for --n: abc"),
@@ -57,7 +76,10 @@ fn unknown_options_and_bad_values_are_refused_with_one_line() {
         assert!(out.is_empty(), "{args:?}: nothing runs: {out}");
     }
     // Both spellings of a value work.
-    for args in [&["--n=32", "--iters", "2"][..], &["--n", "32", "--iters=2"][..]] {
+    for args in [
+        &["--n=32", "--iters", "2"][..],
+        &["--n", "32", "--iters=2"][..],
+    ] {
         let (code, out, err) = run("laplace", args);
         assert_eq!(code, 0, "{args:?}: {err}");
         assert!(out.contains("32 x 32 mesh"), "{args:?}: {out}");
@@ -80,7 +102,15 @@ fn a_closed_pipe_ends_the_program_quietly() {
     drop(stdout);
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
     use std::os::unix::process::ExitStatusExt;
-    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "ends by SIGPIPE like a C program: {:?} {err}", out.status);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "ends by SIGPIPE like a C program: {:?} {err}",
+        out.status
+    );
 }

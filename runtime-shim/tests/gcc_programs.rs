@@ -26,34 +26,60 @@ fn build(dir: &Path, src: &str) -> PathBuf {
         .arg(&path)
         .output()
         .unwrap_or_else(|e| panic!("{compiler} runs: {e} (.ci/run installs it)"));
-    assert!(o.status.success(), "{compiler} failed on {src}:\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{compiler} failed on {src}:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     out
 }
 
 /// The program on libgomp, as built.
 fn on_libgomp(prog: &Path) -> Output {
-    let o = Command::new(prog).env_remove("LD_PRELOAD").env_remove("ACC_PROFLIB").output().expect("runs");
-    assert!(o.status.success(), "{} on libgomp: {}", prog.display(), String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(prog)
+        .env_remove("LD_PRELOAD")
+        .env_remove("ACC_PROFLIB")
+        .output()
+        .expect("runs");
+    assert!(
+        o.status.success(),
+        "{} on libgomp: {}",
+        prog.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     o
 }
 
 /// The same binary with libaccshim.so preloaded, on the emulated device.
 fn shim_cmd(prog: &Path) -> Command {
     let mut c = Command::new(prog);
-    c.env("LD_PRELOAD", shim_so()).env("ACC_DEVICE_TYPE", "emulated").env("ACCSHIM_QUIET", "1").env_remove("ACC_PROFLIB");
+    c.env("LD_PRELOAD", shim_so())
+        .env("ACC_DEVICE_TYPE", "emulated")
+        .env("ACCSHIM_QUIET", "1")
+        .env_remove("ACC_PROFLIB");
     c
 }
 
 fn on_shim(prog: &Path) -> Output {
     let o = shim_cmd(prog).output().expect("runs");
-    assert!(o.status.success(), "{} on the shim: {}", prog.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{} on the shim: {}",
+        prog.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     o
 }
 
 /// A correct program on the shim: no warning either.
 fn on_shim_quietly(prog: &Path) -> Output {
     let o = on_shim(prog);
-    assert!(o.stderr.is_empty(), "{}: {}", prog.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.stderr.is_empty(),
+        "{}: {}",
+        prog.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     o
 }
 
@@ -102,7 +128,10 @@ fn fortran_allocatable_updates_keep_the_device_descriptor() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "alloc_update.f90");
     let gomp = text(&on_libgomp(&prog));
-    assert_eq!(gomp, "after first: 125750.0 after update device: 131750.0 end: 263500.0 fixed: 126750.0\n");
+    assert_eq!(
+        gomp,
+        "after first: 125750.0 after update device: 131750.0 end: 263500.0 fixed: 126750.0\n"
+    );
     // Quietly too: the descriptors GCC maps beside the data are not results left on the device.
     assert_eq!(text(&on_shim_quietly(&prog)), gomp);
 }
@@ -137,14 +166,21 @@ fn build_app(dir: &Path, name: &str, srcs: &[&str]) -> PathBuf {
         .arg(&out)
         .output()
         .unwrap_or_else(|e| panic!("gfortran runs: {e} (.ci/run installs it)"));
-    assert!(o.status.success(), "gfortran failed on {srcs:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "gfortran failed on {srcs:?}:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     out
 }
 
 #[test]
 fn fortran_apps_with_allocatables_give_libgomps_results_without_warnings() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, srcs) in [("heat", &["heat_mod.f90", "heat_main.f90"][..]), ("jacobi_naive", &["jacobi_naive.f90"][..])] {
+    for (name, srcs) in [
+        ("heat", &["heat_mod.f90", "heat_main.f90"][..]),
+        ("jacobi_naive", &["jacobi_naive.f90"][..]),
+    ] {
         let prog = build_app(dir.path(), name, srcs);
         let gomp = text(&on_libgomp(&prog));
         assert!(gomp.contains("checksum"), "{name}: {gomp}");
@@ -164,16 +200,41 @@ fn a_missing_copyout_loses_the_results_as_on_a_gpu() {
     assert_eq!(text(&o), "b[10]=20\n");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("results dropped: the device copy of [0x") && err.contains(",+8000]"), "{err}");
+    assert!(
+        err.contains("results dropped: the device copy of [0x") && err.contains(",+8000]"),
+        "{err}"
+    );
     assert!(err.contains("a missing copyout?"), "{err}");
     // The call site is the program's, at the construct's line.
-    let site = err.split(" at ").nth(1).and_then(|s| s.split(':').next()).expect("a call site");
+    let site = err
+        .split(" at ")
+        .nth(1)
+        .and_then(|s| s.split(':').next())
+        .expect("a call site");
     let offset = site.rsplit('+').next().unwrap();
-    let line = Command::new("addr2line").arg("-e").arg(&prog).arg(offset).output().expect("addr2line runs");
-    assert!(String::from_utf8_lossy(&line.stdout).trim().ends_with("missing_copyout.c:17"), "{site}: {}", String::from_utf8_lossy(&line.stdout));
+    let line = Command::new("addr2line")
+        .arg("-e")
+        .arg(&prog)
+        .arg(offset)
+        .output()
+        .expect("addr2line runs");
+    assert!(
+        String::from_utf8_lossy(&line.stdout)
+            .trim()
+            .ends_with("missing_copyout.c:17"),
+        "{site}: {}",
+        String::from_utf8_lossy(&line.stdout)
+    );
     // Switched off, the line goes.
-    let o = shim_cmd(&prog).env("ACCSHIM_NO_DROP_CHECK", "1").output().unwrap();
-    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = shim_cmd(&prog)
+        .env("ACCSHIM_NO_DROP_CHECK", "1")
+        .output()
+        .unwrap();
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]
@@ -187,7 +248,10 @@ fn an_update_self_of_every_change_drops_nothing() {
     assert_eq!(text(&o), "a=500500 b=501500 c=502500\n");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("results dropped: the device copy of [0x") && err.contains(",+8000]"), "{err}");
+    assert!(
+        err.contains("results dropped: the device copy of [0x") && err.contains(",+8000]"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -198,15 +262,25 @@ fn a_dropped_fortran_module_array_is_named() {
     let o = on_shim(&prog);
     assert_eq!(text(&o), "field: 1000.0 out: 2000.0\n");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "only field, not out nor the descriptors: {err}");
-    assert!(err.contains("results dropped: the device copy of field in module grid ([0x") && err.contains(",+8000])"), "{err}");
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "only field, not out nor the descriptors: {err}"
+    );
+    assert!(
+        err.contains("results dropped: the device copy of field in module grid ([0x")
+            && err.contains(",+8000])"),
+        "{err}"
+    );
 }
 
 /// The array transfers (8000 bytes each) among a run's events: (uploads, downloads, queues of
 /// the uploads).
 fn array_transfers(evs: &[Event]) -> (usize, usize, Vec<String>) {
     let of = |name: &'static str| -> Vec<&Event> {
-        evs.iter().filter(|e| e["ev"] == name && e.get("bytes").map(String::as_str) == Some("8000")).collect()
+        evs.iter()
+            .filter(|e| e["ev"] == name && e.get("bytes").map(String::as_str) == Some("8000"))
+            .collect()
     };
     let ups = of("enqueue_upload_start");
     let queues = ups.iter().map(|e| e["queue"].clone()).collect();
@@ -223,10 +297,14 @@ fn transfers_are_the_ones_the_directives_imply_and_recorded_once() {
     for preload_tool_too in [false, true] {
         let log = dir.path().join(format!("log{preload_tool_too}.txt"));
         let mut cmd = shim_cmd(&prog);
-        cmd.env("ACC_PROFLIB", &logger).env("ACCSHIM_TOOL_LOG", &log);
+        cmd.env("ACC_PROFLIB", &logger)
+            .env("ACCSHIM_TOOL_LOG", &log);
         if preload_tool_too {
             // The tool both preloaded and named in ACC_PROFLIB: still registered once.
-            cmd.env("LD_PRELOAD", format!("{} {}", shim_so().display(), logger.display()));
+            cmd.env(
+                "LD_PRELOAD",
+                format!("{} {}", shim_so().display(), logger.display()),
+            );
         }
         let o = cmd.output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -235,17 +313,32 @@ fn transfers_are_the_ones_the_directives_imply_and_recorded_once() {
         let (ups, downs, queues) = array_transfers(&evs);
         // a at the data region's entry, a by the update on queue 2, c at enter data.
         assert_eq!(ups, 3, "uploads");
-        assert_eq!(queues.iter().filter(|q| *q == "2").count(), 1, "the update runs on queue 2: {queues:?}");
+        assert_eq!(
+            queues.iter().filter(|q| *q == "2").count(),
+            1,
+            "the update runs on queue 2: {queues:?}"
+        );
         // b at the data region's exit, c at exit data.
         assert_eq!(downs, 2, "downloads");
         // 3 + 1 + 1 compute constructs, one launch each, named after GCC's function.
-        let launches: Vec<_> = evs.iter().filter(|e| e["ev"] == "enqueue_launch_start").collect();
+        let launches: Vec<_> = evs
+            .iter()
+            .filter(|e| e["ev"] == "enqueue_launch_start")
+            .collect();
         assert_eq!(launches.len(), 5);
-        assert!(launches.iter().all(|e| e["kernel"].starts_with("main._omp_fn.")), "{:?}", launches[0]);
+        assert!(
+            launches
+                .iter()
+                .all(|e| e["kernel"].starts_with("main._omp_fn.")),
+            "{:?}",
+            launches[0]
+        );
         assert_eq!(count(&evs, "compute_construct_start"), 5);
         assert_eq!(count(&evs, "wait_start"), count(&evs, "wait_end"));
         // Every upload and download carries both addresses.
-        for e in evs.iter().filter(|e| e["ev"].starts_with("enqueue_upload") || e["ev"].starts_with("enqueue_download")) {
+        for e in evs.iter().filter(|e| {
+            e["ev"].starts_with("enqueue_upload") || e["ev"].starts_with("enqueue_download")
+        }) {
             assert!(e["host"] != "(nil)" && e["dev"] != "(nil)", "{e:?}");
         }
     }
@@ -253,7 +346,11 @@ fn transfers_are_the_ones_the_directives_imply_and_recorded_once() {
 
 /// Whether gcc here built an offload image into `prog` (gcc-12-offload-nvptx installed).
 fn registers_an_image(prog: &Path) -> bool {
-    let nm = Command::new("nm").arg("-D").arg(prog).output().expect("nm runs");
+    let nm = Command::new("nm")
+        .arg("-D")
+        .arg(prog)
+        .output()
+        .expect("nm runs");
     String::from_utf8_lossy(&nm.stdout).contains("GOMP_offload_register_ver")
 }
 
@@ -263,10 +360,17 @@ fn launch_dimensions_come_from_the_tags_and_the_image() {
     let prog = build(dir.path(), "launch_dims.c");
     let logger = event_logger(dir.path());
     let log = dir.path().join("log.txt");
-    let o = shim_cmd(&prog).env("ACC_PROFLIB", &logger).env("ACCSHIM_TOOL_LOG", &log).output().unwrap();
+    let o = shim_cmd(&prog)
+        .env("ACC_PROFLIB", &logger)
+        .env("ACCSHIM_TOOL_LOG", &log)
+        .output()
+        .unwrap();
     assert_eq!(text(&o), text(&on_libgomp(&prog)));
     let evs = parse_log(&std::fs::read_to_string(&log).unwrap());
-    let launches: Vec<_> = evs.iter().filter(|e| e["ev"] == "enqueue_launch_start").collect();
+    let launches: Vec<_> = evs
+        .iter()
+        .filter(|e| e["ev"] == "enqueue_launch_start")
+        .collect();
     assert_eq!(launches.len(), 2);
     // num_gangs(g) computed at run time reaches the shim in the launch tags.
     assert_eq!(launches[1]["gangs"], "5", "{:?}", launches[1]);
@@ -276,7 +380,15 @@ fn launch_dimensions_come_from_the_tags_and_the_image() {
     }
     if registers_an_image(&prog) {
         // Constants are compiled into the nvptx image's function descriptors.
-        assert_eq!((launches[0]["gangs"].as_str(), launches[0]["vector"].as_str()), ("7", "64"), "{:?}", launches[0]);
+        assert_eq!(
+            (
+                launches[0]["gangs"].as_str(),
+                launches[0]["vector"].as_str()
+            ),
+            ("7", "64"),
+            "{:?}",
+            launches[0]
+        );
     } else {
         // Unknown: the event carries no dimensions (valid_bytes ends before them).
         assert_eq!(launches[0]["evb"], "32", "{:?}", launches[0]);
@@ -297,5 +409,8 @@ fn acc_declare_globals_are_refused_in_one_line_where_gcc_registers_them() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(text(&o).is_empty(), "no result printed");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("acc declare") && err.contains("not supported by accshim"), "{err}");
+    assert!(
+        err.contains("acc declare") && err.contains("not supported by accshim"),
+        "{err}"
+    );
 }

@@ -17,14 +17,33 @@ const RUNTIME_SHUTDOWN: i32 = 5;
 fn lifecycle_callbacks_may_call_the_runtime() {
     let dir = tempfile::tempdir().unwrap();
     let prog = dir.path().join("lifecycle_callbacks");
-    gcc(&crate_dir().join("tests/c/lifecycle_callbacks.c"), &prog, false);
-    for ev in [DEVICE_INIT_END, DEVICE_SHUTDOWN_START, DEVICE_SHUTDOWN_END, RUNTIME_SHUTDOWN] {
+    gcc(
+        &crate_dir().join("tests/c/lifecycle_callbacks.c"),
+        &prog,
+        false,
+    );
+    for ev in [
+        DEVICE_INIT_END,
+        DEVICE_SHUTDOWN_START,
+        DEVICE_SHUTDOWN_END,
+        RUNTIME_SHUTDOWN,
+    ] {
         for action in ["prop", "wait", "stream", "init", "shutdown"] {
             let what = format!("a callback on event {ev} doing {action}");
-            let (code, out, err) = run_bounded(&prog, &[&ev.to_string(), action]).unwrap_or_else(|| panic!("{what}: hangs"));
-            assert_eq!(code, 0, "{what}: exit status; stdout {out:?} stderr {err:?}");
-            assert!(out.contains("a[5] = 5\ndone\n"), "{what}: the program finishes with its data intact: {out:?}");
-            assert!(out.contains(&format!("cb {ev} ")), "{what}: the callback ran: {out:?}");
+            let (code, out, err) = run_bounded(&prog, &[&ev.to_string(), action])
+                .unwrap_or_else(|| panic!("{what}: hangs"));
+            assert_eq!(
+                code, 0,
+                "{what}: exit status; stdout {out:?} stderr {err:?}"
+            );
+            assert!(
+                out.contains("a[5] = 5\ndone\n"),
+                "{what}: the program finishes with its data intact: {out:?}"
+            );
+            assert!(
+                out.contains(&format!("cb {ev} ")),
+                "{what}: the callback ran: {out:?}"
+            );
             if action == "prop" {
                 // The device answers: with its capacity, never 0.
                 for line in out.lines().filter(|l| l.starts_with("cb ")) {
@@ -46,29 +65,60 @@ fn lifecycle_callbacks_may_call_the_runtime() {
 fn a_device_init_start_callback_needing_the_device_gets_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let prog = dir.path().join("lifecycle_callbacks");
-    gcc(&crate_dir().join("tests/c/lifecycle_callbacks.c"), &prog, false);
-    let (code, out, err) = run_bounded(&prog, &[&DEVICE_INIT_START.to_string(), "prop"]).expect("no hang");
-    assert_eq!(code, -6, "the runtime error aborts (SIGABRT): stdout {out:?} stderr {err:?}");
-    assert!(err.contains("acc_error_device_unavailable") && err.contains("device_init_start callback needs the device"), "{err}");
+    gcc(
+        &crate_dir().join("tests/c/lifecycle_callbacks.c"),
+        &prog,
+        false,
+    );
+    let (code, out, err) =
+        run_bounded(&prog, &[&DEVICE_INIT_START.to_string(), "prop"]).expect("no hang");
+    assert_eq!(
+        code, -6,
+        "the runtime error aborts (SIGABRT): stdout {out:?} stderr {err:?}"
+    );
+    assert!(
+        err.contains("acc_error_device_unavailable")
+            && err.contains("device_init_start callback needs the device"),
+        "{err}"
+    );
 }
 
 #[test]
 fn shutdown_ends_the_async_queues_threads_and_frees_the_device_memory() {
     let dir = tempfile::tempdir().unwrap();
     let prog = dir.path().join("lifecycle_cycles");
-    gcc(&crate_dir().join("tests/c/lifecycle_cycles.c"), &prog, false);
+    gcc(
+        &crate_dir().join("tests/c/lifecycle_cycles.c"),
+        &prog,
+        false,
+    );
     // Two arrays of 8 MB each per cycle: a shutdown that kept them would add 480 MB.
     let (code, out, err) = run_bounded(&prog, &["30", "1000000"]).expect("no hang");
     assert_eq!(code, 0, "{out} {err}");
     let count = |prefix: &str| -> usize {
-        let line = out.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {out}"));
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix}: {out}"));
         line.rsplit(' ').next().unwrap().parse().unwrap()
     };
-    let (first, last) = (count("threads after the first cycle"), count("threads after 30 cycles"));
-    assert_eq!(first, 1, "after acc_shutdown only the main thread is left: {out}");
+    let (first, last) = (
+        count("threads after the first cycle"),
+        count("threads after 30 cycles"),
+    );
+    assert_eq!(
+        first, 1,
+        "after acc_shutdown only the main thread is left: {out}"
+    );
     assert_eq!(last, first, "threads after 30 cycles as after one: {out}");
-    let (rss_first, rss_last) = (count("resident KiB after the first cycle"), count("resident KiB after 30 cycles"));
-    assert!(rss_last < rss_first + 32 * 1024, "resident memory grows with the cycles: {out}");
+    let (rss_first, rss_last) = (
+        count("resident KiB after the first cycle"),
+        count("resident KiB after 30 cycles"),
+    );
+    assert!(
+        rss_last < rss_first + 32 * 1024,
+        "resident memory grows with the cycles: {out}"
+    );
 }
 
 #[test]
@@ -81,11 +131,20 @@ fn device_memory_allocated_and_freed_every_round_does_not_pile_up() {
     let (code, out, err) = run_bounded(&prog, &["1000000", "200"]).expect("no hang");
     assert_eq!(code, 0, "{out} {err}");
     let kib = |prefix: &str| -> usize {
-        let line = out.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {out}"));
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix}: {out}"));
         line.rsplit(' ').next().unwrap().parse().unwrap()
     };
-    let (first, last) = (kib("resident KiB after the first round"), kib("resident KiB after 200 rounds"));
+    let (first, last) = (
+        kib("resident KiB after the first round"),
+        kib("resident KiB after 200 rounds"),
+    );
     // One round's device memory (19 MB) may become resident after the first round: a freed
     // block that create never touched serves a later copyin.
-    assert!(last < first + 24 * 1024, "resident memory grows with the rounds: {out}");
+    assert!(
+        last < first + 24 * 1024,
+        "resident memory grows with the rounds: {out}"
+    );
 }

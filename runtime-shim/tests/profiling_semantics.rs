@@ -13,7 +13,10 @@ fn run_scenarios(name: &str) -> Vec<(String, String)> {
     let prog = dir.path().join(name);
     gcc(&crate_dir().join(format!("tests/c/{name}.c")), &prog, false);
     let (code, out, err) = run_bounded(&prog, &[]).unwrap_or_else(|| panic!("{name} hangs"));
-    assert_eq!(code, 0, "{name}: exit status; stdout {out:?} stderr {err:?}");
+    assert_eq!(
+        code, 0,
+        "{name}: exit status; stdout {out:?} stderr {err:?}"
+    );
     assert!(out.ends_with("done\n"), "{name} finishes: {out:?} {err:?}");
     out.lines()
         .filter_map(|l| l.split_once(": "))
@@ -68,9 +71,18 @@ fn changes_during_a_dispatch_apply_to_that_dispatch() {
 
 /// The first number on the line of `out` that starts with `prefix`.
 fn number_after(out: &str, prefix: &str) -> i64 {
-    let line = out.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix:?} line: {out}"));
-    let digits: String = line[prefix.len()..].trim_start().chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().unwrap_or_else(|_| panic!("no number after {prefix:?}: {line}"))
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line: {out}"));
+    let digits: String = line[prefix.len()..]
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {prefix:?}: {line}"))
 }
 
 /// A tool that toggles and re-registers callbacks all the time: a million rounds of toggling a
@@ -83,17 +95,33 @@ fn number_after(out: &str, prefix: &str) -> i64 {
 fn toggling_and_reregistering_callbacks_is_bounded_and_safe_under_concurrent_dispatch() {
     let dir = tempfile::tempdir().unwrap();
     let prog = dir.path().join("prof_toggle_churn");
-    gcc(&crate_dir().join("tests/c/prof_toggle_churn.c"), &prog, false);
+    gcc(
+        &crate_dir().join("tests/c/prof_toggle_churn.c"),
+        &prog,
+        false,
+    );
     let (threads, events) = (4, 20_000);
-    let (code, out, err) =
-        run_bounded(&prog, &["1000000", &threads.to_string(), &events.to_string()]).expect("prof_toggle_churn hangs");
+    let (code, out, err) = run_bounded(
+        &prog,
+        &["1000000", &threads.to_string(), &events.to_string()],
+    )
+    .expect("prof_toggle_churn hangs");
     assert_eq!(code, 0, "exit status; stdout {out:?} stderr {err:?}");
     assert!(out.ends_with("done\n"), "{out} {err}");
-    let (before, after) = (number_after(&out, "resident KiB before"), number_after(&out, "resident KiB after"));
-    assert!(after - before < 8 * 1024, "resident memory grows with toggles: {before} KiB before, {after} KiB after");
+    let (before, after) = (
+        number_after(&out, "resident KiB before"),
+        number_after(&out, "resident KiB after"),
+    );
+    assert!(
+        after - before < 8 * 1024,
+        "resident memory grows with toggles: {before} KiB before, {after} KiB after"
+    );
     for t in 0..threads {
         let line = format!("thread {t}: steady {events} of {events}");
-        assert!(out.lines().any(|l| l == line), "thread {t} missed calls of the steady callback:\n{out}");
+        assert!(
+            out.lines().any(|l| l == line),
+            "thread {t} missed calls of the steady callback:\n{out}"
+        );
     }
     assert!(number_after(&out, "churn rounds") > 0, "{out}");
 }

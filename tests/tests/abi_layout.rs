@@ -23,8 +23,18 @@ fn c_layout() -> HashMap<String, usize> {
     c.push_str("return 0; }\n");
     std::fs::write(&src, c).unwrap();
     let exe = dir.join("layout");
-    let out = Command::new("gcc").arg(format!("-I{HEADER_DIR}")).arg("-o").arg(&exe).arg(&src).output().expect("gcc");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("gcc")
+        .arg(format!("-I{HEADER_DIR}"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("gcc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = Command::new(&exe).output().unwrap();
     String::from_utf8(out.stdout)
         .unwrap()
@@ -41,66 +51,108 @@ type Table = Vec<(&'static str, Vec<(&'static str, usize)>)>;
 /// Every struct and field of the interface with its Rust offset.
 fn layout_table() -> Table {
     vec![
-        ("acc_prof_info", vec![
-            ("event_type", offset_of!(acc_prof_info, event_type)),
-            ("valid_bytes", offset_of!(acc_prof_info, valid_bytes)),
-            ("version", offset_of!(acc_prof_info, version)),
-            ("device_type", offset_of!(acc_prof_info, device_type)),
-            ("device_number", offset_of!(acc_prof_info, device_number)),
-            ("thread_id", offset_of!(acc_prof_info, thread_id)),
-            ("async", offset_of!(acc_prof_info, async_)),
-            ("async_queue", offset_of!(acc_prof_info, async_queue)),
-            ("src_file", offset_of!(acc_prof_info, src_file)),
-            ("func_name", offset_of!(acc_prof_info, func_name)),
-            ("line_no", offset_of!(acc_prof_info, line_no)),
-            ("end_line_no", offset_of!(acc_prof_info, end_line_no)),
-            ("func_line_no", offset_of!(acc_prof_info, func_line_no)),
-            ("func_end_line_no", offset_of!(acc_prof_info, func_end_line_no)),
-        ]),
-        ("acc_data_event_info", vec![
-            ("event_type", offset_of!(acc_data_event_info, event_type)),
-            ("valid_bytes", offset_of!(acc_data_event_info, valid_bytes)),
-            ("parent_construct", offset_of!(acc_data_event_info, parent_construct)),
-            ("implicit", offset_of!(acc_data_event_info, implicit)),
-            ("tool_info", offset_of!(acc_data_event_info, tool_info)),
-            ("var_name", offset_of!(acc_data_event_info, var_name)),
-            ("bytes", offset_of!(acc_data_event_info, bytes)),
-            ("host_ptr", offset_of!(acc_data_event_info, host_ptr)),
-            ("device_ptr", offset_of!(acc_data_event_info, device_ptr)),
-        ]),
-        ("acc_launch_event_info", vec![
-            ("event_type", offset_of!(acc_launch_event_info, event_type)),
-            ("valid_bytes", offset_of!(acc_launch_event_info, valid_bytes)),
-            ("parent_construct", offset_of!(acc_launch_event_info, parent_construct)),
-            ("implicit", offset_of!(acc_launch_event_info, implicit)),
-            ("tool_info", offset_of!(acc_launch_event_info, tool_info)),
-            ("kernel_name", offset_of!(acc_launch_event_info, kernel_name)),
-            ("num_gangs", offset_of!(acc_launch_event_info, num_gangs)),
-            ("num_workers", offset_of!(acc_launch_event_info, num_workers)),
-            ("vector_length", offset_of!(acc_launch_event_info, vector_length)),
-        ]),
-        ("acc_other_event_info", vec![
-            ("event_type", offset_of!(acc_other_event_info, event_type)),
-            ("valid_bytes", offset_of!(acc_other_event_info, valid_bytes)),
-            ("parent_construct", offset_of!(acc_other_event_info, parent_construct)),
-            ("implicit", offset_of!(acc_other_event_info, implicit)),
-            ("tool_info", offset_of!(acc_other_event_info, tool_info)),
-        ]),
-        ("acc_event_info", vec![
-            ("event_type", 0),
-            ("data_event", 0),
-            ("launch_event", 0),
-            ("other_event", 0),
-        ]),
-        ("acc_api_info", vec![
-            ("device_api", offset_of!(acc_api_info, device_api)),
-            ("valid_bytes", offset_of!(acc_api_info, valid_bytes)),
-            ("device_type", offset_of!(acc_api_info, device_type)),
-            ("vendor", offset_of!(acc_api_info, vendor)),
-            ("device_handle", offset_of!(acc_api_info, device_handle)),
-            ("context_handle", offset_of!(acc_api_info, context_handle)),
-            ("async_handle", offset_of!(acc_api_info, async_handle)),
-        ]),
+        (
+            "acc_prof_info",
+            vec![
+                ("event_type", offset_of!(acc_prof_info, event_type)),
+                ("valid_bytes", offset_of!(acc_prof_info, valid_bytes)),
+                ("version", offset_of!(acc_prof_info, version)),
+                ("device_type", offset_of!(acc_prof_info, device_type)),
+                ("device_number", offset_of!(acc_prof_info, device_number)),
+                ("thread_id", offset_of!(acc_prof_info, thread_id)),
+                ("async", offset_of!(acc_prof_info, async_)),
+                ("async_queue", offset_of!(acc_prof_info, async_queue)),
+                ("src_file", offset_of!(acc_prof_info, src_file)),
+                ("func_name", offset_of!(acc_prof_info, func_name)),
+                ("line_no", offset_of!(acc_prof_info, line_no)),
+                ("end_line_no", offset_of!(acc_prof_info, end_line_no)),
+                ("func_line_no", offset_of!(acc_prof_info, func_line_no)),
+                (
+                    "func_end_line_no",
+                    offset_of!(acc_prof_info, func_end_line_no),
+                ),
+            ],
+        ),
+        (
+            "acc_data_event_info",
+            vec![
+                ("event_type", offset_of!(acc_data_event_info, event_type)),
+                ("valid_bytes", offset_of!(acc_data_event_info, valid_bytes)),
+                (
+                    "parent_construct",
+                    offset_of!(acc_data_event_info, parent_construct),
+                ),
+                ("implicit", offset_of!(acc_data_event_info, implicit)),
+                ("tool_info", offset_of!(acc_data_event_info, tool_info)),
+                ("var_name", offset_of!(acc_data_event_info, var_name)),
+                ("bytes", offset_of!(acc_data_event_info, bytes)),
+                ("host_ptr", offset_of!(acc_data_event_info, host_ptr)),
+                ("device_ptr", offset_of!(acc_data_event_info, device_ptr)),
+            ],
+        ),
+        (
+            "acc_launch_event_info",
+            vec![
+                ("event_type", offset_of!(acc_launch_event_info, event_type)),
+                (
+                    "valid_bytes",
+                    offset_of!(acc_launch_event_info, valid_bytes),
+                ),
+                (
+                    "parent_construct",
+                    offset_of!(acc_launch_event_info, parent_construct),
+                ),
+                ("implicit", offset_of!(acc_launch_event_info, implicit)),
+                ("tool_info", offset_of!(acc_launch_event_info, tool_info)),
+                (
+                    "kernel_name",
+                    offset_of!(acc_launch_event_info, kernel_name),
+                ),
+                ("num_gangs", offset_of!(acc_launch_event_info, num_gangs)),
+                (
+                    "num_workers",
+                    offset_of!(acc_launch_event_info, num_workers),
+                ),
+                (
+                    "vector_length",
+                    offset_of!(acc_launch_event_info, vector_length),
+                ),
+            ],
+        ),
+        (
+            "acc_other_event_info",
+            vec![
+                ("event_type", offset_of!(acc_other_event_info, event_type)),
+                ("valid_bytes", offset_of!(acc_other_event_info, valid_bytes)),
+                (
+                    "parent_construct",
+                    offset_of!(acc_other_event_info, parent_construct),
+                ),
+                ("implicit", offset_of!(acc_other_event_info, implicit)),
+                ("tool_info", offset_of!(acc_other_event_info, tool_info)),
+            ],
+        ),
+        (
+            "acc_event_info",
+            vec![
+                ("event_type", 0),
+                ("data_event", 0),
+                ("launch_event", 0),
+                ("other_event", 0),
+            ],
+        ),
+        (
+            "acc_api_info",
+            vec![
+                ("device_api", offset_of!(acc_api_info, device_api)),
+                ("valid_bytes", offset_of!(acc_api_info, valid_bytes)),
+                ("device_type", offset_of!(acc_api_info, device_type)),
+                ("vendor", offset_of!(acc_api_info, vendor)),
+                ("device_handle", offset_of!(acc_api_info, device_handle)),
+                ("context_handle", offset_of!(acc_api_info, context_handle)),
+                ("async_handle", offset_of!(acc_api_info, async_handle)),
+            ],
+        ),
     ]
 }
 
@@ -134,7 +186,14 @@ fn every_size_and_offset_matches_the_system_header() {
             checked += 1;
         }
     }
-    for ty in ["acc_event_t", "acc_device_t", "acc_construct_t", "acc_device_api", "acc_register_t", "acc_prof_callback"] {
+    for ty in [
+        "acc_event_t",
+        "acc_device_t",
+        "acc_construct_t",
+        "acc_device_api",
+        "acc_register_t",
+        "acc_prof_callback",
+    ] {
         assert_eq!(c[&format!("sizeof {ty}")], rust_size(ty), "sizeof {ty}");
         checked += 1;
     }
@@ -149,9 +208,24 @@ fn every_size_and_offset_matches_the_system_header() {
 fn valid_bytes_constants_match_the_header_macros() {
     let c = c_layout();
     // GCC's _ACC_*_VALID_BYTES: offset of the last field plus its size.
-    assert_eq!(valid_bytes::PROF_INFO as usize, c["acc_prof_info.func_end_line_no"] + 4);
-    assert_eq!(valid_bytes::DATA_EVENT_INFO as usize, c["acc_data_event_info.device_ptr"] + 8);
-    assert_eq!(valid_bytes::LAUNCH_EVENT_INFO as usize, c["acc_launch_event_info.vector_length"] + 8);
-    assert_eq!(valid_bytes::OTHER_EVENT_INFO as usize, c["acc_other_event_info.tool_info"] + 8);
-    assert_eq!(valid_bytes::API_INFO as usize, c["acc_api_info.async_handle"] + 8);
+    assert_eq!(
+        valid_bytes::PROF_INFO as usize,
+        c["acc_prof_info.func_end_line_no"] + 4
+    );
+    assert_eq!(
+        valid_bytes::DATA_EVENT_INFO as usize,
+        c["acc_data_event_info.device_ptr"] + 8
+    );
+    assert_eq!(
+        valid_bytes::LAUNCH_EVENT_INFO as usize,
+        c["acc_launch_event_info.vector_length"] + 8
+    );
+    assert_eq!(
+        valid_bytes::OTHER_EVENT_INFO as usize,
+        c["acc_other_event_info.tool_info"] + 8
+    );
+    assert_eq!(
+        valid_bytes::API_INFO as usize,
+        c["acc_api_info.async_handle"] + 8
+    );
 }

@@ -38,7 +38,10 @@ fn a_stalled_writer_drops_and_counts_instead_of_blocking() {
         move || {
             std::thread::sleep(Duration::from_secs(3));
             let mut trace = Vec::new();
-            std::fs::File::open(&fifo).unwrap().read_to_end(&mut trace).unwrap();
+            std::fs::File::open(&fifo)
+                .unwrap()
+                .read_to_end(&mut trace)
+                .unwrap();
             trace
         }
     });
@@ -48,18 +51,37 @@ fn a_stalled_writer_drops_and_counts_instead_of_blocking() {
     assert!(out.status.success(), "{}", stderr(&out));
     // 40,000 events: waiting even 1 ms for each would take 40 s; the exit's own bounded wait for
     // the writer is 30 s. A stalled writer may cost the program one short wait, then drops.
-    assert!(took < Duration::from_secs(20), "the program was held up: {took:?}");
+    assert!(
+        took < Duration::from_secs(20),
+        "the program was held up: {took:?}"
+    );
     let saved = dir.join("saved.trace");
     std::fs::write(&saved, &trace).unwrap();
     let t = load(&saved);
-    let footer = t.footer.as_ref().expect("footer written once the FIFO drained");
-    let computes = t.events.iter().filter(|e| e.kind == acc_event_t::COMPUTE_CONSTRUCT_START).count() as u64;
+    let footer = t
+        .footer
+        .as_ref()
+        .expect("footer written once the FIFO drained");
+    let computes = t
+        .events
+        .iter()
+        .filter(|e| e.kind == acc_event_t::COMPUTE_CONSTRUCT_START)
+        .count() as u64;
     let total = (threads * iters) as u64;
-    assert!(footer.events_dropped > 0, "the writer was stalled, so some events must have been dropped");
-    assert_eq!(t.dropped_total, footer.events_dropped, "drop records in the trace add up to the footer");
+    assert!(
+        footer.events_dropped > 0,
+        "the writer was stalled, so some events must have been dropped"
+    );
+    assert_eq!(
+        t.dropped_total, footer.events_dropped,
+        "drop records in the trace add up to the footer"
+    );
     // Nothing vanished silently: recorded + dropped = what the runtime reported (+1 device init).
     assert_eq!(footer.events_recorded + footer.events_dropped, total + 1);
     assert_eq!(computes + 1, footer.events_recorded);
     let err = stderr(&out);
-    assert!(err.contains(&format!("{} events DROPPED", footer.events_dropped)), "{err}");
+    assert!(
+        err.contains(&format!("{} events DROPPED", footer.events_dropped)),
+        "{err}"
+    );
 }

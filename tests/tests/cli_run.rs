@@ -6,7 +6,9 @@ use std::process::{Command, Stdio};
 
 fn accprof(dir: &std::path::Path) -> Command {
     let mut c = Command::new(accprof_cli());
-    c.current_dir(dir).env_remove("LD_PRELOAD").env_remove("ACC_PROFLIB");
+    c.current_dir(dir)
+        .env_remove("LD_PRELOAD")
+        .env_remove("ACC_PROFLIB");
     c
 }
 
@@ -23,7 +25,12 @@ fn run_passes_streams_and_exit_status_through_and_says_where_the_trace_is() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"hello\nworld\n").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"hello\nworld\n")
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(7), "the program's exit status");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\nworld\n");
@@ -33,18 +40,39 @@ fn run_passes_streams_and_exit_status_through_and_says_where_the_trace_is() {
     assert!(err.contains("trace: t.trace"), "{err}");
     assert!(err.contains("accprof report t.trace"), "{err}");
     let t = load(&dir.join("t.trace"));
-    let computes: Vec<_> = t.events.iter().filter(|e| e.kind == accprof_abi::acc_event_t::COMPUTE_CONSTRUCT_START).collect();
-    assert_eq!(computes.len(), 1, "recorded once although the tool is loaded both ways");
-    assert_eq!(computes[0].line_no(), Some(pragma_line(&program_source("exit_code.c"), "parallel loop")));
+    let computes: Vec<_> = t
+        .events
+        .iter()
+        .filter(|e| e.kind == accprof_abi::acc_event_t::COMPUTE_CONSTRUCT_START)
+        .collect();
+    assert_eq!(
+        computes.len(),
+        1,
+        "recorded once although the tool is loaded both ways"
+    );
+    assert_eq!(
+        computes[0].line_no(),
+        Some(pragma_line(&program_source("exit_code.c"), "parallel loop"))
+    );
 }
 
 #[test]
 fn run_reports_a_signal_death_like_a_shell() {
     let dir = scratch("run-signal");
     let exe = compile_c("exit_code.c", &dir, &[]);
-    let out = accprof(&dir).args(["run", "--"]).arg(&exe).args(["--signal", "15"]).stdin(Stdio::null()).output().unwrap();
+    let out = accprof(&dir)
+        .args(["run", "--"])
+        .arg(&exe)
+        .args(["--signal", "15"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(128 + 15));
-    assert!(stderr(&out).contains("killed by signal 15"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("killed by signal 15"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -61,16 +89,27 @@ fn run_with_a_missing_or_non_executable_program_is_one_line() {
         assert!(err.contains(msg), "{err}");
     }
     std::fs::write(dir.join("data.txt"), "x").unwrap();
-    let out = accprof(&dir).args(["run", "--", "./data.txt"]).output().unwrap();
+    let out = accprof(&dir)
+        .args(["run", "--", "./data.txt"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(126));
-    assert!(stderr(&out).contains("not an executable"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not an executable"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn run_report_and_advise_print_after_the_program() {
     let dir = scratch("run-report");
     let exe = compile_c("simple.c", &dir, &["-g"]);
-    let out = accprof(&dir).args(["run", "--report", "--advise", "-o", "r.trace", "--"]).arg(&exe).output().unwrap();
+    let out = accprof(&dir)
+        .args(["run", "--report", "--advise", "-o", "r.trace", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
     assert!(all.contains("compute region reached"), "{all}");
@@ -78,7 +117,11 @@ fn run_report_and_advise_print_after_the_program() {
     // GCC puts the data region's end on its last statement's line: that row is its exit, and
     // says so, rather than "data region reached 0 times".
     assert!(all.contains("data region exit"), "{all}");
-    assert!(!all.lines().any(|l| l.contains("data region") && l.contains("reached 0")), "{all}");
+    assert!(
+        !all.lines()
+            .any(|l| l.contains("data region") && l.contains("reached 0")),
+        "{all}"
+    );
 }
 
 #[test]
@@ -86,16 +129,23 @@ fn dump_prints_one_json_object_per_event_with_the_specification_names() {
     let dir = scratch("dump");
     let exe = compile_c("simple.c", &dir, &["-g"]);
     let trace = dir.join("d.trace");
-    assert!(run_profiled(&exe, &[], Load::Preload, &trace, &[]).status.success());
+    assert!(run_profiled(&exe, &[], Load::Preload, &trace, &[])
+        .status
+        .success());
     let out = accprof(&dir).arg("dump").arg(&trace).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let lines: Vec<serde_json::Value> =
-        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
     assert_eq!(lines.len(), 6);
     let update = &lines[3];
     assert_eq!(update["event_type"], "acc_ev_update_start");
     assert_eq!(update["end_event_type"], "acc_ev_update_end");
-    assert_eq!(update["line_no"], pragma_line(&program_source("simple.c"), "update self"));
+    assert_eq!(
+        update["line_no"],
+        pragma_line(&program_source("simple.c"), "update self")
+    );
     assert_eq!(update["func_name"], "main");
     assert_eq!(update["location_attributed"], true);
     assert_eq!(update["parent_construct"], "acc_construct_update");
@@ -107,10 +157,16 @@ fn dump_prints_one_json_object_per_event_with_the_specification_names() {
 fn dump_and_report_refuse_bad_files_in_one_line() {
     let dir = scratch("bad-files");
     std::fs::write(dir.join("empty.trace"), b"").unwrap();
-    std::fs::write(dir.join("foreign.trace"), b"\x7fELF this is not a trace at all").unwrap();
+    std::fs::write(
+        dir.join("foreign.trace"),
+        b"\x7fELF this is not a trace at all",
+    )
+    .unwrap();
     let exe = compile_c("simple.c", &dir, &[]);
     let good = dir.join("good.trace");
-    assert!(run_profiled(&exe, &[], Load::Preload, &good, &[]).status.success());
+    assert!(run_profiled(&exe, &[], Load::Preload, &good, &[])
+        .status
+        .success());
     let mut corrupt = std::fs::read(&good).unwrap();
     let n = corrupt.len();
     corrupt[n - 20] ^= 0xff;
@@ -128,9 +184,16 @@ fn dump_and_report_refuse_bad_files_in_one_line() {
             assert_eq!(out.status.code(), Some(1), "{cmd} {file}");
             let err = stderr(&out);
             assert_eq!(err.lines().count(), 1, "{cmd} {file}: {err}");
-            assert!(err.contains(msg) && !err.contains("panicked"), "{cmd} {file}: {err}");
+            assert!(
+                err.contains(msg) && !err.contains("panicked"),
+                "{cmd} {file}: {err}"
+            );
         }
-        let out = accprof(&dir).arg(cmd).arg("truncated.trace").output().unwrap();
+        let out = accprof(&dir)
+            .arg(cmd)
+            .arg("truncated.trace")
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{cmd}: {}", stderr(&out));
         assert!(stderr(&out).contains("warning"), "{cmd}: {}", stderr(&out));
     }
@@ -141,15 +204,36 @@ fn accprof_report_variable_prints_the_report_at_exit() {
     let dir = scratch("report-env");
     let exe = compile_c("simple.c", &dir, &["-g"]);
     let trace = dir.join("e.trace");
-    let out = run_profiled(&exe, &[], Load::Preload, &trace, &[("ACCPROF_REPORT", "1"), ("ACCPROF_CLI", accprof_cli().to_str().unwrap())]);
+    let out = run_profiled(
+        &exe,
+        &[],
+        Load::Preload,
+        &trace,
+        &[
+            ("ACCPROF_REPORT", "1"),
+            ("ACCPROF_CLI", accprof_cli().to_str().unwrap()),
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1999", "the report does not go to the program's stdout");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "1999",
+        "the report does not go to the program's stdout"
+    );
     let err = stderr(&out);
     assert!(err.contains("compute region reached"), "{err}");
     // ACCPROF_REPORT=FILE writes it there instead, and finds accprof next to the library.
     let file = dir.join("report.txt");
-    let out = run_profiled(&exe, &[], Load::Preload, &trace, &[("ACCPROF_REPORT", file.to_str().unwrap())]);
+    let out = run_profiled(
+        &exe,
+        &[],
+        Load::Preload,
+        &trace,
+        &[("ACCPROF_REPORT", file.to_str().unwrap())],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("compute region reached"));
-    assert!(std::fs::read_to_string(&file).unwrap().contains("compute region reached"));
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .contains("compute region reached"));
 }

@@ -18,18 +18,47 @@ fn on_without_cupti_says_so_in_one_line_and_the_program_is_unharmed() {
     let exe = compile_c("simple.c", &dir, &["-g"]);
     for how in ALL_LOADS {
         let trace = dir.join(format!("{how:?}.trace"));
-        let out = run_profiled(&exe, &["100"], how, &trace, &[("ACCPROF_CUPTI", "on"), NO_CUPTI]);
+        let out = run_profiled(
+            &exe,
+            &["100"],
+            how,
+            &trace,
+            &[("ACCPROF_CUPTI", "on"), NO_CUPTI],
+        );
         assert!(out.status.success(), "{how:?}: {}", stderr(&out));
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "199", "{how:?}: the program's own output");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "199",
+            "{how:?}: the program's own output"
+        );
         let err = stderr(&out);
         let lines = cupti_lines(&err);
-        assert_eq!(lines.len(), 1, "{how:?}: exactly one line about CUPTI:\n{err}");
-        assert!(lines[0].starts_with("accprof: ACCPROF_CUPTI=on but cannot load /nonexistent/libcupti.so.13"), "{}", lines[0]);
+        assert_eq!(
+            lines.len(),
+            1,
+            "{how:?}: exactly one line about CUPTI:\n{err}"
+        );
+        assert!(
+            lines[0].starts_with(
+                "accprof: ACCPROF_CUPTI=on but cannot load /nonexistent/libcupti.so.13"
+            ),
+            "{}",
+            lines[0]
+        );
         assert!(lines[0].contains("without device times"), "{}", lines[0]);
         let t = load(&trace);
-        assert!(!t.header.extra.iter().any(|(k, _)| k == "device_activity"), "no device activity claimed");
-        assert!(t.events.len() >= 6, "the OpenACC events are recorded as usual");
-        assert!(t.events.iter().all(|e| !accprof_trace::device::is_device_record(e.kind)));
+        assert!(
+            !t.header.extra.iter().any(|(k, _)| k == "device_activity"),
+            "no device activity claimed"
+        );
+        assert!(
+            t.events.len() >= 6,
+            "the OpenACC events are recorded as usual"
+        );
+        assert!(t
+            .events
+            .iter()
+            .all(|e| !accprof_trace::device::is_device_record(e.kind)));
     }
 }
 
@@ -58,16 +87,29 @@ fn on_with_whatever_this_machine_has_is_consistent() {
     let dir = scratch("cupti-here");
     let exe = compile_c("simple.c", &dir, &["-g"]);
     let trace = dir.join("t.trace");
-    let out = run_profiled(&exe, &["100"], Load::Preload, &trace, &[("ACCPROF_CUPTI", "on"), ("ACCPROF_QUIET", "1")]);
+    let out = run_profiled(
+        &exe,
+        &["100"],
+        Load::Preload,
+        &trace,
+        &[("ACCPROF_CUPTI", "on"), ("ACCPROF_QUIET", "1")],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "199");
     let err = stderr(&out);
-    let recorded = load(&trace).header.extra.iter().any(|(k, v)| k == "device_activity" && v == "cupti");
+    let recorded = load(&trace)
+        .header
+        .extra
+        .iter()
+        .any(|(k, v)| k == "device_activity" && v == "cupti");
     let lines = cupti_lines(&err);
     if recorded {
         assert!(lines.is_empty(), "{err}");
     } else {
         assert_eq!(lines.len(), 1, "{err}");
-        assert!(lines[0].starts_with("accprof: ACCPROF_CUPTI=on but "), "{err}");
+        assert!(
+            lines[0].starts_with("accprof: ACCPROF_CUPTI=on but "),
+            "{err}"
+        );
     }
 }

@@ -25,7 +25,11 @@ fn compile_against_shim(name: &str, dir: &Path) -> PathBuf {
         .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
         .output()
         .expect("gcc runs");
-    assert!(out.status.success(), "gcc failed on {name}:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "gcc failed on {name}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     exe
 }
 
@@ -47,19 +51,28 @@ fn printed_addresses(out: &Output) -> BTreeMap<String, u64> {
         .lines()
         .filter_map(|l| {
             let (tag, addr) = l.split_once(' ')?;
-            Some((tag.to_string(), u64::from_str_radix(addr.trim_start_matches("0x"), 16).ok()?))
+            Some((
+                tag.to_string(),
+                u64::from_str_radix(addr.trim_start_matches("0x"), 16).ok()?,
+            ))
         })
         .collect()
 }
 
 /// The name given to the first upload of host address `addr`.
 fn upload_name(t: &Trace, addr: u64) -> Option<String> {
-    let e = t.events.iter().find(|e| e.kind == acc_event_t::ENQUEUE_UPLOAD_START && e.get(Field::HostPtr) == Some(addr))?;
+    let e = t.events.iter().find(|e| {
+        e.kind == acc_event_t::ENQUEUE_UPLOAD_START && e.get(Field::HostPtr) == Some(addr)
+    })?;
     t.str(e.var_name()).map(str::to_owned)
 }
 
 fn report(trace: &Path) -> String {
-    let out = Command::new(accprof_cli()).arg("report").arg(trace).output().expect("accprof runs");
+    let out = Command::new(accprof_cli())
+        .arg("report")
+        .arg(trace)
+        .output()
+        .expect("accprof runs");
     assert!(out.status.success(), "{}", stderr(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -73,26 +86,64 @@ fn transfers_of_heap_blocks_are_named_by_their_allocation_line() {
     assert!(out.status.success(), "{}", stderr(&out));
     let addr = printed_addresses(&out);
     let lines = site_lines("heap_names.c");
-    assert_eq!(addr.get("reused"), Some(&1), "glibc gave the freed block's address to the next allocation: the reuse case is tested");
+    assert_eq!(
+        addr.get("reused"),
+        Some(&1),
+        "glibc gave the freed block's address to the next allocation: the reuse case is tested"
+    );
     let t = load(&trace);
     for tag in ["malloc", "calloc", "posix_memalign", "realloc", "reuse"] {
         let want = format!("heap@heap_names.c:{}", lines[tag]);
-        assert_eq!(upload_name(&t, addr[tag]).as_deref(), Some(&want[..]), "{tag}");
+        assert_eq!(
+            upload_name(&t, addr[tag]).as_deref(),
+            Some(&want[..]),
+            "{tag}"
+        );
     }
-    assert_eq!(upload_name(&t, addr["global"]).as_deref(), Some("global_arr"));
+    assert_eq!(
+        upload_name(&t, addr["global"]).as_deref(),
+        Some("global_arr")
+    );
     // acc_update_device(a + 1024, 4096 doubles): 0x2000 bytes into the malloc'd block.
-    let partial = format!("heap@heap_names.c:{}[+0x2000, 32768 bytes]", lines["malloc"]);
-    assert_eq!(upload_name(&t, addr["partial"]).as_deref(), Some(&partial[..]));
+    let partial = format!(
+        "heap@heap_names.c:{}[+0x2000, 32768 bytes]",
+        lines["malloc"]
+    );
+    assert_eq!(
+        upload_name(&t, addr["partial"]).as_deref(),
+        Some(&partial[..])
+    );
     // Named by accprof, not the runtime; the runtime's create/delete events too.
-    let heap_named: Vec<_> = t.events.iter().filter(|e| t.str(e.var_name()).is_some_and(|n| n.starts_with("heap@"))).collect();
-    assert!(heap_named.iter().all(|e| e.flags().contains(EventFlags::ATTRIBUTED_NAME)));
-    assert!(heap_named.iter().any(|e| e.kind == acc_event_t::CREATE), "data events besides transfers are named");
-    assert!(!t.events.iter().any(|e| t.str(e.var_name()).is_some_and(|n| n.contains(&format!(":{}", lines["freed"])))), "nothing is named after the freed block");
-    assert!(t.header.extra.iter().any(|(k, _)| k == "heap_names"), "{:?}", t.header.extra);
+    let heap_named: Vec<_> = t
+        .events
+        .iter()
+        .filter(|e| t.str(e.var_name()).is_some_and(|n| n.starts_with("heap@")))
+        .collect();
+    assert!(heap_named
+        .iter()
+        .all(|e| e.flags().contains(EventFlags::ATTRIBUTED_NAME)));
+    assert!(
+        heap_named.iter().any(|e| e.kind == acc_event_t::CREATE),
+        "data events besides transfers are named"
+    );
+    assert!(
+        !t.events.iter().any(|e| t
+            .str(e.var_name())
+            .is_some_and(|n| n.contains(&format!(":{}", lines["freed"])))),
+        "nothing is named after the freed block"
+    );
+    assert!(
+        t.header.extra.iter().any(|(k, _)| k == "heap_names"),
+        "{:?}",
+        t.header.extra
+    );
 
     let r = report(&trace);
     for tag in ["malloc", "calloc", "posix_memalign", "realloc", "reuse"] {
-        assert!(r.contains(&format!("heap@heap_names.c:{} ", lines[tag])), "{tag} in\n{r}");
+        assert!(
+            r.contains(&format!("heap@heap_names.c:{} ", lines[tag])),
+            "{tag} in\n{r}"
+        );
     }
     assert!(r.contains(&partial), "{r}");
     assert!(r.contains("global_arr"), "{r}");
@@ -115,15 +166,25 @@ fn heap_naming_off_or_without_preload_names_no_block() {
         assert!(out.status.success(), "{case}: {}", stderr(&out));
         let err = stderr(&out);
         if case == "proflib-on" {
-            assert!(err.contains("ACCPROF_HEAP=on") && err.contains("LD_PRELOAD"), "{case}: says why not: {err}");
+            assert!(
+                err.contains("ACCPROF_HEAP=on") && err.contains("LD_PRELOAD"),
+                "{case}: says why not: {err}"
+            );
         } else {
             assert!(!err.contains("ACCPROF_HEAP"), "{case}: {err}");
         }
         let addr = printed_addresses(&out);
         let t = load_named(&trace);
-        assert!(t.events.iter().all(|e| e.get(Field::AllocSite).is_none()), "{case}");
+        assert!(
+            t.events.iter().all(|e| e.get(Field::AllocSite).is_none()),
+            "{case}"
+        );
         assert!(upload_name(&t, addr["malloc"]).is_none(), "{case}");
-        assert_eq!(upload_name(&t, addr["global"]).as_deref(), Some("global_arr"), "{case}: the symbol table still names globals");
+        assert_eq!(
+            upload_name(&t, addr["global"]).as_deref(),
+            Some("global_arr"),
+            "{case}: the symbol table still names globals"
+        );
     }
 }
 
@@ -142,7 +203,10 @@ fn many_threads_allocating_get_correct_memory_and_named_transfers() {
     assert!(!stderr(&out).contains("LOST"), "{}", stderr(&out));
     let t = load(&trace);
     let after = printed_addresses(&out)["after"];
-    let want = format!("heap@heap_stress.c:{}", site_lines("heap_stress.c")["after"]);
+    let want = format!(
+        "heap@heap_stress.c:{}",
+        site_lines("heap_stress.c")["after"]
+    );
     assert_eq!(upload_name(&t, after).as_deref(), Some(&want[..]));
 }
 
@@ -154,11 +218,27 @@ fn an_overflowing_queue_is_reported_and_names_nothing_after_it() {
     let out = run_profiled(&exe, &["overflow"], Load::Preload, &trace, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("ok"));
-    assert!(stderr(&out).contains("heap allocation records LOST"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("heap allocation records LOST"),
+        "{}",
+        stderr(&out)
+    );
     let t = load(&trace);
-    let lost = t.events.iter().find(|e| e.kind == accprof_trace::model::tool::HEAP_RECORDS_LOST).expect("the loss is in the trace");
+    let lost = t
+        .events
+        .iter()
+        .find(|e| e.kind == accprof_trace::model::tool::HEAP_RECORDS_LOST)
+        .expect("the loss is in the trace");
     assert!(lost.bytes().is_some_and(|n| n > 0));
     let after = printed_addresses(&out)["after"];
-    assert!(upload_name(&t, after).is_none(), "{:?}", upload_name(&t, after));
-    assert!(t.events.iter().filter(|e| e.start_ns >= lost.start_ns).all(|e| e.get(Field::AllocSite).is_none()));
+    assert!(
+        upload_name(&t, after).is_none(),
+        "{:?}",
+        upload_name(&t, after)
+    );
+    assert!(t
+        .events
+        .iter()
+        .filter(|e| e.start_ns >= lost.start_ns)
+        .all(|e| e.get(Field::AllocSite).is_none()));
 }

@@ -15,12 +15,23 @@ fn bad_fields_odd_orders_and_late_events_are_kept_and_flagged() {
         .args(["-ldl", "-pthread"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let trace = dir.join("h.trace");
-    let out = std::process::Command::new(&exe).arg(libaccprof()).env("ACCPROF_OUT", &trace).output().unwrap();
+    let out = std::process::Command::new(&exe)
+        .arg(libaccprof())
+        .env("ACCPROF_OUT", &trace)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{}", stdout, stderr(&out));
-    assert!(stdout.contains("main done") && stdout.contains("calls 10"), "{stdout}");
+    assert!(
+        stdout.contains("main done") && stdout.contains("calls 10"),
+        "{stdout}"
+    );
     let t = load(&trace);
     let kinds: Vec<i32> = t.events.iter().map(|e| e.kind.0).collect();
     // 1 compute pair, 1 launch pair, wait end alone, free, event 99, free on the new thread,
@@ -36,7 +47,11 @@ fn bad_fields_odd_orders_and_late_events_are_kept_and_flagged() {
     assert!(compute.flags().contains(EventFlags::OS_THREAD_ID));
 
     let launch = find(acc_event_t::ENQUEUE_LAUNCH_START);
-    assert_eq!(launch.get(Field::Version), None, "valid_bytes = 8 hides everything after it");
+    assert_eq!(
+        launch.get(Field::Version),
+        None,
+        "valid_bytes = 8 hides everything after it"
+    );
     assert_eq!(launch.get(Field::KernelName), None);
 
     let wait = find(acc_event_t::WAIT_START);
@@ -47,8 +62,17 @@ fn bad_fields_odd_orders_and_late_events_are_kept_and_flagged() {
         assert_eq!(free.bytes(), None);
         assert!(free.flags().contains(EventFlags::BYTES_UNKNOWN));
     }
-    let threads: std::collections::HashSet<_> = t.events.iter().filter(|e| e.kind == acc_event_t::FREE).map(|e| e.thread()).collect();
-    assert_eq!(threads.len(), 2, "the free on the other thread carries that thread's id");
+    let threads: std::collections::HashSet<_> = t
+        .events
+        .iter()
+        .filter(|e| e.kind == acc_event_t::FREE)
+        .map(|e| e.thread())
+        .collect();
+    assert_eq!(
+        threads.len(),
+        2,
+        "the free on the other thread carries that thread's id"
+    );
 
     let update = find(acc_event_t::UPDATE_START);
     assert!(update.flags().contains(EventFlags::NO_END));
@@ -59,5 +83,9 @@ fn bad_fields_odd_orders_and_late_events_are_kept_and_flagged() {
     assert!(shutdown.flags().contains(EventFlags::AFTER_SHUTDOWN));
     // The footer counted what was written before exit; the late event follows it.
     assert_eq!(t.footer.as_ref().unwrap().events_recorded, 7);
-    assert!(stderr(&out).contains("7 events recorded"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("7 events recorded"),
+        "{}",
+        stderr(&out)
+    );
 }

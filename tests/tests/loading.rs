@@ -8,7 +8,11 @@ use accprof_trace::EventFlags;
 fn expected_simple(src: &std::path::Path) -> Vec<(String, Option<i64>)> {
     let data = pragma_line(src, "acc data");
     let lines = pragma_lines(src);
-    let parallel: Vec<i64> = lines.iter().filter(|(_, t)| t.contains("parallel loop")).map(|(l, _)| *l).collect();
+    let parallel: Vec<i64> = lines
+        .iter()
+        .filter(|(_, t)| t.contains("parallel loop"))
+        .map(|(l, _)| *l)
+        .collect();
     let update = pragma_line(src, "update self");
     vec![
         ("acc_ev_device_init_start".into(), Some(data)),
@@ -30,27 +34,50 @@ fn preload_proflib_and_both_record_the_same_events_once() {
         let trace = dir.join(format!("{load:?}.trace"));
         let out = run_profiled(&exe, &["100"], load, &trace, &[]);
         assert!(out.status.success(), "{load:?}: {}", stderr(&out));
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "199", "{load:?}: the program's own output");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "199",
+            "{load:?}: the program's own output"
+        );
         let t = load_trace(&trace);
         let mut got = names_and_lines(&t);
         // The exit data line is wherever GCC's line table puts the region's end call: it must
         // be inside the data region, after the last construct.
-        let exit_line = got.last().and_then(|(_, l)| *l).expect("exit data has a line");
-        assert!(exit_line >= expected[4].1.unwrap(), "{load:?}: exit data at line {exit_line}");
+        let exit_line = got
+            .last()
+            .and_then(|(_, l)| *l)
+            .expect("exit data has a line");
+        assert!(
+            exit_line >= expected[4].1.unwrap(),
+            "{load:?}: exit data at line {exit_line}"
+        );
         got.last_mut().unwrap().1 = None;
         assert_eq!(got, expected, "{load:?}");
         for e in &t.events {
-            assert!(e.flags().contains(EventFlags::ATTRIBUTED_LOCATION), "{load:?}: {e:?}");
+            assert!(
+                e.flags().contains(EventFlags::ATTRIBUTED_LOCATION),
+                "{load:?}: {e:?}"
+            );
             assert!(e.end_ns >= e.start_ns);
-            assert_eq!(str_field(&t, e, accprof_trace::Field::SrcFile), Some(src.to_str().unwrap()));
-            assert_eq!(str_field(&t, e, accprof_trace::Field::FuncName), Some("main"));
+            assert_eq!(
+                str_field(&t, e, accprof_trace::Field::SrcFile),
+                Some(src.to_str().unwrap())
+            );
+            assert_eq!(
+                str_field(&t, e, accprof_trace::Field::FuncName),
+                Some("main")
+            );
         }
         // Recorded events are nested properly: enter data ends before the first compute starts.
         assert!(t.events[1].end_ns <= t.events[2].start_ns);
         let footer = t.footer.as_ref().expect("a clean exit writes the footer");
         assert_eq!(footer.events_recorded, 6);
         assert_eq!(footer.events_dropped, 0);
-        assert!(stderr(&out).contains("6 events recorded to"), "{load:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("6 events recorded to"),
+            "{load:?}: {}",
+            stderr(&out)
+        );
     }
 }
 
@@ -70,7 +97,10 @@ fn a_stripped_program_gets_function_and_offset() {
     for e in &t.events {
         // No DWARF and no symbol table: the module and offset, and no line, never a made-up one.
         assert_eq!(e.line_no(), None, "{e:?}");
-        assert_eq!(str_field(&t, e, accprof_trace::Field::SrcFile), Some(exe.to_str().unwrap()));
+        assert_eq!(
+            str_field(&t, e, accprof_trace::Field::SrcFile),
+            Some(exe.to_str().unwrap())
+        );
         let f = str_field(&t, e, accprof_trace::Field::FuncName).unwrap();
         assert!(f.starts_with("simple+0x"), "{f}");
     }
@@ -84,7 +114,9 @@ fn a_program_built_without_g_but_with_symbols_gets_function_plus_offset() {
     let out = run_profiled(&exe, &[], Load::Preload, &trace, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     let t = load(&trace);
-    let f = str_field(&t, &t.events[2], accprof_trace::Field::FuncName).unwrap().to_string();
+    let f = str_field(&t, &t.events[2], accprof_trace::Field::FuncName)
+        .unwrap()
+        .to_string();
     assert!(f.starts_with("main+0x"), "{f}");
 }
 
@@ -92,7 +124,12 @@ fn a_program_built_without_g_but_with_symbols_gets_function_plus_offset() {
 fn a_program_without_openacc_runs_unharmed_and_leaves_no_trace() {
     let dir = scratch("no-openacc");
     let exe = dir.join("plain");
-    let out = std::process::Command::new("gcc").arg("-o").arg(&exe).arg(program_source("no_openacc.c")).output().unwrap();
+    let out = std::process::Command::new("gcc")
+        .arg("-o")
+        .arg(&exe)
+        .arg(program_source("no_openacc.c"))
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let trace = dir.join("t.trace");
     for load in ALL_LOADS {
@@ -138,7 +175,13 @@ fn default_output_name_quiet_and_directory_output() {
     assert!(!pattern.exists());
     let ranked = dir.join("mpi.trace");
     for rank in ["0", "1"] {
-        let out = run_profiled(&exe, &[], Load::Preload, &ranked, &[("OMPI_COMM_WORLD_RANK", rank)]);
+        let out = run_profiled(
+            &exe,
+            &[],
+            Load::Preload,
+            &ranked,
+            &[("OMPI_COMM_WORLD_RANK", rank)],
+        );
         assert!(out.status.success());
         let t = load(&dir.join(format!("mpi.rank{rank}.trace")));
         assert_eq!(t.header.mpi_rank, Some(rank.parse().unwrap()));
@@ -154,6 +197,9 @@ fn an_unwritable_trace_is_one_line_and_the_program_carries_on() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "19");
     let err = stderr(&out);
-    assert!(err.contains("cannot write the trace to /proc/accprof-cannot-write-here/t.trace"), "{err}");
+    assert!(
+        err.contains("cannot write the trace to /proc/accprof-cannot-write-here/t.trace"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }

@@ -15,7 +15,12 @@ fn source() -> PathBuf {
 
 fn build(dir: &Path) -> PathBuf {
     let exe = dir.join("transfers");
-    let o = Command::new("gcc").args(["-g", "-O2", "-fopenacc", "-o"]).arg(&exe).arg(source()).output().expect("gcc runs");
+    let o = Command::new("gcc")
+        .args(["-g", "-O2", "-fopenacc", "-o"])
+        .arg(&exe)
+        .arg(source())
+        .output()
+        .expect("gcc runs");
     assert!(o.status.success(), "gcc: {}", stderr(&o));
     exe
 }
@@ -25,20 +30,55 @@ fn check(t: &accprof_trace::Trace, how: &str) {
     let count = |k: acc_event_t| t.events.iter().filter(|e| e.kind == k).count();
     assert_eq!(count(acc_event_t::COMPUTE_CONSTRUCT_START), 5, "{how}");
     assert_eq!(count(acc_event_t::ENQUEUE_LAUNCH_START), 5, "{how}");
-    let arrays = |k: acc_event_t| t.events.iter().filter(|e| e.kind == k && e.bytes() == Some(8000)).count();
-    assert_eq!(arrays(acc_event_t::ENQUEUE_UPLOAD_START), 3, "{how}: a at entry, a by the update, c at enter data");
-    assert_eq!(arrays(acc_event_t::ENQUEUE_DOWNLOAD_START), 2, "{how}: b at the data exit, c at exit data");
+    let arrays = |k: acc_event_t| {
+        t.events
+            .iter()
+            .filter(|e| e.kind == k && e.bytes() == Some(8000))
+            .count()
+    };
+    assert_eq!(
+        arrays(acc_event_t::ENQUEUE_UPLOAD_START),
+        3,
+        "{how}: a at entry, a by the update, c at enter data"
+    );
+    assert_eq!(
+        arrays(acc_event_t::ENQUEUE_DOWNLOAD_START),
+        2,
+        "{how}: b at the data exit, c at exit data"
+    );
     // Each compute construct at its own pragma's line: the first one three times.
     let src = source();
-    let lines: Vec<i64> = pragma_lines(&src).into_iter().filter(|(_, t)| t.contains("parallel loop")).map(|(l, _)| l).collect();
-    let want: BTreeMap<Option<i64>, usize> = [(Some(lines[0]), 3), (Some(lines[1]), 1), (Some(lines[2]), 1)].into_iter().collect();
+    let lines: Vec<i64> = pragma_lines(&src)
+        .into_iter()
+        .filter(|(_, t)| t.contains("parallel loop"))
+        .map(|(l, _)| l)
+        .collect();
+    let want: BTreeMap<Option<i64>, usize> = [
+        (Some(lines[0]), 3),
+        (Some(lines[1]), 1),
+        (Some(lines[2]), 1),
+    ]
+    .into_iter()
+    .collect();
     let mut got: BTreeMap<Option<i64>, usize> = BTreeMap::new();
-    for e in t.events.iter().filter(|e| e.kind == acc_event_t::COMPUTE_CONSTRUCT_START) {
+    for e in t
+        .events
+        .iter()
+        .filter(|e| e.kind == acc_event_t::COMPUTE_CONSTRUCT_START)
+    {
         *got.entry(e.line_no()).or_default() += 1;
     }
     assert_eq!(got, want, "{how}: line -> compute constructs");
-    let update = t.events.iter().find(|e| e.kind == acc_event_t::UPDATE_START).expect("an update");
-    assert_eq!(update.line_no(), Some(pragma_line(&src, "update device")), "{how}");
+    let update = t
+        .events
+        .iter()
+        .find(|e| e.kind == acc_event_t::UPDATE_START)
+        .expect("an update");
+    assert_eq!(
+        update.line_no(),
+        Some(pragma_line(&src, "update device")),
+        "{how}"
+    );
 }
 
 #[test]
@@ -59,14 +99,20 @@ fn accprof_run_runtime_shim_records_a_gcc_program_once_with_its_lines() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "b[10]=2 c[10]=4\n");
     let t = load(&trace);
-    assert_eq!(t.header.registration, "acc_register_library", "the shim calls the tool's entry point");
+    assert_eq!(
+        t.header.registration, "acc_register_library",
+        "the shim calls the tool's entry point"
+    );
     check(&t, "accprof run --runtime shim");
 
     // By hand: the shim and the tool preloaded, the tool also in ACC_PROFLIB.
     let trace = dir.join("preload.trace");
     let shim = artifact("libaccshim.so");
     let out = Command::new(&exe)
-        .env("LD_PRELOAD", format!("{} {}", shim.display(), libaccprof().display()))
+        .env(
+            "LD_PRELOAD",
+            format!("{} {}", shim.display(), libaccprof().display()),
+        )
         .env("ACC_PROFLIB", libaccprof())
         .env("ACCPROF_OUT", &trace)
         .env("ACCPROF_QUIET", "1")
@@ -91,5 +137,8 @@ fn accprof_run_says_where_the_shim_is_missing() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("ACCPROF_SHIM_LIB=") && err.contains("no such file"), "{err}");
+    assert!(
+        err.contains("ACCPROF_SHIM_LIB=") && err.contains("no such file"),
+        "{err}"
+    );
 }

@@ -13,7 +13,10 @@ fn app_source(name: &str) -> PathBuf {
 /// Whether GCC builds nvptx images here (Debian's gcc-12-offload-nvptx): kernels calling libm
 /// then need `-foffload=-lm`, as tests/apps/build.sh passes.
 fn offload_compiler() -> bool {
-    let out = Command::new("gcc").arg("-print-prog-name=accel/nvptx-none/mkoffload").output().expect("gcc runs");
+    let out = Command::new("gcc")
+        .arg("-print-prog-name=accel/nvptx-none/mkoffload")
+        .output()
+        .expect("gcc runs");
     Path::new(String::from_utf8_lossy(&out.stdout).trim()).is_file()
 }
 
@@ -21,12 +24,21 @@ fn offload_compiler() -> bool {
 fn build(compiler: &str, dir: &Path, sources: &[&str], exe: &str, extra: &[&str]) -> PathBuf {
     let out_exe = dir.join(exe);
     let mut cmd = Command::new(compiler);
-    cmd.current_dir(dir).args(["-fopenacc", "-g", "-O2"]).args(sources).arg("-o").arg(&out_exe).args(extra);
+    cmd.current_dir(dir)
+        .args(["-fopenacc", "-g", "-O2"])
+        .args(sources)
+        .arg("-o")
+        .arg(&out_exe)
+        .args(extra);
     if offload_compiler() {
         cmd.arg("-foffload=-lm");
     }
     let out = cmd.output().expect("compiler runs");
-    assert!(out.status.success(), "{compiler} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{compiler} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out_exe
 }
 
@@ -36,7 +48,11 @@ fn place(from: &str, dir: &Path, to: &str) {
 }
 
 fn accprof(dir: &Path, args: &[&str]) -> Output {
-    Command::new(accprof_cli()).current_dir(dir).args(args).output().expect("accprof runs")
+    Command::new(accprof_cli())
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("accprof runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -50,25 +66,69 @@ fn run_report_and_advise_leave_the_programs_stdout_byte_for_byte_its_own() {
     let exe = build("gcc", &dir, &["laplace.c"], "laplace", &["-lm"]);
     let alone = Command::new(&exe).current_dir(&dir).output().unwrap();
     assert!(alone.status.success());
-    let profiled = accprof(&dir, &["run", "--report", "--advise", "-o", "r.trace", "--", "./laplace"]);
+    let profiled = accprof(
+        &dir,
+        &[
+            "run",
+            "--report",
+            "--advise",
+            "-o",
+            "r.trace",
+            "--",
+            "./laplace",
+        ],
+    );
     assert!(profiled.status.success(), "{}", stderr(&profiled));
-    assert_eq!(profiled.stdout, alone.stdout, "the program's stdout is its own");
+    assert_eq!(
+        profiled.stdout, alone.stdout,
+        "the program's stdout is its own"
+    );
     let err = stderr(&profiled);
-    assert!(err.contains("compute region reached"), "the report is on stderr: {err}");
+    assert!(
+        err.contains("compute region reached"),
+        "the report is on stderr: {err}"
+    );
     // And to a file: nothing of the report on either stream.
-    let to_file = accprof(&dir, &["run", "--report", "--advise", "--report-file", "rep.txt", "-o", "f.trace", "--", "./laplace"]);
+    let to_file = accprof(
+        &dir,
+        &[
+            "run",
+            "--report",
+            "--advise",
+            "--report-file",
+            "rep.txt",
+            "-o",
+            "f.trace",
+            "--",
+            "./laplace",
+        ],
+    );
     assert!(to_file.status.success(), "{}", stderr(&to_file));
     assert_eq!(to_file.stdout, alone.stdout);
-    assert!(!stderr(&to_file).contains("compute region reached"), "{}", stderr(&to_file));
+    assert!(
+        !stderr(&to_file).contains("compute region reached"),
+        "{}",
+        stderr(&to_file)
+    );
     let rep = std::fs::read_to_string(dir.join("rep.txt")).unwrap();
-    assert!(rep.contains("compute region reached") && rep.contains("laplace.c"), "{rep}");
+    assert!(
+        rep.contains("compute region reached") && rep.contains("laplace.c"),
+        "{rep}"
+    );
 }
 
 /// `accprof run` of `exe` in `dir` on `runtime`, its trace written to `trace`.
 fn profile(dir: &Path, runtime: &str, trace: &str, exe: &str) {
-    let o = accprof(dir, &["run", "-q", "--runtime", runtime, "-o", trace, "--", exe]);
+    let o = accprof(
+        dir,
+        &["run", "-q", "--runtime", runtime, "-o", trace, "--", exe],
+    );
     assert!(o.status.success(), "{exe}: {}", stderr(&o));
-    assert!(dir.join(trace).is_file(), "{exe} wrote no trace: {}", stderr(&o));
+    assert!(
+        dir.join(trace).is_file(),
+        "{exe} wrote no trace: {}",
+        stderr(&o)
+    );
 }
 
 /// The user's loop: laplace.c profiled, edited in place (one line inserted above the loop),
@@ -88,11 +148,16 @@ fn diff_pairs_constructs_moved_by_an_inserted_line() {
         let text = stdout(&o);
         for moved in ["laplace.c:41 -> 42 main", "laplace.c:50 -> 51 main"] {
             assert!(
-                text.lines().any(|l| l.contains(moved) && l.contains("compute region") && l.contains("60 -> 60")),
+                text.lines().any(|l| l.contains(moved)
+                    && l.contains("compute region")
+                    && l.contains("60 -> 60")),
                 "{runtime}: {moved}:\n{text}"
             );
         }
-        assert!(!text.contains("Added (only after)") && !text.contains("Removed (only before)"), "{runtime}: nothing unpaired:\n{text}");
+        assert!(
+            !text.contains("Added (only after)") && !text.contains("Removed (only before)"),
+            "{runtime}: nothing unpaired:\n{text}"
+        );
     }
 }
 
@@ -112,27 +177,47 @@ fn diff_of_naive_and_data_region_pairs_the_loop_and_lists_the_region_as_added() 
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     let row = |needle: &str| {
-        text.lines().find(|l| l.contains(needle) && l.contains("compute region")).unwrap_or_else(|| panic!("{needle}:\n{text}")).to_string()
+        text.lines()
+            .find(|l| l.contains(needle) && l.contains("compute region"))
+            .unwrap_or_else(|| panic!("{needle}:\n{text}"))
+            .to_string()
     };
     let first = row("laplace.c:41 -> 42 main");
     assert!(first.contains("60 -> 60"), "{first}");
     // 120 MiB of A and Anew each iteration before; only the reduction cell after.
     assert!(first.contains("120.00 MiB -> 960 B"), "{first}");
-    assert!(row("laplace.c:50 -> 51 main").contains("120 MiB -> 0 B"), "{text}");
-    let added = text.lines().find(|l| l.starts_with("Added (only after)")).unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row("laplace.c:50 -> 51 main").contains("120 MiB -> 0 B"),
+        "{text}"
+    );
+    let added = text
+        .lines()
+        .find(|l| l.starts_with("Added (only after)"))
+        .unwrap_or_else(|| panic!("{text}"));
     assert!(added.contains("laplace.c:38 main (data region)"), "{added}");
     assert!(!added.contains("compute region"), "{added}");
     assert!(!text.contains("Removed (only before)"), "{text}");
     // The reduction cell (8 bytes at a stack address that differs between the runs) is one
     // "runtime internal" row per direction that pairs, not one row per address.
     assert!(!text.contains("host 0x"), "{text}");
-    let internal: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("runtime internal")).collect();
+    let internal: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("runtime internal"))
+        .collect();
     assert_eq!(internal.len(), 2, "{text}");
-    assert!(internal.iter().all(|l| l.contains("60 -> 60") && l.contains("480 B -> 480 B")), "{text}");
+    assert!(
+        internal
+            .iter()
+            .all(|l| l.contains("60 -> 60") && l.contains("480 B -> 480 B")),
+        "{text}"
+    );
     // laplace.c now holds the edited program: advice on the old trace must not read its lines
     // against it (the constructs' lines hold no directive there), and falls back to the trace's.
     let advice = stdout(&accprof(&dir, &["advise", "-q", "before.trace"]));
-    assert!(advice.contains("wrap lines 41-50 in `#pragma acc data copy(A, Anew)`"), "{advice}");
+    assert!(
+        advice.contains("wrap lines 41-50 in `#pragma acc data copy(A, Anew)`"),
+        "{advice}"
+    );
     assert!(!advice.contains("39-59"), "{advice}");
 }
 
@@ -149,12 +234,21 @@ fn advice_names_the_enclosing_loop_in_the_programs_language() {
     profile(&dir, "shim", "f.trace", "./jacobi");
     let c = stdout(&accprof(&dir, &["advise", "-q", "c.trace"]));
     // laplace.c: the while loop is lines 38-58; the constructs inside are at 41 and 50.
-    assert!(c.contains("wrap the loop at lines 38-58 in `#pragma acc data copy(A, Anew)`"), "{c}");
+    assert!(
+        c.contains("wrap the loop at lines 38-58 in `#pragma acc data copy(A, Anew)`"),
+        "{c}"
+    );
     assert!(!c.contains("!$acc"), "{c}");
     let f = stdout(&accprof(&dir, &["advise", "-q", "f.trace"]));
     // jacobi_naive.f90: the do while loop is lines 24-41.
-    assert!(f.contains("lines 24-41 in `!$acc data") && f.contains("`!$acc end data`"), "{f}");
-    assert!(!f.contains("#pragma"), "Fortran advice in Fortran syntax:\n{f}");
+    assert!(
+        f.contains("lines 24-41 in `!$acc data") && f.contains("`!$acc end data`"),
+        "{f}"
+    );
+    assert!(
+        !f.contains("#pragma"),
+        "Fortran advice in Fortran syntax:\n{f}"
+    );
 }
 
 /// A run on libgomp's host fallback (no GPU here, no offload compiler on CI) says so in one
@@ -167,20 +261,34 @@ fn host_fallback_is_said_in_one_line() {
     profile(&dir, "default", "host.trace", "./laplace");
     profile(&dir, "shim", "shim.trace", "./laplace");
     let host = stdout(&accprof(&dir, &["report", "-q", "host.trace"]));
-    let said: Vec<&str> = host.lines().filter(|l| l.contains("Host fallback:")).collect();
+    let said: Vec<&str> = host
+        .lines()
+        .filter(|l| l.contains("Host fallback:"))
+        .collect();
     assert_eq!(said.len(), 1, "{host}");
-    assert!(said[0].contains("no data transfer") && said[0].contains("--runtime shim"), "{}", said[0]);
+    assert!(
+        said[0].contains("no data transfer") && said[0].contains("--runtime shim"),
+        "{}",
+        said[0]
+    );
     let shim = stdout(&accprof(&dir, &["report", "-q", "shim.trace"]));
     assert!(!shim.contains("Host fallback"), "{shim}");
-    let internal: Vec<&str> = shim.lines().filter(|l| l.trim_start().starts_with("runtime internal")).collect();
+    let internal: Vec<&str> = shim
+        .lines()
+        .filter(|l| l.trim_start().starts_with("runtime internal"))
+        .collect();
     assert_eq!(internal.len(), 2, "one row each way:\n{shim}");
     assert!(!shim.contains("host 0x7f"), "{shim}");
     let advice = stdout(&accprof(&dir, &["advise", "-q", "host.trace"]));
-    assert!(advice.contains("Host fallback:") && !advice.contains("async_queues"), "{advice}");
+    assert!(
+        advice.contains("Host fallback:") && !advice.contains("async_queues"),
+        "{advice}"
+    );
 }
 
 fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()))
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()))
 }
 
 /// tests/apps' MPI halo exchange on 2 ranks: the merged section names every trace, sums wall
@@ -189,19 +297,34 @@ fn on_path(tool: &str) -> bool {
 #[test]
 fn mpi_ranks_merge_into_totals_that_add_up() {
     if !on_path("mpirun") || !on_path("mpicc") {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must have Open MPI (.ci/run installs libopenmpi-dev openmpi-bin)");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI must have Open MPI (.ci/run installs libopenmpi-dev openmpi-bin)"
+        );
         eprintln!("note: mpirun/mpicc not found (apt-get install libopenmpi-dev openmpi-bin): MPI test skipped");
         return;
     }
     let dir = scratch("ul-mpi");
     place("mpi_halo.c", &dir, "mpi_halo.c");
     let mut cc = Command::new("mpicc");
-    cc.current_dir(&dir).env("OMPI_CC", "gcc").args(["-fopenacc", "-g", "-O2", "mpi_halo.c", "-o", "mpi_halo", "-lm"]);
+    cc.current_dir(&dir).env("OMPI_CC", "gcc").args([
+        "-fopenacc",
+        "-g",
+        "-O2",
+        "mpi_halo.c",
+        "-o",
+        "mpi_halo",
+        "-lm",
+    ]);
     if offload_compiler() {
         cc.arg("-foffload=-lm");
     }
     let built = cc.output().unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     std::fs::create_dir_all(dir.join("traces")).unwrap();
     let ran = Command::new("mpirun")
         .current_dir(&dir)
@@ -211,8 +334,15 @@ fn mpi_ranks_merge_into_totals_that_add_up() {
         .output()
         .unwrap();
     assert!(ran.status.success(), "{}", stderr(&ran));
-    assert!(stdout(&ran).contains("mpi_halo ranks 2"), "{}", stdout(&ran));
-    let mut traces: Vec<String> = std::fs::read_dir(dir.join("traces")).unwrap().map(|e| e.unwrap().path().display().to_string()).collect();
+    assert!(
+        stdout(&ran).contains("mpi_halo ranks 2"),
+        "{}",
+        stdout(&ran)
+    );
+    let mut traces: Vec<String> = std::fs::read_dir(dir.join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .collect();
     traces.sort();
     assert_eq!(traces.len(), 2, "{traces:?}");
     let mut args = vec!["report", "-q"];
@@ -220,21 +350,38 @@ fn mpi_ranks_merge_into_totals_that_add_up() {
     let o = accprof(&dir, &args);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    let merged = &text[text.find("==== all 2 traces merged ====").unwrap_or_else(|| panic!("{text}"))..];
+    let merged = &text[text
+        .find("==== all 2 traces merged ====")
+        .unwrap_or_else(|| panic!("{text}"))..];
     let header: String = merged.lines().take(4).collect::<Vec<_>>().join("\n");
     for t in &traces {
         assert!(header.contains(t.as_str()), "every trace named:\n{header}");
     }
     assert!(header.contains("wall time too"), "{header}");
     // Every share in every summary is of its own wall time: none above 100%.
-    for l in text.lines().filter(|l| l.trim_start().starts_with("compute constructs [host]") || l.trim_start().starts_with("untracked host time")) {
-        let pct: f64 = l.split_whitespace().find(|w| w.ends_with('%')).and_then(|w| w.trim_end_matches('%').parse().ok()).unwrap_or_else(|| panic!("{l}"));
+    for l in text.lines().filter(|l| {
+        l.trim_start().starts_with("compute constructs [host]")
+            || l.trim_start().starts_with("untracked host time")
+    }) {
+        let pct: f64 = l
+            .split_whitespace()
+            .find(|w| w.ends_with('%'))
+            .and_then(|w| w.trim_end_matches('%').parse().ok())
+            .unwrap_or_else(|| panic!("{l}"));
         assert!(pct <= 100.0, "{l}");
     }
-    let table = &merged[merged.find("Constructs across the 2 traces").unwrap_or_else(|| panic!("{merged}"))..];
-    let row = table.lines().find(|l| l.contains("mpi_halo.c:") && l.contains("compute region")).unwrap_or_else(|| panic!("{table}"));
+    let table = &merged[merged
+        .find("Constructs across the 2 traces")
+        .unwrap_or_else(|| panic!("{merged}"))..];
+    let row = table
+        .lines()
+        .find(|l| l.contains("mpi_halo.c:") && l.contains("compute region"))
+        .unwrap_or_else(|| panic!("{table}"));
     let imbalance: f64 = row.split_whitespace().last().unwrap().parse().unwrap();
-    assert!((1.0..=2.0).contains(&imbalance), "max/mean of 2 ranks lies in [1, 2]: {row}");
+    assert!(
+        (1.0..=2.0).contains(&imbalance),
+        "max/mean of 2 ranks lies in [1, 2]: {row}"
+    );
 }
 
 /// GCC places a data region's exit on the statement after its pragma (the loop header); with the
@@ -247,7 +394,10 @@ fn data_region_exit_is_the_regions_closing_line() {
     profile(&dir, "default", "t.trace", "./laplace");
     let text = stdout(&accprof(&dir, &["report", "-q", "t.trace"]));
     // laplace_data.c: `#pragma acc data` at 38, its block the while loop at 39-59.
-    assert!(text.contains("    38: data region reached 1 time"), "{text}");
+    assert!(
+        text.contains("    38: data region reached 1 time"),
+        "{text}"
+    );
     assert!(text.contains("    59: data region exit"), "{text}");
     assert!(!text.contains("    39: data region"), "{text}");
 }

@@ -68,7 +68,12 @@ impl Rule {
     pub fn is_data_rule(self) -> bool {
         matches!(
             self,
-            Rule::DataRegion | Rule::EnterExitData | Rule::CreateInsteadOfCopy | Rule::WholeArray | Rule::UpdateInLoop | Rule::AllocChurn
+            Rule::DataRegion
+                | Rule::EnterExitData
+                | Rule::CreateInsteadOfCopy
+                | Rule::WholeArray
+                | Rule::UpdateInLoop
+                | Rule::AllocChurn
         )
     }
 }
@@ -170,7 +175,12 @@ pub fn advise(p: &Profile) -> Vec<Finding> {
     for rule in RULES {
         rule.check(p, &mut claimed, &mut out);
     }
-    out.sort_by(|a, b| b.estimated_saving_ns.cmp(&a.estimated_saving_ns).then(a.rule.cmp(&b.rule)).then(a.location.line.cmp(&b.location.line)));
+    out.sort_by(|a, b| {
+        b.estimated_saving_ns
+            .cmp(&a.estimated_saving_ns)
+            .then(a.rule.cmp(&b.rule))
+            .then(a.location.line.cmp(&b.location.line))
+    });
     out
 }
 
@@ -198,10 +208,18 @@ pub(crate) struct VarTraffic<'a> {
 
 impl VarTraffic<'_> {
     fn count(&self, d: Direction) -> u64 {
-        self.sites.iter().filter(|s| s.direction == d).map(|s| s.count).sum()
+        self.sites
+            .iter()
+            .filter(|s| s.direction == d)
+            .map(|s| s.count)
+            .sum()
     }
     fn time(&self, d: Direction) -> u64 {
-        self.sites.iter().filter(|s| s.direction == d).map(|s| s.time.total_ns).sum()
+        self.sites
+            .iter()
+            .filter(|s| s.direction == d)
+            .map(|s| s.time.total_ns)
+            .sum()
     }
     fn bytes(&self) -> u64 {
         self.sites.iter().map(|s| s.bytes).sum()
@@ -209,8 +227,15 @@ impl VarTraffic<'_> {
     /// The data clause a data region should give this variable, judged from its traffic:
     /// moved both ways and first moved device->host (produced on the device) = a temporary.
     fn clause(&self) -> &'static str {
-        let (up, down) = (self.count(Direction::HostToDevice), self.count(Direction::DeviceToHost));
-        let first = self.sites.iter().min_by_key(|s| (s.first_ns, s.direction == Direction::DeviceToHost)).map(|s| s.direction);
+        let (up, down) = (
+            self.count(Direction::HostToDevice),
+            self.count(Direction::DeviceToHost),
+        );
+        let first = self
+            .sites
+            .iter()
+            .min_by_key(|s| (s.first_ns, s.direction == Direction::DeviceToHost))
+            .map(|s| s.direction);
         match (up > 0, down > 0) {
             (true, true) if first == Some(Direction::DeviceToHost) => "create",
             (true, true) => "copy",
@@ -232,10 +257,17 @@ impl VarTraffic<'_> {
             }
         };
         keep(Direction::HostToDevice, matches!(clause, "copy" | "copyin"))
-            + keep(Direction::DeviceToHost, matches!(clause, "copy" | "copyout"))
+            + keep(
+                Direction::DeviceToHost,
+                matches!(clause, "copy" | "copyout"),
+            )
     }
     fn events(&self) -> Vec<EventRef> {
-        let mut v: Vec<EventRef> = self.sites.iter().flat_map(|s| s.samples.iter().copied()).collect();
+        let mut v: Vec<EventRef> = self
+            .sites
+            .iter()
+            .flat_map(|s| s.samples.iter().copied())
+            .collect();
         v.sort_by_key(|r| r.start_ns);
         v.truncate(MAX_SAMPLES);
         v
@@ -246,7 +278,6 @@ impl VarTraffic<'_> {
         (s, e)
     }
 }
-
 
 pub(crate) fn clause_text(clauses: &BTreeMap<&str, Vec<String>>) -> String {
     let order = ["copy", "copyin", "copyout", "create"];
@@ -263,13 +294,3 @@ pub(crate) fn construct_lines(cs: &[&Construct]) -> String {
     lines.dedup();
     lines.join(", ")
 }
-
-
-
-
-
-
-
-
-
-

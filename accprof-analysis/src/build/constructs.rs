@@ -4,14 +4,21 @@
 use super::*;
 
 impl ProfileBuilder {
-    pub(super) fn push_construct(&mut self, thread: i64, ev: &Event, kind: ConstructKind, r: EventRef) {
+    pub(super) fn push_construct(
+        &mut self,
+        thread: i64,
+        ev: &Event,
+        kind: ConstructKind,
+        r: EventRef,
+    ) {
         self.check_late_enclosing(thread, r);
         let cid = self.construct_id(ev, kind);
         let dur = r.end_ns - r.start_ns;
         {
             let acc = &mut self.constructs[cid as usize];
             let c = &mut acc.c;
-            let exit_of_data_region = kind == ConstructKind::Data && ev.kind == acc_event_t::EXIT_DATA_START;
+            let exit_of_data_region =
+                kind == ConstructKind::Data && ev.kind == acc_event_t::EXIT_DATA_START;
             if !exit_of_data_region {
                 c.reached += 1;
             }
@@ -44,7 +51,12 @@ impl ProfileBuilder {
         ts.instance += 1;
         let inst = ts.instance;
         if self.device_mode {
-            ts.construct_spans.push(ConstructSpan { start: r.start_ns, end: r.end_ns, construct: cid, instance: inst });
+            ts.construct_spans.push(ConstructSpan {
+                start: r.start_ns,
+                end: r.end_ns,
+                construct: cid,
+                instance: inst,
+            });
         }
         let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
         let inside_open = matches!(ts.stack.back(), Some(Item::Closed { start, end, resolved: true, .. }) if *start <= r.start_ns && r.end_ns <= *end);
@@ -53,12 +65,22 @@ impl ProfileBuilder {
             match ts.stack.back_mut() {
                 // Merge with the previous top-level construct: keeps the stack short over a long
                 // run while no event encloses both.
-                Some(Item::Closed { end, construct, resolved, .. }) if *end <= r.start_ns && !matches!(kind, ConstructKind::Init) => {
+                Some(Item::Closed {
+                    end,
+                    construct,
+                    resolved,
+                    ..
+                }) if *end <= r.start_ns && !matches!(kind, ConstructKind::Init) => {
                     *end = r.end_ns;
                     *construct = Some(cid);
                     *resolved = true;
                 }
-                _ => ts.stack.push_back(Item::Closed { start: r.start_ns, end: r.end_ns, construct: Some(cid), resolved: true }),
+                _ => ts.stack.push_back(Item::Closed {
+                    start: r.start_ns,
+                    end: r.end_ns,
+                    construct: Some(cid),
+                    resolved: true,
+                }),
             }
         }
         if kind != ConstructKind::Compute {
@@ -88,7 +110,10 @@ impl ProfileBuilder {
             key,
             c: Construct {
                 kind,
-                construct_type: key.ctype.and_then(|v| acc_construct_t(v as i32).name()).map(|n| n.trim_start_matches("acc_construct_").to_string()),
+                construct_type: key
+                    .ctype
+                    .and_then(|v| acc_construct_t(v as i32).name())
+                    .map(|n| n.trim_start_matches("acc_construct_").to_string()),
                 location: Location {
                     file: None,
                     function: None,
@@ -115,12 +140,24 @@ impl ProfileBuilder {
     pub(super) fn account_child(&mut self, c: Option<u32>, leaf: &Leaf) -> Option<u32> {
         let c = c?;
         let acc = &mut self.constructs[c as usize];
-        let kernel_key = if leaf.kind == ChildKind::Launch { leaf.kernel } else { None };
+        let kernel_key = if leaf.kind == ChildKind::Launch {
+            leaf.kernel
+        } else {
+            None
+        };
         let key = (leaf.kind, leaf.line, kernel_key);
         let n = acc.children.len();
         let i = *acc.children.entry(key).or_insert(n);
         if i == acc.c.children.len() {
-            acc.c.children.push(ConstructChild { kind: leaf.kind, line: leaf.line, kernel: None, count: 0, bytes: 0, time: Timing::host(), host_time: Timing::host() });
+            acc.c.children.push(ConstructChild {
+                kind: leaf.kind,
+                line: leaf.line,
+                kernel: None,
+                count: 0,
+                bytes: 0,
+                time: Timing::host(),
+                host_time: Timing::host(),
+            });
             acc.device.push(Timing::device());
         }
         let ch = &mut acc.c.children[i];

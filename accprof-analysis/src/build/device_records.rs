@@ -60,11 +60,14 @@ impl ProfileBuilder {
             // runtimes stage copies on helper threads of their own (the shim's pinned uploads),
             // which report no OpenACC events.
             let op = ts.and_then(|ts| find_op(ts, d.host_ns, want)).or_else(|| {
-                let helper = ts.is_none_or(|ts| ts.construct_spans.is_empty() && ts.op_spans.is_empty());
+                let helper =
+                    ts.is_none_or(|ts| ts.construct_spans.is_empty() && ts.op_spans.is_empty());
                 if !helper {
                     return None;
                 }
-                self.threads.values().find_map(|other| find_op(other, d.host_ns, want))
+                self.threads
+                    .values()
+                    .find_map(|other| find_op(other, d.host_ns, want))
             });
             if let Some(op) = op {
                 self.add_device_bytes(want, d.bytes);
@@ -88,7 +91,10 @@ impl ProfileBuilder {
                 host_ptr: d.host_ptr,
                 var: match (d.var, d.host_ptr) {
                     (Some(n), _) => VarId::Name(n),
-                    (None, Some(p)) => VarId::Host { ptr: p, bytes: d.bytes.unwrap_or(0) },
+                    (None, Some(p)) => VarId::Host {
+                        ptr: p,
+                        bytes: d.bytes.unwrap_or(0),
+                    },
                     (None, None) => VarId::Unknown,
                 },
                 kernel: d.kernel,
@@ -130,10 +136,25 @@ impl ProfileBuilder {
         let group = |t: i64| threads.binary_search(&t).ok().map(|g| g as u32);
         let mut spans: Vec<ThreadSpan> = Vec::new();
         for (g, t) in threads.iter().enumerate() {
-            spans.extend(self.threads[t].construct_spans.iter().map(|s| ThreadSpan(g as u32, *s)));
+            spans.extend(
+                self.threads[t]
+                    .construct_spans
+                    .iter()
+                    .map(|s| ThreadSpan(g as u32, *s)),
+            );
         }
         spans.sort_by_key(|s| (s.0, s.1.start, std::cmp::Reverse(s.1.end)));
-        let queries = recs.iter().enumerate().filter_map(|(i, d)| Some(Query { group: group(d.thread)?, t: d.host_ns, tag: i })).collect();
+        let queries = recs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                Some(Query {
+                    group: group(d.thread)?,
+                    t: d.host_ns,
+                    tag: i,
+                })
+            })
+            .collect();
         let mut out = vec![None; recs.len()];
         for (q, found) in innermost_open(&spans, |s| s.0, |_| 0, queries, |_, _| true) {
             out[q.tag] = Some(spans[found].1);
@@ -209,9 +230,21 @@ impl ProfileBuilder {
         if self.device_totals.downloads.count > 0 {
             s.download_bytes = self.device_totals.download_bytes;
         }
-        pick(&mut s.kernels, &mut s.kernels_host, &self.device_totals.kernels);
-        pick(&mut s.uploads, &mut s.uploads_host, &self.device_totals.uploads);
-        pick(&mut s.downloads, &mut s.downloads_host, &self.device_totals.downloads);
+        pick(
+            &mut s.kernels,
+            &mut s.kernels_host,
+            &self.device_totals.kernels,
+        );
+        pick(
+            &mut s.uploads,
+            &mut s.uploads_host,
+            &self.device_totals.uploads,
+        );
+        pick(
+            &mut s.downloads,
+            &mut s.downloads_host,
+            &self.device_totals.downloads,
+        );
     }
 }
 
@@ -221,7 +254,8 @@ fn dur(r: EventRef) -> u64 {
 
 /// Sorts a thread's host-reported operations by start (outermost first), for [`find_op`].
 fn index_spans(ts: &mut ThreadState) {
-    ts.op_spans.sort_by_key(|o| (o.start, std::cmp::Reverse(o.end)));
+    ts.op_spans
+        .sort_by_key(|o| (o.start, std::cmp::Reverse(o.end)));
 }
 
 /// The host-reported operation of kind `want` whose callbacks enclose `t` on this thread.
@@ -237,35 +271,60 @@ const CLOCK_SLACK_NS: u64 = 1_000_000;
 /// taken in host time order and the records in issue (correlation id) order; a record that
 /// started on the device before its candidate launch was issued is not that launch's, and stays
 /// outside any construct (as do kernels that no runtime reported, such as a CUDA library's).
-fn match_kernels_by_name(threads: &HashMap<i64, ThreadState>, recs: &mut [DeviceRecord], strings: &StringTable) {
+fn match_kernels_by_name(
+    threads: &HashMap<i64, ThreadState>,
+    recs: &mut [DeviceRecord],
+    strings: &StringTable,
+) {
     if !recs.iter().any(|d| d.kind == DeviceOp::Kernel && !d.issued) {
         return;
     }
     let mut claimed = std::collections::HashSet::new();
-    for d in recs.iter().filter(|d| d.kind == DeviceOp::Kernel && d.issued) {
-        if let Some(op) = threads.get(&d.thread).and_then(|ts| find_op(ts, d.host_ns, ChildKind::Launch)) {
+    for d in recs
+        .iter()
+        .filter(|d| d.kind == DeviceOp::Kernel && d.issued)
+    {
+        if let Some(op) = threads
+            .get(&d.thread)
+            .and_then(|ts| find_op(ts, d.host_ns, ChildKind::Launch))
+        {
             claimed.insert((d.thread, op.start));
         }
     }
     let mut launches: HashMap<&str, Vec<(u64, u64, i64)>> = HashMap::default();
     for (&thread, ts) in threads {
-        for o in ts.op_spans.iter().filter(|o| o.kind == ChildKind::Launch && !claimed.contains(&(thread, o.start))) {
+        for o in ts
+            .op_spans
+            .iter()
+            .filter(|o| o.kind == ChildKind::Launch && !claimed.contains(&(thread, o.start)))
+        {
             if let Some(name) = strings.resolve(o.kernel_name) {
-                launches.entry(name).or_default().push((o.start, o.end, thread));
+                launches
+                    .entry(name)
+                    .or_default()
+                    .push((o.start, o.end, thread));
             }
         }
     }
     for list in launches.values_mut() {
         list.sort_unstable();
     }
-    let mut order: Vec<usize> = (0..recs.len()).filter(|&i| recs[i].kind == DeviceOp::Kernel && !recs[i].issued).collect();
+    let mut order: Vec<usize> = (0..recs.len())
+        .filter(|&i| recs[i].kind == DeviceOp::Kernel && !recs[i].issued)
+        .collect();
     order.sort_by_key(|&i| (recs[i].correlation.unwrap_or(u64::MAX), recs[i].r.start_ns));
     let mut next: HashMap<&str, usize> = HashMap::default();
     for i in order {
-        let Some(name) = strings.resolve(recs[i].kernel) else { continue };
-        let Some(list) = launches.get(name) else { continue };
+        let Some(name) = strings.resolve(recs[i].kernel) else {
+            continue;
+        };
+        let Some(list) = launches.get(name) else {
+            continue;
+        };
         let k = next.entry(name).or_default();
-        let Some(&(start, end, thread)) = list.get(*k) else { continue };
+        let Some(&(start, end, thread)) = list.get(*k) else {
+            continue;
+        };
         if recs[i].r.start_ns.saturating_add(CLOCK_SLACK_NS) < start {
             continue;
         }
@@ -279,5 +338,10 @@ fn find_op(ts: &ThreadState, t: u64, want: ChildKind) -> Option<OpSpan> {
     let ops = &ts.op_spans;
     let end = ops.partition_point(|o| o.start <= t);
     // Operations of one kind do not overlap on a thread; look back over a few neighbours.
-    ops[..end].iter().rev().take(8).find(|o| o.kind == want && o.end >= t).copied()
+    ops[..end]
+        .iter()
+        .rev()
+        .take(8)
+        .find(|o| o.kind == want && o.end >= t)
+        .copied()
 }

@@ -39,7 +39,10 @@ impl ProfileBuilder {
         self.attribute_device_records(strings);
         self.prefer_device_times();
         let name = |id: Option<StrId>| strings.resolve(id).map(str::to_string);
-        let mut profile = Profile { summary: self.summary, ..Profile::default() };
+        let mut profile = Profile {
+            summary: self.summary,
+            ..Profile::default()
+        };
         profile.device_memory = std::mem::take(&mut self.device_memory).finish(strings);
         profile.device_gaps = std::mem::take(&mut self.device_gaps);
         if self.late_enclosing > 0 {
@@ -56,7 +59,12 @@ impl ProfileBuilder {
         }
         profile.summary.threads = threads.len() as u64;
         profile.summary.untracked_ns = 0;
-        let span = wall_ns.unwrap_or_else(|| profile.summary.last_ns.saturating_sub(profile.summary.first_ns));
+        let span = wall_ns.unwrap_or_else(|| {
+            profile
+                .summary
+                .last_ns
+                .saturating_sub(profile.summary.first_ns)
+        });
         profile.summary.wall_ns = span;
         profile.summary.wall_from_footer = wall_ns.is_some();
         profile.summary.untracked_ns = span.saturating_sub(busiest);

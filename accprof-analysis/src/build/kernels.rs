@@ -55,7 +55,10 @@ impl ProfileBuilder {
         leaf.add_times(&mut self.summary.kernels, &mut self.device_totals.kernels);
         if let Some(c) = c {
             let acc = &mut self.constructs[c as usize];
-            if let Some(&ci) = acc.children.get(&(ChildKind::Launch, leaf.line, leaf.kernel)) {
+            if let Some(&ci) = acc
+                .children
+                .get(&(ChildKind::Launch, leaf.line, leaf.kernel))
+            {
                 acc.c.children[ci].kernel = Some(i);
             }
         }

@@ -22,14 +22,14 @@ mod kernels;
 mod nesting;
 mod transfers;
 
-pub use device_gaps::{DeviceGaps, GapSite};
-pub use device_memory::{DeviceMemory, HeldArray};
-use nesting::share_overhead;
 use crate::model::*;
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_timeline::taxonomy::EventClass;
 use accprof_timeline::{is_async, DeviceOp};
 use accprof_trace::{device, Event, EventFlags, Field, StrId, StringTable};
+pub use device_gaps::{DeviceGaps, GapSite};
+pub use device_memory::{DeviceMemory, HeldArray};
+use nesting::share_overhead;
 use std::collections::{HashMap as StdHashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -155,10 +155,19 @@ enum Item {
     /// An operation waiting for its construct.
     Leaf(Leaf),
     /// An implicit data operation of a compute construct, with what it contained.
-    Group { start: u64, end: u64, leaves: Vec<Leaf> },
+    Group {
+        start: u64,
+        end: u64,
+        leaves: Vec<Leaf>,
+    },
     /// A construct already accounted for (or several consecutive ones merged). `construct` is the
     /// latest one, to which events inside it that arrive later (start-ordered traces) belong.
-    Closed { start: u64, end: u64, construct: Option<u32>, resolved: bool },
+    Closed {
+        start: u64,
+        end: u64,
+        construct: Option<u32>,
+        resolved: bool,
+    },
 }
 
 impl Item {
@@ -251,7 +260,13 @@ struct DeviceTotals {
 
 impl Default for DeviceTotals {
     fn default() -> Self {
-        Self { kernels: Timing::device(), uploads: Timing::device(), downloads: Timing::device(), upload_bytes: 0, download_bytes: 0 }
+        Self {
+            kernels: Timing::device(),
+            uploads: Timing::device(),
+            downloads: Timing::device(),
+            upload_bytes: 0,
+            download_bytes: 0,
+        }
     }
 }
 
@@ -341,14 +356,21 @@ impl ProfileBuilder {
     /// construct open on its issuing thread when it was issued. Costs memory per construct
     /// instance, so traces without device records do without.
     pub fn with_device_records() -> Self {
-        Self { device_mode: true, ..Self::default() }
+        Self {
+            device_mode: true,
+            ..Self::default()
+        }
     }
 
     /// Like [`with_device_records`](Self::with_device_records), for a trace where CUPTI recorded
     /// the device: its records are kept and those from CUDA events, which time the same work
     /// less exactly, are left out so nothing is counted twice.
     pub fn with_cupti_records() -> Self {
-        Self { device_mode: true, prefer_cupti: true, ..Self::default() }
+        Self {
+            device_mode: true,
+            prefer_cupti: true,
+            ..Self::default()
+        }
     }
 
     /// Events fed so far.
@@ -358,7 +380,11 @@ impl ProfileBuilder {
 
     /// Takes the next event of the trace, in file order.
     pub fn feed(&mut self, ev: &Event) {
-        let r = EventRef { index: self.index, start_ns: ev.start_ns, end_ns: ev.end_ns.max(ev.start_ns) };
+        let r = EventRef {
+            index: self.index,
+            start_ns: ev.start_ns,
+            end_ns: ev.end_ns.max(ev.start_ns),
+        };
         self.index += 1;
         let s = &mut self.summary;
         if s.events == 0 || r.start_ns < s.first_ns {
@@ -369,7 +395,11 @@ impl ProfileBuilder {
         let thread = ev.thread().unwrap_or(-1);
         self.device_memory.feed(ev, r);
         if device::is_device_record(ev.kind) {
-            if self.prefer_cupti && ev.flags().contains(accprof_trace::EventFlags::FROM_CUDA_EVENTS) {
+            if self.prefer_cupti
+                && ev
+                    .flags()
+                    .contains(accprof_trace::EventFlags::FROM_CUDA_EVENTS)
+            {
                 self.cuda_event_records_set_aside += 1;
                 return;
             }
@@ -388,11 +418,16 @@ impl ProfileBuilder {
     }
 
     fn leaf(&self, ev: &Event, kind: ChildKind, r: EventRef) -> Leaf {
-        let bytes = ev.bytes().filter(|_| !ev.flags().contains(EventFlags::BYTES_UNKNOWN));
+        let bytes = ev
+            .bytes()
+            .filter(|_| !ev.flags().contains(EventFlags::BYTES_UNKNOWN));
         let host_ptr = ev.get(Field::HostPtr);
         let var = match (ev.var_name(), host_ptr) {
             (Some(n), _) => VarId::Name(n),
-            (None, Some(p)) => VarId::Host { ptr: p, bytes: bytes.unwrap_or(0) },
+            (None, Some(p)) => VarId::Host {
+                ptr: p,
+                bytes: bytes.unwrap_or(0),
+            },
             (None, None) => VarId::Unknown,
         };
         Leaf {
@@ -414,7 +449,13 @@ impl ProfileBuilder {
     }
 
     /// Accounts leaves (in time order) to construct `c` (instance `inst` on `thread`).
-    fn resolve(&mut self, thread: i64, c: Option<u32>, inst: u64, leaves: impl IntoIterator<Item = Leaf>) {
+    fn resolve(
+        &mut self,
+        thread: i64,
+        c: Option<u32>,
+        inst: u64,
+        leaves: impl IntoIterator<Item = Leaf>,
+    ) {
         for leaf in leaves {
             self.resolve_leaf(thread, c, inst, &leaf);
         }
@@ -435,7 +476,13 @@ impl ProfileBuilder {
                 ChildKind::Alloc | ChildKind::Create => self.account_alloc(c, leaf, true),
                 ChildKind::Free | ChildKind::Delete => self.account_alloc(c, leaf, false),
             }
-            if self.device_mode && leaf.host_timed && matches!(leaf.kind, ChildKind::Upload | ChildKind::Download | ChildKind::Launch) {
+            if self.device_mode
+                && leaf.host_timed
+                && matches!(
+                    leaf.kind,
+                    ChildKind::Upload | ChildKind::Download | ChildKind::Launch
+                )
+            {
                 let span = OpSpan {
                     start: leaf.r.start_ns,
                     end: leaf.r.end_ns,
@@ -472,7 +519,11 @@ mod tests {
         let n = 10 * MAX_PENDING as u64;
         for i in 0..n {
             for thread in 1..=3 {
-                b.feed(&op(acc_event_t::ENQUEUE_UPLOAD_START, i * 100 + thread as u64 * 20, thread));
+                b.feed(&op(
+                    acc_event_t::ENQUEUE_UPLOAD_START,
+                    i * 100 + thread as u64 * 20,
+                    thread,
+                ));
             }
             let longest = b.threads.values().map(|t| t.stack.len()).max().unwrap_or(0);
             assert!(longest <= MAX_PENDING, "a stack holds {longest} entries");
@@ -497,7 +548,13 @@ mod tests {
         b.feed(&region);
         let p = b.finish(&StringTable::default());
         assert_eq!(p.summary.uploads.count, n, "every upload is counted once");
-        assert!(p.warnings.iter().any(|w| w.contains("counted outside any construct")), "{:?}", p.warnings);
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("counted outside any construct")),
+            "{:?}",
+            p.warnings
+        );
     }
 
     #[test]
@@ -506,11 +563,18 @@ mod tests {
         let threads = 128;
         for i in 0..2_000u64 {
             for thread in 0..threads {
-                b.feed(&op(acc_event_t::ENQUEUE_LAUNCH_START, i * 1_000 + thread as u64, thread));
+                b.feed(&op(
+                    acc_event_t::ENQUEUE_LAUNCH_START,
+                    i * 1_000 + thread as u64,
+                    thread,
+                ));
             }
         }
         let held: usize = b.threads.values().map(|t| t.stack.len()).sum();
-        assert!(held <= PENDING_BUDGET, "{held} entries held by {threads} threads");
+        assert!(
+            held <= PENDING_BUDGET,
+            "{held} entries held by {threads} threads"
+        );
         let p = b.finish(&StringTable::default());
         assert_eq!(p.summary.kernels.count, 2_000 * threads as u64);
     }

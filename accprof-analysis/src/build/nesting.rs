@@ -9,7 +9,13 @@ impl ProfileBuilder {
         let cap = self.pending_cap();
         let ts = self.threads.entry(thread).or_default();
         // Start-ordered traces: the leaf lies inside the construct on top of the stack.
-        if let Some(Item::Closed { start, end, construct, resolved: true }) = ts.stack.back() {
+        if let Some(Item::Closed {
+            start,
+            end,
+            construct,
+            resolved: true,
+        }) = ts.stack.back()
+        {
             if *start <= leaf.r.start_ns && leaf.r.end_ns <= *end {
                 let (c, inst) = (*construct, ts.instance);
                 self.resolve(thread, c, inst, vec![leaf]);
@@ -65,7 +71,10 @@ impl ProfileBuilder {
 
     /// Notes a construct or implicit data region that encloses operations already flushed.
     pub(super) fn check_late_enclosing(&mut self, thread: i64, r: EventRef) {
-        let flushed = self.threads.get(&thread).and_then(|ts| ts.flushed_last_start);
+        let flushed = self
+            .threads
+            .get(&thread)
+            .and_then(|ts| ts.flushed_last_start);
         if flushed.is_some_and(|f| r.start_ns <= f) {
             self.late_enclosing += 1;
         }
@@ -99,7 +108,13 @@ impl ProfileBuilder {
         let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
         share_overhead(&mut leaves, r.end_ns - r.start_ns);
         // Start-ordered: the group lies inside the construct on top; its leaves come later.
-        if let Some(Item::Closed { start, end, resolved: true, .. }) = ts.stack.back() {
+        if let Some(Item::Closed {
+            start,
+            end,
+            resolved: true,
+            ..
+        }) = ts.stack.back()
+        {
             if *start <= r.start_ns && r.end_ns <= *end {
                 if !leaves.is_empty() {
                     let (c, inst) = match ts.stack.back() {
@@ -112,7 +127,11 @@ impl ProfileBuilder {
             }
         }
         ts.covered_ns = ts.covered_ns - covered + (r.end_ns - r.start_ns);
-        ts.stack.push_back(Item::Group { start: r.start_ns, end: r.end_ns, leaves });
+        ts.stack.push_back(Item::Group {
+            start: r.start_ns,
+            end: r.end_ns,
+            leaves,
+        });
         if ts.stack.len() > cap {
             self.flush_pending(thread);
         }
@@ -122,13 +141,23 @@ impl ProfileBuilder {
 /// Spreads the host time of a data operation that its transfers do not explain over the
 /// allocations inside it.
 pub(super) fn share_overhead(leaves: &mut [Leaf], dur: u64) {
-    let transfers: u64 = leaves.iter().filter(|l| l.is_transfer() || l.kind == ChildKind::Launch).map(|l| l.dur()).sum();
-    let n = leaves.iter().filter(|l| matches!(l.kind, ChildKind::Alloc | ChildKind::Free)).count() as u64;
+    let transfers: u64 = leaves
+        .iter()
+        .filter(|l| l.is_transfer() || l.kind == ChildKind::Launch)
+        .map(|l| l.dur())
+        .sum();
+    let n = leaves
+        .iter()
+        .filter(|l| matches!(l.kind, ChildKind::Alloc | ChildKind::Free))
+        .count() as u64;
     if n == 0 {
         return;
     }
     let share = dur.saturating_sub(transfers) / n;
-    for l in leaves.iter_mut().filter(|l| matches!(l.kind, ChildKind::Alloc | ChildKind::Free)) {
+    for l in leaves
+        .iter_mut()
+        .filter(|l| matches!(l.kind, ChildKind::Alloc | ChildKind::Free))
+    {
         l.overhead_ns = share;
     }
 }

@@ -4,7 +4,12 @@
 use super::*;
 
 impl ProfileBuilder {
-    pub(super) fn variable_index(&mut self, var: VarId, dir: Direction, host_ptr: Option<u64>) -> u32 {
+    pub(super) fn variable_index(
+        &mut self,
+        var: VarId,
+        dir: Direction,
+        host_ptr: Option<u64>,
+    ) -> u32 {
         if let Some(&i) = self.variable_index.get(&(var, dir)) {
             return i;
         }
@@ -29,8 +34,18 @@ impl ProfileBuilder {
     }
 
     /// Accounts a transfer; returns the indices of its variable and transfer site.
-    pub(super) fn account_transfer(&mut self, thread: i64, c: Option<u32>, inst: u64, leaf: &Leaf) -> (u32, u32) {
-        let dir = if leaf.kind == ChildKind::Upload { Direction::HostToDevice } else { Direction::DeviceToHost };
+    pub(super) fn account_transfer(
+        &mut self,
+        thread: i64,
+        c: Option<u32>,
+        inst: u64,
+        leaf: &Leaf,
+    ) -> (u32, u32) {
+        let dir = if leaf.kind == ChildKind::Upload {
+            Direction::HostToDevice
+        } else {
+            Direction::DeviceToHost
+        };
         let bytes = leaf.bytes.unwrap_or(0);
         let dur = leaf.best_ns();
         match dir {
@@ -39,7 +54,10 @@ impl ProfileBuilder {
                 self.summary.upload_bytes += bytes;
             }
             Direction::DeviceToHost => {
-                leaf.add_times(&mut self.summary.downloads, &mut self.device_totals.downloads);
+                leaf.add_times(
+                    &mut self.summary.downloads,
+                    &mut self.device_totals.downloads,
+                );
                 self.summary.download_bytes += bytes;
             }
         }
@@ -94,9 +112,20 @@ impl ProfileBuilder {
             (None, v) => v,
         };
         let ts = self.threads.entry(thread).or_default();
-        let prev = ts.last_transfer.insert(range_key, LastTransfer { dir, construct: c, instance: inst, var_index: vi, r: leaf.r, best_ns: dur });
+        let prev = ts.last_transfer.insert(
+            range_key,
+            LastTransfer {
+                dir,
+                construct: c,
+                instance: inst,
+                var_index: vi,
+                r: leaf.r,
+                best_ns: dur,
+            },
+        );
         if let (Direction::HostToDevice, Some(p)) = (dir, prev) {
-            if p.dir == Direction::DeviceToHost && p.instance != inst && range_key != VarId::Unknown {
+            if p.dir == Direction::DeviceToHost && p.instance != inst && range_key != VarId::Unknown
+            {
                 let key = (p.var_index, p.construct, c);
                 let ri = match self.roundtrip_index.get(&key) {
                     Some(&i) => i,
@@ -129,7 +158,13 @@ impl ProfileBuilder {
 
     /// Consecutive transfers of adjacent host ranges by one construct in one direction form a
     /// run; a long run could have been one transfer of the whole array.
-    pub(super) fn track_slices(&mut self, thread: i64, c: Option<u32>, dir: Direction, leaf: &Leaf) {
+    pub(super) fn track_slices(
+        &mut self,
+        thread: i64,
+        c: Option<u32>,
+        dir: Direction,
+        leaf: &Leaf,
+    ) {
         let bytes = leaf.bytes.unwrap_or(0);
         let array = match leaf.var {
             VarId::Name(n) => VarId::Name(n),
@@ -140,7 +175,10 @@ impl ProfileBuilder {
             (Some(run), Some(p)) => {
                 // Adjacent, or separated by a gap smaller than a slice (the halo columns a row
                 // slice skips).
-                run.construct == c && run.dir == dir && p >= run.next_ptr && p - run.next_ptr <= bytes.max(64)
+                run.construct == c
+                    && run.dir == dir
+                    && p >= run.next_ptr
+                    && p - run.next_ptr <= bytes.max(64)
             }
             _ => false,
         };
@@ -155,7 +193,11 @@ impl ProfileBuilder {
         }
         let finished = ts.run.take();
         if let Some(p) = leaf.host_ptr.filter(|_| bytes > 0) {
-            let mut time = if leaf.device_ns.is_some() { Timing::device() } else { Timing::host() };
+            let mut time = if leaf.device_ns.is_some() {
+                Timing::device()
+            } else {
+                Timing::host()
+            };
             time.add(leaf.best_ns());
             ts.run = Some(SliceRun {
                 construct: c,

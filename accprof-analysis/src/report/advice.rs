@@ -14,10 +14,19 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
         return out;
     }
     if crate::host_fallback::ran_on_host(p) {
-        let _ = writeln!(out, "Host fallback: {}.\n", crate::host_fallback::EXPLANATION);
+        let _ = writeln!(
+            out,
+            "Host fallback: {}.\n",
+            crate::host_fallback::EXPLANATION
+        );
     }
     if findings.is_empty() {
-        let _ = writeln!(out, "No findings: none of the rules matched this run ({} of host time, {} in transfers).", duration(wall), duration(p.summary.transfers_ns()));
+        let _ = writeln!(
+            out,
+            "No findings: none of the rules matched this run ({} of host time, {} in transfers).",
+            duration(wall),
+            duration(p.summary.transfers_ns())
+        );
         return out;
     }
     let total: u64 = findings.iter().map(|f| f.estimated_saving_ns).sum();
@@ -34,7 +43,11 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
             out,
             "   evidence: {} occurrence(s){}, {} host time",
             f.evidence.count,
-            if f.evidence.bytes > 0 { format!(", {}", bytes(f.evidence.bytes)) } else { String::new() },
+            if f.evidence.bytes > 0 {
+                format!(", {}", bytes(f.evidence.bytes))
+            } else {
+                String::new()
+            },
             duration(f.evidence.time_ns)
         );
         for d in &f.evidence.details {
@@ -43,14 +56,29 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
         if f.estimated_saving_ns == 0 {
             let _ = writeln!(out, "   saving:   none estimated (a note: the change moves time, it does not remove it)");
         } else {
-            let _ = writeln!(out, "   saving:   about {} ({} of the run)", duration(f.estimated_saving_ns), percent(f.estimated_saving_ns, wall));
+            let _ = writeln!(
+                out,
+                "   saving:   about {} ({} of the run)",
+                duration(f.estimated_saving_ns),
+                percent(f.estimated_saving_ns, wall)
+            );
         }
         let _ = writeln!(out, "   change:   {}", f.change);
         if let Some(e) = f.events.first() {
-            let _ = writeln!(out, "   see:      event #{} (and {} more) in `accprof tui`", e.index, f.events.len() - 1);
+            let _ = writeln!(
+                out,
+                "   see:      event #{} (and {} more) in `accprof tui`",
+                e.index,
+                f.events.len() - 1
+            );
         }
         out.push('\n');
     }
-    let _ = writeln!(out, "Together about {} ({}) if the savings do not overlap.", duration(total), percent(total, wall));
+    let _ = writeln!(
+        out,
+        "Together about {} ({}) if the savings do not overlap.",
+        duration(total),
+        percent(total, wall)
+    );
     out
 }

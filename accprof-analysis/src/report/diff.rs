@@ -19,8 +19,14 @@ fn change(b: u64, a: u64) -> String {
 fn location(c: &ConstructDiff) -> String {
     let before = c.location.short();
     match &c.moved_to {
-        Some(to) if to.file.as_deref().map(|f| f.rsplit('/').next()) == c.location.file.as_deref().map(|f| f.rsplit('/').next()) => {
-            format!("{before} -> {}", to.line.map(|l| l.to_string()).unwrap_or_else(|| "?".into()))
+        Some(to)
+            if to.file.as_deref().map(|f| f.rsplit('/').next())
+                == c.location.file.as_deref().map(|f| f.rsplit('/').next()) =>
+        {
+            format!(
+                "{before} -> {}",
+                to.line.map(|l| l.to_string()).unwrap_or_else(|| "?".into())
+            )
         }
         Some(to) => format!("{before} -> {}", to.short()),
         None => before,
@@ -30,9 +36,16 @@ fn location(c: &ConstructDiff) -> String {
 /// The comparison as text.
 pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "before: {before}\nafter:  {after}\nAll times [host].\n");
+    let _ = writeln!(
+        out,
+        "before: {before}\nafter:  {after}\nAll times [host].\n"
+    );
     let s = &d.summary;
-    let _ = writeln!(out, "{:<26} {:>14} {:>14} {:>9}", "", "before", "after", "change");
+    let _ = writeln!(
+        out,
+        "{:<26} {:>14} {:>14} {:>9}",
+        "", "before", "after", "change"
+    );
     type Row = (&'static str, (u64, u64), fn(u64) -> String);
     let rows: [Row; 9] = [
         ("wall time", s.wall_ns, duration),
@@ -46,14 +59,27 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
         ("untracked host time", s.untracked_ns, duration),
     ];
     for (name, (b, a), f) in rows {
-        let _ = writeln!(out, "{name:<26} {:>14} {:>14} {:>9}", f(b), f(a), change(b, a));
+        let _ = writeln!(
+            out,
+            "{name:<26} {:>14} {:>14} {:>9}",
+            f(b),
+            f(a),
+            change(b, a)
+        );
     }
     let _ =
         writeln!(out, "\nConstructs (paired across the edit by function, kind, order and nearby lines; largest change in host time first)");
-    let _ =
-        writeln!(out, "  {:<36} {:<15} {:>15} {:>23} {:>17} {:>25}", "location", "construct", "reached", "host time", "transfers", "bytes");
+    let _ = writeln!(
+        out,
+        "  {:<36} {:<15} {:>15} {:>23} {:>17} {:>25}",
+        "location", "construct", "reached", "host time", "transfers", "bytes"
+    );
     for c in &d.constructs {
-        let loc = format!("{} {}", location(c), c.location.function.as_deref().unwrap_or(""));
+        let loc = format!(
+            "{} {}",
+            location(c),
+            c.location.function.as_deref().unwrap_or("")
+        );
         let side = |present: bool, v: String| if present { v } else { "-".into() };
         let (hb, ha) = (c.before.is_some(), c.after.is_some());
         let pair = |b: String, a: String| format!("{} -> {}", side(hb, b), side(ha, a));
@@ -71,11 +97,27 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
     let unmatched = |removed: bool| -> Vec<String> {
         d.constructs
             .iter()
-            .filter(|c| if removed { c.after.is_none() } else { c.before.is_none() })
-            .map(|c| format!("{} {} ({})", c.location.short(), c.location.function.as_deref().unwrap_or("?"), c.kind.label()))
+            .filter(|c| {
+                if removed {
+                    c.after.is_none()
+                } else {
+                    c.before.is_none()
+                }
+            })
+            .map(|c| {
+                format!(
+                    "{} {} ({})",
+                    c.location.short(),
+                    c.location.function.as_deref().unwrap_or("?"),
+                    c.kind.label()
+                )
+            })
             .collect()
     };
-    for (removed, title) in [(true, "Removed (only before)"), (false, "Added (only after)")] {
+    for (removed, title) in [
+        (true, "Removed (only before)"),
+        (false, "Added (only after)"),
+    ] {
         let list = unmatched(removed);
         if !list.is_empty() {
             let _ = writeln!(out, "\n{title}: {}", list.join(", "));
@@ -83,7 +125,11 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
     }
     if !d.variables.is_empty() {
         let _ = writeln!(out, "\nTransfers by variable");
-        let _ = writeln!(out, "  {:<24} {:<13} {:>19} {:>25} {:>23}", "variable", "direction", "count", "bytes", "time");
+        let _ = writeln!(
+            out,
+            "  {:<24} {:<13} {:>19} {:>25} {:>23}",
+            "variable", "direction", "count", "bytes", "time"
+        );
         for v in &d.variables {
             let _ = writeln!(
                 out,

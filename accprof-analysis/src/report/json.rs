@@ -29,7 +29,13 @@ pub fn render(sections: &[Section], merged: Option<&Profile>) -> String {
         schema_version: SCHEMA_VERSION,
         kind: "accprof-report",
         time_unit: "ns",
-        traces: sections.iter().map(|s| Entry { label: &s.label, profile: &s.profile }).collect(),
+        traces: sections
+            .iter()
+            .map(|s| Entry {
+                label: &s.label,
+                profile: &s.profile,
+            })
+            .collect(),
         merged,
     };
     serde_json::to_string_pretty(&r).expect("serializing plain data cannot fail")

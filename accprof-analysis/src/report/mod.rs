@@ -40,7 +40,14 @@ pub fn sections(profiles: Vec<Profile>) -> (Vec<Section>, Option<Profile>) {
     let merged = (profiles.len() > 1).then(|| ranks::merge_ranks(&profiles));
     let sections = profiles
         .into_iter()
-        .map(|p| Section { label: p.sources.first().map(|s| s.rank_label()).unwrap_or_default(), profile: p })
+        .map(|p| Section {
+            label: p
+                .sources
+                .first()
+                .map(|s| s.rank_label())
+                .unwrap_or_default(),
+            profile: p,
+        })
         .collect();
     (sections, merged)
 }

@@ -59,16 +59,22 @@ pub fn rank_stats(sections: &[Section]) -> Vec<RankStats> {
         for c in &s.profile.constructs {
             let mut loc = c.location.clone();
             loc.end_line = None;
-            let row = rows.entry((c.kind, c.construct_type.clone(), loc.clone())).or_insert_with(|| RankStats {
-                kind: c.kind,
-                location: loc,
-                per_rank_ns: vec![0; sections.len()],
-            });
+            let row = rows
+                .entry((c.kind, c.construct_type.clone(), loc.clone()))
+                .or_insert_with(|| RankStats {
+                    kind: c.kind,
+                    location: loc,
+                    per_rank_ns: vec![0; sections.len()],
+                });
             row.per_rank_ns[i] += c.time.total_ns;
         }
     }
     let mut out: Vec<RankStats> = rows.into_values().collect();
-    out.sort_by(|a, b| b.total_ns().cmp(&a.total_ns()).then(a.location.cmp(&b.location)));
+    out.sort_by(|a, b| {
+        b.total_ns()
+            .cmp(&a.total_ns())
+            .then(a.location.cmp(&b.location))
+    });
     out
 }
 
@@ -76,9 +82,21 @@ pub fn rank_stats(sections: &[Section]) -> Vec<RankStats> {
 pub fn render_merged_header(out: &mut String, sections: &[Section], merged: &Profile) {
     let _ = writeln!(out, "==== all {} traces merged ====", sections.len());
     for s in sections {
-        let _ = writeln!(out, "  {}: {}", s.label, s.profile.sources.first().map(|x| x.path.as_str()).unwrap_or("?"));
+        let _ = writeln!(
+            out,
+            "  {}: {}",
+            s.label,
+            s.profile
+                .sources
+                .first()
+                .map(|x| x.path.as_str())
+                .unwrap_or("?")
+        );
     }
-    let wall: Vec<String> = sections.iter().map(|s| duration(s.profile.summary.wall_ns)).collect();
+    let wall: Vec<String> = sections
+        .iter()
+        .map(|s| duration(s.profile.summary.wall_ns))
+        .collect();
     let _ = writeln!(
         out,
         "(every time is summed over the traces, wall time too: {} = {}; percentages are shares of that rank-time)",
@@ -94,14 +112,22 @@ pub fn render_rank_stats(out: &mut String, sections: &[Section], top: usize) {
         return;
     }
     let job: u64 = sections.iter().map(|s| s.profile.summary.wall_ns).sum();
-    let _ = writeln!(out, "\nConstructs across the {} traces [host] (imbalance = max / mean; 1.00 is even)", sections.len());
+    let _ = writeln!(
+        out,
+        "\nConstructs across the {} traces [host] (imbalance = max / mean; 1.00 is even)",
+        sections.len()
+    );
     let _ = writeln!(
         out,
         "  {:<32} {:<16} {:>12} {:>7} {:>12} {:>12} {:>9}",
         "location", "construct", "total", "%job", "max", "mean", "imbalance"
     );
     for r in stats.iter().take(top) {
-        let loc = format!("{} {}", r.location.short(), r.location.function.as_deref().unwrap_or(""));
+        let loc = format!(
+            "{} {}",
+            r.location.short(),
+            r.location.function.as_deref().unwrap_or("")
+        );
         let _ = writeln!(
             out,
             "  {:<32} {:<16} {:>12} {:>7} {:>12} {:>12} {:>9.2}",

@@ -29,7 +29,16 @@ pub fn render(sections: &[Section], merged: Option<&Profile>, opts: ReportOption
     for s in sections {
         out.push('\n');
         if several {
-            let _ = writeln!(out, "==== {} ({}) ====", s.label, s.profile.sources.first().map(|x| x.path.as_str()).unwrap_or(""));
+            let _ = writeln!(
+                out,
+                "==== {} ({}) ====",
+                s.label,
+                s.profile
+                    .sources
+                    .first()
+                    .map(|x| x.path.as_str())
+                    .unwrap_or("")
+            );
         }
         render_profile(&mut out, &s.profile, opts);
     }
@@ -48,8 +57,23 @@ pub fn render_profile(out: &mut String, p: &Profile, opts: ReportOptions) {
         let _ = writeln!(out, "Traces: the {} files listed above", p.sources.len());
     }
     for src in p.sources.iter().take(1).filter(|_| p.sources.len() == 1) {
-        let args = if src.args.is_empty() { src.exe.clone() } else { src.args.join(" ") };
-        let _ = writeln!(out, "Trace: {}  ({}, {}{})", src.path, args, src.rank_label(), if src.hostname.is_empty() { String::new() } else { format!(", host {}", src.hostname) });
+        let args = if src.args.is_empty() {
+            src.exe.clone()
+        } else {
+            src.args.join(" ")
+        };
+        let _ = writeln!(
+            out,
+            "Trace: {}  ({}, {}{})",
+            src.path,
+            args,
+            src.rank_label(),
+            if src.hostname.is_empty() {
+                String::new()
+            } else {
+                format!(", host {}", src.hostname)
+            }
+        );
     }
     for w in &p.warnings {
         let _ = writeln!(out, "warning: {w}");
@@ -71,17 +95,29 @@ fn device_memory(out: &mut String, p: &Profile) {
     if p.device_memory.iter().all(|d| d.peak_bytes == 0) {
         return;
     }
-    let start = p.sources.first().map_or(p.summary.first_ns, |s| s.start_monotonic_ns);
+    let start = p
+        .sources
+        .first()
+        .map_or(p.summary.first_ns, |s| s.start_monotonic_ns);
     out.push_str("\nDevice memory in use\n");
     for d in p.device_memory.iter().filter(|d| d.peak_bytes > 0) {
-        let dev = d.device.map_or_else(|| "device ?".to_string(), |n| format!("device {n}"));
+        let dev = d
+            .device
+            .map_or_else(|| "device ?".to_string(), |n| format!("device {n}"));
         let _ = writeln!(
             out,
             "  {dev}: peak {} at {} ({} live; {}, {} still allocated at the end)",
             crate::format::bytes(d.peak_bytes),
             crate::format::duration(d.peak_ns.saturating_sub(start)),
             count(d.arrays_at_peak, "array"),
-            count(d.allocations, if d.events == "alloc/free" { "allocation" } else { "create" }),
+            count(
+                d.allocations,
+                if d.events == "alloc/free" {
+                    "allocation"
+                } else {
+                    "create"
+                }
+            ),
             crate::format::bytes(d.in_use_at_end),
         );
         for h in &d.largest_at_peak {
@@ -89,27 +125,53 @@ fn device_memory(out: &mut String, p: &Profile) {
                 (Some(f), Some(l)) => format!("  ({}:{l})", f.rsplit('/').next().unwrap_or(f)),
                 _ => String::new(),
             };
-            let _ = writeln!(out, "    {:>10}  {}{at}", crate::format::bytes(h.bytes), h.name);
+            let _ = writeln!(
+                out,
+                "    {:>10}  {}{at}",
+                crate::format::bytes(h.bytes),
+                h.name
+            );
         }
         if d.arrays_at_peak > d.largest_at_peak.len() as u64 {
-            let _ = writeln!(out, "    ... and {} smaller", d.arrays_at_peak - d.largest_at_peak.len() as u64);
+            let _ = writeln!(
+                out,
+                "    ... and {} smaller",
+                d.arrays_at_peak - d.largest_at_peak.len() as u64
+            );
         }
-        let _ = writeln!(out, "    over time: {}", sparkline(&d.series, d.peak_bytes, 60));
+        let _ = writeln!(
+            out,
+            "    over time: {}",
+            sparkline(&d.series, d.peak_bytes, 60)
+        );
         if d.unmatched_frees > 0 {
-            let _ = writeln!(out, "    ({} of memory allocated before recording began left out)", count(d.unmatched_frees, "free"));
+            let _ = writeln!(
+                out,
+                "    ({} of memory allocated before recording began left out)",
+                count(d.unmatched_frees, "free")
+            );
         }
     }
 }
 
 /// "1 array", "3 arrays".
 fn count(n: u64, what: &str) -> String {
-    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 /// `series` (time, value) as `width` block characters, each the largest value in its column.
 fn sparkline(series: &[(u64, u64)], max: u64, width: usize) -> String {
-    const BLOCKS: [char; 8] = ['\u{2581}', '\u{2582}', '\u{2583}', '\u{2584}', '\u{2585}', '\u{2586}', '\u{2587}', '\u{2588}'];
-    let (Some(first), Some(last)) = (series.first(), series.last()) else { return String::new() };
+    const BLOCKS: [char; 8] = [
+        '\u{2581}', '\u{2582}', '\u{2583}', '\u{2584}', '\u{2585}', '\u{2586}', '\u{2587}',
+        '\u{2588}',
+    ];
+    let (Some(first), Some(last)) = (series.first(), series.last()) else {
+        return String::new();
+    };
     let span = (last.0 - first.0).max(1);
     let mut cols = vec![None::<u64>; width];
     for &(t, v) in series {
@@ -122,7 +184,11 @@ fn sparkline(series: &[(u64, u64)], max: u64, width: usize) -> String {
         .map(|c| {
             let v = c.unwrap_or(prev);
             prev = v;
-            if v == 0 { ' ' } else { BLOCKS[((v as u128 * 7) / max.max(1) as u128) as usize] }
+            if v == 0 {
+                ' '
+            } else {
+                BLOCKS[((v as u128 * 7) / max.max(1) as u128) as usize]
+            }
         })
         .collect()
 }
@@ -131,56 +197,179 @@ fn summary(out: &mut String, p: &Profile) {
     let s = &p.summary;
     let wall = s.wall_ns;
     let row = |out: &mut String, name: &str, t: u64, extra: String| {
-        let _ = writeln!(out, "  {name:<34}{:>12} {:>7}  {extra}", duration(t), percent(t, wall));
+        let _ = writeln!(
+            out,
+            "  {name:<34}{:>12} {:>7}  {extra}",
+            duration(t),
+            percent(t, wall)
+        );
     };
     let tag = |t: &Timing| format!("[{}]", t.source.label());
     out.push_str("\nSummary\n");
     if crate::host_fallback::ran_on_host(p) {
-        let _ = writeln!(out, "  Host fallback: {}.", crate::host_fallback::EXPLANATION);
+        let _ = writeln!(
+            out,
+            "  Host fallback: {}.",
+            crate::host_fallback::EXPLANATION
+        );
     }
     let _ = writeln!(
         out,
         "  {:<34}{:>12}           {}",
         "wall time",
         duration(wall),
-        if s.wall_from_footer { "from the tool's start to the program's end" } else { "span of the recorded events" }
+        if s.wall_from_footer {
+            "from the tool's start to the program's end"
+        } else {
+            "span of the recorded events"
+        }
     );
-    row(out, "compute constructs [host]", s.compute.total_ns, format!("{} reached", thousands(s.compute.count)));
+    row(
+        out,
+        "compute constructs [host]",
+        s.compute.total_ns,
+        format!("{} reached", thousands(s.compute.count)),
+    );
     if s.kernels.source == TimeSource::Device {
-        row(out, "kernels [device]", s.kernels.total_ns, format!("{} kernels run on the device", thousands(s.kernels.count)));
+        row(
+            out,
+            "kernels [device]",
+            s.kernels.total_ns,
+            format!("{} kernels run on the device", thousands(s.kernels.count)),
+        );
         if s.kernels_host.count > 0 {
-            row(out, "  launch calls [host]", s.kernels_host.total_ns, format!("{} launches", thousands(s.kernels_host.count)));
+            row(
+                out,
+                "  launch calls [host]",
+                s.kernels_host.total_ns,
+                format!("{} launches", thousands(s.kernels_host.count)),
+            );
         }
     } else {
-        row(out, "kernel launches [host]", s.kernels.total_ns, format!("{} launches (launch calls only)", thousands(s.kernels.count)));
+        row(
+            out,
+            "kernel launches [host]",
+            s.kernels.total_ns,
+            format!(
+                "{} launches (launch calls only)",
+                thousands(s.kernels.count)
+            ),
+        );
     }
-    let xfers = s.uploads.count.max(s.uploads_host.count) + s.downloads.count.max(s.downloads_host.count);
-    let xfer_tag = if s.uploads.source == TimeSource::Device || s.downloads.source == TimeSource::Device { "[device]" } else { "[host]" };
+    let xfers =
+        s.uploads.count.max(s.uploads_host.count) + s.downloads.count.max(s.downloads_host.count);
+    let xfer_tag =
+        if s.uploads.source == TimeSource::Device || s.downloads.source == TimeSource::Device {
+            "[device]"
+        } else {
+            "[host]"
+        };
     row(
         out,
         &format!("data transfers {xfer_tag}"),
         s.transfers_ns(),
-        format!("{} transfers, {}, {}", thousands(xfers), bytes(s.transfer_bytes()), rate(gbps(s.transfer_bytes(), s.transfers_ns()))),
+        format!(
+            "{} transfers, {}, {}",
+            thousands(xfers),
+            bytes(s.transfer_bytes()),
+            rate(gbps(s.transfer_bytes(), s.transfers_ns()))
+        ),
     );
-    for (name, t, host, b) in [("host->device", &s.uploads, &s.uploads_host, s.upload_bytes), ("device->host", &s.downloads, &s.downloads_host, s.download_bytes)] {
+    for (name, t, host, b) in [
+        ("host->device", &s.uploads, &s.uploads_host, s.upload_bytes),
+        (
+            "device->host",
+            &s.downloads,
+            &s.downloads_host,
+            s.download_bytes,
+        ),
+    ] {
         let n = t.count.max(host.count);
-        row(out, &format!("  {name} {}", tag(t)), t.total_ns, format!("{} transfers, {}, {}", thousands(n), bytes(b), rate(gbps(b, t.total_ns))));
+        row(
+            out,
+            &format!("  {name} {}", tag(t)),
+            t.total_ns,
+            format!(
+                "{} transfers, {}, {}",
+                thousands(n),
+                bytes(b),
+                rate(gbps(b, t.total_ns))
+            ),
+        );
         if t.source == TimeSource::Device && host.count > 0 {
-            row(out, "    enqueue calls [host]", host.total_ns, format!("{} enqueues", thousands(host.count)));
+            row(
+                out,
+                "    enqueue calls [host]",
+                host.total_ns,
+                format!("{} enqueues", thousands(host.count)),
+            );
         }
     }
     if s.memsets.count > 0 {
-        row(out, "memsets [device]", s.memsets.total_ns, format!("{} memsets, {}", thousands(s.memsets.count), bytes(s.memset_bytes)));
+        row(
+            out,
+            "memsets [device]",
+            s.memsets.total_ns,
+            format!(
+                "{} memsets, {}",
+                thousands(s.memsets.count),
+                bytes(s.memset_bytes)
+            ),
+        );
     }
-    row(out, "data constructs/directives [host]", s.data_constructs.total_ns, format!("{} reached (data, enter/exit data, update)", thousands(s.data_constructs.count)));
-    row(out, "waits [host]", s.waits.total_ns, format!("{} waits", thousands(s.waits.count)));
-    row(out, "device initialization [host]", s.device_init.total_ns, format!("{} times", s.device_init.count));
-    row(out, "untracked host time [host]", s.untracked_ns, "the program's own work, outside every OpenACC event".into());
+    row(
+        out,
+        "data constructs/directives [host]",
+        s.data_constructs.total_ns,
+        format!(
+            "{} reached (data, enter/exit data, update)",
+            thousands(s.data_constructs.count)
+        ),
+    );
+    row(
+        out,
+        "waits [host]",
+        s.waits.total_ns,
+        format!("{} waits", thousands(s.waits.count)),
+    );
+    row(
+        out,
+        "device initialization [host]",
+        s.device_init.total_ns,
+        format!("{} times", s.device_init.count),
+    );
+    row(
+        out,
+        "untracked host time [host]",
+        s.untracked_ns,
+        "the program's own work, outside every OpenACC event".into(),
+    );
     if s.device_records > 0 {
-        let outside = if s.device_records_outside > 0 { format!(", {} issued outside every OpenACC construct", thousands(s.device_records_outside)) } else { String::new() };
-        let _ = writeln!(out, "  {} device records (kernels, copies, memsets measured on the device){outside}", thousands(s.device_records));
+        let outside = if s.device_records_outside > 0 {
+            format!(
+                ", {} issued outside every OpenACC construct",
+                thousands(s.device_records_outside)
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {} device records (kernels, copies, memsets measured on the device){outside}",
+            thousands(s.device_records)
+        );
     }
-    let _ = writeln!(out, "  {} events on {} thread(s){}", thousands(s.events), s.threads, if s.dropped_events > 0 { format!(", {} dropped", thousands(s.dropped_events)) } else { String::new() });
+    let _ = writeln!(
+        out,
+        "  {} events on {} thread(s){}",
+        thousands(s.events),
+        s.threads,
+        if s.dropped_events > 0 {
+            format!(", {} dropped", thousands(s.dropped_events))
+        } else {
+            String::new()
+        }
+    );
 }
 
 fn top_constructs(out: &mut String, p: &Profile, n: usize) {
@@ -189,9 +378,17 @@ fn top_constructs(out: &mut String, p: &Profile, n: usize) {
         return;
     }
     let _ = writeln!(out, "\nTop constructs by host time [host]");
-    let _ = writeln!(out, "  {:<32} {:<22} {:>9} {:>12} {:>7} {:>11}", "location", "construct", "reached", "total", "%wall", "avg");
+    let _ = writeln!(
+        out,
+        "  {:<32} {:<22} {:>9} {:>12} {:>7} {:>11}",
+        "location", "construct", "reached", "total", "%wall", "avg"
+    );
     for (_, c) in top {
-        let loc = format!("{} {}", c.location.short(), c.location.function.as_deref().unwrap_or(""));
+        let loc = format!(
+            "{} {}",
+            c.location.short(),
+            c.location.function.as_deref().unwrap_or("")
+        );
         let _ = writeln!(
             out,
             "  {:<32} {:<22} {:>9} {:>12} {:>7} {:>11}",
@@ -211,9 +408,18 @@ fn variables(out: &mut String, p: &Profile) {
     }
     let folded = crate::runtime_internal::fold(&p.variables);
     let mut vs: Vec<&Variable> = folded.iter().collect();
-    vs.sort_by(|a, b| b.time.total_ns.cmp(&a.time.total_ns).then(a.name.cmp(&b.name)));
+    vs.sort_by(|a, b| {
+        b.time
+            .total_ns
+            .cmp(&a.time.total_ns)
+            .then(a.name.cmp(&b.name))
+    });
     let _ = writeln!(out, "\nTransfers by variable");
-    let _ = writeln!(out, "  {:<30} {:<13} {:>9} {:>12} {:>21} {:>12}", "variable", "direction", "count", "bytes", "time", "rate");
+    let _ = writeln!(
+        out,
+        "  {:<30} {:<13} {:>9} {:>12} {:>21} {:>12}",
+        "variable", "direction", "count", "bytes", "time", "rate"
+    );
     for v in vs {
         let _ = writeln!(
             out,
@@ -231,7 +437,10 @@ fn variables(out: &mut String, p: &Profile) {
 
 fn device_label(c: &Construct) -> String {
     let dev = c.location.device_type.map(|t| {
-        acc_device_t(t as i32).name().map(|n| n.trim_start_matches("acc_device_").to_uppercase()).unwrap_or_else(|| format!("device type {t}"))
+        acc_device_t(t as i32)
+            .name()
+            .map(|n| n.trim_start_matches("acc_device_").to_uppercase())
+            .unwrap_or_else(|| format!("device type {t}"))
     });
     match (dev, c.location.device_number) {
         (Some(d), Some(n)) => format!("{d}  devicenum={n}"),
@@ -274,7 +483,12 @@ fn geometry(k: &Kernel) -> String {
         Some(w) if w.max > 1 => format!("{}x{}", r(k.vector_length), r(Some(w))),
         _ => r(k.vector_length),
     };
-    format!("grid: [{}]  block: [{}]  ({})", r(k.num_gangs), block, k.name)
+    format!(
+        "grid: [{}]  block: [{}]  ({})",
+        r(k.num_gangs),
+        block,
+        k.name
+    )
 }
 
 /// NV_ACC_TIME's "Accelerator Kernel Timing data", with host times labelled as such.
@@ -283,9 +497,22 @@ fn nv_acc_time(out: &mut String, p: &Profile) {
     // file -> (function, device) -> constructs
     let mut files: BTreeMap<String, BTreeMap<(String, String), Vec<&Construct>>> = BTreeMap::new();
     for c in &p.constructs {
-        let file = c.location.file.clone().unwrap_or_else(|| "<unknown file: the runtime gave no source location>".into());
-        let func = c.location.function.clone().unwrap_or_else(|| "<unknown function>".into());
-        files.entry(file).or_default().entry((func, device_label(c))).or_default().push(c);
+        let file = c
+            .location
+            .file
+            .clone()
+            .unwrap_or_else(|| "<unknown file: the runtime gave no source location>".into());
+        let func = c
+            .location
+            .function
+            .clone()
+            .unwrap_or_else(|| "<unknown function>".into());
+        files
+            .entry(file)
+            .or_default()
+            .entry((func, device_label(c)))
+            .or_default()
+            .push(c);
     }
     for (file, funcs) in files {
         let _ = writeln!(out, "{file}");
@@ -293,7 +520,11 @@ fn nv_acc_time(out: &mut String, p: &Profile) {
         funcs.sort_by_key(|(_, cs)| cs.iter().filter_map(|c| c.location.line).min());
         for ((func, dev), mut cs) in funcs {
             let _ = writeln!(out, "{}", format!("  {func}  {dev}").trim_end());
-            let total: u64 = cs.iter().filter(|c| c.kind != ConstructKind::Init).map(|c| c.time.total_ns).sum();
+            let total: u64 = cs
+                .iter()
+                .filter(|c| c.kind != ConstructKind::Init)
+                .map(|c| c.time.total_ns)
+                .sum();
             let _ = writeln!(out, "    host time(us): {}", us(total));
             cs.sort_by_key(|c| (c.location.line, c.kind));
             for c in cs {
@@ -317,45 +548,99 @@ fn construct(out: &mut String, p: &Profile, c: &Construct) {
     let line = line_text(c.location.line);
     let head = match c.kind {
         ConstructKind::Data if c.reached == 0 => construct_name(c).to_string(),
-        ConstructKind::Init => format!("device init reached {} {}", c.reached, times_word(c.reached)),
-        k => format!("{} reached {} {}", k.label(), thousands(c.reached), times_word(c.reached)),
+        ConstructKind::Init => format!(
+            "device init reached {} {}",
+            c.reached,
+            times_word(c.reached)
+        ),
+        k => format!(
+            "{} reached {} {}",
+            k.label(),
+            thousands(c.reached),
+            times_word(c.reached)
+        ),
     };
-    let asyncs = if c.async_count > 0 { format!(" ({} async)", thousands(c.async_count)) } else { String::new() };
+    let asyncs = if c.async_count > 0 {
+        format!(" ({} async)", thousands(c.async_count))
+    } else {
+        String::new()
+    };
     let _ = writeln!(out, "    {line}: {head}{asyncs}");
     let _ = writeln!(out, "        {}", times_line(&c.time));
-    let mut kids: Vec<&ConstructChild> = c.children.iter().filter(|k| !matches!(k.kind, ChildKind::Create | ChildKind::Delete)).collect();
+    let mut kids: Vec<&ConstructChild> = c
+        .children
+        .iter()
+        .filter(|k| !matches!(k.kind, ChildKind::Create | ChildKind::Delete))
+        .collect();
     kids.sort_by_key(|k| (k.line, child_order(k.kind)));
     for k in kids {
         let l = line_text(k.line.or(c.location.line));
         match k.kind {
             ChildKind::Upload | ChildKind::Download => {
-                let word = if k.kind == ChildKind::Upload { "copyin" } else { "copyout" };
-                let _ = writeln!(out, "        {l}: data {word} transfers: {}  ({}, {})", thousands(k.count), bytes(k.bytes), rate(gbps(k.bytes, k.time.total_ns)));
+                let word = if k.kind == ChildKind::Upload {
+                    "copyin"
+                } else {
+                    "copyout"
+                };
+                let _ = writeln!(
+                    out,
+                    "        {l}: data {word} transfers: {}  ({}, {})",
+                    thousands(k.count),
+                    bytes(k.bytes),
+                    rate(gbps(k.bytes, k.time.total_ns))
+                );
                 let _ = writeln!(out, "             {}", times_line(&k.time));
                 if k.time.source == TimeSource::Device && k.host_time.count > 0 {
-                    let _ = writeln!(out, "             {}", times_line(&k.host_time).replacen("time(us)", "enqueue time(us)", 1));
+                    let _ = writeln!(
+                        out,
+                        "             {}",
+                        times_line(&k.host_time).replacen("time(us)", "enqueue time(us)", 1)
+                    );
                 }
             }
             ChildKind::Launch => {
-                let _ = writeln!(out, "        {l}: kernel launched {} {}", thousands(k.count), times_word(k.count));
+                let _ = writeln!(
+                    out,
+                    "        {l}: kernel launched {} {}",
+                    thousands(k.count),
+                    times_word(k.count)
+                );
                 if let Some(kernel) = k.kernel.and_then(|i| p.kernels.get(i)) {
                     let _ = writeln!(out, "            {}", geometry(kernel));
                 }
                 if k.time.source == TimeSource::Device {
                     let _ = writeln!(out, "             {}", times_line(&k.time));
                     if k.host_time.count > 0 {
-                        let _ = writeln!(out, "             {}", times_line(&k.host_time).replacen("time(us)", "launch time(us)", 1));
+                        let _ = writeln!(
+                            out,
+                            "             {}",
+                            times_line(&k.host_time).replacen("time(us)", "launch time(us)", 1)
+                        );
                     }
                 } else {
-                    let _ = writeln!(out, "             {}", times_line(&k.time).replacen("time(us)", "launch time(us)", 1));
+                    let _ = writeln!(
+                        out,
+                        "             {}",
+                        times_line(&k.time).replacen("time(us)", "launch time(us)", 1)
+                    );
                 }
             }
             ChildKind::Wait => {
-                let _ = writeln!(out, "        {l}: wait for the device {} {}", thousands(k.count), times_word(k.count));
+                let _ = writeln!(
+                    out,
+                    "        {l}: wait for the device {} {}",
+                    thousands(k.count),
+                    times_word(k.count)
+                );
                 let _ = writeln!(out, "             {}", times_line(&k.time));
             }
             ChildKind::Alloc => {
-                let _ = writeln!(out, "        {l}: device allocations: {}  ({})", thousands(k.count), bytes(k.bytes));
+                let _ = writeln!(
+                    out,
+                    "        {l}: device allocations: {}  ({})",
+                    thousands(k.count),
+                    bytes(k.bytes)
+                );
             }
             ChildKind::Free => {
                 let _ = writeln!(out, "        {l}: device frees: {}", thousands(k.count));

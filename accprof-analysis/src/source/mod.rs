@@ -23,8 +23,14 @@ pub enum Language {
 impl Language {
     /// Fortran for .f, .for, .f90, .f95, .f03, .f08 (any case); C (and C++) otherwise.
     pub fn of(file: &str) -> Language {
-        let ext = file.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
-        if matches!(ext.as_str(), "f" | "for" | "ftn" | "f77" | "f90" | "f95" | "f03" | "f08") {
+        let ext = file
+            .rsplit_once('.')
+            .map(|(_, e)| e.to_ascii_lowercase())
+            .unwrap_or_default();
+        if matches!(
+            ext.as_str(),
+            "f" | "for" | "ftn" | "f77" | "f90" | "f95" | "f03" | "f08"
+        ) {
             Language::Fortran
         } else {
             Language::C
@@ -51,8 +57,14 @@ pub fn locate(p: &Profile, file: &str) -> Option<PathBuf> {
     if path.is_absolute() {
         return path.is_file().then(|| path.to_path_buf());
     }
-    let exe_dirs = p.sources.iter().filter_map(|s| Path::new(&s.exe).parent().map(Path::to_path_buf));
-    std::iter::once(PathBuf::from(".")).chain(exe_dirs).map(|d| d.join(path)).find(|c| c.is_file())
+    let exe_dirs = p
+        .sources
+        .iter()
+        .filter_map(|s| Path::new(&s.exe).parent().map(Path::to_path_buf));
+    std::iter::once(PathBuf::from("."))
+        .chain(exe_dirs)
+        .map(|d| d.join(path))
+        .find(|c| c.is_file())
 }
 
 /// The text of `file`, when it is at hand.
@@ -67,7 +79,10 @@ pub fn read(p: &Profile, file: &str) -> Option<SourceText> {
 /// edited since the run (the user's next step) gives no answer rather than wrong lines.
 pub fn read_matching(p: &Profile, file: &str, directive_lines: &[i64]) -> Option<SourceText> {
     let src = read(p, file)?;
-    directive_lines.iter().all(|&l| src.is_directive(l)).then_some(src)
+    directive_lines
+        .iter()
+        .all(|&l| src.is_directive(l))
+        .then_some(src)
 }
 
 /// Gives data regions the closing line of their block from the source, where the file is at
@@ -76,26 +91,43 @@ pub fn read_matching(p: &Profile, file: &str, directive_lines: &[i64]) -> Option
 /// line table's last statement, or the loop header after the pragma) moves to that closing line.
 pub fn close_regions(p: &mut Profile) {
     use crate::model::ConstructKind;
-    let mut cache: std::collections::HashMap<String, Option<SourceText>> = std::collections::HashMap::new();
+    let mut cache: std::collections::HashMap<String, Option<SourceText>> =
+        std::collections::HashMap::new();
     // (file, function, entry line, closing line) of every data region entry.
     let mut regions: Vec<(String, Option<String>, i64, i64)> = Vec::new();
     for i in 0..p.constructs.len() {
         let c = &p.constructs[i];
-        let (Some(file), Some(line)) = (c.location.file.clone(), c.location.line) else { continue };
+        let (Some(file), Some(line)) = (c.location.file.clone(), c.location.line) else {
+            continue;
+        };
         if c.kind != ConstructKind::Data || c.reached == 0 {
             continue;
         }
         let src = cache.entry(file.clone()).or_insert_with(|| read(p, &file));
-        let Some(end) = src.as_ref().filter(|s| s.is_directive(line)).and_then(|s| s.region_end(line)) else { continue };
+        let Some(end) = src
+            .as_ref()
+            .filter(|s| s.is_directive(line))
+            .and_then(|s| s.region_end(line))
+        else {
+            continue;
+        };
         regions.push((file, c.location.function.clone(), line, end));
         let c = &mut p.constructs[i];
         if c.location.end_line.is_none() {
             c.location.end_line = Some(end);
         }
     }
-    for c in p.constructs.iter_mut().filter(|c| c.kind == ConstructKind::Data && c.reached == 0) {
-        let (Some(file), Some(line)) = (c.location.file.as_deref(), c.location.line) else { continue };
-        let inside = regions.iter().find(|(f, func, start, end)| f == file && *func == c.location.function && *start < line && line < *end);
+    for c in p
+        .constructs
+        .iter_mut()
+        .filter(|c| c.kind == ConstructKind::Data && c.reached == 0)
+    {
+        let (Some(file), Some(line)) = (c.location.file.as_deref(), c.location.line) else {
+            continue;
+        };
+        let inside = regions.iter().find(|(f, func, start, end)| {
+            f == file && *func == c.location.function && *start < line && line < *end
+        });
         if let Some((_, _, _, end)) = inside {
             c.location.line = Some(*end);
         }

@@ -20,11 +20,17 @@ pub struct LoopSpan {
 
 impl SourceText {
     pub fn new(language: Language, text: &str) -> Self {
-        SourceText { language, lines: text.lines().map(str::to_string).collect() }
+        SourceText {
+            language,
+            lines: text.lines().map(str::to_string).collect(),
+        }
     }
 
     fn line(&self, n: i64) -> Option<&str> {
-        usize::try_from(n - 1).ok().and_then(|i| self.lines.get(i)).map(String::as_str)
+        usize::try_from(n - 1)
+            .ok()
+            .and_then(|i| self.lines.get(i))
+            .map(String::as_str)
     }
 
     /// Every loop statement of the file with its extent.
@@ -38,7 +44,10 @@ impl SourceText {
     /// The innermost loop that encloses lines `first`..=`last` (the loop around every construct
     /// that ran again and again), if the file has one.
     pub fn enclosing_loop(&self, first: i64, last: i64) -> Option<LoopSpan> {
-        self.loops().into_iter().filter(|l| l.start < first && l.end >= last).min_by_key(|l| l.end - l.start)
+        self.loops()
+            .into_iter()
+            .filter(|l| l.start < first && l.end >= last)
+            .min_by_key(|l| l.end - l.start)
     }
 
     /// The line that closes the construct whose directive is on `line`: the `}` matching the
@@ -51,7 +60,11 @@ impl SourceText {
             Language::Fortran => {
                 let text = self.directive_text(line).to_ascii_lowercase();
                 let body = text.trim_start().trim_start_matches("!$acc").trim_start();
-                let word = body.split(|c: char| !c.is_ascii_alphabetic()).next().unwrap_or("").to_string();
+                let word = body
+                    .split(|c: char| !c.is_ascii_alphabetic())
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
                 if word.is_empty() {
                     return None;
                 }
@@ -72,23 +85,35 @@ impl SourceText {
                     }
                 }
                 // `!$acc parallel loop` without its end directive: the loop after it.
-                self.fortran_loops().into_iter().find(|l| l.start == after).map(|l| l.end)
+                self.fortran_loops()
+                    .into_iter()
+                    .find(|l| l.start == after)
+                    .map(|l| l.end)
             }
         }
     }
 
     /// The directive on `line` with its continuation lines, as one string.
     pub fn directive_text(&self, line: i64) -> String {
-        (line..=self.directive_last_line(line)).filter_map(|n| self.line(n)).collect::<Vec<_>>().join(" ")
+        (line..=self.directive_last_line(line))
+            .filter_map(|n| self.line(n))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// Whether `line` starts an OpenACC directive (`#pragma acc`, `!$acc`): a construct's line
     /// must, or the file on disk is not the one the program was built from.
     pub fn is_directive(&self, line: i64) -> bool {
-        let Some(l) = self.line(line) else { return false };
+        let Some(l) = self.line(line) else {
+            return false;
+        };
         let t = l.trim_start().to_ascii_lowercase();
         match self.language {
-            Language::C => t.strip_prefix('#').is_some_and(|r| r.trim_start().strip_prefix("pragma").is_some_and(|r| r.trim_start().starts_with("acc"))),
+            Language::C => t.strip_prefix('#').is_some_and(|r| {
+                r.trim_start()
+                    .strip_prefix("pragma")
+                    .is_some_and(|r| r.trim_start().starts_with("acc"))
+            }),
             Language::Fortran => t.starts_with("!$acc"),
         }
     }
@@ -96,7 +121,8 @@ impl SourceText {
     /// Whether the directive on `line` names `clause` (e.g. `async`) as a word of its own.
     pub fn directive_has_clause(&self, line: i64, clause: &str) -> bool {
         let text = self.directive_text(line).to_ascii_lowercase();
-        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == clause)
+        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(|w| w == clause)
     }
 
     /// The last line of the directive starting on `line` (C: lines ending in `\`; Fortran: `&`).
@@ -202,7 +228,10 @@ impl SourceText {
             // The `while` that closes a do loop is part of that loop.
             if t == "while" {
                 if let Some(after) = skip_parens(&toks, i + 1) {
-                    if toks.get(after).map(|t| t.1.as_str()) == Some(";") && i > 0 && toks[i - 1].1 == "}" {
+                    if toks.get(after).map(|t| t.1.as_str()) == Some(";")
+                        && i > 0
+                        && toks[i - 1].1 == "}"
+                    {
                         continue;
                     }
                 }
@@ -219,15 +248,26 @@ impl SourceText {
         let mut open: Vec<i64> = Vec::new();
         for (i, l) in self.lines.iter().enumerate() {
             let n = i as i64 + 1;
-            let code = l.split('!').next().unwrap_or("").trim().to_ascii_lowercase();
+            let code = l
+                .split('!')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
             // A construct name (`outer: do`) may come first.
             let code = match code.split_once(':') {
-                Some((label, rest)) if !label.is_empty() && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                Some((label, rest))
+                    if !label.is_empty()
+                        && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                {
                     rest.trim().to_string()
                 }
                 _ => code,
             };
-            let first = code.split(|c: char| !c.is_ascii_alphanumeric()).next().unwrap_or("");
+            let first = code
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .next()
+                .unwrap_or("");
             if first == "do" {
                 open.push(n);
             } else if code.starts_with("end do") || code.starts_with("enddo") {
@@ -325,10 +365,17 @@ mod tests {
     #[test]
     fn c_loops_match_braces_and_single_statements() {
         let s = SourceText::new(Language::C, C);
-        assert_eq!(s.enclosing_loop(5, 12), Some(LoopSpan { start: 3, end: 14 }));
+        assert_eq!(
+            s.enclosing_loop(5, 12),
+            Some(LoopSpan { start: 3, end: 14 })
+        );
         assert!(s.loops().contains(&LoopSpan { start: 11, end: 12 }));
         assert!(s.loops().contains(&LoopSpan { start: 15, end: 15 }));
-        assert_eq!(s.region_end(5), Some(9), "the pragma's loop ends at its brace");
+        assert_eq!(
+            s.region_end(5),
+            Some(9),
+            "the pragma's loop ends at its brace"
+        );
         assert_eq!(s.region_end(10), Some(12));
         assert!(s.directive_has_clause(5, "async"));
         assert!(!s.directive_has_clause(10, "async"));
@@ -341,7 +388,11 @@ mod tests {
         let s = SourceText::new(Language::Fortran, F);
         assert_eq!(s.enclosing_loop(3, 7), Some(LoopSpan { start: 2, end: 11 }));
         assert_eq!(s.region_end(7), Some(10));
-        assert_eq!(s.region_end(3), Some(6), "a combined construct without its end: the loop after it");
+        assert_eq!(
+            s.region_end(3),
+            Some(6),
+            "a combined construct without its end: the loop after it"
+        );
         assert!(s.directive_has_clause(3, "async"));
         assert_eq!(Language::of("heat_mod.F90"), Language::Fortran);
         assert_eq!(Language::Fortran.directive("wait(1)"), "!$acc wait(1)");

@@ -2,8 +2,8 @@
 
 use crate::commands::report::{load_profiles, write_output};
 use crate::error::CliError;
-use accprof_analysis::report::advice::render_text;
 use accprof_analysis::advise;
+use accprof_analysis::report::advice::render_text;
 use std::path::PathBuf;
 
 /// Tell what to change in an OpenACC program, from its trace.
@@ -20,7 +20,9 @@ use std::path::PathBuf;
 /// Savings are estimated from host-side times: the transfer time a data region removes, for
 /// example, is every transfer but the first upload and last download of each array.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  accprof advise accprof.laplace.1234.trace\n  accprof advise --format json accprof.laplace.1234.trace")]
+#[command(
+    after_help = "Examples:\n  accprof advise accprof.laplace.1234.trace\n  accprof advise --format json accprof.laplace.1234.trace"
+)]
 pub struct Args {
     /// Trace files; several (the ranks of an MPI job) are merged first.
     #[arg(required = true, value_name = "TRACE")]
@@ -50,12 +52,20 @@ pub fn run(args: Args) -> Result<(), CliError> {
 /// The advice `args` ask for, as text (`run --advise` writes it where the program's output is not).
 pub fn render(args: &Args) -> Result<String, CliError> {
     let profiles = load_profiles(&args.traces, args.quiet)?;
-    let profile = if profiles.len() == 1 { profiles.into_iter().next().expect("one profile") } else { accprof_analysis::report::ranks::merge_ranks(&profiles) };
+    let profile = if profiles.len() == 1 {
+        profiles.into_iter().next().expect("one profile")
+    } else {
+        accprof_analysis::report::ranks::merge_ranks(&profiles)
+    };
     let findings = advise(&profile);
     let text = match args.format {
         Format::Text => render_text(&profile, &findings),
         Format::Json => {
-            let names: Vec<String> = args.traces.iter().map(|p| p.display().to_string()).collect();
+            let names: Vec<String> = args
+                .traces
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
             accprof_analysis::report::json::render_findings(&names, &findings) + "\n"
         }
     };

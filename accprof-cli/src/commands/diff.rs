@@ -46,7 +46,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     let d = diff(&before, &after);
     let text = match args.format {
-        Format::Text => render_text(&args.before.display().to_string(), &args.after.display().to_string(), &d),
+        Format::Text => render_text(
+            &args.before.display().to_string(),
+            &args.after.display().to_string(),
+            &d,
+        ),
         Format::Json => {
             let doc = serde_json::json!({
                 "schema_version": accprof_analysis::report::json::SCHEMA_VERSION,

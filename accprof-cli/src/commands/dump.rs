@@ -36,7 +36,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
-    let resolve = if args.no_symbols { Resolve::NOTHING } else { Resolve::LOCATIONS };
+    let resolve = if args.no_symbols {
+        Resolve::NOTHING
+    } else {
+        Resolve::LOCATIONS
+    };
     let mut reader = ResolvingReader::new(TraceReader::open(&args.trace)?).resolving(resolve);
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -52,7 +56,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
         writeln!(out, "{line}")?;
     }
     let mut progress = crate::progress::Progress::new(args.quiet);
-    progress.phase("dumping", std::fs::metadata(&args.trace).map_or(0, |m| m.len()), true);
+    progress.phase(
+        "dumping",
+        std::fs::metadata(&args.trace).map_or(0, |m| m.len()),
+        true,
+    );
     let mut n = 0u32;
     while reader.advance()? {
         n = n.wrapping_add(1);
@@ -67,11 +75,18 @@ pub fn run(args: Args) -> Result<(), CliError> {
     for w in reader.warnings() {
         eprintln!("accprof: warning: {w}");
     }
-    for w in reader.truncation_warning().into_iter().chain(reader.loss_warning()) {
+    for w in reader
+        .truncation_warning()
+        .into_iter()
+        .chain(reader.loss_warning())
+    {
         eprintln!("accprof: warning: {w}");
     }
     if reader.dropped_total() > 0 {
-        eprintln!("accprof: warning: the tool dropped {} events while recording this trace", reader.dropped_total());
+        eprintln!(
+            "accprof: warning: the tool dropped {} events while recording this trace",
+            reader.dropped_total()
+        );
     }
     Ok(())
 }
@@ -79,7 +94,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
 /// One event as a JSON object with the specification's field names.
 pub fn event_json(ev: &Event, strings: &StringTable) -> Value {
     let mut m = Map::new();
-    let name = |k: accprof_abi::acc_event_t| k.name().map(Value::from).unwrap_or_else(|| Value::from(k.0));
+    let name = |k: accprof_abi::acc_event_t| {
+        k.name()
+            .map(Value::from)
+            .unwrap_or_else(|| Value::from(k.0))
+    };
     m.insert("event_type".into(), name(ev.kind));
     if ev.kind.shape() == accprof_abi::EventShape::Start {
         m.insert("end_event_type".into(), name(ev.kind.partner()));
@@ -91,12 +110,21 @@ pub fn event_json(ev: &Event, strings: &StringTable) -> Value {
         let Some(v) = ev.get(f) else { continue };
         let value = match (f, f.field_type()) {
             (Field::Flags, _) => continue,
-            (Field::ParentConstruct, _) => accprof_abi::acc_construct_t(v as i32).name().map(Value::from).unwrap_or_else(|| (v as i64).into()),
-            (Field::DeviceApi, _) => accprof_abi::acc_device_api(v as i32).name().map(Value::from).unwrap_or_else(|| (v as i64).into()),
+            (Field::ParentConstruct, _) => accprof_abi::acc_construct_t(v as i32)
+                .name()
+                .map(Value::from)
+                .unwrap_or_else(|| (v as i64).into()),
+            (Field::DeviceApi, _) => accprof_abi::acc_device_api(v as i32)
+                .name()
+                .map(Value::from)
+                .unwrap_or_else(|| (v as i64).into()),
             (_, FieldType::Unsigned) => v.into(),
             (_, FieldType::Signed) => (v as i64).into(),
             (_, FieldType::Pointer) => format!("{v:#x}").into(),
-            (_, FieldType::String) => strings.get(accprof_trace::StrId(v as u32)).map(Value::from).unwrap_or(Value::Null),
+            (_, FieldType::String) => strings
+                .get(accprof_trace::StrId(v as u32))
+                .map(Value::from)
+                .unwrap_or(Value::Null),
         };
         m.insert(f.name().into(), value);
     }

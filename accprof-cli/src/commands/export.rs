@@ -19,9 +19,9 @@ use crate::progress::Progress;
 use accprof_analysis::{Profile, ProfileBuilder};
 use accprof_symbols::ResolvingReader;
 use accprof_trace::{device as device_kind, Field, Header};
-use device::DeviceInfo;
 use chrome::{ChromeWriter, Process};
 use counters::Counters;
+use device::DeviceInfo;
 use slice::Slice;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -79,14 +79,25 @@ impl Format {
     /// The format an output file's extension asks for, if it names one.
     fn of_path(path: &Path) -> Option<Format> {
         let name = path.file_name()?.to_string_lossy();
-        (name.ends_with(".pftrace") || name.ends_with(".perfetto-trace")).then_some(Format::Perfetto)
+        (name.ends_with(".pftrace") || name.ends_with(".perfetto-trace"))
+            .then_some(Format::Perfetto)
     }
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
-    let format = args.format.or_else(|| args.output.as_deref().and_then(Format::of_path)).unwrap_or(Format::Chrome);
-    let ext = if format == Format::Perfetto { "pftrace" } else { "json" };
-    let output = args.output.clone().unwrap_or_else(|| args.traces[0].with_extension(ext));
+    let format = args
+        .format
+        .or_else(|| args.output.as_deref().and_then(Format::of_path))
+        .unwrap_or(Format::Chrome);
+    let ext = if format == Format::Perfetto {
+        "pftrace"
+    } else {
+        "json"
+    };
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| args.traces[0].with_extension(ext));
     let mut progress = Progress::new(args.quiet);
     let collected = collect_with_progress(&args.traces, false, &mut progress)?.0;
     for w in &collected.warnings {
@@ -135,8 +146,16 @@ struct Summary {
 /// when `profiles` is set (in the order of `paths`), so that a view needing both reads every
 /// trace once. Traces are ordered by MPI rank when they have one. `progress` shows how much of
 /// the traces was read.
-pub(crate) fn collect_with_progress(paths: &[PathBuf], profiles: bool, progress: &mut Progress) -> Result<(Collected, Vec<Profile>), CliError> {
-    let total_bytes: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+pub(crate) fn collect_with_progress(
+    paths: &[PathBuf],
+    profiles: bool,
+    progress: &mut Progress,
+) -> Result<(Collected, Vec<Profile>), CliError> {
+    let total_bytes: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
     progress.phase("reading", total_bytes, true);
     let mut bytes_before = 0u64;
     let mut readers = Vec::with_capacity(paths.len());
@@ -144,9 +163,18 @@ pub(crate) fn collect_with_progress(paths: &[PathBuf], profiles: bool, progress:
         readers.push(ResolvingReader::open(p)?);
     }
     let mut order: Vec<usize> = (0..readers.len()).collect();
-    order.sort_by_key(|&i| (readers[i].header().mpi_rank.is_none(), readers[i].header().mpi_rank, i));
+    order.sort_by_key(|&i| {
+        (
+            readers[i].header().mpi_rank.is_none(),
+            readers[i].header().mpi_rank,
+            i,
+        )
+    });
     if paths.len() > u16::MAX as usize {
-        return Err(CliError::new(format!("too many traces ({}) for one export", paths.len())));
+        return Err(CliError::new(format!(
+            "too many traces ({}) for one export",
+            paths.len()
+        )));
     }
     let mut c = Collected {
         processes: Vec::new(),
@@ -179,7 +207,10 @@ pub(crate) fn collect_with_progress(paths: &[PathBuf], profiles: bool, progress:
                     // An OpenACC event says which async queue this stream serves.
                     c.tracks.note_stream_queue(trace, h, q);
                 }
-                s.track = c.tracks.intern(TrackKey { trace, kind: TrackKind::of_event(ev) });
+                s.track = c.tracks.intern(TrackKey {
+                    trace,
+                    kind: TrackKind::of_event(ev),
+                });
                 c.counters.add(ev, trace, s.start, s.end);
                 c.slices.push(s);
             }
@@ -217,7 +248,11 @@ fn wall_clock(h: &Header) -> impl Fn(u64) -> u64 + Copy {
 
 /// The Perfetto export: the same lanes and flows as [`write_chrome`], device memory in use and
 /// bytes moved (where the JSON has bytes in flight), through [`perfetto::write`].
-fn write_perfetto<W: Write>(mut c: Collected, out: W, progress: &mut Progress) -> io::Result<Summary> {
+fn write_perfetto<W: Write>(
+    mut c: Collected,
+    out: W,
+    progress: &mut Progress,
+) -> io::Result<Summary> {
     tracks::assign_lanes(&mut c.slices, &mut c.tracks);
     let tids = c.tracks.thread_ids();
     flows::link(&c.slices, &c.tracks, &tids, &mut c.device);
@@ -225,11 +260,22 @@ fn write_perfetto<W: Write>(mut c: Collected, out: W, progress: &mut Progress) -
     // Bytes moved, not bytes in flight: two points per transfer instead of one, a fifth of
     // the file for a transfer-heavy trace, to show what the slices of the copies already show.
     let moved = perfetto::bytes_moved(&c.counters.in_flight());
-    let zero = c.slices.iter().map(|s| s.start).chain(memory.first().map(|m| m.0)).min().unwrap_or(0);
+    let zero = c
+        .slices
+        .iter()
+        .map(|s| s.start)
+        .chain(memory.first().map(|m| m.0))
+        .min()
+        .unwrap_or(0);
     let counters = [("device memory in use", &memory), ("bytes moved", &moved)];
     progress.phase("writing", c.slices.len() as u64, false);
-    let written = perfetto::write(&c, &tids, &counters, zero, out, &mut |n| progress.set(n as u64))?;
-    Ok(Summary { events: written.events, tracks: written.tracks })
+    let written = perfetto::write(&c, &tids, &counters, zero, out, &mut |n| {
+        progress.set(n as u64)
+    })?;
+    Ok(Summary {
+        events: written.events,
+        tracks: written.tracks,
+    })
 }
 
 fn write_chrome<W: Write>(mut c: Collected, out: W) -> io::Result<Summary> {
@@ -238,7 +284,13 @@ fn write_chrome<W: Write>(mut c: Collected, out: W) -> io::Result<Summary> {
     let flows = flows::link(&c.slices, &c.tracks, &tids, &mut c.device);
     let memory = Counters::series(&mut c.counters.memory);
     let in_flight = Counters::series(&mut c.counters.in_flight());
-    let zero = c.slices.iter().map(|s| s.start).chain(memory.first().map(|m| m.0)).min().unwrap_or(0);
+    let zero = c
+        .slices
+        .iter()
+        .map(|s| s.start)
+        .chain(memory.first().map(|m| m.0))
+        .min()
+        .unwrap_or(0);
     let mut w = ChromeWriter::new(out, zero)?;
     w.metadata(&c.processes, &c.tracks, &tids)?;
     write_slices(&mut w, &c, &tids, zero)?;
@@ -248,7 +300,10 @@ fn write_chrome<W: Write>(mut c: Collected, out: W) -> io::Result<Summary> {
     w.counter("device memory in use", &memory, &c.processes)?;
     w.counter("bytes in flight", &in_flight, &c.processes)?;
     w.finish()?;
-    Ok(Summary { events: c.slices.len(), tracks: c.tracks.len() })
+    Ok(Summary {
+        events: c.slices.len(),
+        tracks: c.tracks.len(),
+    })
 }
 
 /// Slices formatted per batch.
@@ -256,7 +311,12 @@ const FORMAT_CHUNK: usize = 1 << 15;
 
 /// Writes every slice, formatting every other batch on a second thread (formatting is most of
 /// an export's time); the batches are written in order, so the file is the same either way.
-fn write_slices<W: Write>(w: &mut ChromeWriter<W>, c: &Collected, tids: &tracks::ThreadIds, zero: u64) -> io::Result<()> {
+fn write_slices<W: Write>(
+    w: &mut ChromeWriter<W>,
+    c: &Collected,
+    tids: &tracks::ThreadIds,
+    zero: u64,
+) -> io::Result<()> {
     let dev_of = |s: &Slice| {
         s.device_index().map(|k| {
             let d = &c.device[k];
@@ -267,14 +327,26 @@ fn write_slices<W: Write>(w: &mut ChromeWriter<W>, c: &Collected, tids: &tracks:
         out.clear();
         for s in &c.slices[range] {
             out.extend_from_slice(b",\n");
-            chrome::put_slice(out, zero, s, &c.processes[s.trace as usize], tids.tid(s.track, s.lane), dev_of(s));
+            chrome::put_slice(
+                out,
+                zero,
+                s,
+                &c.processes[s.trace as usize],
+                tids.tid(s.track, s.lane),
+                dev_of(s),
+            );
         }
     };
     let chunks = c.slices.len().div_ceil(FORMAT_CHUNK);
     let range = |i: usize| i * FORMAT_CHUNK..((i + 1) * FORMAT_CHUNK).min(c.slices.len());
     if w.is_empty() || chunks < 2 {
         for s in &c.slices {
-            w.slice(s, &c.processes[s.trace as usize], tids.tid(s.track, s.lane), dev_of(s))?;
+            w.slice(
+                s,
+                &c.processes[s.trace as usize],
+                tids.tid(s.track, s.lane),
+                dev_of(s),
+            )?;
         }
         return Ok(());
     }
@@ -297,7 +369,9 @@ fn write_slices<W: Write>(w: &mut ChromeWriter<W>, c: &Collected, tids: &tracks:
                 format(range(i), &mut mine);
                 w.preformatted(&mine)?;
             } else {
-                let theirs = rx.recv().map_err(|_| io::Error::other("the formatting thread stopped"))?;
+                let theirs = rx
+                    .recv()
+                    .map_err(|_| io::Error::other("the formatting thread stopped"))?;
                 w.preformatted(&theirs)?;
                 // The worker may be done; then the buffer is dropped.
                 let _ = back_tx.send(theirs);
@@ -309,10 +383,22 @@ fn write_slices<W: Write>(w: &mut ChromeWriter<W>, c: &Collected, tids: &tracks:
 
 /// Writes `path` through a temporary file beside it, so that a failed export leaves no
 /// half-written JSON behind.
-fn write_file_atomically<T>(path: &Path, write: impl FnOnce(BufWriter<File>) -> io::Result<T>) -> Result<T, CliError> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().ok_or_else(|| CliError::new(format!("{}: not a file name", path.display())))?;
-    let tmp = dir.join(format!(".{}.accprof-{}.tmp", name.to_string_lossy(), std::process::id()));
+fn write_file_atomically<T>(
+    path: &Path,
+    write: impl FnOnce(BufWriter<File>) -> io::Result<T>,
+) -> Result<T, CliError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| CliError::new(format!("{}: not a file name", path.display())))?;
+    let tmp = dir.join(format!(
+        ".{}.accprof-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let file = File::create(&tmp).map_err(|e| write_error(&path.display().to_string(), e))?;
     let result = write(BufWriter::with_capacity(1 << 20, file)).and_then(|t| {
         std::fs::rename(&tmp, path)?;

@@ -57,7 +57,9 @@ impl ImageFormat {
     /// The format an output's extension names (SVG when it has none); an extension plot
     /// cannot write is an error, rather than an SVG under a misleading name.
     fn of_path(path: &Path) -> Result<ImageFormat, CliError> {
-        let Some(ext) = path.extension() else { return Ok(ImageFormat::Svg) };
+        let Some(ext) = path.extension() else {
+            return Ok(ImageFormat::Svg);
+        };
         let ext = ext.to_string_lossy();
         if ext.eq_ignore_ascii_case("svg") {
             Ok(ImageFormat::Svg)
@@ -85,7 +87,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
         (None, Some(p)) => ImageFormat::of_path(p)?,
         (None, None) => ImageFormat::Svg,
     };
-    let output = args.output.clone().unwrap_or_else(|| args.traces[0].with_extension(format.extension()));
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| args.traces[0].with_extension(format.extension()));
     let fig = figure(&args)?;
     write_image(&output, format, &fig)?;
     eprintln!("accprof: wrote {}", output.display());
@@ -98,7 +103,11 @@ fn figure(args: &Args) -> Result<Figure, CliError> {
         let mut progress = crate::progress::Progress::new(args.quiet);
         crate::commands::export::collect_with_progress(&args.traces, true, &mut progress)?
     };
-    let profile = if profiles.len() == 1 { profiles.pop().unwrap_or_default() } else { accprof_analysis::merge(&profiles) };
+    let profile = if profiles.len() == 1 {
+        profiles.pop().unwrap_or_default()
+    } else {
+        accprof_analysis::merge(&profiles)
+    };
     // The profile repeats the reader's warnings (truncation, drops) with its own; say each once.
     let mut warnings: Vec<String> = collected.warnings.clone();
     for w in &profile.warnings {
@@ -110,7 +119,11 @@ fn figure(args: &Args) -> Result<Figure, CliError> {
         eprintln!("accprof: warning: {w}");
     }
     let title = args.title.clone().unwrap_or_else(|| {
-        let names: Vec<&str> = collected.processes.iter().map(|p| p.name.as_str()).collect();
+        let names: Vec<&str> = collected
+            .processes
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
         match names.as_slice() {
             [one] => format!("accprof: {one}"),
             many => format!("accprof: {} processes", many.len()),
@@ -121,7 +134,10 @@ fn figure(args: &Args) -> Result<Figure, CliError> {
         notes.push("The trace holds no OpenACC events.".to_string());
     }
     if !warnings.is_empty() {
-        notes.push(format!("{} warning(s): see the command's output.", warnings.len()));
+        notes.push(format!(
+            "{} warning(s): see the command's output.",
+            warnings.len()
+        ));
     }
     let sources = breakdown::Sources::of(&profile);
     if sources.any_device() {
@@ -129,25 +145,45 @@ fn figure(args: &Args) -> Result<Figure, CliError> {
     } else {
         notes.push("Breakdown: host time inside each construct. Timeline: what each thread and queue was doing, per pixel the kind that took most of it.".into());
     }
-    Ok(Figure { title, rows: breakdown::rows(&profile), sources, timeline: timeline::build(collected, draw::PLOT_W), notes })
+    Ok(Figure {
+        title,
+        rows: breakdown::rows(&profile),
+        sources,
+        timeline: timeline::build(collected, draw::PLOT_W),
+        notes,
+    })
 }
 
 /// Draws to a temporary file beside `path` and renames it, so a failure leaves nothing behind.
 fn write_image(path: &Path, format: ImageFormat, fig: &Figure) -> Result<(), CliError> {
     register_font();
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().ok_or_else(|| CliError::new(format!("{}: not a file name", path.display())))?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| CliError::new(format!("{}: not a file name", path.display())))?;
     // The bitmap backend picks its encoder from the extension, so the temporary keeps it.
-    let tmp = dir.join(format!(".{}.accprof-{}.tmp.{}", name.to_string_lossy(), std::process::id(), format.extension()));
+    let tmp = dir.join(format!(
+        ".{}.accprof-{}.tmp.{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        format.extension()
+    ));
     let size = (draw::WIDTH, fig.height());
     let drawn = match format {
         ImageFormat::Svg => {
             let area = SVGBackend::new(&tmp, size).into_drawing_area();
-            draw::draw(&area, fig).and_then(|()| area.present()).map_err(|e| e.to_string())
+            draw::draw(&area, fig)
+                .and_then(|()| area.present())
+                .map_err(|e| e.to_string())
         }
         ImageFormat::Png => {
             let area = BitMapBackend::new(&tmp, size).into_drawing_area();
-            draw::draw(&area, fig).and_then(|()| area.present()).map_err(|e| e.to_string())
+            draw::draw(&area, fig)
+                .and_then(|()| area.present())
+                .map_err(|e| e.to_string())
         }
     };
     let result = drawn.and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));

@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 /// Several traces (the ranks of one MPI job) give one section per trace (by MPI rank, else pid)
 /// and then their merged totals.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  accprof report accprof.laplace.1234.trace\n  accprof report --format json -o report.json accprof.laplace.1234.trace\n  accprof report accprof.app.*.trace        # one section per MPI rank, then merged")]
+#[command(
+    after_help = "Examples:\n  accprof report accprof.laplace.1234.trace\n  accprof report --format json -o report.json accprof.laplace.1234.trace\n  accprof report accprof.app.*.trace        # one section per MPI rank, then merged"
+)]
 pub struct Args {
     /// Trace files written by libaccprof (one per process).
     #[arg(required = true, value_name = "TRACE")]
@@ -61,7 +63,9 @@ pub fn render(args: &Args) -> Result<String, CliError> {
     let profiles = load_profiles(&args.traces, args.quiet)?;
     let (sections, merged) = report::sections(profiles);
     Ok(match args.format {
-        Format::Text => report::text::render(&sections, merged.as_ref(), ReportOptions { top: args.top }),
+        Format::Text => {
+            report::text::render(&sections, merged.as_ref(), ReportOptions { top: args.top })
+        }
         Format::Json => report::json::render(&sections, merged.as_ref()) + "\n",
         Format::Csv => report::csv::render(&sections, merged.as_ref()),
     })
@@ -70,10 +74,13 @@ pub fn render(args: &Args) -> Result<String, CliError> {
 /// Writes `text` to `path`, or to standard output.
 pub fn write_output(path: Option<&Path>, text: &str) -> Result<(), CliError> {
     match path {
-        Some(p) => std::fs::write(p, text).map_err(|e| CliError::new(format!("{}: cannot write: {e}", p.display()))),
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| CliError::new(format!("{}: cannot write: {e}", p.display()))),
         None => {
             let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes()).and_then(|_| out.flush()).map_err(|e| CliError::new(format!("cannot write the report: {e}")))
+            out.write_all(text.as_bytes())
+                .and_then(|_| out.flush())
+                .map_err(|e| CliError::new(format!("cannot write the report: {e}")))
         }
     }
 }
@@ -101,8 +108,13 @@ pub fn load_profile(path: &Path, quiet: bool) -> Result<Profile, CliError> {
             return;
         }
         let b = bar.get_or_insert_with(|| {
-            let b = indicatif::ProgressBar::with_draw_target(Some(p.total_bytes), indicatif::ProgressDrawTarget::stderr());
-            if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})") {
+            let b = indicatif::ProgressBar::with_draw_target(
+                Some(p.total_bytes),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})",
+            ) {
                 b.set_style(style.progress_chars("=> "));
             }
             b.set_message(format!("reading {}", path.display()));

@@ -27,7 +27,9 @@ use std::time::Instant;
 /// Programs it starts itself (an MPI launcher's ranks, say) inherit the tool and write one
 /// trace each (use -o 'run.%p.trace' or a directory ending in '/').
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  accprof run -- ./laplace 4096\n  accprof run --report --advise -o laplace.trace -- ./laplace 4096\n  mpirun -np 4 accprof run -o traces/ -- ./app")]
+#[command(
+    after_help = "Examples:\n  accprof run -- ./laplace 4096\n  accprof run --report --advise -o laplace.trace -- ./laplace 4096\n  mpirun -np 4 accprof run -o traces/ -- ./app"
+)]
 pub struct Args {
     /// Where to write the trace: a file, or a directory (ending in '/') for one trace per
     /// process. `%p` is replaced by the process id, `%r` by the MPI rank.
@@ -53,7 +55,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "default", value_name = "RUNTIME")]
     pub runtime: Runtime,
     /// The program to run and its arguments.
-    #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true, value_name = "PROGRAM")]
+    #[arg(
+        trailing_var_arg = true,
+        required = true,
+        allow_hyphen_values = true,
+        value_name = "PROGRAM"
+    )]
     pub command: Vec<String>,
 }
 
@@ -79,7 +86,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let program = &args.command[0];
     let exe = resolve_program(program)?;
     let lib = find_library()?;
-    let exe_name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "app".into());
+    let exe_name = exe
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "app".into());
     let out = match &args.output {
         Some(p) => p.display().to_string(),
         None => format!("accprof.{exe_name}.%p.trace"),
@@ -95,7 +105,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
         preload = prepend(&find_shim()?, Some(preload), ':');
     }
     cmd.env("LD_PRELOAD", preload);
-    cmd.env("ACC_PROFLIB", prepend(&lib, std::env::var("ACC_PROFLIB").ok(), ';'));
+    cmd.env(
+        "ACC_PROFLIB",
+        prepend(&lib, std::env::var("ACC_PROFLIB").ok(), ';'),
+    );
     cmd.env("ACCPROF_OUT", &out);
     // accprof prints the summary itself, after the program's last line.
     cmd.env("ACCPROF_QUIET", "1");
@@ -107,11 +120,16 @@ pub fn run(args: Args) -> Result<(), CliError> {
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
         for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-            libc::signal(sig, forward as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            libc::signal(
+                sig,
+                forward as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
         }
     }
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| CliError::new(format!("cannot start {}: {e}", exe.display())))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| CliError::new(format!("cannot start {}: {e}", exe.display())))?;
     let pid = child.id();
     CHILD.store(pid as i32, Ordering::Relaxed);
     let tty = std::io::stderr().is_terminal();
@@ -120,10 +138,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
         let title = format!("accprof: {exe_name} running");
         eprint!("\x1b]0;{title}\x07");
     }
-    let status = child.wait().map_err(|e| CliError::new(format!("waiting for {}: {e}", exe.display())))?;
+    let status = child
+        .wait()
+        .map_err(|e| CliError::new(format!("waiting for {}: {e}", exe.display())))?;
     let elapsed = started.elapsed();
     if tty {
-        eprint!("\x1b]0;accprof: {exe_name} done in {:.1} s\x07", elapsed.as_secs_f64());
+        eprint!(
+            "\x1b]0;accprof: {exe_name} done in {:.1} s\x07",
+            elapsed.as_secs_f64()
+        );
     }
     let trace = expected_trace_path(&out, pid);
 
@@ -147,17 +170,25 @@ pub fn run(args: Args) -> Result<(), CliError> {
         return exit_like(code);
     }
     if !args.quiet {
-        eprintln!("accprof: {exe_name} {how} after {:.2} s; trace: {}", elapsed.as_secs_f64(), trace.display());
+        eprintln!(
+            "accprof: {exe_name} {how} after {:.2} s; trace: {}",
+            elapsed.as_secs_f64(),
+            trace.display()
+        );
     }
     let mut text = String::new();
     if args.report {
-        text += &reuse::<crate::commands::report::Args>("report", &trace, |a| crate::commands::report::render(&a))?;
+        text += &reuse::<crate::commands::report::Args>("report", &trace, |a| {
+            crate::commands::report::render(&a)
+        })?;
     }
     if args.advise {
         if !text.is_empty() {
             text.push('\n');
         }
-        text += &reuse::<crate::commands::advise::Args>("advise", &trace, |a| crate::commands::advise::render(&a))?;
+        text += &reuse::<crate::commands::advise::Args>("advise", &trace, |a| {
+            crate::commands::advise::render(&a)
+        })?;
     }
     if args.report || args.advise {
         write_outside_stdout(args.report_file.as_deref(), &text)?;
@@ -173,24 +204,35 @@ pub fn run(args: Args) -> Result<(), CliError> {
 fn write_outside_stdout(file: Option<&Path>, text: &str) -> Result<(), CliError> {
     use std::io::Write;
     match file {
-        Some(p) => std::fs::write(p, text).map_err(|e| CliError::new(format!("{}: cannot write: {e}", p.display()))),
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| CliError::new(format!("{}: cannot write: {e}", p.display()))),
         None => {
             let mut err = std::io::stderr().lock();
-            err.write_all(text.as_bytes()).and_then(|_| err.flush()).map_err(|e| CliError::new(format!("cannot write the report: {e}")))
+            err.write_all(text.as_bytes())
+                .and_then(|_| err.flush())
+                .map_err(|e| CliError::new(format!("cannot write the report: {e}")))
         }
     }
 }
 
 /// Runs another subcommand's rendering on the trace with its default options, parsed by its own
 /// parser so `run` stays in step with it.
-fn reuse<A: clap::Args>(name: &str, trace: &Path, f: fn(A) -> Result<String, CliError>) -> Result<String, CliError> {
+fn reuse<A: clap::Args>(
+    name: &str,
+    trace: &Path,
+    f: fn(A) -> Result<String, CliError>,
+) -> Result<String, CliError> {
     #[derive(Parser)]
     struct Wrap<A: clap::Args> {
         #[command(flatten)]
         args: A,
     }
-    let parsed = Wrap::<A>::try_parse_from([std::ffi::OsStr::new(name), std::ffi::OsStr::new("--quiet"), trace.as_os_str()])
-        .map_err(|e| CliError::new(format!("internal: {name} arguments: {e}")))?;
+    let parsed = Wrap::<A>::try_parse_from([
+        std::ffi::OsStr::new(name),
+        std::ffi::OsStr::new("--quiet"),
+        trace.as_os_str(),
+    ])
+    .map_err(|e| CliError::new(format!("internal: {name} arguments: {e}")))?;
     f(parsed.args)
 }
 
@@ -207,13 +249,19 @@ fn print_summary(trace: &Path) -> Result<(), CliError> {
         f(s.waits.total_ns),
     );
     if accprof_analysis::host_fallback::ran_on_host(&profile) {
-        eprintln!("accprof: host fallback: {}", accprof_analysis::host_fallback::EXPLANATION);
+        eprintln!(
+            "accprof: host fallback: {}",
+            accprof_analysis::host_fallback::EXPLANATION
+        );
     }
     let findings = accprof_analysis::advise(&profile);
     if let Some(top) = findings.first() {
         eprintln!("accprof: top advice: {}", top.title);
     }
-    eprintln!("accprof: next: accprof report {0}   accprof advise {0}   accprof tui {0}", trace.display());
+    eprintln!(
+        "accprof: next: accprof report {0}   accprof advise {0}   accprof tui {0}",
+        trace.display()
+    );
     Ok(())
 }
 
@@ -228,14 +276,21 @@ fn exit_like(code: i32) -> Result<(), CliError> {
 
 /// The program as the shell would find it: a path, or a name looked up in PATH.
 fn resolve_program(program: &str) -> Result<PathBuf, CliError> {
-    let is_exec = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    let is_exec = |p: &Path| {
+        p.is_file()
+            && p.metadata()
+                .is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+    };
     if program.contains('/') {
         let p = PathBuf::from(program);
         if !p.exists() {
             return Err(CliError::with_code(format!("{program}: no such file"), 127));
         }
         if !is_exec(&p) {
-            return Err(CliError::with_code(format!("{program}: not an executable file"), 126));
+            return Err(CliError::with_code(
+                format!("{program}: not an executable file"),
+                126,
+            ));
         }
         return Ok(p);
     }
@@ -244,16 +299,29 @@ fn resolve_program(program: &str) -> Result<PathBuf, CliError> {
         .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
         .map(|d| d.join(program))
         .find(|p| is_exec(p))
-        .ok_or_else(|| CliError::with_code(format!("{program}: command not found (give a path, e.g. ./{program})"), 127))
+        .ok_or_else(|| {
+            CliError::with_code(
+                format!("{program}: command not found (give a path, e.g. ./{program})"),
+                127,
+            )
+        })
 }
 
 /// libaccprof.so: ACCPROF_LIB, else next to this binary (target/release), else ../lib.
 fn find_library() -> Result<PathBuf, CliError> {
     if let Some(p) = std::env::var_os("ACCPROF_LIB") {
         let p = PathBuf::from(p);
-        return if p.is_file() { Ok(absolute(&p)) } else { Err(CliError::new(format!("ACCPROF_LIB={}: no such file", p.display()))) };
+        return if p.is_file() {
+            Ok(absolute(&p))
+        } else {
+            Err(CliError::new(format!(
+                "ACCPROF_LIB={}: no such file",
+                p.display()
+            )))
+        };
     }
-    let exe = std::env::current_exe().map_err(|e| CliError::new(format!("cannot locate libaccprof.so: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::new(format!("cannot locate libaccprof.so: {e}")))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
     [dir.join("libaccprof.so"), dir.join("../lib/libaccprof.so")]
         .into_iter()
@@ -271,9 +339,17 @@ fn find_library() -> Result<PathBuf, CliError> {
 fn find_shim() -> Result<PathBuf, CliError> {
     if let Some(p) = std::env::var_os("ACCPROF_SHIM_LIB") {
         let p = PathBuf::from(p);
-        return if p.is_file() { Ok(absolute(&p)) } else { Err(CliError::new(format!("ACCPROF_SHIM_LIB={}: no such file", p.display()))) };
+        return if p.is_file() {
+            Ok(absolute(&p))
+        } else {
+            Err(CliError::new(format!(
+                "ACCPROF_SHIM_LIB={}: no such file",
+                p.display()
+            )))
+        };
     }
-    let exe = std::env::current_exe().map_err(|e| CliError::new(format!("cannot locate libaccshim.so: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::new(format!("cannot locate libaccshim.so: {e}")))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
     [dir.join("libaccshim.so"), dir.join("../lib/libaccshim.so")]
         .into_iter()
@@ -307,7 +383,11 @@ fn expected_trace_path(out: &str, pid: u32) -> PathBuf {
     if out.ends_with('/') || p.is_dir() {
         if let Ok(entries) = std::fs::read_dir(&p) {
             let suffix = format!(".{pid}.trace");
-            if let Some(found) = entries.filter_map(|e| e.ok()).map(|e| e.path()).find(|f| f.to_string_lossy().ends_with(&suffix)) {
+            if let Some(found) = entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .find(|f| f.to_string_lossy().ends_with(&suffix))
+            {
                 return found;
             }
         }

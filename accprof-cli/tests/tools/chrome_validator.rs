@@ -52,7 +52,10 @@ fn ns(v: &Value) -> Option<i64> {
 /// Checks `json`; the error names the first problem found.
 pub fn validate(json: &str) -> Result<Summary, String> {
     let root: Value = serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
-    let events = root.get("traceEvents").and_then(Value::as_array).ok_or("no traceEvents array at the top level")?;
+    let events = root
+        .get("traceEvents")
+        .and_then(Value::as_array)
+        .ok_or("no traceEvents array at the top level")?;
     if let Some(unit) = root.get("displayTimeUnit") {
         if !matches!(unit.as_str(), Some("ms" | "ns")) {
             return Err(format!("displayTimeUnit is {unit}, not \"ms\" or \"ns\""));
@@ -70,38 +73,66 @@ pub fn validate(json: &str) -> Result<Summary, String> {
     let mut flow_ends: BTreeMap<String, FlowEnd> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
         let at = || format!("event {i} ({e})");
-        let ph = e.get("ph").and_then(Value::as_str).ok_or_else(|| format!("{}: no ph", at()))?;
-        let pid = e.get("pid").and_then(Value::as_i64).ok_or_else(|| format!("{}: no integer pid", at()))?;
-        let name = e.get("name").and_then(Value::as_str).ok_or_else(|| format!("{}: no name", at()))?;
+        let ph = e
+            .get("ph")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{}: no ph", at()))?;
+        let pid = e
+            .get("pid")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| format!("{}: no integer pid", at()))?;
+        let name = e
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{}: no name", at()))?;
         if ph == "M" {
             sum.metadata += 1;
             let arg = |k: &str| e.get("args").and_then(|a| a.get(k)).cloned();
             match name {
                 "process_name" => {
-                    let n = arg("name").and_then(|v| v.as_str().map(String::from)).ok_or_else(|| format!("{}: no args.name", at()))?;
+                    let n = arg("name")
+                        .and_then(|v| v.as_str().map(String::from))
+                        .ok_or_else(|| format!("{}: no args.name", at()))?;
                     sum.processes.insert(pid, n);
                 }
                 "thread_name" => {
-                    let tid = e.get("tid").and_then(Value::as_i64).ok_or_else(|| format!("{}: no tid", at()))?;
-                    let n = arg("name").and_then(|v| v.as_str().map(String::from)).ok_or_else(|| format!("{}: no args.name", at()))?;
+                    let tid = e
+                        .get("tid")
+                        .and_then(Value::as_i64)
+                        .ok_or_else(|| format!("{}: no tid", at()))?;
+                    let n = arg("name")
+                        .and_then(|v| v.as_str().map(String::from))
+                        .ok_or_else(|| format!("{}: no args.name", at()))?;
                     sum.threads.insert((pid, tid), n);
                 }
                 "process_sort_index" | "thread_sort_index" => {
-                    arg("sort_index").and_then(|v| v.as_i64()).ok_or_else(|| format!("{}: no integer args.sort_index", at()))?;
+                    arg("sort_index")
+                        .and_then(|v| v.as_i64())
+                        .ok_or_else(|| format!("{}: no integer args.sort_index", at()))?;
                 }
                 _ => {}
             }
             continue;
         }
         used_pids.insert(pid);
-        let ts = e.get("ts").and_then(ns).ok_or_else(|| format!("{}: no numeric ts", at()))?;
+        let ts = e
+            .get("ts")
+            .and_then(ns)
+            .ok_or_else(|| format!("{}: no numeric ts", at()))?;
         if ts < 0 {
             return Err(format!("{}: negative ts", at()));
         }
-        let tid = || e.get("tid").and_then(Value::as_i64).ok_or_else(|| format!("{}: no integer tid", at()));
+        let tid = || {
+            e.get("tid")
+                .and_then(Value::as_i64)
+                .ok_or_else(|| format!("{}: no integer tid", at()))
+        };
         match ph {
             "X" => {
-                let dur = e.get("dur").and_then(ns).ok_or_else(|| format!("{}: no numeric dur", at()))?;
+                let dur = e
+                    .get("dur")
+                    .and_then(ns)
+                    .ok_or_else(|| format!("{}: no numeric dur", at()))?;
                 if dur < 0 {
                     return Err(format!("{}: negative dur", at()));
                 }
@@ -117,7 +148,10 @@ pub fn validate(json: &str) -> Result<Summary, String> {
             }
             "E" => {
                 let track = (pid, tid()?);
-                let (b, bts) = open.get_mut(&track).and_then(Vec::pop).ok_or_else(|| format!("{}: E without B", at()))?;
+                let (b, bts) = open
+                    .get_mut(&track)
+                    .and_then(Vec::pop)
+                    .ok_or_else(|| format!("{}: E without B", at()))?;
                 if b != name && !name.is_empty() {
                     return Err(format!("{}: E closes {b:?}", at()));
                 }
@@ -132,26 +166,49 @@ pub fn validate(json: &str) -> Result<Summary, String> {
                 sum.instants += 1;
             }
             "C" => {
-                let args = e.get("args").and_then(Value::as_object).ok_or_else(|| format!("{}: counter without args", at()))?;
+                let args = e
+                    .get("args")
+                    .and_then(Value::as_object)
+                    .ok_or_else(|| format!("{}: counter without args", at()))?;
                 if args.is_empty() || !args.values().all(Value::is_number) {
                     return Err(format!("{}: counter args must be numbers", at()));
                 }
                 let key = (pid, name.to_string());
                 if let Some(&prev) = last_counter.get(&key) {
                     if ts < prev {
-                        return Err(format!("{}: counter goes back in time ({prev} ns before)", at()));
+                        return Err(format!(
+                            "{}: counter goes back in time ({prev} ns before)",
+                            at()
+                        ));
                     }
                 }
                 last_counter.insert(key, ts);
                 sum.counters += 1;
             }
             "s" | "f" => {
-                let id = e.get("id").map(|v| v.to_string()).ok_or_else(|| format!("{}: flow without id", at()))?;
+                let id = e
+                    .get("id")
+                    .map(|v| v.to_string())
+                    .ok_or_else(|| format!("{}: flow without id", at()))?;
                 let track = (pid, tid()?);
                 used_tracks.insert(track);
-                let cat = e.get("cat").and_then(Value::as_str).unwrap_or("").to_string();
-                let end = FlowEnd { track, ts, name: name.to_string(), cat, index: i };
-                let ends = if ph == "s" { &mut flow_starts } else { &mut flow_ends };
+                let cat = e
+                    .get("cat")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let end = FlowEnd {
+                    track,
+                    ts,
+                    name: name.to_string(),
+                    cat,
+                    index: i,
+                };
+                let ends = if ph == "s" {
+                    &mut flow_starts
+                } else {
+                    &mut flow_ends
+                };
                 if ends.insert(id.clone(), end).is_some() {
                     return Err(format!("{}: a second {ph:?} with id {id}", at()));
                 }
@@ -185,23 +242,42 @@ pub fn validate(json: &str) -> Result<Summary, String> {
         }
     }
     for (id, s) in &flow_starts {
-        let f = flow_ends.get(id).ok_or_else(|| format!("flow start {} has no finish with id {id}", events[s.index]))?;
+        let f = flow_ends
+            .get(id)
+            .ok_or_else(|| format!("flow start {} has no finish with id {id}", events[s.index]))?;
         if (&f.name, &f.cat) != (&s.name, &s.cat) {
-            return Err(format!("flow {id}: start {} and finish {} differ in name or category", events[s.index], events[f.index]));
+            return Err(format!(
+                "flow {id}: start {} and finish {} differ in name or category",
+                events[s.index], events[f.index]
+            ));
         }
         if f.ts < s.ts {
-            return Err(format!("flow {id}: finish {} before its start {}", events[f.index], events[s.index]));
+            return Err(format!(
+                "flow {id}: finish {} before its start {}",
+                events[f.index], events[s.index]
+            ));
         }
         for end in [s, f] {
-            let inside = slices.get(&end.track).is_some_and(|list| list.iter().any(|&(a, b, _)| a <= end.ts && end.ts <= b));
+            let inside = slices
+                .get(&end.track)
+                .is_some_and(|list| list.iter().any(|&(a, b, _)| a <= end.ts && end.ts <= b));
             if !inside {
-                return Err(format!("flow {id}: {} lies within no slice of its track", events[end.index]));
+                return Err(format!(
+                    "flow {id}: {} lies within no slice of its track",
+                    events[end.index]
+                ));
             }
         }
         sum.flows += 1;
     }
-    if let Some((id, f)) = flow_ends.iter().find(|(id, _)| !flow_starts.contains_key(*id)) {
-        return Err(format!("flow finish {} has no start with id {id}", events[f.index]));
+    if let Some((id, f)) = flow_ends
+        .iter()
+        .find(|(id, _)| !flow_starts.contains_key(*id))
+    {
+        return Err(format!(
+            "flow finish {} has no start with id {id}",
+            events[f.index]
+        ));
     }
     for pid in &used_pids {
         if !sum.processes.contains_key(pid) {

@@ -29,20 +29,38 @@ pub fn stdout(o: &Output) -> String {
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Where built artifacts are: `$ACCPROF_BUILD_DIR`, else `<workspace>/target/release`.
 pub fn build_dir() -> PathBuf {
-    std::env::var_os("ACCPROF_BUILD_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target/release"))
+    std::env::var_os("ACCPROF_BUILD_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/release"))
 }
 
 /// Asserts that a failed run printed exactly one line and exited non-zero.
 pub fn assert_one_line_failure(o: &Output, mentions: &str) {
     let err = stderr(o);
-    assert!(!o.status.success(), "expected failure, got success; stderr: {err}");
-    assert_eq!(err.lines().count(), 1, "expected one line on stderr, got: {err}");
+    assert!(
+        !o.status.success(),
+        "expected failure, got success; stderr: {err}"
+    );
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "expected one line on stderr, got: {err}"
+    );
     assert!(err.starts_with("accprof: "), "{err}");
-    assert!(err.contains(mentions), "stderr should mention {mentions:?}: {err}");
-    assert!(!err.contains("panicked") && !err.contains("internal error"), "{err}");
+    assert!(
+        err.contains(mentions),
+        "stderr should mention {mentions:?}: {err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("internal error"),
+        "{err}"
+    );
 }

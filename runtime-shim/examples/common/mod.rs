@@ -11,7 +11,8 @@ pub fn usage(usage: &str) {
     // instead of panicking on the failed print: Rust ignores SIGPIPE by default.
     // SAFETY: restoring a signal's default disposition, before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let known: Vec<&str> = usage.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+    let known: Vec<&str> = usage
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
         .filter(|w| w.starts_with("--") && w.len() > 2)
         .map(|w| w.trim_end_matches(['.', ':', ';']))
         .collect();
@@ -41,7 +42,8 @@ pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
         if *a == flag {
             Some(args.get(i + 1).cloned())
         } else {
-            a.strip_prefix(&format!("{flag}=")).map(|v| Some(v.to_string()))
+            a.strip_prefix(&format!("{flag}="))
+                .map(|v| Some(v.to_string()))
         }
     });
     match value {
@@ -124,7 +126,11 @@ macro_rules! add {
 }
 
 pub fn add_host(r: std::ops::Range<usize>, v: &[accshim::Val]) -> f64 {
-    let (o, x, y) = (v[0].ptr::<f64>(), v[1].ptr::<f64>() as *const f64, v[2].ptr::<f64>() as *const f64);
+    let (o, x, y) = (
+        v[0].ptr::<f64>(),
+        v[1].ptr::<f64>() as *const f64,
+        v[2].ptr::<f64>() as *const f64,
+    );
     for i in r {
         // SAFETY: device copies of n doubles, i < n.
         unsafe { *o.add(i) = *x.add(i) + *y.add(i) };

@@ -72,7 +72,9 @@ impl HostKernel {
         match self {
             HostKernel::Rust(f) => f(r, args),
             // SAFETY: the C caller promised a function of this signature; args outlive the call.
-            HostKernel::C { f, user } => unsafe { f(r.start, r.end, args.as_ptr(), *user as *mut c_void) },
+            HostKernel::C { f, user } => unsafe {
+                f(r.start, r.end, args.as_ptr(), *user as *mut c_void)
+            },
         }
     }
 }
@@ -146,7 +148,10 @@ unsafe impl Sync for LaunchSpec {}
 pub struct RedSlot(pub *mut f64);
 /// Removes and returns the oldest of `pending` that `is_mine` accepts: the reduction result a
 /// [`Backend::flush_reduction`] on one queue returns next (both backends keep them in launch order).
-pub(crate) fn take_oldest<T>(pending: &std::sync::Mutex<Vec<T>>, is_mine: impl Fn(&T) -> bool) -> Option<T> {
+pub(crate) fn take_oldest<T>(
+    pending: &std::sync::Mutex<Vec<T>>,
+    is_mine: impl Fn(&T) -> bool,
+) -> Option<T> {
     let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
     let i = pending.iter().position(is_mine)?;
     Some(pending.remove(i))

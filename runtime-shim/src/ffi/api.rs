@@ -21,11 +21,21 @@ const NOWHERE: Loc = Loc::UNKNOWN;
 fn op(async_: c_int) -> Result<Op> {
     let rt = runtime::get(API, &NOWHERE);
     let q = rt.queue_of(async_ as i64)?;
-    Ok(Op { rt, ctx: rt.ctx(API, false, &NOWHERE, async_ as i64, q), q })
+    Ok(Op {
+        rt,
+        ctx: rt.ctx(API, false, &NOWHERE, async_ as i64, q),
+        q,
+    })
 }
 
 fn clause(kind: ClauseKind, h: *mut c_void, bytes: usize) -> Clause {
-    Clause { kind, host: h, bytes, name: std::ptr::null(), implicit: false }
+    Clause {
+        kind,
+        host: h,
+        bytes,
+        name: std::ptr::null(),
+        implicit: false,
+    }
 }
 
 fn run<T>(what: &str, f: impl FnOnce() -> Result<T>) -> T {
@@ -75,7 +85,11 @@ pub extern "C" fn acc_set_device_num(n: c_int, t: acc_device_t) {
 pub extern "C" fn acc_get_device_num(t: acc_device_t) -> c_int {
     guard("acc_get_device_num", || {
         let (cur, n) = runtime::selected();
-        if runtime::resolve_type(t) == cur { n } else { 0 }
+        if runtime::resolve_type(t) == cur {
+            n
+        } else {
+            0
+        }
     })
 }
 
@@ -109,7 +123,9 @@ pub extern "C" fn acc_get_property(n: c_int, t: acc_device_t, p: c_int) -> usize
 #[no_mangle]
 pub extern "C" fn acc_get_property_string(n: c_int, t: acc_device_t, p: c_int) -> *const c_char {
     guard("acc_get_property_string", || {
-        let Some(pr) = props(n, t) else { return std::ptr::null() };
+        let Some(pr) = props(n, t) else {
+            return std::ptr::null();
+        };
         let s = match p {
             PROP_NAME => pr.name,
             PROP_VENDOR => pr.vendor,
@@ -137,12 +153,16 @@ pub extern "C" fn acc_shutdown(t: acc_device_t) {
 
 #[no_mangle]
 pub extern "C" fn acc_init_device(n: c_int, t: acc_device_t) {
-    run("acc_init_device", || runtime::init_device(n, t, API, &NOWHERE))
+    run("acc_init_device", || {
+        runtime::init_device(n, t, API, &NOWHERE)
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn acc_shutdown_device(n: c_int, t: acc_device_t) {
-    run("acc_shutdown_device", || runtime::shutdown_device(n, t, API, &NOWHERE))
+    run("acc_shutdown_device", || {
+        runtime::shutdown_device(n, t, API, &NOWHERE)
+    })
 }
 
 /// Whether the caller runs on a device of type `t`. Host code: true for acc_device_host (and
@@ -165,7 +185,9 @@ pub extern "C" fn acc_on_device(t: acc_device_t) -> c_int {
 pub extern "C" fn acc_async_test(a: c_int) -> c_int {
     run("acc_async_test", || {
         runtime::check_async(a as i64)?;
-        let Some(rt) = runtime::current() else { return Ok(1) };
+        let Some(rt) = runtime::current() else {
+            return Ok(1);
+        };
         Ok(c_int::from(rt.backend.test(rt.queue_of(a as i64)?)))
     })
 }
@@ -173,7 +195,9 @@ pub extern "C" fn acc_async_test(a: c_int) -> c_int {
 #[no_mangle]
 pub extern "C" fn acc_async_test_all() -> c_int {
     guard("acc_async_test_all", || {
-        let Some(rt) = runtime::current() else { return 1 };
+        let Some(rt) = runtime::current() else {
+            return 1;
+        };
         c_int::from(rt.backend.queues().into_iter().all(|q| rt.backend.test(q)))
     })
 }
@@ -204,7 +228,9 @@ pub extern "C" fn acc_wait_async(a: c_int, on: c_int) {
 #[no_mangle]
 pub extern "C" fn acc_wait_all() {
     run("acc_wait_all", || {
-        let Some(rt) = runtime::current() else { return Ok(()) };
+        let Some(rt) = runtime::current() else {
+            return Ok(());
+        };
         crate::construct::wait_on(rt, API, false, &NOWHERE, None, ACC_ASYNC_SYNC)
     })
 }
@@ -224,7 +250,9 @@ pub extern "C" fn acc_wait_all_async(on: c_int) {
 
 #[no_mangle]
 pub extern "C" fn acc_get_default_async() -> c_int {
-    guard("acc_get_default_async", || runtime::default_async() as c_int)
+    guard("acc_get_default_async", || {
+        runtime::default_async() as c_int
+    })
 }
 
 #[no_mangle]
@@ -251,10 +279,17 @@ pub extern "C" fn acc_malloc(bytes: usize) -> *mut c_void {
         if bytes == 0 {
             return std::ptr::null_mut();
         }
-        let Ok(op) = op(ACC_ASYNC_SYNC as c_int) else { return std::ptr::null_mut() };
+        let Ok(op) = op(ACC_ASYNC_SYNC as c_int) else {
+            return std::ptr::null_mut();
+        };
         match op.rt.backend.alloc(bytes) {
             Ok(dev) => {
-                let d = DataInfo { var_name: std::ptr::null(), bytes, host_ptr: std::ptr::null(), device_ptr: dev as usize as *const c_void };
+                let d = DataInfo {
+                    var_name: std::ptr::null(),
+                    bytes,
+                    host_ptr: std::ptr::null(),
+                    device_ptr: dev as usize as *const c_void,
+                };
                 dispatch::data_point(acc_event_t::ALLOC, &op.ctx, &d);
                 dev as usize as *mut c_void
             }
@@ -270,7 +305,9 @@ pub extern "C" fn acc_malloc(bytes: usize) -> *mut c_void {
 /// start address only; this looks at the whole block (`bytes`, 1 if unknown).
 fn refuse_if_mapped(rt: &runtime::Runtime, dev: u64, bytes: usize) -> Result<()> {
     let table = rt.table();
-    let Some(e) = table.overlapping_device(dev, bytes) else { return Ok(()) };
+    let Some(e) = table.overlapping_device(dev, bytes) else {
+        return Ok(());
+    };
     Err(AccError::InvalidArgument(format!(
         "refusing to free device memory at {dev:#x} that is still mapped to host memory [{:#x},+{}]",
         e.host, e.bytes
@@ -288,7 +325,12 @@ pub extern "C" fn acc_free(p: *mut c_void) {
         let bytes = op.rt.backend.allocation_size(dev).unwrap_or(0);
         refuse_if_mapped(op.rt, dev, bytes)?;
         op.rt.backend.free(SYNC, dev)?;
-        let d = DataInfo { var_name: std::ptr::null(), bytes, host_ptr: std::ptr::null(), device_ptr: p };
+        let d = DataInfo {
+            var_name: std::ptr::null(),
+            bytes,
+            host_ptr: std::ptr::null(),
+            device_ptr: p,
+        };
         dispatch::data_point(acc_event_t::FREE, &op.ctx, &d);
         Ok(())
     })
@@ -309,7 +351,13 @@ fn named_data_arg(h: *mut c_void, bytes: usize, arg: &'static str) -> Result<boo
     }
 }
 
-fn enter_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int) -> *mut c_void {
+fn enter_api(
+    what: &'static str,
+    kind: ClauseKind,
+    h: *mut c_void,
+    bytes: usize,
+    async_: c_int,
+) -> *mut c_void {
     run(what, || {
         if !data_arg(h, bytes)? {
             return Ok(std::ptr::null_mut());
@@ -322,7 +370,14 @@ fn enter_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize,
     })
 }
 
-fn exit_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize, async_: c_int, finalize: bool) {
+fn exit_api(
+    what: &'static str,
+    kind: ClauseKind,
+    h: *mut c_void,
+    bytes: usize,
+    async_: c_int,
+    finalize: bool,
+) {
     run(what, || {
         if !data_arg(h, bytes)? {
             return Ok(());
@@ -356,7 +411,13 @@ pub extern "C" fn acc_copyin(h: *mut c_void, bytes: usize) -> *mut c_void {
 }
 #[no_mangle]
 pub extern "C" fn acc_present_or_copyin(h: *mut c_void, bytes: usize) -> *mut c_void {
-    enter_api("acc_present_or_copyin", ClauseKind::CopyIn, h, bytes, SYNC_INT)
+    enter_api(
+        "acc_present_or_copyin",
+        ClauseKind::CopyIn,
+        h,
+        bytes,
+        SYNC_INT,
+    )
 }
 #[no_mangle]
 pub extern "C" fn acc_pcopyin(h: *mut c_void, bytes: usize) -> *mut c_void {
@@ -372,7 +433,13 @@ pub extern "C" fn acc_create(h: *mut c_void, bytes: usize) -> *mut c_void {
 }
 #[no_mangle]
 pub extern "C" fn acc_present_or_create(h: *mut c_void, bytes: usize) -> *mut c_void {
-    enter_api("acc_present_or_create", ClauseKind::Create, h, bytes, SYNC_INT)
+    enter_api(
+        "acc_present_or_create",
+        ClauseKind::Create,
+        h,
+        bytes,
+        SYNC_INT,
+    )
 }
 #[no_mangle]
 pub extern "C" fn acc_pcreate(h: *mut c_void, bytes: usize) -> *mut c_void {
@@ -384,7 +451,14 @@ pub extern "C" fn acc_create_async(h: *mut c_void, bytes: usize, a: c_int) {
 }
 #[no_mangle]
 pub extern "C" fn acc_copyout(h: *mut c_void, bytes: usize) {
-    exit_api("acc_copyout", ClauseKind::CopyOut, h, bytes, SYNC_INT, false)
+    exit_api(
+        "acc_copyout",
+        ClauseKind::CopyOut,
+        h,
+        bytes,
+        SYNC_INT,
+        false,
+    )
 }
 #[no_mangle]
 pub extern "C" fn acc_copyout_async(h: *mut c_void, bytes: usize, a: c_int) {
@@ -392,11 +466,25 @@ pub extern "C" fn acc_copyout_async(h: *mut c_void, bytes: usize, a: c_int) {
 }
 #[no_mangle]
 pub extern "C" fn acc_copyout_finalize(h: *mut c_void, bytes: usize) {
-    exit_api("acc_copyout_finalize", ClauseKind::CopyOut, h, bytes, SYNC_INT, true)
+    exit_api(
+        "acc_copyout_finalize",
+        ClauseKind::CopyOut,
+        h,
+        bytes,
+        SYNC_INT,
+        true,
+    )
 }
 #[no_mangle]
 pub extern "C" fn acc_copyout_finalize_async(h: *mut c_void, bytes: usize, a: c_int) {
-    exit_api("acc_copyout_finalize_async", ClauseKind::CopyOut, h, bytes, a, true)
+    exit_api(
+        "acc_copyout_finalize_async",
+        ClauseKind::CopyOut,
+        h,
+        bytes,
+        a,
+        true,
+    )
 }
 #[no_mangle]
 pub extern "C" fn acc_delete(h: *mut c_void, bytes: usize) {
@@ -408,23 +496,55 @@ pub extern "C" fn acc_delete_async(h: *mut c_void, bytes: usize, a: c_int) {
 }
 #[no_mangle]
 pub extern "C" fn acc_delete_finalize(h: *mut c_void, bytes: usize) {
-    exit_api("acc_delete_finalize", ClauseKind::Delete, h, bytes, SYNC_INT, true)
+    exit_api(
+        "acc_delete_finalize",
+        ClauseKind::Delete,
+        h,
+        bytes,
+        SYNC_INT,
+        true,
+    )
 }
 #[no_mangle]
 pub extern "C" fn acc_delete_finalize_async(h: *mut c_void, bytes: usize, a: c_int) {
-    exit_api("acc_delete_finalize_async", ClauseKind::Delete, h, bytes, a, true)
+    exit_api(
+        "acc_delete_finalize_async",
+        ClauseKind::Delete,
+        h,
+        bytes,
+        a,
+        true,
+    )
 }
 #[no_mangle]
 pub extern "C" fn acc_update_device(h: *mut c_void, bytes: usize) {
-    update_api("acc_update_device", ClauseKind::UpdateDevice, h, bytes, SYNC_INT)
+    update_api(
+        "acc_update_device",
+        ClauseKind::UpdateDevice,
+        h,
+        bytes,
+        SYNC_INT,
+    )
 }
 #[no_mangle]
 pub extern "C" fn acc_update_device_async(h: *mut c_void, bytes: usize, a: c_int) {
-    update_api("acc_update_device_async", ClauseKind::UpdateDevice, h, bytes, a)
+    update_api(
+        "acc_update_device_async",
+        ClauseKind::UpdateDevice,
+        h,
+        bytes,
+        a,
+    )
 }
 #[no_mangle]
 pub extern "C" fn acc_update_self(h: *mut c_void, bytes: usize) {
-    update_api("acc_update_self", ClauseKind::UpdateSelf, h, bytes, SYNC_INT)
+    update_api(
+        "acc_update_self",
+        ClauseKind::UpdateSelf,
+        h,
+        bytes,
+        SYNC_INT,
+    )
 }
 #[no_mangle]
 pub extern "C" fn acc_update_self_async(h: *mut c_void, bytes: usize, a: c_int) {
@@ -449,33 +569,48 @@ pub extern "C" fn acc_unmap_data(h: *mut c_void) {
 #[no_mangle]
 pub extern "C" fn acc_deviceptr(h: *mut c_void) -> *mut c_void {
     guard("acc_deviceptr", || {
-        let Some(rt) = runtime::current() else { return std::ptr::null_mut() };
-        data::device_addr(rt, h as usize).map_or(std::ptr::null_mut(), |d| d as usize as *mut c_void)
+        let Some(rt) = runtime::current() else {
+            return std::ptr::null_mut();
+        };
+        data::device_addr(rt, h as usize)
+            .map_or(std::ptr::null_mut(), |d| d as usize as *mut c_void)
     })
 }
 
 #[no_mangle]
 pub extern "C" fn acc_hostptr(d: *mut c_void) -> *mut c_void {
     guard("acc_hostptr", || {
-        let Some(rt) = runtime::current() else { return std::ptr::null_mut() };
+        let Some(rt) = runtime::current() else {
+            return std::ptr::null_mut();
+        };
         let t = rt.table();
-        t.by_device(d as u64).map_or(std::ptr::null_mut(), |e| (e.host + (d as u64 - e.dev) as usize) as *mut c_void)
+        t.by_device(d as u64).map_or(std::ptr::null_mut(), |e| {
+            (e.host + (d as u64 - e.dev) as usize) as *mut c_void
+        })
     })
 }
 
 #[no_mangle]
 pub extern "C" fn acc_is_present(h: *mut c_void, bytes: usize) -> c_int {
     guard("acc_is_present", || {
-        let Some(rt) = runtime::current() else { return 0 };
+        let Some(rt) = runtime::current() else {
+            return 0;
+        };
         // Partly present is "not present" here, not an error (the routine is a query).
-        c_int::from(matches!(rt.table().lookup(h as usize, bytes, std::ptr::null()), Ok(crate::present::Lookup::Present { .. })))
+        c_int::from(matches!(
+            rt.table().lookup(h as usize, bytes, std::ptr::null()),
+            Ok(crate::present::Lookup::Present { .. })
+        ))
     })
 }
 
 /// The argument names of the memcpy routines by direction (0 to the device, 1 from it, 2
 /// within it), as the specification writes them: (destination, source).
-const MEMCPY_ARGS: [(&str, &str); 3] =
-    [("data_dev_dest", "data_host_src"), ("data_host_dest", "data_dev_src"), ("data_dev_dest", "data_dev_src")];
+const MEMCPY_ARGS: [(&str, &str); 3] = [
+    ("data_dev_dest", "data_host_src"),
+    ("data_host_dest", "data_dev_src"),
+    ("data_dev_dest", "data_dev_src"),
+];
 
 fn memcpy_api(what: &str, dir: u8, dst: *mut c_void, src: *mut c_void, bytes: usize, a: c_int) {
     run(what, || {
@@ -501,8 +636,22 @@ fn memcpy_api(what: &str, dir: u8, dst: *mut c_void, src: *mut c_void, bytes: us
             }
         }
         match dir {
-            0 => data::upload(&op, &op.ctx, src as usize, dst as u64, bytes, std::ptr::null()),
-            1 => data::download(&op, &op.ctx, dst as usize, src as u64, bytes, std::ptr::null()),
+            0 => data::upload(
+                &op,
+                &op.ctx,
+                src as usize,
+                dst as u64,
+                bytes,
+                std::ptr::null(),
+            ),
+            1 => data::download(
+                &op,
+                &op.ctx,
+                dst as usize,
+                src as u64,
+                bytes,
+                std::ptr::null(),
+            ),
             _ => op.rt.backend.copy_d2d(op.q, dst as u64, src as u64, bytes),
         }
     })
@@ -513,7 +662,12 @@ pub extern "C" fn acc_memcpy_to_device(dst: *mut c_void, src: *mut c_void, bytes
     memcpy_api("acc_memcpy_to_device", 0, dst, src, bytes, SYNC_INT)
 }
 #[no_mangle]
-pub extern "C" fn acc_memcpy_to_device_async(dst: *mut c_void, src: *mut c_void, bytes: usize, a: c_int) {
+pub extern "C" fn acc_memcpy_to_device_async(
+    dst: *mut c_void,
+    src: *mut c_void,
+    bytes: usize,
+    a: c_int,
+) {
     memcpy_api("acc_memcpy_to_device_async", 0, dst, src, bytes, a)
 }
 #[no_mangle]
@@ -521,7 +675,12 @@ pub extern "C" fn acc_memcpy_from_device(dst: *mut c_void, src: *mut c_void, byt
     memcpy_api("acc_memcpy_from_device", 1, dst, src, bytes, SYNC_INT)
 }
 #[no_mangle]
-pub extern "C" fn acc_memcpy_from_device_async(dst: *mut c_void, src: *mut c_void, bytes: usize, a: c_int) {
+pub extern "C" fn acc_memcpy_from_device_async(
+    dst: *mut c_void,
+    src: *mut c_void,
+    bytes: usize,
+    a: c_int,
+) {
     memcpy_api("acc_memcpy_from_device_async", 1, dst, src, bytes, a)
 }
 #[no_mangle]
@@ -529,17 +688,33 @@ pub extern "C" fn acc_memcpy_device(dst: *mut c_void, src: *mut c_void, bytes: u
     memcpy_api("acc_memcpy_device", 2, dst, src, bytes, SYNC_INT)
 }
 #[no_mangle]
-pub extern "C" fn acc_memcpy_device_async(dst: *mut c_void, src: *mut c_void, bytes: usize, a: c_int) {
+pub extern "C" fn acc_memcpy_device_async(
+    dst: *mut c_void,
+    src: *mut c_void,
+    bytes: usize,
+    a: c_int,
+) {
     memcpy_api("acc_memcpy_device_async", 2, dst, src, bytes, a)
 }
 
 /// acc_memcpy_d2d: copies between the device copies of two present host ranges, each on a
 /// device number. One device runs at a time here, so both numbers must name the current one;
 /// another is acc_error_device_unavailable rather than a copy on the wrong device.
-fn memcpy_d2d(what: &'static str, dst: *mut c_void, src: *mut c_void, bytes: usize, dev_dst: c_int, dev_src: c_int, a: c_int) {
+fn memcpy_d2d(
+    what: &'static str,
+    dst: *mut c_void,
+    src: *mut c_void,
+    bytes: usize,
+    dev_dst: c_int,
+    dev_src: c_int,
+    a: c_int,
+) {
     run(what, || {
         // Nothing to copy is no error, whatever the addresses (as for acc_memcpy_device).
-        if !named_data_arg(dst, bytes, "data_arg_dest")? || !named_data_arg(src, bytes, "data_arg_src")? || bytes == 0 {
+        if !named_data_arg(dst, bytes, "data_arg_dest")?
+            || !named_data_arg(src, bytes, "data_arg_src")?
+            || bytes == 0
+        {
             return Ok(());
         }
         let op = op(a)?;
@@ -553,23 +728,55 @@ fn memcpy_d2d(what: &'static str, dst: *mut c_void, src: *mut c_void, bytes: usi
         }
         let (to, from) = {
             let table = op.rt.table();
-            let device_copy = |h: *mut c_void, role: &str| match table.lookup(h as usize, bytes, std::ptr::null())? {
+            let device_copy = |h: *mut c_void, role: &str| match table.lookup(
+                h as usize,
+                bytes,
+                std::ptr::null(),
+            )? {
                 Lookup::Present { dev, .. } => Ok(dev),
-                Lookup::Absent => Err(AccError::NotPresent { host: h as usize, bytes, name: role.into() }),
+                Lookup::Absent => Err(AccError::NotPresent {
+                    host: h as usize,
+                    bytes,
+                    name: role.into(),
+                }),
             };
-            (device_copy(dst, "destination")?, device_copy(src, "source")?)
+            (
+                device_copy(dst, "destination")?,
+                device_copy(src, "source")?,
+            )
         };
         op.rt.backend.copy_d2d(op.q, to, from, bytes)
     })
 }
 
 #[no_mangle]
-pub extern "C" fn acc_memcpy_d2d(dst: *mut c_void, src: *mut c_void, bytes: usize, dev_dst: c_int, dev_src: c_int) {
-    memcpy_d2d("acc_memcpy_d2d", dst, src, bytes, dev_dst, dev_src, SYNC_INT)
+pub extern "C" fn acc_memcpy_d2d(
+    dst: *mut c_void,
+    src: *mut c_void,
+    bytes: usize,
+    dev_dst: c_int,
+    dev_src: c_int,
+) {
+    memcpy_d2d(
+        "acc_memcpy_d2d",
+        dst,
+        src,
+        bytes,
+        dev_dst,
+        dev_src,
+        SYNC_INT,
+    )
 }
 
 #[no_mangle]
-pub extern "C" fn acc_memcpy_d2d_async(dst: *mut c_void, src: *mut c_void, bytes: usize, dev_dst: c_int, dev_src: c_int, a: c_int) {
+pub extern "C" fn acc_memcpy_d2d_async(
+    dst: *mut c_void,
+    src: *mut c_void,
+    bytes: usize,
+    dev_dst: c_int,
+    dev_src: c_int,
+    a: c_int,
+) {
     memcpy_d2d("acc_memcpy_d2d_async", dst, src, bytes, dev_dst, dev_src, a)
 }
 
@@ -620,7 +827,9 @@ pub extern "C" fn acc_detach_finalize_async(p: *mut *mut c_void, a: c_int) {
 pub extern "C" fn acc_get_cuda_stream(a: c_int) -> *mut c_void {
     guard("acc_get_cuda_stream", || {
         let rt = runtime::get(API, &NOWHERE);
-        rt.queue_of(a as i64).map_or(std::ptr::null_mut(), |q| rt.backend.native_stream(q as QueueId))
+        rt.queue_of(a as i64).map_or(std::ptr::null_mut(), |q| {
+            rt.backend.native_stream(q as QueueId)
+        })
     })
 }
 
@@ -642,14 +851,17 @@ pub extern "C" fn acc_set_cuda_stream(a: c_int, stream: *mut c_void) -> c_int {
 #[no_mangle]
 pub extern "C" fn acc_get_current_cuda_device() -> *mut c_void {
     guard("acc_get_current_cuda_device", || {
-        runtime::current().map_or(std::ptr::null_mut(), |rt| rt.backend.handles(None).device as *mut c_void)
+        runtime::current().map_or(std::ptr::null_mut(), |rt| {
+            rt.backend.handles(None).device as *mut c_void
+        })
     })
 }
 
 #[no_mangle]
 pub extern "C" fn acc_get_current_cuda_context() -> *mut c_void {
     guard("acc_get_current_cuda_context", || {
-        runtime::current().map_or(std::ptr::null_mut(), |rt| rt.backend.handles(None).context as *mut c_void)
+        runtime::current().map_or(std::ptr::null_mut(), |rt| {
+            rt.backend.handles(None).context as *mut c_void
+        })
     })
 }
-

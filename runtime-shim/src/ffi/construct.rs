@@ -69,7 +69,11 @@ unsafe fn slice<'a, T>(p: *const T, n: c_int, what: &str, loc: &Loc) -> &'a [T] 
     if n <= 0 {
         &[]
     } else if p.is_null() {
-        fatal(&AccError::InvalidArgument(format!("{n} {what} at a NULL address")), "construct", loc)
+        fatal(
+            &AccError::InvalidArgument(format!("{n} {what} at a NULL address")),
+            "construct",
+            loc,
+        )
     } else {
         // SAFETY: the C caller passes n valid elements.
         unsafe { std::slice::from_raw_parts(p, n as usize) }
@@ -87,7 +91,11 @@ fn open_regions() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
 
 unsafe fn loc_of(p: *const Loc) -> Loc {
     // SAFETY: not NULL; the C caller passes a valid Loc (the function's contract).
-    if p.is_null() { Loc::UNKNOWN } else { unsafe { *p } }
+    if p.is_null() {
+        Loc::UNKNOWN
+    } else {
+        unsafe { *p }
+    }
 }
 
 unsafe fn clauses(p: *const CClause, n: c_int, loc: &Loc) -> Vec<Clause> {
@@ -96,9 +104,19 @@ unsafe fn clauses(p: *const CClause, n: c_int, loc: &Loc) -> Vec<Clause> {
         .iter()
         .map(|c| {
             let Some(kind) = ClauseKind::from_i32(c.kind) else {
-                fatal(&AccError::InvalidArgument(format!("unknown clause kind {}", c.kind)), "construct", loc)
+                fatal(
+                    &AccError::InvalidArgument(format!("unknown clause kind {}", c.kind)),
+                    "construct",
+                    loc,
+                )
             };
-            Clause { kind, host: c.host, bytes: c.bytes, name: c.name, implicit: c.implicit != 0 }
+            Clause {
+                kind,
+                host: c.host,
+                bytes: c.bytes,
+                name: c.name,
+                implicit: c.implicit != 0,
+            }
         })
         .collect()
 }
@@ -110,11 +128,19 @@ unsafe fn waits(p: *const c_longlong, n: c_int, loc: &Loc) -> Option<Vec<i64>> {
 
 fn static_cstr(p: *const c_char, fallback: &'static CStr) -> &'static CStr {
     // SAFETY: the C macros pass string literals.
-    if p.is_null() { fallback } else { unsafe { CStr::from_ptr(p) } }
+    if p.is_null() {
+        fallback
+    } else {
+        unsafe { CStr::from_ptr(p) }
+    }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn accshim_data_begin(loc: *const Loc, cs: *const CClause, n: c_int) -> *mut c_void {
+pub unsafe extern "C" fn accshim_data_begin(
+    loc: *const Loc,
+    cs: *const CClause,
+    n: c_int,
+) -> *mut c_void {
     guard("accshim_data_begin", || {
         // SAFETY: the C caller passes NULL or a valid Loc.
         let loc = unsafe { loc_of(loc) };
@@ -133,7 +159,9 @@ pub unsafe extern "C" fn accshim_data_end(region: *mut c_void, end_line: c_int) 
             return;
         }
         if !open_regions().remove(&(region as usize)) {
-            let err = AccError::InvalidArgument(format!("{region:p} is no open data region (ended twice, or not from accshim_data_begin)"));
+            let err = AccError::InvalidArgument(format!(
+                "{region:p} is no open data region (ended twice, or not from accshim_data_begin)"
+            ));
             fatal(&err, "accshim_data_end", &Loc::UNKNOWN)
         }
         // SAFETY: made by accshim_data_begin (it was open) and now taken out of the open set,
@@ -144,7 +172,14 @@ pub unsafe extern "C" fn accshim_data_end(region: *mut c_void, end_line: c_int) 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn accshim_enter_data(loc: *const Loc, cs: *const CClause, n: c_int, async_: c_longlong, waits_: *const c_longlong, nwaits: c_int) {
+pub unsafe extern "C" fn accshim_enter_data(
+    loc: *const Loc,
+    cs: *const CClause,
+    n: c_int,
+    async_: c_longlong,
+    waits_: *const c_longlong,
+    nwaits: c_int,
+) {
     guard("accshim_enter_data", || {
         // SAFETY: the C caller passes NULL or a valid Loc.
         let loc = unsafe { loc_of(loc) };
@@ -157,7 +192,15 @@ pub unsafe extern "C" fn accshim_enter_data(loc: *const Loc, cs: *const CClause,
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn accshim_exit_data(loc: *const Loc, cs: *const CClause, n: c_int, async_: c_longlong, waits_: *const c_longlong, nwaits: c_int, finalize: c_int) {
+pub unsafe extern "C" fn accshim_exit_data(
+    loc: *const Loc,
+    cs: *const CClause,
+    n: c_int,
+    async_: c_longlong,
+    waits_: *const c_longlong,
+    nwaits: c_int,
+    finalize: c_int,
+) {
     guard("accshim_exit_data", || {
         // SAFETY: the C caller passes NULL or a valid Loc.
         let loc = unsafe { loc_of(loc) };
@@ -170,7 +213,15 @@ pub unsafe extern "C" fn accshim_exit_data(loc: *const Loc, cs: *const CClause, 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn accshim_update(loc: *const Loc, cs: *const CClause, n: c_int, async_: c_longlong, waits_: *const c_longlong, nwaits: c_int, if_present: c_int) {
+pub unsafe extern "C" fn accshim_update(
+    loc: *const Loc,
+    cs: *const CClause,
+    n: c_int,
+    async_: c_longlong,
+    waits_: *const c_longlong,
+    nwaits: c_int,
+    if_present: c_int,
+) {
     guard("accshim_update", || {
         // SAFETY: the C caller passes NULL or a valid Loc.
         let loc = unsafe { loc_of(loc) };
@@ -183,7 +234,12 @@ pub unsafe extern "C" fn accshim_update(loc: *const Loc, cs: *const CClause, n: 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn accshim_wait(loc: *const Loc, queues: *const c_longlong, n: c_int, async_: c_longlong) {
+pub unsafe extern "C" fn accshim_wait(
+    loc: *const Loc,
+    queues: *const c_longlong,
+    n: c_int,
+    async_: c_longlong,
+) {
     guard("accshim_wait", || {
         // SAFETY: the C caller passes NULL or a valid Loc.
         let loc = unsafe { loc_of(loc) };
@@ -197,15 +253,29 @@ pub unsafe extern "C" fn accshim_wait(loc: *const Loc, queues: *const c_longlong
 pub unsafe extern "C" fn accshim_compute(c: *const CCompute, ks: *const CKernel, nk: c_int) {
     guard("accshim_compute", || {
         if c.is_null() {
-            fatal(&AccError::InvalidArgument("NULL construct descriptor".into()), "accshim_compute", &Loc::UNKNOWN)
+            fatal(
+                &AccError::InvalidArgument("NULL construct descriptor".into()),
+                "accshim_compute",
+                &Loc::UNKNOWN,
+            )
         }
         // SAFETY: not NULL; the C caller passes a valid descriptor.
         let c = unsafe { &*c };
         // SAFETY: `c.loc` is NULL or a valid Loc (part of the descriptor's contract).
         let loc = unsafe { loc_of(c.loc) };
         let kind = acc_construct_t(c.construct);
-        if !matches!(kind, acc_construct_t::PARALLEL | acc_construct_t::KERNELS | acc_construct_t::SERIAL) {
-            fatal(&AccError::InvalidArgument(format!("construct {} is not a compute construct", c.construct)), "accshim_compute", &loc);
+        if !matches!(
+            kind,
+            acc_construct_t::PARALLEL | acc_construct_t::KERNELS | acc_construct_t::SERIAL
+        ) {
+            fatal(
+                &AccError::InvalidArgument(format!(
+                    "construct {} is not a compute construct",
+                    c.construct
+                )),
+                "accshim_compute",
+                &loc,
+            );
         }
         let pos = |v: c_int| (v > 0).then_some(v as u32);
         let spec = ComputeSpec {
@@ -226,12 +296,17 @@ pub unsafe extern "C" fn accshim_compute(c: *const CCompute, ks: *const CKernel,
             .map(|k| Kernel {
                 name: static_cstr(k.name, c"accshim_kernel"),
                 work: k.work,
-                host: k.host.map(|f| HostKernel::C { f, user: k.user as usize }),
-                cuda: (!k.cuda_src.is_null()).then(|| {
-                    CudaSrc::from_static_cstr(static_cstr(k.cuda_src, c""))
+                host: k.host.map(|f| HostKernel::C {
+                    f,
+                    user: k.user as usize,
                 }),
+                cuda: (!k.cuda_src.is_null())
+                    .then(|| CudaSrc::from_static_cstr(static_cstr(k.cuda_src, c""))),
                 // SAFETY: each kernel descriptor's `args` holds `nargs` arguments (the caller's contract).
-                args: unsafe { slice(k.args, k.nargs, "kernel arguments", &loc) }.iter().map(|a| kernel_arg(a, &loc)).collect(),
+                args: unsafe { slice(k.args, k.nargs, "kernel arguments", &loc) }
+                    .iter()
+                    .map(|a| kernel_arg(a, &loc))
+                    .collect(),
                 reduction: reduction(k, &loc),
             })
             .collect();
@@ -245,7 +320,11 @@ fn kernel_arg(a: &CArg, loc: &Loc) -> Arg {
         1 => Arg::Device(a.v),
         2 => Arg::I64(a.v as i64),
         3 => Arg::F64(f64::from_bits(a.v)),
-        k => fatal(&AccError::InvalidArgument(format!("unknown kernel argument kind {k}")), "accshim_compute", loc),
+        k => fatal(
+            &AccError::InvalidArgument(format!("unknown kernel argument kind {k}")),
+            "accshim_compute",
+            loc,
+        ),
     }
 }
 
@@ -257,10 +336,18 @@ fn reduction(k: &CKernel, loc: &Loc) -> Option<(RedOp, *mut f64, *const c_char)>
         1 => RedOp::Sum,
         2 => RedOp::Max,
         3 => RedOp::Min,
-        op => fatal(&AccError::InvalidArgument(format!("unknown reduction operator {op}")), "accshim_compute", loc),
+        op => fatal(
+            &AccError::InvalidArgument(format!("unknown reduction operator {op}")),
+            "accshim_compute",
+            loc,
+        ),
     };
     if k.reduction_var.is_null() {
-        fatal(&AccError::InvalidArgument("reduction variable at a NULL address".into()), "accshim_compute", loc)
+        fatal(
+            &AccError::InvalidArgument("reduction variable at a NULL address".into()),
+            "accshim_compute",
+            loc,
+        )
     }
     Some((op, k.reduction_var, k.reduction_name))
 }

@@ -3,7 +3,9 @@
 //! array of the mapped DEVICE addresses (the emulated device's own memory) in place of the host
 //! addresses libgomp's host fallback would pass: data semantics are a discrete GPU's.
 
-use super::mapping::{self, map_structured, unmap_structured, unsupported, Vars, FLAG_HOST_FALLBACK, NOWHERE};
+use super::mapping::{
+    self, map_structured, unmap_structured, unsupported, Vars, FLAG_HOST_FALLBACK, NOWHERE,
+};
 use super::varargs::LaunchTags;
 use crate::backend::{HostKernel, LaunchSpec, Val, SYNC};
 use crate::construct::op_for;
@@ -17,7 +19,12 @@ type OmpFn = unsafe extern "C" fn(*mut c_void);
 
 /// Runs the construct function `user` with the device addresses `args` (the emulated device's
 /// host-kernel signature; it returns no reduction: GCC's function combines its own).
-unsafe extern "C" fn call_construct_fn(_begin: usize, _end: usize, args: *const Val, user: *mut c_void) -> f64 {
+unsafe extern "C" fn call_construct_fn(
+    _begin: usize,
+    _end: usize,
+    args: *const Val,
+    user: *mut c_void,
+) -> f64 {
     // SAFETY: `user` is the OmpFn GCC passed to GOACC_parallel_keyed; `args` holds one 8-byte
     // slot per mapped variable, the layout GCC's function reads its data block with.
     unsafe {
@@ -31,7 +38,12 @@ unsafe extern "C" fn call_construct_fn(_begin: usize, _end: usize, args: *const 
 ///
 /// # Safety
 /// `f` is GCC's offloaded function and `vars` its map arrays.
-pub unsafe fn parallel(flags: i32, f: usize, vars: Vars, tags: std::result::Result<LaunchTags, String>) {
+pub unsafe fn parallel(
+    flags: i32,
+    f: usize,
+    vars: Vars,
+    tags: std::result::Result<LaunchTags, String>,
+) {
     let tags = tags.unwrap_or_else(|why| unsupported("compute construct", &why));
     vars.check("compute construct", mapping::compute_kind);
     if f == 0 {
@@ -46,7 +58,9 @@ pub unsafe fn parallel(flags: i32, f: usize, vars: Vars, tags: std::result::Resu
     }
     let construct = acc_construct_t::PARALLEL;
     let rt = mapping::device(construct, "compute construct");
-    let async_ = tags.async_.map_or(crate::runtime::ACC_ASYNC_SYNC, i64::from);
+    let async_ = tags
+        .async_
+        .map_or(crate::runtime::ACC_ASYNC_SYNC, i64::from);
     (|| -> Result<()> {
         let op = op_for(rt, construct, false, &NOWHERE, async_)?;
         let t_cc = dispatch::other_start(acc_event_t::COMPUTE_CONSTRUCT_START, &op.ctx);

@@ -97,7 +97,12 @@ unsafe fn data_call(regs: *const u64, stack: *const u64) -> DataCall {
         let async_ = va.int();
         let num_waits = va.int();
         let waits = (0..num_waits.max(0)).map(|_| va.int()).collect();
-        DataCall { flags, vars: mapping::Vars::new(mapnum, hostaddrs, sizes, kinds), async_, waits }
+        DataCall {
+            flags,
+            vars: mapping::Vars::new(mapnum, hostaddrs, sizes, kinds),
+            async_,
+            waits,
+        }
     }
 }
 
@@ -114,7 +119,12 @@ extern "C" fn parallel_keyed(regs: *const u64, stack: *const u64, ret: usize) {
             let sizes = va.word() as usize as *const usize;
             let kinds = va.word() as usize as *const u16;
             let tags = super::varargs::launch_tags(&mut va);
-            compute::parallel(flags, f, mapping::Vars::new(mapnum, hostaddrs, sizes, kinds), tags)
+            compute::parallel(
+                flags,
+                f,
+                mapping::Vars::new(mapnum, hostaddrs, sizes, kinds),
+                tags,
+            )
         }
     })
 }
@@ -124,7 +134,14 @@ extern "C" fn enter_data(regs: *const u64, stack: *const u64, ret: usize) {
     // SAFETY: the trampoline's arguments, in the data directives' order.
     guard("GOACC_enter_data", || unsafe {
         let c = data_call(regs, stack);
-        mapping::enter_exit("GOACC_enter_data", false, c.flags, &c.vars, c.async_, &c.waits)
+        mapping::enter_exit(
+            "GOACC_enter_data",
+            false,
+            c.flags,
+            &c.vars,
+            c.async_,
+            &c.waits,
+        )
     })
 }
 
@@ -133,7 +150,14 @@ extern "C" fn exit_data(regs: *const u64, stack: *const u64, ret: usize) {
     // SAFETY: as enter_data.
     guard("GOACC_exit_data", || unsafe {
         let c = data_call(regs, stack);
-        mapping::enter_exit("GOACC_exit_data", true, c.flags, &c.vars, c.async_, &c.waits)
+        mapping::enter_exit(
+            "GOACC_exit_data",
+            true,
+            c.flags,
+            &c.vars,
+            c.async_,
+            &c.waits,
+        )
     })
 }
 
@@ -143,7 +167,14 @@ extern "C" fn enter_exit_data(regs: *const u64, stack: *const u64, ret: usize) {
     guard("GOACC_enter_exit_data", || unsafe {
         let c = data_call(regs, stack);
         let exit = c.vars.is_exit_data();
-        mapping::enter_exit("GOACC_enter_exit_data", exit, c.flags, &c.vars, c.async_, &c.waits)
+        mapping::enter_exit(
+            "GOACC_enter_exit_data",
+            exit,
+            c.flags,
+            &c.vars,
+            c.async_,
+            &c.waits,
+        )
     })
 }
 
@@ -206,8 +237,19 @@ extern "C" fn data_end(_regs: *const u64, _stack: *const u64, ret: usize) {
 /// `GOACC_declare(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
 /// unsigned short *kinds)`: refused (see [`mapping::declare`]).
 #[no_mangle]
-pub unsafe extern "C" fn GOACC_declare(flags_m: c_int, mapnum: usize, hostaddrs: *mut *mut c_void, sizes: *const usize, kinds: *const u16) {
-    guard("GOACC_declare", || mapping::declare(!flags_m, &mapping::Vars::new(mapnum, hostaddrs, sizes, kinds)))
+pub unsafe extern "C" fn GOACC_declare(
+    flags_m: c_int,
+    mapnum: usize,
+    hostaddrs: *mut *mut c_void,
+    sizes: *const usize,
+    kinds: *const u16,
+) {
+    guard("GOACC_declare", || {
+        mapping::declare(
+            !flags_m,
+            &mapping::Vars::new(mapnum, hostaddrs, sizes, kinds),
+        )
+    })
 }
 
 /// Host-fallback code asks these for its position in the gang; it runs alone.
@@ -224,22 +266,48 @@ pub extern "C" fn GOACC_get_thread_num() -> c_int {
 /// `GOMP_offload_register_ver(unsigned version, const void *host_table, int target_type,
 /// const void *target_data)`: a program's constructor hands over its offload images.
 #[no_mangle]
-pub extern "C" fn GOMP_offload_register_ver(version: c_uint, host_table: *const c_void, target_type: c_int, target_data: *const c_void) {
-    guard("GOMP_offload_register_ver", || images::register(version, host_table, target_type, target_data))
+pub extern "C" fn GOMP_offload_register_ver(
+    version: c_uint,
+    host_table: *const c_void,
+    target_type: c_int,
+    target_data: *const c_void,
+) {
+    guard("GOMP_offload_register_ver", || {
+        images::register(version, host_table, target_type, target_data)
+    })
 }
 
 #[no_mangle]
-pub extern "C" fn GOMP_offload_unregister_ver(version: c_uint, host_table: *const c_void, target_type: c_int, target_data: *const c_void) {
-    guard("GOMP_offload_unregister_ver", || images::unregister(version, host_table, target_type, target_data))
+pub extern "C" fn GOMP_offload_unregister_ver(
+    version: c_uint,
+    host_table: *const c_void,
+    target_type: c_int,
+    target_data: *const c_void,
+) {
+    guard("GOMP_offload_unregister_ver", || {
+        images::unregister(version, host_table, target_type, target_data)
+    })
 }
 
 /// The version-less registration of older GCCs.
 #[no_mangle]
-pub extern "C" fn GOMP_offload_register(host_table: *const c_void, target_type: c_int, target_data: *const c_void) {
-    guard("GOMP_offload_register", || images::register(0, host_table, target_type, target_data))
+pub extern "C" fn GOMP_offload_register(
+    host_table: *const c_void,
+    target_type: c_int,
+    target_data: *const c_void,
+) {
+    guard("GOMP_offload_register", || {
+        images::register(0, host_table, target_type, target_data)
+    })
 }
 
 #[no_mangle]
-pub extern "C" fn GOMP_offload_unregister(host_table: *const c_void, target_type: c_int, target_data: *const c_void) {
-    guard("GOMP_offload_unregister", || images::unregister(0, host_table, target_type, target_data))
+pub extern "C" fn GOMP_offload_unregister(
+    host_table: *const c_void,
+    target_type: c_int,
+    target_data: *const c_void,
+) {
+    guard("GOMP_offload_unregister", || {
+        images::unregister(0, host_table, target_type, target_data)
+    })
 }

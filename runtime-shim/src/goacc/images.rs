@@ -20,15 +20,35 @@ pub struct Image {
 
 static IMAGES: Mutex<Vec<Image>> = Mutex::new(Vec::new());
 
-pub fn register(version: c_uint, host_table: *const c_void, target_type: c_int, target_data: *const c_void) {
-    let img = Image { version, host_table: host_table as usize, target_type, target_data: target_data as usize };
+pub fn register(
+    version: c_uint,
+    host_table: *const c_void,
+    target_type: c_int,
+    target_data: *const c_void,
+) {
+    let img = Image {
+        version,
+        host_table: host_table as usize,
+        target_type,
+        target_data: target_data as usize,
+    };
     IMAGES.lock().unwrap_or_else(|e| e.into_inner()).push(img);
 }
 
-pub fn unregister(_version: c_uint, host_table: *const c_void, target_type: c_int, target_data: *const c_void) {
-    IMAGES.lock().unwrap_or_else(|e| e.into_inner()).retain(|i| {
-        !(i.host_table == host_table as usize && i.target_type == target_type && i.target_data == target_data as usize)
-    });
+pub fn unregister(
+    _version: c_uint,
+    host_table: *const c_void,
+    target_type: c_int,
+    target_data: *const c_void,
+) {
+    IMAGES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|i| {
+            !(i.host_table == host_table as usize
+                && i.target_type == target_type
+                && i.target_data == target_data as usize)
+        });
 }
 
 /// The images registered now.
@@ -60,14 +80,19 @@ pub fn declared_variables() -> usize {
 /// host functions in the order of the image's function descriptors, each a name and three
 /// unsigned shorts; the descriptor array is at offset 32 of the target data, its length at 40.
 pub fn compiled_dims(host_fn: usize) -> Option<[u16; 3]> {
-    for img in registered().iter().filter(|i| i.target_type == GOMP_DEVICE_NVIDIA_PTX && i.host_table != 0 && i.target_data != 0) {
+    for img in registered().iter().filter(|i| {
+        i.target_type == GOMP_DEVICE_NVIDIA_PTX && i.host_table != 0 && i.target_data != 0
+    }) {
         // SAFETY: GCC's host table and nvptx target data, as registered, live in the program's
         // image; the function table and descriptor array have the lengths they state.
         unsafe {
             let t = img.host_table as *const usize;
             let (start, end) = (*t, *t.add(1));
-            let funcs = std::slice::from_raw_parts(start as *const usize, end.saturating_sub(start) / 8);
-            let Some(i) = funcs.iter().position(|&f| f == host_fn) else { continue };
+            let funcs =
+                std::slice::from_raw_parts(start as *const usize, end.saturating_sub(start) / 8);
+            let Some(i) = funcs.iter().position(|&f| f == host_fn) else {
+                continue;
+            };
             let data = img.target_data as *const u8;
             let descs = *(data.add(32) as *const usize);
             let num = *(data.add(40) as *const u32) as usize;
@@ -85,16 +110,27 @@ pub fn compiled_dims(host_fn: usize) -> Option<[u16; 3]> {
 /// 0 of the target data, `{code, size}` pairs, their count at 8) and the entry point's name
 /// (the function descriptor's first field).
 pub fn nvptx_kernel(host_fn: usize) -> Option<crate::backend::GccKernel> {
-    for img in registered().iter().filter(|i| i.target_type == GOMP_DEVICE_NVIDIA_PTX && i.host_table != 0 && i.target_data != 0) {
+    for img in registered().iter().filter(|i| {
+        i.target_type == GOMP_DEVICE_NVIDIA_PTX && i.host_table != 0 && i.target_data != 0
+    }) {
         // SAFETY: as in compiled_dims: GCC's tables, alive while registered.
         unsafe {
             let t = img.host_table as *const usize;
             let (start, end) = (*t, *t.add(1));
-            let funcs = std::slice::from_raw_parts(start as *const usize, end.saturating_sub(start) / 8);
-            let Some(i) = funcs.iter().position(|&f| f == host_fn) else { continue };
+            let funcs =
+                std::slice::from_raw_parts(start as *const usize, end.saturating_sub(start) / 8);
+            let Some(i) = funcs.iter().position(|&f| f == host_fn) else {
+                continue;
+            };
             let data = img.target_data as *const u8;
-            let (objs, nobjs) = (*(data as *const usize), *(data.add(8) as *const u32) as usize);
-            let (descs, num) = (*(data.add(32) as *const usize), *(data.add(40) as *const u32) as usize);
+            let (objs, nobjs) = (
+                *(data as *const usize),
+                *(data.add(8) as *const u32) as usize,
+            );
+            let (descs, num) = (
+                *(data.add(32) as *const usize),
+                *(data.add(40) as *const u32) as usize,
+            );
             if i >= num || descs == 0 || objs == 0 {
                 continue;
             }
@@ -102,11 +138,17 @@ pub fn nvptx_kernel(host_fn: usize) -> Option<crate::backend::GccKernel> {
             if name.is_null() {
                 continue;
             }
-            let ptx: Vec<(usize, usize)> = (0..nobjs).map(|o| {
-                let obj = (objs + o * 16) as *const usize;
-                (*obj, *obj.add(1))
-            }).collect();
-            return Some(crate::backend::GccKernel { image: img.target_data, ptx: ptx.into(), entry: std::ffi::CStr::from_ptr(name) });
+            let ptx: Vec<(usize, usize)> = (0..nobjs)
+                .map(|o| {
+                    let obj = (objs + o * 16) as *const usize;
+                    (*obj, *obj.add(1))
+                })
+                .collect();
+            return Some(crate::backend::GccKernel {
+                image: img.target_data,
+                ptx: ptx.into(),
+                entry: std::ffi::CStr::from_ptr(name),
+            });
         }
     }
     None

@@ -25,7 +25,9 @@ pub const FLAG_HOST_FALLBACK: i32 = 1;
 
 /// Stops the program: the shim cannot do what the program asks without risking a wrong result.
 pub fn unsupported(what: &str, why: &str) -> ! {
-    eprintln!("accshim: {what}: {why} is not supported by accshim; stopping before any wrong result");
+    eprintln!(
+        "accshim: {what}: {why} is not supported by accshim; stopping before any wrong result"
+    );
     std::process::exit(1)
 }
 
@@ -38,9 +40,23 @@ pub struct Vars {
 }
 
 impl Vars {
-    pub fn new(n: usize, hostaddrs: *mut *mut c_void, sizes: *const usize, kinds: *const u16) -> Vars {
-        let n = if hostaddrs.is_null() || sizes.is_null() || kinds.is_null() { 0 } else { n };
-        Vars { n, hostaddrs, sizes, kinds }
+    pub fn new(
+        n: usize,
+        hostaddrs: *mut *mut c_void,
+        sizes: *const usize,
+        kinds: *const u16,
+    ) -> Vars {
+        let n = if hostaddrs.is_null() || sizes.is_null() || kinds.is_null() {
+            0
+        } else {
+            n
+        };
+        Vars {
+            n,
+            hostaddrs,
+            sizes,
+            kinds,
+        }
     }
     pub fn len(&self) -> usize {
         self.n
@@ -70,7 +86,12 @@ impl Vars {
         (0..self.n).any(|i| {
             matches!(
                 self.kind(i),
-                MapKind::FROM | MapKind::FORCE_FROM | MapKind::RELEASE | MapKind::DELETE | MapKind::DETACH | MapKind::FORCE_DETACH
+                MapKind::FROM
+                    | MapKind::FORCE_FROM
+                    | MapKind::RELEASE
+                    | MapKind::DELETE
+                    | MapKind::DETACH
+                    | MapKind::FORCE_DETACH
             )
         })
     }
@@ -79,7 +100,16 @@ impl Vars {
         for i in 0..self.n {
             let k = self.kind(i);
             if !allowed(k) {
-                unsupported(what, &format!("map kind {} ({}, clause {} of {})", k.name(), k.0, i + 1, self.n));
+                unsupported(
+                    what,
+                    &format!(
+                        "map kind {} ({}, clause {} of {})",
+                        k.name(),
+                        k.0,
+                        i + 1,
+                        self.n
+                    ),
+                );
             }
         }
     }
@@ -95,7 +125,10 @@ pub enum Undo {
     Detach(usize),
     /// A struct's members mapped as one range (GOMP_MAP_STRUCT): the range's reference, and the
     /// members copied back when it is the last one.
-    Struct { range: Clause, copy_back: Vec<(usize, usize)> },
+    Struct {
+        range: Clause,
+        copy_back: Vec<(usize, usize)>,
+    },
 }
 
 /// A construct's mapped variables: the device addresses its function gets, and the undo list.
@@ -107,7 +140,13 @@ pub struct Mapped {
 }
 
 fn clause(kind: ClauseKind, host: usize, bytes: usize) -> Clause {
-    Clause { kind, host: host as *const c_void, bytes, name: std::ptr::null(), implicit: false }
+    Clause {
+        kind,
+        host: host as *const c_void,
+        bytes,
+        name: std::ptr::null(),
+        implicit: false,
+    }
 }
 
 fn data_clause(k: MapKind) -> Option<ClauseKind> {
@@ -154,10 +193,16 @@ fn data_kind(k: MapKind) -> bool {
 /// The entry of a compute or data construct: structured references for every clause, in order,
 /// attachments last (their targets must be present first).
 pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
-    let mut m = Mapped { devaddrs: vec![Val(0); vars.len()], undo: Vec::with_capacity(vars.len()), absent_pointers: Vec::new() };
+    let mut m = Mapped {
+        devaddrs: vec![Val(0); vars.len()],
+        undo: Vec::with_capacity(vars.len()),
+        absent_pointers: Vec::new(),
+    };
     let mut created: Vec<(usize, usize)> = Vec::new();
     let members = struct_members(vars);
-    let order = (0..vars.len()).filter(|&i| vars.kind(i) != MapKind::ATTACH).chain((0..vars.len()).filter(|&i| vars.kind(i) == MapKind::ATTACH));
+    let order = (0..vars.len())
+        .filter(|&i| vars.kind(i) != MapKind::ATTACH)
+        .chain((0..vars.len()).filter(|&i| vars.kind(i) == MapKind::ATTACH));
     for i in order {
         let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
         if members[i] {
@@ -170,7 +215,9 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
             }
             _ if data_clause(k).is_some() => {
                 let c = clause(data_clause(k).expect("checked"), host, bytes);
-                let was_absent = host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
+                let was_absent = host != 0
+                    && bytes != 0
+                    && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
                 let e = data::enter(op, &c, false)?;
                 if k == MapKind::TO_PSET {
                     descriptor_mapped(op, host, was_absent);
@@ -200,7 +247,10 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
             MapKind::POINTER => pointer(op, host, bytes, &created, &mut m)?,
             MapKind::ATTACH => {
                 if bytes != 0 {
-                    unsupported("attach", &format!("an attachment with a bias of {bytes} bytes"));
+                    unsupported(
+                        "attach",
+                        &format!("an attachment with a bias of {bytes} bytes"),
+                    );
                 }
                 data::attach(op, &op.ctx, host, std::ptr::null())?;
                 m.undo.push(Undo::Detach(host));
@@ -210,7 +260,13 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
                 let d = match data::device_addr(op.rt, host) {
                     Some(d) => d,
                     None if host == 0 || k == MapKind::USE_DEVICE_PTR_IF_PRESENT => host as u64,
-                    None => return Err(AccError::NotPresent { host, bytes: 1, name: "use_device".into() }),
+                    None => {
+                        return Err(AccError::NotPresent {
+                            host,
+                            bytes: 1,
+                            name: "use_device".into(),
+                        })
+                    }
                 };
                 vars.set_host(i, d);
                 d
@@ -235,7 +291,10 @@ fn descriptor_mapped(op: &Op, host: usize, fresh: bool) {
         // SAFETY: GCC passes a gfortran array descriptor for this kind; its first word is the
         // address of the array's data.
         let data = unsafe { *(host as *const usize) };
-        if let Some(e) = table.containing_mut(data).filter(|e| e.descriptor == 0 && e.host != host) {
+        if let Some(e) = table
+            .containing_mut(data)
+            .filter(|e| e.descriptor == 0 && e.host != host)
+        {
             e.descriptor = host;
         }
     }
@@ -259,29 +318,74 @@ fn struct_members(vars: &Vars) -> Vec<bool> {
 /// first member's start to the last one's end (as libgomp maps them); where the range is new,
 /// the members with a `to` kind are uploaded, and those with a `from` kind go back when the
 /// range's last reference goes. Each member's device address is its place in the range.
-fn map_struct(op: &Op, vars: &Vars, i: usize, m: &mut Mapped, created: &mut Vec<(usize, usize)>) -> Result<()> {
+fn map_struct(
+    op: &Op,
+    vars: &Vars,
+    i: usize,
+    m: &mut Mapped,
+    created: &mut Vec<(usize, usize)>,
+) -> Result<()> {
     let group: Vec<usize> = (i + 1..vars.len()).take(vars.size(i)).collect();
-    let Some(start) = group.iter().map(|&j| vars.host(j)).min() else { return Ok(()) };
-    let end = group.iter().map(|&j| vars.host(j) + vars.size(j)).max().unwrap_or(start);
+    let Some(start) = group.iter().map(|&j| vars.host(j)).min() else {
+        return Ok(());
+    };
+    let end = group
+        .iter()
+        .map(|&j| vars.host(j) + vars.size(j))
+        .max()
+        .unwrap_or(start);
     for &j in &group {
         let k = vars.kind(j);
-        if !matches!(data_clause(k), Some(ClauseKind::Create | ClauseKind::CopyIn | ClauseKind::CopyOut | ClauseKind::Copy | ClauseKind::Present)) {
-            unsupported("a struct's members", &format!("member map kind {}", k.name()));
+        if !matches!(
+            data_clause(k),
+            Some(
+                ClauseKind::Create
+                    | ClauseKind::CopyIn
+                    | ClauseKind::CopyOut
+                    | ClauseKind::Copy
+                    | ClauseKind::Present
+            )
+        ) {
+            unsupported(
+                "a struct's members",
+                &format!("member map kind {}", k.name()),
+            );
         }
     }
     let range = clause(ClauseKind::Create, start, end - start);
     let was_absent = op.rt.table().lookup(start, end - start, std::ptr::null())? == Lookup::Absent;
-    let present_only = group.iter().all(|&j| vars.kind(j) == MapKind::FORCE_PRESENT);
+    let present_only = group
+        .iter()
+        .all(|&j| vars.kind(j) == MapKind::FORCE_PRESENT);
     if was_absent && present_only {
-        return Err(AccError::NotPresent { host: start, bytes: end - start, name: "struct members".into() });
+        return Err(AccError::NotPresent {
+            host: start,
+            bytes: end - start,
+            name: "struct members".into(),
+        });
     }
     let dev = data::enter(op, &range, false)?.device_addr();
-    let copy = |j: usize, to: bool| matches!(data_clause(vars.kind(j)), Some(ClauseKind::CopyIn | ClauseKind::Copy)) && to
-        || matches!(data_clause(vars.kind(j)), Some(ClauseKind::CopyOut | ClauseKind::Copy)) && !to;
+    let copy = |j: usize, to: bool| {
+        matches!(
+            data_clause(vars.kind(j)),
+            Some(ClauseKind::CopyIn | ClauseKind::Copy)
+        ) && to
+            || matches!(
+                data_clause(vars.kind(j)),
+                Some(ClauseKind::CopyOut | ClauseKind::Copy)
+            ) && !to
+    };
     if was_absent {
         created.push((start, end - start));
         for &j in group.iter().filter(|&&j| copy(j, true)) {
-            data::upload(op, &op.ctx, vars.host(j), dev + (vars.host(j) - start) as u64, vars.size(j), std::ptr::null())?;
+            data::upload(
+                op,
+                &op.ctx,
+                vars.host(j),
+                dev + (vars.host(j) - start) as u64,
+                vars.size(j),
+                std::ptr::null(),
+            )?;
         }
     }
     // The struct's own entry stands for its base address (the construct function reaches
@@ -289,7 +393,11 @@ fn map_struct(op: &Op, vars: &Vars, i: usize, m: &mut Mapped, created: &mut Vec<
     for &j in group.iter().chain(std::iter::once(&i)) {
         m.devaddrs[j] = Val(dev.wrapping_add(vars.host(j).wrapping_sub(start) as u64));
     }
-    let copy_back = group.iter().filter(|&&j| copy(j, false)).map(|&j| (vars.host(j), vars.size(j))).collect();
+    let copy_back = group
+        .iter()
+        .filter(|&&j| copy(j, false))
+        .map(|&j| (vars.host(j), vars.size(j)))
+        .collect();
     m.undo.push(Undo::Struct { range, copy_back });
     Ok(())
 }
@@ -299,13 +407,23 @@ fn unmap_struct(op: &Op, range: &Clause, copy_back: &[(usize, usize)]) -> Result
     let last = {
         let table = op.rt.table();
         match table.lookup(range.host as usize, range.bytes, std::ptr::null())? {
-            Lookup::Present { key, dev } => table.get(key).filter(|e| e.total_refs() == 1 && !e.mapped).map(|_| dev),
+            Lookup::Present { key, dev } => table
+                .get(key)
+                .filter(|e| e.total_refs() == 1 && !e.mapped)
+                .map(|_| dev),
             Lookup::Absent => None,
         }
     };
     if let Some(dev) = last {
         for &(host, bytes) in copy_back {
-            data::download(op, &op.ctx, host, dev + (host - range.host as usize) as u64, bytes, std::ptr::null())?;
+            data::download(
+                op,
+                &op.ctx,
+                host,
+                dev + (host - range.host as usize) as u64,
+                bytes,
+                std::ptr::null(),
+            )?;
         }
     }
     data::exit(op, range, false, false)
@@ -317,7 +435,12 @@ fn firstprivate(op: &Op, host: usize, bytes: usize, m: &mut Mapped) -> Result<u6
         return Ok(host as u64);
     }
     let dev = op.rt.backend.alloc(bytes)?;
-    let d = DataInfo { var_name: std::ptr::null(), bytes, host_ptr: host as *const c_void, device_ptr: dev as usize as *const c_void };
+    let d = DataInfo {
+        var_name: std::ptr::null(),
+        bytes,
+        host_ptr: host as *const c_void,
+        device_ptr: dev as usize as *const c_void,
+    };
     dispatch::data_point(acc_event_t::ALLOC, &op.ctx, &d);
     m.undo.push(Undo::Free { dev, host, bytes });
     data::upload(op, &op.ctx, host, dev, bytes, std::ptr::null())?;
@@ -327,12 +450,21 @@ fn firstprivate(op: &Op, host: usize, bytes: usize, m: &mut Mapped) -> Result<u6
 /// GOMP_MAP_POINTER: the pointer variable at `ptr_addr` is mapped (8 bytes), and its device
 /// copy, when this construct created it (or the data holding it), gets the device address of
 /// its target (`bias` bytes before the address it holds is the start of the mapped section).
-fn pointer(op: &Op, ptr_addr: usize, bias: usize, created: &[(usize, usize)], m: &mut Mapped) -> Result<u64> {
+fn pointer(
+    op: &Op,
+    ptr_addr: usize,
+    bias: usize,
+    created: &[(usize, usize)],
+    m: &mut Mapped,
+) -> Result<u64> {
     let c = clause(ClauseKind::Create, ptr_addr, 8);
     let was_absent = op.rt.table().lookup(ptr_addr, 8, std::ptr::null())? == Lookup::Absent;
     let slot = data::enter(op, &c, false)?.device_addr();
     m.undo.push(Undo::Exit(c));
-    let fresh = was_absent || created.iter().any(|&(h, b)| ptr_addr >= h && ptr_addr + 8 <= h + b);
+    let fresh = was_absent
+        || created
+            .iter()
+            .any(|&(h, b)| ptr_addr >= h && ptr_addr + 8 <= h + b);
     if fresh {
         // SAFETY: GCC passes the address of a pointer variable for this kind.
         let target = unsafe { *(ptr_addr as *const usize) };
@@ -342,7 +474,13 @@ fn pointer(op: &Op, ptr_addr: usize, bias: usize, created: &[(usize, usize)], m:
             let start = target.wrapping_add(bias);
             match data::device_addr(op.rt, start) {
                 Some(d) => d.wrapping_sub(bias as u64),
-                None => return Err(AccError::NotPresent { host: start, bytes: 1, name: "pointer target".into() }),
+                None => {
+                    return Err(AccError::NotPresent {
+                        host: start,
+                        bytes: 1,
+                        name: "pointer target".into(),
+                    })
+                }
             }
         };
         data::write_pointer(op, &op.ctx, ptr_addr, slot, value, c".attach.".as_ptr())?;
@@ -362,7 +500,12 @@ pub fn unmap_structured(op: &Op, m: &Mapped) -> Result<()> {
             Undo::Exit(c) => data::exit(op, c, false, false)?,
             Undo::Free { dev, host, bytes } => {
                 op.rt.backend.free(op.q, *dev)?;
-                let d = DataInfo { var_name: std::ptr::null(), bytes: *bytes, host_ptr: *host as *const c_void, device_ptr: *dev as usize as *const c_void };
+                let d = DataInfo {
+                    var_name: std::ptr::null(),
+                    bytes: *bytes,
+                    host_ptr: *host as *const c_void,
+                    device_ptr: *dev as usize as *const c_void,
+                };
                 dispatch::data_point(acc_event_t::FREE, &op.ctx, &d);
             }
             Undo::Struct { range, copy_back } => unmap_struct(op, range, copy_back)?,
@@ -385,8 +528,12 @@ pub fn device(construct: acc_construct_t, what: &str) -> &'static Runtime {
             &format!("running a program with {declared} global variable(s) under `acc declare` (its compiled code uses their host copies directly, so the device's own copies cannot be emulated)"),
         );
     }
-    if rt.device_type != ACC_DEVICE_EMULATED && rt.device_type != accprof_abi::acc_device_t::NVIDIA {
-        unsupported(what, "running GCC-compiled OpenACC code on this device type");
+    if rt.device_type != ACC_DEVICE_EMULATED && rt.device_type != accprof_abi::acc_device_t::NVIDIA
+    {
+        unsupported(
+            what,
+            "running GCC-compiled OpenACC code on this device type",
+        );
     }
     rt
 }
@@ -401,7 +548,12 @@ fn wait_list(waits: &[i32]) -> Option<Vec<i64>> {
 }
 
 /// The wait clause of a directive: `waits` before the directive's work, on `async_`.
-pub fn wait_clause(rt: &'static Runtime, construct: acc_construct_t, waits: &[i32], async_: i64) -> Result<()> {
+pub fn wait_clause(
+    rt: &'static Runtime,
+    construct: acc_construct_t,
+    waits: &[i32],
+    async_: i64,
+) -> Result<()> {
     if waits.is_empty() {
         return Ok(());
     }
@@ -424,12 +576,27 @@ pub fn data_start(flags: i32, vars: Vars) {
     vars.check("data construct", data_kind);
     if flags & FLAG_HOST_FALLBACK != 0 {
         // if(false): no device data; host_data gets the host addresses it already has.
-        REGIONS.with(|r| r.borrow_mut().push(Region { op: host_op(), mapped: Mapped { devaddrs: Vec::new(), undo: Vec::new(), absent_pointers: Vec::new() } }));
+        REGIONS.with(|r| {
+            r.borrow_mut().push(Region {
+                op: host_op(),
+                mapped: Mapped {
+                    devaddrs: Vec::new(),
+                    undo: Vec::new(),
+                    absent_pointers: Vec::new(),
+                },
+            })
+        });
         return;
     }
     let rt = device(acc_construct_t::DATA, "data construct");
     let r = (|| -> Result<Region> {
-        let op = op_for(rt, acc_construct_t::DATA, false, &NOWHERE, crate::runtime::ACC_ASYNC_SYNC)?;
+        let op = op_for(
+            rt,
+            acc_construct_t::DATA,
+            false,
+            &NOWHERE,
+            crate::runtime::ACC_ASYNC_SYNC,
+        )?;
         let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
         let mapped = map_structured(&op, &vars)?;
         dispatch::other_end(acc_event_t::ENTER_DATA_END, &op.ctx, t);
@@ -442,13 +609,23 @@ pub fn data_start(flags: i32, vars: Vars) {
 /// An Op for a region that maps nothing (if(false)).
 fn host_op() -> Op {
     let rt = device(acc_construct_t::DATA, "data construct");
-    op_for(rt, acc_construct_t::DATA, false, &NOWHERE, crate::runtime::ACC_ASYNC_SYNC).or_fatal("data construct", &NOWHERE)
+    op_for(
+        rt,
+        acc_construct_t::DATA,
+        false,
+        &NOWHERE,
+        crate::runtime::ACC_ASYNC_SYNC,
+    )
+    .or_fatal("data construct", &NOWHERE)
 }
 
 /// GOACC_data_end.
 pub fn data_end() {
     let Some(r) = REGIONS.with(|r| r.borrow_mut().pop()) else {
-        unsupported("GOACC_data_end", "the end of a data construct that was never entered on this thread");
+        unsupported(
+            "GOACC_data_end",
+            "the end of a data construct that was never entered on this thread",
+        );
     };
     let op = r.op;
     let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
@@ -457,7 +634,16 @@ pub fn data_end() {
 }
 
 fn enter_kind(k: MapKind) -> bool {
-    matches!(k, MapKind::TO | MapKind::FORCE_TO | MapKind::ALLOC | MapKind::FORCE_ALLOC | MapKind::ATTACH | MapKind::POINTER | MapKind::TO_PSET)
+    matches!(
+        k,
+        MapKind::TO
+            | MapKind::FORCE_TO
+            | MapKind::ALLOC
+            | MapKind::FORCE_ALLOC
+            | MapKind::ATTACH
+            | MapKind::POINTER
+            | MapKind::TO_PSET
+    )
 }
 
 fn exit_kind(k: MapKind) -> bool {
@@ -482,7 +668,11 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
     if flags & FLAG_HOST_FALLBACK != 0 {
         return;
     }
-    let construct = if exit { acc_construct_t::EXIT_DATA } else { acc_construct_t::ENTER_DATA };
+    let construct = if exit {
+        acc_construct_t::EXIT_DATA
+    } else {
+        acc_construct_t::ENTER_DATA
+    };
     let rt = device(construct, what);
     (|| -> Result<()> {
         let op = op_for(rt, construct, false, &NOWHERE, async_ as i64)?;
@@ -497,16 +687,28 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
             // Detachments first: a pointer's device copy holds its host value again before the
             // data holding it is copied back.
             let detach = |k: MapKind| matches!(k, MapKind::DETACH | MapKind::FORCE_DETACH);
-            let order = (0..vars.len()).filter(|&i| detach(vars.kind(i))).chain((0..vars.len()).filter(|&i| !detach(vars.kind(i))));
+            let order = (0..vars.len())
+                .filter(|&i| detach(vars.kind(i)))
+                .chain((0..vars.len()).filter(|&i| !detach(vars.kind(i))));
             for i in order {
                 let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
                 match k {
-                    MapKind::DETACH | MapKind::FORCE_DETACH => {
-                        data::detach(&op, &op.ctx, host, std::ptr::null(), k == MapKind::FORCE_DETACH)?
+                    MapKind::DETACH | MapKind::FORCE_DETACH => data::detach(
+                        &op,
+                        &op.ctx,
+                        host,
+                        std::ptr::null(),
+                        k == MapKind::FORCE_DETACH,
+                    )?,
+                    MapKind::POINTER => {
+                        data::exit(&op, &clause(ClauseKind::Delete, host, 8), true, false)?
                     }
-                    MapKind::POINTER => data::exit(&op, &clause(ClauseKind::Delete, host, 8), true, false)?,
                     _ => {
-                        let kind = if matches!(k, MapKind::FROM | MapKind::FORCE_FROM) { ClauseKind::CopyOut } else { ClauseKind::Delete };
+                        let kind = if matches!(k, MapKind::FROM | MapKind::FORCE_FROM) {
+                            ClauseKind::CopyOut
+                        } else {
+                            ClauseKind::Delete
+                        };
                         let finalize = matches!(k, MapKind::FORCE_FROM | MapKind::DELETE);
                         data::exit(&op, &clause(kind, host, bytes), true, finalize)?
                     }
@@ -514,21 +716,30 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
             }
         } else {
             let attach = |k: MapKind| k == MapKind::ATTACH;
-            let order = (0..vars.len()).filter(|&i| !attach(vars.kind(i))).chain((0..vars.len()).filter(|&i| attach(vars.kind(i))));
+            let order = (0..vars.len())
+                .filter(|&i| !attach(vars.kind(i)))
+                .chain((0..vars.len()).filter(|&i| attach(vars.kind(i))));
             let mut created: Vec<(usize, usize)> = Vec::new();
             for i in order {
                 let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
                 match k {
                     MapKind::ATTACH => {
                         if bytes != 0 {
-                            unsupported(what, &format!("an attachment with a bias of {bytes} bytes"));
+                            unsupported(
+                                what,
+                                &format!("an attachment with a bias of {bytes} bytes"),
+                            );
                         }
                         data::attach(&op, &op.ctx, host, std::ptr::null())?
                     }
                     MapKind::POINTER => {
                         // A dynamic reference to the pointer variable; its device copy gets the
                         // target's device address as for a construct.
-                        let mut m = Mapped { devaddrs: Vec::new(), undo: Vec::new(), absent_pointers: Vec::new() };
+                        let mut m = Mapped {
+                            devaddrs: Vec::new(),
+                            undo: Vec::new(),
+                            absent_pointers: Vec::new(),
+                        };
                         pointer(&op, host, bytes, &created, &mut m)?;
                         // pointer() took a structured reference: make it a dynamic one.
                         if let Some(e) = op.rt.table().containing_mut(host) {
@@ -537,8 +748,15 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
                         }
                     }
                     _ => {
-                        let kind = if matches!(k, MapKind::ALLOC | MapKind::FORCE_ALLOC) { ClauseKind::Create } else { ClauseKind::CopyIn };
-                        let was_absent = host != 0 && bytes != 0 && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
+                        let kind = if matches!(k, MapKind::ALLOC | MapKind::FORCE_ALLOC) {
+                            ClauseKind::Create
+                        } else {
+                            ClauseKind::CopyIn
+                        };
+                        let was_absent = host != 0
+                            && bytes != 0
+                            && op.rt.table().lookup(host, bytes, std::ptr::null())?
+                                == Lookup::Absent;
                         if was_absent {
                             created.push((host, bytes));
                         }
@@ -557,7 +775,15 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
 }
 
 fn update_kind(k: MapKind) -> bool {
-    matches!(k, MapKind::TO | MapKind::FORCE_TO | MapKind::FROM | MapKind::FORCE_FROM | MapKind::POINTER | MapKind::TO_PSET)
+    matches!(
+        k,
+        MapKind::TO
+            | MapKind::FORCE_TO
+            | MapKind::FROM
+            | MapKind::FORCE_FROM
+            | MapKind::POINTER
+            | MapKind::TO_PSET
+    )
 }
 
 /// GOACC_update. Without if_present GCC passes the FORCE_ kinds (the data must be present);
@@ -594,14 +820,30 @@ pub fn update(flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
 /// GOACC_wait: no queues means all of them.
 pub fn wait(async_: i32, waits: &[i32]) {
     let rt = device(acc_construct_t::WAIT, "wait");
-    let list = if waits.is_empty() { None } else { wait_list(waits) };
-    wait_on(rt, acc_construct_t::WAIT, false, &NOWHERE, list.as_deref(), async_ as i64).or_fatal("wait", &NOWHERE)
+    let list = if waits.is_empty() {
+        None
+    } else {
+        wait_list(waits)
+    };
+    wait_on(
+        rt,
+        acc_construct_t::WAIT,
+        false,
+        &NOWHERE,
+        list.as_deref(),
+        async_ as i64,
+    )
+    .or_fatal("wait", &NOWHERE)
 }
 
 /// GOACC_declare: `#pragma acc declare`. Its globals live in the offload image's variable table,
 /// and GCC's host-fallback code reads and writes the host globals themselves, so a device copy
 /// of its own cannot be given to it: refused rather than run with the host's data.
 pub fn declare(_flags: i32, vars: &Vars) {
-    let first = if vars.is_empty() { "no clause".to_string() } else { vars.kind(0).name().to_string() };
+    let first = if vars.is_empty() {
+        "no clause".to_string()
+    } else {
+        vars.kind(0).name().to_string()
+    };
     unsupported("#pragma acc declare", &format!("declare ({first}, {} variables: host-fallback code uses the host's copies, so no device copy can be emulated)", vars.len()))
 }

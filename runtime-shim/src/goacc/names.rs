@@ -25,16 +25,23 @@ fn lookup(f: usize) -> Option<String> {
     // SAFETY: `Dl_info` is a C struct of pointers and integers; all-zero bytes are a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads the address and fills the local out struct.
-    if unsafe { libc::dladdr(f as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+    if unsafe { libc::dladdr(f as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null()
+    {
         return None;
     }
     if !info.dli_sname.is_null() && info.dli_saddr as usize == f {
         // SAFETY: dladdr's strings are NUL-terminated.
-        return Some(unsafe { CStr::from_ptr(info.dli_sname) }.to_string_lossy().into_owned());
+        return Some(
+            unsafe { CStr::from_ptr(info.dli_sname) }
+                .to_string_lossy()
+                .into_owned(),
+        );
     }
     let base = info.dli_fbase as usize;
     // SAFETY: as above.
-    let mut path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    let mut path = unsafe { CStr::from_ptr(info.dli_fname) }
+        .to_string_lossy()
+        .into_owned();
     if path.is_empty() {
         path = "/proc/self/exe".into();
     }
@@ -72,8 +79,12 @@ fn symtab_name(b: &[u8], addr: u64) -> Option<String> {
         if u32_at(b, sh + 4)? != 2 {
             continue; // not SHT_SYMTAB
         }
-        let (off, size, link, entsize) =
-            (u64_at(b, sh + 0x18)? as usize, u64_at(b, sh + 0x20)? as usize, u32_at(b, sh + 0x28)? as usize, u64_at(b, sh + 0x38)? as usize);
+        let (off, size, link, entsize) = (
+            u64_at(b, sh + 0x18)? as usize,
+            u64_at(b, sh + 0x20)? as usize,
+            u32_at(b, sh + 0x28)? as usize,
+            u64_at(b, sh + 0x38)? as usize,
+        );
         let strsh = shoff + link * shentsize;
         let stroff = u64_at(b, strsh + 0x18)? as usize;
         for e in (off..off + size).step_by(entsize.max(24)) {
@@ -81,7 +92,9 @@ fn symtab_name(b: &[u8], addr: u64) -> Option<String> {
             if info & 0xf == 2 && u64_at(b, e + 8)? == addr {
                 let name = stroff + u32_at(b, e)? as usize;
                 let end = name + b.get(name..)?.iter().position(|&c| c == 0)?;
-                return CString::new(b.get(name..end)?).ok().map(|c| c.to_string_lossy().into_owned());
+                return CString::new(b.get(name..end)?)
+                    .ok()
+                    .map(|c| c.to_string_lossy().into_owned());
             }
         }
     }

@@ -17,7 +17,11 @@ impl VaArgs {
     /// `regs` points at the six saved argument registers and `stack` at the caller's first
     /// stack argument, as the trampoline passes them.
     pub unsafe fn new(regs: *const u64, stack: *const u64) -> VaArgs {
-        VaArgs { regs, stack, next: 0 }
+        VaArgs {
+            regs,
+            stack,
+            next: 0,
+        }
     }
 
     /// The next argument's 8 bytes (a pointer or size_t).
@@ -28,7 +32,13 @@ impl VaArgs {
         let i = self.next;
         self.next += 1;
         // SAFETY: the caller's contract: argument i exists.
-        unsafe { if i < 6 { *self.regs.add(i) } else { *self.stack.add(i - 6) } }
+        unsafe {
+            if i < 6 {
+                *self.regs.add(i)
+            } else {
+                *self.stack.add(i - 6)
+            }
+        }
     }
 
     /// The next argument as a C `int` (its upper 32 bits are undefined in the register or slot).
@@ -74,7 +84,9 @@ unsafe fn read_tags(va: &mut VaArgs) -> Result<LaunchTags, String> {
         }
         let (code, device, op) = ((tag >> 28) & 0xf, (tag >> 16) & 0xfff, tag & 0xffff);
         if device != 0 {
-            return Err(format!("launch arguments for device_type {device} (device_type clauses are not supported)"));
+            return Err(format!(
+                "launch arguments for device_type {device} (device_type clauses are not supported)"
+            ));
         }
         match code {
             LAUNCH_DIM => {
@@ -86,7 +98,13 @@ unsafe fn read_tags(va: &mut VaArgs) -> Result<LaunchTags, String> {
                 }
             }
             // SAFETY: an async tag with LAUNCH_OP_MAX is followed by the queue as an int.
-            LAUNCH_ASYNC => t.async_ = Some(if op == LAUNCH_OP_MAX { unsafe { va.int() } } else { op as i32 }),
+            LAUNCH_ASYNC => {
+                t.async_ = Some(if op == LAUNCH_OP_MAX {
+                    unsafe { va.int() }
+                } else {
+                    op as i32
+                })
+            }
             LAUNCH_WAIT => {
                 for _ in 0..op {
                     // SAFETY: a wait tag with count `op` is followed by `op` ints.
@@ -119,10 +137,26 @@ mod tests {
     fn reads_async_wait_and_dims_as_gcc_12_packs_them() {
         // async(1) wait(2) as GCC 12 emits them: 0x20000001, 0x30000001, 2, 0.
         let t = tags(&[0x2000_0001, 0x3000_0001, 2, 0]).unwrap();
-        assert_eq!(t, LaunchTags { dims: [0; 3], async_: Some(1), waits: vec![2] });
+        assert_eq!(
+            t,
+            LaunchTags {
+                dims: [0; 3],
+                async_: Some(1),
+                waits: vec![2]
+            }
+        );
         // async without a value: op 0xffff, the value follows; num_gangs and vector_length.
         let t = tags(&[0x2000_ffff, (-1i32) as u32 as u64, 0x1000_0005, 64, 32, 0]).unwrap();
-        assert_eq!(t, LaunchTags { dims: [64, 0, 32], async_: Some(-1), waits: vec![] });
-        assert!(tags(&[0x1001_0001, 4, 0]).unwrap_err().contains("device_type"));
+        assert_eq!(
+            t,
+            LaunchTags {
+                dims: [64, 0, 32],
+                async_: Some(-1),
+                waits: vec![]
+            }
+        );
+        assert!(tags(&[0x1001_0001, 4, 0])
+            .unwrap_err()
+            .contains("device_type"));
     }
 }

@@ -54,7 +54,8 @@ impl Node {
     /// Sets the node's place and whether dispatch calls it. Registry only (under its lock).
     /// `seq` must stay below 2^63 (one registration a nanosecond would take 292 years).
     pub fn set(&self, seq: u64, callable: bool) {
-        self.state.store(seq << 1 | callable as u64, Ordering::Release);
+        self.state
+            .store(seq << 1 | callable as u64, Ordering::Release);
     }
 
     /// The node's (seq, callable), read together.
@@ -77,13 +78,21 @@ impl Default for CallbackList {
 
 impl CallbackList {
     pub const fn new() -> CallbackList {
-        CallbackList { head: AtomicPtr::new(std::ptr::null_mut()) }
+        CallbackList {
+            head: AtomicPtr::new(std::ptr::null_mut()),
+        }
     }
 
     /// Appends a node for `cb`, in state (seq, callable), after `tail` (the chain's last node,
     /// None if the chain is empty). Registry only: the caller holds the lock that orders all
     /// appends and knows the tail.
-    pub fn append(&self, tail: Option<&'static Node>, cb: Callback, seq: u64, callable: bool) -> &'static Node {
+    pub fn append(
+        &self,
+        tail: Option<&'static Node>,
+        cb: Callback,
+        seq: u64,
+        callable: bool,
+    ) -> &'static Node {
         let node: &'static Node = Box::leak(Box::new(Node {
             cb,
             state: AtomicU64::new(seq << 1 | callable as u64),
@@ -113,8 +122,14 @@ impl CallbackList {
             let (seq, callable) = node.get();
             if callable {
                 let (beyond, nearer) = match order {
-                    Order::Registration => (last.is_none_or(|l| seq > l), best.is_none_or(|(b, _)| seq < b)),
-                    Order::Reverse => (last.is_none_or(|l| seq < l), best.is_none_or(|(b, _)| seq > b)),
+                    Order::Registration => (
+                        last.is_none_or(|l| seq > l),
+                        best.is_none_or(|(b, _)| seq < b),
+                    ),
+                    Order::Reverse => (
+                        last.is_none_or(|l| seq < l),
+                        best.is_none_or(|(b, _)| seq > b),
+                    ),
                 };
                 if beyond && nearer {
                     best = Some((seq, node.cb));

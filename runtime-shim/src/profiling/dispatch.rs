@@ -212,7 +212,12 @@ pub fn other_start(ev: acc_event_t, c: &EvCtx) -> ToolInfo {
     if !enabled() {
         return ToolInfo::NONE;
     }
-    call(ev, c, other_info(ev, c, ToolInfo::NONE), Order::Registration)
+    call(
+        ev,
+        c,
+        other_info(ev, c, ToolInfo::NONE),
+        Order::Registration,
+    )
 }
 
 /// The end event matching [`other_start`].
@@ -227,7 +232,12 @@ pub fn other_end(ev: acc_event_t, c: &EvCtx, t: ToolInfo) {
 /// A single-point event of the "other" kind (runtime shutdown).
 pub fn other_point(ev: acc_event_t, c: &EvCtx) {
     if enabled() {
-        call(ev, c, other_info(ev, c, ToolInfo::NONE), Order::Registration);
+        call(
+            ev,
+            c,
+            other_info(ev, c, ToolInfo::NONE),
+            Order::Registration,
+        );
     }
 }
 
@@ -235,7 +245,12 @@ pub fn other_point(ev: acc_event_t, c: &EvCtx) {
 #[inline]
 pub fn data_point(ev: acc_event_t, c: &EvCtx, d: &DataInfo) {
     if enabled() {
-        call(ev, c, data_info(ev, c, d, ToolInfo::NONE), Order::Registration);
+        call(
+            ev,
+            c,
+            data_info(ev, c, d, ToolInfo::NONE),
+            Order::Registration,
+        );
     }
 }
 
@@ -245,7 +260,12 @@ pub fn data_start(ev: acc_event_t, c: &EvCtx, d: &DataInfo) -> ToolInfo {
     if !enabled() {
         return ToolInfo::NONE;
     }
-    call(ev, c, data_info(ev, c, d, ToolInfo::NONE), Order::Registration)
+    call(
+        ev,
+        c,
+        data_info(ev, c, d, ToolInfo::NONE),
+        Order::Registration,
+    )
 }
 
 #[inline]
@@ -261,7 +281,12 @@ pub fn launch_start(c: &EvCtx, l: &LaunchInfo) -> ToolInfo {
         return ToolInfo::NONE;
     }
     let ev = acc_event_t::ENQUEUE_LAUNCH_START;
-    call(ev, c, launch_info(ev, c, l, ToolInfo::NONE), Order::Registration)
+    call(
+        ev,
+        c,
+        launch_info(ev, c, l, ToolInfo::NONE),
+        Order::Registration,
+    )
 }
 
 #[inline]

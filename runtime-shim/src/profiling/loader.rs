@@ -21,7 +21,11 @@ pub fn load_tools() {
     }
     // (2) ACC_PROFLIB: ';'- or ':'-separated paths.
     if let Ok(list) = std::env::var("ACC_PROFLIB") {
-        for path in list.split([';', ':']).map(str::trim).filter(|p| !p.is_empty()) {
+        for path in list
+            .split([';', ':'])
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
             load_one(path);
         }
     }
@@ -36,18 +40,28 @@ fn in_libgomp(sym: *mut libc::c_void) -> bool {
         let mut info: libc::Dl_info = std::mem::zeroed();
         libc::dladdr(sym, &mut info) != 0
             && !info.dli_fname.is_null()
-            && CStr::from_ptr(info.dli_fname).to_bytes().split(|&c| c == b'/').next_back().is_some_and(|f| f.starts_with(b"libgomp"))
+            && CStr::from_ptr(info.dli_fname)
+                .to_bytes()
+                .split(|&c| c == b'/')
+                .next_back()
+                .is_some_and(|f| f.starts_with(b"libgomp"))
     }
 }
 
 fn load_one(path: &str) {
-    let Ok(cpath) = CString::new(path) else { return };
+    let Ok(cpath) = CString::new(path) else {
+        return;
+    };
     // SAFETY: dlopen/dlsym/dlerror with valid C strings; the handle is kept open for the process.
     unsafe {
         let handle = libc::dlopen(cpath.as_ptr(), libc::RTLD_LAZY);
         if handle.is_null() {
             let err = libc::dlerror();
-            let why = if err.is_null() { "unknown error".into() } else { CStr::from_ptr(err).to_string_lossy() };
+            let why = if err.is_null() {
+                "unknown error".into()
+            } else {
+                CStr::from_ptr(err).to_string_lossy()
+            };
             eprintln!("accshim: ACC_PROFLIB: cannot load {path}: {why}");
             return;
         }
@@ -68,7 +82,8 @@ fn register_once(addr: usize, from: &str) {
         }
     }
     // SAFETY: the symbol is a tool's acc_register_library, which has this C signature.
-    let f: acc_register_library_fn = unsafe { std::mem::transmute::<usize, acc_register_library_fn>(addr) };
+    let f: acc_register_library_fn =
+        unsafe { std::mem::transmute::<usize, acc_register_library_fn>(addr) };
     let _ = from;
     // The lock is released: the tool may call acc_prof_register (which takes the registry lock)
     // or even the runtime API from here.

@@ -14,15 +14,16 @@
 //! - Registering the same callback twice for one event bumps a count (it is still called once),
 //!   and it stays registered until unregistered as many times, like GCC's libgomp.
 
-use super::callback_list::{CallbackList, Node};
 pub use super::callback_list::Order;
-use accprof_abi::{acc_event_t, acc_event_info, acc_api_info, acc_prof_info, acc_register_t};
+use super::callback_list::{CallbackList, Node};
+use accprof_abi::{acc_api_info, acc_event_info, acc_event_t, acc_prof_info, acc_register_t};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// A tool's callback, non-null.
-pub type Callback = unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info);
+pub type Callback =
+    unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info);
 
 /// Number of event slots (event numbers 0..LAST).
 pub const NUM_EVENTS: usize = acc_event_t::LAST.0 as usize;
@@ -82,7 +83,10 @@ fn with_master<R>(f: impl FnOnce(&mut Master) -> R) -> R {
     // A poisoned lock only means a panic elsewhere while holding it; the data stays consistent
     // because each change publishes its node state after its bookkeeping.
     let mut guard = MASTER.lock().unwrap_or_else(|e| e.into_inner());
-    let m = guard.get_or_insert_with(|| Master { events: (0..NUM_EVENTS).map(|_| Vec::new()).collect(), next_seq: 1 });
+    let m = guard.get_or_insert_with(|| Master {
+        events: (0..NUM_EVENTS).map(|_| Vec::new()).collect(),
+        next_seq: 1,
+    });
     let r = f(m);
     update_active(m);
     r
@@ -90,12 +94,13 @@ fn with_master<R>(f: impl FnOnce(&mut Master) -> R) -> R {
 
 /// Recomputes [`ACTIVE`] after a change (under the lock, so stores do not race each other).
 fn update_active(m: &Master) {
-    let any = m
-        .events
-        .iter()
-        .enumerate()
-        .any(|(ev, regs)| EVENT_ENABLED[ev].load(Ordering::Relaxed) && regs.iter().any(Registered::callable));
-    ACTIVE.store(any && GLOBAL_ENABLED.load(Ordering::Relaxed), Ordering::Release);
+    let any = m.events.iter().enumerate().any(|(ev, regs)| {
+        EVENT_ENABLED[ev].load(Ordering::Relaxed) && regs.iter().any(Registered::callable)
+    });
+    ACTIVE.store(
+        any && GLOBAL_ENABLED.load(Ordering::Relaxed),
+        Ordering::Release,
+    );
 }
 
 /// The dispatch fast path: false means no callback can run, whatever the event.
@@ -122,7 +127,11 @@ pub struct Walk {
 /// Starts walking the callbacks of one instance of `ev`.
 pub fn walk(ev: acc_event_t, order: Order) -> Walk {
     // An invalid event number walks nothing (see `next`).
-    Walk { ev: usize::try_from(ev.0).unwrap_or(usize::MAX), order, last: None }
+    Walk {
+        ev: usize::try_from(ev.0).unwrap_or(usize::MAX),
+        order,
+        last: None,
+    }
 }
 
 impl Iterator for Walk {
@@ -131,7 +140,9 @@ impl Iterator for Walk {
     fn next(&mut self) -> Option<Callback> {
         // The event, every event or this thread switched off (perhaps by the callback that just
         // returned): no further callback for this instance.
-        let (Some(list), Some(event_on)) = (LISTS.get(self.ev), EVENT_ENABLED.get(self.ev)) else { return None };
+        let (Some(list), Some(event_on)) = (LISTS.get(self.ev), EVENT_ENABLED.get(self.ev)) else {
+            return None;
+        };
         if !GLOBAL_ENABLED.load(Ordering::Acquire)
             || !event_on.load(Ordering::Acquire)
             || !THREAD_ENABLED.try_with(|c| c.get()).unwrap_or(false)
@@ -152,9 +163,14 @@ fn valid_event(ev: acc_event_t) -> bool {
 pub fn register(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
     match reg {
         acc_register_t::REG => {
-            let Some(cb) = cb else { return warn("acc_prof_register: NULL callback ignored") };
+            let Some(cb) = cb else {
+                return warn("acc_prof_register: NULL callback ignored");
+            };
             if !valid_event(ev) {
-                return warn(&format!("acc_prof_register: invalid event {} ignored", ev.0));
+                return warn(&format!(
+                    "acc_prof_register: invalid event {} ignored",
+                    ev.0
+                ));
             }
             with_master(|m| {
                 let ev = ev.0 as usize;
@@ -165,14 +181,25 @@ pub fn register(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
                     // Registered again after being unregistered: a new registration, at the tail,
                     // enabled; its node is reused.
                     Some(r) => {
-                        *r = Registered { seq, refs: 1, enabled: true, ..*r };
+                        *r = Registered {
+                            seq,
+                            refs: 1,
+                            enabled: true,
+                            ..*r
+                        };
                         r.publish();
                         m.next_seq += 1;
                     }
                     None => {
                         let tail = regs.last().map(|r| r.node);
                         let node = LISTS[ev].append(tail, cb, seq, true);
-                        regs.push(Registered { node, cb, seq, refs: 1, enabled: true });
+                        regs.push(Registered {
+                            node,
+                            cb,
+                            seq,
+                            refs: 1,
+                            enabled: true,
+                        });
                         m.next_seq += 1;
                     }
                 }
@@ -180,7 +207,10 @@ pub fn register(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
         }
         acc_register_t::TOGGLE => toggle(ev, cb, true),
         acc_register_t::TOGGLE_PER_THREAD => toggle_thread(ev, cb, true),
-        other => warn(&format!("acc_prof_register: invalid acc_register_t {}", other.0)),
+        other => warn(&format!(
+            "acc_prof_register: invalid acc_register_t {}",
+            other.0
+        )),
     }
 }
 
@@ -188,13 +218,21 @@ pub fn register(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
 pub fn unregister(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
     match reg {
         acc_register_t::REG => {
-            let Some(cb) = cb else { return warn("acc_prof_unregister: NULL callback ignored") };
+            let Some(cb) = cb else {
+                return warn("acc_prof_unregister: NULL callback ignored");
+            };
             if !valid_event(ev) {
-                return warn(&format!("acc_prof_unregister: invalid event {} ignored", ev.0));
+                return warn(&format!(
+                    "acc_prof_unregister: invalid event {} ignored",
+                    ev.0
+                ));
             }
             with_master(|m| {
                 let regs = &mut m.events[ev.0 as usize];
-                if let Some(r) = regs.iter_mut().find(|r| r.cb as usize == cb as usize && r.refs > 0) {
+                if let Some(r) = regs
+                    .iter_mut()
+                    .find(|r| r.cb as usize == cb as usize && r.refs > 0)
+                {
                     r.refs -= 1;
                     r.publish();
                 }
@@ -202,7 +240,10 @@ pub fn unregister(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
         }
         acc_register_t::TOGGLE => toggle(ev, cb, false),
         acc_register_t::TOGGLE_PER_THREAD => toggle_thread(ev, cb, false),
-        other => warn(&format!("acc_prof_unregister: invalid acc_register_t {}", other.0)),
+        other => warn(&format!(
+            "acc_prof_unregister: invalid acc_register_t {}",
+            other.0
+        )),
     }
 }
 
@@ -214,7 +255,10 @@ fn toggle(ev: acc_event_t, cb: Option<Callback>, on: bool) {
         (ev, None) if valid_event(ev) => EVENT_ENABLED[ev.0 as usize].store(on, Ordering::Release),
         // Only a registered callback can be toggled; its place in the order is kept.
         (ev, Some(cb)) if valid_event(ev) => {
-            for r in m.events[ev.0 as usize].iter_mut().filter(|r| r.cb as usize == cb as usize && r.refs > 0) {
+            for r in m.events[ev.0 as usize]
+                .iter_mut()
+                .filter(|r| r.cb as usize == cb as usize && r.refs > 0)
+            {
                 r.enabled = on;
                 r.publish();
             }

@@ -43,7 +43,10 @@ pub fn gcc(src: &Path, out: &Path, shared: bool) {
     if !shared {
         let dir = shim_so().parent().unwrap().to_path_buf();
         cmd.arg("-I").arg(crate_dir().join("include"));
-        cmd.arg(format!("-L{}", dir.display())).arg("-laccshim").arg("-lm").arg("-lpthread");
+        cmd.arg(format!("-L{}", dir.display()))
+            .arg("-laccshim")
+            .arg("-lm")
+            .arg("-lpthread");
         // DT_RPATH, not RUNPATH: cargo test puts target/<profile> first in LD_LIBRARY_PATH,
         // which overrides a RUNPATH and would load the stale libaccshim.so that the last
         // cargo build left there instead of the one this cargo test built.
@@ -52,7 +55,12 @@ pub fn gcc(src: &Path, out: &Path, shared: bool) {
         cmd.arg("-lpthread");
     }
     let o = cmd.output().expect("gcc runs");
-    assert!(o.status.success(), "gcc failed on {}:\n{}", src.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "gcc failed on {}:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// The C event logger, compiled against /usr/lib/gcc/.../acc_prof.h (gcc's include path).
@@ -84,15 +92,33 @@ pub fn parse_log(text: &str) -> Vec<Event> {
 
 /// Runs `prog args` with the logger loaded through ACC_PROFLIB, on the emulated device whatever
 /// the machine has (the expected events are the emulated device's); returns (events, output).
-pub fn run_with_logger(dir: &Path, logger: &Path, prog: &Path, args: &[&str], extra_env: &[(&str, &str)]) -> (Vec<Event>, Output) {
-    let log = dir.join(format!("log-{}.txt", std::process::id() as u64 ^ rand_u64()));
+pub fn run_with_logger(
+    dir: &Path,
+    logger: &Path,
+    prog: &Path,
+    args: &[&str],
+    extra_env: &[(&str, &str)],
+) -> (Vec<Event>, Output) {
+    let log = dir.join(format!(
+        "log-{}.txt",
+        std::process::id() as u64 ^ rand_u64()
+    ));
     let mut cmd = Command::new(prog);
-    cmd.args(args).env("ACC_PROFLIB", logger).env("ACCSHIM_TOOL_LOG", &log).env_remove("ACC_DEVICE_TYPE").env("ACCSHIM_NO_CUDA", "1");
+    cmd.args(args)
+        .env("ACC_PROFLIB", logger)
+        .env("ACCSHIM_TOOL_LOG", &log)
+        .env_remove("ACC_DEVICE_TYPE")
+        .env("ACCSHIM_NO_CUDA", "1");
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
     let out = cmd.output().expect("program runs");
-    assert!(out.status.success(), "{} failed: {}", prog.display(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        prog.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     (parse_log(&text), out)
 }
@@ -141,14 +167,30 @@ pub fn run_bounded(prog: &Path, args: &[&str]) -> Option<(i32, String, String)> 
         std::thread::sleep(Duration::from_millis(10));
     };
     use std::os::unix::process::ExitStatusExt;
-    let code = status.code().unwrap_or_else(|| -status.signal().unwrap_or(0));
-    Some((code, std::fs::read_to_string(out_path).unwrap(), std::fs::read_to_string(err_path).unwrap()))
+    let code = status
+        .code()
+        .unwrap_or_else(|| -status.signal().unwrap_or(0));
+    Some((
+        code,
+        std::fs::read_to_string(out_path).unwrap(),
+        std::fs::read_to_string(err_path).unwrap(),
+    ))
 }
 
 /// The runtime's error line names the routine once ("in acc_map_data: <message>"), not again at
 /// the start of the message.
 pub fn assert_routine_named_once(what: &str, err: &str) {
-    let line = err.lines().find(|l| l.contains("OpenACC runtime error")).unwrap_or_else(|| panic!("{what}: no error line: {err}"));
-    let routine = line.split(" in ").nth(1).and_then(|w| w.split([':', ' ']).next()).unwrap_or_default();
-    assert!(!line.contains(&format!("{routine}: {routine}")), "{what}: {line}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("OpenACC runtime error"))
+        .unwrap_or_else(|| panic!("{what}: no error line: {err}"));
+    let routine = line
+        .split(" in ")
+        .nth(1)
+        .and_then(|w| w.split([':', ' ']).next())
+        .unwrap_or_default();
+    assert!(
+        !line.contains(&format!("{routine}: {routine}")),
+        "{what}: {line}"
+    );
 }

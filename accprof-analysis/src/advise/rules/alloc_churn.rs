@@ -22,7 +22,11 @@ impl AdviceRule for AllocChurn {
 fn alloc_churn(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>) {
     for a in &p.allocs {
         let Some(b) = a.bytes else { continue };
-        if a.allocs < 3 || a.frees < 3 || b < MIN_ARRAY_BYTES || a.construct.is_some_and(|c| claimed.constructs.contains(&c)) {
+        if a.allocs < 3
+            || a.frees < 3
+            || b < MIN_ARRAY_BYTES
+            || a.construct.is_some_and(|c| claimed.constructs.contains(&c))
+        {
             continue;
         }
         let c = p.construct(a.construct);

@@ -79,7 +79,8 @@ fn async_queues(p: &Profile, out: &mut Vec<Finding>) {
 /// it synchronously does not report it as async).
 fn async_in_source(p: &Profile, c: &Construct) -> bool {
     match (c.location.file.as_deref(), c.location.line) {
-        (Some(f), Some(line)) => crate::source::read_matching(p, f, &[line]).is_some_and(|s| s.directive_has_clause(line, "async")),
+        (Some(f), Some(line)) => crate::source::read_matching(p, f, &[line])
+            .is_some_and(|s| s.directive_has_clause(line, "async")),
         _ => false,
     }
 }
@@ -109,7 +110,9 @@ mod tests {
         let mut p = r.profile(wall);
         if queue.is_some() {
             // What the runtime reports of an async construct.
-            p.constructs.iter_mut().for_each(|c| c.async_count = c.reached);
+            p.constructs
+                .iter_mut()
+                .for_each(|c| c.async_count = c.reached);
         }
         findings(&AsyncQueues, &p)
     }
@@ -129,7 +132,8 @@ mod tests {
     /// The synchronous run of [`run`] with its constructs in a source file of `name` whose line
     /// 42 is `directive`.
     fn run_with_source(name: &str, directive: &str) -> Vec<Finding> {
-        let dir = std::env::temp_dir().join(format!("accprof-async-rule-{}-{name}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("accprof-async-rule-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(name);
         let mut text = "\n".repeat(41);
@@ -146,7 +150,9 @@ mod tests {
         }
         let wall = r.now;
         let mut p = r.profile(wall);
-        p.constructs.iter_mut().for_each(|c| c.location.file = Some(path.display().to_string()));
+        p.constructs
+            .iter_mut()
+            .for_each(|c| c.location.file = Some(path.display().to_string()));
         let f = findings(&AsyncQueues, &p);
         let _ = std::fs::remove_dir_all(&dir);
         f
@@ -156,19 +162,26 @@ mod tests {
     fn silent_when_the_source_already_says_async() {
         // A runtime that ran it synchronously (host fallback) reports no async queue.
         assert!(run_with_source("app.c", "#pragma acc parallel loop async(2)").is_empty());
-        assert_eq!(rules_of(&run_with_source("app.c", "#pragma acc parallel loop")), [Rule::AsyncQueues]);
+        assert_eq!(
+            rules_of(&run_with_source("app.c", "#pragma acc parallel loop")),
+            [Rule::AsyncQueues]
+        );
     }
 
     #[test]
     fn silent_on_the_host_fallback() {
         let mut r = Run::new();
         for _ in 0..10 {
-            r.compute(42, 10 * MS, 10 * MS, |r, t| vec![r.ev(acc_event_t::WAIT_START, t + MS, t + 10 * MS - US, 42)]);
+            r.compute(42, 10 * MS, 10 * MS, |r, t| {
+                vec![r.ev(acc_event_t::WAIT_START, t + MS, t + 10 * MS - US, 42)]
+            });
         }
         let wall = r.now;
         let mut p = r.profile(wall);
         // What libgomp's host fallback reports: acc_device_host, nothing launched or moved.
-        p.constructs.iter_mut().for_each(|c| c.location.device_type = Some(2));
+        p.constructs
+            .iter_mut()
+            .for_each(|c| c.location.device_type = Some(2));
         assert!(crate::host_fallback::ran_on_host(&p));
         assert!(findings(&AsyncQueues, &p).is_empty());
     }
@@ -176,6 +189,10 @@ mod tests {
     #[test]
     fn fortran_gets_fortran_wait() {
         let f = run_with_source("app.f90", "!$acc parallel loop");
-        assert!(f[0].change.contains("`!$acc wait(1)`") && !f[0].change.contains("#pragma"), "{}", f[0].change);
+        assert!(
+            f[0].change.contains("`!$acc wait(1)`") && !f[0].change.contains("#pragma"),
+            "{}",
+            f[0].change
+        );
     }
 }

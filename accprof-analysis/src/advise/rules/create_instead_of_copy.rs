@@ -23,17 +23,38 @@ impl AdviceRule for CreateInsteadOfCopy {
 fn create_instead_of_copy(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>) {
     for r in &p.roundtrips {
         let v = &p.variables[r.variable];
-        if claimed.variables.contains(&v.name) || r.count == 0 || r.bytes / r.count < MIN_ARRAY_BYTES {
+        if claimed.variables.contains(&v.name)
+            || r.count == 0
+            || r.bytes / r.count < MIN_ARRAY_BYTES
+        {
             continue;
         }
-        let (Some(from), Some(to)) = (p.construct(r.from_construct), p.construct(r.to_construct)) else { continue };
-        let lines: Vec<i64> = [from.location.line, to.location.line, from.location.end_line, to.location.end_line].into_iter().flatten().collect();
+        let (Some(from), Some(to)) = (p.construct(r.from_construct), p.construct(r.to_construct))
+        else {
+            continue;
+        };
+        let lines: Vec<i64> = [
+            from.location.line,
+            to.location.line,
+            from.location.end_line,
+            to.location.end_line,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         let (mut a, mut b) = (lines.iter().min().copied(), lines.iter().max().copied());
         // With the source at hand: the loop around both constructs, which the region must enclose
         // (the copy out and back in repeat with it).
         let file = from.location.file.as_deref();
-        let starts: Vec<i64> = [from.location.line, to.location.line].into_iter().flatten().collect();
-        if let (Some(src), Some(&lo), Some(&hi)) = (file.and_then(|f| crate::source::read_matching(p, f, &starts)), starts.iter().min(), starts.iter().max()) {
+        let starts: Vec<i64> = [from.location.line, to.location.line]
+            .into_iter()
+            .flatten()
+            .collect();
+        if let (Some(src), Some(&lo), Some(&hi)) = (
+            file.and_then(|f| crate::source::read_matching(p, f, &starts)),
+            starts.iter().min(),
+            starts.iter().max(),
+        ) {
             if let Some(l) = src.enclosing_loop(lo, hi) {
                 (a, b) = (Some(l.start), Some(l.end));
             }
@@ -45,7 +66,10 @@ fn create_instead_of_copy(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>
         let mut loc = FindingLocation::of(from);
         loc.line = a;
         loc.end_line = b;
-        let span = (r.samples.first().map(|e| e.start_ns).unwrap_or(0), r.samples.last().map(|e| e.end_ns).unwrap_or(0));
+        let span = (
+            r.samples.first().map(|e| e.start_ns).unwrap_or(0),
+            r.samples.last().map(|e| e.end_ns).unwrap_or(0),
+        );
         out.push(Finding {
             rule: Rule::CreateInsteadOfCopy,
             title: format!("{} copied out at {} and copied back in at {} unchanged", v.name, from.location.short(), to.location.short()),
@@ -89,9 +113,16 @@ mod tests {
     /// The construct at line 20 copies X out; the one at line 30 copies it back in.
     fn profile() -> Profile {
         let mut r = Run::new();
-        let (d, u) = (acc_event_t::ENQUEUE_DOWNLOAD_START, acc_event_t::ENQUEUE_UPLOAD_START);
-        r.compute(20, MS, MS, |r, t| vec![r.transfer(d, t + US, t + MS / 2, 20, "X", 1 << 20, 0x7f00_0000)]);
-        r.compute(30, MS, MS, |r, t| vec![r.transfer(u, t + US, t + MS / 2, 30, "X", 1 << 20, 0x7f00_0000)]);
+        let (d, u) = (
+            acc_event_t::ENQUEUE_DOWNLOAD_START,
+            acc_event_t::ENQUEUE_UPLOAD_START,
+        );
+        r.compute(20, MS, MS, |r, t| {
+            vec![r.transfer(d, t + US, t + MS / 2, 20, "X", 1 << 20, 0x7f00_0000)]
+        });
+        r.compute(30, MS, MS, |r, t| {
+            vec![r.transfer(u, t + US, t + MS / 2, 30, "X", 1 << 20, 0x7f00_0000)]
+        });
         let wall = r.now;
         r.profile(wall)
     }
@@ -100,7 +131,10 @@ mod tests {
     fn fires_on_an_array_copied_out_and_back_in() {
         let f = findings(&CreateInsteadOfCopy, &profile());
         assert_eq!(rules_of(&f), [Rule::CreateInsteadOfCopy]);
-        assert_eq!((f[0].location.line, f[0].location.end_line), (Some(20), Some(30)));
+        assert_eq!(
+            (f[0].location.line, f[0].location.end_line),
+            (Some(20), Some(30))
+        );
     }
 
     #[test]

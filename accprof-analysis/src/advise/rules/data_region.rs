@@ -27,11 +27,16 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
     // Transfers of arrays by compute constructs, per variable name.
     let mut by_var: BTreeMap<String, Vec<&TransferSite>> = BTreeMap::new();
     for s in &p.transfer_sites {
-        let Some(c) = p.construct(s.construct) else { continue };
+        let Some(c) = p.construct(s.construct) else {
+            continue;
+        };
         if c.kind != ConstructKind::Compute || s.max_bytes < MIN_ARRAY_BYTES || !s.same_range {
             continue;
         }
-        by_var.entry(p.variables[s.variable].name.clone()).or_default().push(s);
+        by_var
+            .entry(p.variables[s.variable].name.clone())
+            .or_default()
+            .push(s);
     }
     // Repeated: moved again and again (a loop around the constructs).
     let repeated: Vec<VarTraffic> = by_var
@@ -46,30 +51,53 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
         let funcs: BTreeSet<Option<(Option<String>, Option<String>)>> = v
             .sites
             .iter()
-            .map(|s| p.construct(s.construct).map(|c| (c.location.file.clone(), c.location.function.clone())))
+            .map(|s| {
+                p.construct(s.construct)
+                    .map(|c| (c.location.file.clone(), c.location.function.clone()))
+            })
             .collect();
         if funcs.len() == 1 {
-            let f = v.sites.first().and_then(|s| p.construct(s.construct)).and_then(|c| c.location.function.clone());
+            let f = v
+                .sites
+                .first()
+                .and_then(|s| p.construct(s.construct))
+                .and_then(|c| c.location.function.clone());
             per_function.entry(f).or_default().push(v);
         } else {
             across.push(v);
         }
     }
     for (_, vars) in per_function {
-        let constructs: BTreeSet<usize> = vars.iter().flat_map(|v| v.sites.iter().filter_map(|s| s.construct)).collect();
+        let constructs: BTreeSet<usize> = vars
+            .iter()
+            .flat_map(|v| v.sites.iter().filter_map(|s| s.construct))
+            .collect();
         let cs: Vec<&Construct> = constructs.iter().map(|&i| &p.constructs[i]).collect();
         let first_line = cs.iter().filter_map(|c| c.location.line).min();
-        let last_line = cs.iter().filter_map(|c| c.location.end_line.or(c.location.line)).max();
-        let first = cs.iter().min_by_key(|c| c.location.line).copied().expect("a variable has sites");
+        let last_line = cs
+            .iter()
+            .filter_map(|c| c.location.end_line.or(c.location.line))
+            .max();
+        let first = cs
+            .iter()
+            .min_by_key(|c| c.location.line)
+            .copied()
+            .expect("a variable has sites");
         let mut clauses: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for v in &vars {
             clauses.entry(v.clause()).or_default().push(v.name.clone());
         }
         let pragma = clause_text(&clauses);
         let saving: u64 = vars.iter().map(|v| v.saving()).sum();
-        let count: u64 = vars.iter().map(|v| v.sites.iter().map(|s| s.count).sum::<u64>()).sum();
+        let count: u64 = vars
+            .iter()
+            .map(|v| v.sites.iter().map(|s| s.count).sum::<u64>())
+            .sum();
         let xbytes: u64 = vars.iter().map(|v| v.bytes()).sum();
-        let time: u64 = vars.iter().map(|v| v.time(Direction::HostToDevice) + v.time(Direction::DeviceToHost)).sum();
+        let time: u64 = vars
+            .iter()
+            .map(|v| v.time(Direction::HostToDevice) + v.time(Direction::DeviceToHost))
+            .sum();
         let lines = match (first_line, last_line) {
             (Some(a), Some(b)) if cs.len() > 1 && b > a => format!("lines {a}-{b}"),
             (Some(a), Some(b)) if b > a => format!("the loop around lines {a}-{b}"),
@@ -82,7 +110,11 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
         let lang = Language::of(file.unwrap_or(""));
         let last_start = cs.iter().filter_map(|c| c.location.line).max();
         let starts: Vec<i64> = cs.iter().filter_map(|c| c.location.line).collect();
-        let the_loop = match (file.and_then(|f| crate::source::read_matching(p, f, &starts)), first_line, last_start) {
+        let the_loop = match (
+            file.and_then(|f| crate::source::read_matching(p, f, &starts)),
+            first_line,
+            last_start,
+        ) {
             (Some(src), Some(a), Some(b)) => src.enclosing_loop(a, b),
             _ => None,
         };
@@ -101,7 +133,11 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
                 v.name,
                 v.count(Direction::HostToDevice),
                 v.count(Direction::DeviceToHost),
-                v.sites.iter().min_by_key(|s| s.first_ns).map(|s| s.direction.label()).unwrap_or("?"),
+                v.sites
+                    .iter()
+                    .min_by_key(|s| s.first_ns)
+                    .map(|s| s.direction.label())
+                    .unwrap_or("?"),
                 v.clause()
             ));
         }
@@ -116,11 +152,22 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
                 l.end,
                 lang.directive("end data")
             ),
-            (Some(l), Language::C) => format!("wrap the loop at lines {}-{} in `{open}` (the loop is the region's block)", l.start, l.end),
-            (None, Language::Fortran) => format!("wrap {lines} in `{open}` ... `{}` (a data region around the loop)", lang.directive("end data")),
-            (None, Language::C) => format!("wrap {lines} in `{open}` (a data region around the loop)"),
+            (Some(l), Language::C) => format!(
+                "wrap the loop at lines {}-{} in `{open}` (the loop is the region's block)",
+                l.start, l.end
+            ),
+            (None, Language::Fortran) => format!(
+                "wrap {lines} in `{open}` ... `{}` (a data region around the loop)",
+                lang.directive("end data")
+            ),
+            (None, Language::C) => {
+                format!("wrap {lines} in `{open}` (a data region around the loop)")
+            }
         };
-        let span = vars.iter().map(|v| v.span()).fold((u64::MAX, 0), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let span = vars
+            .iter()
+            .map(|v| v.span())
+            .fold((u64::MAX, 0), |a, b| (a.0.min(b.0), a.1.max(b.1)));
         let mut events: Vec<EventRef> = vars.iter().flat_map(|v| v.events()).collect();
         events.sort_by_key(|r| r.start_ns);
         events.truncate(MAX_SAMPLES);
@@ -153,9 +200,16 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
         claimed.constructs.extend(constructs);
     }
     if !across.is_empty() {
-        let constructs: BTreeSet<usize> = across.iter().flat_map(|v| v.sites.iter().filter_map(|s| s.construct)).collect();
+        let constructs: BTreeSet<usize> = across
+            .iter()
+            .flat_map(|v| v.sites.iter().filter_map(|s| s.construct))
+            .collect();
         let cs: Vec<&Construct> = constructs.iter().map(|&i| &p.constructs[i]).collect();
-        let first = cs.iter().min_by_key(|c| c.first_ns).copied().expect("a variable has sites");
+        let first = cs
+            .iter()
+            .min_by_key(|c| c.first_ns)
+            .copied()
+            .expect("a variable has sites");
         let mut enter: Vec<String> = Vec::new();
         let mut exit: Vec<String> = Vec::new();
         for v in &across {
@@ -179,11 +233,23 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
             }
         }
         let names: Vec<String> = across.iter().map(|v| v.name.clone()).collect();
-        let funcs: BTreeSet<String> = cs.iter().map(|c| c.location.function.clone().unwrap_or_else(|| "?".into())).collect();
-        let count: u64 = across.iter().map(|v| v.sites.iter().map(|s| s.count).sum::<u64>()).sum();
+        let funcs: BTreeSet<String> = cs
+            .iter()
+            .map(|c| c.location.function.clone().unwrap_or_else(|| "?".into()))
+            .collect();
+        let count: u64 = across
+            .iter()
+            .map(|v| v.sites.iter().map(|s| s.count).sum::<u64>())
+            .sum();
         let xbytes: u64 = across.iter().map(|v| v.bytes()).sum();
-        let time: u64 = across.iter().map(|v| v.time(Direction::HostToDevice) + v.time(Direction::DeviceToHost)).sum();
-        let span = across.iter().map(|v| v.span()).fold((u64::MAX, 0), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let time: u64 = across
+            .iter()
+            .map(|v| v.time(Direction::HostToDevice) + v.time(Direction::DeviceToHost))
+            .sum();
+        let span = across
+            .iter()
+            .map(|v| v.span())
+            .fold((u64::MAX, 0), |a, b| (a.0.min(b.0), a.1.max(b.1)));
         let mut events: Vec<EventRef> = across.iter().flat_map(|v| v.events()).collect();
         events.sort_by_key(|r| r.start_ns);
         events.truncate(MAX_SAMPLES);
@@ -231,7 +297,10 @@ mod tests {
     /// `iterations` of a compute construct at line 57 copying A in and out.
     fn profile(iterations: u64) -> Profile {
         let mut r = Run::new();
-        let (u, d) = (acc_event_t::ENQUEUE_UPLOAD_START, acc_event_t::ENQUEUE_DOWNLOAD_START);
+        let (u, d) = (
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            acc_event_t::ENQUEUE_DOWNLOAD_START,
+        );
         for _ in 0..iterations {
             r.compute(57, MS, MS, |r, t| {
                 vec![

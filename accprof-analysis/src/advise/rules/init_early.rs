@@ -57,7 +57,14 @@ mod tests {
 
     fn run(init: u64, wall: u64) -> Vec<Finding> {
         let mut r = Run::new();
-        r.construct(acc_event_t::DEVICE_INIT_START, acc_construct_t::PARALLEL, 10, init, 0, |_, _| Vec::new());
+        r.construct(
+            acc_event_t::DEVICE_INIT_START,
+            acc_construct_t::PARALLEL,
+            10,
+            init,
+            0,
+            |_, _| Vec::new(),
+        );
         findings(&InitEarly, &r.profile(wall))
     }
 
@@ -65,7 +72,10 @@ mod tests {
     fn fires_when_initialization_is_a_quarter_of_the_run() {
         let f = run(100 * MS, 150 * MS);
         assert_eq!(rules_of(&f), [Rule::InitEarly]);
-        assert_eq!(f[0].estimated_saving_ns, 0, "moving initialization saves nothing of the run");
+        assert_eq!(
+            f[0].estimated_saving_ns, 0,
+            "moving initialization saves nothing of the run"
+        );
         assert_eq!(f[0].location.line, Some(10));
     }
 

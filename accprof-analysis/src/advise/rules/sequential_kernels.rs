@@ -32,7 +32,9 @@ fn sequential_kernels(p: &Profile, out: &mut Vec<Finding>) {
         if finishes_a_reduction(&k.name) {
             continue;
         }
-        let Some(c) = p.construct(k.construct) else { continue };
+        let Some(c) = p.construct(k.construct) else {
+            continue;
+        };
         if c.construct_type.as_deref() == Some("serial") {
             continue;
         }
@@ -92,7 +94,9 @@ mod tests {
 
     fn run(gangs: u64, vector: u64) -> Vec<Finding> {
         let mut r = Run::new();
-        r.compute(42, 50 * MS, 50 * MS, |r, t| vec![r.launch(t + US, t + 3 * US, 42, "main_42_gpu", gangs, vector)]);
+        r.compute(42, 50 * MS, 50 * MS, |r, t| {
+            vec![r.launch(t + US, t + 3 * US, 42, "main_42_gpu", gangs, vector)]
+        });
         let wall = r.now;
         findings(&SequentialKernel, &r.profile(wall))
     }
@@ -101,7 +105,10 @@ mod tests {
     fn fires_on_one_gang_taking_half_the_run() {
         let f = run(1, 128);
         assert_eq!(rules_of(&f), [Rule::SequentialKernel]);
-        assert!(f[0].title.contains("one gang") || f[0].evidence.details[0].contains("num_gangs 1"), "{f:?}");
+        assert!(
+            f[0].title.contains("one gang") || f[0].evidence.details[0].contains("num_gangs 1"),
+            "{f:?}"
+        );
     }
 
     #[test]

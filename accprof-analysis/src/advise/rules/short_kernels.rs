@@ -21,7 +21,9 @@ impl AdviceRule for ShortKernels {
 fn short_kernels(p: &Profile, out: &mut Vec<Finding>) {
     let wall = p.summary.wall_ns;
     for k in &p.kernels {
-        let Some(c) = p.construct(k.construct) else { continue };
+        let Some(c) = p.construct(k.construct) else {
+            continue;
+        };
         if k.launches < 1000 || c.reached == 0 {
             continue;
         }
@@ -30,7 +32,11 @@ fn short_kernels(p: &Profile, out: &mut Vec<Finding>) {
             continue;
         }
         // The launch call's host time: with device records `time` is the kernel's run instead.
-        let overhead = if k.time.source == TimeSource::Device { k.host_time.min_ns } else { k.time.min_ns };
+        let overhead = if k.time.source == TimeSource::Device {
+            k.host_time.min_ns
+        } else {
+            k.time.min_ns
+        };
         let saving = (k.launches - k.async_launches) * overhead;
         if saving == 0 {
             continue;
@@ -70,7 +76,9 @@ mod tests {
     fn run(launches: u64) -> Vec<Finding> {
         let mut r = Run::new();
         for _ in 0..launches {
-            r.compute(42, 10 * US, 0, |r, t| vec![r.launch(t + US, t + 3 * US, 42, "main_42_gpu", 256, 128)]);
+            r.compute(42, 10 * US, 0, |r, t| {
+                vec![r.launch(t + US, t + 3 * US, 42, "main_42_gpu", 256, 128)]
+            });
         }
         let wall = r.now;
         findings(&ShortKernels, &r.profile(wall))
@@ -81,7 +89,11 @@ mod tests {
         let f = run(1000);
         assert_eq!(rules_of(&f), [Rule::ShortKernels]);
         assert_eq!(f[0].evidence.count, 1000);
-        assert_eq!(f[0].estimated_saving_ns, 1000 * 2 * US, "every launch call's cost");
+        assert_eq!(
+            f[0].estimated_saving_ns,
+            1000 * 2 * US,
+            "every launch call's cost"
+        );
     }
 
     #[test]

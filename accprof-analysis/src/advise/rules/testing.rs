@@ -19,12 +19,19 @@ pub struct Run {
 
 impl Run {
     pub fn new() -> Self {
-        Self { b: ProfileBuilder::new(), strings: StringTable::default(), now: MS }
+        Self {
+            b: ProfileBuilder::new(),
+            strings: StringTable::default(),
+            now: MS,
+        }
     }
 
     /// A run whose trace holds device records (CUPTI's), fed with [`Run::feed`].
     pub fn with_device_records() -> Self {
-        Self { b: ProfileBuilder::with_cupti_records(), ..Self::new() }
+        Self {
+            b: ProfileBuilder::with_cupti_records(),
+            ..Self::new()
+        }
     }
 
     /// A kernel `kernel` the device ran from `start` to `end`, issued by thread 1 at `call`.
@@ -51,7 +58,16 @@ impl Run {
 
     /// A transfer (`ENQUEUE_UPLOAD_START` or `ENQUEUE_DOWNLOAD_START`) of `bytes` of `var` at
     /// host address `ptr`.
-    pub fn transfer(&mut self, kind: acc_event_t, start: u64, end: u64, line: i64, var: &str, bytes: u64, ptr: u64) -> Event {
+    pub fn transfer(
+        &mut self,
+        kind: acc_event_t,
+        start: u64,
+        end: u64,
+        line: i64,
+        var: &str,
+        bytes: u64,
+        ptr: u64,
+    ) -> Event {
         let mut e = self.ev(kind, start, end, line);
         e.set(Field::VarName, u64::from(self.strings.intern(var).0));
         e.set(Field::Bytes, bytes);
@@ -60,7 +76,15 @@ impl Run {
     }
 
     /// A launch of `kernel` with `gangs` x `vector`.
-    pub fn launch(&mut self, start: u64, end: u64, line: i64, kernel: &str, gangs: u64, vector: u64) -> Event {
+    pub fn launch(
+        &mut self,
+        start: u64,
+        end: u64,
+        line: i64,
+        kernel: &str,
+        gangs: u64,
+        vector: u64,
+    ) -> Event {
         let mut e = self.ev(acc_event_t::ENQUEUE_LAUNCH_START, start, end, line);
         e.set(Field::KernelName, u64::from(self.strings.intern(kernel).0));
         e.set(Field::NumGangs, gangs);
@@ -76,7 +100,15 @@ impl Run {
     /// A construct of `kind` (`parent` construct type) at `line` lasting `dur` from
     /// [`now`](Self::now), after the children `inside` makes (given the construct's start);
     /// then `gap` of host work.
-    pub fn construct(&mut self, kind: acc_event_t, parent: acc_construct_t, line: i64, dur: u64, gap: u64, inside: impl FnOnce(&mut Self, u64) -> Vec<Event>) {
+    pub fn construct(
+        &mut self,
+        kind: acc_event_t,
+        parent: acc_construct_t,
+        line: i64,
+        dur: u64,
+        gap: u64,
+        inside: impl FnOnce(&mut Self, u64) -> Vec<Event>,
+    ) {
         let start = self.now;
         for child in inside(self, start) {
             self.b.feed(&child);
@@ -88,8 +120,21 @@ impl Run {
     }
 
     /// A `parallel` compute construct.
-    pub fn compute(&mut self, line: i64, dur: u64, gap: u64, inside: impl FnOnce(&mut Self, u64) -> Vec<Event>) {
-        self.construct(acc_event_t::COMPUTE_CONSTRUCT_START, acc_construct_t::PARALLEL, line, dur, gap, inside);
+    pub fn compute(
+        &mut self,
+        line: i64,
+        dur: u64,
+        gap: u64,
+        inside: impl FnOnce(&mut Self, u64) -> Vec<Event>,
+    ) {
+        self.construct(
+            acc_event_t::COMPUTE_CONSTRUCT_START,
+            acc_construct_t::PARALLEL,
+            line,
+            dur,
+            gap,
+            inside,
+        );
     }
 
     /// The profile, for a run of `wall` ns.

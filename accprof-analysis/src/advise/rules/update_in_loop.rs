@@ -25,16 +25,32 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
         if c.kind != ConstructKind::Update || c.reached < 3 {
             continue;
         }
-        let sites: Vec<&TransferSite> = p.transfer_sites.iter().filter(|s| s.construct == Some(ci) && s.max_bytes >= 64 * 1024 && s.same_range).collect();
+        let sites: Vec<&TransferSite> = p
+            .transfer_sites
+            .iter()
+            .filter(|s| s.construct == Some(ci) && s.max_bytes >= 64 * 1024 && s.same_range)
+            .collect();
         if sites.is_empty() {
             continue;
         }
-        let names: Vec<String> = sites.iter().map(|s| p.variables[s.variable].name.clone()).collect();
+        let names: Vec<String> = sites
+            .iter()
+            .map(|s| p.variables[s.variable].name.clone())
+            .collect();
         let count: u64 = sites.iter().map(|s| s.count).sum();
         let xbytes: u64 = sites.iter().map(|s| s.bytes).sum();
         let time: u64 = sites.iter().map(|s| s.time.total_ns).sum();
         let saving = time - time / c.reached.max(1);
-        let dirs: BTreeSet<&str> = sites.iter().map(|s| if s.direction == Direction::HostToDevice { "device" } else { "self" }).collect();
+        let dirs: BTreeSet<&str> = sites
+            .iter()
+            .map(|s| {
+                if s.direction == Direction::HostToDevice {
+                    "device"
+                } else {
+                    "self"
+                }
+            })
+            .collect();
         out.push(Finding {
             rule: Rule::UpdateInLoop,
             title: format!("update of whole {} on every iteration", names.join(", ")),
@@ -73,9 +89,24 @@ mod tests {
     fn run(times: u64) -> Vec<Finding> {
         let mut r = Run::new();
         for _ in 0..times {
-            r.construct(acc_event_t::UPDATE_START, acc_construct_t::UPDATE, 60, MS, MS, |r, t| {
-                vec![r.transfer(acc_event_t::ENQUEUE_DOWNLOAD_START, t + US, t + MS - US, 60, "A", 1 << 20, 0x7f00_0000)]
-            });
+            r.construct(
+                acc_event_t::UPDATE_START,
+                acc_construct_t::UPDATE,
+                60,
+                MS,
+                MS,
+                |r, t| {
+                    vec![r.transfer(
+                        acc_event_t::ENQUEUE_DOWNLOAD_START,
+                        t + US,
+                        t + MS - US,
+                        60,
+                        "A",
+                        1 << 20,
+                        0x7f00_0000,
+                    )]
+                },
+            );
         }
         let wall = r.now;
         findings(&UpdateInLoop, &r.profile(wall))

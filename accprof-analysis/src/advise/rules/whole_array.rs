@@ -73,7 +73,19 @@ mod tests {
     fn run(slices: u64) -> Vec<Finding> {
         let mut r = Run::new();
         r.compute(42, 10 * MS, 0, |r, t| {
-            (0..slices).map(|i| r.transfer(acc_event_t::ENQUEUE_UPLOAD_START, t + i * 10 * US, t + i * 10 * US + 5 * US, 42, "A", 4096, 0x7f00_0000 + i * 4096)).collect()
+            (0..slices)
+                .map(|i| {
+                    r.transfer(
+                        acc_event_t::ENQUEUE_UPLOAD_START,
+                        t + i * 10 * US,
+                        t + i * 10 * US + 5 * US,
+                        42,
+                        "A",
+                        4096,
+                        0x7f00_0000 + i * 4096,
+                    )
+                })
+                .collect()
         });
         let wall = r.now;
         findings(&WholeArray, &r.profile(wall))

@@ -5,7 +5,9 @@
 //! with three decimals, relative to the first event of the export.
 
 use super::counters::Series;
-use super::device::{direction_label, direction_word, event_word, gb_per_s, human_bytes, memory_word, DeviceInfo};
+use super::device::{
+    direction_label, direction_word, event_word, gb_per_s, human_bytes, memory_word, DeviceInfo,
+};
 use super::flows::Flow;
 use super::json::{put_micros, put_str_body, Object};
 use super::slice::{Slice, NONE_I32, NONE_U32};
@@ -30,7 +32,11 @@ impl Process {
             .map(|n| n.to_string_lossy().into_owned())
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| label.to_string());
-        let who = if header.pid != 0 { format!("{exe} (pid {})", header.pid) } else { exe };
+        let who = if header.pid != 0 {
+            format!("{exe} (pid {})", header.pid)
+        } else {
+            exe
+        };
         match header.mpi_rank {
             Some(r) => format!("rank {r}: {who}"),
             None => who,
@@ -51,8 +57,14 @@ pub struct ChromeWriter<W: Write> {
 
 impl<W: Write> ChromeWriter<W> {
     pub fn new(out: W, zero: u64) -> io::Result<Self> {
-        let mut w = ChromeWriter { out, buf: Vec::with_capacity(FLUSH_AT + 4096), first: true, zero };
-        w.buf.extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+        let mut w = ChromeWriter {
+            out,
+            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            first: true,
+            zero,
+        };
+        w.buf
+            .extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
         Ok(w)
     }
 
@@ -62,7 +74,8 @@ impl<W: Write> ChromeWriter<W> {
             self.out.write_all(&self.buf)?;
             self.buf.clear();
         }
-        self.buf.extend_from_slice(if self.first { b"\n" } else { b",\n" });
+        self.buf
+            .extend_from_slice(if self.first { b"\n" } else { b",\n" });
         self.first = false;
         Ok(())
     }
@@ -75,10 +88,17 @@ impl<W: Write> ChromeWriter<W> {
     }
 
     /// Process and thread names and their sort order.
-    pub fn metadata(&mut self, processes: &[Process], tracks: &TrackTable, tids: &ThreadIds) -> io::Result<()> {
+    pub fn metadata(
+        &mut self,
+        processes: &[Process],
+        tracks: &TrackTable,
+        tids: &ThreadIds,
+    ) -> io::Result<()> {
         for (i, p) in processes.iter().enumerate() {
             self.meta(p.pid, None, "process_name", |o| o.str("name", &p.name))?;
-            self.meta(p.pid, None, "process_sort_index", |o| o.u64("sort_index", i as u64))?;
+            self.meta(p.pid, None, "process_sort_index", |o| {
+                o.u64("sort_index", i as u64)
+            })?;
         }
         for &t in &tids.order {
             let key = tracks.key(t);
@@ -86,15 +106,27 @@ impl<W: Write> ChromeWriter<W> {
             let label = tracks.label(t);
             for lane in 0..tids.lanes(t) {
                 let tid = tids.tid(t, lane);
-                let name = if lane == 0 { label.clone() } else { format!("{label} (overlapping, lane {})", lane + 1) };
+                let name = if lane == 0 {
+                    label.clone()
+                } else {
+                    format!("{label} (overlapping, lane {})", lane + 1)
+                };
                 self.meta(pid, Some(tid), "thread_name", |o| o.str("name", &name))?;
-                self.meta(pid, Some(tid), "thread_sort_index", |o| o.u64("sort_index", u64::from(tid)))?;
+                self.meta(pid, Some(tid), "thread_sort_index", |o| {
+                    o.u64("sort_index", u64::from(tid))
+                })?;
             }
         }
         Ok(())
     }
 
-    fn meta(&mut self, pid: u32, tid: Option<u32>, name: &str, args: impl FnOnce(&mut Object)) -> io::Result<()> {
+    fn meta(
+        &mut self,
+        pid: u32,
+        tid: Option<u32>,
+        name: &str,
+        args: impl FnOnce(&mut Object),
+    ) -> io::Result<()> {
         self.next()?;
         let mut o = Object::open(&mut self.buf);
         o.str("ph", "M");
@@ -112,7 +144,13 @@ impl<W: Write> ChromeWriter<W> {
 
     /// A complete slice (`X`), or an instant (`i`, thread-scoped) for a point event. A device
     /// record comes with its [`DeviceInfo`] and the host slice that issued it, if known.
-    pub fn slice(&mut self, s: &Slice, p: &Process, tid: u32, dev: Option<(&DeviceInfo, Option<&Slice>)>) -> io::Result<()> {
+    pub fn slice(
+        &mut self,
+        s: &Slice,
+        p: &Process,
+        tid: u32,
+        dev: Option<(&DeviceInfo, Option<&Slice>)>,
+    ) -> io::Result<()> {
         self.next()?;
         put_slice(&mut self.buf, self.zero, s, p, tid, dev);
         Ok(())
@@ -163,7 +201,12 @@ impl<W: Write> ChromeWriter<W> {
     }
 
     /// A counter series (`C`) of each process.
-    pub fn counter(&mut self, name: &str, series: &Series, processes: &[Process]) -> io::Result<()> {
+    pub fn counter(
+        &mut self,
+        name: &str,
+        series: &Series,
+        processes: &[Process],
+    ) -> io::Result<()> {
         for &(ts, trace, value) in series {
             self.next()?;
             let zero = self.zero;
@@ -182,44 +225,58 @@ impl<W: Write> ChromeWriter<W> {
 }
 
 /// One slice event (see [`ChromeWriter::slice`]) into `buf`, times relative to `zero`.
-pub fn put_slice(buf: &mut Vec<u8>, zero: u64, s: &Slice, p: &Process, tid: u32, dev: Option<(&DeviceInfo, Option<&Slice>)>) {
-        let mut o = Object::open(buf);
-        if s.is_point() {
-            o.str("ph", "i");
-            o.str("s", "t");
+pub fn put_slice(
+    buf: &mut Vec<u8>,
+    zero: u64,
+    s: &Slice,
+    p: &Process,
+    tid: u32,
+    dev: Option<(&DeviceInfo, Option<&Slice>)>,
+) {
+    let mut o = Object::open(buf);
+    if s.is_point() {
+        o.str("ph", "i");
+        o.str("s", "t");
+    } else {
+        o.str("ph", "X");
+    }
+    o.u64("pid", u64::from(p.pid));
+    o.u64("tid", u64::from(tid));
+    put_micros(o.key("ts"), s.start - zero);
+    if !s.is_point() {
+        put_micros(o.key("dur"), s.duration());
+    }
+    let name = o.key("name");
+    name.push(b'"');
+    match dev {
+        Some((d, _)) => put_device_name(name, s, d, &p.strings),
+        None => put_name(name, s, &p.strings),
+    }
+    name.push(b'"');
+    o.str(
+        "cat",
+        if dev.is_some() {
+            device_category(s.event())
         } else {
-            o.str("ph", "X");
+            category(s.event())
+        },
+    );
+    let mut a = Object::open(o.key("args"));
+    put_args(&mut a, s, &p.strings);
+    if let Some((d, issuer)) = dev {
+        put_device_args(&mut a, s, d);
+        if let Some(h) = issuer {
+            let mut issued = Vec::new();
+            put_name(&mut issued, h, &p.strings);
+            // Already escaped by put_name.
+            let out = a.key("issued_by");
+            out.push(b'"');
+            out.extend_from_slice(&issued);
+            out.push(b'"');
         }
-        o.u64("pid", u64::from(p.pid));
-        o.u64("tid", u64::from(tid));
-        put_micros(o.key("ts"), s.start - zero);
-        if !s.is_point() {
-            put_micros(o.key("dur"), s.duration());
-        }
-        let name = o.key("name");
-        name.push(b'"');
-        match dev {
-            Some((d, _)) => put_device_name(name, s, d, &p.strings),
-            None => put_name(name, s, &p.strings),
-        }
-        name.push(b'"');
-        o.str("cat", if dev.is_some() { device_category(s.event()) } else { category(s.event()) });
-        let mut a = Object::open(o.key("args"));
-        put_args(&mut a, s, &p.strings);
-        if let Some((d, issuer)) = dev {
-            put_device_args(&mut a, s, d);
-            if let Some(h) = issuer {
-                let mut issued = Vec::new();
-                put_name(&mut issued, h, &p.strings);
-                // Already escaped by put_name.
-                let out = a.key("issued_by");
-                out.push(b'"');
-                out.extend_from_slice(&issued);
-                out.push(b'"');
-            }
-        }
-        a.close();
-        o.close();
+    }
+    a.close();
+    o.close();
 }
 
 /// The slice's title: what happened, to what, and where in the source.
@@ -259,10 +316,20 @@ pub(super) fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
     };
     out.extend_from_slice(what.as_bytes());
     // Enter/exit data events also mark the edges of data regions and compute constructs.
-    if matches!(kind, acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START) {
-        if let Some(c) = s.construct().filter(|c| !matches!(*c, acc_construct_t::ENTER_DATA | acc_construct_t::EXIT_DATA)) {
+    if matches!(
+        kind,
+        acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START
+    ) {
+        if let Some(c) = s
+            .construct()
+            .filter(|c| !matches!(*c, acc_construct_t::ENTER_DATA | acc_construct_t::EXIT_DATA))
+        {
             out.extend_from_slice(b" (");
-            out.extend_from_slice(if c == acc_construct_t::DATA { b"data region" } else { construct_word(c).as_bytes() });
+            out.extend_from_slice(if c == acc_construct_t::DATA {
+                b"data region"
+            } else {
+                construct_word(c).as_bytes()
+            });
             out.push(b')');
         }
     }
@@ -286,7 +353,11 @@ pub(super) fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
 
 /// "parallel", "kernels", "data"... from `acc_construct_parallel`.
 pub(super) fn construct_word(c: acc_construct_t) -> &'static str {
-    c.name().map_or("construct", |n| n.strip_prefix("acc_construct_").unwrap_or(n)).trim()
+    c.name()
+        .map_or("construct", |n| {
+            n.strip_prefix("acc_construct_").unwrap_or(n)
+        })
+        .trim()
 }
 
 /// A device record's title: "kernel_name", "memcpy HtoD 128 MiB A", "memset".
@@ -354,19 +425,31 @@ fn put_device_args(a: &mut Object, s: &Slice, d: &DeviceInfo) {
 pub(super) fn category(kind: acc_event_t) -> &'static str {
     match kind {
         acc_event_t::COMPUTE_CONSTRUCT_START => "compute",
-        acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START | acc_event_t::UPDATE_START => "data",
+        acc_event_t::ENTER_DATA_START
+        | acc_event_t::EXIT_DATA_START
+        | acc_event_t::UPDATE_START => "data",
         acc_event_t::WAIT_START => "wait",
-        acc_event_t::DEVICE_INIT_START | acc_event_t::DEVICE_SHUTDOWN_START | acc_event_t::RUNTIME_SHUTDOWN => "init",
+        acc_event_t::DEVICE_INIT_START
+        | acc_event_t::DEVICE_SHUTDOWN_START
+        | acc_event_t::RUNTIME_SHUTDOWN => "init",
         acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START => "transfer",
         acc_event_t::ENQUEUE_LAUNCH_START => "kernel",
-        acc_event_t::CREATE | acc_event_t::DELETE | acc_event_t::ALLOC | acc_event_t::FREE => "memory",
+        acc_event_t::CREATE | acc_event_t::DELETE | acc_event_t::ALLOC | acc_event_t::FREE => {
+            "memory"
+        }
         _ => "other",
     }
 }
 
 /// The details shown when a slice is selected.
 fn put_args(a: &mut Object, s: &Slice, strings: &StringTable) {
-    a.str("event", s.event().name().or_else(|| event_word(s.event())).unwrap_or("unknown"));
+    a.str(
+        "event",
+        s.event()
+            .name()
+            .or_else(|| event_word(s.event()))
+            .unwrap_or("unknown"),
+    );
     if let Some(file) = strings.resolve(s.src_file_id()) {
         a.str("src_file", file);
     }
@@ -386,7 +469,11 @@ fn put_args(a: &mut Object, s: &Slice, strings: &StringTable) {
     if let Some(b) = s.bytes() {
         a.u64("bytes", b);
     }
-    for (key, v) in [("num_gangs", s.num_gangs), ("num_workers", s.num_workers), ("vector_length", s.vector_length)] {
+    for (key, v) in [
+        ("num_gangs", s.num_gangs),
+        ("num_workers", s.num_workers),
+        ("vector_length", s.vector_length),
+    ] {
         if v != NONE_U32 {
             a.u64(key, u64::from(v));
         }

@@ -39,15 +39,33 @@ pub type Series = Vec<(u64, u16, i64)>;
 impl Counters {
     /// Takes `ev`'s contribution; `start`/`end` are its times on the export's clock.
     pub fn add(&mut self, ev: &Event, trace: u16, start: u64, end: u64) {
-        let bytes = || if ev.flags().contains(EventFlags::BYTES_UNKNOWN) { None } else { ev.bytes() };
+        let bytes = || {
+            if ev.flags().contains(EventFlags::BYTES_UNKNOWN) {
+                None
+            } else {
+                ev.bytes()
+            }
+        };
         let dev = ev.get(Field::DevicePtr);
         if device::is_device_record(ev.kind) {
             self.device_traces.insert(trace);
-            let direction = ev.get(Field::CopyKind).map(|k| device::split_copy_kind(k).0);
-            if ev.kind == device::MEMCPY && matches!(direction, Some(device::COPY_HTOD | device::COPY_DTOH)) {
+            let direction = ev
+                .get(Field::CopyKind)
+                .map(|k| device::split_copy_kind(k).0);
+            if ev.kind == device::MEMCPY
+                && matches!(direction, Some(device::COPY_HTOD | device::COPY_DTOH))
+            {
                 let Some(b) = bytes() else { return };
-                self.in_flight_device.push(Step { ts: start, trace, delta: b as i64 });
-                self.in_flight_device.push(Step { ts: end, trace, delta: -(b as i64) });
+                self.in_flight_device.push(Step {
+                    ts: start,
+                    trace,
+                    delta: b as i64,
+                });
+                self.in_flight_device.push(Step {
+                    ts: end,
+                    trace,
+                    delta: -(b as i64),
+                });
             }
             return;
         }
@@ -57,17 +75,33 @@ impl Counters {
                 if let Some(d) = dev {
                     self.live.insert((trace, d), b);
                 }
-                self.memory.push(Step { ts: start, trace, delta: b as i64 });
+                self.memory.push(Step {
+                    ts: start,
+                    trace,
+                    delta: b as i64,
+                });
             }
             acc_event_t::FREE => {
                 let known = dev.and_then(|d| self.live.remove(&(trace, d)));
                 let Some(b) = bytes().or(known) else { return };
-                self.memory.push(Step { ts: start, trace, delta: -(b as i64) });
+                self.memory.push(Step {
+                    ts: start,
+                    trace,
+                    delta: -(b as i64),
+                });
             }
             acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START => {
                 let Some(b) = bytes() else { return };
-                self.in_flight_host.push(Step { ts: start, trace, delta: b as i64 });
-                self.in_flight_host.push(Step { ts: end, trace, delta: -(b as i64) });
+                self.in_flight_host.push(Step {
+                    ts: start,
+                    trace,
+                    delta: b as i64,
+                });
+                self.in_flight_host.push(Step {
+                    ts: end,
+                    trace,
+                    delta: -(b as i64),
+                });
             }
             _ => {}
         }
@@ -117,12 +151,31 @@ mod tests {
     #[test]
     fn running_sum_merges_equal_timestamps_and_floors_at_zero() {
         let mut steps = vec![
-            Step { ts: 10, trace: 0, delta: 100 },
-            Step { ts: 20, trace: 0, delta: -100 },
-            Step { ts: 20, trace: 0, delta: 50 },
-            Step { ts: 30, trace: 0, delta: -500 },
+            Step {
+                ts: 10,
+                trace: 0,
+                delta: 100,
+            },
+            Step {
+                ts: 20,
+                trace: 0,
+                delta: -100,
+            },
+            Step {
+                ts: 20,
+                trace: 0,
+                delta: 50,
+            },
+            Step {
+                ts: 30,
+                trace: 0,
+                delta: -500,
+            },
         ];
-        assert_eq!(Counters::series(&mut steps), [(10, 0, 100), (20, 0, 50), (30, 0, 0)]);
+        assert_eq!(
+            Counters::series(&mut steps),
+            [(10, 0, 100), (20, 0, 50), (30, 0, 0)]
+        );
     }
 
     #[test]
@@ -142,7 +195,10 @@ mod tests {
             c.add(ev, trace, ev.start_ns, ev.end_ns);
         }
         let mut steps = c.in_flight();
-        assert_eq!(Counters::series(&mut steps), [(10, 1, 100), (20, 0, 100), (40, 0, 0), (50, 1, 0)]);
+        assert_eq!(
+            Counters::series(&mut steps),
+            [(10, 1, 100), (20, 0, 100), (40, 0, 0), (50, 1, 0)]
+        );
     }
 
     #[test]

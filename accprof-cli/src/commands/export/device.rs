@@ -6,8 +6,8 @@
 //! slice of a million-event export.
 
 use accprof_abi::acc_event_t;
-use accprof_trace::device::{self, split_copy_kind};
 use accprof_timeline::DeviceOp;
+use accprof_trace::device::{self, split_copy_kind};
 use accprof_trace::{Event, Field};
 
 /// The facts of one device record that its slice does not hold.

@@ -40,21 +40,51 @@ struct Query {
 /// Links every device record with a known host call to the slice that issued it; sets
 /// `issued_by` in `device` and returns the arrows. `slices` must be sorted and laned by
 /// [`super::tracks::assign_lanes`].
-pub fn link(slices: &[Slice], tracks: &TrackTable, tids: &ThreadIds, device: &mut [DeviceInfo]) -> Vec<Flow> {
+pub fn link(
+    slices: &[Slice],
+    tracks: &TrackTable,
+    tids: &ThreadIds,
+    device: &mut [DeviceInfo],
+) -> Vec<Flow> {
     let mut queries = Vec::new();
     for (i, s) in slices.iter().enumerate() {
-        let Some(d) = s.device_index().map(|k| &device[k]) else { continue };
+        let Some(d) = s.device_index().map(|k| &device[k]) else {
+            continue;
+        };
         let Some(t) = d.host_call else { continue };
-        let own = [TrackKind::Host { thread: d.thread }, TrackKind::DeviceSync { thread: d.thread }]
-            .map(|kind| tracks.get(&TrackKey { trace: s.trace, kind }));
+        let own = [
+            TrackKind::Host { thread: d.thread },
+            TrackKind::DeviceSync { thread: d.thread },
+        ]
+        .map(|kind| {
+            tracks.get(&TrackKey {
+                trace: s.trace,
+                kind,
+            })
+        });
         if d.thread.is_some() && own.iter().any(Option::is_some) {
-            queries.extend(own.into_iter().flatten().map(|track| Query { track, t, slice: i, want: None }));
+            queries.extend(own.into_iter().flatten().map(|track| Query {
+                track,
+                t,
+                slice: i,
+                want: None,
+            }));
             continue;
         }
-        let Some(want) = d.op.and_then(DeviceOp::enqueue_event) else { continue };
+        let Some(want) = d.op.and_then(DeviceOp::enqueue_event) else {
+            continue;
+        };
         for (track, key) in tracks.of_trace(s.trace) {
-            if matches!(key.kind, TrackKind::DeviceSync { .. } | TrackKind::DeviceQueue { .. }) {
-                queries.push(Query { track, t, slice: i, want: Some(want) });
+            if matches!(
+                key.kind,
+                TrackKind::DeviceSync { .. } | TrackKind::DeviceQueue { .. }
+            ) {
+                queries.push(Query {
+                    track,
+                    t,
+                    slice: i,
+                    want: Some(want),
+                });
             }
         }
     }
@@ -63,7 +93,10 @@ pub fn link(slices: &[Slice], tracks: &TrackTable, tids: &ThreadIds, device: &mu
     for (q, found) in find_innermost(slices, queries) {
         let better = match best.get(&q.slice) {
             None => true,
-            Some(&b) => (slices[found].start, std::cmp::Reverse(slices[found].end)) > (slices[b].start, std::cmp::Reverse(slices[b].end)),
+            Some(&b) => {
+                (slices[found].start, std::cmp::Reverse(slices[found].end))
+                    > (slices[b].start, std::cmp::Reverse(slices[b].end))
+            }
         };
         if better {
             best.insert(q.slice, found);
@@ -116,11 +149,24 @@ fn inside(s: &Slice, t: u64) -> u64 {
 /// The innermost slice of each query's track containing its time: the shared matching sweep,
 /// over the export's tracks and lanes.
 fn find_innermost(slices: &[Slice], queries: Vec<Query>) -> Vec<(Query, usize)> {
-    let queries = queries.into_iter().map(|q| SpanQuery { group: q.track, t: q.t, tag: q }).collect();
-    innermost_open(slices, |s| s.track, |s| usize::from(s.lane), queries, |q, s| q.tag.want.is_none_or(|w| s.event() == w))
+    let queries = queries
         .into_iter()
-        .map(|(q, f)| (q.tag, f))
-        .collect()
+        .map(|q| SpanQuery {
+            group: q.track,
+            t: q.t,
+            tag: q,
+        })
+        .collect();
+    innermost_open(
+        slices,
+        |s| s.track,
+        |s| usize::from(s.lane),
+        queries,
+        |q, s| q.tag.want.is_none_or(|w| s.event() == w),
+    )
+    .into_iter()
+    .map(|(q, f)| (q.tag, f))
+    .collect()
 }
 
 #[cfg(test)]
@@ -139,12 +185,23 @@ mod tests {
     #[test]
     fn the_innermost_open_slice_contains_the_call() {
         let c = acc_event_t::COMPUTE_CONSTRUCT_START;
-        let slices = vec![slice(0, 0, 0, 100, c), slice(0, 0, 10, 20, c), slice(0, 0, 30, 60, c), slice(0, 1, 40, 120, c)];
-        let q = |t| Query { track: 0, t, slice: 9, want: None };
-        let found: Vec<(u64, usize)> = find_innermost(&slices, vec![q(15), q(25), q(35), q(50), q(110), q(130)])
-            .into_iter()
-            .map(|(q, f)| (q.t, f))
-            .collect();
+        let slices = vec![
+            slice(0, 0, 0, 100, c),
+            slice(0, 0, 10, 20, c),
+            slice(0, 0, 30, 60, c),
+            slice(0, 1, 40, 120, c),
+        ];
+        let q = |t| Query {
+            track: 0,
+            t,
+            slice: 9,
+            want: None,
+        };
+        let found: Vec<(u64, usize)> =
+            find_innermost(&slices, vec![q(15), q(25), q(35), q(50), q(110), q(130)])
+                .into_iter()
+                .map(|(q, f)| (q.t, f))
+                .collect();
         // 25 lies between the children: the parent; 50 lies in lane 2's later-starting slice.
         assert_eq!(found, [(15, 1), (25, 0), (35, 2), (50, 3), (110, 3)]);
     }

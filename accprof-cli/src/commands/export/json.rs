@@ -108,7 +108,8 @@ impl<'a> Object<'a> {
     /// are written as 0.
     pub fn f64(&mut self, key: &str, v: f64) {
         let v = if v.is_finite() { v } else { 0.0 };
-        self.key(key).extend_from_slice(format!("{v:.2}").as_bytes());
+        self.key(key)
+            .extend_from_slice(format!("{v:.2}").as_bytes());
     }
 
     pub fn close(self) {

@@ -53,12 +53,18 @@ impl TrackTable {
 
     /// Notes that an OpenACC event of `trace` ran on stream `handle` for async queue `queue`.
     pub fn note_stream_queue(&mut self, trace: u16, handle: u64, queue: i64) {
-        self.stream_queues.entry((trace, handle)).or_default().insert(queue);
+        self.stream_queues
+            .entry((trace, handle))
+            .or_default()
+            .insert(queue);
     }
 
     /// The async queues known to use `stream` in `trace`.
     pub fn stream_queues(&self, trace: u16, stream: Option<u64>) -> BTreeSet<i64> {
-        stream.and_then(|h| self.stream_queues.get(&(trace, h))).cloned().unwrap_or_default()
+        stream
+            .and_then(|h| self.stream_queues.get(&(trace, h)))
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The name shown for `track`.
@@ -73,7 +79,11 @@ impl TrackTable {
 
     /// Every track of `trace`, with its key.
     pub fn of_trace(&self, trace: u16) -> impl Iterator<Item = (u32, TrackKey)> + '_ {
-        self.keys.iter().enumerate().filter(move |(_, k)| k.trace == trace).map(|(i, k)| (i as u32, *k))
+        self.keys
+            .iter()
+            .enumerate()
+            .filter(move |(_, k)| k.trace == trace)
+            .map(|(i, k)| (i as u32, *k))
     }
 
     pub fn key(&self, track: u32) -> TrackKey {
@@ -96,7 +106,11 @@ impl TrackTable {
             first_tid[t as usize] = next;
             next += u32::from(self.lanes[t as usize]);
         }
-        ThreadIds { first_tid, order, lanes: self.lanes.clone() }
+        ThreadIds {
+            first_tid,
+            order,
+            lanes: self.lanes.clone(),
+        }
     }
 }
 
@@ -124,7 +138,11 @@ impl ThreadIds {
 /// inside the innermost open slice of that lane, or after it. Instants take no part.
 pub fn assign_lanes(slices: &mut [Slice], tracks: &mut TrackTable) {
     slices.sort_unstable_by(|a, b| {
-        (a.track, a.start, std::cmp::Reverse(a.end)).cmp(&(b.track, b.start, std::cmp::Reverse(b.end)))
+        (a.track, a.start, std::cmp::Reverse(a.end)).cmp(&(
+            b.track,
+            b.start,
+            std::cmp::Reverse(b.end),
+        ))
     });
     // Per lane, the ends of the slices still open at the current start time, innermost last.
     let mut lanes: Vec<Vec<u64>> = Vec::new();
@@ -172,12 +190,18 @@ mod tests {
         let mut lanes = Vec::new();
         let mut sorted: Vec<_> = spans.to_vec();
         sorted.sort_by_key(|&(s, e)| (s, std::cmp::Reverse(e)));
-        sorted.iter().map(|&(s, e)| place(&mut lanes, s, e)).collect()
+        sorted
+            .iter()
+            .map(|&(s, e)| place(&mut lanes, s, e))
+            .collect()
     }
 
     #[test]
     fn nested_and_sequential_slices_share_a_lane() {
-        assert_eq!(lanes_of(&[(0, 100), (10, 20), (20, 30), (30, 100), (100, 150)]), [0, 0, 0, 0, 0]);
+        assert_eq!(
+            lanes_of(&[(0, 100), (10, 20), (20, 30), (30, 100), (100, 150)]),
+            [0, 0, 0, 0, 0]
+        );
     }
 
     #[test]

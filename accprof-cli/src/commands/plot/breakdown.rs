@@ -19,8 +19,17 @@ impl Sources {
     pub fn of(profile: &Profile) -> Self {
         let s = &profile.summary;
         let device = |t: &accprof_analysis::Timing| t.source == TimeSource::Device;
-        let pick = |d: bool| if d { TimeSource::Device } else { TimeSource::Host };
-        Sources { kernels: pick(device(&s.kernels)), data: pick(device(&s.uploads) || device(&s.downloads)) }
+        let pick = |d: bool| {
+            if d {
+                TimeSource::Device
+            } else {
+                TimeSource::Host
+            }
+        };
+        Sources {
+            kernels: pick(device(&s.kernels)),
+            data: pick(device(&s.uploads) || device(&s.downloads)),
+        }
     }
 
     /// Whether any category of the bars is device time.
@@ -55,7 +64,10 @@ impl Sources {
         if device.is_empty() {
             "Host time per construct (longest first)".to_string()
         } else {
-            format!("Time per construct (longest first): {} [device], the rest [host]", device.join(" and "))
+            format!(
+                "Time per construct (longest first): {} [device], the rest [host]",
+                device.join(" and ")
+            )
         }
     }
 }
@@ -83,7 +95,10 @@ pub fn rows(profile: &Profile) -> Vec<Row> {
     let mut rows: Vec<Row> = top.iter().take(MAX_ROWS).map(|(_, c)| row(c)).collect();
     let rest = &top[top.len().min(MAX_ROWS)..];
     if !rest.is_empty() {
-        let mut other = Row { label: format!("{} other constructs", rest.len()), ns: [0; 5] };
+        let mut other = Row {
+            label: format!("{} other constructs", rest.len()),
+            ns: [0; 5],
+        };
         for (_, c) in rest {
             for (o, v) in other.ns.iter_mut().zip(row(c).ns) {
                 *o += v;
@@ -115,7 +130,10 @@ fn row(c: &Construct) -> Row {
         _ => Category::Host,
     };
     ns[rest.index()] += own;
-    Row { label: label(c), ns }
+    Row {
+        label: label(c),
+        ns,
+    }
 }
 
 /// "parallel laplace.c:42 (x1000)".
@@ -126,8 +144,16 @@ fn label(c: &Construct) -> String {
         other => other.label().to_string(),
     };
     let loc = c.location.short();
-    let at = if loc == "?" { String::new() } else { format!(" {loc}") };
-    let reached = if c.reached > 1 { format!(" (x{})", c.reached) } else { String::new() };
+    let at = if loc == "?" {
+        String::new()
+    } else {
+        format!(" {loc}")
+    };
+    let reached = if c.reached > 1 {
+        format!(" (x{})", c.reached)
+    } else {
+        String::new()
+    };
     format!("{what}{at}{reached}")
 }
 
@@ -137,7 +163,9 @@ mod tests {
     use std::path::PathBuf;
 
     fn gpu_profile(name: &str) -> Profile {
-        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu").join(format!("{name}.trace"));
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../traces/gpu")
+            .join(format!("{name}.trace"));
         Profile::from_path(&p).unwrap()
     }
 
@@ -145,7 +173,13 @@ mod tests {
     fn bars_of_a_trace_with_device_records_show_device_time() {
         let profile = gpu_profile("shim_naive");
         let sources = Sources::of(&profile);
-        assert_eq!(sources, Sources { kernels: TimeSource::Device, data: TimeSource::Device });
+        assert_eq!(
+            sources,
+            Sources {
+                kernels: TimeSource::Device,
+                data: TimeSource::Device
+            }
+        );
         assert_eq!(sources.legend(Category::Kernels), "kernels [device]");
         assert_eq!(sources.legend(Category::Wait), "wait");
         let top = profile.top_constructs(1)[0].1;
@@ -158,10 +192,18 @@ mod tests {
                 .sum()
         };
         let r = &rows(&profile)[0];
-        assert_eq!(r.ns[Category::Kernels.index()], device_ns(&[ChildKind::Launch]));
+        assert_eq!(
+            r.ns[Category::Kernels.index()],
+            device_ns(&[ChildKind::Launch])
+        );
         assert!(r.ns[Category::Kernels.index()] > 0);
         // The launches' host time differs from their device time: the bar shows the latter.
-        let host: u64 = top.children.iter().filter(|c| c.kind == ChildKind::Launch).map(|c| c.host_time.total_ns).sum();
+        let host: u64 = top
+            .children
+            .iter()
+            .filter(|c| c.kind == ChildKind::Launch)
+            .map(|c| c.host_time.total_ns)
+            .sum();
         assert_ne!(host, r.ns[Category::Kernels.index()]);
     }
 

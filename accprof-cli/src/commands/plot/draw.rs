@@ -46,7 +46,10 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, fig: &Figure) -> 
     let left = |size: u32| text(size).pos(Pos::new(HPos::Left, VPos::Center));
     area.draw(&Text::new(fig.title.clone(), (16, 24), left(20)))?;
     // Legend, top right; entries as wide as their labels ("kernels [device]" is longer).
-    let legend: Vec<(Category, String)> = Category::ALL.iter().map(|&c| (c, fig.sources.legend(c))).collect();
+    let legend: Vec<(Category, String)> = Category::ALL
+        .iter()
+        .map(|&c| (c, fig.sources.legend(c)))
+        .collect();
     let entry_w = |label: &str| (label.chars().count() as i32 * 7).max(50) + 40;
     let mut x = WIDTH as i32 - 16 - legend.iter().map(|(_, l)| entry_w(l)).sum::<i32>();
     for (c, label) in &legend {
@@ -62,12 +65,20 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, fig: &Figure) -> 
     let max = fig.rows.iter().map(Row::total).max().unwrap_or(0).max(1);
     let scale = |ns: u64| (ns as f64 / max as f64 * f64::from(RIGHT - LEFT)) as i32;
     if fig.rows.is_empty() {
-        area.draw(&Text::new("no OpenACC constructs in this trace", (LEFT, y + ROW_H / 2), left(13)))?;
+        area.draw(&Text::new(
+            "no OpenACC constructs in this trace",
+            (LEFT, y + ROW_H / 2),
+            left(13),
+        ))?;
         y += ROW_H;
     }
     for r in &fig.rows {
         let mid = y + ROW_H / 2;
-        area.draw(&Text::new(ellipsize(&r.label, 44), (LABEL_W, mid), right(13)))?;
+        area.draw(&Text::new(
+            ellipsize(&r.label, 44),
+            (LABEL_W, mid),
+            right(13),
+        ))?;
         let mut x = LEFT;
         let mut acc = 0u64;
         for c in Category::ALL {
@@ -78,7 +89,10 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, fig: &Figure) -> 
             acc += ns;
             // Ends are placed from the running total, so rounding never piles up.
             let x1 = (LEFT + scale(acc)).max(x + 1);
-            area.draw(&Rectangle::new([(x, y + 3), (x1, y + ROW_H - 3)], color(c).filled()))?;
+            area.draw(&Rectangle::new(
+                [(x, y + 3), (x1, y + ROW_H - 3)],
+                color(c).filled(),
+            ))?;
             x = x1;
         }
         area.draw(&Text::new(duration(r.total()), (x + 6, mid), left(12)))?;
@@ -88,16 +102,31 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, fig: &Figure) -> 
     // Timeline.
     y += 30;
     let tl = &fig.timeline;
-    area.draw(&Text::new(format!("Timeline ({})", duration(tl.span_ns)), (16, y), left(15)))?;
+    area.draw(&Text::new(
+        format!("Timeline ({})", duration(tl.span_ns)),
+        (16, y),
+        left(15),
+    ))?;
     y += 20;
     let top = y;
     if tl.lanes.is_empty() {
-        area.draw(&Text::new("no events to show", (LEFT, y + LANE_H / 2), left(13)))?;
+        area.draw(&Text::new(
+            "no events to show",
+            (LEFT, y + LANE_H / 2),
+            left(13),
+        ))?;
         y += LANE_H;
     }
     for lane in &tl.lanes {
-        area.draw(&Text::new(ellipsize(&lane.label, 44), (LABEL_W, y + LANE_H / 2), right(12)))?;
-        area.draw(&Rectangle::new([(LEFT, y + 2), (RIGHT, y + LANE_H - 2)], RGBColor(240, 240, 240).filled()))?;
+        area.draw(&Text::new(
+            ellipsize(&lane.label, 44),
+            (LABEL_W, y + LANE_H / 2),
+            right(12),
+        ))?;
+        area.draw(&Rectangle::new(
+            [(LEFT, y + 2), (RIGHT, y + LANE_H - 2)],
+            RGBColor(240, 240, 240).filled(),
+        ))?;
         // Runs of one category become one rectangle.
         let mut px = 0;
         while px < lane.columns.len() {
@@ -108,26 +137,41 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, fig: &Figure) -> 
             }
             if let Some(c) = c {
                 let x0 = LEFT + px as i32;
-                area.draw(&Rectangle::new([(x0, y + 2), (LEFT + end as i32, y + LANE_H - 2)], color(c).filled()))?;
+                area.draw(&Rectangle::new(
+                    [(x0, y + 2), (LEFT + end as i32, y + LANE_H - 2)],
+                    color(c).filled(),
+                ))?;
             }
             px = end;
         }
         y += LANE_H;
     }
     // Time axis.
-    area.draw(&PathElement::new(vec![(LEFT, y + 2), (RIGHT, y + 2)], BLACK))?;
+    area.draw(&PathElement::new(
+        vec![(LEFT, y + 2), (RIGHT, y + 2)],
+        BLACK,
+    ))?;
     let step = nice_step(tl.span_ns.max(1), 8);
     let mut t = 0u64;
     while t <= tl.span_ns {
         let x = LEFT + (t as f64 / tl.span_ns.max(1) as f64 * f64::from(RIGHT - LEFT)) as i32;
-        area.draw(&PathElement::new(vec![(x, top), (x, y + 6)], RGBColor(200, 200, 200)))?;
-        let label = TextStyle::from((FONT, 11).into_font()).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+        area.draw(&PathElement::new(
+            vec![(x, top), (x, y + 6)],
+            RGBColor(200, 200, 200),
+        ))?;
+        let label = TextStyle::from((FONT, 11).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Top));
         area.draw(&Text::new(duration(t), (x, y + 8), label))?;
         t += step;
     }
     y += 36;
     if tl.hidden_lanes > 0 {
-        area.draw(&Text::new(format!("{} more lanes not shown", tl.hidden_lanes), (LEFT, y), left(12)))?;
+        area.draw(&Text::new(
+            format!("{} more lanes not shown", tl.hidden_lanes),
+            (LEFT, y),
+            left(12),
+        ))?;
         y += 16;
     }
     for n in &fig.notes {

@@ -38,11 +38,22 @@ pub fn build(mut c: Collected, width: usize) -> Timeline {
     let mut labels = Vec::new();
     for &t in &tids.order {
         let key = c.tracks.key(t);
-        let prefix = if c.processes.len() > 1 { format!("{}: ", c.processes[key.trace as usize].name) } else { String::new() };
+        let prefix = if c.processes.len() > 1 {
+            format!("{}: ", c.processes[key.trace as usize].name)
+        } else {
+            String::new()
+        };
         for lane in 0..tids.lanes(t) {
             row_of.insert((t, lane), labels.len());
-            let more = if lane > 0 { format!(" ({})", lane + 1) } else { String::new() };
-            labels.push(format!("{prefix}{}{more}", short_label(&key.kind, &c.tracks, t)));
+            let more = if lane > 0 {
+                format!(" ({})", lane + 1)
+            } else {
+                String::new()
+            };
+            labels.push(format!(
+                "{prefix}{}{more}",
+                short_label(&key.kind, &c.tracks, t)
+            ));
         }
     }
     let mut time = vec![[0u64; 5]; labels.len() * width];
@@ -66,12 +77,18 @@ pub fn build(mut c: Collected, width: usize) -> Timeline {
         .enumerate()
         .map(|(row, label)| Lane {
             label,
-            columns: (0..width).map(|px| dominant(&time[row * width + px])).collect(),
+            columns: (0..width)
+                .map(|px| dominant(&time[row * width + px]))
+                .collect(),
         })
         .collect();
     let hidden_lanes = lanes.len().saturating_sub(MAX_LANES);
     lanes.truncate(MAX_LANES);
-    Timeline { lanes, hidden_lanes, span_ns: end.saturating_sub(zero) }
+    Timeline {
+        lanes,
+        hidden_lanes,
+        span_ns: end.saturating_sub(zero),
+    }
 }
 
 /// The category with the most time in a column, if any. Ties go to the more specific kind

@@ -38,7 +38,10 @@ impl GccKernels {
         // image is registered; the link state is destroyed after the module is loaded.
         let module = unsafe {
             let mut state: sys::CUlinkState = std::ptr::null_mut();
-            check(sys::cuLinkCreate_v2(0, std::ptr::null_mut(), std::ptr::null_mut(), &mut state), "cuLinkCreate")?;
+            check(
+                sys::cuLinkCreate_v2(0, std::ptr::null_mut(), std::ptr::null_mut(), &mut state),
+                "cuLinkCreate",
+            )?;
             let linked = (|| -> Result<CUmodule> {
                 for (i, &(code, len)) in k.ptx.iter().enumerate() {
                     // GCC's PTX objects end with their NUL, which the length includes or not.
@@ -60,9 +63,15 @@ impl GccKernels {
                     )?;
                 }
                 let (mut cubin, mut size): (*mut c_void, usize) = (std::ptr::null_mut(), 0);
-                check(sys::cuLinkComplete(state, &mut cubin, &mut size), "cuLinkComplete (GCC's PTX)")?;
+                check(
+                    sys::cuLinkComplete(state, &mut cubin, &mut size),
+                    "cuLinkComplete (GCC's PTX)",
+                )?;
                 let mut module: CUmodule = std::ptr::null_mut();
-                check(sys::cuModuleLoadData(&mut module, cubin), "cuModuleLoadData (GCC's image)")?;
+                check(
+                    sys::cuModuleLoadData(&mut module, cubin),
+                    "cuModuleLoadData (GCC's image)",
+                )?;
                 Ok(module)
             })();
             sys::cuLinkDestroy(state);
@@ -74,7 +83,12 @@ impl GccKernels {
 
     fn function(&self, k: &GccKernel) -> Result<(CUfunction, i32)> {
         let key = (k.image, k.entry.as_ptr() as usize);
-        if let Some(&(f, t)) = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(&(f, t)) = self
+            .functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
             return Ok((f.0 as CUfunction, t));
         }
         let module = self.module(k)?;
@@ -84,12 +98,24 @@ impl GccKernels {
             sys::cuModuleGetFunction(&mut f, module, k.entry.as_ptr());
         }
         if f.is_null() {
-            return Err(AccError::Device(format!("kernel {} not in GCC's image", k.entry.to_string_lossy())));
+            return Err(AccError::Device(format!(
+                "kernel {} not in GCC's image",
+                k.entry.to_string_lossy()
+            )));
         }
         let mut threads = 0;
         // SAFETY: a function of the loaded module.
-        unsafe { sys::cuFuncGetAttribute(&mut threads, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) };
-        self.functions.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (P(f as usize), threads));
+        unsafe {
+            sys::cuFuncGetAttribute(
+                &mut threads,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                f,
+            )
+        };
+        self.functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, (P(f as usize), threads));
         Ok((f, threads))
     }
 
@@ -97,7 +123,10 @@ impl GccKernels {
     fn args(&self, s: CUstream, args: &[u64]) -> Result<CUdeviceptr> {
         let bytes = (args.len() * 8).max(8);
         if bytes > RING {
-            return Err(AccError::InvalidArgument(format!("a construct with {} mapped variables", args.len())));
+            return Err(AccError::InvalidArgument(format!(
+                "a construct with {} mapped variables",
+                args.len()
+            )));
         }
         let mut rings = self.rings.lock().unwrap_or_else(|e| e.into_inner());
         let ring = match rings.get_mut(&(s as usize)) {
@@ -105,7 +134,10 @@ impl GccKernels {
             None => {
                 let mut base: CUdeviceptr = 0;
                 // SAFETY: an allocation in the current context.
-                check(unsafe { sys::cuMemAlloc_v2(&mut base, RING) }, "cuMemAlloc (kernel arguments)")?;
+                check(
+                    unsafe { sys::cuMemAlloc_v2(&mut base, RING) },
+                    "cuMemAlloc (kernel arguments)",
+                )?;
                 rings.entry(s as usize).or_insert(Ring { base, next: 0 })
             }
         };
@@ -117,7 +149,10 @@ impl GccKernels {
         if !args.is_empty() {
             // From pageable memory the driver takes a copy of the bytes before it returns.
             // SAFETY: `args` is valid for its length; `at` is inside the ring.
-            check(unsafe { sys::cuMemcpyHtoDAsync_v2(at, args.as_ptr().cast(), args.len() * 8, s) }, "cuMemcpyHtoDAsync (kernel arguments)")?;
+            check(
+                unsafe { sys::cuMemcpyHtoDAsync_v2(at, args.as_ptr().cast(), args.len() * 8, s) },
+                "cuMemcpyHtoDAsync (kernel arguments)",
+            )?;
         }
         Ok(at)
     }
@@ -125,14 +160,31 @@ impl GccKernels {
     /// Launches `k` on `s` with the device addresses `args` and GCC's dimensions (gang, worker,
     /// vector; 0 where the device decides, as libgomp's plugin does: a vector of 32, the most
     /// workers the kernel's registers allow, and enough gangs to fill every multiprocessor).
-    pub fn launch(&self, dev: CUdevice, s: CUstream, k: &GccKernel, args: &[u64], dims: [u32; 3]) -> Result<[u32; 3]> {
+    pub fn launch(
+        &self,
+        dev: CUdevice,
+        s: CUstream,
+        k: &GccKernel,
+        args: &[u64],
+        dims: [u32; 3],
+    ) -> Result<[u32; 3]> {
         let (f, threads) = self.function(k)?;
         let vector = if dims[2] == 0 { 32 } else { dims[2] };
-        let workers = if dims[1] == 0 { ((threads.max(32) as u32) / vector).clamp(1, 32) } else { dims[1] };
+        let workers = if dims[1] == 0 {
+            ((threads.max(32) as u32) / vector).clamp(1, 32)
+        } else {
+            dims[1]
+        };
         let gangs = if dims[0] == 0 {
             let mut sms = 0;
             // SAFETY: an attribute query of the device in use.
-            unsafe { sys::cuDeviceGetAttribute(&mut sms, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) };
+            unsafe {
+                sys::cuDeviceGetAttribute(
+                    &mut sms,
+                    sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                    dev,
+                )
+            };
             (sms.max(1) as u32) * (2048 / (workers * vector)).max(1) * 2
         } else {
             dims[0]
@@ -142,7 +194,21 @@ impl GccKernels {
         check(
             // SAFETY: GCC's kernels take one 8-byte parameter (the device address of the argument
             // block), which `params` points at and which outlives the call; `f` and `s` are live.
-            unsafe { sys::cuLaunchKernel(f, gangs, 1, 1, vector, workers, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut()) },
+            unsafe {
+                sys::cuLaunchKernel(
+                    f,
+                    gangs,
+                    1,
+                    1,
+                    vector,
+                    workers,
+                    1,
+                    0,
+                    s,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            },
             "cuLaunchKernel (GCC's kernel)",
         )?;
         Ok([gangs, workers, vector])

@@ -32,15 +32,17 @@ mod upload_pipeline;
 mod upload_trace;
 
 use crate::backend::*;
+use crate::error::AccError;
+use cudarc::driver::sys::{
+    self, CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUresult, CUstream,
+};
 use stage_copy::{copy_to_staging, stores_at, Stores};
 use stage_pool::{StagePool, Warm};
-use upload_trace::UploadTrace;
-use crate::error::AccError;
-use cudarc::driver::sys::{self, CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUresult, CUstream};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
+use upload_trace::UploadTrace;
 
 /// Copies from pageable memory at least this big go through the pinned staging pipeline.
 const STAGE_MIN: usize = 4 << 20;
@@ -195,27 +197,65 @@ impl StageConfig {
     fn from_env() -> StageConfig {
         // Byte sizes take K/M suffixes; counts and microseconds are plain numbers.
         let (bytes, var) = (crate::env::size, crate::env::count);
-        let chunk = bytes("ACCSHIM_STAGE_CHUNK").unwrap_or(STAGE_CHUNK).clamp(64 << 10, 64 << 20);
-        let bufs = var("ACCSHIM_STAGE_BUFS").unwrap_or(STAGE_BUFS).clamp(2, 256);
-        let up_chunk = bytes("ACCSHIM_STAGE_UP_CHUNK").unwrap_or(STAGE_UP_CHUNK).clamp(64 << 10, 64 << 20);
+        let chunk = bytes("ACCSHIM_STAGE_CHUNK")
+            .unwrap_or(STAGE_CHUNK)
+            .clamp(64 << 10, 64 << 20);
+        let bufs = var("ACCSHIM_STAGE_BUFS")
+            .unwrap_or(STAGE_BUFS)
+            .clamp(2, 256);
+        let up_chunk = bytes("ACCSHIM_STAGE_UP_CHUNK")
+            .unwrap_or(STAGE_UP_CHUNK)
+            .clamp(64 << 10, 64 << 20);
         let up = upload_pipeline::Shape {
-            first: bytes("ACCSHIM_STAGE_FIRST").unwrap_or(STAGE_FIRST).clamp(4 << 10, up_chunk),
+            first: bytes("ACCSHIM_STAGE_FIRST")
+                .unwrap_or(STAGE_FIRST)
+                .clamp(4 << 10, up_chunk),
             chunk: up_chunk,
             // Whole pages: a piece starts that far into its buffer, and non-temporal stores
             // need 16-byte alignment.
-            piece: bytes("ACCSHIM_STAGE_PIECE").unwrap_or(STAGE_PIECE).clamp(4 << 10, up_chunk) / 4096 * 4096,
-            bufs: var("ACCSHIM_STAGE_UP_BUFS").unwrap_or(STAGE_UP_BUFS).clamp(2, 256),
-            tail: bytes("ACCSHIM_STAGE_TAIL").unwrap_or(STAGE_TAIL).min(up_chunk),
+            piece: bytes("ACCSHIM_STAGE_PIECE")
+                .unwrap_or(STAGE_PIECE)
+                .clamp(4 << 10, up_chunk)
+                / 4096
+                * 4096,
+            bufs: var("ACCSHIM_STAGE_UP_BUFS")
+                .unwrap_or(STAGE_UP_BUFS)
+                .clamp(2, 256),
+            tail: bytes("ACCSHIM_STAGE_TAIL")
+                .unwrap_or(STAGE_TAIL)
+                .min(up_chunk),
         };
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
-        let threads = var("ACCSHIM_STAGE_THREADS").unwrap_or(cores.clamp(1, 16)).clamp(1, 64);
-        let stores = std::env::var("ACCSHIM_STAGE_STORES").ok().and_then(|v| Stores::parse(&v)).unwrap_or_else(Stores::best);
+        let threads = var("ACCSHIM_STAGE_THREADS")
+            .unwrap_or(cores.clamp(1, 16))
+            .clamp(1, 64);
+        let stores = std::env::var("ACCSHIM_STAGE_STORES")
+            .ok()
+            .and_then(|v| Stores::parse(&v))
+            .unwrap_or_else(Stores::best);
         let nt_head = bytes("ACCSHIM_STAGE_NT_HEAD").unwrap_or(STAGE_NT_HEAD);
-        let prefetch = bytes("ACCSHIM_STAGE_PREFETCH").unwrap_or(STAGE_PREFETCH).min(1 << 20);
+        let prefetch = bytes("ACCSHIM_STAGE_PREFETCH")
+            .unwrap_or(STAGE_PREFETCH)
+            .min(1 << 20);
         let up_streams = var("ACCSHIM_STAGE_UP_STREAMS").unwrap_or(up.bufs);
-        let us = |name: &str, default: usize| Duration::from_micros(var(name).unwrap_or(default).min(10_000_000) as u64);
-        let warm = Warm { window: us("ACCSHIM_STAGE_WARM_US", STAGE_WARM_US), tick: us("ACCSHIM_STAGE_TICK_US", STAGE_TICK_US) };
-        StageConfig { chunk, bufs, up, threads, stores, nt_head, prefetch, up_streams, warm }
+        let us = |name: &str, default: usize| {
+            Duration::from_micros(var(name).unwrap_or(default).min(10_000_000) as u64)
+        };
+        let warm = Warm {
+            window: us("ACCSHIM_STAGE_WARM_US", STAGE_WARM_US),
+            tick: us("ACCSHIM_STAGE_TICK_US", STAGE_TICK_US),
+        };
+        StageConfig {
+            chunk,
+            bufs,
+            up,
+            threads,
+            stores,
+            nt_head,
+            prefetch,
+            up_streams,
+            warm,
+        }
     }
 }
 
@@ -229,7 +269,10 @@ fn copy_streams_after(st: &StageSet, s: CUstream) -> Result<()> {
     // later queue wait restores.
     unsafe {
         let mut after: CUevent = std::ptr::null_mut();
-        check(sys::cuEventCreate(&mut after, 2 /* DISABLE_TIMING */), "cuEventCreate")?;
+        check(
+            sys::cuEventCreate(&mut after, 2 /* DISABLE_TIMING */),
+            "cuEventCreate",
+        )?;
         sys::cuEventRecord(after, s);
         for cs in &st.streams {
             sys::cuStreamWaitEvent(cs.0 as CUstream, after, 0);
@@ -270,7 +313,11 @@ struct StageSet {
 
 impl StageSet {
     fn new(count: usize, size: usize) -> Result<StageSet> {
-        let mut st = StageSet { bufs: Vec::new(), streams: Vec::new(), events: Vec::new() };
+        let mut st = StageSet {
+            bufs: Vec::new(),
+            streams: Vec::new(),
+            events: Vec::new(),
+        };
         for _ in 0..count {
             if let Err(e) = st.add(size) {
                 st.free();
@@ -290,10 +337,16 @@ impl StageSet {
             check(sys::cuMemHostAlloc(&mut b, size, 0), "cuMemHostAlloc")?;
             self.bufs.push(P(b as usize));
             let mut s: CUstream = std::ptr::null_mut();
-            check(sys::cuStreamCreate(&mut s, 1 /* NON_BLOCKING */), "cuStreamCreate")?;
+            check(
+                sys::cuStreamCreate(&mut s, 1 /* NON_BLOCKING */),
+                "cuStreamCreate",
+            )?;
             self.streams.push(P(s as usize));
             let mut e: CUevent = std::ptr::null_mut();
-            check(sys::cuEventCreate(&mut e, 2 /* DISABLE_TIMING */), "cuEventCreate")?;
+            check(
+                sys::cuEventCreate(&mut e, 2 /* DISABLE_TIMING */),
+                "cuEventCreate",
+            )?;
             self.events.push(P(e as usize));
             // Recorded once so that the first wait on it returns at once.
             check(sys::cuEventRecord(e, s), "cuEventRecord")
@@ -424,17 +477,23 @@ impl Cuda {
     pub fn open(num: i32) -> Result<Cuda> {
         let count = Cuda::count();
         if count == 0 {
-            return Err(AccError::DeviceUnavailable("no CUDA device (libcuda missing or no GPU)".into()));
+            return Err(AccError::DeviceUnavailable(
+                "no CUDA device (libcuda missing or no GPU)".into(),
+            ));
         }
         if num < 0 || num >= count {
-            return Err(AccError::DeviceUnavailable(format!("CUDA device {num} (there are {count})")));
+            return Err(AccError::DeviceUnavailable(format!(
+                "CUDA device {num} (there are {count})"
+            )));
         }
         // SAFETY: `num` was checked against the device count; every out-parameter is a local of this
         // frame; `name` has 256 bytes and the driver writes at most 255 plus a NUL, so CStr::from_ptr
         // finds the terminator inside it.
         unsafe {
-            let dev = cudarc::driver::result::device::get(num).map_err(|e| AccError::Device(format!("{e:?}")))?;
-            let ctx = cudarc::driver::result::primary_ctx::retain(dev).map_err(|e| AccError::Device(format!("{e:?}")))?;
+            let dev = cudarc::driver::result::device::get(num)
+                .map_err(|e| AccError::Device(format!("{e:?}")))?;
+            let ctx = cudarc::driver::result::primary_ctx::retain(dev)
+                .map_err(|e| AccError::Device(format!("{e:?}")))?;
             check(sys::cuCtxSetCurrent(ctx), "cuCtxSetCurrent")?;
             BOUND.with(|b| b.set(ctx as usize));
             let mut name = [0 as std::ffi::c_char; 256];
@@ -451,7 +510,10 @@ impl Cuda {
             sys::cuDriverGetVersion(&mut driver);
             let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
             let mut sync_stream: CUstream = std::ptr::null_mut();
-            check(sys::cuStreamCreate(&mut sync_stream, 1 /* NON_BLOCKING */), "cuStreamCreate")?;
+            check(
+                sys::cuStreamCreate(&mut sync_stream, 1 /* NON_BLOCKING */),
+                "cuStreamCreate",
+            )?;
             let stage = StageConfig::from_env();
             Ok(Cuda {
                 ordinal: num,
@@ -471,8 +533,9 @@ impl Cuda {
                 store_kernel: OnceLock::new(),
                 gcc: gcc_kernels::GccKernels::default(),
                 blocks: block_cache::BlockCache::default(),
-                pins: (std::env::var_os("ACCSHIM_PIN_STATIC").is_none() || crate::env::flag("ACCSHIM_PIN_STATIC"))
-                    .then(static_pins::StaticPins::default),
+                pins: (std::env::var_os("ACCSHIM_PIN_STATIC").is_none()
+                    || crate::env::flag("ACCSHIM_PIN_STATIC"))
+                .then(static_pins::StaticPins::default),
                 pool: {
                     let c = P(ctx as usize);
                     // Each staging thread makes the context current once: the context outlives
@@ -503,7 +566,10 @@ impl Cuda {
     fn sync_if(&self, q: QueueId, s: CUstream) -> Result<()> {
         if q == SYNC {
             // SAFETY: `s` is a stream of our context (from `stream`), not yet destroyed.
-            check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")
+            check(
+                unsafe { sys::cuStreamSynchronize(s) },
+                "cuStreamSynchronize",
+            )
         } else {
             Ok(())
         }
@@ -511,44 +577,78 @@ impl Cuda {
 
     fn function(&self, k: &LaunchSpec) -> Result<CUfunction> {
         let Some(src) = k.cuda_src else {
-            return Err(AccError::InvalidArgument(format!("kernel {} has no CUDA implementation", k.name.to_string_lossy())));
+            return Err(AccError::InvalidArgument(format!(
+                "kernel {} has no CUDA implementation",
+                k.name.to_string_lossy()
+            )));
         };
         let key = (src as usize, k.name.as_ptr() as usize);
-        if let Some(f) = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(f) = self
+            .functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
             return Ok(f.0 as CUfunction);
         }
         // SAFETY: `cuda_src` comes from a CudaSrc, which always names `cuda_len` bytes of
         // 'static, immutable data.
         let bytes = unsafe { std::slice::from_raw_parts(src as *const u8, k.cuda_len) };
         // The C API passes whatever the program wrote: checked, not assumed to be UTF-8.
-        let text = std::str::from_utf8(bytes)
-            .map_err(|e| AccError::InvalidArgument(format!("the CUDA source of kernel {} is not UTF-8 ({e})", k.name.to_string_lossy())))?;
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            AccError::InvalidArgument(format!(
+                "the CUDA source of kernel {} is not UTF-8 ({e})",
+                k.name.to_string_lossy()
+            ))
+        })?;
         let trimmed = text.trim_start();
-        let ptx: String = if trimmed.starts_with(".version") || (trimmed.starts_with("//") && text.contains(".entry")) {
+        let ptx: String = if trimmed.starts_with(".version")
+            || (trimmed.starts_with("//") && text.contains(".entry"))
+        {
             text.to_string()
         } else {
             // SAFETY: probes for the library only.
             if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-                return Err(AccError::Device("NVRTC (libnvrtc) not found: cannot compile CUDA C kernels".into()));
+                return Err(AccError::Device(
+                    "NVRTC (libnvrtc) not found: cannot compile CUDA C kernels".into(),
+                ));
             }
-            let opts = cudarc::nvrtc::CompileOptions { arch: Some(self.arch), ..Default::default() };
+            let opts = cudarc::nvrtc::CompileOptions {
+                arch: Some(self.arch),
+                ..Default::default()
+            };
             let full = format!("{PRELUDE}{text}");
             match std::panic::catch_unwind(|| cudarc::nvrtc::compile_ptx_with_opts(full, opts)) {
                 Ok(Ok(ptx)) => ptx.to_src(),
-                Ok(Err(e)) => return Err(AccError::Device(format!("NVRTC failed on {}: {e:?}", k.name.to_string_lossy()))),
+                Ok(Err(e)) => {
+                    return Err(AccError::Device(format!(
+                        "NVRTC failed on {}: {e:?}",
+                        k.name.to_string_lossy()
+                    )))
+                }
                 Err(_) => return Err(AccError::Device("NVRTC could not be loaded".into())),
             }
         };
-        let cptx = std::ffi::CString::new(ptx).map_err(|_| AccError::InvalidArgument("PTX with NUL".into()))?;
+        let cptx = std::ffi::CString::new(ptx)
+            .map_err(|_| AccError::InvalidArgument("PTX with NUL".into()))?;
         // SAFETY: `cptx` is a NUL-terminated PTX string that outlives the call (the driver copies it);
         // the module is kept loaded for the process so the function handle stays valid.
         let f = unsafe {
             let module = cudarc::driver::result::module::load_data(cptx.as_ptr().cast())
                 .map_err(|e| AccError::Device(format!("cuModuleLoadData: {e:?}")))?;
-            cudarc::driver::result::module::get_function(module, k.name.to_owned())
-                .map_err(|e| AccError::Device(format!("kernel {} not found: {e:?}", k.name.to_string_lossy())))?
+            cudarc::driver::result::module::get_function(module, k.name.to_owned()).map_err(
+                |e| {
+                    AccError::Device(format!(
+                        "kernel {} not found: {e:?}",
+                        k.name.to_string_lossy()
+                    ))
+                },
+            )?
         };
-        self.functions.lock().unwrap_or_else(|e| e.into_inner()).insert(key, P(f as usize));
+        self.functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, P(f as usize));
         Ok(f)
     }
 
@@ -565,23 +665,52 @@ impl Cuda {
                 let mut cells: CUdeviceptr = 0;
                 check(sys::cuMemAlloc_v2(&mut cells, RED_POOL * 8), "cuMemAlloc")?;
                 let mut slots: *mut c_void = std::ptr::null_mut();
-                check(sys::cuMemHostAlloc(&mut slots, RED_POOL * 8, 2 /* DEVICEMAP */), "cuMemHostAlloc")?;
+                check(
+                    sys::cuMemHostAlloc(&mut slots, RED_POOL * 8, 2 /* DEVICEMAP */),
+                    "cuMemHostAlloc",
+                )?;
                 let mut slots_dev: CUdeviceptr = 0;
-                check(sys::cuMemHostGetDevicePointer_v2(&mut slots_dev, slots, 0), "cuMemHostGetDevicePointer")?;
+                check(
+                    sys::cuMemHostGetDevicePointer_v2(&mut slots_dev, slots, 0),
+                    "cuMemHostGetDevicePointer",
+                )?;
                 let mut ident: *mut c_void = std::ptr::null_mut();
-                check(sys::cuMemHostAlloc(&mut ident, RED_POOL * 8, 0), "cuMemHostAlloc")?;
+                check(
+                    sys::cuMemHostAlloc(&mut ident, RED_POOL * 8, 0),
+                    "cuMemHostAlloc",
+                )?;
                 // SAFETY: just allocated, RED_POOL doubles.
                 std::slice::from_raw_parts_mut(ident as *mut f64, RED_POOL).fill(op.identity());
-                e.insert(RedPool { cells, slots: P(slots as usize), slots_dev, ident: P(ident as usize), next: 0 })
+                e.insert(RedPool {
+                    cells,
+                    slots: P(slots as usize),
+                    slots_dev,
+                    ident: P(ident as usize),
+                    next: 0,
+                })
             },
         };
         let i = pool.next % RED_POOL;
         if i == 0 {
             // SAFETY: pinned source that never changes; device cells of the same size.
-            check(unsafe { sys::cuMemcpyHtoDAsync_v2(pool.cells, pool.ident.0 as *const c_void, RED_POOL * 8, s) }, "cuMemcpyHtoDAsync")?;
+            check(
+                unsafe {
+                    sys::cuMemcpyHtoDAsync_v2(
+                        pool.cells,
+                        pool.ident.0 as *const c_void,
+                        RED_POOL * 8,
+                        s,
+                    )
+                },
+                "cuMemcpyHtoDAsync",
+            )?;
         }
         pool.next += 1;
-        Ok((pool.cells + (i * 8) as u64, P(pool.slots.0 + i * 8), pool.slots_dev + (i * 8) as u64))
+        Ok((
+            pool.cells + (i * 8) as u64,
+            P(pool.slots.0 + i * 8),
+            pool.slots_dev + (i * 8) as u64,
+        ))
     }
 
     /// Loads [`STORE_KERNEL_PTX`]; says once why not, and the results are then copied back.
@@ -589,13 +718,16 @@ impl Cuda {
         // SAFETY: STORE_KERNEL_PTX is a 'static NUL-terminated PTX string; the module stays loaded, so
         // the function handle stays valid for the process.
         let loaded = unsafe {
-            cudarc::driver::result::module::load_data(STORE_KERNEL_PTX.as_ptr().cast())
-                .and_then(|m| cudarc::driver::result::module::get_function(m, STORE_KERNEL.to_owned()))
+            cudarc::driver::result::module::load_data(STORE_KERNEL_PTX.as_ptr().cast()).and_then(
+                |m| cudarc::driver::result::module::get_function(m, STORE_KERNEL.to_owned()),
+            )
         };
         match loaded {
             Ok(f) => Some(P(f as usize)),
             Err(e) => {
-                eprintln!("accshim: reduction results are copied back ({e:?} loading the store kernel)");
+                eprintln!(
+                    "accshim: reduction results are copied back ({e:?} loading the store kernel)"
+                );
                 None
             }
         }
@@ -614,7 +746,8 @@ impl Cuda {
     fn staging<'a>(&self, g: &'a mut Option<Staging>) -> Result<&'a Staging> {
         if g.is_none() {
             let mut up = StageSet::new(self.stage.up.bufs, self.stage.up.chunk)?;
-            let down = StageSet::new(self.stage.bufs, self.stage.chunk).inspect_err(|_| up.free())?;
+            let down =
+                StageSet::new(self.stage.bufs, self.stage.chunk).inspect_err(|_| up.free())?;
             *g = Some(Staging { up, down });
         }
         Ok(g.as_ref().expect("made above"))
@@ -628,17 +761,31 @@ impl Cuda {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         let st = &self.staging(&mut g)?.up;
         let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
-        let pool = pool.as_ref().ok_or_else(|| AccError::Device("the device is shut down".into()))?;
+        let pool = pool
+            .as_ref()
+            .ok_or_else(|| AccError::Device("the device is shut down".into()))?;
         copy_streams_after(st, s)?;
         let cfg = self.stage;
         let plan = std::sync::Arc::new(upload_pipeline::Upload::new(cfg.up, bytes));
         // The calling thread is one of the workers: it starts at once, while the pool's
         // threads are being woken.
         let helpers = cfg.threads.min(plan.pieces().len()).max(1) - 1;
-        let trace = upload_trace::enabled()
-            .then(|| std::sync::Arc::new(UploadTrace::start(s, bytes, plan.chunks().iter().map(|c| c.0).collect(), helpers + 1)));
+        let trace = upload_trace::enabled().then(|| {
+            std::sync::Arc::new(UploadTrace::start(
+                s,
+                bytes,
+                plan.chunks().iter().map(|c| c.0).collect(),
+                helpers + 1,
+            ))
+        });
         let streams = st.streams[..cfg.up_streams.clamp(1, st.streams.len())].to_vec();
-        let dma = std::sync::Arc::new(StageDma { dev, bufs: st.bufs.clone(), streams, events: st.events.clone(), trace: trace.clone() });
+        let dma = std::sync::Arc::new(StageDma {
+            dev,
+            bufs: st.bufs.clone(),
+            streams,
+            events: st.events.clone(),
+            trace: trace.clone(),
+        });
         let host_p = P(host as usize);
         // Worker `w` (0: the calling thread).
         let worker = move |w: usize, plan: &upload_pipeline::Upload, dma: &StageDma| {
@@ -647,7 +794,15 @@ impl Cuda {
                 // SAFETY: the plan's pieces lie inside the transfer (`host`, `bytes`, readable for the
                 // call: Backend::upload's contract) and inside their pinned buffer; `run_with` returns only
                 // after every worker is done, so `host` outlives all of them.
-                let copy = || unsafe { copy_to_staging((host_p.0 as *const u8).add(off), (dma.bufs[buf].0 as *mut u8).add(in_buf), len, stores, cfg.prefetch) };
+                let copy = || unsafe {
+                    copy_to_staging(
+                        (host_p.0 as *const u8).add(off),
+                        (dma.bufs[buf].0 as *mut u8).add(in_buf),
+                        len,
+                        stores,
+                        cfg.prefetch,
+                    )
+                };
                 match &dma.trace {
                     Some(t) => t.timed(w, copy),
                     None => copy(),
@@ -714,8 +869,14 @@ impl upload_pipeline::Dma for StageDma {
         let cs = self.streams[buf % self.streams.len()].0 as CUstream;
         // SAFETY: a pinned buffer of at least `len` bytes, a device range inside the transfer.
         unsafe {
-            let ok = sys::cuMemcpyHtoDAsync_v2(self.dev + off as u64, self.bufs[buf].0 as *const c_void, len, cs) == CUresult::CUDA_SUCCESS;
-            let ok = ok & (sys::cuEventRecord(self.events[buf].0 as CUevent, cs) == CUresult::CUDA_SUCCESS);
+            let ok = sys::cuMemcpyHtoDAsync_v2(
+                self.dev + off as u64,
+                self.bufs[buf].0 as *const c_void,
+                len,
+                cs,
+            ) == CUresult::CUDA_SUCCESS;
+            let ok = ok
+                & (sys::cuEventRecord(self.events[buf].0 as CUevent, cs) == CUresult::CUDA_SUCCESS);
             if let Some(t) = &self.trace {
                 t.issued(off, cs);
             }
@@ -725,7 +886,9 @@ impl upload_pipeline::Dma for StageDma {
 
     fn wait(&self, buf: usize) -> bool {
         // SAFETY: an event of our context.
-        let wait = || unsafe { sys::cuEventSynchronize(self.events[buf].0 as CUevent) == CUresult::CUDA_SUCCESS };
+        let wait = || unsafe {
+            sys::cuEventSynchronize(self.events[buf].0 as CUevent) == CUresult::CUDA_SUCCESS
+        };
         match &self.trace {
             Some(t) => t.timed_wait(wait),
             None => wait(),
@@ -742,20 +905,31 @@ impl Cuda {
         let mut g = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         let st = &self.staging(&mut g)?.down;
         let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
-        let pool = pool.as_ref().ok_or_else(|| AccError::Device("the device is shut down".into()))?;
+        let pool = pool
+            .as_ref()
+            .ok_or_else(|| AccError::Device("the device is shut down".into()))?;
         copy_streams_after(st, s)?;
         let cfg = self.stage;
         // Equal chunks: here the tail (the last copy out) is what waits, not the head.
-        let chunks: std::sync::Arc<Vec<(usize, usize)>> =
-            std::sync::Arc::new((0..bytes).step_by(cfg.chunk).map(|off| (off, cfg.chunk.min(bytes - off))).collect());
+        let chunks: std::sync::Arc<Vec<(usize, usize)>> = std::sync::Arc::new(
+            (0..bytes)
+                .step_by(cfg.chunk)
+                .map(|off| (off, cfg.chunk.min(bytes - off)))
+                .collect(),
+        );
         let threads = cfg.threads.min(chunks.len()).max(1);
         let (bufs, streams, events) = (st.bufs.clone(), st.streams.clone(), st.events.clone());
         let host_p = P(host as usize);
         let failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let jobs: Vec<HostJob> = (0..threads)
             .map(|t| {
-                let (bufs, streams, events, failed, chunks) =
-                    (bufs.clone(), streams.clone(), events.clone(), failed.clone(), chunks.clone());
+                let (bufs, streams, events, failed, chunks) = (
+                    bufs.clone(),
+                    streams.clone(),
+                    events.clone(),
+                    failed.clone(),
+                    chunks.clone(),
+                );
                 // SAFETY: `bufs`, `streams` and `events` are live handles of the download StageSet (freed only
                 // at shutdown, under the staging lock we hold); each chunk (off, len) lies inside the
                 // transfer, `host` has `bytes` writable bytes (Backend::download's contract) and `len` <= the
@@ -768,7 +942,12 @@ impl Cuda {
                         let b = c % cfg.bufs;
                         let (off, len) = chunks[c];
                         let cs = streams[b].0 as CUstream;
-                        let ok = sys::cuMemcpyDtoHAsync_v2(bufs[b].0 as *mut c_void, dev + off as u64, len, cs) == CUresult::CUDA_SUCCESS;
+                        let ok = sys::cuMemcpyDtoHAsync_v2(
+                            bufs[b].0 as *mut c_void,
+                            dev + off as u64,
+                            len,
+                            cs,
+                        ) == CUresult::CUDA_SUCCESS;
                         sys::cuEventRecord(events[b].0 as CUevent, cs);
                         ok
                     };
@@ -781,8 +960,13 @@ impl Cuda {
                         if b % threads != t {
                             continue;
                         }
-                        ok &= sys::cuEventSynchronize(events[b].0 as CUevent) == CUresult::CUDA_SUCCESS;
-                        std::ptr::copy_nonoverlapping(bufs[b].0 as *const u8, (host_p.0 as *mut u8).add(off), len);
+                        ok &= sys::cuEventSynchronize(events[b].0 as CUevent)
+                            == CUresult::CUDA_SUCCESS;
+                        std::ptr::copy_nonoverlapping(
+                            bufs[b].0 as *const u8,
+                            (host_p.0 as *mut u8).add(off),
+                            len,
+                        );
                         if c + cfg.bufs < chunks.len() {
                             ok &= dma(c + cfg.bufs);
                         }
@@ -807,7 +991,10 @@ impl Backend for Cuda {
     }
 
     fn describe(&self) -> String {
-        format!("CUDA device {} ({}, {}, driver {})", self.ordinal, self.name, self.arch, self.driver)
+        format!(
+            "CUDA device {} ({}, {}, driver {})",
+            self.ordinal, self.name, self.arch, self.driver
+        )
     }
 
     fn properties(&self) -> Properties {
@@ -827,7 +1014,9 @@ impl Backend for Cuda {
             device_api: accprof_abi::acc_device_api::CUDA,
             device: self.dev as usize as *const c_void,
             context: self.ctx as *const c_void,
-            stream: q.and_then(|q| self.stream(q).ok()).map_or(std::ptr::null(), |s| s as *const c_void),
+            stream: q
+                .and_then(|q| self.stream(q).ok())
+                .map_or(std::ptr::null(), |s| s as *const c_void),
         }
     }
 
@@ -856,7 +1045,10 @@ impl Backend for Cuda {
         // synchronous queue too, as the block may be handed out again for another queue).
         let s = self.stream(q)?;
         // SAFETY: `s` is a live stream of our context.
-        check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
+        check(
+            unsafe { sys::cuStreamSynchronize(s) },
+            "cuStreamSynchronize",
+        )?;
         let size = self.allocation_size(dev);
         match size {
             Some(size) if self.blocks.keep(dev, size) => Ok(()),
@@ -883,7 +1075,10 @@ impl Backend for Cuda {
             // for the device): the copy itself refuses what the device cannot reach.
             return Ok(());
         }
-        if dev.checked_add(bytes as u64).is_some_and(|end| end <= base + size as u64) {
+        if dev
+            .checked_add(bytes as u64)
+            .is_some_and(|end| end <= base + size as u64)
+        {
             Ok(())
         } else {
             Err(AccError::InvalidArgument(format!(
@@ -900,7 +1095,10 @@ impl Backend for Cuda {
         } else {
             // SAFETY: `host` names `bytes` readable bytes (Backend::upload's contract: the runtime passes
             // a mapped host range) and `dev` an allocation of at least that size; `s` is our stream.
-            check(unsafe { sys::cuMemcpyHtoDAsync_v2(dev, host.cast(), bytes, s) }, "cuMemcpyHtoDAsync")?;
+            check(
+                unsafe { sys::cuMemcpyHtoDAsync_v2(dev, host.cast(), bytes, s) },
+                "cuMemcpyHtoDAsync",
+            )?;
         }
         self.sync_if(q, s)
     }
@@ -915,7 +1113,10 @@ impl Backend for Cuda {
         }
         // SAFETY: `host` names `bytes` writable bytes (Backend::download's contract) and `dev` an
         // allocation of at least that size; `s` is our stream.
-        check(unsafe { sys::cuMemcpyDtoHAsync_v2(host.cast(), dev, bytes, s) }, "cuMemcpyDtoHAsync")?;
+        check(
+            unsafe { sys::cuMemcpyDtoHAsync_v2(host.cast(), dev, bytes, s) },
+            "cuMemcpyDtoHAsync",
+        )?;
         self.sync_if(q, s)
     }
 
@@ -923,7 +1124,10 @@ impl Backend for Cuda {
         self.bind();
         let s = self.stream(q)?;
         // SAFETY: both ranges are device allocations of `bytes` bytes (the runtime's contract); `s` is our stream.
-        check(unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, s) }, "cuMemcpyDtoDAsync")?;
+        check(
+            unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, s) },
+            "cuMemcpyDtoDAsync",
+        )?;
         self.sync_if(q, s)
     }
 
@@ -932,7 +1136,8 @@ impl Backend for Cuda {
         let s = self.stream(q)?;
         if let Some(g) = &k.gcc {
             let args: Vec<u64> = k.args.iter().map(|v| v.0).collect();
-            self.gcc.launch(self.dev, s, g, &args, [k.gangs, k.workers, k.vector])?;
+            self.gcc
+                .launch(self.dev, s, g, &args, [k.gangs, k.workers, k.vector])?;
             return Ok(None);
         }
         let f = self.function(k)?;
@@ -943,75 +1148,142 @@ impl Backend for Cuda {
             vals.push(cell);
             red = Some((cell, slot, slot_dev));
         }
-        let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+        let mut params: Vec<*mut c_void> = vals
+            .iter_mut()
+            .map(|v| v as *mut u64 as *mut c_void)
+            .collect();
         // SAFETY: `params` holds one pointer per kernel parameter (the args, then the reduction cell),
         // each to a u64 in `vals`, which outlives the call (the driver copies parameters at launch);
         // `f` and `s` are live handles of our context.
         unsafe {
             check(
-                sys::cuLaunchKernel(f, k.gangs, 1, 1, k.vector, k.workers, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut()),
+                sys::cuLaunchKernel(
+                    f,
+                    k.gangs,
+                    1,
+                    1,
+                    k.vector,
+                    k.workers,
+                    1,
+                    0,
+                    s,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                ),
                 "cuLaunchKernel",
             )?;
         }
         if let (Some((cell, slot, slot_dev)), Some(RedSlot(dst))) = (red, slot) {
-            let pending = PendingRed { stream: P(s as usize), cell, slot, slot_dev, dst: P(dst as usize) };
-            self.pending_red.lock().unwrap_or_else(|e| e.into_inner()).push(pending);
+            let pending = PendingRed {
+                stream: P(s as usize),
+                cell,
+                slot,
+                slot_dev,
+                dst: P(dst as usize),
+            };
+            self.pending_red
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(pending);
         }
         Ok(red.map(|(cell, _, _)| cell))
     }
 
     fn reduction_store_kernel(&self) -> Option<&'static CStr> {
         self.bind();
-        self.store_kernel.get_or_init(|| self.load_store_kernel()).map(|_| STORE_KERNEL)
+        self.store_kernel
+            .get_or_init(|| self.load_store_kernel())
+            .map(|_| STORE_KERNEL)
     }
 
     fn flush_reduction(&self, q: QueueId) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;
-        let Some(p) = take_oldest(&self.pending_red, |p| p.stream.0 == s as usize) else { return Ok(()) };
+        let Some(p) = take_oldest(&self.pending_red, |p| p.stream.0 == s as usize) else {
+            return Ok(());
+        };
         match *self.store_kernel.get_or_init(|| self.load_store_kernel()) {
             Some(f) => {
                 let (mut cell, mut slot_dev) = (p.cell, p.slot_dev);
-                let mut params = [&mut cell as *mut u64 as *mut c_void, &mut slot_dev as *mut u64 as *mut c_void];
+                let mut params = [
+                    &mut cell as *mut u64 as *mut c_void,
+                    &mut slot_dev as *mut u64 as *mut c_void,
+                ];
                 check(
                     // SAFETY: the store kernel takes (const double *cell, double *slot); both are
                     // live device addresses, and `params` outlives the launch call.
-                    unsafe { sys::cuLaunchKernel(f.0 as CUfunction, 1, 1, 1, 1, 1, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut()) },
+                    unsafe {
+                        sys::cuLaunchKernel(
+                            f.0 as CUfunction,
+                            1,
+                            1,
+                            1,
+                            1,
+                            1,
+                            1,
+                            0,
+                            s,
+                            params.as_mut_ptr(),
+                            std::ptr::null_mut(),
+                        )
+                    },
                     "cuLaunchKernel",
                 )?;
             }
             // SAFETY: a pinned slot of 8 bytes and a device cell of 8 bytes.
-            None => check(unsafe { sys::cuMemcpyDtoHAsync_v2(p.slot.0 as *mut c_void, p.cell, 8, s) }, "cuMemcpyDtoHAsync")?,
+            None => check(
+                unsafe { sys::cuMemcpyDtoHAsync_v2(p.slot.0 as *mut c_void, p.cell, 8, s) },
+                "cuMemcpyDtoHAsync",
+            )?,
         }
         let (slot, dst) = (p.slot, p.dst);
         // SAFETY: the slot is written by the work queued before this job; dst is the runtime's
         // slot for this launch.
-        self.host_fn(q, Box::new(move || unsafe { *(dst.0 as *mut f64) = *(slot.0 as *const f64) }))
+        self.host_fn(
+            q,
+            Box::new(move || unsafe { *(dst.0 as *mut f64) = *(slot.0 as *const f64) }),
+        )
     }
 
     fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;
         if q == SYNC {
-            self.sync_jobs.lock().unwrap_or_else(|e| e.into_inner()).push(job);
+            self.sync_jobs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(job);
             return Ok(());
         }
         let user = Box::into_raw(Box::new(HostJobBox(job))) as *mut c_void;
         // SAFETY: `user` is a leaked Box<HostJobBox> that `run_host_job` takes back exactly once when
         // the stream runs it; `s` is a live stream.
-        check(unsafe { sys::cuLaunchHostFunc(s, Some(run_host_job), user) }, "cuLaunchHostFunc")
+        check(
+            unsafe { sys::cuLaunchHostFunc(s, Some(run_host_job), user) },
+            "cuLaunchHostFunc",
+        )
     }
 
     fn wait(&self, q: QueueId) -> Result<()> {
         self.bind();
-        if q != SYNC && !self.streams.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&q) {
+        if q != SYNC
+            && !self
+                .streams
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(&q)
+        {
             return Ok(());
         }
         let s = self.stream(q)?;
         // SAFETY: `s` is a live stream of our context.
-        check(unsafe { sys::cuStreamSynchronize(s) }, "cuStreamSynchronize")?;
+        check(
+            unsafe { sys::cuStreamSynchronize(s) },
+            "cuStreamSynchronize",
+        )?;
         if q == SYNC {
-            let jobs = std::mem::take(&mut *self.sync_jobs.lock().unwrap_or_else(|e| e.into_inner()));
+            let jobs =
+                std::mem::take(&mut *self.sync_jobs.lock().unwrap_or_else(|e| e.into_inner()));
             for job in jobs {
                 job();
             }
@@ -1021,7 +1293,12 @@ impl Backend for Cuda {
 
     fn test(&self, q: QueueId) -> bool {
         self.bind();
-        let s = match self.streams.lock().unwrap_or_else(|e| e.into_inner()).get(&q) {
+        let s = match self
+            .streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&q)
+        {
             Some((s, _)) => s.0 as CUstream,
             None if q == SYNC => self.sync_stream,
             None => return true,
@@ -1032,7 +1309,13 @@ impl Backend for Cuda {
     }
 
     fn queues(&self) -> Vec<QueueId> {
-        let mut v: Vec<_> = self.streams.lock().unwrap_or_else(|e| e.into_inner()).keys().copied().collect();
+        let mut v: Vec<_> = self
+            .streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .copied()
+            .collect();
         v.sort_unstable();
         v
     }
@@ -1045,7 +1328,10 @@ impl Backend for Cuda {
         let on_s = self.stream(on)?;
         if waiter == SYNC {
             // SAFETY: `on_s` is a live stream of our context.
-            return check(unsafe { sys::cuStreamSynchronize(on_s) }, "cuStreamSynchronize");
+            return check(
+                unsafe { sys::cuStreamSynchronize(on_s) },
+                "cuStreamSynchronize",
+            );
         }
         let w = self.stream(waiter)?;
         // SAFETY: `e` is a local out-parameter; both streams are live; the event is destroyed after
@@ -1062,7 +1348,8 @@ impl Backend for Cuda {
 
     fn native_stream(&self, q: QueueId) -> *mut c_void {
         self.bind();
-        self.stream(q).map_or(std::ptr::null_mut(), |s| s as *mut c_void)
+        self.stream(q)
+            .map_or(std::ptr::null_mut(), |s| s as *mut c_void)
     }
 
     fn set_native_stream(&self, q: QueueId, stream: *mut c_void) -> bool {
@@ -1089,12 +1376,22 @@ impl Backend for Cuda {
         // ours and removed from its map or Option before it is freed, so each is freed once.
         unsafe {
             sys::cuCtxSynchronize();
-            for (_, (s, owned)) in self.streams.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+            for (_, (s, owned)) in self
+                .streams
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain()
+            {
                 if owned {
                     sys::cuStreamDestroy_v2(s.0 as CUstream);
                 }
             }
-            if let Some(mut st) = self.staging.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            if let Some(mut st) = self
+                .staging
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+            {
                 st.up.free();
                 st.down.free();
             }

@@ -78,11 +78,19 @@ fn cpu_has_cldemote() -> bool {
 ///
 /// # Safety
 /// `src` and `dst` are valid for `len` bytes and do not overlap; `dst` is 16-byte aligned.
-pub unsafe fn copy_to_staging(src: *const u8, dst: *mut u8, len: usize, stores: Stores, prefetch: usize) {
+pub unsafe fn copy_to_staging(
+    src: *const u8,
+    dst: *mut u8,
+    len: usize,
+    stores: Stores,
+    prefetch: usize,
+) {
     #[cfg(target_arch = "x86_64")]
     match stores {
         Stores::NonTemporal => {
-            use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_prefetch, _mm_sfence, _mm_stream_si128, _MM_HINT_T1};
+            use std::arch::x86_64::{
+                __m128i, _mm_loadu_si128, _mm_prefetch, _mm_sfence, _mm_stream_si128, _MM_HINT_T1,
+            };
             let body = len / 64 * 64;
             let mut i = 0;
             // SAFETY: in bounds (i + 64 <= body <= len); dst + i is 16-byte aligned; SSE2 is
@@ -95,7 +103,12 @@ pub unsafe fn copy_to_staging(src: *const u8, dst: *mut u8, len: usize, stores: 
                     }
                     let s = src.add(i) as *const __m128i;
                     let d = dst.add(i) as *mut __m128i;
-                    let (a, b, c, e) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)), _mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
+                    let (a, b, c, e) = (
+                        _mm_loadu_si128(s),
+                        _mm_loadu_si128(s.add(1)),
+                        _mm_loadu_si128(s.add(2)),
+                        _mm_loadu_si128(s.add(3)),
+                    );
                     _mm_stream_si128(d, a);
                     _mm_stream_si128(d.add(1), b);
                     _mm_stream_si128(d.add(2), c);
@@ -113,7 +126,9 @@ pub unsafe fn copy_to_staging(src: *const u8, dst: *mut u8, len: usize, stores: 
             let mut line = dst as usize & !63;
             while line < dst as usize + len {
                 // SAFETY: a hint on a line holding bytes we own; it changes no memory.
-                unsafe { std::arch::asm!("cldemote [{0}]", in(reg) line, options(nostack, preserves_flags)) };
+                unsafe {
+                    std::arch::asm!("cldemote [{0}]", in(reg) line, options(nostack, preserves_flags))
+                };
                 line += 64;
             }
             return;
@@ -143,7 +158,10 @@ mod tests {
                     unsafe { copy_to_staging(src.as_ptr(), d, len, stores, prefetch) };
                     // SAFETY: `d` points at `len` bytes of `dst`, just written, not otherwise borrowed.
                     let got = unsafe { std::slice::from_raw_parts(d, len) };
-                    assert!(got == &src[..len], "{stores:?}, {len} bytes, prefetch {prefetch}");
+                    assert!(
+                        got == &src[..len],
+                        "{stores:?}, {len} bytes, prefetch {prefetch}"
+                    );
                 }
             }
         }
@@ -152,11 +170,24 @@ mod tests {
     #[test]
     fn the_head_of_an_upload_is_non_temporal_only_where_the_rest_is_demoted() {
         assert_eq!(stores_at(Stores::Demoted, 16 << 20, 0), Stores::NonTemporal);
-        assert_eq!(stores_at(Stores::Demoted, 16 << 20, (16 << 20) - 1), Stores::NonTemporal);
-        assert_eq!(stores_at(Stores::Demoted, 16 << 20, 16 << 20), Stores::Demoted);
+        assert_eq!(
+            stores_at(Stores::Demoted, 16 << 20, (16 << 20) - 1),
+            Stores::NonTemporal
+        );
+        assert_eq!(
+            stores_at(Stores::Demoted, 16 << 20, 16 << 20),
+            Stores::Demoted
+        );
         assert_eq!(stores_at(Stores::Demoted, 0, 0), Stores::Demoted);
-        assert_eq!(stores_at(Stores::Regular, 16 << 20, 0), Stores::Regular, "measuring ordinary stores");
-        assert_eq!(stores_at(Stores::NonTemporal, 16 << 20, 32 << 20), Stores::NonTemporal);
+        assert_eq!(
+            stores_at(Stores::Regular, 16 << 20, 0),
+            Stores::Regular,
+            "measuring ordinary stores"
+        );
+        assert_eq!(
+            stores_at(Stores::NonTemporal, 16 << 20, 32 << 20),
+            Stores::NonTemporal
+        );
     }
 
     #[test]
@@ -166,6 +197,13 @@ mod tests {
         assert_eq!(Stores::parse("bogus"), None);
         let has = cpu_has_cldemote();
         assert_eq!(Stores::parse("demote").is_some(), has);
-        assert_eq!(Stores::best(), if has { Stores::Demoted } else { Stores::NonTemporal });
+        assert_eq!(
+            Stores::best(),
+            if has {
+                Stores::Demoted
+            } else {
+                Stores::NonTemporal
+            }
+        );
     }
 }

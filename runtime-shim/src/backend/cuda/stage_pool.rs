@@ -172,7 +172,14 @@ mod tests {
     #[test]
     fn more_jobs_than_threads_and_a_panicking_job_still_finish() {
         {
-            let pool = StagePool::new(3, Warm { window: Duration::from_millis(5), tick: Duration::from_micros(20) }, || {});
+            let pool = StagePool::new(
+                3,
+                Warm {
+                    window: Duration::from_millis(5),
+                    tick: Duration::from_micros(20),
+                },
+                || {},
+            );
             assert_eq!(names_of_threads_running(&pool, 10).len(), 10);
             // Job 0 panics: the caller still hears from every job.
             let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -206,12 +213,21 @@ mod tests {
 
     /// A warm window and sleeps of an hour: only the sender's wake can start the job.
     fn an_hour() -> Warm {
-        Warm { window: Duration::from_secs(3600), tick: Duration::from_secs(3600) }
+        Warm {
+            window: Duration::from_secs(3600),
+            tick: Duration::from_secs(3600),
+        }
     }
 
     #[test]
     fn a_thread_in_its_warm_window_or_past_it_starts_the_next_job() {
-        let windows = [an_hour(), Warm { window: Duration::from_millis(5), tick: Duration::from_millis(1) }];
+        let windows = [
+            an_hour(),
+            Warm {
+                window: Duration::from_millis(5),
+                tick: Duration::from_millis(1),
+            },
+        ];
         for warm in windows {
             let (done_tx, done_rx) = crossbeam_channel::unbounded();
             std::thread::spawn(move || {
@@ -235,15 +251,26 @@ mod tests {
             let _ = &held;
         });
         pool.run((0..3).map(|_| Box::new(|| {}) as HostJob).collect());
-        assert_eq!(Arc::strong_count(&alive), 1 + 3, "one copy of `init` per thread");
+        assert_eq!(
+            Arc::strong_count(&alive),
+            1 + 3,
+            "one copy of `init` per thread"
+        );
         // Bounded: a pool whose threads stayed in their window would hang the drop.
         let (dropped_tx, dropped_rx) = crossbeam_channel::bounded(1);
         std::thread::spawn(move || {
             drop(pool);
             let _ = dropped_tx.send(());
         });
-        assert!(dropped_rx.recv_timeout(Duration::from_secs(60)).is_ok(), "dropping the pool did not end its threads");
+        assert!(
+            dropped_rx.recv_timeout(Duration::from_secs(60)).is_ok(),
+            "dropping the pool did not end its threads"
+        );
         // Joined: each thread has dropped its copy of `init` by the time the drop returns.
-        assert_eq!(Arc::strong_count(&alive), 1, "threads still running after the pool was dropped");
+        assert_eq!(
+            Arc::strong_count(&alive),
+            1,
+            "threads still running after the pool was dropped"
+        );
     }
 }

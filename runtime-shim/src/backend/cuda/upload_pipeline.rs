@@ -89,7 +89,11 @@ impl Upload {
             let left = bytes - off;
             // Half of what is left, in whole pieces (a piece a thread copies in full).
             let half = left.div_ceil(2) / shape.piece * shape.piece;
-            let mut taper = if shape.tail > 0 { shape.tail.max(half) } else { left };
+            let mut taper = if shape.tail > 0 {
+                shape.tail.max(half)
+            } else {
+                left
+            };
             if left.saturating_sub(taper) < shape.tail {
                 taper = left; // no last chunk smaller than the tail
             }
@@ -102,7 +106,11 @@ impl Upload {
         let mut pieces_left = Vec::with_capacity(chunks.len());
         for (chunk, &(off, len)) in chunks.iter().enumerate() {
             let n = len.div_ceil(shape.piece);
-            pieces.extend((0..n).map(|i| Piece { chunk, off: off + i * shape.piece, len: shape.piece.min(len - i * shape.piece) }));
+            pieces.extend((0..n).map(|i| Piece {
+                chunk,
+                off: off + i * shape.piece,
+                len: shape.piece.min(len - i * shape.piece),
+            }));
             pieces_left.push(AtomicUsize::new(n));
         }
         Upload {
@@ -185,14 +193,31 @@ mod tests {
     const MIB: usize = 1 << 20;
 
     fn shape(first: usize, chunk: usize, piece: usize, bufs: usize) -> Shape {
-        Shape { first, chunk, piece, bufs, tail: 0 }
+        Shape {
+            first,
+            chunk,
+            piece,
+            bufs,
+            tail: 0,
+        }
     }
 
     #[test]
     fn chunks_double_to_the_buffer_size_and_pieces_cover_them() {
         let u = Upload::new(shape(64 << 10, 4 * MIB, MIB, 8), 64 * MIB);
         let sizes: Vec<usize> = u.chunks().iter().map(|c| c.1).collect();
-        assert_eq!(&sizes[..7], &[64 << 10, 128 << 10, 256 << 10, 512 << 10, MIB, 2 * MIB, 4 * MIB]);
+        assert_eq!(
+            &sizes[..7],
+            &[
+                64 << 10,
+                128 << 10,
+                256 << 10,
+                512 << 10,
+                MIB,
+                2 * MIB,
+                4 * MIB
+            ]
+        );
         assert_eq!(sizes.iter().sum::<usize>(), 64 * MIB);
         assert!(sizes.iter().all(|&s| s <= 4 * MIB));
         // Pieces tile the transfer in order, none crossing a chunk, none over a MiB.
@@ -210,36 +235,84 @@ mod tests {
     #[test]
     fn chunks_halve_towards_the_end_down_to_the_tail() {
         let tail = 256 << 10;
-        let u = Upload::new(Shape { tail, ..shape(4 * MIB, 4 * MIB, tail, 8) }, 64 * MIB);
+        let u = Upload::new(
+            Shape {
+                tail,
+                ..shape(4 * MIB, 4 * MIB, tail, 8)
+            },
+            64 * MIB,
+        );
         let sizes: Vec<usize> = u.chunks().iter().map(|c| c.1).collect();
-        assert_eq!(&sizes[sizes.len() - 7..], &[4 * MIB, 4 * MIB, 2 * MIB, MIB, 512 << 10, tail, tail]);
+        assert_eq!(
+            &sizes[sizes.len() - 7..],
+            &[4 * MIB, 4 * MIB, 2 * MIB, MIB, 512 << 10, tail, tail]
+        );
         assert_eq!(sizes.iter().sum::<usize>(), 64 * MIB);
         // The doubling start (64 KiB, ... 2 MiB) leaves the end unaligned: still whole pieces
         // everywhere but in the last chunk, and nothing smaller than the tail at the end.
-        let u = Upload::new(Shape { tail, ..shape(64 << 10, 4 * MIB, tail, 8) }, 64 * MIB);
+        let u = Upload::new(
+            Shape {
+                tail,
+                ..shape(64 << 10, 4 * MIB, tail, 8)
+            },
+            64 * MIB,
+        );
         let sizes: Vec<usize> = u.chunks().iter().map(|c| c.1).collect();
-        assert_eq!(&sizes[..7], &[64 << 10, 128 << 10, 256 << 10, 512 << 10, MIB, 2 * MIB, 4 * MIB], "the start is unchanged");
+        assert_eq!(
+            &sizes[..7],
+            &[
+                64 << 10,
+                128 << 10,
+                256 << 10,
+                512 << 10,
+                MIB,
+                2 * MIB,
+                4 * MIB
+            ],
+            "the start is unchanged"
+        );
         assert!(sizes[sizes.len() - 1] >= tail && sizes[sizes.len() - 1] < 2 * tail);
         assert!(sizes[sizes.len() - 3] <= MIB);
         let last = sizes.len() - 1;
-        assert!(u.pieces().iter().filter(|p| p.chunk >= 2 && p.chunk < last).all(|p| p.len == tail));
+        assert!(u
+            .pieces()
+            .iter()
+            .filter(|p| p.chunk >= 2 && p.chunk < last)
+            .all(|p| p.len == tail));
         // A small upload: the doubling start meets the halving end.
-        let u = Upload::new(Shape { tail, ..shape(64 << 10, 4 * MIB, tail, 8) }, MIB);
+        let u = Upload::new(
+            Shape {
+                tail,
+                ..shape(64 << 10, 4 * MIB, tail, 8)
+            },
+            MIB,
+        );
         let sizes: Vec<usize> = u.chunks().iter().map(|c| c.1).collect();
-        assert_eq!(sizes, [64 << 10, 128 << 10, 256 << 10, 256 << 10, 320 << 10]);
+        assert_eq!(
+            sizes,
+            [64 << 10, 128 << 10, 256 << 10, 256 << 10, 320 << 10]
+        );
     }
 
     #[test]
     fn odd_sizes_and_tiny_transfers_are_covered() {
         for bytes in [1, 4095, 5 * MIB + 3, 17 * MIB - 1] {
             for tail in [0, 4 << 10, 256 << 10] {
-                let u = Upload::new(Shape { tail, ..shape(64 << 10, 4 * MIB, MIB, 3) }, bytes);
+                let u = Upload::new(
+                    Shape {
+                        tail,
+                        ..shape(64 << 10, 4 * MIB, MIB, 3)
+                    },
+                    bytes,
+                );
                 assert_eq!(u.chunks().iter().map(|c| c.1).sum::<usize>(), bytes);
                 assert_eq!(u.pieces().iter().map(|p| p.len).sum::<usize>(), bytes);
                 assert!(u.chunks().iter().all(|c| c.1 > 0 && c.1 <= 4 * MIB));
             }
         }
-        assert!(Upload::new(shape(64 << 10, 4 * MIB, MIB, 3), 0).pieces().is_empty());
+        assert!(Upload::new(shape(64 << 10, 4 * MIB, MIB, 3), 0)
+            .pieces()
+            .is_empty());
     }
 
     /// A device whose copies happen late: a copy reads its buffer only when somebody waits
@@ -302,7 +375,8 @@ mod tests {
         let dma = lazy_dma(&buffers, bytes);
         let u = Upload::new(shape(4 << 10, chunk, 16 << 10, bufs), bytes);
         let copy = |off: usize, in_buf: usize, buf: usize, len: usize| {
-            buffers[buf].lock().unwrap()[in_buf..in_buf + len].copy_from_slice(&src[off..off + len]);
+            buffers[buf].lock().unwrap()[in_buf..in_buf + len]
+                .copy_from_slice(&src[off..off + len]);
         };
         std::thread::scope(|s| {
             for _ in 0..6 {
@@ -313,9 +387,19 @@ mod tests {
             dma.complete(b);
         }
         assert!(!u.failed());
-        assert!(!dma.overlapped.load(Ordering::Relaxed), "a buffer was reused before its copy completed");
-        assert_eq!(dma.issued.load(Ordering::Relaxed), u.chunks().len(), "one DMA per chunk");
-        assert!(*dma.device.lock().unwrap() == src, "the device got the source, byte for byte");
+        assert!(
+            !dma.overlapped.load(Ordering::Relaxed),
+            "a buffer was reused before its copy completed"
+        );
+        assert_eq!(
+            dma.issued.load(Ordering::Relaxed),
+            u.chunks().len(),
+            "one DMA per chunk"
+        );
+        assert!(
+            *dma.device.lock().unwrap() == src,
+            "the device got the source, byte for byte"
+        );
     }
 
     #[test]
@@ -326,12 +410,22 @@ mod tests {
         let dma = lazy_dma(&buffers, bytes);
         // 16 chunks of 8 pieces each.
         let u = Upload::new(shape(chunk, chunk, 8 << 10, bufs), bytes);
-        u.work(|off, in_buf, buf, len| buffers[buf].lock().unwrap()[in_buf..in_buf + len].copy_from_slice(&src[off..off + len]), &dma);
+        u.work(
+            |off, in_buf, buf, len| {
+                buffers[buf].lock().unwrap()[in_buf..in_buf + len]
+                    .copy_from_slice(&src[off..off + len])
+            },
+            &dma,
+        );
         for b in 0..bufs {
             dma.complete(b);
         }
         assert_eq!(u.chunks().len(), 16);
-        assert_eq!(dma.waits.load(Ordering::Relaxed), 16 - bufs, "one wait per chunk that reuses a buffer");
+        assert_eq!(
+            dma.waits.load(Ordering::Relaxed),
+            16 - bufs,
+            "one wait per chunk that reuses a buffer"
+        );
         assert!(*dma.device.lock().unwrap() == src);
     }
 

@@ -111,7 +111,8 @@ impl UploadTrace {
         let from = self.now_ns();
         let ok = wait();
         self.waits.fetch_add(1, Ordering::Relaxed);
-        self.wait_ns.fetch_add(self.now_ns() - from, Ordering::Relaxed);
+        self.wait_ns
+            .fetch_add(self.now_ns() - from, Ordering::Relaxed);
         ok
     }
 
@@ -131,7 +132,9 @@ impl UploadTrace {
         let host_us = self.now_ns() as f64 / 1e3;
         let us = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e3;
         let device_us = |e: Option<CUevent>| -> f64 {
-            let (Some(start), Some(e)) = (self.start, e) else { return f64::NAN };
+            let (Some(start), Some(e)) = (self.start, e) else {
+                return f64::NAN;
+            };
             let mut ms = 0f32;
             // SAFETY: events of the current context, both recorded.
             unsafe {
@@ -141,10 +144,25 @@ impl UploadTrace {
             ms as f64 * 1e3
         };
         let workers: Vec<String> = (0..self.first_ns.len())
-            .map(|w| format!("{:.0}-{:.0}:{:.0}/{}", us(&self.first_ns[w]), us(&self.last_ns[w]), us(&self.copy_ns[w]), self.pieces[w].load(Ordering::Relaxed)))
+            .map(|w| {
+                format!(
+                    "{:.0}-{:.0}:{:.0}/{}",
+                    us(&self.first_ns[w]),
+                    us(&self.last_ns[w]),
+                    us(&self.copy_ns[w]),
+                    self.pieces[w].load(Ordering::Relaxed)
+                )
+            })
             .collect();
-        let chunks: Vec<String> =
-            (0..self.done.len()).map(|c| format!("{:.0}/{:.0}", us(&self.issue_ns[c]), device_us(self.done[c]))).collect();
+        let chunks: Vec<String> = (0..self.done.len())
+            .map(|c| {
+                format!(
+                    "{:.0}/{:.0}",
+                    us(&self.issue_ns[c]),
+                    device_us(self.done[c])
+                )
+            })
+            .collect();
         let dma_end = self.done.iter().map(|&e| device_us(e)).fold(0f64, f64::max);
         eprintln!(
             "accshim stage trace: {} MiB host {host_us:.0} dma_end {dma_end:.0} waits {}/{:.0} workers {} chunks {}",

@@ -68,11 +68,12 @@ impl Memory {
         if let Some(p) = self.take_cached(len) {
             return Some((p as *mut u8, block));
         }
-        map(len).or_else(|| {
-            self.release_cached();
-            map(len)
-        })
-        .map(|p| (p, block))
+        map(len)
+            .or_else(|| {
+                self.release_cached();
+                map(len)
+            })
+            .map(|p| (p, block))
     }
 
     /// Gives a block back: to the cache if it has room, else to the system.
@@ -137,14 +138,25 @@ impl Drop for Memory {
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 { size as usize } else { 4096 }
+    if size > 0 {
+        size as usize
+    } else {
+        4096
+    }
 }
 
 /// A fresh anonymous mapping of `len` bytes.
 fn map(len: usize) -> Option<*mut u8> {
     // SAFETY: an anonymous private mapping at an address of the kernel's choosing.
     let p = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
     };
     (p != libc::MAP_FAILED).then_some(p.cast())
 }

@@ -50,13 +50,23 @@ struct PendingRed {
 
 fn physical_memory() -> usize {
     // SAFETY: sysconf has no preconditions.
-    let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
-    if pages > 0 && size > 0 { pages as usize * size as usize } else { 8 << 30 }
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages > 0 && size > 0 {
+        pages as usize * size as usize
+    } else {
+        8 << 30
+    }
 }
 
 impl Emulated {
     pub fn new() -> Emulated {
-        let capacity = crate::env::size("ACCSHIM_EMU_MEMORY").unwrap_or_else(|| physical_memory() / 2);
+        let capacity =
+            crate::env::size("ACCSHIM_EMU_MEMORY").unwrap_or_else(|| physical_memory() / 2);
         let threads = crate::env::count("ACCSHIM_EMU_THREADS")
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1);
@@ -88,10 +98,16 @@ impl Emulated {
             return Ok(());
         }
         let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
-        let block = blocks.range(..=dev).next_back().map(|(&start, b)| (start, b.size() as u64));
+        let block = blocks
+            .range(..=dev)
+            .next_back()
+            .map(|(&start, b)| (start, b.size() as u64));
         match block {
             Some((start, size)) if dev < start + size => {
-                if dev.checked_add(bytes as u64).is_some_and(|end| end <= start + size) {
+                if dev
+                    .checked_add(bytes as u64)
+                    .is_some_and(|end| end <= start + size)
+                {
                     Ok(())
                 } else {
                     Err(AccError::InvalidArgument(format!(
@@ -99,7 +115,9 @@ impl Emulated {
                     )))
                 }
             }
-            _ => Err(AccError::InvalidArgument(format!("[{dev:#x},+{bytes}] is not device memory"))),
+            _ => Err(AccError::InvalidArgument(format!(
+                "[{dev:#x},+{bytes}] is not device memory"
+            ))),
         }
     }
 }
@@ -138,7 +156,13 @@ fn call_as_device(host: &HostKernel, r: Range<usize>, args: &[Val]) -> f64 {
 }
 
 /// Runs a host kernel over `0..work`, on several threads when it is long enough.
-pub fn run_kernel(host: &HostKernel, work: usize, args: &[Val], red: Option<RedOp>, threads: usize) -> f64 {
+pub fn run_kernel(
+    host: &HostKernel,
+    work: usize,
+    args: &[Val],
+    red: Option<RedOp>,
+    threads: usize,
+) -> f64 {
     let identity = red.map_or(0.0, RedOp::identity);
     if work < SPLIT_MIN_WORK || threads <= 1 {
         let v = call_as_device(host, 0..work, args);
@@ -152,12 +176,17 @@ pub fn run_kernel(host: &HostKernel, work: usize, args: &[Val], red: Option<RedO
         let mut handles = Vec::with_capacity(parts.len() - 1);
         for r in &parts[1..] {
             let part = r.clone();
-            match std::thread::Builder::new().spawn_scoped(s, move || call_as_device(host, part, args)) {
+            match std::thread::Builder::new()
+                .spawn_scoped(s, move || call_as_device(host, part, args))
+            {
                 Ok(h) => handles.push(h),
                 Err(_) => here.push(r.clone()),
             }
         }
-        let mut v: Vec<f64> = here.into_iter().map(|r| call_as_device(host, r, args)).collect();
+        let mut v: Vec<f64> = here
+            .into_iter()
+            .map(|r| call_as_device(host, r, args))
+            .collect();
         for h in handles {
             match h.join() {
                 Ok(x) => v.push(x),
@@ -188,7 +217,9 @@ impl Backend for Emulated {
     fn properties(&self) -> Properties {
         Properties {
             memory: self.capacity,
-            free_memory: self.capacity.saturating_sub(self.used.load(Ordering::Relaxed)),
+            free_memory: self
+                .capacity
+                .saturating_sub(self.used.load(Ordering::Relaxed)),
             name: "accshim emulated device".into(),
             vendor: "accshim".into(),
             driver: env!("CARGO_PKG_VERSION").into(),
@@ -215,9 +246,15 @@ impl Backend for Emulated {
         if self.used.load(Ordering::Relaxed) + size > self.capacity {
             return Err(AccError::OutOfMemory { bytes });
         }
-        let (p, block) = self.memory.alloc(size).ok_or(AccError::OutOfMemory { bytes })?;
+        let (p, block) = self
+            .memory
+            .alloc(size)
+            .ok_or(AccError::OutOfMemory { bytes })?;
         self.used.fetch_add(size, Ordering::Relaxed);
-        self.blocks.lock().unwrap_or_else(|e| e.into_inner()).insert(p as u64, block);
+        self.blocks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(p as u64, block);
         Ok(p as u64)
     }
 
@@ -227,7 +264,9 @@ impl Backend for Emulated {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&dev)
-            .ok_or_else(|| AccError::InvalidArgument(format!("{dev:#x} is not an allocated device address")))?;
+            .ok_or_else(|| {
+                AccError::InvalidArgument(format!("{dev:#x} is not an allocated device address"))
+            })?;
         let p = SendPtr(dev as usize);
         self.used.fetch_sub(block.size(), Ordering::Relaxed);
         let memory = Arc::clone(&self.memory);
@@ -246,7 +285,11 @@ impl Backend for Emulated {
     }
 
     fn allocation_size(&self, dev: u64) -> Option<usize> {
-        self.blocks.lock().unwrap_or_else(|e| e.into_inner()).get(&dev).map(Block::size)
+        self.blocks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&dev)
+            .map(Block::size)
     }
 
     // The host range is valid for `bytes` (the Backend::upload contract the runtime keeps).
@@ -265,7 +308,9 @@ impl Backend for Emulated {
                 Box::new(move || {
                     let d = d;
                     // SAFETY: dev range checked above; the copy is ours.
-                    unsafe { std::ptr::copy_nonoverlapping(copy.as_ptr(), d.0 as *mut u8, copy.len()) }
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(copy.as_ptr(), d.0 as *mut u8, copy.len())
+                    }
                 }),
             );
         }
@@ -333,7 +378,10 @@ impl Backend for Emulated {
         // The cell is this device's memory for the result: its address is the download's source.
         let cell_addr = cell.as_ref().map(|c| Arc::as_ptr(c) as u64);
         if let (Some(cell), Some(slot)) = (cell, slot) {
-            self.pending_red.lock().unwrap_or_else(|e| e.into_inner()).push(PendingRed { q, cell, slot });
+            self.pending_red
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(PendingRed { q, cell, slot });
         }
         Ok(cell_addr)
     }
@@ -343,7 +391,9 @@ impl Backend for Emulated {
     }
 
     fn flush_reduction(&self, q: QueueId) -> Result<()> {
-        let Some(p) = take_oldest(&self.pending_red, |p| p.q == q) else { return Ok(()) };
+        let Some(p) = take_oldest(&self.pending_red, |p| p.q == q) else {
+            return Ok(());
+        };
         let (cell, slot) = (p.cell, p.slot);
         self.run(
             q,
@@ -382,7 +432,9 @@ impl Backend for Emulated {
         if waiter == on {
             return Ok(());
         }
-        let Some(target_queue) = self.queues.get(on) else { return Ok(()) };
+        let Some(target_queue) = self.queues.get(on) else {
+            return Ok(());
+        };
         // Every job counted here is already in its worker's channel (see queues::Queue::push),
         // so the wait job below comes after them on a worker they share: no worker waits for a
         // job queued behind its own.
@@ -391,7 +443,8 @@ impl Backend for Emulated {
             target_queue.wait_for(target);
             return Ok(());
         }
-        self.queues.submit(waiter, Box::new(move || target_queue.wait_for(target)))
+        self.queues
+            .submit(waiter, Box::new(move || target_queue.wait_for(target)))
     }
 
     fn native_stream(&self, _q: QueueId) -> *mut c_void {

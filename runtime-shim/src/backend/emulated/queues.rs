@@ -52,8 +52,13 @@ impl AsyncQueues {
         let workers = crate::env::count("ACCSHIM_EMU_QUEUE_THREADS")
             .unwrap_or(DEFAULT_WORKERS)
             .max(1);
-        let inner = Inner { queues: HashMap::new(), workers: (0..workers).map(|_| None).collect() };
-        AsyncQueues { inner: Mutex::new(inner) }
+        let inner = Inner {
+            queues: HashMap::new(),
+            workers: (0..workers).map(|_| None).collect(),
+        };
+        AsyncQueues {
+            inner: Mutex::new(inner),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -121,20 +126,31 @@ impl Worker {
                     // A panicking job must not kill the worker (waiters would hang): the
                     // runtime reports it and aborts, as for any device failure.
                     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
-                        eprintln!("accshim: a kernel or host function panicked on async queue {}", queue.id);
+                        eprintln!(
+                            "accshim: a kernel or host function panicked on async queue {}",
+                            queue.id
+                        );
                         std::process::abort();
                     }
                     queue.complete_one();
                 }
             })
-            .map_err(|e| AccError::Device(format!("cannot start a thread for the emulated device's async queues: {e}")))?;
+            .map_err(|e| {
+                AccError::Device(format!(
+                    "cannot start a thread for the emulated device's async queues: {e}"
+                ))
+            })?;
         Ok(Worker { tx, thread })
     }
 }
 
 impl Queue {
     fn new(id: QueueId) -> Arc<Queue> {
-        Arc::new(Queue { id, counts: Mutex::new((0, 0)), done: Condvar::new() })
+        Arc::new(Queue {
+            id,
+            counts: Mutex::new((0, 0)),
+            done: Condvar::new(),
+        })
     }
 
     fn counts(&self) -> MutexGuard<'_, (u64, u64)> {
@@ -147,7 +163,10 @@ impl Queue {
     fn push(self: &Arc<Self>, tx: &Sender<(Arc<Queue>, Job)>, job: Job) -> Result<()> {
         let mut c = self.counts();
         if tx.send((Arc::clone(self), job)).is_err() {
-            return Err(AccError::Device(format!("the worker thread of async queue {} has ended", self.id)));
+            return Err(AccError::Device(format!(
+                "the worker thread of async queue {} has ended",
+                self.id
+            )));
         }
         c.0 += 1;
         Ok(())
