@@ -70,8 +70,8 @@ pub fn object_at(elf: &[u8], value: u64) -> Option<String> {
 pub fn data_symbol(addr: usize) -> Option<String> {
     // SAFETY: `Dl_info` is a C struct of pointers and integers; all-zero bytes are a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only reads the address and fills the local out struct.
     if addr == 0
+        // SAFETY: dladdr only reads the address and fills the local out struct.
         || unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0
         || info.dli_fname.is_null()
     {

@@ -169,8 +169,8 @@ pub fn describe_site(ret: usize) -> String {
 /// The exported symbol whose object starts at `addr` (a global array), if dladdr knows one.
 pub fn symbol_of(addr: usize) -> Option<String> {
     let info = dl_info(addr)?;
-    // SAFETY: as above.
     (!info.dli_sname.is_null() && info.dli_saddr as usize == addr).then(|| {
+        // SAFETY: as above.
         unsafe { CStr::from_ptr(info.dli_sname) }
             .to_string_lossy()
             .into_owned()

@@ -180,10 +180,10 @@ pub fn selected() -> (acc_device_t, i32) {
 #[inline(always)]
 pub fn current() -> Option<&'static Runtime> {
     let p = CURRENT.load(Ordering::Acquire);
-    // SAFETY: published runtimes are leaked and never freed.
     if p.is_null() {
         None
     } else {
+        // SAFETY: published runtimes are leaked and never freed.
         Some(unsafe { &*p })
     }
 }

@@ -90,10 +90,10 @@ fn open_regions() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
 }
 
 unsafe fn loc_of(p: *const Loc) -> Loc {
-    // SAFETY: not NULL; the C caller passes a valid Loc (the function's contract).
     if p.is_null() {
         Loc::UNKNOWN
     } else {
+        // SAFETY: not NULL; the C caller passes a valid Loc (the function's contract).
         unsafe { *p }
     }
 }
@@ -127,10 +127,10 @@ unsafe fn waits(p: *const c_longlong, n: c_int, loc: &Loc) -> Option<Vec<i64>> {
 }
 
 fn static_cstr(p: *const c_char, fallback: &'static CStr) -> &'static CStr {
-    // SAFETY: the C macros pass string literals.
     if p.is_null() {
         fallback
     } else {
+        // SAFETY: the C macros pass string literals.
         unsafe { CStr::from_ptr(p) }
     }
 }

@@ -97,9 +97,9 @@ unsafe fn read_tags(va: &mut VaArgs) -> Result<LaunchTags, String> {
                     }
                 }
             }
-            // SAFETY: an async tag with LAUNCH_OP_MAX is followed by the queue as an int.
             LAUNCH_ASYNC => {
                 t.async_ = Some(if op == LAUNCH_OP_MAX {
+                    // SAFETY: an async tag with LAUNCH_OP_MAX is followed by the queue as an int.
                     unsafe { va.int() }
                 } else {
                     op as i32

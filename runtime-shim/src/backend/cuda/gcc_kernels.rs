@@ -133,8 +133,8 @@ impl GccKernels {
             Some(r) => r,
             None => {
                 let mut base: CUdeviceptr = 0;
-                // SAFETY: an allocation in the current context.
                 check(
+                    // SAFETY: an allocation in the current context.
                     unsafe { sys::cuMemAlloc_v2(&mut base, RING) },
                     "cuMemAlloc (kernel arguments)",
                 )?;
@@ -148,8 +148,8 @@ impl GccKernels {
         ring.next += bytes.next_multiple_of(256);
         if !args.is_empty() {
             // From pageable memory the driver takes a copy of the bytes before it returns.
-            // SAFETY: `args` is valid for its length; `at` is inside the ring.
             check(
+                // SAFETY: `args` is valid for its length; `at` is inside the ring.
                 unsafe { sys::cuMemcpyHtoDAsync_v2(at, args.as_ptr().cast(), args.len() * 8, s) },
                 "cuMemcpyHtoDAsync (kernel arguments)",
             )?;

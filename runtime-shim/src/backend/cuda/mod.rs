@@ -692,8 +692,8 @@ impl Cuda {
         };
         let i = pool.next % RED_POOL;
         if i == 0 {
-            // SAFETY: pinned source that never changes; device cells of the same size.
             check(
+                // SAFETY: pinned source that never changes; device cells of the same size.
                 unsafe {
                     sys::cuMemcpyHtoDAsync_v2(
                         pool.cells,
@@ -1044,8 +1044,8 @@ impl Backend for Cuda {
         // Memory from cuMemAlloc cannot be freed in stream order: wait for the queue first (the
         // synchronous queue too, as the block may be handed out again for another queue).
         let s = self.stream(q)?;
-        // SAFETY: `s` is a live stream of our context.
         check(
+            // SAFETY: `s` is a live stream of our context.
             unsafe { sys::cuStreamSynchronize(s) },
             "cuStreamSynchronize",
         )?;
@@ -1093,9 +1093,9 @@ impl Backend for Cuda {
         if bytes >= STAGE_MIN && !self.direct(q, host as usize, bytes) {
             self.staged_upload(s, dev, host, bytes)?;
         } else {
-            // SAFETY: `host` names `bytes` readable bytes (Backend::upload's contract: the runtime passes
-            // a mapped host range) and `dev` an allocation of at least that size; `s` is our stream.
             check(
+                // SAFETY: `host` names `bytes` readable bytes (Backend::upload's contract: the runtime passes
+                // a mapped host range) and `dev` an allocation of at least that size; `s` is our stream.
                 unsafe { sys::cuMemcpyHtoDAsync_v2(dev, host.cast(), bytes, s) },
                 "cuMemcpyHtoDAsync",
             )?;
@@ -1111,9 +1111,9 @@ impl Backend for Cuda {
             // several times the driver's pageable rate.
             return self.staged_download(s, host, dev, bytes);
         }
-        // SAFETY: `host` names `bytes` writable bytes (Backend::download's contract) and `dev` an
-        // allocation of at least that size; `s` is our stream.
         check(
+            // SAFETY: `host` names `bytes` writable bytes (Backend::download's contract) and `dev` an
+            // allocation of at least that size; `s` is our stream.
             unsafe { sys::cuMemcpyDtoHAsync_v2(host.cast(), dev, bytes, s) },
             "cuMemcpyDtoHAsync",
         )?;
@@ -1123,8 +1123,8 @@ impl Backend for Cuda {
     fn copy_d2d(&self, q: QueueId, dst: u64, src: u64, bytes: usize) -> Result<()> {
         self.bind();
         let s = self.stream(q)?;
-        // SAFETY: both ranges are device allocations of `bytes` bytes (the runtime's contract); `s` is our stream.
         check(
+            // SAFETY: both ranges are device allocations of `bytes` bytes (the runtime's contract); `s` is our stream.
             unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, s) },
             "cuMemcpyDtoDAsync",
         )?;
@@ -1230,8 +1230,8 @@ impl Backend for Cuda {
                     "cuLaunchKernel",
                 )?;
             }
-            // SAFETY: a pinned slot of 8 bytes and a device cell of 8 bytes.
             None => check(
+                // SAFETY: a pinned slot of 8 bytes and a device cell of 8 bytes.
                 unsafe { sys::cuMemcpyDtoHAsync_v2(p.slot.0 as *mut c_void, p.cell, 8, s) },
                 "cuMemcpyDtoHAsync",
             )?,
@@ -1276,8 +1276,8 @@ impl Backend for Cuda {
             return Ok(());
         }
         let s = self.stream(q)?;
-        // SAFETY: `s` is a live stream of our context.
         check(
+            // SAFETY: `s` is a live stream of our context.
             unsafe { sys::cuStreamSynchronize(s) },
             "cuStreamSynchronize",
         )?;
