@@ -47,8 +47,9 @@ fn export_a_million_events() {
 
 /// The largest resident set of the child processes run so far (the exports), in KiB.
 fn children_peak_rss_kb() -> i64 {
-    // SAFETY: getrusage only writes the struct it is given.
+    // SAFETY: `rusage` is a C struct of integers; all-zero bytes are a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct it is given.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
     ru.ru_maxrss
 }
