@@ -12,7 +12,6 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 use tools::chrome_validator::validate;
-use tools::synth::{laplace_like, Synth};
 
 fn node_available() -> bool {
     Command::new("node")
@@ -34,38 +33,7 @@ fn devtools_trace_engine_keeps_every_slice_on_its_named_track() {
         "the DevTools trace engine is not installed: run `npm ci --prefix accprof-cli/tests/tools/node`"
     );
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Synth::new("/home/user/laplace", 4242, None);
-    laplace_like(&mut s, 4);
-    // An overlap on queue 3, which the export has to split over two lanes.
-    s.launch(1_000, 5_000, 0, "k1", (1, 1, 1), Some(3));
-    s.launch(3_000, 8_000, 0, "k2", (1, 1, 1), Some(3));
-    // Device records on two streams (one split over two lanes), with flows from the constructs
-    // and launches that issued them.
-    s.device_kernel(
-        102_500,
-        111_000,
-        Some(0x7f10),
-        Some((0, 102_100)),
-        "main_42_gpu",
-    );
-    s.device_kernel(
-        110_000,
-        112_000,
-        Some(0x7f10),
-        Some((0, 102_200)),
-        "main_42_gpu",
-    );
-    s.device_copy(
-        62_500,
-        73_000,
-        Some(0x7f20),
-        Some((0, 62_100)),
-        accprof_trace::device::COPY_HTOD,
-        8 << 20,
-        Some("A"),
-    );
-    let trace = dir.path().join("laplace.trace");
-    s.write(&trace);
+    let trace = tools::laplace_with_lanes_and_streams(dir.path());
     let json_path = dir.path().join("laplace.json");
     let o = tools::run(&[
         "export",

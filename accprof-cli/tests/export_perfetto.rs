@@ -509,42 +509,11 @@ fn the_extension_or_the_flag_chooses_perfetto() {
 
 #[test]
 fn async_queues_overlapping_lanes_and_several_streams_match_the_json() {
-    use tools::synth::{laplace_like, Synth};
     if !perfetto_available("the Perfetto export of a synthetic trace") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Synth::new("/home/user/laplace", 4242, None);
-    laplace_like(&mut s, 4);
-    // Two launches overlapping on queue 3: a second lane, a track of its own in Perfetto.
-    s.launch(1_000, 5_000, 0, "k1", (1, 1, 1), Some(3));
-    s.launch(3_000, 8_000, 0, "k2", (1, 1, 1), Some(3));
-    // Device records on two streams (one over two lanes) with flows from what issued them.
-    s.device_kernel(
-        102_500,
-        111_000,
-        Some(0x7f10),
-        Some((0, 102_100)),
-        "main_42_gpu",
-    );
-    s.device_kernel(
-        110_000,
-        112_000,
-        Some(0x7f10),
-        Some((0, 102_200)),
-        "main_42_gpu",
-    );
-    s.device_copy(
-        62_500,
-        73_000,
-        Some(0x7f20),
-        Some((0, 62_100)),
-        accprof_trace::device::COPY_HTOD,
-        8 << 20,
-        Some("A"),
-    );
-    let trace = dir.path().join("laplace.trace");
-    s.write(&trace);
+    let trace = tools::laplace_with_lanes_and_streams(dir.path());
     let (v, _) = same_as_json(&[trace], dir.path(), "synthetic");
     let tracks = &v.tracks[&v.processes[0]];
     assert!(

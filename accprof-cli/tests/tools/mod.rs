@@ -64,3 +64,40 @@ pub fn assert_one_line_failure(o: &Output, mentions: &str) {
         "{err}"
     );
 }
+
+/// A synthetic Laplace trace in `dir` with what the exporters must lay out with care: two
+/// launches overlapping on async queue 3 (two lanes), and device records on two streams (one
+/// kernel stream over two lanes) with flows from the constructs and launches that issued them.
+pub fn laplace_with_lanes_and_streams(dir: &Path) -> PathBuf {
+    use synth::{laplace_like, TraceBuilder};
+    let mut s = TraceBuilder::new("/home/user/laplace", 4242, None);
+    laplace_like(&mut s, 4);
+    s.launch(1_000, 5_000, 0, "k1", (1, 1, 1), Some(3));
+    s.launch(3_000, 8_000, 0, "k2", (1, 1, 1), Some(3));
+    s.device_kernel(
+        102_500,
+        111_000,
+        Some(0x7f10),
+        Some((0, 102_100)),
+        "main_42_gpu",
+    );
+    s.device_kernel(
+        110_000,
+        112_000,
+        Some(0x7f10),
+        Some((0, 102_200)),
+        "main_42_gpu",
+    );
+    s.device_copy(
+        62_500,
+        73_000,
+        Some(0x7f20),
+        Some((0, 62_100)),
+        accprof_trace::device::COPY_HTOD,
+        8 << 20,
+        Some("A"),
+    );
+    let trace = dir.join("laplace.trace");
+    s.write(&trace);
+    trace
+}
