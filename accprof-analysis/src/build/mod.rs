@@ -30,47 +30,11 @@ use accprof_trace::{device, Event, EventFlags, Field, StrId, StringTable};
 pub use device_gaps::{DeviceGaps, GapSite};
 pub use device_memory::{DeviceMemory, HeldArray};
 use nesting::share_overhead;
-use std::collections::{HashMap as StdHashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 
-/// A multiply-rotate hasher (the Fx hash of rustc): the builder does several map lookups per
-/// event on small integer keys, where SipHash's DoS resistance buys nothing and costs a third of
-/// the time.
-#[derive(Default, Clone, Copy, Debug)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut v = [0u8; 8];
-            v[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(v));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_i64(&mut self, v: i64) {
-        self.write_u64(v as u64);
-    }
-    fn write_i32(&mut self, v: i32) {
-        self.write_u64(v as u64);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// The builder's tables are looked up on small integer keys once or more per event, where
+/// SipHash's DoS resistance buys nothing and costs a third of the time.
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// Stack entries a thread keeps waiting for an enclosing construct, at most. Past its share,
 /// the oldest half is accounted as outside any construct, so that memory does not grow with a

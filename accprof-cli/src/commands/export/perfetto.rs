@@ -18,47 +18,11 @@ use accprof_perfetto::{
     PerfettoWriter, StringId, TrackId,
 };
 use accprof_trace::device;
-use std::collections::HashMap as StdHashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Write};
 
-/// A multiply-rotate hasher (rustc's Fx) for the tables looked up once per event on small
-/// integer keys, where SipHash's DoS resistance buys nothing and costs a hash of 40 bytes.
-#[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut v = [0u8; 8];
-            v[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(v));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u16(&mut self, v: u16) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_i32(&mut self, v: i32) {
-        self.write_u64(v as u32 as u64);
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(u64::from(v));
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<FxHasher>>;
-
-/// OpenACC's `acc_async_sync`.
-const ACC_ASYNC_SYNC: i32 = -2;
+/// The export's tables are looked up on small integer keys once or more per event, where
+/// SipHash's DoS resistance buys nothing and costs a third of the time.
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// What was written, for the closing message and the progress bar.
 pub(super) struct Written {
@@ -468,7 +432,7 @@ impl Names {
         }
         // Synchronous work (acc_async_sync, most events) is what its track already says: only
         // asynchronous events carry their async argument and queue, a fifth of the file less.
-        if s.async_ != NONE_I32 && s.async_ != ACC_ASYNC_SYNC {
+        if s.async_ != NONE_I32 && i64::from(s.async_) != accprof_abi::ACC_ASYNC_SYNC {
             push(Arg {
                 name: self.arg_async,
                 value: ArgValue::Int(i64::from(s.async_)),
