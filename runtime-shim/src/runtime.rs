@@ -18,8 +18,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-pub const ACC_ASYNC_NOVAL: i64 = -1;
-pub const ACC_ASYNC_SYNC: i64 = -2;
+pub use accprof_abi::{ACC_ASYNC_NOVAL, ACC_ASYNC_SYNC};
 
 pub struct Runtime {
     pub backend: Box<dyn Backend>,
