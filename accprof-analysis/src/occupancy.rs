@@ -79,8 +79,11 @@ impl DeviceLimits {
             .compute_capability
             .as_deref()
             .and_then(|c| c.split('.').next()?.parse::<u32>().ok());
-        d.reserved_shared_memory_per_block =
-            reserved.unwrap_or(if major.is_some_and(|m| m >= 8) { 1024 } else { 0 });
+        d.reserved_shared_memory_per_block = reserved.unwrap_or(if major.is_some_and(|m| m >= 8) {
+            1024
+        } else {
+            0
+        });
         let needed = [
             d.multiprocessors,
             d.warp_size,
@@ -141,7 +144,12 @@ fn round_up(v: u64, unit: u64) -> u64 {
 /// The theoretical occupancy of blocks of `threads` threads, each using `registers` registers
 /// per thread and `shared_bytes` of shared memory (static plus dynamic), on device `d`. `None`
 /// for an empty block.
-pub fn occupancy(d: &DeviceLimits, threads: u64, registers: u64, shared_bytes: u64) -> Option<Occupancy> {
+pub fn occupancy(
+    d: &DeviceLimits,
+    threads: u64,
+    registers: u64,
+    shared_bytes: u64,
+) -> Option<Occupancy> {
     if threads == 0 || d.warp_size == 0 {
         return None;
     }
@@ -291,7 +299,10 @@ mod tests {
     #[test]
     fn shared_memory_limits_blocks_of_48_kib() {
         // 48 KiB + 1 KiB reserved per block: 3 blocks in 164 KiB.
-        assert_eq!(occ(&a100(), 256, 32, 48 * 1024), (3, 24, Limiter::SharedMemory));
+        assert_eq!(
+            occ(&a100(), 256, 32, 48 * 1024),
+            (3, 24, Limiter::SharedMemory)
+        );
     }
 
     #[test]
@@ -305,7 +316,11 @@ mod tests {
     fn partial_warps_count_as_whole_ones() {
         // 96 threads = 3 warps: 21 blocks fill 63 of 64 warp slots.
         assert_eq!(occ(&a100(), 96, 32, 0), (21, 63, Limiter::Threads));
-        assert_eq!(occ(&a100(), 100, 32, 0).1, 64, "4 warps, one of them partial");
+        assert_eq!(
+            occ(&a100(), 100, 32, 0).1,
+            64,
+            "4 warps, one of them partial"
+        );
     }
 
     #[test]

@@ -51,7 +51,10 @@ impl ProfileBuilder {
             &mut g.registers_per_thread,
             ev.get(Field::Registers).unwrap_or(0),
         );
-        add(&mut g.shared_mem_bytes, ev.get(Field::SharedMem).unwrap_or(0));
+        add(
+            &mut g.shared_mem_bytes,
+            ev.get(Field::SharedMem).unwrap_or(0),
+        );
         if first {
             g.device = ev.get_i64(Field::DeviceNumber);
         }
@@ -84,7 +87,9 @@ pub(super) fn attach(
 ) {
     let mut by_name: HashMap<&str, LaunchGeometry> = HashMap::default();
     for (id, g) in by_id {
-        let Some(name) = strings.get(id) else { continue };
+        let Some(name) = strings.get(id) else {
+            continue;
+        };
         match by_name.get_mut(name) {
             None => {
                 by_name.insert(name, g);
