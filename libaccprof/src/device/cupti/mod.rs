@@ -412,8 +412,14 @@ unsafe fn deliver(s: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, val
     {
         s.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
     }
+    // Activities only: a device's limits are no record of what it did.
+    let limits = batch
+        .events
+        .iter()
+        .filter(|e| e.kind == accprof_trace::device::PROPERTIES)
+        .count();
     s.records
-        .fetch_add(batch.events.len() as u64, Ordering::Relaxed);
+        .fetch_add((batch.events.len() - limits) as u64, Ordering::Relaxed);
     if batch.events.is_empty() && batch.strings.is_empty() {
         return;
     }
