@@ -62,6 +62,7 @@ pub mod host_fallback;
 pub use accprof_timeline::format;
 pub mod load;
 pub mod model;
+pub mod occupancy;
 pub mod report;
 pub mod runtime_internal;
 pub mod source;

@@ -231,6 +231,42 @@ pub struct Kernel {
     pub first_ns: u64,
     pub last_ns: u64,
     pub samples: Vec<EventRef>,
+    /// What the device's kernel records say of its launches (CUPTI), where the trace has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub geometry: Option<LaunchGeometry>,
+}
+
+/// A kernel's launch geometry as the device ran it (CUPTI's kernel records): ranges over its
+/// launches, and the theoretical occupancy of its largest launch on its device.
+#[derive(Clone, PartialEq, Debug, Default, Serialize)]
+pub struct LaunchGeometry {
+    /// Kernel records that gave geometry.
+    pub launches: u64,
+    /// Grid extents x, y, z (blocks).
+    pub grid: [ValueRange; 3],
+    /// Block extents x, y, z (threads).
+    pub block: [ValueRange; 3],
+    /// Blocks per launch (the grid's product).
+    pub blocks: ValueRange,
+    /// Threads per block (the block's product).
+    pub threads_per_block: ValueRange,
+    pub registers_per_thread: ValueRange,
+    /// Static plus dynamic shared memory per block, bytes.
+    pub shared_mem_bytes: ValueRange,
+    /// The CUDA device ordinal of its first launch.
+    pub device: Option<i64>,
+    /// The device's multiprocessors, where the trace has the device's limits.
+    pub multiprocessors: Option<u64>,
+    /// For the largest block, registers and shared memory seen, where the trace has the
+    /// device's limits.
+    pub occupancy: Option<crate::occupancy::Occupancy>,
+}
+
+impl LaunchGeometry {
+    /// Whether the fewest blocks of a launch leave multiprocessors with nothing to run.
+    pub fn fewer_blocks_than_multiprocessors(&self) -> bool {
+        self.multiprocessors.is_some_and(|sm| self.blocks.min < sm)
+    }
 }
 
 /// One variable (or host address range) and one direction.
@@ -426,6 +462,9 @@ pub struct Profile {
     /// Where the device idled between constructs while the host worked (traces with device
     /// records only; left empty when profiles are merged).
     pub device_gaps: crate::build::DeviceGaps,
+    /// The limits of the devices kernels ran on (traces with CUPTI's device properties).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<crate::occupancy::DeviceLimits>,
     /// Problems the user should know about (truncated trace, dropped events).
     pub warnings: Vec<String>,
 }

@@ -90,10 +90,18 @@ fields! {
     AllocSite = 31, "alloc_site", Pointer;
     AllocBase = 32, "alloc_base", Pointer;
     AllocBytes = 33, "alloc_bytes", Unsigned;
+    // Kernel device records: the launch geometry CUPTI recorded ([`device::pack_dim3`]).
+    GridDim = 34, "grid_dim", Unsigned;
+    BlockDim = 35, "block_dim", Unsigned;
+    Registers = 36, "registers_per_thread", Unsigned;
+    // Static plus dynamic shared memory per block, in bytes.
+    SharedMem = 37, "shared_mem_bytes", Unsigned;
+    // [`device::PROPERTIES`] only: the device's limits as `key=value` lines.
+    DeviceProperties = 38, "device_properties", String;
 }
 
 /// How many optional fields an event has.
-pub const FIELD_COUNT: usize = 34;
+pub const FIELD_COUNT: usize = 39;
 
 /// Records about the tool itself, with kinds outside the specification's numbers.
 pub mod tool {
@@ -121,6 +129,41 @@ pub mod device {
     pub const MEMCPY: acc_event_t = acc_event_t(1002);
     /// A memset: `bytes`.
     pub const MEMSET: acc_event_t = acc_event_t(1003);
+    /// A point event, once per device the records ran on: `device_number` (the CUDA ordinal
+    /// that kernel records name) and [`super::Field::DeviceProperties`], the device's limits
+    /// as `key=value` lines ([`PROPERTY_KEYS`]).
+    pub const PROPERTIES: acc_event_t = acc_event_t(1004);
+
+    /// The keys of a [`PROPERTIES`] event's text, in the order libaccprof writes them (each is
+    /// the CUDA device attribute of that meaning, in bytes for memory; `name` is the device's
+    /// name). Readers skip keys they do not know.
+    pub const PROPERTY_KEYS: [&str; 13] = [
+        "compute_capability",
+        "multiprocessors",
+        "warp_size",
+        "max_threads_per_block",
+        "max_threads_per_multiprocessor",
+        "max_blocks_per_multiprocessor",
+        "registers_per_block",
+        "registers_per_multiprocessor",
+        "shared_memory_per_block",
+        "shared_memory_per_block_optin",
+        "shared_memory_per_multiprocessor",
+        "reserved_shared_memory_per_block",
+        "name",
+    ];
+
+    /// Packs a launch's x, y and z extents into one [`super::Field::GridDim`] or
+    /// [`super::Field::BlockDim`] value: x in bits 0-31, y in 32-47, z in 48-63 (CUDA's grid
+    /// limits are 2^31-1, 65535 and 65535; a block's are smaller). Larger values are cut.
+    pub const fn pack_dim3(x: u64, y: u64, z: u64) -> u64 {
+        (x & 0xffff_ffff) | (y & 0xffff) << 32 | (z & 0xffff) << 48
+    }
+
+    /// `(x, y, z)` of a packed [`pack_dim3`] value.
+    pub const fn split_dim3(v: u64) -> (u64, u64, u64) {
+        (v & 0xffff_ffff, (v >> 32) & 0xffff, v >> 48)
+    }
 
     /// Whether `kind` is a device record.
     pub fn is_device_record(kind: acc_event_t) -> bool {
@@ -424,7 +467,21 @@ mod tests {
             (device::COPY_DTOH, device::MEM_DEVICE, device::MEM_PAGEABLE)
         );
         assert!(device::is_device_record(device::MEMCPY));
+        assert!(
+            !device::is_device_record(device::PROPERTIES),
+            "the device's limits are no activity"
+        );
         assert!(!device::is_device_record(acc_event_t::ENQUEUE_UPLOAD_START));
+    }
+
+    #[test]
+    fn launch_dimensions_pack_and_split() {
+        let v = device::pack_dim3((1 << 31) - 1, 65_535, 7);
+        assert_eq!(device::split_dim3(v), ((1 << 31) - 1, 65_535, 7));
+        assert_eq!(
+            device::split_dim3(device::pack_dim3(128, 1, 1)),
+            (128, 1, 1)
+        );
     }
 
     #[test]
@@ -454,7 +511,15 @@ mod tests {
         plain.clear(Field::AllocSite);
         plain.clear(Field::AllocBase);
         plain.clear(Field::AllocBytes);
-        let evs = [e, plain, e];
+        let mut kernel = Event::new(device::KERNEL, 20);
+        kernel.set(Field::GridDim, device::pack_dim3(4, 1, 1));
+        kernel.set(Field::BlockDim, device::pack_dim3(32, 4, 1));
+        kernel.set(Field::Registers, 40);
+        kernel.set(Field::SharedMem, 1024);
+        let mut limits = Event::new(device::PROPERTIES, 30);
+        limits.set_i64(Field::DeviceNumber, 0);
+        limits.set(Field::DeviceProperties, 3);
+        let evs = [e, plain, e, kernel, limits, kernel];
         let mut enc = EventEncoder::new();
         let mut buf = Vec::new();
         for ev in &evs {

@@ -44,6 +44,9 @@ pub enum Rule {
     InitEarly,
     /// The device idles between constructs while the host works (traces with device records).
     DeviceIdleGaps,
+    /// Launch geometry that wastes the GPU: fewer gangs than SMs, partial warps, register-bound
+    /// occupancy (traces with device records and the device's limits).
+    LaunchGeometry,
 }
 
 impl Rule {
@@ -60,6 +63,7 @@ impl Rule {
             Rule::AsyncQueues => "async_queues",
             Rule::InitEarly => "init_early",
             Rule::DeviceIdleGaps => "device_idle_gaps",
+            Rule::LaunchGeometry => "launch_geometry",
         }
     }
 
@@ -155,7 +159,7 @@ pub trait AdviceRule {
 
 /// Every rule, in the order they run (the data-region rules first: the others read what they
 /// claimed).
-pub const RULES: [&(dyn AdviceRule + Sync); 10] = [
+pub const RULES: [&(dyn AdviceRule + Sync); 11] = [
     &rules::DataRegion,
     &rules::CreateInsteadOfCopy,
     &rules::WholeArray,
@@ -166,6 +170,7 @@ pub const RULES: [&(dyn AdviceRule + Sync); 10] = [
     &rules::AsyncQueues,
     &rules::InitEarly,
     &rules::DeviceIdleGaps,
+    &rules::LaunchGeometryRule,
 ];
 
 /// Runs every rule and returns the findings, largest estimated saving first.

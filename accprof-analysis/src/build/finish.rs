@@ -39,12 +39,15 @@ impl ProfileBuilder {
         self.attribute_device_records(strings);
         self.prefer_device_times();
         let name = |id: Option<StrId>| strings.resolve(id).map(str::to_string);
+        let devices = self.device_limits(strings);
         let mut profile = Profile {
             summary: self.summary,
             ..Profile::default()
         };
         profile.device_memory = std::mem::take(&mut self.device_memory).finish(strings);
         profile.device_gaps = std::mem::take(&mut self.device_gaps);
+        profile.devices = devices;
+        let launch_geometry = std::mem::take(&mut self.launch_geometry);
         if self.late_enclosing > 0 {
             profile.warnings.push(format!(
                 "{} construct(s) enclosed more operations that no inner construct did than accprof keeps waiting for their construct ({MIN_PENDING} to {MAX_PENDING} per thread); operations of theirs were counted outside any construct",
@@ -92,6 +95,12 @@ impl ProfileBuilder {
                 k
             })
             .collect();
+        super::geometry::attach(
+            &mut profile.kernels,
+            &profile.devices,
+            launch_geometry,
+            strings,
+        );
         profile.variables = self
             .variables
             .into_iter()

@@ -28,6 +28,7 @@ impl ProfileBuilder {
                         first_ns: leaf.r.start_ns,
                         last_ns: 0,
                         samples: Vec::new(),
+                        geometry: None,
                     },
                 ));
                 self.kernel_device.push(Timing::device());

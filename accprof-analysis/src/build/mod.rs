@@ -18,6 +18,7 @@ mod device_gaps;
 mod device_memory;
 mod device_records;
 mod finish;
+mod geometry;
 mod kernels;
 mod nesting;
 mod transfers;
@@ -307,6 +308,10 @@ pub struct ProfileBuilder {
     late_enclosing: u64,
     device_memory: device_memory::DeviceMemoryTracker,
     device_gaps: DeviceGaps,
+    /// Launch geometry from kernel records, by kernel name (`geometry`).
+    launch_geometry: HashMap<StrId, LaunchGeometry>,
+    /// Device properties events: device ordinal and the text of its limits.
+    device_properties: Vec<(i64, StrId)>,
 }
 
 impl ProfileBuilder {
@@ -358,6 +363,10 @@ impl ProfileBuilder {
         s.events += 1;
         let thread = ev.thread().unwrap_or(-1);
         self.device_memory.feed(ev, r);
+        if ev.kind == device::PROPERTIES {
+            self.note_device_properties(ev);
+            return;
+        }
         if device::is_device_record(ev.kind) {
             if self.prefer_cupti
                 && ev
@@ -367,6 +376,7 @@ impl ProfileBuilder {
                 self.cuda_event_records_set_aside += 1;
                 return;
             }
+            self.note_launch_geometry(ev);
             self.feed_device_record(ev, thread, r);
             return;
         }

@@ -483,12 +483,58 @@ fn geometry(k: &Kernel) -> String {
         Some(w) if w.max > 1 => format!("{}x{}", r(k.vector_length), r(Some(w))),
         _ => r(k.vector_length),
     };
-    format!(
+    let mut line = format!(
         "grid: [{}]  block: [{}]  ({})",
         r(k.num_gangs),
         block,
         k.name
-    )
+    );
+    if let Some(g) = &k.geometry {
+        line.push_str("\n             ");
+        line.push_str(&device_geometry(g));
+    }
+    line
+}
+
+/// What the device ran (CUPTI's kernel records): grid and block extents, registers, shared
+/// memory, the blocks against the multiprocessors, and the theoretical occupancy.
+fn device_geometry(g: &LaunchGeometry) -> String {
+    let r = |v: &ValueRange| {
+        if v.min == v.max {
+            v.min.to_string()
+        } else {
+            format!("{}-{}", v.min, v.max)
+        }
+    };
+    let dims = |d: &[ValueRange; 3]| d.iter().map(r).collect::<Vec<_>>().join("x");
+    let mut s = format!(
+        "device: grid {}  block {}  {} regs  {} smem",
+        dims(&g.grid),
+        dims(&g.block),
+        r(&g.registers_per_thread),
+        if g.shared_mem_bytes.min == g.shared_mem_bytes.max {
+            bytes(g.shared_mem_bytes.max)
+        } else {
+            format!(
+                "{}-{}",
+                bytes(g.shared_mem_bytes.min),
+                bytes(g.shared_mem_bytes.max)
+            )
+        }
+    );
+    if let Some(sm) = g.multiprocessors {
+        let _ = write!(s, "  {} blocks on {sm} SMs", r(&g.blocks));
+        if g.blocks.min < sm {
+            let _ = write!(s, " ({} idle)", sm - g.blocks.min);
+        }
+    }
+    if let Some(o) = &g.occupancy {
+        let _ = write!(s, "  occupancy {:.0}%", o.percent);
+        if o.percent < 100.0 {
+            let _ = write!(s, " (limited by {})", o.limited_by.label());
+        }
+    }
+    s
 }
 
 /// NV_ACC_TIME's "Accelerator Kernel Timing data", with host times labelled as such.

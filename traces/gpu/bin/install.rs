@@ -10,7 +10,12 @@ pub fn install_gcc_binaries() {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/gpu/bin");
     let dst = PathBuf::from("/tmp/accprof-gpu-bin");
     std::fs::create_dir_all(&dst).unwrap();
-    for exe in ["gcc_laplace_naive", "gcc_laplace_data", "gcc_laplace_heap"] {
+    for exe in [
+        "gcc_laplace_naive",
+        "gcc_laplace_data",
+        "gcc_laplace_heap",
+        "gcc_geometry",
+    ] {
         let (from, to) = (src.join(exe), dst.join(exe));
         if std::fs::read(&to).ok() != std::fs::read(&from).ok() {
             // Written under a name of its own and renamed into place: a test running beside

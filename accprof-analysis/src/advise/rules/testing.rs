@@ -93,6 +93,11 @@ impl Run {
         e
     }
 
+    /// The id of `s` in the run's string table.
+    pub fn intern(&mut self, s: &str) -> accprof_trace::StrId {
+        self.strings.intern(s)
+    }
+
     pub fn feed(&mut self, e: Event) {
         self.b.feed(&e);
     }

@@ -23,6 +23,8 @@ pub const KIND_KERNEL: u32 = 3;
 pub const KIND_CONCURRENT_KERNEL: u32 = 10;
 
 pub const CB_DOMAIN_DRIVER_API: u32 = 1;
+pub const CB_DOMAIN_RESOURCE: u32 = 3;
+pub const CBID_RESOURCE_CONTEXT_CREATED: u32 = 1;
 pub const API_ENTER: u32 = 0;
 
 pub type BufferRequested =

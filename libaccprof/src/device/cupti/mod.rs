@@ -24,6 +24,7 @@
 pub mod calls;
 pub mod clock;
 pub mod ffi;
+pub mod limits;
 pub mod records;
 
 use crate::recorder::message::DeviceBatch;
@@ -50,6 +51,8 @@ struct State {
     names: Mutex<StringCache>,
     records: AtomicU64,
     dropped: AtomicU64,
+    /// Bit d: device d's limits were written.
+    limits_written: AtomicU64,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -92,6 +95,7 @@ fn start_inner() -> Result<HeaderKeys, String> {
         names: Mutex::new(StringCache::default()),
         records: AtomicU64::new(0),
         dropped: AtomicU64::new(0),
+        limits_written: AtomicU64::new(0),
     };
     if STATE.set(state).is_err() {
         return Err("CUPTI was already started".into());
@@ -141,6 +145,16 @@ fn start_inner() -> Result<HeaderKeys, String> {
         (lib.subscribe)(&mut sub, on_driver_call, std::ptr::null_mut())
     })?;
     SUBSCRIBER.store(sub, Ordering::Release);
+    // The first context created is when the devices' limits are read (`limits`).
+    // SAFETY: as below; a resource callback id every CUPTI has.
+    unsafe {
+        (lib.enable_callback)(
+            1,
+            sub,
+            ffi::CB_DOMAIN_RESOURCE,
+            ffi::CBID_RESOURCE_CONTEXT_CREATED,
+        )
+    };
     for cbid in s.calls.enabled() {
         // SAFETY: enabling a callback id CUPTI named (or a known one); failures for ids this
         // CUPTI does not have are harmless.
@@ -235,6 +249,12 @@ unsafe extern "C" fn on_driver_call(
     let t0 = crate::self_time::begin();
     let _ = std::panic::catch_unwind(|| {
         let Some(s) = STATE.get() else { return };
+        if domain == ffi::CB_DOMAIN_RESOURCE {
+            if cbid == ffi::CBID_RESOURCE_CONTEXT_CREATED {
+                limits::on_context_created();
+            }
+            return;
+        }
         if domain != ffi::CB_DOMAIN_DRIVER_API || cbdata.is_null() {
             return;
         }
@@ -304,6 +324,43 @@ unsafe extern "C" fn buffer_completed(
     }
 }
 
+/// Writes the limits of `device` ([`limits`]) before its first kernel record, once.
+fn device_limits(
+    s: &State,
+    device: u32,
+    names: Option<&mut std::sync::MutexGuard<'_, StringCache>>,
+    batch: &mut DeviceBatch,
+) {
+    if device >= limits::MAX_DEVICES {
+        return;
+    }
+    let bit = 1u64 << device;
+    if s.limits_written.load(Ordering::Acquire) & bit != 0 {
+        return;
+    }
+    let (Some(text), Some(cache)) = (limits::text(device), names) else {
+        return;
+    };
+    if s.limits_written.fetch_or(bit, Ordering::AcqRel) & bit != 0 {
+        return;
+    }
+    let Ok(text) = std::ffi::CString::new(text) else {
+        return;
+    };
+    // SAFETY: a NUL-terminated string alive for the call; the cache confirms a pointer hit by
+    // content, so a later string at the same address is never mistaken for this one.
+    let Some(id) = (unsafe { cache.intern(text.as_ptr(), &mut batch.strings) }) else {
+        return;
+    };
+    let mut e = accprof_trace::Event::new(
+        accprof_trace::device::PROPERTIES,
+        crate::clock::monotonic_ns(),
+    );
+    e.set_i64(accprof_trace::Field::DeviceNumber, i64::from(device));
+    e.set(accprof_trace::Field::DeviceProperties, u64::from(id.0));
+    batch.events.push(e);
+}
+
 /// Turns a completed buffer into device events and sends them to the collector.
 unsafe fn deliver(s: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usize) {
     let monotonic = MONOTONIC.load(Ordering::Acquire);
@@ -332,6 +389,9 @@ unsafe fn deliver(s: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, val
         let Some(a) = records::parse(bytes) else {
             continue;
         };
+        if let records::Activity::Kernel { device, .. } = a {
+            device_limits(s, device, names.as_mut(), &mut batch);
+        }
         let call = s.calls.take(a.correlation());
         let kernel_name = match (a, names.as_mut()) {
             (records::Activity::Kernel { name, .. }, Some(cache)) if !name.is_null() => {
@@ -352,8 +412,14 @@ unsafe fn deliver(s: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, val
     {
         s.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
     }
+    // Activities only: a device's limits are no record of what it did.
+    let limits = batch
+        .events
+        .iter()
+        .filter(|e| e.kind == accprof_trace::device::PROPERTIES)
+        .count();
     s.records
-        .fetch_add(batch.events.len() as u64, Ordering::Relaxed);
+        .fetch_add((batch.events.len() - limits) as u64, Ordering::Relaxed);
     if batch.events.is_empty() && batch.strings.is_empty() {
         return;
     }

@@ -17,6 +17,13 @@ pub enum Activity {
         stream: u32,
         correlation: u32,
         name: *const std::ffi::c_char,
+        /// The CUDA device ordinal it ran on.
+        device: u32,
+        grid: [u32; 3],
+        block: [u32; 3],
+        registers: u16,
+        /// Static plus dynamic shared memory per block.
+        shared_mem: u64,
     },
     Memcpy {
         start: u64,
@@ -54,6 +61,13 @@ pub fn parse(r: &[u8]) -> Option<Activity> {
             stream: u32_at(r, 48)?,
             correlation: u32_at(r, 92)?,
             name: u64_at(r, 104)? as usize as *const std::ffi::c_char,
+            device: u32_at(r, 40)?,
+            grid: [u32_at(r, 52)?, u32_at(r, 56)?, u32_at(r, 60)?],
+            block: [u32_at(r, 64)?, u32_at(r, 68)?, u32_at(r, 72)?],
+            registers: u16::from_le_bytes(r.get(6..8)?.try_into().ok()?),
+            // Both are int32_t in the header; a negative value (never seen) counts as none.
+            shared_mem: u64::from(u32_at(r, 76)?.min(i32::MAX as u32))
+                + u64::from(u32_at(r, 80)?.min(i32::MAX as u32)),
         }),
         super::ffi::KIND_MEMCPY => Some(Activity::Memcpy {
             copy_kind: *r.get(4)?,
@@ -118,10 +132,23 @@ impl Activity {
             e.set(Field::HostCallNs, c.host_ns);
         }
         match *self {
-            Activity::Kernel { .. } => {
+            Activity::Kernel {
+                device: dev,
+                grid,
+                block,
+                registers,
+                shared_mem,
+                ..
+            } => {
                 if let Some(id) = kernel_name {
                     e.set(Field::KernelName, u64::from(id));
                 }
+                e.set_i64(Field::DeviceNumber, i64::from(dev));
+                let dim = |d: [u32; 3]| device::pack_dim3(d[0].into(), d[1].into(), d[2].into());
+                e.set(Field::GridDim, dim(grid));
+                e.set(Field::BlockDim, dim(block));
+                e.set(Field::Registers, u64::from(registers));
+                e.set(Field::SharedMem, shared_mem);
             }
             Activity::Memcpy {
                 bytes,
@@ -178,10 +205,26 @@ mod tests {
         r
     }
 
-    /// A kernel record laid out as CUpti_ActivityKernel9.
+    /// A kernel record laid out as CUpti_ActivityKernel9 (offsets checked with offsetof against
+    /// CUDA 12's cupti_activity.h), launched on device 1 with grid 4x2x1, block 32x8x1, 40
+    /// registers, 1 KiB static and 512 bytes dynamic shared memory.
     fn kernel_record(start: u64, end: u64, stream: u32, corr: u32, name: u64) -> Vec<u8> {
-        let mut r = vec![0u8; 200];
+        let mut r = vec![0u8; 208];
         r[0..4].copy_from_slice(&10u32.to_le_bytes());
+        r[6..8].copy_from_slice(&40u16.to_le_bytes());
+        r[40..44].copy_from_slice(&1u32.to_le_bytes());
+        for (off, v) in [
+            (52, 4u32),
+            (56, 2),
+            (60, 1),
+            (64, 32),
+            (68, 8),
+            (72, 1),
+            (76, 1024),
+            (80, 512),
+        ] {
+            r[off..off + 4].copy_from_slice(&v.to_le_bytes());
+        }
         r[16..24].copy_from_slice(&start.to_le_bytes());
         r[24..32].copy_from_slice(&end.to_le_bytes());
         r[48..52].copy_from_slice(&stream.to_le_bytes());
@@ -241,6 +284,17 @@ mod tests {
         let e = a.to_event(None, |t| t, Some(3));
         assert_eq!(e.kind, device::KERNEL);
         assert_eq!(e.kernel_name().map(|s| s.0), Some(3));
+        assert_eq!(e.get_i64(Field::DeviceNumber), Some(1));
+        assert_eq!(
+            device::split_dim3(e.get(Field::GridDim).unwrap()),
+            (4, 2, 1)
+        );
+        assert_eq!(
+            device::split_dim3(e.get(Field::BlockDim).unwrap()),
+            (32, 8, 1)
+        );
+        assert_eq!(e.get(Field::Registers), Some(40));
+        assert_eq!(e.get(Field::SharedMem), Some(1536));
         assert_eq!(e.thread(), None, "no call seen: no thread claimed");
     }
 
