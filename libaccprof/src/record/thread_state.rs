@@ -212,7 +212,10 @@ fn emit_into(slot: &Slot, new_strings: &mut Vec<(StrId, Box<[u8]>)>, rec: &Recor
         if !batch.events.push(e) {
             ship(batch, &rec.tx);
             match rec.pool.take() {
-                Some(buf) => batch.events = buf,
+                Some(buf) => {
+                    buf.set_owner(slot.thread);
+                    batch.events = buf;
+                }
                 None => {
                     slot.dropped.fetch_add(1, Ordering::Relaxed);
                     return false;
@@ -411,9 +414,24 @@ impl FieldReader {
     #[inline]
     fn set_string(&mut self, e: &mut Event, f: Field, p: Option<*const std::ffi::c_char>) {
         let Some(p) = p else { return };
+        let known = self.new_strings.len();
         // SAFETY: the runtime hands us NUL-terminated strings that live through the callback.
         if let Some(id) = unsafe { self.strings.intern(p, &mut self.new_strings) } {
             e.set(f, u64::from(id.0));
+        }
+        if self.new_strings.len() > known {
+            new_string(&self.new_strings[known..]);
+        }
+    }
+}
+
+/// A string's first use (warm-up): its definition goes into the live file at once, for a
+/// reader recovering a killed run; the trace gets it with the thread's batch.
+#[cold]
+fn new_string(defs: &[(StrId, Box<[u8]>)]) {
+    if let Some(live) = crate::recorder::live::get() {
+        for (id, bytes) in defs {
+            live.add_string(id.0, bytes);
         }
     }
 }
