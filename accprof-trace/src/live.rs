@@ -189,13 +189,16 @@ pub fn recover(path: &Path, pid: u32, written: &SlotsWritten) -> Result<Recovere
     let (slot_count, slot_words) = (h(word::SLOT_COUNT), h(word::SLOT_WORDS));
     let (slots_offset, strings_offset) = (h(word::SLOTS_OFFSET), h(word::STRINGS_OFFSET));
     let strings_capacity = h(word::STRINGS_CAPACITY);
+    let slots_end = slot_count
+        .saturating_mul(slot_stride(slot_words.min(MAX_SLOT_WORDS) as usize) as u64)
+        .saturating_add(slots_offset);
     let layout_ok = slot_count <= MAX_SLOTS
         && (MAX_EVENT_WORDS as u64..=MAX_SLOT_WORDS).contains(&slot_words)
         && strings_offset >= (HEADER_BYTES as u64)
         && strings_capacity <= STRINGS_BYTES as u64
-        && strings_offset + strings_capacity <= slots_offset
+        && strings_offset.saturating_add(strings_capacity) <= slots_offset
         && slots_offset % 8 == 0
-        && slots_offset + slot_count * slot_stride(slot_words as usize) as u64 <= h(word::FILE_LEN)
+        && slots_end <= h(word::FILE_LEN)
         && h(word::FILE_LEN) <= size;
     if !layout_ok {
         return Err("its layout does not fit the file (damaged or cut short)".into());
