@@ -2,9 +2,10 @@
 //!
 //! Each recording thread owns one [`Slot`]. The owner fills its buffer without any lock shared
 //! with other threads: the slot's `busy` flag is only ever contended by the collector, which
-//! takes partly filled buffers every few hundred milliseconds (so a killed program loses little
-//! and `--follow` sees events land) and at exit. A full buffer is handed to the collector over a
-//! channel and replaced from the pool; memory is bounded by the pool's size.
+//! takes partly filled buffers every few hundred milliseconds (so that `--follow` sees events
+//! land) and at exit. A full buffer is handed to the collector over a channel and replaced from
+//! the pool; memory is bounded by the pool's size. The pool's buffers are slots of the live
+//! file when there is one (super::live), so a killed program loses nothing buffered.
 
 use accprof_trace::{PackedEvents, StrId};
 use crossbeam_channel::{Receiver, Sender};

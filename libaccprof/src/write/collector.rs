@@ -1,10 +1,11 @@
 //! The writer thread: turns batches into chunks in the trace file.
 //!
-//! It creates the file when recording starts, at the first event (a program that records
-//! nothing leaves no file), records the module map whenever an event points into a module it
-//! has not written yet, sweeps partly filled thread buffers every 200 ms so that a killed
-//! program loses little and a following reader sees events land, writes drop counts as it
-//! learns them, and at shutdown the footer.
+//! The file is created when recording starts, at the first event (a program that records
+//! nothing leaves no file). The writer records the module map whenever an event points into a
+//! module it has not written yet, sweeps partly filled thread buffers every 200 ms so that a
+//! following reader sees events land, writes drop counts as it learns them, and at shutdown
+//! the footer. Before the events of a buffer that is a live-file slot it writes which slot and
+//! generation they are, and empties the slot only after (recorder::live).
 
 use crate::recorder::late;
 use crate::recorder::message::{ship, DeviceBatch, Message, Summary};
