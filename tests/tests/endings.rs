@@ -254,6 +254,21 @@ fn kill_after_ready(mode: &str, n: u32, total: u32) -> (Trace, PathBuf) {
         );
     }
     eprintln!("{mode}: {missing} of {total} constructs came from the live file");
+    // Recovered times are converted to the trace's clock like written ones: all within the run.
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let now = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    let started = t.header.start_monotonic_ns;
+    assert!(
+        t.events
+            .iter()
+            .all(|e| e.start_ns >= started && e.start_ns <= e.end_ns && e.end_ns <= now),
+        "{mode}: an event outside the run ({started}..{now})"
+    );
     assert!(t.integrity.live_file_ignored.is_none(), "{}", t.integrity);
     (t, trace)
 }

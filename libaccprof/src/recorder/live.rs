@@ -121,15 +121,8 @@ pub fn create(trace: &Path, slot_count: usize, slot_words: usize) -> Result<(), 
     let (t0, n0) = anchor();
     live.header(word::FIRST_TICKS).store(t0, Ordering::Relaxed);
     live.header(word::FIRST_NS).store(n0, Ordering::Relaxed);
-    if ticks {
-        // A second anchor a little later, so that a run killed before the writer publishes
-        // one still converts: 200 us once, at the first event.
-        let until = n0 + 200_000;
-        while crate::clock::monotonic_ns() < until {
-            std::hint::spin_loop();
-        }
-    }
-    live.publish_anchor();
+    // The second anchor comes from the writer thread when it starts, and a fresh one with
+    // every sweep: nothing waits here for the clocks to move apart.
     live.header(word::MAGIC)
         .store(u64::from_le_bytes(layout::LIVE_MAGIC), Ordering::Release);
     let _ = LIVE.set(live);

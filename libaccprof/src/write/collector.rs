@@ -19,6 +19,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 const SWEEP_EVERY: Duration = Duration::from_millis(200);
+const FIRST_SWEEP: Duration = Duration::from_millis(5);
 /// How long the exit flush waits for the device to pass the CUDA events still pending.
 const CUDA_EVENTS_EXIT_WAIT: Duration = Duration::from_secs(2);
 
@@ -40,7 +41,10 @@ struct Collector {
 /// The trace file as created when recording started, or why it could not be.
 pub struct Opened {
     path: PathBuf,
-    result: std::io::Result<crate::write::output::Created>,
+    /// `None` for a FIFO or device to stream to: opening one waits for its reader, which the
+    /// writer thread does, not the program's.
+    result: Option<std::io::Result<crate::write::output::Created>>,
+    header: Header,
 }
 
 impl Opened {
@@ -48,13 +52,18 @@ impl Opened {
     pub fn create(cfg: &crate::config::Config, header: &Header) -> Self {
         let path = crate::write::output::trace_path(cfg);
         let stream_ok = crate::write::output::named_by_user(cfg);
-        let result = crate::write::output::create(&path, header, stream_ok);
-        Self { path, result }
+        let result = (!(stream_ok && crate::write::output::is_stream(&path)))
+            .then(|| crate::write::output::create(&path, header, stream_ok));
+        Self {
+            path,
+            result,
+            header: header.clone(),
+        }
     }
 
     /// The trace's path when it is a regular file (not a FIFO or device streamed to).
     pub fn regular_file(&self) -> Option<&std::path::Path> {
-        let c = self.result.as_ref().ok()?;
+        let c = self.result.as_ref()?.as_ref().ok()?;
         let meta = std::fs::symlink_metadata(&c.path).ok()?;
         meta.file_type().is_file().then_some(c.path.as_path())
     }
@@ -83,8 +92,16 @@ pub fn run(
     // The file was created with the first event (so that a process that records holds it from
     // then on, and its live file exists before any buffer is taken); said from here.
     c.adopt(opened);
+    if let Some(live) = crate::recorder::live::get() {
+        live.publish_anchor();
+    }
+    // The live file's next clock anchor, and a sweep, soon after the start: a run killed in
+    // its first 200 ms still has its ticks converted from anchors some distance apart.
+    let mut wait = FIRST_SWEEP;
     loop {
-        match rx.recv_timeout(SWEEP_EVERY) {
+        let got = rx.recv_timeout(wait);
+        wait = SWEEP_EVERY;
+        match got {
             Ok(Message::Batch(b)) => c.write_batch(rec, b),
             Ok(Message::Device(b)) => c.write_device_batch(b),
             Ok(Message::CudaEvents(ev)) => c.write_cuda_events(ev),
@@ -208,7 +225,12 @@ impl Collector {
     }
 
     fn adopt(&mut self, opened: Opened) {
-        let Opened { path, result } = opened;
+        let Opened {
+            path,
+            result,
+            header,
+        } = opened;
+        let result = result.unwrap_or_else(|| crate::write::output::create(&path, &header, true));
         match result {
             Ok(c) => {
                 if let Some(note) = c.note {
