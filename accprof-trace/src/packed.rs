@@ -29,10 +29,11 @@ pub const MAX_EVENT_WORDS: usize = HEADER_WORDS + FIELD_COUNT;
 pub struct PackedEvents {
     /// The first word: of `heap`'s allocation, or of a mapped slot.
     ptr: std::ptr::NonNull<u64>,
-    len: usize,
+    /// Words written.
+    used: usize,
     cap: usize,
     events: usize,
-    /// Owns the words when they are on the heap (its own length stays 0: `len` counts).
+    /// Owns the words when they are on the heap (its own length stays 0: `used` counts).
     _heap: Vec<u64>,
     /// The slot header of mapped words.
     slot: Option<MappedSlot>,
@@ -46,7 +47,7 @@ impl Default for PackedEvents {
     fn default() -> Self {
         Self {
             ptr: std::ptr::NonNull::dangling(),
-            len: 0,
+            used: 0,
             cap: 0,
             events: 0,
             _heap: Vec::new(),
@@ -69,7 +70,7 @@ impl PackedEvents {
         Self {
             // SAFETY: a Vec's pointer is never null.
             ptr: unsafe { std::ptr::NonNull::new_unchecked(heap.as_mut_ptr()) },
-            len: 0,
+            used: 0,
             cap: heap.capacity(),
             events: 0,
             _heap: heap,
@@ -95,7 +96,7 @@ impl PackedEvents {
             .store(0, Ordering::Release);
         Self {
             ptr: data,
-            len: 0,
+            used: 0,
             cap: words,
             events: 0,
             _heap: Vec::new(),
@@ -125,7 +126,7 @@ impl PackedEvents {
     /// Whether any event fits: a buffer without capacity (taken away, not yet replaced) has none.
     #[inline]
     pub fn has_room(&self) -> bool {
-        self.cap - self.len >= MAX_EVENT_WORDS
+        self.cap - self.used >= MAX_EVENT_WORDS
     }
 
     /// Appends `e`, returning false (and leaving the buffer as it was) when there is no room.
@@ -136,7 +137,7 @@ impl PackedEvents {
         }
         let mask = e.present_mask();
         let values = e.values();
-        let len = self.len;
+        let len = self.used;
         // SAFETY: `has_room` guarantees MAX_EVENT_WORDS free words of capacity, and an event
         // takes HEADER_WORDS plus one word per set field, at most MAX_EVENT_WORDS.
         unsafe {
@@ -154,7 +155,7 @@ impl PackedEvents {
                 k += 1;
                 bits &= bits - 1;
             }
-            self.len = len + k;
+            self.used = len + k;
         }
         self.events += 1;
         if let Some(s) = self.slot {
@@ -162,7 +163,7 @@ impl PackedEvents {
             // take it. SAFETY: as in `slot`.
             unsafe { s.header.as_ref() }
                 .committed_words
-                .store(self.len as u64, Ordering::Release);
+                .store(self.used as u64, Ordering::Release);
         }
         true
     }
@@ -173,7 +174,7 @@ impl PackedEvents {
     pub fn prefetch_next(&self, lines: usize) {
         #[cfg(target_arch = "x86_64")]
         {
-            let p = self.ptr.as_ptr().wrapping_add(self.len) as *const i8;
+            let p = self.ptr.as_ptr().wrapping_add(self.used) as *const i8;
             for l in 0..lines {
                 // SAFETY: a prefetch never faults and has no effect on program semantics.
                 unsafe {
@@ -202,7 +203,7 @@ impl PackedEvents {
     /// Empties the buffer, keeping its allocation. A mapped buffer's slot says it holds
     /// nothing, then takes its next generation: what it held before is in the trace.
     pub fn clear(&mut self) {
-        self.len = 0;
+        self.used = 0;
         self.events = 0;
         if let Some(s) = self.slot {
             // SAFETY: as in `slot`.
@@ -214,9 +215,9 @@ impl PackedEvents {
 
     /// The packed words.
     fn words(&self) -> &[u64] {
-        // SAFETY: `len` words from `ptr` were written by `push` (or `ptr` is dangling and
-        // `len` is 0).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        // SAFETY: `used` words from `ptr` were written by `push` (or `ptr` is dangling and
+        // `used` is 0).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.used) }
     }
 
     /// The events, unpacked, in the order they were pushed.

@@ -169,11 +169,12 @@ impl LiveFile {
         let stride = layout::slot_stride(self.slot_words);
         let offset = self.slots_offset + i * stride;
         let fd = self.fd.load(Ordering::Relaxed);
+        if fd < 0 {
+            return None;
+        }
         // SAFETY: fallocate on our descriptor, within the file's length.
-        if fd < 0
-            || unsafe { libc::posix_fallocate(fd, offset as libc::off_t, stride as libc::off_t) }
-                != 0
-        {
+        let rc = unsafe { libc::posix_fallocate(fd, offset as libc::off_t, stride as libc::off_t) };
+        if rc != 0 {
             return None;
         }
         // SAFETY: the slot lies in the mapping (offset + stride <= its length), 8-byte
