@@ -30,6 +30,11 @@ pub struct Integrity {
     pub lost_other: u64,
     /// Events skipped while a thread forked (libaccprof keeps GCC's runtime lock free then).
     pub lost_at_fork: u64,
+    /// Events of a killed run that its trace did not hold, read from its live file
+    /// (crate::live) and appended.
+    pub recovered_from_live: u64,
+    /// A live file was there but could not be used: why (one line, naming the file).
+    pub live_file_ignored: Option<String>,
 }
 
 impl Integrity {
@@ -69,6 +74,15 @@ impl Integrity {
                 "no footer: the program was killed (SIGKILL) or is still running; events of its last moments may be missing"
                     .to_string(),
             );
+        }
+        if self.recovered_from_live > 0 {
+            p.push(format!(
+                "{} events recovered from the live file",
+                self.recovered_from_live
+            ));
+        }
+        if let Some(why) = &self.live_file_ignored {
+            p.push(format!("the live file was not used: {why}"));
         }
         if self.truncated_bytes > 0 {
             p.push(format!(
@@ -218,5 +232,16 @@ mod tests {
         };
         assert_eq!(j.to_string(), "incomplete: 2 chunks missing; 7 events LOST (finished on other threads during the exit flush)");
         assert!(!j.to_string().contains('\n'));
+        let k = Integrity {
+            recovered_from_live: 3000,
+            ..Default::default()
+        };
+        assert!(k
+            .to_string()
+            .contains("; 3000 events recovered from the live file"));
+        assert_eq!(
+            k.loss_warning().as_deref(),
+            Some("the trace is incomplete: 3000 events recovered from the live file")
+        );
     }
 }

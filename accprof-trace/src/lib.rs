@@ -8,6 +8,8 @@
 //!   buffers them between the recording threads and its writer thread.
 //! - [`writer`]: [`TraceWriter`], which appends self-contained chunks; used by the tool library.
 //! - [`reader`]: [`TraceReader`], which streams events back, and [`Trace`], which loads a whole file.
+//! - [`live`]: the live file beside a trace being written, from which a reader recovers what a
+//!   killed process had not written yet.
 //!
 //! The format is documented for people in docs/trace-format.md. This crate depends on nothing
 //! heavy: it is linked into the preloaded tool library.
@@ -18,6 +20,7 @@ pub mod encode;
 pub mod error;
 pub mod header;
 pub mod integrity;
+pub mod live;
 pub mod model;
 pub mod packed;
 pub mod reader;

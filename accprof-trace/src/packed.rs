@@ -12,6 +12,7 @@
 
 use crate::model::{Event, Field, FIELD_COUNT};
 use accprof_abi::acc_event_t;
+use std::sync::atomic::Ordering;
 
 /// Words of the fixed part of a packed event: kind, start, end, present mask.
 const HEADER_WORDS: usize = 4;
@@ -19,25 +20,113 @@ const HEADER_WORDS: usize = 4;
 pub const MAX_EVENT_WORDS: usize = HEADER_WORDS + FIELD_COUNT;
 
 /// A bounded buffer of packed events.
-#[derive(Debug, Default)]
+///
+/// The words live either on the heap or in a slot of the live file (crate::live), a shared
+/// file mapping that the kernel keeps when the process is killed: there, every push also
+/// publishes the committed length in the slot's header, so a reader recovering a killed run
+/// trusts exactly the events that were complete.
+#[derive(Debug)]
 pub struct PackedEvents {
-    words: Vec<u64>,
+    /// The first word: of `heap`'s allocation, or of a mapped slot.
+    ptr: std::ptr::NonNull<u64>,
+    /// Words written.
+    used: usize,
+    cap: usize,
     events: usize,
+    /// Owns the words when they are on the heap (its own length stays 0: `used` counts).
+    _heap: Vec<u64>,
+    /// The slot header of mapped words.
+    slot: Option<MappedSlot>,
+}
+
+// SAFETY: the words are owned by this value alone: its heap allocation, or a mapped slot
+// that the tool's pool hands to one owner at a time.
+unsafe impl Send for PackedEvents {}
+
+impl Default for PackedEvents {
+    fn default() -> Self {
+        Self {
+            ptr: std::ptr::NonNull::dangling(),
+            used: 0,
+            cap: 0,
+            events: 0,
+            _heap: Vec::new(),
+            slot: None,
+        }
+    }
+}
+
+/// Where a mapped buffer publishes what it holds (crate::live's slot header).
+#[derive(Clone, Copy, Debug)]
+pub struct MappedSlot {
+    header: std::ptr::NonNull<crate::live::SlotHeader>,
+    index: u32,
 }
 
 impl PackedEvents {
     /// An empty buffer of `words` words (at least room for one event of every field).
     pub fn with_capacity_words(words: usize) -> Self {
+        let mut heap = Vec::with_capacity(words.max(MAX_EVENT_WORDS));
         Self {
-            words: Vec::with_capacity(words.max(MAX_EVENT_WORDS)),
+            // SAFETY: a Vec's pointer is never null.
+            ptr: unsafe { std::ptr::NonNull::new_unchecked(heap.as_mut_ptr()) },
+            used: 0,
+            cap: heap.capacity(),
             events: 0,
+            _heap: heap,
+            slot: None,
+        }
+    }
+
+    /// An empty buffer over slot `index` of a live file: `words` words at `data`, published
+    /// through `header` (its committed length is set to 0 here).
+    ///
+    /// # Safety
+    /// `data` points at `words` writable words and `header` at a slot header, both in a
+    /// mapping that outlives the buffer and that nothing else writes while the buffer lives.
+    pub unsafe fn in_slot(
+        data: std::ptr::NonNull<u64>,
+        words: usize,
+        header: std::ptr::NonNull<crate::live::SlotHeader>,
+        index: u32,
+    ) -> Self {
+        // SAFETY: the caller's contract.
+        unsafe { header.as_ref() }
+            .committed_words
+            .store(0, Ordering::Release);
+        Self {
+            ptr: data,
+            used: 0,
+            cap: words,
+            events: 0,
+            _heap: Vec::new(),
+            slot: Some(MappedSlot { header, index }),
+        }
+    }
+
+    /// The live-file slot the words are in and its generation (which the next
+    /// [`clear`](Self::clear) bumps), for the writer's slot-written record; `None` on the heap.
+    pub fn slot(&self) -> Option<(u32, u64)> {
+        let s = self.slot?;
+        // SAFETY: `in_slot`'s contract keeps the header mapped while we live.
+        let h = unsafe { s.header.as_ref() };
+        Some((s.index, h.generation.load(Ordering::Acquire)))
+    }
+
+    /// Records the thread that fills a mapped buffer (for a reader of the live file).
+    pub fn set_owner(&self, thread: i64) {
+        if let Some(s) = self.slot {
+            // SAFETY: as in `slot`.
+            unsafe { s.header.as_ref() }
+                .thread
+                .store(thread as u64, Ordering::Relaxed);
         }
     }
 
     /// Whether any event fits: a buffer without capacity (taken away, not yet replaced) has none.
     #[inline]
     pub fn has_room(&self) -> bool {
-        self.words.capacity() - self.words.len() >= MAX_EVENT_WORDS
+        self.cap - self.used >= MAX_EVENT_WORDS
     }
 
     /// Appends `e`, returning false (and leaving the buffer as it was) when there is no room.
@@ -48,11 +137,11 @@ impl PackedEvents {
         }
         let mask = e.present_mask();
         let values = e.values();
-        let len = self.words.len();
+        let len = self.used;
         // SAFETY: `has_room` guarantees MAX_EVENT_WORDS free words of capacity, and an event
         // takes HEADER_WORDS plus one word per set field, at most MAX_EVENT_WORDS.
         unsafe {
-            let p = self.words.as_mut_ptr().add(len);
+            let p = self.ptr.as_ptr().add(len);
             p.write(u64::from(e.kind.0 as u32));
             p.add(1).write(e.start_ns);
             p.add(2).write(e.end_ns);
@@ -66,9 +155,16 @@ impl PackedEvents {
                 k += 1;
                 bits &= bits - 1;
             }
-            self.words.set_len(len + k);
+            self.used = len + k;
         }
         self.events += 1;
+        if let Some(s) = self.slot {
+            // The event's words are written: from now on a reader of the live file may
+            // take it. SAFETY: as in `slot`.
+            unsafe { s.header.as_ref() }
+                .committed_words
+                .store(self.used as u64, Ordering::Release);
+        }
         true
     }
 
@@ -78,7 +174,7 @@ impl PackedEvents {
     pub fn prefetch_next(&self, lines: usize) {
         #[cfg(target_arch = "x86_64")]
         {
-            let p = self.words.as_ptr().wrapping_add(self.words.len()) as *const i8;
+            let p = self.ptr.as_ptr().wrapping_add(self.used) as *const i8;
             for l in 0..lines {
                 // SAFETY: a prefetch never faults and has no effect on program semantics.
                 unsafe {
@@ -101,18 +197,34 @@ impl PackedEvents {
 
     /// Words allocated (for memory accounting).
     pub fn capacity_words(&self) -> usize {
-        self.words.capacity()
+        self.cap
     }
 
-    /// Empties the buffer, keeping its allocation.
+    /// Empties the buffer, keeping its allocation. A mapped buffer's slot says it holds
+    /// nothing, then takes its next generation: what it held before is in the trace.
     pub fn clear(&mut self) {
-        self.words.clear();
+        self.used = 0;
         self.events = 0;
+        if let Some(s) = self.slot {
+            // SAFETY: as in `slot`.
+            let h = unsafe { s.header.as_ref() };
+            h.committed_words.store(0, Ordering::Release);
+            h.generation.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The packed words.
+    fn words(&self) -> &[u64] {
+        // SAFETY: `used` words from `ptr` were written by `push` (or `ptr` is dangling and
+        // `used` is 0).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.used) }
     }
 
     /// The events, unpacked, in the order they were pushed.
     pub fn iter(&self) -> Unpack<'_> {
-        Unpack { words: &self.words }
+        Unpack {
+            words: self.words(),
+        }
     }
 
     /// Unpacks every event into `out` (replacing its contents), reusing the events already
@@ -160,6 +272,17 @@ impl Parts<'_> {
 }
 
 impl<'a> Unpack<'a> {
+    /// The events packed in `words` (as [`PackedEvents`] lays them out), for a reader of a
+    /// live file's slot. Stops at the first event that does not decode.
+    pub fn from_words(words: &'a [u64]) -> Self {
+        Self { words }
+    }
+
+    /// Words not consumed: non-zero after the iterator ended means the words did not decode.
+    pub fn words_left(&self) -> usize {
+        self.words.len()
+    }
+
     fn next_parts(&mut self) -> Option<Parts<'a>> {
         let [kind, start, end, mask, rest @ ..] = self.words else {
             return None;
@@ -168,7 +291,7 @@ impl<'a> Unpack<'a> {
         // check keeps a bug from becoming an out-of-bounds read.
         let n = mask.count_ones() as usize;
         if *mask >> FIELD_COUNT != 0 || rest.len() < n {
-            self.words = &[];
+            // Left in place: `words_left` tells the caller the words did not decode.
             return None;
         }
         self.words = &rest[n..];
@@ -222,7 +345,7 @@ mod tests {
         assert_eq!(b.len(), 4);
         assert_eq!(b.iter().collect::<Vec<_>>(), want);
         // The point event took the header only; the sample 4 + its 4 fields.
-        assert_eq!(b.words.len(), 8 + MAX_EVENT_WORDS + HEADER_WORDS + 8);
+        assert_eq!(b.words().len(), 8 + MAX_EVENT_WORDS + HEADER_WORDS + 8);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::encode::EventDecoder;
 use crate::error::TraceError;
 use crate::header::{Footer, Header, Module};
 use crate::integrity::{Integrity, Sequence};
+use crate::live::SlotsWritten;
 use crate::model::{Event, StrId};
 use crate::varint::{unzigzag, Cursor, Malformed};
 use crate::writer::{
@@ -153,6 +154,16 @@ pub struct TraceReader<R: Read> {
     /// Events handed out, and how many of them came before the footer was read.
     events_read: u64,
     events_before_footer: u64,
+    /// The live file beside the trace (crate::live), when the trace was opened by path.
+    live: Option<std::path::PathBuf>,
+    /// Which live-file slot contents the trace holds (its slot-written chunks).
+    slots_written: SlotsWritten,
+    /// Events recovered from the live file, still to be handed out.
+    recovered: std::vec::IntoIter<Event>,
+    /// The live file has been read (or found unusable): once per reader.
+    live_read: bool,
+    recovered_from_live: u64,
+    live_file_ignored: Option<String>,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -164,7 +175,9 @@ impl TraceReader<BufReader<File>> {
             path: label.clone(),
             source,
         })?;
-        Self::new(label, BufReader::with_capacity(1 << 20, file))
+        let mut r = Self::new(label, BufReader::with_capacity(1 << 20, file))?;
+        r.live = Some(crate::live::live_path(path));
+        Ok(r)
     }
 }
 
@@ -220,6 +233,12 @@ impl<R: Read> TraceReader<R> {
             lost: [0; 4],
             events_read: 0,
             events_before_footer: 0,
+            live: None,
+            slots_written: SlotsWritten::default(),
+            recovered: Vec::new().into_iter(),
+            live_read: false,
+            recovered_from_live: 0,
+            live_file_ignored: None,
         };
         match r.next_chunk()? {
             Some((ChunkKind::Header, payload)) => {
@@ -307,7 +326,16 @@ impl<R: Read> TraceReader<R> {
             lost_write_failed: self.lost[1],
             lost_other: self.lost[2],
             lost_at_fork: self.lost[3],
+            recovered_from_live: self.recovered_from_live,
+            live_file_ignored: self.live_file_ignored.clone(),
         }
+    }
+
+    /// Reads the trace's live file at `path` when the trace ends without a footer (see
+    /// [`crate::live`]); [`TraceReader::open`] sets it to the file beside the trace.
+    pub fn with_live_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.live = Some(path.into());
+        self
     }
 
     /// A warning for the user when chunks are missing or duplicated, the footer disagrees, or
@@ -345,10 +373,49 @@ impl<R: Read> TraceReader<R> {
                 self.events_read += 1;
                 return Ok(Some(ev));
             }
+            if let Some(e) = self.recovered.next() {
+                return Ok(Some(e));
+            }
             let Some((kind, payload)) = self.next_chunk()? else {
+                if self.recover_from_live() {
+                    continue;
+                }
                 return Ok(None);
             };
             self.absorb(kind, payload)?;
+        }
+    }
+
+    /// At the end of a trace without a footer: takes what its live file holds that the trace
+    /// does not, once the process that wrote both is gone. True when events were recovered.
+    fn recover_from_live(&mut self) -> bool {
+        if self.live_read || self.footer.is_some() {
+            return false;
+        }
+        let Some(path) = self.live.clone() else {
+            return false;
+        };
+        // Not there (a clean end removed it, or none was made), or still held by a running
+        // writer: nothing to take now; a later call (following a growing file) looks again.
+        if !path.exists() || crate::live::in_use(&path) {
+            return false;
+        }
+        self.live_read = true;
+        match crate::live::recover(&path, self.header.pid, &self.slots_written) {
+            Ok(r) => {
+                for (id, bytes) in &r.strings {
+                    if *id <= MAX_STRING_ID {
+                        self.strings.define(*id, bytes);
+                    }
+                }
+                self.recovered_from_live = r.events.len() as u64;
+                self.recovered = r.events.into_iter();
+                self.recovered_from_live > 0
+            }
+            Err(why) => {
+                self.live_file_ignored = Some(format!("{}: {why}", path.display()));
+                false
+            }
         }
     }
 
@@ -384,6 +451,7 @@ impl<R: Read> TraceReader<R> {
                     .map_err(|_| bad(self, "an events chunk does not decode"))?;
                 self.events_pos = cur.position();
                 self.events_left = count;
+                self.slots_written.events_read(count);
                 self.events = payload;
                 self.decoder = EventDecoder::new();
             }
@@ -405,6 +473,16 @@ impl<R: Read> TraceReader<R> {
                 // Every event before the footer has been handed out: chunks are read only
                 // when the previous events chunk is used up.
                 self.events_before_footer = self.events_read;
+            }
+            ChunkKind::SlotWritten => {
+                let mut cur = Cursor::new(&payload);
+                let parsed: Result<(u64, u64, u64), Malformed> =
+                    (|| Ok((cur.u64()?, cur.u64()?, cur.u64()?)))();
+                let (slot, generation, events) =
+                    parsed.map_err(|_| bad(self, "a slot-written record does not decode"))?;
+                let slot = u32::try_from(slot)
+                    .map_err(|_| bad(self, "a slot-written record names an impossible slot"))?;
+                self.slots_written.record(slot, generation, events);
             }
             ChunkKind::Lost => {
                 let mut cur = Cursor::new(&payload);

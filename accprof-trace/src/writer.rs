@@ -36,6 +36,9 @@ pub enum ChunkKind {
     Footer = 6,
     /// Events that were not recorded, by reason (version 2).
     Lost = 7,
+    /// The events chunks that follow hold a live-file slot's contents: slot, generation and
+    /// event count (crate::live), so that a reader recovering a killed run counts them once.
+    SlotWritten = 8,
 }
 
 impl ChunkKind {
@@ -48,6 +51,7 @@ impl ChunkKind {
             5 => Self::Drops,
             6 => Self::Footer,
             7 => Self::Lost,
+            8 => Self::SlotWritten,
             _ => return None,
         })
     }
@@ -189,6 +193,24 @@ impl<W: Write> TraceWriter<W> {
             put_u64(&mut payload, count);
         }
         let r = self.emit(ChunkKind::Lost, &payload);
+        self.payload = payload;
+        r
+    }
+
+    /// Says that the next `events` events written are the contents of live-file slot `slot`
+    /// at `generation` (crate::live). Written just before them.
+    pub fn write_slot_written(
+        &mut self,
+        slot: u32,
+        generation: u64,
+        events: u64,
+    ) -> io::Result<()> {
+        let mut payload = std::mem::take(&mut self.payload);
+        payload.clear();
+        put_u64(&mut payload, u64::from(slot));
+        put_u64(&mut payload, generation);
+        put_u64(&mut payload, events);
+        let r = self.emit(ChunkKind::SlotWritten, &payload);
         self.payload = payload;
         r
     }

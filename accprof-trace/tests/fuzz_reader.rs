@@ -374,3 +374,173 @@ fn a_damaged_trace_reads_or_fails_in_one_line_never_panics_and_allocates_in_prop
         "the mutations reach both outcomes: {read} read, {errors} refused"
     );
 }
+
+/// The trace of a killed run (no footer) whose writer had written the first `written` events
+/// of live-file slot 0 (generation 1), and its live file: slot 0 holds 5 events, slot 1
+/// (generation 3) 4 more, timestamps in ticks at 2 ns per tick from the anchors.
+fn killed_run(written: usize) -> (Vec<u8>, Vec<u8>, Vec<Event>) {
+    use accprof_trace::live::{self, word, SlotHeader};
+    let event = |i: u64| {
+        let mut e = Event::new(acc_event_t::COMPUTE_CONSTRUCT_START, 1_500 + i * 10);
+        e.end_ns = e.start_ns + 5;
+        e.set(Field::SrcFile, 0);
+        e.set(Field::KernelName, 9);
+        e.set_i64(Field::LineNo, i as i64);
+        e
+    };
+    let slot_events: [Vec<Event>; 2] = [(0..5).map(event).collect(), (5..9).map(event).collect()];
+    let mut w = TraceWriter::new(Vec::new(), &header()).unwrap();
+    w.write_strings([(StrId(0), &b"app.c"[..])]).unwrap();
+    let in_trace: Vec<Event> = slot_events[0][..written]
+        .iter()
+        .map(|e| {
+            let mut e = *e;
+            e.start_ns = 5_000 + (e.start_ns - 1_000) * 2;
+            e.end_ns = 5_000 + (e.end_ns - 1_000) * 2;
+            e
+        })
+        .collect();
+    w.write_slot_written(0, 1, written as u64).unwrap();
+    w.write_events(&in_trace).unwrap();
+
+    let (slot_words, strings) = (4 * accprof_trace::packed::MAX_EVENT_WORDS, 256);
+    let slots_offset = live::HEADER_BYTES + strings;
+    let len = slots_offset + 2 * live::slot_stride(slot_words);
+    let mut image = vec![0u64; len / 8];
+    let h = |image: &mut Vec<u64>, i: usize, v: u64| image[i] = v;
+    for (i, v) in [
+        (word::MAGIC, u64::from_le_bytes(live::LIVE_MAGIC)),
+        (word::VERSION, live::LIVE_VERSION),
+        (word::PID, 7),
+        (word::FILE_LEN, len as u64),
+        (word::SLOT_COUNT, 2),
+        (word::SLOT_WORDS, slot_words as u64),
+        (word::SLOTS_OFFSET, slots_offset as u64),
+        (word::STRINGS_OFFSET, live::HEADER_BYTES as u64),
+        (word::STRINGS_CAPACITY, strings as u64),
+        (word::CLOCK, 1),
+        (word::FIRST_TICKS, 1_000),
+        (word::FIRST_NS, 5_000),
+        (word::ANCHOR_INDEX, 1),
+        (word::ANCHORS + 2, 2_000),
+        (word::ANCHORS + 3, 7_000),
+    ] {
+        h(&mut image, i, v);
+    }
+    // One string, committed: "kern" as id 9.
+    let s = live::HEADER_BYTES / 8;
+    image[s] = 5;
+    image[s + 1] = 9 | live::STRING_COMMITTED;
+    image[s + 2] = u64::from_le_bytes(*b"kern\0\0\0\0");
+    image[word::STRINGS_RESERVED] = 24;
+    for (i, events) in slot_events.iter().enumerate() {
+        let at = (slots_offset + i * live::slot_stride(slot_words)) / 8;
+        let base = image.as_mut_ptr();
+        // SAFETY: `at` and the slot's words lie inside `image`, which outlives `buf` (dropped
+        // at the end of this iteration) and is not touched while it lives.
+        let mut buf = unsafe {
+            let header = std::ptr::NonNull::new_unchecked(base.add(at) as *mut SlotHeader);
+            header
+                .as_ref()
+                .generation
+                .store([1, 3][i], Ordering::Relaxed);
+            let data = std::ptr::NonNull::new_unchecked(base.add(at + 8));
+            accprof_trace::PackedEvents::in_slot(data, slot_words, header, i as u32)
+        };
+        for e in events {
+            assert!(buf.push(e));
+        }
+    }
+    let bytes = image.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut want: Vec<Event> = slot_events.concat()[written..].to_vec();
+    for e in &mut want {
+        e.start_ns = 5_000 + (e.start_ns - 1_000) * 2;
+        e.end_ns = 5_000 + (e.end_ns - 1_000) * 2;
+    }
+    (w.into_inner(), bytes, want)
+}
+
+fn read_with_live(trace: &[u8], live: &std::path::Path) -> Result<Trace, String> {
+    TraceReader::new("fuzzed.trace", trace)
+        .map(|r| r.with_live_file(live))
+        .and_then(Trace::from_reader)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_killed_runs_live_file_adds_what_the_trace_lacks_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.trace.live");
+    for written in [0, 2, 5] {
+        let (trace, live, want) = killed_run(written);
+        std::fs::write(&path, &live).unwrap();
+        let t = read_with_live(&trace, &path).unwrap();
+        assert_eq!(t.events.len(), 9, "{written} in the trace: each event once");
+        assert_eq!(&t.events[written..], &want[..], "converted to ns, in order");
+        assert_eq!(t.integrity.recovered_from_live, 9 - written as u64);
+        assert_eq!(
+            t.str(t.events[8].get(Field::KernelName).map(|v| StrId(v as u32))),
+            Some("kern")
+        );
+        assert!(t.integrity.to_string().contains(&format!(
+            "{} events recovered from the live file",
+            9 - written
+        )));
+    }
+}
+
+#[test]
+fn a_damaged_live_file_is_used_or_ignored_in_one_line_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.trace.live");
+    let (trace, live, _) = killed_run(2);
+    let mut rng = Rng(0x11fe_5eed);
+    let (mut used, mut ignored) = (0, 0);
+    for round in 0..600 {
+        let mut b = live.clone();
+        match round % 4 {
+            0 => {
+                for _ in 0..1 + rng.below(16) {
+                    let i = rng.below(b.len());
+                    b[i] ^= 1 << rng.below(8);
+                }
+            }
+            1 => b.truncate(rng.below(b.len())),
+            _ => {
+                // A header or slot-header word made huge, or just wrong.
+                let words = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17];
+                let slot = (live.len() - 2 * (64 + 4 * 38 * 8)) / 8;
+                let i = if rng.below(2) == 0 {
+                    words[rng.below(words.len())]
+                } else {
+                    slot + rng.below(3) + (rng.below(2) * (8 + 4 * 38))
+                };
+                let v = [u64::MAX, 1 << 40, 1 << 26, 153, 0, rng.next()][rng.below(6)];
+                b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        std::fs::write(&path, &b).unwrap();
+        let before = LIVE.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
+        let r = std::panic::catch_unwind(|| read_with_live(&trace, &path));
+        let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+        assert!(
+            peak <= (8 << 20) + b.len() * 1024,
+            "round {round}: {peak} bytes"
+        );
+        let t = r
+            .unwrap_or_else(|_| panic!("round {round}: the reader panicked"))
+            .unwrap_or_else(|e| panic!("round {round}: the trace itself is fine: {e}"));
+        let shown = t.integrity.to_string();
+        assert!(!shown.contains('\n'), "{shown}");
+        match &t.integrity.live_file_ignored {
+            Some(why) => {
+                ignored += 1;
+                assert_eq!(t.events.len(), 2, "an ignored live file adds nothing");
+                assert!(why.starts_with(&path.display().to_string()), "{why}");
+            }
+            None => used += 1,
+        }
+    }
+    assert!(used > 0 && ignored > 0, "{used} used, {ignored} ignored");
+}

@@ -51,6 +51,12 @@ pub fn init() {
     });
 }
 
+/// Whether [`now`] reads TSC ticks (else CLOCK_MONOTONIC ns), for the live file's header.
+pub fn uses_ticks() -> bool {
+    init();
+    USE_TSC.load(Ordering::Relaxed)
+}
+
 /// A timestamp in the hot path's unit: TSC ticks or nanoseconds (see module docs). Convert with
 /// [`Converter`] before writing.
 #[inline]

@@ -6,6 +6,8 @@
      overflow                      the same handler, for a stack overflow: only the alternate
                                    stack can run it
      kill                          print "ready N" and wait to be killed
+     kill-threads                  4 threads finish N constructs each and stay; then print
+                                   "ready 4N" and wait to be killed
      hold                          print "ready N", wait for stdin to close, exit(0)
      thread-exit                   4 threads run constructs without end; a fifth calls exit(0)
                                    once they have finished at least N, printing how many they
@@ -50,6 +52,18 @@ static void *runner(void *arg) {
     return NULL;
 }
 
+static pthread_barrier_t all_finished;
+
+/* Finishes its constructs, then stays alive (its buffer is not handed over at thread exit). */
+static void *counted_runner(void *arg) {
+    long n = (long)arg;
+    double a[64] = {0};
+    for (long i = 0; i < n; i++) construct(a);
+    pthread_barrier_wait(&all_finished);
+    for (;;) pause();
+    return NULL;
+}
+
 static long total(void) {
     long s = 0;
     for (int i = 0; i < 4; i++) s += finished[i];
@@ -88,6 +102,15 @@ int main(int argc, char **argv) {
         pthread_create(&t[4], NULL, exiter, (void *)n);
         for (int i = 0; i < 5; i++) pthread_join(t[i], NULL);
         return 1; /* not reached: the exiter ends the process */
+    }
+    if (strcmp(mode, "kill-threads") == 0) {
+        pthread_t t[4];
+        pthread_barrier_init(&all_finished, NULL, 5);
+        for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, counted_runner, (void *)n);
+        pthread_barrier_wait(&all_finished);
+        printf("ready %ld\n", 4 * n);
+        fflush(stdout);
+        for (;;) pause();
     }
     double a[64] = {0};
     for (long i = 0; i < n; i++) construct(a);

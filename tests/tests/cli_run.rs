@@ -125,6 +125,42 @@ fn run_report_and_advise_print_after_the_program() {
 }
 
 #[test]
+fn run_finds_the_trace_under_the_other_name_the_tool_chose() {
+    let dir = scratch("run-taken");
+    let exe = compile_c("simple.c", &dir, &["-g"]);
+    // The name asked for is a file of the user's, and the first other name a link: the tool
+    // writes t.2.trace, and `run` reports on that one.
+    std::fs::write(dir.join("t.trace"), b"my notes").unwrap();
+    std::os::unix::fs::symlink("nowhere", dir.join("t.1.trace")).unwrap();
+    let out = accprof(&dir)
+        .args(["run", "--report", "-o", "t.trace", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("trace: t.2.trace"), "{err}");
+    let all = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+    assert!(all.contains("compute region reached"), "{all}");
+    assert_eq!(std::fs::read(dir.join("t.trace")).unwrap(), b"my notes");
+    let first_pid = load(&dir.join("t.2.trace")).header.pid;
+    // Run again: t.2.trace is a finished trace now, which the tool replaces in place, and
+    // `run` does not take the earlier process's trace for this one's.
+    let again = accprof(&dir)
+        .args(["run", "-o", "t.trace", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("trace: t.2.trace"),
+        "{}",
+        stderr(&again)
+    );
+    assert_ne!(load(&dir.join("t.2.trace")).header.pid, first_pid);
+}
+
+#[test]
 fn dump_prints_one_json_object_per_event_with_the_specification_names() {
     let dir = scratch("dump");
     let exe = compile_c("simple.c", &dir, &["-g"]);

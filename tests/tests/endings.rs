@@ -5,7 +5,8 @@
 
 use accprof_abi::acc_event_t;
 use accprof_integration_tests::*;
-use accprof_trace::{EventFlags, Trace};
+use accprof_trace::{EventFlags, Trace, TraceReader};
+use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -34,6 +35,12 @@ fn run_dies(mode: &str, n: u32) -> (Output, Trace, PathBuf) {
     let trace = dir.join(format!("{mode}.trace"));
     let out = run_profiled(&exe, &[mode, &n.to_string()], Load::Preload, &trace, &[]);
     let t = Trace::load(&trace).unwrap_or_else(|e| panic!("{mode}: {e}\n{}", stderr(&out)));
+    if t.footer.is_some() {
+        assert!(
+            !accprof_trace::live::live_path(&trace).exists(),
+            "{mode}: a finished trace leaves no live file"
+        );
+    }
     (out, t, trace)
 }
 
@@ -167,25 +174,7 @@ fn exit_from_a_thread_while_others_run_constructs_keeps_all_finished_before_it()
 
 #[test]
 fn sigkill_after_ready_keeps_what_finished_before_ready() {
-    let (dir, exe) = dies();
-    let trace = dir.join("kill.trace");
-    let mut child = Command::new(&exe)
-        .args(["kill", "3000"])
-        .env("LD_PRELOAD", libaccprof())
-        .env("ACCPROF_OUT", &trace)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "ready 3000\n");
-    // The writer sweeps the threads' buffers every 200 ms; this waits for two sweeps.
-    std::thread::sleep(std::time::Duration::from_millis(600));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let t = Trace::load(&trace).unwrap();
+    let (t, trace) = kill_after_ready("kill", 3000, 3000);
     assert_eq!(finished_constructs(&t), 3000);
     assert!(
         !t.integrity.ended_cleanly && t.footer.is_none(),
@@ -196,6 +185,92 @@ fn sigkill_after_ready_keeps_what_finished_before_ready() {
         "{}",
         t.integrity
     );
+    assert!(
+        accprof_trace::live::live_path(&trace).exists(),
+        "a killed run leaves its live file"
+    );
+}
+
+#[test]
+fn sigkill_keeps_what_every_thread_finished() {
+    let (t, _) = kill_after_ready("kill-threads", 1500, 6000);
+    assert_eq!(finished_constructs(&t), 6000);
+    let threads: std::collections::BTreeSet<_> = t
+        .events
+        .iter()
+        .filter(|e| e.kind == acc_event_t::COMPUTE_CONSTRUCT_START)
+        .filter_map(|e| e.get(accprof_trace::Field::Thread))
+        .collect();
+    assert!(
+        threads.len() >= 4,
+        "constructs of every thread: {threads:?}"
+    );
+}
+
+/// Runs `dies MODE N`, kills it with SIGKILL as soon as it says "ready TOTAL" (no time for
+/// the writer to sweep a buffer), and reads its trace: what the trace file lacks comes from
+/// the live file beside it, and the reader says so.
+fn kill_after_ready(mode: &str, n: u32, total: u32) -> (Trace, PathBuf) {
+    let (dir, exe) = dies();
+    let trace = dir.join(format!("{mode}.trace"));
+    let mut child = Command::new(&exe)
+        .args([mode, &n.to_string()])
+        .env("LD_PRELOAD", libaccprof())
+        .env("ACCPROF_OUT", &trace)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, format!("ready {total}\n"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = Trace::load(&trace).unwrap();
+    // What the trace file alone holds: unless the writer's 200 ms sweep happened to come
+    // between the last construct and the kill, that is not all of it.
+    let alone = Trace::from_reader(TraceReader::new("alone", File::open(&trace).unwrap()).unwrap())
+        .unwrap();
+    assert_eq!(
+        alone.integrity.recovered_from_live, 0,
+        "a reader given no live file reads none"
+    );
+    let missing = finished_constructs(&t) - finished_constructs(&alone);
+    assert_eq!(
+        t.integrity.recovered_from_live > 0,
+        t.events.len() > alone.events.len(),
+        "{mode}: {}",
+        t.integrity
+    );
+    if missing > 0 {
+        assert!(
+            t.integrity.to_string().contains(&format!(
+                "{} events recovered from the live file",
+                t.integrity.recovered_from_live
+            )),
+            "{}",
+            t.integrity
+        );
+    }
+    eprintln!("{mode}: {missing} of {total} constructs came from the live file");
+    // Recovered times are converted to the trace's clock like written ones: all within the run.
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let now = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    let started = t.header.start_monotonic_ns;
+    assert!(
+        t.events
+            .iter()
+            .all(|e| e.start_ns >= started && e.start_ns <= e.end_ns && e.end_ns <= now),
+        "{mode}: an event outside the run ({started}..{now})"
+    );
+    assert!(t.integrity.live_file_ignored.is_none(), "{}", t.integrity);
+    (t, trace)
 }
 
 #[test]

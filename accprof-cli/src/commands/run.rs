@@ -127,6 +127,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
     }
     let started = Instant::now();
+    let started_unix_ns = unix_ns();
     let mut child = cmd
         .spawn()
         .map_err(|e| CliError::new(format!("cannot start {}: {e}", exe.display())))?;
@@ -148,7 +149,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             elapsed.as_secs_f64()
         );
     }
-    let trace = expected_trace_path(&out, pid);
+    let trace = expected_trace_path(&out, pid, started_unix_ns);
 
     let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,
@@ -376,21 +377,60 @@ fn prepend(lib: &Path, existing: Option<String>, sep: char) -> String {
 }
 
 /// Where libaccprof put the trace of process `pid` given ACCPROF_OUT=`out` (its rules, for
-/// the common cases: %p expansion, a directory).
-fn expected_trace_path(out: &str, pid: u32) -> PathBuf {
+/// the common cases: %p expansion, a directory). When the name it would choose was taken (a
+/// file, a link, a trace another process is writing), libaccprof writes `NAME.1.trace`,
+/// `NAME.2.trace`, ... instead: the trace is the candidate whose header names this process
+/// and a start no earlier than the run's (a pid can have been used before).
+fn expected_trace_path(out: &str, pid: u32, started_unix_ns: u64) -> PathBuf {
     let expanded = out.replace("%p", &pid.to_string());
     let p = PathBuf::from(&expanded);
+    let ours = |path: &Path| {
+        accprof_trace::TraceReader::open(path).is_ok_and(|r| {
+            let h = r.header();
+            // Slack for the clocks' granularity between two processes' reads.
+            h.pid == pid && h.start_unix_ns + 1_000_000_000 >= started_unix_ns
+        })
+    };
     if out.ends_with('/') || p.is_dir() {
-        if let Ok(entries) = std::fs::read_dir(&p) {
-            let suffix = format!(".{pid}.trace");
-            if let Some(found) = entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .find(|f| f.to_string_lossy().ends_with(&suffix))
-            {
-                return found;
-            }
-        }
+        // accprof.<exe>.<pid>.trace, or accprof.<exe>.<pid>.<n>.trace when that was taken.
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&p)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|f| {
+                let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
+                name.is_some_and(|n| n.contains(&format!(".{pid}.")) && n.ends_with(".trace"))
+            })
+            .collect();
+        found.sort_by_key(|f| f.as_os_str().len());
+        return found.iter().find(|f| ours(f)).cloned().unwrap_or(p);
     }
-    p
+    if ours(&p) {
+        return p;
+    }
+    (1..=100)
+        .map(|n| numbered(&p, n))
+        .take_while(|c| c.symlink_metadata().is_ok())
+        .find(|c| ours(c))
+        .unwrap_or(p)
+}
+
+/// `dir/name.trace` as `dir/name.N.trace` (`name.N` without an extension): libaccprof's other
+/// names for a taken one.
+fn numbered(path: &Path, n: u32) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match path.extension() {
+        Some(ext) => path.with_file_name(format!("{stem}.{n}.{}", ext.to_string_lossy())),
+        None => path.with_file_name(format!("{stem}.{n}")),
+    }
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }

@@ -15,7 +15,8 @@
 //! before; ours uses a few hundred bytes of it.
 //!
 //! A program that installs its own handler after recording has started replaces ours; its
-//! crashes then lose what the 200 ms sweep had not written yet (docs/trace-format.md).
+//! crashes then end the trace without a footer, like SIGKILL, and what was not written yet is
+//! recovered from the live file (recorder::live, docs/trace-format.md).
 
 use super::Ending;
 use crate::recorder::slots::{Batch, Slot};

@@ -13,6 +13,7 @@ pub mod death;
 
 use crate::config::Config;
 use crate::device::{cuda_events, cupti};
+use crate::recorder::live;
 use crate::recorder::message::{Message, Summary};
 use crate::recorder::slots::{Pool, Registry};
 use crate::recorder::{self, Recorder, State};
@@ -57,16 +58,6 @@ fn start() {
     let cupti_mode = config.cupti;
     let cuda_events_mode = config.cuda_events;
     let (tx, rx) = crossbeam_channel::unbounded();
-    let rec = Recorder {
-        pool: Pool::new(
-            config.buffer_words,
-            config.max_buffers,
-            Duration::from_millis(config.max_wait_ms),
-        ),
-        registry: Registry::default(),
-        tx: tx.clone(),
-        config,
-    };
     let registration = REGISTRATION.lock().map(|r| r.clone()).unwrap_or_default();
     let mut header = crate::write::output::header(&registration);
     // Before the runtime creates its CUDA context (this is its first event), so that CUPTI sees
@@ -80,12 +71,31 @@ fn start() {
         header.extra.extend(keys);
     }
     header.extra.extend(crate::heap::header_keys());
+    // The trace is created here, before this first event is buffered: its live file must
+    // exist before any thread takes a buffer, for the buffers to be the live file's slots.
+    let opened = collector::Opened::create(&config, &header);
+    if let Some(path) = opened.regular_file() {
+        if let Err(e) = live::create(path, config.max_buffers, config.buffer_words) {
+            eprintln!("accprof: {e}");
+        }
+    }
+    let rec = Recorder {
+        pool: Pool::new(
+            config.buffer_words,
+            config.max_buffers,
+            Duration::from_millis(config.max_wait_ms),
+            live::get(),
+        ),
+        registry: Registry::default(),
+        tx: tx.clone(),
+        config,
+    };
     let Some(rec) = recorder::install(rec) else {
         return;
     };
     let spawned = std::thread::Builder::new()
         .name("accprof-writer".into())
-        .spawn(move || collector::run(rec, rx, tx, header));
+        .spawn(move || collector::run(rec, rx, tx, opened));
     if spawned.is_err() {
         eprintln!("accprof: cannot start the trace writer thread; this run is not recorded");
         recorder::set_state(State::Disabled);
@@ -126,6 +136,7 @@ extern "C" fn after_fork_in_parent() {
 
 extern "C" fn in_forked_child() {
     recorder::fork_gate::set_pending(false);
+    live::forget_in_child();
     // The child has no writer thread; recording there would fill buffers nobody drains.
     recorder::set_state(State::Disabled);
 }

@@ -59,9 +59,13 @@ unsafe fn record(
     info: *mut acc_event_info,
     api: *mut acc_api_info,
 ) {
+    // The first event starts recording (creating the trace and its live file): that is the
+    // tool's time, not the runtime's, so the event is timed again after it.
+    let starting = recorder::state() == recorder::State::Registered;
     let Some(rec) = recorder::recorder_for_event() else {
         return;
     };
+    let now = if starting { crate::clock::now() } else { now };
     // SAFETY: the runtime's pointers are valid for valid_bytes, or NULL, through the callback.
     let Some(prof) = (unsafe { ProfView::new(prof) }) else {
         return;

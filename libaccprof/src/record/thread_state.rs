@@ -170,6 +170,9 @@ impl ThreadState {
     pub fn flush(&mut self, rec: &Recorder) {
         let new_strings = &mut self.fields.new_strings;
         self.slot.with_batch(|batch, _| {
+            if !new_strings.is_empty() {
+                new_strings_to_live_file(new_strings);
+            }
             batch.strings.append(new_strings);
             ship(batch, &rec.tx);
         });
@@ -207,12 +210,16 @@ fn emit_into(slot: &Slot, new_strings: &mut Vec<(StrId, Box<[u8]>)>, rec: &Recor
             return true;
         }
         if !new_strings.is_empty() {
+            new_strings_to_live_file(new_strings);
             batch.strings.append(new_strings);
         }
         if !batch.events.push(e) {
             ship(batch, &rec.tx);
             match rec.pool.take() {
-                Some(buf) => batch.events = buf,
+                Some(buf) => {
+                    buf.set_owner(slot.thread);
+                    batch.events = buf;
+                }
                 None => {
                     slot.dropped.fetch_add(1, Ordering::Relaxed);
                     return false;
@@ -414,6 +421,18 @@ impl FieldReader {
         // SAFETY: the runtime hands us NUL-terminated strings that live through the callback.
         if let Some(id) = unsafe { self.strings.intern(p, &mut self.new_strings) } {
             e.set(f, u64::from(id.0));
+        }
+    }
+}
+
+/// Strings first used by the event being buffered (warm-up): their definitions go into the
+/// live file before the event, for a reader recovering a killed run; the trace gets them with
+/// the thread's batch.
+#[cold]
+fn new_strings_to_live_file(defs: &[(StrId, Box<[u8]>)]) {
+    if let Some(live) = crate::recorder::live::get() {
+        for (id, bytes) in defs {
+            live.add_string(id.0, bytes);
         }
     }
 }

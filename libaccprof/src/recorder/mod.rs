@@ -4,11 +4,13 @@
 //! - [`slots`]: per-thread event buffers and the pool they are recycled through.
 //! - [`message`]: what the recording threads and device sources send the writer thread.
 //! - [`late`]: events after the exit flush, appended straight to the file.
+//! - [`live`]: the live file, whose shared mapping holds the buffers so a killed run keeps them.
 //! - [`fork_gate`]: callbacks kept short while a thread forks.
 //! - [`thread_id`]: the id a thread's events carry, for device records issued from it.
 
 pub mod fork_gate;
 pub mod late;
+pub mod live;
 pub mod message;
 pub mod slots;
 pub mod thread_id;

@@ -2,9 +2,10 @@
 //!
 //! Each recording thread owns one [`Slot`]. The owner fills its buffer without any lock shared
 //! with other threads: the slot's `busy` flag is only ever contended by the collector, which
-//! takes partly filled buffers every few hundred milliseconds (so a killed program loses little
-//! and `--follow` sees events land) and at exit. A full buffer is handed to the collector over a
-//! channel and replaced from the pool; memory is bounded by the pool's size.
+//! takes partly filled buffers every few hundred milliseconds (so that `--follow` sees events
+//! land) and at exit. A full buffer is handed to the collector over a channel and replaced from
+//! the pool; memory is bounded by the pool's size. The pool's buffers are slots of the live
+//! file when there is one (super::live), so a killed program loses nothing buffered.
 
 use accprof_trace::{PackedEvents, StrId};
 use crossbeam_channel::{Receiver, Sender};
@@ -30,13 +31,22 @@ pub struct Pool {
     max_buffers: usize,
     buffer_words: usize,
     max_wait: Duration,
+    /// The live file whose slots new buffers are, when there is one.
+    live: Option<&'static super::live::LiveFile>,
+    /// The next live-file slot to hand out: each index once.
+    next_slot: AtomicUsize,
     /// Set when a wait for a free buffer timed out, cleared when the writer returns one. While
     /// set, nobody waits again: a stalled writer costs the program one wait, not one per event.
     starved: AtomicBool,
 }
 
 impl Pool {
-    pub fn new(buffer_words: usize, max_buffers: usize, max_wait: Duration) -> Self {
+    pub fn new(
+        buffer_words: usize,
+        max_buffers: usize,
+        max_wait: Duration,
+        live: Option<&'static super::live::LiveFile>,
+    ) -> Self {
         let (free_tx, free_rx) = crossbeam_channel::bounded(max_buffers);
         Self {
             free_tx,
@@ -45,6 +55,8 @@ impl Pool {
             max_buffers,
             buffer_words,
             max_wait,
+            live,
+            next_slot: AtomicUsize::new(0),
             starved: AtomicBool::new(false),
         }
     }
@@ -58,7 +70,7 @@ impl Pool {
         }
         let n = self.allocated.fetch_add(1, Ordering::Relaxed);
         if n < self.max_buffers {
-            return Some(PackedEvents::with_capacity_words(self.buffer_words));
+            return Some(self.new_buffer());
         }
         self.allocated.fetch_sub(1, Ordering::Relaxed);
         if self.starved.load(Ordering::Relaxed) {
@@ -69,6 +81,15 @@ impl Pool {
             self.starved.store(true, Ordering::Relaxed);
         }
         got
+    }
+
+    /// A new buffer: the live file's next slot, else (no live file, no slot left, or the
+    /// disk refuses the slot's space) one on the heap, which a killed run loses.
+    #[cold]
+    fn new_buffer(&self) -> PackedEvents {
+        self.live
+            .and_then(|l| l.slot(self.next_slot.fetch_add(1, Ordering::Relaxed)))
+            .unwrap_or_else(|| PackedEvents::with_capacity_words(self.buffer_words))
     }
 
     /// Returns a written buffer for reuse.

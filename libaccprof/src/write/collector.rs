@@ -1,10 +1,11 @@
 //! The writer thread: turns batches into chunks in the trace file.
 //!
-//! It creates the file when recording starts, at the first event (a program that records
-//! nothing leaves no file), records the module map whenever an event points into a module it
-//! has not written yet, sweeps partly filled thread buffers every 200 ms so that a killed
-//! program loses little and a following reader sees events land, writes drop counts as it
-//! learns them, and at shutdown the footer.
+//! The file is created when recording starts, at the first event (a program that records
+//! nothing leaves no file). The writer records the module map whenever an event points into a
+//! module it has not written yet, sweeps partly filled thread buffers every 200 ms so that a
+//! following reader sees events land, writes drop counts as it learns them, and at shutdown
+//! the footer. Before the events of a buffer that is a live-file slot it writes which slot and
+//! generation they are, and empties the slot only after (recorder::live).
 
 use crate::recorder::late;
 use crate::recorder::message::{ship, DeviceBatch, Message, Summary};
@@ -18,11 +19,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 const SWEEP_EVERY: Duration = Duration::from_millis(200);
+const FIRST_SWEEP: Duration = Duration::from_millis(5);
 /// How long the exit flush waits for the device to pass the CUDA events still pending.
 const CUDA_EVENTS_EXIT_WAIT: Duration = Duration::from_secs(2);
 
 struct Collector {
-    header: Header,
     clock: crate::clock::Converter,
     writer: Option<TraceWriter<File>>,
     path: Option<PathBuf>,
@@ -37,17 +38,47 @@ struct Collector {
     unpacked: Vec<Event>,
 }
 
+/// The trace file as created when recording started, or why it could not be.
+pub struct Opened {
+    path: PathBuf,
+    /// `None` for a FIFO or device to stream to: opening one waits for its reader, which the
+    /// writer thread does, not the program's.
+    result: Option<std::io::Result<crate::write::output::Created>>,
+    header: Header,
+}
+
+impl Opened {
+    /// Creates the trace file `cfg` names (or the first free name beside it).
+    pub fn create(cfg: &crate::config::Config, header: &Header) -> Self {
+        let path = crate::write::output::trace_path(cfg);
+        let stream_ok = crate::write::output::named_by_user(cfg);
+        let result = (!(stream_ok && crate::write::output::is_stream(&path)))
+            .then(|| crate::write::output::create(&path, header, stream_ok));
+        Self {
+            path,
+            result,
+            header: header.clone(),
+        }
+    }
+
+    /// The trace's path when it is a regular file (not a FIFO or device streamed to).
+    pub fn regular_file(&self) -> Option<&std::path::Path> {
+        let c = self.result.as_ref()?.as_ref().ok()?;
+        let meta = std::fs::symlink_metadata(&c.path).ok()?;
+        meta.file_type().is_file().then_some(c.path.as_path())
+    }
+}
+
 pub fn run(
     rec: &'static Recorder,
     rx: Receiver<Message>,
     self_tx: Sender<Message>,
-    header: Header,
+    opened: Opened,
 ) {
     // Our own buffers are no application arrays.
     crate::heap::ignore_this_thread();
     crate::recorder::set_writer_tid();
     let mut c = Collector {
-        header,
         clock: crate::clock::Converter::new(),
         writer: None,
         path: None,
@@ -58,16 +89,27 @@ pub fn run(
         heap: crate::heap::Namer::new(),
         unpacked: Vec::new(),
     };
-    // Now, not at the first batch: the name is decided (and a taken one said) while the
-    // program starts, and a process that records holds its file from its first event on.
-    c.open(rec);
+    // The file was created with the first event (so that a process that records holds it from
+    // then on, and its live file exists before any buffer is taken); said from here.
+    c.adopt(opened);
+    if let Some(live) = crate::recorder::live::get() {
+        live.publish_anchor();
+    }
+    // The live file's next clock anchor, and a sweep, soon after the start: a run killed in
+    // its first 200 ms still has its ticks converted from anchors some distance apart.
+    let mut wait = FIRST_SWEEP;
     loop {
-        match rx.recv_timeout(SWEEP_EVERY) {
+        let got = rx.recv_timeout(wait);
+        wait = SWEEP_EVERY;
+        match got {
             Ok(Message::Batch(b)) => c.write_batch(rec, b),
-            Ok(Message::Device(b)) => c.write_device_batch(rec, b),
-            Ok(Message::CudaEvents(ev)) => c.write_cuda_events(rec, ev),
+            Ok(Message::Device(b)) => c.write_device_batch(b),
+            Ok(Message::CudaEvents(ev)) => c.write_cuda_events(ev),
             Ok(Message::Flush) | Err(RecvTimeoutError::Timeout) => {
                 c.clock.anchor();
+                if let Some(live) = crate::recorder::live::get() {
+                    live.publish_anchor();
+                }
                 // Pairs are taken before the sweep and their records sent to ourselves after
                 // it, so that they queue behind the batches defining their names.
                 let cuda = crate::device::cuda_events::collect();
@@ -83,14 +125,14 @@ pub fn run(
                 while let Ok(m) = rx.try_recv() {
                     match m {
                         Message::Batch(b) => c.write_batch(rec, b),
-                        Message::Device(b) => c.write_device_batch(rec, b),
-                        Message::CudaEvents(ev) => c.write_cuda_events(rec, ev),
+                        Message::Device(b) => c.write_device_batch(b),
+                        Message::CudaEvents(ev) => c.write_cuda_events(ev),
                         _ => {}
                     }
                 }
                 // What the device has not finished yet: bounded, the program is exiting.
                 let cuda = crate::device::cuda_events::collect_all(CUDA_EVENTS_EXIT_WAIT);
-                c.write_cuda_events(rec, cuda);
+                c.write_cuda_events(cuda);
                 c.write_drops(rec);
                 let summary = c.finish();
                 let _ = reply.send(summary);
@@ -113,34 +155,38 @@ impl Collector {
             e.start_ns = self.clock.to_ns(e.start_ns);
             e.end_ns = self.clock.to_ns(e.end_ns);
         }
+        // Given back (and its live-file slot emptied) only once its events are in the trace.
+        self.write_events(&mut events, &b.strings, b.events.slot());
         rec.pool.give_back(b.events);
-        self.write_events(rec, &mut events, &b.strings);
         self.unpacked = events;
     }
 
     /// Device records: already on CLOCK_MONOTONIC, and their buffers are not the pool's.
-    fn write_device_batch(&mut self, rec: &Recorder, mut b: DeviceBatch) {
-        self.write_events(rec, &mut b.events, &b.strings);
+    fn write_device_batch(&mut self, mut b: DeviceBatch) {
+        self.write_events(&mut b.events, &b.strings, None);
     }
 
     /// Names heap blocks, then writes the batch's strings, the modules its addresses need, and
-    /// its events (times already on the trace's clock); counts them written or lost.
+    /// its events (times already on the trace's clock); counts them written or lost. Events
+    /// from a live-file slot (`slot`: index and generation) are preceded by the record that
+    /// says so, which a reader recovering a killed run needs to count them once.
     fn write_events(
         &mut self,
-        rec: &Recorder,
         events: &mut [Event],
         strings: &[(StrId, Box<[u8]>)],
+        slot: Option<(u32, u64)>,
     ) {
         let n = events.len() as u64;
-        if self.writer.is_none() && self.failed.is_none() {
-            self.open(rec);
-        }
         self.name_heap_blocks(events);
         if let Some(w) = self.writer.as_mut() {
             let new_modules = modules_to_record(&mut self.modules, events);
             let r = w
                 .write_strings(strings.iter().map(|(id, s)| (*id, &s[..])))
                 .and_then(|_| w.write_modules(&new_modules))
+                .and_then(|_| match slot {
+                    Some((index, generation)) => w.write_slot_written(index, generation, n),
+                    None => Ok(()),
+                })
                 .and_then(|_| w.write_events(events));
             match r {
                 Ok(()) => self.events += n,
@@ -151,7 +197,7 @@ impl Collector {
         }
     }
 
-    fn write_cuda_events(&mut self, rec: &Recorder, mut events: Vec<accprof_trace::Event>) {
+    fn write_cuda_events(&mut self, mut events: Vec<accprof_trace::Event>) {
         if events.is_empty() {
             return;
         }
@@ -160,13 +206,10 @@ impl Collector {
                 e.set(Field::HostCallNs, self.clock.to_ns(t));
             }
         }
-        self.write_device_batch(
-            rec,
-            DeviceBatch {
-                events,
-                strings: Vec::new(),
-            },
-        );
+        self.write_device_batch(DeviceBatch {
+            events,
+            strings: Vec::new(),
+        });
     }
 
     /// Tags events whose host pointer lay in a recorded heap block (one place for every
@@ -181,10 +224,14 @@ impl Collector {
         }
     }
 
-    fn open(&mut self, rec: &Recorder) {
-        let path = crate::write::output::trace_path(&rec.config);
-        let stream_ok = crate::write::output::named_by_user(&rec.config);
-        match crate::write::output::create(&path, &self.header, stream_ok) {
+    fn adopt(&mut self, opened: Opened) {
+        let Opened {
+            path,
+            result,
+            header,
+        } = opened;
+        let result = result.unwrap_or_else(|| crate::write::output::create(&path, &header, true));
+        match result {
             Ok(c) => {
                 if let Some(note) = c.note {
                     eprintln!("accprof: {note}");
@@ -221,9 +268,6 @@ impl Collector {
 
     fn write_drops(&mut self, rec: &Recorder) {
         if let Some(ev) = self.heap.loss_event() {
-            if self.writer.is_none() && self.failed.is_none() {
-                self.open(rec);
-            }
             if let Some(w) = self.writer.as_mut() {
                 if w.write_events(&[ev]).is_ok() {
                     self.events += 1;
@@ -232,9 +276,6 @@ impl Collector {
         }
         let skipped = crate::recorder::fork_gate::take_skipped();
         if skipped > 0 {
-            if self.writer.is_none() && self.failed.is_none() {
-                self.open(rec);
-            }
             if let Some(w) = self.writer.as_mut() {
                 let _ = w.write_lost(&[(accprof_trace::LostReason::Fork, skipped)]);
             }
@@ -249,9 +290,6 @@ impl Collector {
         }
         if drops.is_empty() {
             return;
-        }
-        if self.writer.is_none() && self.failed.is_none() {
-            self.open(rec);
         }
         if let Some(w) = self.writer.as_mut() {
             let _ = w.write_drops(&drops);
@@ -271,6 +309,10 @@ impl Collector {
                 // Not said yet: the caller prints it.
                 unsaid = Some(format!("cannot finish the trace: {e}"));
             } else {
+                // Everything the live file held is in the trace now.
+                if let Some(live) = crate::recorder::live::get() {
+                    live.remove();
+                }
                 late::hand_over_late_writer(w, self.clock);
                 handed_over = true;
             }

@@ -227,7 +227,7 @@ fn replace_finished_trace(path: &Path) -> Option<File> {
 }
 
 /// A FIFO or a character device (not followed through a link): nothing to overwrite.
-fn is_stream(path: &Path) -> bool {
+pub fn is_stream(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::symlink_metadata(path)
         .is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_char_device())

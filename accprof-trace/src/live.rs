@@ -1,0 +1,365 @@
+//! The live file: what a recording process has not written into its trace yet, kept where a
+//! SIGKILL cannot take it.
+//!
+//! Beside a trace `T`, the tool library creates `T.live` and maps it shared. Its threads'
+//! event buffers are slots of that mapping, and the strings they intern are appended to it:
+//! the kernel keeps a shared file mapping's pages when the process dies, however it dies. On
+//! a clean end (footer written) the file is removed. A reader of a trace without a footer
+//! whose live file is left, and no longer locked by its writer, appends what the live file
+//! holds that the trace does not ([`recover`]). Layout (little-endian u64 words; offsets in
+//! bytes):
+//!
+//! ```text
+//! 0     header: magic "ACCLIVE\0", version, pid, file length, slot count, slot words,
+//!       slots offset, strings offset, strings capacity, strings reserved, clock kind,
+//!       first anchor (ticks, ns), current anchor index, anchor pairs [(ticks, ns); 2]
+//! 4096  strings: records of [len + 1] [id | 1 << 63 once committed] [bytes, padded to 8]
+//! ...   slots: each a 64-byte header (generation, thread, committed words, reserved) and
+//!       `slot words` words of packed events (crate::packed), of which `committed words`
+//!       are complete
+//! ```
+//!
+//! The writer thread records each slot's contents it writes into the trace with a
+//! slot-written chunk (slot, generation, events) just before the events: the reader skips
+//! that many events of the slot when the slot still has that generation (a slot is cleared
+//! and its generation bumped once its contents are in the trace).
+
+use crate::model::Event;
+use crate::packed::{Unpack, MAX_EVENT_WORDS};
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+
+pub const LIVE_MAGIC: [u8; 8] = *b"ACCLIVE\0";
+pub const LIVE_VERSION: u64 = 1;
+/// Bytes of the file header; the strings start here.
+pub const HEADER_BYTES: usize = 4096;
+/// Bytes of a slot's header.
+pub const SLOT_HEADER_BYTES: usize = 64;
+/// The strings area's capacity, in bytes.
+pub const STRINGS_BYTES: usize = 1 << 20;
+
+/// Word indices in the file header.
+pub mod word {
+    pub const MAGIC: usize = 0;
+    pub const VERSION: usize = 1;
+    pub const PID: usize = 2;
+    pub const FILE_LEN: usize = 3;
+    pub const SLOT_COUNT: usize = 4;
+    pub const SLOT_WORDS: usize = 5;
+    pub const SLOTS_OFFSET: usize = 6;
+    pub const STRINGS_OFFSET: usize = 7;
+    pub const STRINGS_CAPACITY: usize = 8;
+    pub const STRINGS_RESERVED: usize = 9;
+    /// 0: timestamps are CLOCK_MONOTONIC ns; 1: TSC ticks, converted with the anchors.
+    pub const CLOCK: usize = 10;
+    pub const FIRST_TICKS: usize = 11;
+    pub const FIRST_NS: usize = 12;
+    /// Which of the two anchor pairs is complete (0 or 1): a pair is written, then this.
+    pub const ANCHOR_INDEX: usize = 13;
+    pub const ANCHORS: usize = 14;
+    /// Words of the header in use.
+    pub const COUNT: usize = 18;
+}
+
+/// The bit of a string record's id word that says its bytes are complete.
+pub const STRING_COMMITTED: u64 = 1 << 63;
+/// Slots a live file may have (the tool's buffer pool is far smaller).
+const MAX_SLOTS: u64 = 1 << 20;
+/// Words a slot may have (ACCPROF_BUFFER_EVENTS' largest value, 16 words an event).
+const MAX_SLOT_WORDS: u64 = 1 << 26;
+
+/// A slot's header, as mapped. Written by the tool library; read back from the file.
+#[repr(C)]
+#[derive(Debug)]
+pub struct SlotHeader {
+    /// Bumped every time the slot is emptied for reuse; 0 for a slot never used.
+    pub generation: AtomicU64,
+    /// The thread filling it (for people reading the file).
+    pub thread: AtomicU64,
+    /// Words of complete events, published after each event.
+    pub committed_words: AtomicU64,
+    pub reserved: [u64; 5],
+}
+
+const _: () = assert!(std::mem::size_of::<SlotHeader>() == SLOT_HEADER_BYTES);
+
+/// Bytes one slot takes, its header included.
+pub fn slot_stride(slot_words: usize) -> usize {
+    SLOT_HEADER_BYTES + slot_words * 8
+}
+
+/// The live file of a trace: `T.live` beside `T`.
+pub fn live_path(trace: &Path) -> PathBuf {
+    let mut s = trace.as_os_str().to_owned();
+    s.push(".live");
+    PathBuf::from(s)
+}
+
+/// Which slot contents the trace already holds, from its slot-written chunks: per slot, the
+/// latest generation recorded and how many of its events the events chunks after the record
+/// brought (all of them unless the trace was cut between the two).
+#[derive(Clone, Debug, Default)]
+pub struct SlotsWritten {
+    written: HashMap<u32, (u64, u64)>,
+    /// The record whose events are still to come: (slot, events not yet seen).
+    awaiting: Option<(u32, u64)>,
+}
+
+impl SlotsWritten {
+    /// A slot-written record: `events` events of `slot` at `generation` follow.
+    pub fn record(&mut self, slot: u32, generation: u64, events: u64) {
+        self.written.insert(slot, (generation, 0));
+        self.awaiting = (events > 0).then_some((slot, events));
+    }
+
+    /// An events chunk of `count` events was read.
+    pub fn events_read(&mut self, count: u64) {
+        let Some((slot, left)) = self.awaiting else {
+            return;
+        };
+        let took = count.min(left);
+        if let Some(w) = self.written.get_mut(&slot) {
+            w.1 = w.1.saturating_add(took);
+        }
+        self.awaiting = (left > took).then_some((slot, left - took));
+    }
+
+    /// Events of `slot` at `generation` that the trace already holds.
+    fn in_trace(&self, slot: u32, generation: u64) -> u64 {
+        match self.written.get(&slot) {
+            Some(&(g, n)) if g == generation => n,
+            // A later generation written: everything this one held is in the trace.
+            Some(&(g, _)) if g > generation => u64::MAX,
+            _ => 0,
+        }
+    }
+}
+
+/// What a live file adds to its trace.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// Strings interned by the recording threads (those the trace defines come again).
+    pub strings: Vec<(u32, Vec<u8>)>,
+    /// Events the trace does not hold, timestamps on the trace's clock.
+    pub events: Vec<Event>,
+}
+
+/// Whether a live process still holds the live file (its writer is running: what the file
+/// holds is still on its way into the trace).
+pub fn in_use(path: &Path) -> bool {
+    use std::os::unix::io::AsRawFd;
+    let Ok(f) = File::open(path) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor we own; the shared lock goes when `f` closes.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
+}
+
+/// Reads the live file at `path` of the process `pid`, leaving out what `written` says the
+/// trace holds. Every size and count is checked against the file: a damaged, foreign or
+/// truncated file is an `Err` with one line saying why, never a panic or an allocation
+/// beyond the file's size.
+pub fn recover(path: &Path, pid: u32, written: &SlotsWritten) -> Result<Recovered, String> {
+    let f = File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let size = f
+        .metadata()
+        .map_err(|e| format!("cannot read it: {e}"))?
+        .len();
+    let mut raw = [0u8; word::COUNT * 8];
+    read_at(&f, &mut raw, 0, size).map_err(|_| "it is shorter than its header".to_string())?;
+    let h = |i: usize| u64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+    if raw[..8] != LIVE_MAGIC {
+        return Err("it is not an accprof live file".into());
+    }
+    if h(word::VERSION) != LIVE_VERSION {
+        return Err(format!(
+            "its version {} is not one this reader knows",
+            h(word::VERSION)
+        ));
+    }
+    if h(word::PID) != u64::from(pid) {
+        return Err(format!(
+            "it belongs to process {}, the trace to process {pid}",
+            h(word::PID)
+        ));
+    }
+    let (slot_count, slot_words) = (h(word::SLOT_COUNT), h(word::SLOT_WORDS));
+    let (slots_offset, strings_offset) = (h(word::SLOTS_OFFSET), h(word::STRINGS_OFFSET));
+    let strings_capacity = h(word::STRINGS_CAPACITY);
+    let slots_end = slot_count
+        .saturating_mul(slot_stride(slot_words.min(MAX_SLOT_WORDS) as usize) as u64)
+        .saturating_add(slots_offset);
+    let layout_ok = slot_count <= MAX_SLOTS
+        && (MAX_EVENT_WORDS as u64..=MAX_SLOT_WORDS).contains(&slot_words)
+        && strings_offset >= (HEADER_BYTES as u64)
+        && strings_capacity <= STRINGS_BYTES as u64
+        && strings_offset.saturating_add(strings_capacity) <= slots_offset
+        && slots_offset % 8 == 0
+        && slots_end <= h(word::FILE_LEN)
+        && h(word::FILE_LEN) <= size;
+    if !layout_ok {
+        return Err("its layout does not fit the file (damaged or cut short)".into());
+    }
+    let clock = Clock::from_header(&h)?;
+    let mut out = Recovered {
+        strings: read_strings(
+            &f,
+            strings_offset,
+            h(word::STRINGS_RESERVED).min(strings_capacity),
+            size,
+        )?,
+        events: Vec::new(),
+    };
+    let stride = slot_stride(slot_words as usize) as u64;
+    let mut header = [0u8; SLOT_HEADER_BYTES];
+    for i in 0..slot_count {
+        let at = slots_offset + i * stride;
+        read_at(&f, &mut header, at, size).map_err(|_| "a slot lies beyond the file's end")?;
+        let hw =
+            |k: usize| u64::from_le_bytes(header[k * 8..k * 8 + 8].try_into().unwrap_or([0; 8]));
+        let (generation, committed) = (hw(0), hw(2));
+        if generation == 0 || committed == 0 {
+            continue;
+        }
+        if committed > slot_words {
+            return Err(format!("slot {i} claims more words than it has"));
+        }
+        let mut bytes = vec![0u8; committed as usize * 8];
+        read_at(&f, &mut bytes, at + SLOT_HEADER_BYTES as u64, size)
+            .map_err(|_| format!("slot {i} is cut short"))?;
+        let words: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
+        let skip = written.in_trace(i as u32, generation);
+        let mut events = Unpack::from_words(&words);
+        for (n, mut e) in events.by_ref().enumerate() {
+            if (n as u64) < skip {
+                continue;
+            }
+            e.start_ns = clock.to_ns(e.start_ns);
+            e.end_ns = clock.to_ns(e.end_ns);
+            out.events.push(e);
+        }
+        if events.words_left() != 0 {
+            return Err(format!("slot {i} holds words that are not events"));
+        }
+    }
+    out.events.sort_by_key(|e| e.start_ns);
+    Ok(out)
+}
+
+/// Reads `buf.len()` bytes at `at`, refusing to read beyond `size`.
+fn read_at(f: &File, buf: &mut [u8], at: u64, size: u64) -> Result<(), ()> {
+    if at
+        .checked_add(buf.len() as u64)
+        .is_none_or(|end| end > size)
+    {
+        return Err(());
+    }
+    f.read_exact_at(buf, at).map_err(|_| ())
+}
+
+/// The committed string records: a record whose length was never written ends the area (a
+/// thread was killed as it reserved it), one whose bytes were not all written is skipped.
+fn read_strings(
+    f: &File,
+    offset: u64,
+    reserved: u64,
+    size: u64,
+) -> Result<Vec<(u32, Vec<u8>)>, String> {
+    let mut area = vec![0u8; reserved as usize];
+    read_at(f, &mut area, offset, size).map_err(|_| "its strings lie beyond the file's end")?;
+    let word = |at: usize| {
+        area.get(at..at + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    };
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while let (Some(len), Some(id)) = (word(at), word(at + 8)) {
+        if len == 0 {
+            break;
+        }
+        let len = (len - 1) as usize;
+        let end = (at + 16).checked_add(len).filter(|&e| e <= area.len());
+        let Some(end) = end else {
+            return Err("a string runs beyond the strings area".into());
+        };
+        if id & STRING_COMMITTED != 0 {
+            let id = u32::try_from(id & !STRING_COMMITTED)
+                .map_err(|_| "a string id is out of range".to_string())?;
+            out.push((id, area[at + 16..end].to_vec()));
+        }
+        at = end.next_multiple_of(8);
+    }
+    Ok(out)
+}
+
+/// Turns the recording threads' timestamps into CLOCK_MONOTONIC ns, from the anchors the
+/// writer published: a line through the first anchor and the latest one.
+struct Clock {
+    ticks: bool,
+    t0: f64,
+    n0: f64,
+    rate: f64,
+}
+
+impl Clock {
+    fn from_header(h: &impl Fn(usize) -> u64) -> Result<Self, String> {
+        let ticks = match h(word::CLOCK) {
+            0 => false,
+            1 => true,
+            _ => return Err("its clock kind is unknown".into()),
+        };
+        let (t0, n0) = (h(word::FIRST_TICKS), h(word::FIRST_NS));
+        let i = (h(word::ANCHOR_INDEX) & 1) as usize;
+        let (t1, n1) = (h(word::ANCHORS + 2 * i), h(word::ANCHORS + 2 * i + 1));
+        if ticks && (t1 <= t0 || n1 <= n0) {
+            return Err("its clock anchors are not in order".into());
+        }
+        Ok(Clock {
+            ticks,
+            t0: t0 as f64,
+            n0: n0 as f64,
+            rate: if ticks {
+                (n1 - n0) as f64 / (t1 - t0) as f64
+            } else {
+                1.0
+            },
+        })
+    }
+
+    fn to_ns(&self, t: u64) -> u64 {
+        if !self.ticks {
+            return t;
+        }
+        (self.n0 + (t as f64 - self.t0) * self.rate).max(0.0) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_written_record_counts_the_events_that_follow_it() {
+        let mut w = SlotsWritten::default();
+        w.record(3, 7, 100);
+        w.events_read(60);
+        assert_eq!(w.in_trace(3, 7), 60, "cut between two events chunks");
+        w.events_read(60);
+        assert_eq!(w.in_trace(3, 7), 100);
+        w.events_read(5);
+        assert_eq!(w.in_trace(3, 7), 100, "later events belong to no slot");
+        assert_eq!(
+            w.in_trace(3, 8),
+            0,
+            "the next generation is not in the trace"
+        );
+        assert_eq!(w.in_trace(3, 6), u64::MAX);
+        assert_eq!(w.in_trace(4, 1), 0);
+    }
+}
