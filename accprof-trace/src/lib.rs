@@ -8,6 +8,8 @@
 //!   buffers them between the recording threads and its writer thread.
 //! - [`writer`]: [`TraceWriter`], which appends self-contained chunks; used by the tool library.
 //! - [`reader`]: [`TraceReader`], which streams events back, and [`Trace`], which loads a whole file.
+//! - [`symbols`]: [`SymbolTable`], the source lines and names of the trace's addresses, kept in
+//!   the trace so that it outlives its binary.
 //!
 //! The format is documented for people in docs/trace-format.md. This crate depends on nothing
 //! heavy: it is linked into the preloaded tool library.
@@ -21,6 +23,7 @@ pub mod integrity;
 pub mod model;
 pub mod packed;
 pub mod reader;
+pub mod symbols;
 pub mod varint;
 pub mod writer;
 
@@ -30,6 +33,7 @@ pub use integrity::Integrity;
 pub use model::{device, Event, EventFlags, Field, StrId};
 pub use packed::PackedEvents;
 pub use reader::{StringTable, Trace, TraceReader};
+pub use symbols::SymbolTable;
 pub use writer::{LostReason, TraceWriter};
 
 /// The first eight bytes of every trace file.

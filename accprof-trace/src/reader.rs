@@ -153,6 +153,9 @@ pub struct TraceReader<R: Read> {
     /// Events handed out, and how many of them came before the footer was read.
     events_read: u64,
     events_before_footer: u64,
+    /// Symbols chunks: found ahead by [`crate::symbols::scan`] when reading a file, else as
+    /// they are passed.
+    symbols: crate::symbols::SymbolTable,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -164,7 +167,12 @@ impl TraceReader<BufReader<File>> {
             path: label.clone(),
             source,
         })?;
-        Self::new(label, BufReader::with_capacity(1 << 20, file))
+        let mut r = Self::new(label, BufReader::with_capacity(1 << 20, file))?;
+        // They come after the events they describe; a damaged file is reported by the stream.
+        if let Ok(scan) = crate::symbols::scan(path) {
+            r.symbols = scan.symbols;
+        }
+        Ok(r)
     }
 }
 
@@ -220,6 +228,7 @@ impl<R: Read> TraceReader<R> {
             lost: [0; 4],
             events_read: 0,
             events_before_footer: 0,
+            symbols: Default::default(),
         };
         match r.next_chunk()? {
             Some((ChunkKind::Header, payload)) => {
@@ -252,6 +261,12 @@ impl<R: Read> TraceReader<R> {
 
     pub fn modules(&self) -> &[Module] {
         &self.modules
+    }
+
+    /// What the trace's symbols chunks say about its addresses (all of them for a file opened
+    /// with [`TraceReader::open`]; for another input, those read so far).
+    pub fn symbols(&self) -> &crate::symbols::SymbolTable {
+        &self.symbols
     }
 
     /// The footer, once read: present when the program ended cleanly.
@@ -406,6 +421,10 @@ impl<R: Read> TraceReader<R> {
                 // when the previous events chunk is used up.
                 self.events_before_footer = self.events_read;
             }
+            ChunkKind::Symbols => self
+                .symbols
+                .absorb(&payload)
+                .map_err(|_| bad(self, "a symbols chunk does not decode"))?,
             ChunkKind::Lost => {
                 let mut cur = Cursor::new(&payload);
                 while !cur.is_empty() {
@@ -539,6 +558,8 @@ pub struct Trace {
     pub events: Vec<Event>,
     pub strings: StringTable,
     pub modules: Vec<Module>,
+    /// What the trace's symbols chunks say about its addresses.
+    pub symbols: crate::symbols::SymbolTable,
     pub footer: Option<Footer>,
     pub drops: Vec<(i64, u64)>,
     pub dropped_total: u64,
@@ -565,6 +586,7 @@ impl Trace {
             events,
             strings: r.strings.clone(),
             modules: r.modules.clone(),
+            symbols: r.symbols.clone(),
             footer: r.footer.clone(),
             drops: r.drops.clone(),
             dropped_total: r.dropped_total,
