@@ -208,3 +208,49 @@ fn a_run_killed_under_accprof_run_keeps_its_lines_after_a_rebuild() {
     );
     assert_eq!(symbols_chunks(&trace), 1);
 }
+
+/// A build with relative source paths in its debug information (`-fdebug-prefix-map=DIR=.`, as
+/// reproducible builds do) and the binary in a subdirectory: the report, run from another
+/// directory, finds the source from the working directory the trace's header records, and
+/// gives the data region's exit its closing line as it does beside the source.
+#[test]
+fn relative_source_paths_are_found_from_the_recorded_working_directory() {
+    let dir = scratch("sc-cwd");
+    place_app("laplace_data.c", &dir, "laplace.c");
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let mut cmd = Command::new("gcc");
+    cmd.current_dir(&dir)
+        .args([
+            "-fopenacc",
+            "-g",
+            "-O2",
+            "laplace.c",
+            "-o",
+            "bin/laplace",
+            "-lm",
+        ])
+        .arg(format!("-fdebug-prefix-map={}=.", dir.display()));
+    if offload_compiler() {
+        cmd.arg("-foffload=-lm");
+    }
+    let out = cmd.output().expect("gcc runs");
+    assert!(out.status.success(), "gcc: {}", stderr(&out));
+    let o = accprof(&dir, &["run", "-q", "-o", "t.trace", "--", "./bin/laplace"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let trace = dir.join("t.trace");
+    let t = load(&trace);
+    let files: std::collections::BTreeSet<_> = t
+        .events
+        .iter()
+        .filter_map(|e| t.str(e.src_file()))
+        .collect();
+    assert!(
+        !files.is_empty() && files.iter().all(|f| !f.starts_with('/')),
+        "relative paths in the trace: {files:?}"
+    );
+    let elsewhere = scratch("sc-cwd-elsewhere");
+    let (text, _) = report(&elsewhere, &[&*trace.to_string_lossy()]);
+    // laplace_data.c: `#pragma acc data` at 38, its block the while loop at 39-59.
+    assert!(text.contains("    59: data region exit"), "{text}");
+    assert!(!text.contains("    39: data region"), "{text}");
+}
