@@ -84,6 +84,8 @@ pub struct Symbolizer {
     cache: HashMap<u64, Option<Location>>,
     /// The trace's own answers (its symbols chunks), preferred to the binaries.
     recorded: SymbolTable,
+    /// [`Symbolizer::ordinal_on_line`] by call site.
+    ordinals: HashMap<u64, Option<usize>>,
     /// Problems worth one line to the user (a module that could not be read, a build id
     /// mismatch), each said once.
     warnings: Vec<String>,
@@ -104,6 +106,7 @@ impl Symbolizer {
             loaded: HashMap::new(),
             cache: HashMap::new(),
             recorded: SymbolTable::default(),
+            ordinals: HashMap::new(),
             warnings: Vec::new(),
         }
     }
@@ -113,6 +116,7 @@ impl Symbolizer {
     pub fn with_symbols(mut self, recorded: &SymbolTable) -> Self {
         self.recorded = recorded.clone();
         self.cache.clear();
+        self.ordinals.clear();
         self
     }
 
@@ -158,14 +162,17 @@ impl Symbolizer {
                 module: module.path.clone(),
             });
         }
-        Some(self.location_in_binary(&module, ra).unwrap_or_else(|| Location {
-            // Neither the trace nor the binary knows: the module and offset keep this call
-            // site apart from others (and from another build's), and `addr2line -e` on the
-            // build that ran still finds it.
-            function: Some(format!("{}+{offset:#x}", file_name(&module.path))),
-            module: module.path.clone(),
-            ..Location::default()
-        }))
+        Some(
+            self.location_in_binary(&module, ra)
+                .unwrap_or_else(|| Location {
+                    // Neither the trace nor the binary knows: the module and offset keep this call
+                    // site apart from others (and from another build's), and `addr2line -e` on the
+                    // build that ran still finds it.
+                    function: Some(format!("{}+{offset:#x}", file_name(&module.path))),
+                    module: module.path.clone(),
+                    ..Location::default()
+                }),
+        )
     }
 
     /// The location of return address `ra` in `module` from the binary on disk; `None` when it
@@ -269,10 +276,14 @@ impl Symbolizer {
             .and_then(|l| Some((l.file.as_deref()?, l.line?)))
         {
             Some((file, line)) => {
+                let ordinal = self.ordinal_on_line(site);
                 let file = std::path::Path::new(file)
                     .file_name()
                     .map_or_else(|| file.to_string(), |f| f.to_string_lossy().into_owned());
-                format!("{file}:{line}")
+                match ordinal {
+                    Some(k) => format!("{file}:{line}#{k}"),
+                    None => format!("{file}:{line}"),
+                }
             }
             None => {
                 // No line: the module and the offset in it, which `addr2line -e` resolves on an
@@ -289,6 +300,32 @@ impl Symbolizer {
             offset,
             size,
         })
+    }
+
+    /// For a call site that shares its source line with other call sites the trace used (one
+    /// Fortran `allocate(a(n), b(n))` calls malloc once per array), its place among them in
+    /// code order, from 1; `None` when it is alone on its line. Known only from the trace's
+    /// symbols chunk, which lists every site the trace used.
+    fn ordinal_on_line(&mut self, site: u64) -> Option<usize> {
+        if let Some(&k) = self.ordinals.get(&site) {
+            return k;
+        }
+        let k = (|| {
+            let index = self.modules.iter().rposition(|m| m.contains(site))?;
+            let offset = site - self.modules[index].bias;
+            let table = self.recorded.module(index)?;
+            let me = table.sites.get(&offset)?;
+            me.line?;
+            let same: Vec<u64> = table
+                .sites
+                .iter()
+                .filter(|(_, s)| s.file == me.file && s.line == me.line)
+                .map(|(&o, _)| o)
+                .collect();
+            (same.len() > 1).then(|| same.iter().position(|&o| o == offset).map(|i| i + 1))?
+        })();
+        self.ordinals.insert(site, k);
+        k
     }
 
     /// Names the host side of a transfer that the runtime left unnamed: from the heap block it
