@@ -30,7 +30,7 @@ fn init_early(p: &Profile, out: &mut Vec<Finding>) {
         .or_else(|| p.constructs.first())
         .and_then(|c| c.location.file.as_deref());
     let call = match crate::source::Language::of(file.unwrap_or("")) {
-        crate::source::Language::C => "`acc_init(acc_device_default)`",
+        crate::source::Language::C => "call `acc_init(acc_device_default)`",
         crate::source::Language::Fortran => "`call acc_init(acc_device_default)` (`use openacc`)",
     };
     out.push(Finding {
@@ -52,7 +52,7 @@ fn init_early(p: &Profile, out: &mut Vec<Finding>) {
         // timing of a region, not a saving of the run.
         estimated_saving_ns: 0,
         change: format!(
-            "note, not a saving: initialization costs the same wherever it happens; to keep it out of the part you time, initialize the device early: call {call} (or `{}`) at the start of the program, before the part you time, so the first construct does not pay for it",
+            "note, not a saving: initialization costs the same wherever it happens; to keep it out of the part you time, initialize the device early: {call} (or `{}`) at the start of the program, before the part you time, so the first construct does not pay for it",
             crate::source::directive(file, "init")
         ),
         events: c.map(|c| c.samples.clone()).unwrap_or_default(),
