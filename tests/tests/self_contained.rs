@@ -254,3 +254,28 @@ fn relative_source_paths_are_found_from_the_recorded_working_directory() {
     assert!(text.contains("    59: data region exit"), "{text}");
     assert!(!text.contains("    39: data region"), "{text}");
 }
+
+/// A trace recorded without its symbols (ACCPROF_SYMBOLS=off, as a run killed outside
+/// `accprof run` would be) gets them from `accprof symbolize` while the binary is unchanged, and
+/// then keeps its lines after a rebuild.
+#[test]
+fn accprof_symbolize_keeps_the_lines_of_a_trace_recorded_without_them() {
+    let dir = scratch("sc-symbolize");
+    place_app("laplace_naive.c", &dir, "laplace.c");
+    let exe = build(&dir, "laplace.c", "laplace");
+    run_preloaded(&dir, &exe, "t.trace", &[("ACCPROF_SYMBOLS", "off")]);
+    let o = accprof(&dir, &["symbolize", "t.trace"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("kept 2 call sites"), "{}", stderr(&o));
+    assert_eq!(symbols_chunks(&dir.join("t.trace")), 1);
+    place_app("laplace_edit.c", &dir, "laplace.c");
+    build(&dir, "laplace.c", "laplace");
+    let (text, warnings) = report(&dir, &["t.trace"]);
+    assert!(has_compute_row(&text, "laplace.c:41 main"), "{text}");
+    assert!(!warnings.contains("build id"), "{warnings}");
+    // Not a trace: one line, non-zero exit.
+    std::fs::write(dir.join("junk.trace"), "hello").unwrap();
+    let bad = accprof(&dir, &["symbolize", "junk.trace"]);
+    assert!(!bad.status.success());
+    assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));
+}
