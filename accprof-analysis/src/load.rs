@@ -183,6 +183,7 @@ fn source(label: String, h: &Header, clean_end: bool) -> ProfileSource {
         mpi_rank: h.mpi_rank,
         start_monotonic_ns: h.start_monotonic_ns,
         clean_end,
+        cwd: crate::source::working_directory(h),
     }
 }
 

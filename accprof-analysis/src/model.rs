@@ -432,6 +432,8 @@ pub struct ProfileSource {
     pub start_monotonic_ns: u64,
     /// Whether the trace ended with a footer.
     pub clean_end: bool,
+    /// The program's working directory (header key `cwd`): where relative source paths start.
+    pub cwd: Option<String>,
 }
 
 impl ProfileSource {

@@ -41,6 +41,7 @@ enum Command {
     Plot(commands::plot::Args),
     Diff(commands::diff::Args),
     Dump(commands::dump::Args),
+    Symbolize(commands::symbolize::Args),
     Tui(commands::tui::Args),
 }
 
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         Command::Plot(a) => commands::plot::run(a),
         Command::Diff(a) => commands::diff::run(a),
         Command::Dump(a) => commands::dump::run(a),
+        Command::Symbolize(a) => commands::symbolize::run(a),
         Command::Tui(a) => commands::tui::run(a),
     };
     match result {

@@ -8,8 +8,14 @@
 //! - with DWARF (`-g`): file, line and function of the innermost inlined frame, which for a
 //!   construct is the line of its `#pragma acc`;
 //! - without it (stripped): `function+0xoffset` from the symbol table, and the module path;
-//! - when the file on disk is not the one that ran (its build id differs): nothing, because a
-//!   wrong line is worse than none.
+//! - when the file on disk is not the one that ran (its build id differs) or is gone: no line,
+//!   because a wrong line is worse than none, but `module+0xoffset` as the function, so that
+//!   call sites stay apart from each other and from another build's.
+//!
+//! A trace can carry the answers itself: the tool library resolves the addresses it used when
+//! the program exits, and `accprof run` (or [`symbolize_file`]) after a killed run, into the
+//! trace's symbols chunk ([`accprof_trace::symbols`]). The resolver prefers it; it reads the
+//! binary only for addresses the chunk lacks, and only while the binary is the one that ran.
 //!
 //! Resolved events are flagged [`EventFlags::ATTRIBUTED_LOCATION`]: attributed by accprof, not
 //! reported by the runtime.
@@ -22,11 +28,13 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod embed;
 mod reader;
 
+pub use embed::{resolve_trace, symbolize_file, Symbolized};
 pub use reader::{ChunkIndex, ChunkReader, Resolve, ResolvingReader};
 
-use accprof_trace::{Event, EventFlags, Field, Module, StringTable, Trace};
+use accprof_trace::{Event, EventFlags, Field, Module, StringTable, SymbolTable, Trace};
 use std::collections::HashMap;
 
 /// Where a code address is, as far as the debug information tells.
@@ -74,6 +82,10 @@ pub struct Symbolizer {
     modules: Vec<Module>,
     loaded: HashMap<String, Option<LoadedModule>>,
     cache: HashMap<u64, Option<Location>>,
+    /// The trace's own answers (its symbols chunks), preferred to the binaries.
+    recorded: SymbolTable,
+    /// [`Symbolizer::ordinal_on_line`] by call site.
+    ordinals: HashMap<u64, Option<usize>>,
     /// Problems worth one line to the user (a module that could not be read, a build id
     /// mismatch), each said once.
     warnings: Vec<String>,
@@ -93,8 +105,19 @@ impl Symbolizer {
             modules: modules.to_vec(),
             loaded: HashMap::new(),
             cache: HashMap::new(),
+            recorded: SymbolTable::default(),
+            ordinals: HashMap::new(),
             warnings: Vec::new(),
         }
+    }
+
+    /// Answers from the trace's symbols chunks ([`accprof_trace::TraceReader::symbols`]), taken
+    /// before the binaries on disk.
+    pub fn with_symbols(mut self, recorded: &SymbolTable) -> Self {
+        self.recorded = recorded.clone();
+        self.cache.clear();
+        self.ordinals.clear();
+        self
     }
 
     /// Adds modules that a streaming reader has seen since.
@@ -124,10 +147,40 @@ impl Symbolizer {
     fn lookup(&mut self, ra: u64) -> Option<Location> {
         // The module that was loaded at this address when it ran; the newest mapping wins
         // (a library unloaded and another loaded in its place).
-        let module = self.modules.iter().rev().find(|m| m.contains(ra))?.clone();
+        let index = self.modules.iter().rposition(|m| m.contains(ra))?;
+        let module = self.modules[index].clone();
+        let offset = ra.checked_sub(module.bias)?;
+        if let Some(site) = self
+            .recorded
+            .module(index)
+            .and_then(|m| m.sites.get(&offset))
+        {
+            return Some(Location {
+                function: site.function.clone(),
+                file: site.file.clone(),
+                line: site.line,
+                module: module.path.clone(),
+            });
+        }
+        Some(
+            self.location_in_binary(&module, ra)
+                .unwrap_or_else(|| Location {
+                    // Neither the trace nor the binary knows: the module and offset keep this call
+                    // site apart from others (and from another build's), and `addr2line -e` on the
+                    // build that ran still finds it.
+                    function: Some(format!("{}+{offset:#x}", file_name(&module.path))),
+                    module: module.path.clone(),
+                    ..Location::default()
+                }),
+        )
+    }
+
+    /// The location of return address `ra` in `module` from the binary on disk; `None` when it
+    /// cannot be read or is not the build that ran.
+    pub(crate) fn location_in_binary(&mut self, module: &Module, ra: u64) -> Option<Location> {
         // A return address points after the call; the call itself is one byte earlier.
         let probe = ra.checked_sub(1)?.checked_sub(module.bias)?;
-        let loaded = self.load(&module)?;
+        let loaded = self.load(module)?;
         let mut loc = Location {
             module: module.path.clone(),
             ..Location::default()
@@ -152,12 +205,7 @@ impl Symbolizer {
                 }
                 // Fully stripped: no symbol either. The module and offset still let a user
                 // find the spot with `addr2line -e` on an unstripped copy.
-                None => {
-                    let base = std::path::Path::new(&module.path)
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned());
-                    format!("{}+{:#x}", base.unwrap_or_default(), probe + 1)
-                }
+                None => format!("{}+{:#x}", file_name(&module.path), probe + 1),
             });
         }
         Some(loc)
@@ -183,14 +231,25 @@ impl Symbolizer {
     /// The global or static variable that holds address `addr` in the profiled process, from
     /// the symbol table of the module it lies in. Heap and stack addresses have none.
     pub fn resolve_data(&mut self, addr: u64) -> Option<DataSymbol> {
-        let module = self
-            .modules
-            .iter()
-            .rev()
-            .find(|m| m.contains(addr))?
-            .clone();
+        let index = self.modules.iter().rposition(|m| m.contains(addr))?;
+        let module = self.modules[index].clone();
         let probe = addr.checked_sub(module.bias)?;
-        let loaded = self.load(&module)?;
+        if let Some(recorded) = self.recorded.module(index) {
+            // The trace's table was made from these same events: an address it lacks lies
+            // in no variable.
+            let (a, size, name) = recorded.data_at(probe)?;
+            return Some(DataSymbol {
+                name: name.to_string(),
+                offset: probe - a,
+                size,
+            });
+        }
+        self.data_in_binary(&module, probe)
+    }
+
+    /// The variable at file address `probe` of `module`, from its symbol table on disk.
+    pub(crate) fn data_in_binary(&mut self, module: &Module, probe: u64) -> Option<DataSymbol> {
+        let loaded = self.load(module)?;
         let i = loaded
             .data
             .partition_point(|(a, _, _)| *a <= probe)
@@ -217,23 +276,21 @@ impl Symbolizer {
             .and_then(|l| Some((l.file.as_deref()?, l.line?)))
         {
             Some((file, line)) => {
+                let ordinal = self.ordinal_on_line(site);
                 let file = std::path::Path::new(file)
                     .file_name()
                     .map_or_else(|| file.to_string(), |f| f.to_string_lossy().into_owned());
-                format!("{file}:{line}")
+                match ordinal {
+                    Some(k) => format!("{file}:{line}#{k}"),
+                    None => format!("{file}:{line}"),
+                }
             }
             None => {
                 // No line: the module and the offset in it, which `addr2line -e` resolves on an
                 // unstripped copy.
                 let module = self.modules.iter().rev().find(|m| m.contains(site));
                 match module {
-                    Some(m) => {
-                        let name = std::path::Path::new(&m.path)
-                            .file_name()
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_default();
-                        format!("{name}+{:#x}", site - m.bias)
-                    }
+                    Some(m) => format!("{}+{:#x}", file_name(&m.path), site - m.bias),
                     None => format!("{site:#x}"),
                 }
             }
@@ -243,6 +300,32 @@ impl Symbolizer {
             offset,
             size,
         })
+    }
+
+    /// For a call site that shares its source line with other call sites the trace used (one
+    /// Fortran `allocate(a(n), b(n))` calls malloc once per array), its place among them in
+    /// code order, from 1; `None` when it is alone on its line. Known only from the trace's
+    /// symbols chunk, which lists every site the trace used.
+    fn ordinal_on_line(&mut self, site: u64) -> Option<usize> {
+        if let Some(&k) = self.ordinals.get(&site) {
+            return k;
+        }
+        let k = (|| {
+            let index = self.modules.iter().rposition(|m| m.contains(site))?;
+            let offset = site - self.modules[index].bias;
+            let table = self.recorded.module(index)?;
+            let me = table.sites.get(&offset)?;
+            me.line?;
+            let same: Vec<u64> = table
+                .sites
+                .iter()
+                .filter(|(_, s)| s.file == me.file && s.line == me.line)
+                .map(|(&o, _)| o)
+                .collect();
+            (same.len() > 1).then(|| same.iter().position(|&o| o == offset).map(|i| i + 1))?
+        })();
+        self.ordinals.insert(site, k);
+        k
     }
 
     /// Names the host side of a transfer that the runtime left unnamed: from the heap block it
@@ -290,6 +373,14 @@ impl Symbolizer {
         ev.add_flags(EventFlags::ATTRIBUTED_LOCATION);
         true
     }
+}
+
+/// The last component of a module's path.
+fn file_name(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn open_module(module: &Module) -> Result<LoadedModule, String> {
@@ -349,7 +440,7 @@ pub fn annotate_trace(trace: &mut Trace) -> Vec<String> {
     {
         return Vec::new();
     }
-    let mut sym = Symbolizer::new(&trace.modules);
+    let mut sym = Symbolizer::new(&trace.modules).with_symbols(&trace.symbols);
     for ev in &mut trace.events {
         sym.annotate(ev, &mut trace.strings);
         if unnamed_host_data(ev) {

@@ -2,7 +2,9 @@
 //! unnamed host data resolved as events go by.
 
 use crate::{unnamed_host_data, Symbolizer};
-use accprof_trace::{Event, Field, Footer, Header, Module, StringTable, TraceError, TraceReader};
+use accprof_trace::{
+    Event, Field, Footer, Header, Module, StringTable, SymbolTable, TraceError, TraceReader,
+};
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -64,6 +66,8 @@ pub struct ResolvingReader<R: Read> {
     /// For a reader opened at a chunk: the whole trace's modules (the chunks before this one
     /// defined some of them).
     known_modules: Option<Vec<Module>>,
+    /// The trace's symbols chunks (for a reader opened at a chunk: the whole trace's).
+    recorded: SymbolTable,
 }
 
 /// Where the chunks of a trace start, found while streaming it once
@@ -154,6 +158,7 @@ impl ChunkReader {
         r.resolve = first.resolve;
         r.events = first_event;
         r.known_modules = Some(first.modules().to_vec());
+        r.recorded = first.recorded.clone();
         r.chunks.starts.clear();
         Ok(r)
     }
@@ -167,13 +172,14 @@ impl<R: Read> ResolvingReader<R> {
             starts: Vec::new(),
         };
         Self {
-            reader,
             resolve: Resolve::ALL,
             symbolizer: None,
             events: 0,
             current: Event::default(),
             chunks,
             known_modules: None,
+            recorded: reader.symbols().clone(),
+            reader,
         }
     }
 
@@ -224,7 +230,7 @@ impl<R: Read> ResolvingReader<R> {
         }
         let sym = self
             .symbolizer
-            .get_or_insert_with(|| Symbolizer::new(modules));
+            .get_or_insert_with(|| Symbolizer::new(modules).with_symbols(&self.recorded));
         sym.update_modules(modules);
         if location {
             sym.annotate(ev, self.reader.strings_mut());
@@ -313,6 +319,12 @@ impl<R: Read> ResolvingReader<R> {
 
     pub fn modules(&self) -> &[Module] {
         self.reader.modules()
+    }
+
+    /// What the trace's symbols chunks say about its addresses (for a [`Symbolizer`] of a
+    /// view's own: `Symbolizer::new(r.modules()).with_symbols(r.symbols())`).
+    pub fn symbols(&self) -> &SymbolTable {
+        &self.recorded
     }
 
     /// The clean end marker, once read (after the last event).

@@ -10,6 +10,8 @@
 //! - [`reader`]: [`TraceReader`], which streams events back, and [`Trace`], which loads a whole file.
 //! - [`live`]: the live file beside a trace being written, from which a reader recovers what a
 //!   killed process had not written yet.
+//! - [`symbols`]: [`SymbolTable`], the source lines and names of the trace's addresses, kept in
+//!   the trace so that it outlives its binary.
 //!
 //! The format is documented for people in docs/trace-format.md. This crate depends on nothing
 //! heavy: it is linked into the preloaded tool library.
@@ -24,6 +26,7 @@ pub mod live;
 pub mod model;
 pub mod packed;
 pub mod reader;
+pub mod symbols;
 pub mod varint;
 pub mod writer;
 
@@ -33,6 +36,7 @@ pub use integrity::Integrity;
 pub use model::{device, Event, EventFlags, Field, StrId};
 pub use packed::PackedEvents;
 pub use reader::{StringTable, Trace, TraceReader};
+pub use symbols::SymbolTable;
 pub use writer::{LostReason, TraceWriter};
 
 /// The first eight bytes of every trace file.

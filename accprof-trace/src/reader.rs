@@ -164,6 +164,9 @@ pub struct TraceReader<R: Read> {
     live_read: bool,
     recovered_from_live: u64,
     live_file_ignored: Option<String>,
+    /// Symbols chunks: found ahead by [`crate::symbols::scan`] when reading a file, else as
+    /// they are passed.
+    symbols: crate::symbols::SymbolTable,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -177,6 +180,10 @@ impl TraceReader<BufReader<File>> {
         })?;
         let mut r = Self::new(label, BufReader::with_capacity(1 << 20, file))?;
         r.live = Some(crate::live::live_path(path));
+        // They come after the events they describe; a damaged file is reported by the stream.
+        if let Ok(scan) = crate::symbols::scan(path) {
+            r.symbols = scan.symbols;
+        }
         Ok(r)
     }
 }
@@ -239,6 +246,7 @@ impl<R: Read> TraceReader<R> {
             live_read: false,
             recovered_from_live: 0,
             live_file_ignored: None,
+            symbols: Default::default(),
         };
         match r.next_chunk()? {
             Some((ChunkKind::Header, payload)) => {
@@ -271,6 +279,12 @@ impl<R: Read> TraceReader<R> {
 
     pub fn modules(&self) -> &[Module] {
         &self.modules
+    }
+
+    /// What the trace's symbols chunks say about its addresses (all of them for a file opened
+    /// with [`TraceReader::open`]; for another input, those read so far).
+    pub fn symbols(&self) -> &crate::symbols::SymbolTable {
+        &self.symbols
     }
 
     /// The footer, once read: present when the program ended cleanly.
@@ -484,6 +498,10 @@ impl<R: Read> TraceReader<R> {
                     .map_err(|_| bad(self, "a slot-written record names an impossible slot"))?;
                 self.slots_written.record(slot, generation, events);
             }
+            ChunkKind::Symbols => self
+                .symbols
+                .absorb(&payload)
+                .map_err(|_| bad(self, "a symbols chunk does not decode"))?,
             ChunkKind::Lost => {
                 let mut cur = Cursor::new(&payload);
                 while !cur.is_empty() {
@@ -617,6 +635,8 @@ pub struct Trace {
     pub events: Vec<Event>,
     pub strings: StringTable,
     pub modules: Vec<Module>,
+    /// What the trace's symbols chunks say about its addresses.
+    pub symbols: crate::symbols::SymbolTable,
     pub footer: Option<Footer>,
     pub drops: Vec<(i64, u64)>,
     pub dropped_total: u64,
@@ -643,6 +663,7 @@ impl Trace {
             events,
             strings: r.strings.clone(),
             modules: r.modules.clone(),
+            symbols: r.symbols.clone(),
             footer: r.footer.clone(),
             drops: r.drops.clone(),
             dropped_total: r.dropped_total,

@@ -39,6 +39,8 @@ pub enum ChunkKind {
     /// The events chunks that follow hold a live-file slot's contents: slot, generation and
     /// event count (crate::live), so that a reader recovering a killed run counts them once.
     SlotWritten = 8,
+    /// What the binaries said about the addresses the trace uses ([`crate::symbols`]).
+    Symbols = 9,
 }
 
 impl ChunkKind {
@@ -52,6 +54,7 @@ impl ChunkKind {
             6 => Self::Footer,
             7 => Self::Lost,
             8 => Self::SlotWritten,
+            9 => Self::Symbols,
             _ => return None,
         })
     }
@@ -109,6 +112,28 @@ impl<W: Write> TraceWriter<W> {
             bytes_written: first.len() as u64,
             seq: w.seq,
         })
+    }
+
+    /// Appends chunks to a version 2 trace that already has chunks up to sequence number
+    /// `next_seq - 1` ([`crate::symbols::scan`] finds it); `out` writes at the end of the last
+    /// complete chunk.
+    pub fn append(out: W, next_seq: u32) -> Self {
+        Self {
+            out,
+            chunk: Vec::new(),
+            payload: Vec::new(),
+            bytes_written: 0,
+            seq: next_seq,
+        }
+    }
+
+    /// Writes what the binaries said about the trace's addresses (a symbols chunk).
+    pub fn write_symbols(&mut self, table: &crate::symbols::SymbolTable) -> io::Result<()> {
+        let payload = table.encode();
+        if payload.len() > MAX_CHUNK_PAYLOAD {
+            return Err(io::Error::other("the symbols chunk would exceed 64 MiB"));
+        }
+        self.emit(ChunkKind::Symbols, &payload)
     }
 
     /// Defines strings that later events refer to by id.

@@ -14,6 +14,7 @@
 //! | ACCPROF_CUDA_LIB | path of the CUDA driver library (default `libcuda.so.1`) |
 //! | ACCPROF_HEAP=auto/on/off | name transfers of heap memory by the allocation's file:line: record blocks from malloc, calloc, realloc, posix_memalign, ... when libaccprof is LD_PRELOADed (auto, default), say why not when it cannot (on), or never (off). Read when the library loads |
 //! | ACCPROF_SELF_TIME=1 | print at exit how long the application's threads spent inside accprof (OpenACC callbacks, CUPTI's driver callbacks): the tool's own overhead, measured directly |
+//! | ACCPROF_SYMBOLS=on/off | at a normal exit, resolve the trace's call sites and variables from the binaries and keep them in the trace (on, default), so that its lines outlive a rebuild; or leave that to `accprof symbolize` (off) |
 //! | ACCPROF_HEAP_MIN_BYTES | the smallest block recorded (default 65536); smaller ones cost two instructions and get no name |
 
 use std::path::PathBuf;
@@ -32,6 +33,8 @@ pub struct Config {
     pub max_wait_ms: u64,
     pub cupti: Switch,
     pub cuda_events: Switch,
+    /// Keep source lines and names in the trace at exit (ACCPROF_SYMBOLS).
+    pub symbols: bool,
     /// One line per setting that could not be used, said once when recording starts.
     pub problems: Vec<String>,
 }
@@ -113,6 +116,7 @@ impl Config {
         let max_wait_ms = env.num("ACCPROF_MAX_WAIT_MS", 100, 0, 60_000);
         let cupti = env.switch("ACCPROF_CUPTI");
         let cuda_events = env.switch("ACCPROF_CUDA_EVENTS");
+        let symbols = env.switch("ACCPROF_SYMBOLS") != Switch::Off;
         Config {
             out: env.var("ACCPROF_OUT"),
             quiet: env.var("ACCPROF_QUIET").is_some_and(|v| v != "0"),
@@ -122,6 +126,7 @@ impl Config {
             max_wait_ms,
             cupti,
             cuda_events,
+            symbols,
             problems: env.problems,
         }
     }

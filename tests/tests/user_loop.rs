@@ -240,9 +240,13 @@ fn advice_names_the_enclosing_loop_in_the_programs_language() {
     );
     assert!(!c.contains("!$acc"), "{c}");
     let f = stdout(&accprof(&dir, &["advise", "-q", "f.trace"]));
-    // jacobi_naive.f90: the do while loop is lines 24-41.
+    // jacobi_naive.f90: the do while loop is lines 24-41; `allocate(a(n, m), anew(n, m))` at
+    // line 14 makes two arrays, told apart by their order on the line, both to keep on the
+    // device.
     assert!(
-        f.contains("lines 24-41 in `!$acc data") && f.contains("`!$acc end data`"),
+        f.contains("[data_region]")
+            && f.contains("put `!$acc data copy(heap@jacobi_naive.f90:14#1, heap@jacobi_naive.f90:14#2)` before the loop at lines 24-41")
+            && f.contains("`!$acc end data`"),
         "{f}"
     );
     assert!(

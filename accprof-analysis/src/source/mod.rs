@@ -51,17 +51,32 @@ pub fn directive(file: Option<&str>, body: &str) -> String {
     Language::of(file.unwrap_or("")).directive(body)
 }
 
-/// Where `file` (as the trace names it) is on this machine, if anywhere.
+/// The working directory the program ran in, as its trace's header says (key `cwd`).
+pub fn working_directory(h: &accprof_trace::Header) -> Option<String> {
+    h.extra
+        .iter()
+        .find(|(k, _)| k == "cwd")
+        .map(|(_, v)| v.clone())
+}
+
+/// Where `file` (as the trace names it) is on this machine, if anywhere: an absolute path as
+/// it is; a relative one from the current directory, the program's working directory when it
+/// ran (so a report run from elsewhere finds it), then the program's own directory.
 pub fn locate(p: &Profile, file: &str) -> Option<PathBuf> {
     let path = Path::new(file);
     if path.is_absolute() {
         return path.is_file().then(|| path.to_path_buf());
     }
+    let run_dirs = p
+        .sources
+        .iter()
+        .filter_map(|s| s.cwd.as_ref().map(PathBuf::from));
     let exe_dirs = p
         .sources
         .iter()
         .filter_map(|s| Path::new(&s.exe).parent().map(Path::to_path_buf));
     std::iter::once(PathBuf::from("."))
+        .chain(run_dirs)
         .chain(exe_dirs)
         .map(|d| d.join(path))
         .find(|c| c.is_file())

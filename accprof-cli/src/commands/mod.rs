@@ -7,4 +7,5 @@ pub mod export;
 pub mod plot;
 pub mod report;
 pub mod run;
+pub mod symbolize;
 pub mod tui;

@@ -170,6 +170,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
         return exit_like(code);
     }
+    keep_source_lines(&trace, args.quiet);
     if !args.quiet {
         eprintln!(
             "accprof: {exe_name} {how} after {:.2} s; trace: {}",
@@ -198,6 +199,25 @@ pub fn run(args: Args) -> Result<(), CliError> {
         print_summary(&trace)?;
     }
     exit_like(code)
+}
+
+/// A program that was killed (or exec'd) ended without the tool's exit-time symbols chunk: add
+/// it now, while the binary is the one that ran. A trace that has one is left alone.
+fn keep_source_lines(trace: &Path, quiet: bool) {
+    if std::env::var("ACCPROF_SYMBOLS").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "off" | "0" | "no" | "false"
+        )
+    }) {
+        return;
+    }
+    match crate::commands::symbolize::symbolize(trace) {
+        Ok(_) => {}
+        // Not fatal: readers still try the binary.
+        Err(e) if !quiet => eprintln!("accprof: source lines not kept in the trace: {e}"),
+        Err(_) => {}
+    }
 }
 
 /// The report and advice go to `file`, else to standard error: the program's standard output

@@ -321,7 +321,7 @@ fn resolve_again(feed: &mut Feed, ev: &mut Event, strings: &mut StringTable) {
     }
     let sym = feed
         .symbolizer
-        .get_or_insert_with(|| Symbolizer::new(modules));
+        .get_or_insert_with(|| Symbolizer::new(modules).with_symbols(feed.reader.symbols()));
     sym.update_modules(modules);
     if needs_location {
         sym.annotate(ev, strings);

@@ -66,6 +66,7 @@ impl ProfileFeed {
             mpi_rank: header.mpi_rank,
             start_monotonic_ns: header.start_monotonic_ns,
             clean_end: false,
+            cwd: accprof_analysis::source::working_directory(header),
         };
         let worker = std::thread::spawn(move || build(builder, source, rx, spare_tx));
         ProfileFeed {

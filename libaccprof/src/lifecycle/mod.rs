@@ -226,6 +226,7 @@ pub fn finish_as(ending: Ending) {
     if ending != Ending::Exit {
         return;
     }
+    crate::write::symbols::append_at_exit(&rec.config, &summary);
     if let (Some(target), Some(path)) = (&rec.config.report, &summary.path) {
         crate::write::output::run_report(target, path);
     }

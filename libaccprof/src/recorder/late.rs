@@ -87,6 +87,14 @@ pub fn hand_over_late_writer(writer: TraceWriter<File>, clock: crate::clock::Con
     late.writer = Some(w);
 }
 
+/// Runs `f` on the trace's writer once the footer is written, as late events are: under their
+/// lock, so that chunks never interleave and sequence numbers go on. `None` when there is no
+/// writer (the final flush failed).
+pub fn with_writer<T>(f: impl FnOnce(&mut TraceWriter<File>) -> T) -> Option<T> {
+    let mut late = LATE.lock().ok()?;
+    late.writer.as_mut().map(|w| f(&mut w.writer))
+}
+
 /// The writer will not be handed over (the final flush failed): waiting events are lost.
 pub fn close() {
     if let Ok(mut late) = LATE.lock() {

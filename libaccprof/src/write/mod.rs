@@ -2,6 +2,8 @@
 //!
 //! - [`collector`]: the one background thread that writes.
 //! - [`output`]: where the trace goes, its header, and the report run at exit.
+//! - [`symbols`]: the trace's symbols chunk, resolved at exit.
 
 pub mod collector;
 pub mod output;
+pub mod symbols;

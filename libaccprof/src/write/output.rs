@@ -26,7 +26,10 @@ pub fn header(registration: &str) -> Header {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         mpi_rank: mpi_rank(),
         registration: registration.to_string(),
-        extra: Vec::new(),
+        // Where relative source paths (and relative arguments) start.
+        extra: std::env::current_dir()
+            .map(|d| vec![("cwd".to_string(), d.display().to_string())])
+            .unwrap_or_default(),
     }
 }
 

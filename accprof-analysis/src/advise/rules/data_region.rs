@@ -188,7 +188,7 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
                 if names.iter().any(|n| n.starts_with("heap@")) {
                     // The runtime named nothing and no symbol holds a heap block: the name is the
                     // allocation line, which the user has to turn back into the pointer's name.
-                    "; heap@FILE:LINE is the array allocated at that line: write its pointer and section (A[0:n]) in the clauses"
+                    "; heap@FILE:LINE is the array allocated at that line (#N: the N-th allocation on it, in code order): write its pointer and section (A[0:n]) in the clauses"
                 } else {
                     ""
                 }

@@ -25,6 +25,14 @@ fn init_early(p: &Profile, out: &mut Vec<Finding>) {
         return;
     }
     let c = p.constructs.iter().find(|c| c.kind == ConstructKind::Init);
+    // In the program's language: the init construct's file, else any construct's.
+    let file = c
+        .or_else(|| p.constructs.first())
+        .and_then(|c| c.location.file.as_deref());
+    let call = match crate::source::Language::of(file.unwrap_or("")) {
+        crate::source::Language::C => "call `acc_init(acc_device_default)`",
+        crate::source::Language::Fortran => "`call acc_init(acc_device_default)` (`use openacc`)",
+    };
     out.push(Finding {
         rule: Rule::InitEarly,
         title: "device initialization takes a large part of the run".into(),
@@ -43,7 +51,10 @@ fn init_early(p: &Profile, out: &mut Vec<Finding>) {
         // Moving initialization earlier moves its cost, it does not remove it: a note for the
         // timing of a region, not a saving of the run.
         estimated_saving_ns: 0,
-        change: "note, not a saving: initialization costs the same wherever it happens; to keep it out of the part you time, initialize the device early: call `acc_init(acc_device_default)` (or `#pragma acc init`, `!$acc init` in Fortran) at the start of the program, before the part you time, so the first construct does not pay for it".into(),
+        change: format!(
+            "note, not a saving: initialization costs the same wherever it happens; to keep it out of the part you time, initialize the device early: {call} (or `{}`) at the start of the program, before the part you time, so the first construct does not pay for it",
+            crate::source::directive(file, "init")
+        ),
         events: c.map(|c| c.samples.clone()).unwrap_or_default(),
         time_ranges: c.map(|c| vec![(c.first_ns, c.last_ns)]).unwrap_or_default(),
     });

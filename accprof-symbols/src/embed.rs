@@ -1,0 +1,136 @@
+//! Putting what the binaries say about a trace's addresses into the trace itself (its symbols
+//! chunk), while the binaries are still the ones that ran: the tool library does it at the
+//! program's normal exit, `accprof run` after a run that was killed, `accprof symbolize` for
+//! any trace.
+
+use crate::{unnamed_host_data, Symbolizer};
+use accprof_trace::symbols::{scan, Site};
+use accprof_trace::{Field, SymbolTable, TraceError, TraceReader, TraceWriter};
+use std::collections::BTreeSet;
+use std::io::{Seek, SeekFrom};
+use std::path::Path;
+
+/// What [`symbolize_file`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Symbolized {
+    /// The trace had a symbols chunk already: nothing was added.
+    pub already: bool,
+    /// Call sites and variables written.
+    pub entries: usize,
+    /// Bytes of a chunk cut short by a kill, dropped so that the new chunk can follow the
+    /// last complete one.
+    pub cut_bytes: u64,
+    /// Modules that could not be read (gone, or rebuilt since the run), each once.
+    pub warnings: Vec<String>,
+}
+
+/// Resolves every address the events of the trace at `path` use (call sites of events without
+/// a source file, allocation sites of heap blocks, host addresses of unnamed transfers)
+/// against the binaries on disk that are still the builds that ran. Returns the table and one
+/// line per module that could not be read.
+pub fn resolve_trace(path: &Path) -> Result<(SymbolTable, Vec<String>), TraceError> {
+    let mut reader = TraceReader::open(path)?;
+    let mut code = BTreeSet::new();
+    let mut data = BTreeSet::new();
+    while let Some(ev) = reader.next_event()? {
+        if let (Some(ra), None) = (ev.get(Field::ReturnAddress), ev.get(Field::SrcFile)) {
+            code.insert(ra);
+        }
+        if unnamed_host_data(&ev) {
+            match (ev.get(Field::AllocSite), ev.get(Field::HostPtr)) {
+                (Some(site), _) => {
+                    code.insert(site);
+                }
+                (None, Some(p)) => {
+                    data.insert(p);
+                }
+                (None, None) => {}
+            }
+        }
+    }
+    let modules = reader.modules().to_vec();
+    let mut sym = Symbolizer::new(&modules);
+    let mut table = SymbolTable::default();
+    for ra in code {
+        let Some(i) = modules.iter().rposition(|m| m.contains(ra)) else {
+            continue;
+        };
+        let m = &modules[i];
+        if let Some(loc) = sym.location_in_binary(m, ra) {
+            table.module_mut(i as u32, &m.build_id).sites.insert(
+                ra - m.bias,
+                Site {
+                    file: loc.file,
+                    line: loc.line,
+                    function: loc.function,
+                },
+            );
+        }
+    }
+    for p in data {
+        let Some(i) = modules.iter().rposition(|m| m.contains(p)) else {
+            continue;
+        };
+        let m = &modules[i];
+        let probe = p - m.bias;
+        if let Some(d) = sym.data_in_binary(m, probe) {
+            table
+                .module_mut(i as u32, &m.build_id)
+                .data
+                .insert(probe - d.offset, (d.size, d.name));
+        }
+    }
+    Ok((table, sym.warnings))
+}
+
+/// Adds a symbols chunk to the finished trace at `path` (a program that has exited, or was
+/// killed), unless it has one. A chunk cut short at the end by a kill is dropped first: nothing
+/// could read it, and a chunk appended after it would be read as its payload.
+pub fn symbolize_file(path: &Path) -> Result<Symbolized, TraceError> {
+    let label = path.display().to_string();
+    let io = |source| TraceError::Io {
+        path: label.clone(),
+        source,
+    };
+    let found = scan(path)?;
+    if found.symbols_chunks > 0 {
+        return Ok(Symbolized {
+            already: true,
+            ..Symbolized::default()
+        });
+    }
+    if found.version < 2 {
+        return Err(TraceError::Corrupt {
+            path: label.clone(),
+            offset: 0,
+            what: "a version 1 trace cannot take a symbols chunk (its chunks have no sequence numbers)".into(),
+        });
+    }
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    let (table, warnings) = resolve_trace(path)?;
+    let mut out = Symbolized {
+        warnings,
+        ..Symbolized::default()
+    };
+    if table.is_empty() {
+        return Ok(out);
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io)?;
+    if file.metadata().map_err(io)?.len() != size {
+        return Err(TraceError::Corrupt {
+            path: label.clone(),
+            offset: size,
+            what: "the trace is still being written (its program is running); symbolize it once it has ended".into(),
+        });
+    }
+    out.cut_bytes = size - found.complete_end;
+    file.set_len(found.complete_end).map_err(io)?;
+    file.seek(SeekFrom::End(0)).map_err(io)?;
+    let mut w = TraceWriter::append(file, found.next_seq);
+    w.write_symbols(&table).map_err(io)?;
+    out.entries = table.len();
+    Ok(out)
+}
