@@ -7,10 +7,11 @@
 //! not by the formatted text, so that an event that repeats a known name costs a hash lookup).
 //! Memory beyond the collected slices is those tables, never a copy of the events.
 
-use super::chrome::{self, Process};
+use super::chrome;
 use super::counters::{Series, Step};
 use super::device::DeviceInfo;
 use super::slice::{Slice, NONE_I32, NONE_U32};
+use super::strings::Strings;
 use super::tracks::{ThreadIds, TrackKind};
 use super::Collected;
 use accprof_perfetto::{
@@ -77,26 +78,21 @@ pub(super) fn write<W: Write>(
             Some(f) => std::slice::from_ref(f),
             None => &[],
         };
-        let (name, category, location) = names.look(&mut w, s, dev, p, &mut name_buf);
-        let mut args = [Arg {
-            name: names.arg_bytes,
-            value: ArgValue::Uint(0),
-        }; 8];
-        let n = names.args(&mut w, s, &mut args);
-        let mut ev = Event::named(name)
-            .category(category)
-            .args(&args[..n])
-            .flows_out(&outs)
-            .flows_in(ins);
-        if let Some(loc) = location {
-            ev = ev.location(loc);
-        }
         let track = tracks.slices[s.track as usize][usize::from(s.lane)];
-        if s.is_point() {
-            w.instant(track, s.start - zero, &ev)?;
-        } else {
-            w.slice(track, s.start - zero, s.end - zero, &ev)?;
-        }
+        put_slice(
+            &mut w,
+            &mut names,
+            Placed {
+                s,
+                dev,
+                track,
+                zero,
+            },
+            &p.strings,
+            &outs,
+            ins,
+            &mut name_buf,
+        )?;
     }
     progress(c.slices.len());
     for (name, series) in counters {
@@ -123,6 +119,52 @@ pub(super) fn write<W: Write>(
         events: c.slices.len(),
         tracks: tracks.count,
     })
+}
+
+/// A slice with what decides how it is written: its device record (if it is one), the
+/// Perfetto track of its lane, and the export's time zero.
+pub(super) struct Placed<'a> {
+    pub s: &'a Slice,
+    pub dev: Option<&'a DeviceInfo>,
+    pub track: TrackId,
+    pub zero: u64,
+}
+
+/// Writes one slice (or instant) with its name, category, location, args and flows.
+pub(super) fn put_slice<W: Write, T: Strings + ?Sized>(
+    w: &mut PerfettoWriter<W>,
+    names: &mut Names,
+    at: Placed<'_>,
+    strings: &T,
+    outs: &[FlowId],
+    ins: &[FlowId],
+    name_buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    let Placed {
+        s,
+        dev,
+        track,
+        zero,
+    } = at;
+    let (name, category, location) = names.look(w, s, dev, strings, name_buf);
+    let mut args = [Arg {
+        name: names.arg_bytes,
+        value: ArgValue::Uint(0),
+    }; 8];
+    let n = names.args(w, s, &mut args);
+    let mut ev = Event::named(name)
+        .category(category)
+        .args(&args[..n])
+        .flows_out(outs)
+        .flows_in(ins);
+    if let Some(loc) = location {
+        ev = ev.location(loc);
+    }
+    if s.is_point() {
+        w.instant(track, s.start - zero, &ev)
+    } else {
+        w.slice(track, s.start - zero, s.end - zero, &ev)
+    }
 }
 
 /// "bytes moved": per trace, the bytes transferred so far, at each transfer's start (the
@@ -272,7 +314,7 @@ fn name_key(s: &Slice, dev: Option<&DeviceInfo>) -> NameKey {
 }
 
 /// The export's tables of interned handles.
-struct Names {
+pub(super) struct Names {
     /// Name, category and location together: one lookup per event.
     looks: HashMap<LookKey, (NameId, CategoryId, Option<LocationId>)>,
     names: HashMap<NameKey, NameId>,
@@ -290,7 +332,7 @@ struct Names {
 }
 
 impl Names {
-    fn new<W: Write>(w: &mut PerfettoWriter<W>) -> Self {
+    pub(super) fn new<W: Write>(w: &mut PerfettoWriter<W>) -> Self {
         Names {
             looks: HashMap::default(),
             names: HashMap::default(),
@@ -309,12 +351,12 @@ impl Names {
     }
 
     /// The slice's name, category and source location.
-    fn look<W: Write>(
+    fn look<W: Write, T: Strings + ?Sized>(
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
         dev: Option<&DeviceInfo>,
-        p: &Process,
+        strings: &T,
         buf: &mut Vec<u8>,
     ) -> (NameId, CategoryId, Option<LocationId>) {
         let key = LookKey {
@@ -328,20 +370,20 @@ impl Names {
             return found;
         }
         let found = (
-            self.name(w, s, dev, p, buf),
+            self.name(w, s, dev, strings, buf),
             self.category(w, s, dev.is_some()),
-            self.location(w, s, p),
+            self.location(w, s, strings),
         );
         self.looks.insert(key, found);
         found
     }
 
-    fn name<W: Write>(
+    fn name<W: Write, T: Strings + ?Sized>(
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
         dev: Option<&DeviceInfo>,
-        p: &Process,
+        strings: &T,
         buf: &mut Vec<u8>,
     ) -> NameId {
         let key = name_key(s, dev);
@@ -350,8 +392,8 @@ impl Names {
         }
         buf.clear();
         match dev {
-            Some(d) => chrome::put_device_name(buf, s, d, &p.strings),
-            None => chrome::put_name(buf, s, &p.strings),
+            Some(d) => chrome::put_device_name(buf, s, d, strings),
+            None => chrome::put_name(buf, s, strings),
         }
         let id = w.name(&unescape(buf));
         self.names.insert(key, id);
@@ -375,18 +417,18 @@ impl Names {
             .or_insert_with(|| w.category(label))
     }
 
-    fn location<W: Write>(
+    fn location<W: Write, T: Strings + ?Sized>(
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
-        p: &Process,
+        strings: &T,
     ) -> Option<LocationId> {
-        let file = p.strings.resolve(s.src_file_id())?;
+        let file = strings.resolve(s.src_file_id())?;
         let key = (s.trace, s.src_file, s.func, s.line);
         if let Some(&id) = self.locations.get(&key) {
             return Some(id);
         }
-        let func = p.strings.resolve(s.func_id()).unwrap_or("");
+        let func = strings.resolve(s.func_id()).unwrap_or("");
         let line = if s.line == NONE_I32 {
             0
         } else {

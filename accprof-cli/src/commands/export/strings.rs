@@ -1,0 +1,75 @@
+//! The strings a slice names (variable or kernel, source file, function) as the writers look
+//! them up: in the reader's whole table, or, when the export streams, in the copies shipped to
+//! the writing thread with the slices that first use them.
+
+use super::slice::Slice;
+use accprof_trace::{StrId, StringTable};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// Resolves a trace's string ids.
+pub trait Strings {
+    fn get(&self, id: StrId) -> Option<&str>;
+
+    fn resolve(&self, id: Option<StrId>) -> Option<&str> {
+        id.and_then(|id| self.get(id))
+    }
+}
+
+impl Strings for StringTable {
+    fn get(&self, id: StrId) -> Option<&str> {
+        StringTable::get(self, id)
+    }
+}
+
+/// The strings the writing thread has been sent.
+#[derive(Default, Debug)]
+pub struct Shipped(FxHashMap<u32, Box<str>>);
+
+impl Shipped {
+    pub fn add(&mut self, strings: Vec<(u32, Box<str>)>) {
+        self.0.extend(strings);
+    }
+}
+
+impl Strings for Shipped {
+    fn get(&self, id: StrId) -> Option<&str> {
+        self.0.get(&id.0).map(|s| &**s)
+    }
+}
+
+/// The reading side: which strings were sent already.
+#[derive(Default, Debug)]
+pub struct Shipping {
+    sent: FxHashSet<u32>,
+    /// The ids checked last, to skip the set for runs of slices naming the same strings.
+    recent: [u32; 3],
+}
+
+/// A slice names a string the trace has not defined (yet): its definition may come later in
+/// the file, so the slice cannot be written now.
+#[derive(Debug)]
+pub struct Undefined(pub u32);
+
+impl Shipping {
+    /// Adds to `out` the strings `s` names that were not sent before.
+    pub fn ship(
+        &mut self,
+        s: &Slice,
+        table: &StringTable,
+        out: &mut Vec<(u32, Box<str>)>,
+    ) -> Result<(), Undefined> {
+        let ids = [s.name_id(), s.src_file_id(), s.func_id()];
+        for (slot, id) in ids.into_iter().enumerate() {
+            let Some(id) = id else { continue };
+            if self.recent[slot] == id.0 && self.sent.contains(&id.0) {
+                continue;
+            }
+            self.recent[slot] = id.0;
+            if self.sent.insert(id.0) {
+                let text = table.get(id).ok_or(Undefined(id.0))?;
+                out.push((id.0, text.into()));
+            }
+        }
+        Ok(())
+    }
+}
