@@ -63,7 +63,15 @@ impl<S: Span> StartWindow<S> {
         if self.held.back().is_none_or(|b| start_key(b) <= key) {
             self.held.push_back(s);
         } else {
-            let at = self.held.partition_point(|h| start_key(h) <= key);
+            // A parent's children are the last few held: look for its place from the back
+            // before searching the whole window.
+            let n = self.held.len();
+            let near = (1..=n.min(16)).find(|&k| start_key(&self.held[n - k]) <= key);
+            let at = match near {
+                Some(k) => n - k + 1,
+                None if n <= 16 => 0,
+                None => self.held.partition_point(|h| start_key(h) <= key),
+            };
             self.held.insert(at, s);
         }
         Ok(())

@@ -322,7 +322,10 @@ fn write_perfetto<W: Write>(
         .chain(memory.first().map(|m| m.0))
         .min()
         .unwrap_or(0);
-    let counters = [("device memory in use", &memory), ("bytes moved", &moved)];
+    let counters = [
+        ("device memory in use", &memory),
+        (perfetto::BYTES_MOVED, &moved),
+    ];
     progress.phase("writing", c.slices.len() as u64, false);
     let written = perfetto::write(&c, &tids, &counters, zero, out, &mut |n| {
         progress.set(n as u64)

@@ -144,14 +144,15 @@ impl Counters {
     }
 }
 
-/// A counter's steps put in time order as they stream by, with bounded memory: the steps of
-/// the last `capacity` are held in a heap, and once more come in, the earliest timestamp's
-/// steps are summed into one value, as [`Counters::series`] sums them (decrements first, the
-/// value floored at 0). A step at or before a timestamp already summed is refused
+/// A counter's steps put in time order as they stream by, with bounded memory: the last
+/// `capacity` steps are held sorted by (time, delta), and once more come in, the earliest
+/// timestamp's steps are summed into one value, as [`Counters::series`] sums them (decrements
+/// first, the value floored at 0). A step at or before a timestamp already summed is refused
 /// ([`accprof_timeline::order::Late`]).
 #[derive(Debug)]
 pub struct StepWindow {
-    held: std::collections::BinaryHeap<std::cmp::Reverse<(u64, i64)>>,
+    /// Sorted by (ts, delta); steps mostly come in time order, so most go on the back.
+    held: std::collections::VecDeque<(u64, i64)>,
     capacity: usize,
     value: i64,
     released: Option<u64>,
@@ -160,7 +161,7 @@ pub struct StepWindow {
 impl StepWindow {
     pub fn new(capacity: usize) -> Self {
         StepWindow {
-            held: std::collections::BinaryHeap::new(),
+            held: std::collections::VecDeque::new(),
             capacity: capacity.max(1),
             value: 0,
             released: None,
@@ -171,7 +172,13 @@ impl StepWindow {
         if self.released.is_some_and(|r| ts <= r) {
             return Err(accprof_timeline::order::Late);
         }
-        self.held.push(std::cmp::Reverse((ts, delta)));
+        let step = (ts, delta);
+        if self.held.back().is_none_or(|&b| b <= step) {
+            self.held.push_back(step);
+        } else {
+            let at = self.held.partition_point(|&h| h <= step);
+            self.held.insert(at, step);
+        }
         Ok(())
     }
 
@@ -186,13 +193,13 @@ impl StepWindow {
 
     /// The value after the earliest timestamp held.
     pub fn pop(&mut self) -> Option<(u64, i64)> {
-        let std::cmp::Reverse((ts, delta)) = self.held.pop()?;
+        let (ts, delta) = self.held.pop_front()?;
         self.value = (self.value + delta).max(0);
-        while let Some(&std::cmp::Reverse((t, d))) = self.held.peek() {
+        while let Some(&(t, d)) = self.held.front() {
             if t != ts {
                 break;
             }
-            self.held.pop();
+            self.held.pop_front();
             self.value = (self.value + d).max(0);
         }
         self.released = Some(ts);

@@ -96,21 +96,20 @@ pub(super) fn write<W: Write>(
     }
     progress(c.slices.len());
     for (name, series) in counters {
-        let mut by_trace: HashMap<u16, TrackId> = HashMap::default();
+        // Per trace, its track and the value written last.
+        let mut by_trace: HashMap<u16, (TrackId, i64)> = HashMap::default();
+        let deltas = *name == BYTES_MOVED;
         for &(ts, trace, value) in series.iter() {
-            let track = match by_trace.get(&trace) {
-                Some(&t) => t,
+            let (track, last) = match by_trace.get_mut(&trace) {
+                Some(t) => t,
                 None => {
-                    let t = w.counter_track(
-                        tracks.processes[trace as usize],
-                        name,
-                        CounterUnit::Bytes,
-                    )?;
-                    by_trace.insert(trace, t);
-                    t
+                    let t = counter_track(&mut w, tracks.processes[trace as usize], name)?;
+                    by_trace.entry(trace).or_insert((t, 0))
                 }
             };
-            w.counter(track, ts.saturating_sub(zero), value)?;
+            let v = if deltas { value - *last } else { value };
+            *last = value;
+            w.counter(*track, ts.saturating_sub(zero), v)?;
         }
     }
     let (mut out, _) = w.finish()?;
@@ -164,6 +163,23 @@ pub(super) fn put_slice<W: Write, T: Strings + ?Sized>(
         w.instant(track, s.start - zero, &ev)
     } else {
         w.slice(track, s.start - zero, s.end - zero, &ev)
+    }
+}
+
+/// The name of the counter of bytes moved so far, written as the bytes each transfer moved
+/// ([`PerfettoWriter::delta_counter_track`]).
+pub(super) const BYTES_MOVED: &str = "bytes moved";
+
+/// The counter track `name` of `process`: bytes moved is written as steps, any other as values.
+pub(super) fn counter_track<W: Write>(
+    w: &mut PerfettoWriter<W>,
+    process: TrackId,
+    name: &str,
+) -> io::Result<TrackId> {
+    if name == BYTES_MOVED {
+        w.delta_counter_track(process, name, CounterUnit::Bytes)
+    } else {
+        w.counter_track(process, name, CounterUnit::Bytes)
     }
 }
 
@@ -321,6 +337,8 @@ pub(super) struct Names {
     categories: HashMap<&'static str, CategoryId>,
     locations: HashMap<(u16, u32, u32, i32), LocationId>,
     constructs: HashMap<i32, StringId>,
+    /// Per (track, lane, event kind, kernel), the geometry of its last launch.
+    geometry: HashMap<(u32, u16, i32, u32), [u32; 3]>,
     arg_bytes: ArgNameId,
     arg_gangs: ArgNameId,
     arg_workers: ArgNameId,
@@ -339,6 +357,7 @@ impl Names {
             categories: HashMap::default(),
             locations: HashMap::default(),
             constructs: HashMap::default(),
+            geometry: HashMap::default(),
             arg_bytes: w.arg_name("bytes"),
             arg_gangs: w.arg_name("num_gangs"),
             arg_workers: w.arg_name("num_workers"),
@@ -439,8 +458,17 @@ impl Names {
         Some(id)
     }
 
+    /// Whether `s` launches its kernel with another geometry than the previous launch of that
+    /// kernel on its track and lane (or is the first): a kernel is mostly launched the same
+    /// way every time, and its geometry args are written only when they change.
+    fn new_geometry(&mut self, s: &Slice, geometry: [u32; 3]) -> bool {
+        let key = (s.track, s.lane, s.kind, s.name);
+        self.geometry.insert(key, geometry) != Some(geometry)
+    }
+
     /// The JSON export's args that Perfetto shows beside a slice and its name does not: bytes,
-    /// launch geometry, async queue, enclosing construct, implicit.
+    /// launch geometry (when it changed, see [`Self::new_geometry`]), async queue, enclosing
+    /// construct, implicit.
     fn args<'a, W: Write>(
         &mut self,
         w: &mut PerfettoWriter<W>,
@@ -460,16 +488,19 @@ impl Names {
         }
         // The variable or kernel is in the slice's name already (an interned string, so
         // trace_processor can group by it): no argument repeats it.
-        for (name, v) in [
-            (self.arg_gangs, s.num_gangs),
-            (self.arg_workers, s.num_workers),
-            (self.arg_vector, s.vector_length),
-        ] {
-            if v != NONE_U32 {
-                push(Arg {
-                    name,
-                    value: ArgValue::Uint(u64::from(v)),
-                });
+        let geometry = [s.num_gangs, s.num_workers, s.vector_length];
+        if geometry != [NONE_U32; 3] && self.new_geometry(s, geometry) {
+            for (name, v) in [
+                (self.arg_gangs, s.num_gangs),
+                (self.arg_workers, s.num_workers),
+                (self.arg_vector, s.vector_length),
+            ] {
+                if v != NONE_U32 {
+                    push(Arg {
+                        name,
+                        value: ArgValue::Uint(u64::from(v)),
+                    });
+                }
             }
         }
         // Synchronous work (acc_async_sync, most events) is what its track already says: only

@@ -29,7 +29,7 @@ use super::tracks::{self, TrackKey, TrackKind, TrackTable};
 use super::{wall_clock, Format, Summary};
 use crate::error::CliError;
 use crate::progress::Progress;
-use accprof_perfetto::{CounterUnit, PerfettoWriter, TrackId};
+use accprof_perfetto::{PerfettoWriter, TrackId};
 use accprof_symbols::ResolvingReader;
 use accprof_timeline::order::StartWindow;
 use accprof_trace::{device as device_kind, StringTable};
@@ -511,6 +511,8 @@ struct PerfettoSink<W: Write> {
     /// Host threads' tracks, the parents of their synchronous device tracks.
     threads: rustc_hash::FxHashMap<Option<i64>, TrackId>,
     counters: [Option<TrackId>; 2],
+    /// Bytes moved so far, as last written.
+    moved: i64,
     name_buf: Vec<u8>,
     slices: usize,
 }
@@ -530,6 +532,7 @@ impl<W: Write> PerfettoSink<W> {
             lanes: Vec::new(),
             threads: Default::default(),
             counters: [None; 2],
+            moved: 0,
             name_buf: Vec::new(),
             slices: 0,
         }
@@ -570,8 +573,9 @@ impl<W: Write> PerfettoSink<W> {
             self.lanes.resize_with(t + 1, || None);
         }
         let key = self.keys[t];
-        let label = key.kind.label(&Default::default());
+        let label = || key.kind.label(&Default::default());
         if self.lanes[t].is_none() {
+            let label = label();
             let (parent, first) = match key.kind {
                 TrackKind::Host { thread } => {
                     let process = self.process()?;
@@ -592,7 +596,7 @@ impl<W: Write> PerfettoSink<W> {
             unreachable!("made above")
         };
         while lanes.len() <= usize::from(lane) {
-            let name = format!("{label} (overlapping, lane {})", lanes.len() + 1);
+            let name = format!("{} (overlapping, lane {})", label(), lanes.len() + 1);
             lanes.push(self.w.slice_track(*parent, &name)?);
         }
         Ok(lanes[usize::from(lane)])
@@ -603,7 +607,7 @@ impl<W: Write> PerfettoSink<W> {
             return Ok(t);
         }
         let process = self.process()?;
-        let t = self.w.counter_track(process, name, CounterUnit::Bytes)?;
+        let t = perfetto::counter_track(&mut self.w, process, name)?;
         self.counters[which] = Some(t);
         Ok(t)
     }
@@ -633,9 +637,14 @@ impl<W: Write> Sink<W> for PerfettoSink<W> {
         }
         self.slices += b.slices.len();
         for &(counter, ts, value) in &b.counters {
-            let (which, name) = match counter {
-                Counter::Memory => (0, "device memory in use"),
-                Counter::Moved => (1, "bytes moved"),
+            let (which, name, value) = match counter {
+                Counter::Memory => (0, "device memory in use", value),
+                Counter::Moved => {
+                    // Written as what each transfer moved (see perfetto::BYTES_MOVED).
+                    let step = value - self.moved;
+                    self.moved = value;
+                    (1, perfetto::BYTES_MOVED, step)
+                }
                 Counter::InFlight => continue,
             };
             let track = self.counter(which, name)?;
