@@ -48,6 +48,19 @@ const PREFIX: usize = 1 << 16;
 /// Slices per batch handed to the writing thread.
 const BATCH: usize = 1 << 14;
 
+/// The window sizes: `(per-track window, counter window, events read before the start)`.
+/// `ACCPROF_EXPORT_WINDOW=N` makes all three N, so that tests can stream small traces and
+/// push the windows to their limits.
+fn sizes() -> (usize, usize, usize) {
+    match std::env::var("ACCPROF_EXPORT_WINDOW")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        Some(n) => (n.max(1), n.max(1), n.max(1)),
+        None => (WINDOW, STEP_WINDOW, PREFIX),
+    }
+}
+
 /// How a streaming export ended.
 pub(super) enum Outcome<W> {
     Written {
@@ -185,6 +198,9 @@ struct Stream {
     memory: StepWindow,
     in_flight: StepWindow,
     moved: StepWindow,
+    /// Slices each track's window holds, and events read before the start.
+    window: usize,
+    prefix: usize,
     zero: Option<u64>,
     earliest: u64,
     read: usize,
@@ -195,16 +211,19 @@ struct Stream {
 
 impl Stream {
     fn new(tx: mpsc::SyncSender<Message>, back: mpsc::Receiver<Batch>) -> Self {
+        let (window, steps, prefix) = sizes();
         Stream {
+            window,
+            prefix,
             tx,
             back,
             tracks: TrackTable::default(),
             windows: Vec::new(),
             lanes: Vec::new(),
             counters: Counters::default(),
-            memory: StepWindow::new(STEP_WINDOW),
-            in_flight: StepWindow::new(STEP_WINDOW),
-            moved: StepWindow::new(STEP_WINDOW),
+            memory: StepWindow::new(steps),
+            in_flight: StepWindow::new(steps),
+            moved: StepWindow::new(steps),
             zero: None,
             earliest: u64::MAX,
             read: 0,
@@ -231,7 +250,7 @@ impl Stream {
                 kind: TrackKind::of_event(ev),
             });
             if self.windows.len() < self.tracks.len() {
-                self.windows.push(StartWindow::new(WINDOW));
+                self.windows.push(StartWindow::new(self.window));
                 self.lanes.push(Vec::new());
             }
             self.counters.add(ev, 0, s.start, s.end);
@@ -254,7 +273,7 @@ impl Stream {
                     }
                     self.release_steps(false)?;
                 }
-                None if self.read >= PREFIX => self.start(r.strings())?,
+                None if self.read >= self.prefix => self.start(r.strings())?,
                 None => {}
             }
             if self.read % 4096 == 0 {
