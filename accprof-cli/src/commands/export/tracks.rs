@@ -9,11 +9,14 @@
 
 use super::slice::Slice;
 pub use accprof_timeline::{TrackKey, TrackKind};
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 
 /// Every track met so far, numbered in order of first appearance.
 #[derive(Default, Debug)]
 pub struct TrackTable {
+    /// Looked up for most events (consecutive events alternate between a thread's host and
+    /// device tracks): Fx-hashed, as SipHash's DoS resistance buys nothing on trace keys.
     index: HashMap<TrackKey, u32>,
     keys: Vec<TrackKey>,
     /// Lanes each track needed (at least 1), known after [`assign_lanes`].
