@@ -276,7 +276,7 @@ impl Stream {
                 None if self.read >= self.prefix => self.start(r.strings())?,
                 None => {}
             }
-            if self.read % 4096 == 0 {
+            if self.read.is_multiple_of(4096) {
                 progress.set(r.bytes_read());
             }
         }
