@@ -18,9 +18,16 @@ use tools::{run, stderr};
 const STREAMED: u64 = 80_000;
 
 fn laplace(dir: &Path, events: u64) -> PathBuf {
-    let mut template = Synth::new("/bench/laplace", 1, None);
-    laplace_like(&mut template, 200);
-    let trace = dir.join("big.trace");
+    laplace_rank(dir, events, None)
+}
+
+fn laplace_rank(dir: &Path, events: u64, rank: Option<u32>) -> PathBuf {
+    let mut template = Synth::new("/bench/laplace", 1 + rank.unwrap_or(0), rank);
+    laplace_like(&mut template, 200 + 7 * u64::from(rank.unwrap_or(0)));
+    let trace = dir.join(format!(
+        "big{}.trace",
+        rank.map_or(String::new(), |r| r.to_string())
+    ));
     let n = write_repeated(
         &template,
         events.div_ceil(template.events.len() as u64),
@@ -34,6 +41,10 @@ fn laplace(dir: &Path, events: u64) -> PathBuf {
 /// slices if given) and returns what the export said with `ACCPROF_EXPORT_DEBUG` set (whether
 /// it streamed).
 fn export_file(trace: &Path, out: &Path, format: &str, window: Option<usize>) -> String {
+    export_files(&[trace], out, format, window)
+}
+
+fn export_files(traces: &[&Path], out: &Path, format: &str, window: Option<usize>) -> String {
     let mut cmd = tools::accprof();
     if let Some(n) = window {
         cmd.env("ACCPROF_EXPORT_WINDOW", n.to_string());
@@ -42,7 +53,7 @@ fn export_file(trace: &Path, out: &Path, format: &str, window: Option<usize>) ->
         .env("ACCPROF_EXPORT_DEBUG", "1")
         .args(["export", "-q", "--format", format, "-o"])
         .arg(out)
-        .arg(trace)
+        .args(traces)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -51,15 +62,13 @@ fn export_file(trace: &Path, out: &Path, format: &str, window: Option<usize>) ->
 
 /// The whole-trace export of `trace`, through standard output.
 fn export_whole(trace: &Path, out: &Path, format: &str) {
-    let o = run(&[
-        "export",
-        "-q",
-        "--format",
-        format,
-        "-o",
-        "-",
-        trace.to_str().unwrap(),
-    ]);
+    export_whole_of(&[trace], out, format)
+}
+
+fn export_whole_of(traces: &[&Path], out: &Path, format: &str) {
+    let mut args = vec!["export", "-q", "--format", format, "-o", "-"];
+    args.extend(traces.iter().map(|t| t.to_str().unwrap()));
+    let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     std::fs::write(out, &o.stdout).unwrap();
 }
@@ -127,6 +136,40 @@ fn a_streamed_json_export_means_what_the_whole_trace_export_means() {
     }
 }
 
+/// Several traces (MPI ranks, given out of rank order) stream into one process each, as the
+/// whole-trace export lays them out. (Windows of 256 slices, so that small traces stream.)
+#[test]
+fn several_ranks_stream_into_one_process_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r1, r0) = (
+        laplace_rank(dir.path(), 3_000, Some(1)),
+        laplace_rank(dir.path(), 2_000, Some(0)),
+    );
+    let (streamed, whole) = (dir.path().join("s.json"), dir.path().join("w.json"));
+    let said = export_files(&[&r1, &r0], &streamed, "chrome", Some(256));
+    assert!(!said.contains("not streamed"), "{said}");
+    export_whole_of(&[&r1, &r0], &whole, "chrome");
+    let sum =
+        tools::chrome_validator::validate(&std::fs::read_to_string(&streamed).unwrap()).unwrap();
+    assert_eq!(
+        sum.processes.values().collect::<Vec<_>>(),
+        ["rank 0: laplace (pid 1)", "rank 1: laplace (pid 2)"]
+    );
+    let (s, w) = (json_meaning(&streamed), json_meaning(&whole));
+    assert_eq!(s.1, w.1, "tracks in display order");
+    assert_eq!(s.0, w.0);
+    // And the Perfetto export of the same ranks.
+    let (sp, wp) = (dir.path().join("s.pftrace"), dir.path().join("w.pftrace"));
+    let said = export_files(&[&r1, &r0], &sp, "perfetto", Some(256));
+    assert!(!said.contains("not streamed"), "{said}");
+    export_whole_of(&[&r1, &r0], &wp, "perfetto");
+    let Some(s) = decode(&sp) else { return };
+    let w = decode(&wp).unwrap();
+    let (s, w) = (perfetto_meaning(&s), perfetto_meaning(&w));
+    assert_eq!(s.1, w.1, "counters");
+    assert!(s.0 == w.0, "the slices differ");
+}
+
 /// A trace the windows cannot order: a construct holding more operations than a window is
 /// read after all of them. The export must notice and lay the trace out whole. (Windows of
 /// 256 slices; the same holds for the default 8192.)
@@ -187,23 +230,44 @@ fn decode(path: &Path) -> Option<Value> {
     }
 }
 
-/// A decoded Perfetto trace as what it means: every slice with its track's name, name,
-/// category, times, depth, args and whether it is an instant; and each counter's values.
-fn perfetto_meaning(decoded: &Value) -> (Vec<String>, BTreeMap<String, Value>) {
+/// A decoded Perfetto trace as what it means: every slice with its process's and track's
+/// names, name, category, times, depth, args and whether it is an instant; and each counter's
+/// values, by process and name.
+fn perfetto_meaning(decoded: &Value) -> (Vec<String>, BTreeMap<(String, String), Value>) {
     let tracks: HashMap<u64, &Value> = decoded["tracks"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| (t["uuid"].as_u64().unwrap(), t))
         .collect();
+    let by_pid: HashMap<i64, String> = tracks
+        .values()
+        .filter(|t| t["kind"] == "process")
+        .map(|t| {
+            (
+                t["pid"].as_i64().unwrap(),
+                t["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let process_of = |mut uuid: u64| loop {
+        let t = tracks[&uuid];
+        if t["kind"] == "process" {
+            return t["name"].as_str().unwrap().to_string();
+        }
+        if t["kind"] == "thread" && t["parent"].is_null() {
+            return by_pid[&t["pid"].as_i64().unwrap()].clone();
+        }
+        uuid = t["parent"].as_u64().unwrap();
+    };
     let mut slices: Vec<String> = decoded["slices"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| {
             let mut s = s.clone();
-            let track = &tracks[&s["track"].as_u64().unwrap()];
-            s["track"] = track["name"].clone();
+            let uuid = s["track"].as_u64().unwrap();
+            s["track"] = serde_json::json!([process_of(uuid), tracks[&uuid]["name"]]);
             s.to_string()
         })
         .collect();
@@ -213,10 +277,9 @@ fn perfetto_meaning(decoded: &Value) -> (Vec<String>, BTreeMap<String, Value>) {
         .unwrap()
         .iter()
         .map(|(uuid, v)| {
-            let name = tracks[&uuid.parse::<u64>().unwrap()]["name"]
-                .as_str()
-                .unwrap();
-            (name.to_string(), v.clone())
+            let uuid = uuid.parse::<u64>().unwrap();
+            let name = tracks[&uuid]["name"].as_str().unwrap().to_string();
+            ((process_of(uuid), name), v.clone())
         })
         .collect();
     (slices, counters)

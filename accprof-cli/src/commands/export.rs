@@ -106,9 +106,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
         let mut stdout = BufWriter::new(io::stdout().lock());
         write_collected(format, collected, &mut stdout, &mut progress)
             .map_err(|e| write_error("standard output", e))?
-    } else if args.traces.len() == 1 {
+    } else {
+        let name = output.display().to_string();
         write_file_atomically(&output, |f| {
-            match stream::export(&args.traces[0], format, f, &mut progress)? {
+            match stream::export(&args.traces, format, f, &name, &mut progress)? {
                 stream::Outcome::Written { summary, warnings } => {
                     print_warnings(&warnings);
                     Ok(summary)
@@ -118,19 +119,12 @@ pub fn run(args: Args) -> Result<(), CliError> {
                     if std::env::var_os("ACCPROF_EXPORT_DEBUG").is_some() {
                         eprintln!("accprof: export: not streamed: {why}");
                     }
-                    let mut f =
-                        restart(out).map_err(|e| write_error(&output.display().to_string(), e))?;
+                    let mut f = restart(out).map_err(|e| write_error(&name, e))?;
                     let collected = collect_and_warn(&args.traces, &mut progress)?;
                     write_collected(format, collected, &mut f, &mut progress)
-                        .map_err(|e| write_error(&output.display().to_string(), e))
+                        .map_err(|e| write_error(&name, e))
                 }
             }
-        })?
-    } else {
-        let collected = collect_and_warn(&args.traces, &mut progress)?;
-        write_file_atomically(&output, |mut f| {
-            write_collected(format, collected, &mut f, &mut progress)
-                .map_err(|e| write_error(&output.display().to_string(), e))
         })?
     };
     progress.finish();

@@ -1,7 +1,7 @@
-//! The streaming export of one trace: memory grows with tracks, strings and nesting, not with
-//! events.
+//! The streaming export: memory grows with tracks, strings and nesting, not with events.
 //!
-//! Events are read in the trace's order (per thread, the order they ended), cut to compact
+//! Traces are read one after another (several traces: one process per MPI rank, in rank order),
+//! events in each trace's order (per thread, the order they ended), cut to compact
 //! slices and put in start order per track by a bounded window
 //! ([`accprof_timeline::order::StartWindow`]); each slice leaving its window gets its lane
 //! ([`tracks::place`]) and goes, in batches, to a second thread that writes it (JSON or
@@ -9,9 +9,10 @@
 //! need every track's lanes, are written last (JSON allows metadata anywhere; Perfetto's track
 //! descriptors are written as tracks first appear).
 //!
-//! A trace of fewer than [`PREFIX`] events is laid out whole by [`super::collect_with_progress`]
-//! (it is held in full before anything is written anyway), which keeps small exports exactly as
-//! they always were.
+//! The time zero is the earliest start among the first [`PREFIX`] events (of every trace, when
+//! there are several: those are read once before). A trace (or set of traces) with fewer events
+//! is laid out whole by [`super::collect_with_progress`] (it is held in full before anything is
+//! written anyway), which keeps small exports exactly as they always were.
 //!
 //! When the input does not fit the windows (a slice arrives after a later-starting one of its
 //! track has been written, the first events do not hold the earliest start, a slice names a
@@ -34,7 +35,7 @@ use accprof_symbols::ResolvingReader;
 use accprof_timeline::order::StartWindow;
 use accprof_trace::{device as device_kind, StringTable};
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::mpsc;
 
 /// Slices each track's window holds before it lets the earliest go: deeper than any nesting
@@ -88,9 +89,13 @@ enum Counter {
 struct Batch {
     /// Tracks first met since the last batch, in the order of their index.
     tracks: Vec<TrackKey>,
-    strings: Vec<(u32, Box<str>)>,
+    /// Traces (processes) begun since the last batch, in order.
+    processes: Vec<Process>,
+    /// Strings first named since the last batch: (trace, id, text).
+    strings: Vec<(u16, u32, Box<str>)>,
     slices: Vec<Slice>,
-    counters: Vec<(Counter, u64, i64)>,
+    /// Counter values: (counter, trace, time, value).
+    counters: Vec<(Counter, u16, u64, i64)>,
 }
 
 enum Message {
@@ -109,70 +114,132 @@ trait Sink<W> {
     fn finish(self, tracks: Option<&TrackTable>) -> io::Result<(W, Summary)>;
 }
 
-/// Exports the trace at `path` to `out`, streaming.
+/// Exports the traces at `paths` (one process each, in MPI rank order) to `out`, streaming;
+/// `output` names the output in messages.
 pub(super) fn export<W: Write + Send>(
-    path: &Path,
+    paths: &[PathBuf],
     format: Format,
     out: W,
+    output: &str,
     progress: &mut Progress,
 ) -> Result<Outcome<W>, CliError> {
-    let mut r = ResolvingReader::open(path)?;
-    let size = std::fs::metadata(path).map_or(0, |m| m.len());
-    progress.phase("exporting", size, true);
-    let process = Process {
-        pid: 1,
-        name: Process::name_from(r.header(), &path.display().to_string()),
-        strings: StringTable::default(),
+    let mut readers = Vec::with_capacity(paths.len());
+    for p in paths {
+        readers.push(Some(ResolvingReader::open(p)?));
+    }
+    if paths.len() > usize::from(u16::MAX) {
+        return Err(CliError::new(format!(
+            "too many traces ({}) for one export",
+            paths.len()
+        )));
+    }
+    let mut order: Vec<usize> = (0..readers.len()).collect();
+    order.sort_by_key(|&i| {
+        let h = readers[i].as_ref().expect("opened above").header();
+        (h.mpi_rank.is_none(), h.mpi_rank, i)
+    });
+    // Several traces: the time zero is the earliest start among each one's first events.
+    let zero = if paths.len() > 1 {
+        match earliest_starts(paths)? {
+            Some(zero) => Some(zero),
+            None => {
+                return Ok(Outcome::Unordered {
+                    out,
+                    why: "the traces are small enough to be laid out whole".into(),
+                })
+            }
+        }
+    } else {
+        None
     };
-    let clock = wall_clock(r.header());
+    let total: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    progress.phase("exporting", total, true);
     let (tx, rx) = mpsc::sync_channel::<Message>(2);
     let (back_tx, back_rx) = mpsc::channel::<Batch>();
     std::thread::scope(|scope| {
-        let writer = scope.spawn(move || write_stream(format, out, process, rx, back_tx));
-        let mut st = Stream::new(tx, back_rx);
-        let read = st.read(&mut r, clock, progress);
-        let ended = match read {
-            Ok(()) => st.end(),
-            Err(e) => Err(e),
-        };
+        let writer = scope.spawn(move || write_stream(format, out, rx, back_tx));
+        let mut st = Stream::new(tx, back_rx, zero);
+        let mut warnings = Vec::new();
+        let mut read_before = 0u64;
+        let mut ended = Ok(());
+        for (trace, &i) in order.iter().enumerate() {
+            let mut r = readers[i].take().expect("each trace is read once");
+            let label = paths[i].display().to_string();
+            let process = Process {
+                pid: trace as u32 + 1,
+                name: Process::name_from(r.header(), &label),
+                strings: StringTable::default(),
+            };
+            let clock = wall_clock(r.header());
+            ended = st.read(&mut r, trace as u16, process, clock, &mut |done| {
+                progress.set(read_before + done)
+            });
+            if ended.is_err() {
+                break;
+            }
+            read_before += std::fs::metadata(&paths[i]).map_or(0, |m| m.len());
+            warnings.extend(r.truncation_warning());
+            warnings.extend(r.loss_warning());
+            warnings.extend(r.warnings().iter().cloned());
+            if r.dropped_total() > 0 {
+                warnings.push(format!(
+                    "{label}: the tool dropped {} events while recording; the timeline has gaps",
+                    r.dropped_total()
+                ));
+            }
+        }
+        let ended = ended.and_then(|()| st.end());
         match ended {
             Ok(()) | Err(Stop::Write) => {}
             Err(Stop::Late(why)) => {
                 let _ = st.tx.send(Message::Abort);
                 drop(st);
-                let (out, _) = join(writer)?;
+                let (out, _) = join(writer, output)?;
                 return Ok(Outcome::Unordered { out, why });
             }
             Err(Stop::Read(e)) => {
                 let _ = st.tx.send(Message::Abort);
                 drop(st);
-                let _ = join(writer);
+                let _ = join(writer, output);
                 return Err(e.into());
             }
         }
         drop(st);
         // After a write error, the writer's error is the one to report.
-        let (_, summary) = join(writer)?;
-        let mut warnings = Vec::new();
-        warnings.extend(r.truncation_warning());
-        warnings.extend(r.loss_warning());
-        warnings.extend(r.warnings().iter().cloned());
-        if r.dropped_total() > 0 {
-            warnings.push(format!(
-                "{}: the tool dropped {} events while recording; the timeline has gaps",
-                path.display(),
-                r.dropped_total()
-            ));
-        }
+        let (_, summary) = join(writer, output)?;
         Ok(Outcome::Written { summary, warnings })
     })
 }
 
+/// The earliest start among the first [`PREFIX`] events of every trace (on the wall clock),
+/// or `None` when every trace is shorter than that (then nothing needs streaming).
+fn earliest_starts(paths: &[PathBuf]) -> Result<Option<u64>, CliError> {
+    let (_, _, prefix) = sizes();
+    let mut earliest = u64::MAX;
+    let mut long = false;
+    for p in paths {
+        let mut r = ResolvingReader::open(p)?;
+        let clock = wall_clock(r.header());
+        let mut n = 0;
+        while n < prefix && r.advance()? {
+            earliest = earliest.min(clock(r.event().start_ns));
+            n += 1;
+        }
+        long |= n == prefix;
+    }
+    Ok(long.then_some(if earliest == u64::MAX { 0 } else { earliest }))
+}
+
 fn join<W>(
     writer: std::thread::ScopedJoinHandle<'_, io::Result<(W, Summary)>>,
+    output: &str,
 ) -> Result<(W, Summary), CliError> {
     match writer.join() {
-        Ok(r) => r.map_err(|e| CliError::new(format!("cannot write the export: {e}"))),
+        Ok(r) => r.map_err(|e| CliError::new(format!("{output}: cannot write: {e}"))),
         Err(panic) => std::panic::resume_unwind(panic),
     }
 }
@@ -204,15 +271,22 @@ struct Stream {
     zero: Option<u64>,
     earliest: u64,
     read: usize,
+    /// The trace being read.
+    trace: u16,
     batch: Batch,
     shipping: Shipping,
     tracks_sent: usize,
 }
 
 impl Stream {
-    fn new(tx: mpsc::SyncSender<Message>, back: mpsc::Receiver<Batch>) -> Self {
+    fn new(tx: mpsc::SyncSender<Message>, back: mpsc::Receiver<Batch>, zero: Option<u64>) -> Self {
         let (window, steps, prefix) = sizes();
+        if let Some(zero) = zero {
+            // Known before reading (several traces): the writer can start at once.
+            let _ = tx.send(Message::Start(zero));
+        }
         Stream {
+            trace: 0,
             window,
             prefix,
             tx,
@@ -224,7 +298,7 @@ impl Stream {
             memory: StepWindow::new(steps),
             in_flight: StepWindow::new(steps),
             moved: StepWindow::new(steps),
-            zero: None,
+            zero,
             earliest: u64::MAX,
             read: 0,
             batch: Batch::default(),
@@ -233,27 +307,38 @@ impl Stream {
         }
     }
 
+    /// Reads trace number `trace` (the process `process`) to its end; `progress` is told the
+    /// bytes read.
     fn read<R: io::Read>(
         &mut self,
         r: &mut ResolvingReader<R>,
+        trace: u16,
+        process: Process,
         clock: impl Fn(u64) -> u64 + Copy,
-        progress: &mut Progress,
+        progress: &mut dyn FnMut(u64),
     ) -> Result<(), Stop> {
+        let (_, steps, _) = sizes();
+        self.trace = trace;
+        self.shipping = Shipping::default();
+        self.memory = StepWindow::new(steps);
+        self.in_flight = StepWindow::new(steps);
+        self.moved = StepWindow::new(steps);
+        self.batch.processes.push(process);
         while r.advance().map_err(Stop::Read)? {
             let ev = r.event();
             if device_kind::is_device_record(ev.kind) {
                 return Err(Stop::Late("the trace has device records".into()));
             }
-            let mut s = Slice::from_event(ev, 0, 0, clock);
+            let mut s = Slice::from_event(ev, trace, 0, clock);
             s.track = self.tracks.intern(TrackKey {
-                trace: 0,
+                trace,
                 kind: TrackKind::of_event(ev),
             });
             if self.windows.len() < self.tracks.len() {
                 self.windows.push(StartWindow::new(self.window));
                 self.lanes.push(Vec::new());
             }
-            self.counters.add(ev, 0, s.start, s.end);
+            self.counters.add(ev, trace, s.start, s.end);
             self.take_steps()?;
             if self.zero.is_some_and(|z| s.start < z) {
                 return Err(Stop::Late(
@@ -277,7 +362,7 @@ impl Stream {
                 None => {}
             }
             if self.read.is_multiple_of(4096) {
-                progress.set(r.bytes_read());
+                progress(r.bytes_read());
             }
         }
         if self.zero.is_none() {
@@ -344,7 +429,7 @@ impl Stream {
             loop {
                 let next = if end { window.pop() } else { window.pop_over() };
                 let Some((ts, value)) = next else { break };
-                self.batch.counters.push((counter, ts, value));
+                self.batch.counters.push((counter, self.trace, ts, value));
             }
         }
         Ok(())
@@ -390,7 +475,6 @@ impl Stream {
 fn write_stream<W: Write>(
     format: Format,
     out: W,
-    process: Process,
     rx: mpsc::Receiver<Message>,
     back: mpsc::Sender<Batch>,
 ) -> io::Result<(W, Summary)> {
@@ -400,8 +484,8 @@ fn write_stream<W: Write>(
         _ => 0,
     };
     match format {
-        Format::Chrome => drive(JsonSink::new(out, zero, process)?, rx, back),
-        Format::Perfetto => drive(PerfettoSink::new(out, zero, process), rx, back),
+        Format::Chrome => drive(JsonSink::new(out, zero)?, rx, back),
+        Format::Perfetto => drive(PerfettoSink::new(out, zero), rx, back),
     }
 }
 
@@ -415,6 +499,7 @@ fn drive<W, S: Sink<W>>(
             Message::Batch(mut b) => {
                 sink.batch(&mut b)?;
                 b.tracks.clear();
+                b.processes.clear();
                 b.strings.clear();
                 b.slices.clear();
                 b.counters.clear();
@@ -431,19 +516,20 @@ fn drive<W, S: Sink<W>>(
 /// Chrome JSON: slices and counter values as they come, thread names at the end.
 struct JsonSink<W: Write> {
     w: ChromeWriter<W>,
-    process: Process,
-    strings: Shipped,
+    processes: Vec<Process>,
+    /// Per trace, the strings shipped so far.
+    strings: Vec<Shipped>,
     /// Per track, the tid of each lane, given on first use.
     tids: Vec<Vec<u32>>,
     slices: usize,
 }
 
 impl<W: Write> JsonSink<W> {
-    fn new(out: W, zero: u64, process: Process) -> io::Result<Self> {
+    fn new(out: W, zero: u64) -> io::Result<Self> {
         Ok(JsonSink {
             w: ChromeWriter::new(out, zero)?,
-            process,
-            strings: Shipped::default(),
+            processes: Vec::new(),
+            strings: Vec::new(),
             tids: Vec::new(),
             slices: 0,
         })
@@ -475,19 +561,27 @@ fn tid_of(tids: &mut Vec<Vec<u32>>, track: u32, lane: u16) -> u32 {
 
 impl<W: Write> Sink<W> for JsonSink<W> {
     fn batch(&mut self, b: &mut Batch) -> io::Result<()> {
-        self.strings.add(std::mem::take(&mut b.strings));
-        let pid = self.process.pid;
+        for p in b.processes.drain(..) {
+            self.processes.push(p);
+            self.strings.push(Shipped::default());
+        }
+        for (trace, id, text) in b.strings.drain(..) {
+            self.strings[usize::from(trace)].add(id, text);
+        }
         for s in &b.slices {
             let tid = self.tid(s.track, s.lane);
-            self.w.slice(s, pid, &self.strings, tid, None)?;
+            let t = usize::from(s.trace);
+            self.w
+                .slice(s, self.processes[t].pid, &self.strings[t], tid, None)?;
         }
         self.slices += b.slices.len();
-        for &(counter, ts, value) in &b.counters {
+        for &(counter, trace, ts, value) in &b.counters {
             let name = match counter {
                 Counter::Memory => "device memory in use",
                 Counter::InFlight => "bytes in flight",
                 Counter::Moved => continue,
             };
+            let pid = self.processes[usize::from(trace)].pid;
             self.w.counter_point(name, pid, ts, value)?;
         }
         Ok(())
@@ -498,12 +592,8 @@ impl<W: Write> Sink<W> for JsonSink<W> {
         if let Some(tracks) = tracks {
             let order = tracks.thread_ids();
             let tids = &mut self.tids;
-            self.w.metadata_with(
-                std::slice::from_ref(&self.process),
-                tracks,
-                &order,
-                |t, l| tid_of(tids, t, l),
-            )?;
+            self.w
+                .metadata_with(&self.processes, tracks, &order, |t, l| tid_of(tids, t, l))?;
         }
         let out = self.w.finish()?;
         Ok((
@@ -520,67 +610,68 @@ impl<W: Write> Sink<W> for JsonSink<W> {
 struct PerfettoSink<W: Write> {
     w: PerfettoWriter<W>,
     zero: u64,
-    process: Process,
-    process_track: Option<TrackId>,
+    processes: Vec<Process>,
+    /// Per trace, its process track once made.
+    process_tracks: Vec<Option<TrackId>>,
     names: Names,
-    strings: Shipped,
+    /// Per trace, the strings shipped so far.
+    strings: Vec<Shipped>,
     keys: Vec<TrackKey>,
     /// Per export track, its parent and the Perfetto track of each lane.
     lanes: Vec<Option<(TrackId, Vec<TrackId>)>>,
     /// Host threads' tracks, the parents of their synchronous device tracks.
-    threads: rustc_hash::FxHashMap<Option<i64>, TrackId>,
-    counters: [Option<TrackId>; 2],
-    /// Bytes moved so far, as last written.
-    moved: i64,
+    threads: rustc_hash::FxHashMap<(u16, Option<i64>), TrackId>,
+    /// Per trace, its counter tracks (memory in use, bytes moved) and the bytes moved so far,
+    /// as last written.
+    counters: Vec<([Option<TrackId>; 2], i64)>,
     name_buf: Vec<u8>,
     slices: usize,
 }
 
 impl<W: Write> PerfettoSink<W> {
-    fn new(out: W, zero: u64, process: Process) -> Self {
+    fn new(out: W, zero: u64) -> Self {
         let mut w = PerfettoWriter::new(out);
         let names = Names::new(&mut w);
         PerfettoSink {
             w,
             zero,
-            process,
-            process_track: None,
+            processes: Vec::new(),
+            process_tracks: Vec::new(),
             names,
-            strings: Shipped::default(),
+            strings: Vec::new(),
             keys: Vec::new(),
             lanes: Vec::new(),
             threads: Default::default(),
-            counters: [None; 2],
-            moved: 0,
+            counters: Vec::new(),
             name_buf: Vec::new(),
             slices: 0,
         }
     }
 
-    fn process(&mut self) -> io::Result<TrackId> {
-        if let Some(p) = self.process_track {
+    fn process(&mut self, trace: u16) -> io::Result<TrackId> {
+        let t = usize::from(trace);
+        if let Some(p) = self.process_tracks[t] {
             return Ok(p);
         }
-        let p = self
-            .w
-            .process(self.process.pid as i32, &self.process.name, &[])?;
-        self.process_track = Some(p);
-        Ok(p)
+        let p = &self.processes[t];
+        let track = self.w.process(p.pid as i32, &p.name, &[])?;
+        self.process_tracks[t] = Some(track);
+        Ok(track)
     }
 
     /// The track of a host thread (made when first needed, by its slices or by its
     /// synchronous device track's).
-    fn thread(&mut self, thread: Option<i64>) -> io::Result<TrackId> {
-        if let Some(&t) = self.threads.get(&thread) {
+    fn thread(&mut self, trace: u16, thread: Option<i64>) -> io::Result<TrackId> {
+        if let Some(&t) = self.threads.get(&(trace, thread)) {
             return Ok(t);
         }
-        let process = self.process()?;
+        let process = self.process(trace)?;
         let label = TrackKind::Host { thread }.label(&Default::default());
         let t = match thread {
             Some(tid) => self.w.thread(process, tid, &label)?,
             None => self.w.slice_track(process, &label)?,
         };
-        self.threads.insert(thread, t);
+        self.threads.insert((trace, thread), t);
         Ok(t)
     }
 
@@ -597,15 +688,15 @@ impl<W: Write> PerfettoSink<W> {
             let label = label();
             let (parent, first) = match key.kind {
                 TrackKind::Host { thread } => {
-                    let process = self.process()?;
-                    (process, self.thread(thread)?)
+                    let process = self.process(key.trace)?;
+                    (process, self.thread(key.trace, thread)?)
                 }
                 TrackKind::DeviceSync { thread } => {
-                    let parent = self.thread(thread)?;
+                    let parent = self.thread(key.trace, thread)?;
                     (parent, self.w.slice_track(parent, &label)?)
                 }
                 TrackKind::DeviceQueue { .. } | TrackKind::DeviceStream { .. } => {
-                    let process = self.process()?;
+                    let process = self.process(key.trace)?;
                     (process, self.w.slice_track(process, &label)?)
                 }
             };
@@ -621,13 +712,13 @@ impl<W: Write> PerfettoSink<W> {
         Ok(lanes[usize::from(lane)])
     }
 
-    fn counter(&mut self, which: usize, name: &str) -> io::Result<TrackId> {
-        if let Some(t) = self.counters[which] {
+    fn counter(&mut self, trace: u16, which: usize, name: &str) -> io::Result<TrackId> {
+        if let Some(t) = self.counters[usize::from(trace)].0[which] {
             return Ok(t);
         }
-        let process = self.process()?;
+        let process = self.process(trace)?;
         let t = perfetto::counter_track(&mut self.w, process, name)?;
-        self.counters[which] = Some(t);
+        self.counters[usize::from(trace)].0[which] = Some(t);
         Ok(t)
     }
 }
@@ -635,7 +726,15 @@ impl<W: Write> PerfettoSink<W> {
 impl<W: Write> Sink<W> for PerfettoSink<W> {
     fn batch(&mut self, b: &mut Batch) -> io::Result<()> {
         self.keys.append(&mut b.tracks);
-        self.strings.add(std::mem::take(&mut b.strings));
+        for p in b.processes.drain(..) {
+            self.processes.push(p);
+            self.process_tracks.push(None);
+            self.strings.push(Shipped::default());
+            self.counters.push(([None; 2], 0));
+        }
+        for (trace, id, text) in b.strings.drain(..) {
+            self.strings[usize::from(trace)].add(id, text);
+        }
         for s in &b.slices {
             let track = self.track(s.track, s.lane)?;
             let at = Placed {
@@ -648,25 +747,26 @@ impl<W: Write> Sink<W> for PerfettoSink<W> {
                 &mut self.w,
                 &mut self.names,
                 at,
-                &self.strings,
+                &self.strings[usize::from(s.trace)],
                 &[],
                 &[],
                 &mut self.name_buf,
             )?;
         }
         self.slices += b.slices.len();
-        for &(counter, ts, value) in &b.counters {
+        for &(counter, trace, ts, value) in &b.counters {
             let (which, name, value) = match counter {
                 Counter::Memory => (0, "device memory in use", value),
                 Counter::Moved => {
                     // Written as what each transfer moved (see perfetto::BYTES_MOVED).
-                    let step = value - self.moved;
-                    self.moved = value;
+                    let moved = &mut self.counters[usize::from(trace)].1;
+                    let step = value - *moved;
+                    *moved = value;
                     (1, perfetto::BYTES_MOVED, step)
                 }
                 Counter::InFlight => continue,
             };
-            let track = self.counter(which, name)?;
+            let track = self.counter(trace, which, name)?;
             self.w.counter(track, ts.saturating_sub(self.zero), value)?;
         }
         Ok(())
@@ -675,7 +775,9 @@ impl<W: Write> Sink<W> for PerfettoSink<W> {
     fn finish(mut self, tracks: Option<&TrackTable>) -> io::Result<(W, Summary)> {
         if tracks.is_some() {
             // A trace with no events still names its process.
-            self.process()?;
+            for trace in 0..self.processes.len() {
+                self.process(trace as u16)?;
+            }
         }
         let count = self.lanes.iter().flatten().map(|l| l.1.len()).sum();
         let (mut out, _) = self.w.finish()?;

@@ -26,8 +26,8 @@ impl Strings for StringTable {
 pub struct Shipped(FxHashMap<u32, Box<str>>);
 
 impl Shipped {
-    pub fn add(&mut self, strings: Vec<(u32, Box<str>)>) {
-        self.0.extend(strings);
+    pub fn add(&mut self, id: u32, text: Box<str>) {
+        self.0.insert(id, text);
     }
 }
 
@@ -51,12 +51,13 @@ pub struct Shipping {
 pub struct Undefined(pub u32);
 
 impl Shipping {
-    /// Adds to `out` the strings `s` names that were not sent before.
+    /// Adds to `out` the strings `s` names that were not sent before, with `s`'s trace (one
+    /// `Shipping` per trace: ids are the trace's).
     pub fn ship(
         &mut self,
         s: &Slice,
         table: &StringTable,
-        out: &mut Vec<(u32, Box<str>)>,
+        out: &mut Vec<(u16, u32, Box<str>)>,
     ) -> Result<(), Undefined> {
         let ids = [s.name_id(), s.src_file_id(), s.func_id()];
         for (slot, id) in ids.into_iter().enumerate() {
@@ -67,7 +68,7 @@ impl Shipping {
             self.recent[slot] = id.0;
             if self.sent.insert(id.0) {
                 let text = table.get(id).ok_or(Undefined(id.0))?;
-                out.push((id.0, text.into()));
+                out.push((s.trace, id.0, text.into()));
             }
         }
         Ok(())
