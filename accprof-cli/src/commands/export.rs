@@ -1,9 +1,12 @@
 //! `accprof export`: a trace as Chrome Trace Event JSON, for Perfetto UI, chrome://tracing and
 //! the Chrome DevTools Performance panel.
 //!
-//! The traces are streamed once; each event is cut down to a compact [`slice::Slice`] (what the
-//! JSON shows of it), placed on a track, and, once all are read, sorted per track so that every
-//! slice nests strictly (see [`tracks`]) and written out.
+//! Written to a file, the traces are streamed once ([`stream`]): each event is cut down to a
+//! compact [`slice::Slice`] (what the JSON shows of it), placed on a track, put in start order by
+//! the track's bounded window, given a lane so that every slice nests strictly (see [`tracks`]),
+//! and written out by a second thread while the rest is read; memory does not grow with events.
+//! Small traces, standard output, traces with device records and input the windows cannot order
+//! are read whole instead ([`collect_with_progress`]: every slice held, then sorted per track).
 
 pub(crate) mod chrome;
 pub(crate) mod counters;
