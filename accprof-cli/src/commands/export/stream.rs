@@ -542,19 +542,19 @@ impl<W: Write> JsonSink<W> {
 
 /// The tid of (track, lane): dense from 1 in order of first use.
 fn tid_of(tids: &mut Vec<Vec<u32>>, track: u32, lane: u16) -> u32 {
-    let next = tids.iter().map(Vec::len).sum::<usize>() as u32 + 1;
     let (t, l) = (track as usize, usize::from(lane));
+    if let Some(&tid) = tids.get(t).and_then(|lanes| lanes.get(l)) {
+        return tid;
+    }
+    let mut next = tids.iter().map(Vec::len).sum::<usize>() as u32 + 1;
     if tids.len() <= t {
         tids.resize_with(t + 1, Vec::new);
     }
     let lanes = &mut tids[t];
-    if lanes.len() <= l {
-        // Lanes open one after another, so this is lane `len` (a skipped one gets an id too).
-        let mut next = next;
-        while lanes.len() <= l {
-            lanes.push(next);
-            next += 1;
-        }
+    // Lanes open one after another, so this is lane `len` (a skipped one gets an id too).
+    while lanes.len() <= l {
+        lanes.push(next);
+        next += 1;
     }
     lanes[l]
 }

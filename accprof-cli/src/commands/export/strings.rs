@@ -41,8 +41,9 @@ impl Strings for Shipped {
 #[derive(Default, Debug)]
 pub struct Shipping {
     sent: FxHashSet<u32>,
-    /// The ids checked last, to skip the set for runs of slices naming the same strings.
-    recent: [u32; 3],
+    /// The ids checked last (sent already), to skip the set for runs of slices naming the
+    /// same strings.
+    recent: [Option<u32>; 3],
 }
 
 /// A slice names a string the trace has not defined (yet): its definition may come later in
@@ -62,14 +63,15 @@ impl Shipping {
         let ids = [s.name_id(), s.src_file_id(), s.func_id()];
         for (slot, id) in ids.into_iter().enumerate() {
             let Some(id) = id else { continue };
-            if self.recent[slot] == id.0 && self.sent.contains(&id.0) {
+            if self.recent[slot] == Some(id.0) {
                 continue;
             }
-            self.recent[slot] = id.0;
-            if self.sent.insert(id.0) {
+            if !self.sent.contains(&id.0) {
                 let text = table.get(id).ok_or(Undefined(id.0))?;
                 out.push((s.trace, id.0, text.into()));
+                self.sent.insert(id.0);
             }
+            self.recent[slot] = Some(id.0);
         }
         Ok(())
     }
