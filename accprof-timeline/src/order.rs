@@ -45,9 +45,13 @@ pub struct StartWindow<S> {
 
 impl<S: Span> StartWindow<S> {
     pub fn new(capacity: usize) -> Self {
+        let capacity = capacity.max(1);
         StartWindow {
-            held: VecDeque::new(),
-            capacity: capacity.max(1),
+            // Sized once: a window fills to capacity + 1 before it releases, and letting the
+            // deque double from there would hold twice the memory. (Pages of a large
+            // allocation count only once used.)
+            held: VecDeque::with_capacity(capacity + 1),
+            capacity,
             released: None,
         }
     }
