@@ -76,3 +76,35 @@ impl Shipping {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accprof_abi::acc_event_t;
+    use accprof_trace::{Event, Field};
+
+    #[test]
+    fn each_string_is_shipped_once_and_an_undefined_one_is_refused() {
+        let mut table = StringTable::default();
+        let file = table.intern("/src/laplace.c");
+        let mut ev = Event::new(acc_event_t::COMPUTE_CONSTRUCT_START, 1);
+        ev.set(Field::SrcFile, u64::from(file.0));
+        let s = Slice::from_event(&ev, 2, 0, |t| t);
+        let (mut shipping, mut out) = (Shipping::default(), Vec::new());
+        shipping.ship(&s, &table, &mut out).unwrap();
+        shipping.ship(&s, &table, &mut out).unwrap();
+        assert_eq!(out, [(2, file.0, "/src/laplace.c".into())]);
+        let mut shipped = Shipped::default();
+        for (_, id, text) in out {
+            shipped.add(id, text);
+        }
+        assert_eq!(shipped.resolve(s.src_file_id()), Some("/src/laplace.c"));
+        // A string the trace has not defined (yet) cannot be written.
+        ev.set(Field::FuncName, 7);
+        let s = Slice::from_event(&ev, 2, 0, |t| t);
+        assert!(matches!(
+            shipping.ship(&s, &table, &mut Vec::new()),
+            Err(Undefined(7))
+        ));
+    }
+}
