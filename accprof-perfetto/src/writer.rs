@@ -275,6 +275,30 @@ impl<W: Write> PerfettoWriter<W> {
         name: &str,
         unit: CounterUnit,
     ) -> io::Result<TrackId> {
+        self.new_counter_track(parent, name, unit, false)
+    }
+
+    /// A counter track under `parent` whose values are the changes since the previous value
+    /// (`CounterDescriptor.is_incremental`): trace_processor adds them up, in the order they
+    /// are written, into the values it shows. For a counter that only grows by small steps
+    /// (bytes moved so far), a step is a shorter varint than the running total. Give its
+    /// values in time order.
+    pub fn delta_counter_track(
+        &mut self,
+        parent: TrackId,
+        name: &str,
+        unit: CounterUnit,
+    ) -> io::Result<TrackId> {
+        self.new_counter_track(parent, name, unit, true)
+    }
+
+    fn new_counter_track(
+        &mut self,
+        parent: TrackId,
+        name: &str,
+        unit: CounterUnit,
+        incremental: bool,
+    ) -> io::Result<TrackId> {
         let parent_track = self.track(parent)?;
         if parent_track.kind == TrackKind::Counter {
             return Err(invalid(format!(
@@ -297,6 +321,7 @@ impl<W: Write> PerfettoWriter<W> {
             )),
             counter: Some(CounterDescriptor {
                 unit: Some(unit as i32),
+                is_incremental: incremental.then_some(true),
                 ..Default::default()
             }),
             ..Default::default()

@@ -127,7 +127,8 @@ def decode(path):
                 t.update(kind="thread", pid=d.thread.pid, tid=d.thread.tid, name=d.thread.thread_name)
             elif d.HasField("counter"):
                 t.update(kind="counter", name=d.name,
-                         unit=pb.CounterDescriptor.Unit.Name(d.counter.unit))
+                         unit=pb.CounterDescriptor.Unit.Name(d.counter.unit),
+                         incremental=d.counter.is_incremental)
             else:
                 t.update(kind="track", name=d.name)
             if t["parent"] is not None and t["parent"] not in tracks:
@@ -161,7 +162,12 @@ def decode(path):
             if tracks[track]["kind"] != "counter":
                 raise TraceError(f"counter value on non-counter track {track}")
             which = ev.WhichOneof("counter_value_field")
-            counters.setdefault(str(track), []).append([ts, getattr(ev, which)])
+            value = getattr(ev, which)
+            series = counters.setdefault(str(track), [])
+            if tracks[track].get("incremental"):
+                # trace_processor adds up an incremental counter's values in sequence order.
+                value += series[-1][1] if series else 0
+            series.append([ts, value])
             continue
         if kind == "TYPE_SLICE_END":
             stack = open_slices.get(track)

@@ -16,6 +16,8 @@
 //!   that ties it to the host operation that issued it ([`device::innermost_open`]).
 //! - [`compact`]: [`CompactEvent`], an event in 88 bytes, from which timeline views derive
 //!   (the export's slices, the plot's lanes).
+//! - [`order`]: slices in start order from the end order a trace holds them in, through a
+//!   bounded window per track ([`order::StartWindow`]).
 //! - [`mod@format`]: durations, bytes and rates for people, the same in every view.
 //!
 //! ```
@@ -45,6 +47,7 @@
 pub mod compact;
 pub mod device;
 pub mod format;
+pub mod order;
 pub mod taxonomy;
 pub mod track;
 

@@ -1,9 +1,12 @@
 //! `accprof export`: a trace as Chrome Trace Event JSON, for Perfetto UI, chrome://tracing and
 //! the Chrome DevTools Performance panel.
 //!
-//! The traces are streamed once; each event is cut down to a compact [`slice::Slice`] (what the
-//! JSON shows of it), placed on a track, and, once all are read, sorted per track so that every
-//! slice nests strictly (see [`tracks`]) and written out.
+//! Written to a file, the traces are streamed once ([`stream`]): each event is cut down to a
+//! compact [`slice::Slice`] (what the JSON shows of it), placed on a track, put in start order by
+//! the track's bounded window, given a lane so that every slice nests strictly (see [`tracks`]),
+//! and written out by a second thread while the rest is read; memory does not grow with events.
+//! Small traces, standard output, traces with device records and input the windows cannot order
+//! are read whole instead ([`collect_with_progress`]: every slice held, then sorted per track).
 
 pub(crate) mod chrome;
 pub(crate) mod counters;
@@ -12,6 +15,8 @@ pub(crate) mod flows;
 mod json;
 mod perfetto;
 pub(crate) mod slice;
+mod stream;
+mod strings;
 pub(crate) mod tracks;
 
 use crate::error::CliError;
@@ -99,19 +104,31 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .clone()
         .unwrap_or_else(|| args.traces[0].with_extension(ext));
     let mut progress = Progress::new(args.quiet);
-    let collected = collect_with_progress(&args.traces, false, &mut progress)?.0;
-    for w in &collected.warnings {
-        eprintln!("accprof: warning: {w}");
-    }
-    let mut write = |c: Collected, f: &mut dyn Write| match format {
-        Format::Chrome => write_chrome(c, f),
-        Format::Perfetto => write_perfetto(c, f, &mut progress),
-    };
     let summary = if output.as_os_str() == "-" {
+        let collected = collect_and_warn(&args.traces, &mut progress)?;
         let mut stdout = BufWriter::new(io::stdout().lock());
-        write(collected, &mut stdout).map_err(|e| write_error("standard output", e))?
+        write_collected(format, collected, &mut stdout, &mut progress)
+            .map_err(|e| write_error("standard output", e))?
     } else {
-        write_file_atomically(&output, |mut f| write(collected, &mut f))?
+        let name = output.display().to_string();
+        write_file_atomically(&output, |f| {
+            match stream::export(&args.traces, format, f, &name, &mut progress)? {
+                stream::Outcome::Written { summary, warnings } => {
+                    print_warnings(&warnings);
+                    Ok(summary)
+                }
+                stream::Outcome::Unordered { out, why } => {
+                    // The whole-trace path orders anything; it needs memory for every event.
+                    if std::env::var_os("ACCPROF_EXPORT_DEBUG").is_some() {
+                        eprintln!("accprof: export: not streamed: {why}");
+                    }
+                    let mut f = restart(out).map_err(|e| write_error(&name, e))?;
+                    let collected = collect_and_warn(&args.traces, &mut progress)?;
+                    write_collected(format, collected, &mut f, &mut progress)
+                        .map_err(|e| write_error(&name, e))
+                }
+            }
+        })?
     };
     progress.finish();
     if output.as_os_str() != "-" {
@@ -123,6 +140,41 @@ pub fn run(args: Args) -> Result<(), CliError> {
         );
     }
     Ok(())
+}
+
+fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("accprof: warning: {w}");
+    }
+}
+
+/// Reads every trace whole (for several traces, standard output, or a trace the streaming
+/// export cannot order), printing the readers' warnings.
+fn collect_and_warn(traces: &[PathBuf], progress: &mut Progress) -> Result<Collected, CliError> {
+    let collected = collect_with_progress(traces, false, progress)?.0;
+    print_warnings(&collected.warnings);
+    Ok(collected)
+}
+
+fn write_collected(
+    format: Format,
+    c: Collected,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+) -> io::Result<Summary> {
+    match format {
+        Format::Chrome => write_chrome(c, out),
+        Format::Perfetto => write_perfetto(c, out, progress),
+    }
+}
+
+/// The output file emptied, to be written again from its start.
+fn restart(out: BufWriter<File>) -> io::Result<BufWriter<File>> {
+    use std::io::Seek;
+    let mut file = out.into_inner().map_err(|e| e.into_error())?;
+    file.set_len(0)?;
+    file.rewind()?;
+    Ok(BufWriter::with_capacity(1 << 20, file))
 }
 
 /// Everything read from the traces, ready to be laid out (also the input of `accprof plot`'s
@@ -267,7 +319,10 @@ fn write_perfetto<W: Write>(
         .chain(memory.first().map(|m| m.0))
         .min()
         .unwrap_or(0);
-    let counters = [("device memory in use", &memory), ("bytes moved", &moved)];
+    let counters = [
+        ("device memory in use", &memory),
+        (perfetto::BYTES_MOVED, &moved),
+    ];
     progress.phase("writing", c.slices.len() as u64, false);
     let written = perfetto::write(&c, &tids, &counters, zero, out, &mut |n| {
         progress.set(n as u64)
@@ -327,11 +382,13 @@ fn write_slices<W: Write>(
         out.clear();
         for s in &c.slices[range] {
             out.extend_from_slice(b",\n");
+            let p = &c.processes[s.trace as usize];
             chrome::put_slice(
                 out,
                 zero,
                 s,
-                &c.processes[s.trace as usize],
+                p.pid,
+                &p.strings,
                 tids.tid(s.track, s.lane),
                 dev_of(s),
             );
@@ -341,12 +398,8 @@ fn write_slices<W: Write>(
     let range = |i: usize| i * FORMAT_CHUNK..((i + 1) * FORMAT_CHUNK).min(c.slices.len());
     if w.is_empty() || chunks < 2 {
         for s in &c.slices {
-            w.slice(
-                s,
-                &c.processes[s.trace as usize],
-                tids.tid(s.track, s.lane),
-                dev_of(s),
-            )?;
+            let p = &c.processes[s.trace as usize];
+            w.slice(s, p.pid, &p.strings, tids.tid(s.track, s.lane), dev_of(s))?;
         }
         return Ok(());
     }
@@ -385,7 +438,7 @@ fn write_slices<W: Write>(
 /// half-written JSON behind.
 fn write_file_atomically<T>(
     path: &Path,
-    write: impl FnOnce(BufWriter<File>) -> io::Result<T>,
+    write: impl FnOnce(BufWriter<File>) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
     let dir = path
         .parent()
@@ -401,13 +454,13 @@ fn write_file_atomically<T>(
     ));
     let file = File::create(&tmp).map_err(|e| write_error(&path.display().to_string(), e))?;
     let result = write(BufWriter::with_capacity(1 << 20, file)).and_then(|t| {
-        std::fs::rename(&tmp, path)?;
+        std::fs::rename(&tmp, path).map_err(|e| write_error(&path.display().to_string(), e))?;
         Ok(t)
     });
-    result.map_err(|e| {
+    if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
-        write_error(&path.display().to_string(), e)
-    })
+    }
+    result
 }
 
 fn write_error(what: &str, e: io::Error) -> CliError {

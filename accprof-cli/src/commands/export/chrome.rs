@@ -11,6 +11,7 @@ use super::device::{
 use super::flows::Flow;
 use super::json::{put_micros, put_str_body, Object};
 use super::slice::{Slice, NONE_I32, NONE_U32};
+use super::strings::Strings;
 use super::tracks::{ThreadIds, TrackTable};
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_trace::{device, EventFlags, Header, StringTable};
@@ -94,6 +95,19 @@ impl<W: Write> ChromeWriter<W> {
         tracks: &TrackTable,
         tids: &ThreadIds,
     ) -> io::Result<()> {
+        self.metadata_with(processes, tracks, tids, |t, lane| tids.tid(t, lane))
+    }
+
+    /// [`metadata`](Self::metadata) for slices written with the thread ids `tid_of` gave
+    /// their (track, lane): the tracks are still sorted in display order by their
+    /// `thread_sort_index`.
+    pub fn metadata_with(
+        &mut self,
+        processes: &[Process],
+        tracks: &TrackTable,
+        tids: &ThreadIds,
+        mut tid_of: impl FnMut(u32, u16) -> u32,
+    ) -> io::Result<()> {
         for (i, p) in processes.iter().enumerate() {
             self.meta(p.pid, None, "process_name", |o| o.str("name", &p.name))?;
             self.meta(p.pid, None, "process_sort_index", |o| {
@@ -105,7 +119,8 @@ impl<W: Write> ChromeWriter<W> {
             let pid = processes[key.trace as usize].pid;
             let label = tracks.label(t);
             for lane in 0..tids.lanes(t) {
-                let tid = tids.tid(t, lane);
+                let tid = tid_of(t, lane);
+                let sort_index = tids.tid(t, lane);
                 let name = if lane == 0 {
                     label.clone()
                 } else {
@@ -113,7 +128,7 @@ impl<W: Write> ChromeWriter<W> {
                 };
                 self.meta(pid, Some(tid), "thread_name", |o| o.str("name", &name))?;
                 self.meta(pid, Some(tid), "thread_sort_index", |o| {
-                    o.u64("sort_index", u64::from(tid))
+                    o.u64("sort_index", u64::from(sort_index))
                 })?;
             }
         }
@@ -144,15 +159,16 @@ impl<W: Write> ChromeWriter<W> {
 
     /// A complete slice (`X`), or an instant (`i`, thread-scoped) for a point event. A device
     /// record comes with its [`DeviceInfo`] and the host slice that issued it, if known.
-    pub fn slice(
+    pub fn slice<T: Strings + ?Sized>(
         &mut self,
         s: &Slice,
-        p: &Process,
+        pid: u32,
+        strings: &T,
         tid: u32,
         dev: Option<(&DeviceInfo, Option<&Slice>)>,
     ) -> io::Result<()> {
         self.next()?;
-        put_slice(&mut self.buf, self.zero, s, p, tid, dev);
+        put_slice(&mut self.buf, self.zero, s, pid, strings, tid, dev);
         Ok(())
     }
 
@@ -208,28 +224,35 @@ impl<W: Write> ChromeWriter<W> {
         processes: &[Process],
     ) -> io::Result<()> {
         for &(ts, trace, value) in series {
-            self.next()?;
-            let zero = self.zero;
-            let mut o = Object::open(&mut self.buf);
-            o.str("ph", "C");
-            o.u64("pid", u64::from(processes[trace as usize].pid));
-            put_micros(o.key("ts"), ts.saturating_sub(zero));
-            o.str("name", name);
-            let mut a = Object::open(o.key("args"));
-            a.i64("bytes", value);
-            a.close();
-            o.close();
+            self.counter_point(name, processes[trace as usize].pid, ts, value)?;
         }
+        Ok(())
+    }
+
+    /// One value of counter `name` of process `pid`, from `ts` on.
+    pub fn counter_point(&mut self, name: &str, pid: u32, ts: u64, value: i64) -> io::Result<()> {
+        self.next()?;
+        let zero = self.zero;
+        let mut o = Object::open(&mut self.buf);
+        o.str("ph", "C");
+        o.u64("pid", u64::from(pid));
+        put_micros(o.key("ts"), ts.saturating_sub(zero));
+        o.str("name", name);
+        let mut a = Object::open(o.key("args"));
+        a.i64("bytes", value);
+        a.close();
+        o.close();
         Ok(())
     }
 }
 
 /// One slice event (see [`ChromeWriter::slice`]) into `buf`, times relative to `zero`.
-pub fn put_slice(
+pub fn put_slice<T: Strings + ?Sized>(
     buf: &mut Vec<u8>,
     zero: u64,
     s: &Slice,
-    p: &Process,
+    pid: u32,
+    strings: &T,
     tid: u32,
     dev: Option<(&DeviceInfo, Option<&Slice>)>,
 ) {
@@ -240,7 +263,7 @@ pub fn put_slice(
     } else {
         o.str("ph", "X");
     }
-    o.u64("pid", u64::from(p.pid));
+    o.u64("pid", u64::from(pid));
     o.u64("tid", u64::from(tid));
     put_micros(o.key("ts"), s.start - zero);
     if !s.is_point() {
@@ -249,8 +272,8 @@ pub fn put_slice(
     let name = o.key("name");
     name.push(b'"');
     match dev {
-        Some((d, _)) => put_device_name(name, s, d, &p.strings),
-        None => put_name(name, s, &p.strings),
+        Some((d, _)) => put_device_name(name, s, d, strings),
+        None => put_name(name, s, strings),
     }
     name.push(b'"');
     o.str(
@@ -262,12 +285,12 @@ pub fn put_slice(
         },
     );
     let mut a = Object::open(o.key("args"));
-    put_args(&mut a, s, &p.strings);
+    put_args(&mut a, s, strings);
     if let Some((d, issuer)) = dev {
         put_device_args(&mut a, s, d);
         if let Some(h) = issuer {
             let mut issued = Vec::new();
-            put_name(&mut issued, h, &p.strings);
+            put_name(&mut issued, h, strings);
             // Already escaped by put_name.
             let out = a.key("issued_by");
             out.push(b'"');
@@ -280,7 +303,7 @@ pub fn put_slice(
 }
 
 /// The slice's title: what happened, to what, and where in the source.
-pub(super) fn put_name(out: &mut Vec<u8>, s: &Slice, strings: &StringTable) {
+pub(super) fn put_name<T: Strings + ?Sized>(out: &mut Vec<u8>, s: &Slice, strings: &T) {
     let var = strings.resolve(s.name_id());
     let kind = s.event();
     let what: &str = match kind {
@@ -361,7 +384,12 @@ pub(super) fn construct_word(c: acc_construct_t) -> &'static str {
 }
 
 /// A device record's title: "kernel_name", "memcpy HtoD 128 MiB A", "memset".
-pub(super) fn put_device_name(out: &mut Vec<u8>, s: &Slice, d: &DeviceInfo, strings: &StringTable) {
+pub(super) fn put_device_name<T: Strings + ?Sized>(
+    out: &mut Vec<u8>,
+    s: &Slice,
+    d: &DeviceInfo,
+    strings: &T,
+) {
     let var = strings.resolve(s.name_id());
     match s.event() {
         device::KERNEL => put_str_body(out, var.unwrap_or("kernel")),
@@ -442,7 +470,7 @@ pub(super) fn category(kind: acc_event_t) -> &'static str {
 }
 
 /// The details shown when a slice is selected.
-fn put_args(a: &mut Object, s: &Slice, strings: &StringTable) {
+fn put_args<T: Strings + ?Sized>(a: &mut Object, s: &Slice, strings: &T) {
     a.str(
         "event",
         s.event()

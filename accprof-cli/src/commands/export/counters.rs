@@ -144,6 +144,69 @@ impl Counters {
     }
 }
 
+/// A counter's steps put in time order as they stream by, with bounded memory: the last
+/// `capacity` steps are held sorted by (time, delta), and once more come in, the earliest
+/// timestamp's steps are summed into one value, as [`Counters::series`] sums them (decrements
+/// first, the value floored at 0). A step at or before a timestamp already summed is refused
+/// ([`accprof_timeline::order::Late`]).
+#[derive(Debug)]
+pub struct StepWindow {
+    /// Sorted by (ts, delta); steps mostly come in time order, so most go on the back.
+    held: std::collections::VecDeque<(u64, i64)>,
+    capacity: usize,
+    value: i64,
+    released: Option<u64>,
+}
+
+impl StepWindow {
+    pub fn new(capacity: usize) -> Self {
+        StepWindow {
+            held: std::collections::VecDeque::new(),
+            capacity: capacity.max(1),
+            value: 0,
+            released: None,
+        }
+    }
+
+    pub fn push(&mut self, ts: u64, delta: i64) -> Result<(), accprof_timeline::order::Late> {
+        if self.released.is_some_and(|r| ts <= r) {
+            return Err(accprof_timeline::order::Late);
+        }
+        let step = (ts, delta);
+        if self.held.back().is_none_or(|&b| b <= step) {
+            self.held.push_back(step);
+        } else {
+            let at = self.held.partition_point(|&h| h <= step);
+            self.held.insert(at, step);
+        }
+        Ok(())
+    }
+
+    /// The value after the earliest timestamp held, when more than the capacity are held.
+    pub fn pop_over(&mut self) -> Option<(u64, i64)> {
+        if self.held.len() > self.capacity {
+            self.pop()
+        } else {
+            None
+        }
+    }
+
+    /// The value after the earliest timestamp held.
+    pub fn pop(&mut self) -> Option<(u64, i64)> {
+        let (ts, delta) = self.held.pop_front()?;
+        self.value = (self.value + delta).max(0);
+        while let Some(&(t, d)) = self.held.front() {
+            if t != ts {
+                break;
+            }
+            self.held.pop_front();
+            self.value = (self.value + d).max(0);
+        }
+        self.released = Some(ts);
+        Some((ts, self.value))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +262,41 @@ mod tests {
             Counters::series(&mut steps),
             [(10, 1, 100), (20, 0, 100), (40, 0, 0), (50, 1, 0)]
         );
+    }
+
+    #[test]
+    fn the_window_gives_the_series_of_the_whole_sort() {
+        let steps = [
+            (30, -5),
+            (10, 100),
+            (20, -100),
+            (20, 50),
+            (40, 7),
+            (35, -500),
+            (50, 1),
+        ];
+        let mut all: Vec<Step> = steps
+            .iter()
+            .map(|&(ts, delta)| Step {
+                ts,
+                trace: 0,
+                delta,
+            })
+            .collect();
+        let whole: Vec<(u64, i64)> = Counters::series(&mut all)
+            .into_iter()
+            .map(|(ts, _, v)| (ts, v))
+            .collect();
+        let mut w = StepWindow::new(3);
+        let mut got = Vec::new();
+        for (ts, delta) in steps {
+            w.push(ts, delta).unwrap();
+            got.extend(w.pop_over());
+        }
+        got.extend(std::iter::from_fn(|| w.pop()));
+        assert_eq!(got, whole);
+        // 10 and 20 are summed already: a step there can no longer be placed.
+        assert!(w.push(20, 1).is_err());
     }
 
     #[test]

@@ -7,10 +7,11 @@
 //! not by the formatted text, so that an event that repeats a known name costs a hash lookup).
 //! Memory beyond the collected slices is those tables, never a copy of the events.
 
-use super::chrome::{self, Process};
+use super::chrome;
 use super::counters::{Series, Step};
 use super::device::DeviceInfo;
 use super::slice::{Slice, NONE_I32, NONE_U32};
+use super::strings::Strings;
 use super::tracks::{ThreadIds, TrackKind};
 use super::Collected;
 use accprof_perfetto::{
@@ -77,44 +78,38 @@ pub(super) fn write<W: Write>(
             Some(f) => std::slice::from_ref(f),
             None => &[],
         };
-        let (name, category, location) = names.look(&mut w, s, dev, p, &mut name_buf);
-        let mut args = [Arg {
-            name: names.arg_bytes,
-            value: ArgValue::Uint(0),
-        }; 8];
-        let n = names.args(&mut w, s, &mut args);
-        let mut ev = Event::named(name)
-            .category(category)
-            .args(&args[..n])
-            .flows_out(&outs)
-            .flows_in(ins);
-        if let Some(loc) = location {
-            ev = ev.location(loc);
-        }
         let track = tracks.slices[s.track as usize][usize::from(s.lane)];
-        if s.is_point() {
-            w.instant(track, s.start - zero, &ev)?;
-        } else {
-            w.slice(track, s.start - zero, s.end - zero, &ev)?;
-        }
+        put_slice(
+            &mut w,
+            &mut names,
+            Placed {
+                s,
+                dev,
+                track,
+                zero,
+            },
+            &p.strings,
+            &outs,
+            ins,
+            &mut name_buf,
+        )?;
     }
     progress(c.slices.len());
     for (name, series) in counters {
-        let mut by_trace: HashMap<u16, TrackId> = HashMap::default();
+        // Per trace, its track and the value written last.
+        let mut by_trace: HashMap<u16, (TrackId, i64)> = HashMap::default();
+        let deltas = *name == BYTES_MOVED;
         for &(ts, trace, value) in series.iter() {
-            let track = match by_trace.get(&trace) {
-                Some(&t) => t,
+            let (track, last) = match by_trace.get_mut(&trace) {
+                Some(t) => t,
                 None => {
-                    let t = w.counter_track(
-                        tracks.processes[trace as usize],
-                        name,
-                        CounterUnit::Bytes,
-                    )?;
-                    by_trace.insert(trace, t);
-                    t
+                    let t = counter_track(&mut w, tracks.processes[trace as usize], name)?;
+                    by_trace.entry(trace).or_insert((t, 0))
                 }
             };
-            w.counter(track, ts.saturating_sub(zero), value)?;
+            let v = if deltas { value - *last } else { value };
+            *last = value;
+            w.counter(*track, ts.saturating_sub(zero), v)?;
         }
     }
     let (mut out, _) = w.finish()?;
@@ -123,6 +118,69 @@ pub(super) fn write<W: Write>(
         events: c.slices.len(),
         tracks: tracks.count,
     })
+}
+
+/// A slice with what decides how it is written: its device record (if it is one), the
+/// Perfetto track of its lane, and the export's time zero.
+pub(super) struct Placed<'a> {
+    pub s: &'a Slice,
+    pub dev: Option<&'a DeviceInfo>,
+    pub track: TrackId,
+    pub zero: u64,
+}
+
+/// Writes one slice (or instant) with its name, category, location, args and flows.
+pub(super) fn put_slice<W: Write, T: Strings + ?Sized>(
+    w: &mut PerfettoWriter<W>,
+    names: &mut Names,
+    at: Placed<'_>,
+    strings: &T,
+    outs: &[FlowId],
+    ins: &[FlowId],
+    name_buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    let Placed {
+        s,
+        dev,
+        track,
+        zero,
+    } = at;
+    let (name, category, location) = names.look(w, s, dev, strings, name_buf);
+    let mut args = [Arg {
+        name: names.arg_bytes,
+        value: ArgValue::Uint(0),
+    }; 8];
+    let n = names.args(w, s, &mut args);
+    let mut ev = Event::named(name)
+        .category(category)
+        .args(&args[..n])
+        .flows_out(outs)
+        .flows_in(ins);
+    if let Some(loc) = location {
+        ev = ev.location(loc);
+    }
+    if s.is_point() {
+        w.instant(track, s.start - zero, &ev)
+    } else {
+        w.slice(track, s.start - zero, s.end - zero, &ev)
+    }
+}
+
+/// The name of the counter of bytes moved so far, written as the bytes each transfer moved
+/// ([`PerfettoWriter::delta_counter_track`]).
+pub(super) const BYTES_MOVED: &str = "bytes moved";
+
+/// The counter track `name` of `process`: bytes moved is written as steps, any other as values.
+pub(super) fn counter_track<W: Write>(
+    w: &mut PerfettoWriter<W>,
+    process: TrackId,
+    name: &str,
+) -> io::Result<TrackId> {
+    if name == BYTES_MOVED {
+        w.delta_counter_track(process, name, CounterUnit::Bytes)
+    } else {
+        w.counter_track(process, name, CounterUnit::Bytes)
+    }
 }
 
 /// "bytes moved": per trace, the bytes transferred so far, at each transfer's start (the
@@ -272,13 +330,15 @@ fn name_key(s: &Slice, dev: Option<&DeviceInfo>) -> NameKey {
 }
 
 /// The export's tables of interned handles.
-struct Names {
+pub(super) struct Names {
     /// Name, category and location together: one lookup per event.
     looks: HashMap<LookKey, (NameId, CategoryId, Option<LocationId>)>,
     names: HashMap<NameKey, NameId>,
     categories: HashMap<&'static str, CategoryId>,
     locations: HashMap<(u16, u32, u32, i32), LocationId>,
     constructs: HashMap<i32, StringId>,
+    /// Per (track, lane, event kind, kernel), the geometry of its last launch.
+    geometry: HashMap<(u32, u16, i32, u32), [u32; 3]>,
     arg_bytes: ArgNameId,
     arg_gangs: ArgNameId,
     arg_workers: ArgNameId,
@@ -290,13 +350,14 @@ struct Names {
 }
 
 impl Names {
-    fn new<W: Write>(w: &mut PerfettoWriter<W>) -> Self {
+    pub(super) fn new<W: Write>(w: &mut PerfettoWriter<W>) -> Self {
         Names {
             looks: HashMap::default(),
             names: HashMap::default(),
             categories: HashMap::default(),
             locations: HashMap::default(),
             constructs: HashMap::default(),
+            geometry: HashMap::default(),
             arg_bytes: w.arg_name("bytes"),
             arg_gangs: w.arg_name("num_gangs"),
             arg_workers: w.arg_name("num_workers"),
@@ -309,12 +370,12 @@ impl Names {
     }
 
     /// The slice's name, category and source location.
-    fn look<W: Write>(
+    fn look<W: Write, T: Strings + ?Sized>(
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
         dev: Option<&DeviceInfo>,
-        p: &Process,
+        strings: &T,
         buf: &mut Vec<u8>,
     ) -> (NameId, CategoryId, Option<LocationId>) {
         let key = LookKey {
@@ -328,20 +389,20 @@ impl Names {
             return found;
         }
         let found = (
-            self.name(w, s, dev, p, buf),
+            self.name(w, s, dev, strings, buf),
             self.category(w, s, dev.is_some()),
-            self.location(w, s, p),
+            self.location(w, s, strings),
         );
         self.looks.insert(key, found);
         found
     }
 
-    fn name<W: Write>(
+    fn name<W: Write, T: Strings + ?Sized>(
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
         dev: Option<&DeviceInfo>,
-        p: &Process,
+        strings: &T,
         buf: &mut Vec<u8>,
     ) -> NameId {
         let key = name_key(s, dev);
@@ -350,8 +411,8 @@ impl Names {
         }
         buf.clear();
         match dev {
-            Some(d) => chrome::put_device_name(buf, s, d, &p.strings),
-            None => chrome::put_name(buf, s, &p.strings),
+            Some(d) => chrome::put_device_name(buf, s, d, strings),
+            None => chrome::put_name(buf, s, strings),
         }
         let id = w.name(&unescape(buf));
         self.names.insert(key, id);
@@ -375,18 +436,18 @@ impl Names {
             .or_insert_with(|| w.category(label))
     }
 
-    fn location<W: Write>(
+    fn location<W: Write, T: Strings + ?Sized>(
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
-        p: &Process,
+        strings: &T,
     ) -> Option<LocationId> {
-        let file = p.strings.resolve(s.src_file_id())?;
+        let file = strings.resolve(s.src_file_id())?;
         let key = (s.trace, s.src_file, s.func, s.line);
         if let Some(&id) = self.locations.get(&key) {
             return Some(id);
         }
-        let func = p.strings.resolve(s.func_id()).unwrap_or("");
+        let func = strings.resolve(s.func_id()).unwrap_or("");
         let line = if s.line == NONE_I32 {
             0
         } else {
@@ -397,8 +458,17 @@ impl Names {
         Some(id)
     }
 
+    /// Whether `s` launches its kernel with another geometry than the previous launch of that
+    /// kernel on its track and lane (or is the first): a kernel is mostly launched the same
+    /// way every time, and its geometry args are written only when they change.
+    fn new_geometry(&mut self, s: &Slice, geometry: [u32; 3]) -> bool {
+        let key = (s.track, s.lane, s.kind, s.name);
+        self.geometry.insert(key, geometry) != Some(geometry)
+    }
+
     /// The JSON export's args that Perfetto shows beside a slice and its name does not: bytes,
-    /// launch geometry, async queue, enclosing construct, implicit.
+    /// launch geometry (when it changed, see [`Self::new_geometry`]), async queue, enclosing
+    /// construct, implicit.
     fn args<'a, W: Write>(
         &mut self,
         w: &mut PerfettoWriter<W>,
@@ -418,16 +488,19 @@ impl Names {
         }
         // The variable or kernel is in the slice's name already (an interned string, so
         // trace_processor can group by it): no argument repeats it.
-        for (name, v) in [
-            (self.arg_gangs, s.num_gangs),
-            (self.arg_workers, s.num_workers),
-            (self.arg_vector, s.vector_length),
-        ] {
-            if v != NONE_U32 {
-                push(Arg {
-                    name,
-                    value: ArgValue::Uint(u64::from(v)),
-                });
+        let geometry = [s.num_gangs, s.num_workers, s.vector_length];
+        if geometry != [NONE_U32; 3] && self.new_geometry(s, geometry) {
+            for (name, v) in [
+                (self.arg_gangs, s.num_gangs),
+                (self.arg_workers, s.num_workers),
+                (self.arg_vector, s.vector_length),
+            ] {
+                if v != NONE_U32 {
+                    push(Arg {
+                        name,
+                        value: ArgValue::Uint(u64::from(v)),
+                    });
+                }
             }
         }
         // Synchronous work (acc_async_sync, most events) is what its track already says: only

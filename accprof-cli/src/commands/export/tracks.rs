@@ -9,11 +9,14 @@
 
 use super::slice::Slice;
 pub use accprof_timeline::{TrackKey, TrackKind};
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 
 /// Every track met so far, numbered in order of first appearance.
 #[derive(Default, Debug)]
 pub struct TrackTable {
+    /// Looked up for most events (consecutive events alternate between a thread's host and
+    /// device tracks): Fx-hashed, as SipHash's DoS resistance buys nothing on trace keys.
     index: HashMap<TrackKey, u32>,
     keys: Vec<TrackKey>,
     /// Lanes each track needed (at least 1), known after [`assign_lanes`].
@@ -94,6 +97,13 @@ impl TrackTable {
         self.keys.len()
     }
 
+    /// Notes that a slice of `track` landed on `lane` (for an export that lays slices out as
+    /// they stream by instead of through [`assign_lanes`]).
+    pub fn note_lane(&mut self, track: u32, lane: u16) {
+        let n = &mut self.lanes[track as usize];
+        *n = (*n).max(lane.saturating_add(1));
+    }
+
     /// The Chrome thread id of every (track, lane), dense from 1 in display order: per trace,
     /// each host thread, then its synchronous device track, then the async queues, then the
     /// device streams.
@@ -162,8 +172,9 @@ pub fn assign_lanes(slices: &mut [Slice], tracks: &mut TrackTable) {
     }
 }
 
-/// The first lane where `[start, end]` nests, opening a new lane when none does.
-fn place(lanes: &mut Vec<Vec<u64>>, start: u64, end: u64) -> u16 {
+/// The first lane where `[start, end]` nests, opening a new lane when none does. `lanes` holds,
+/// per lane, the ends of the slices still open, innermost last; slices come in start order.
+pub fn place(lanes: &mut Vec<Vec<u64>>, start: u64, end: u64) -> u16 {
     for (i, open) in lanes.iter_mut().enumerate() {
         // Slices come in start order, so one that ended by `start` is closed for good.
         while open.last().is_some_and(|&e| e <= start) {

@@ -1,0 +1,793 @@
+//! The streaming export: memory grows with tracks, strings and nesting, not with events.
+//!
+//! Traces are read one after another (several traces: one process per MPI rank, in rank order),
+//! events in each trace's order (per thread, the order they ended), cut to compact
+//! slices and put in start order per track by a bounded window
+//! ([`accprof_timeline::order::StartWindow`]); each slice leaving its window gets its lane
+//! ([`tracks::place`]) and goes, in batches, to a second thread that writes it (JSON or
+//! Perfetto). The counters go through windows of their own ([`StepWindow`]). Thread names, which
+//! need every track's lanes, are written last (JSON allows metadata anywhere; Perfetto's track
+//! descriptors are written as tracks first appear).
+//!
+//! The time zero is the earliest start among the first [`PREFIX`] events (of every trace, when
+//! there are several: those are read once before). A trace (or set of traces) with fewer events
+//! is laid out whole by [`super::collect_with_progress`] (it is held in full before anything is
+//! written anyway), which keeps small exports exactly as they always were.
+//!
+//! When the input does not fit the windows (a slice arrives after a later-starting one of its
+//! track has been written, the first events do not hold the earliest start, a slice names a
+//! string defined later in the file) or has what the streaming path does not lay out (device
+//! records, whose flows need their issuing host slices), the export is given up and
+//! [`Outcome::Unordered`] hands the output back, to be written again by the whole-trace path
+//! ([`super::collect_with_progress`]). Nothing is ever written out of order or dropped.
+
+use super::chrome::{ChromeWriter, Process};
+use super::counters::{Counters, StepWindow};
+use super::perfetto::{self, Names, Placed};
+use super::slice::Slice;
+use super::strings::{Shipped, Shipping};
+use super::tracks::{self, TrackKey, TrackKind, TrackTable};
+use super::{wall_clock, Format, Summary};
+use crate::error::CliError;
+use crate::progress::Progress;
+use accprof_perfetto::{PerfettoWriter, TrackId};
+use accprof_symbols::ResolvingReader;
+use accprof_timeline::order::StartWindow;
+use accprof_trace::{device as device_kind, StringTable};
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+/// Slices each track's window holds before it lets the earliest go: deeper than any nesting
+/// of host events a runtime reports (a construct holds its data events, launches and waits).
+const WINDOW: usize = 8192;
+/// Counter steps held per counter before the earliest timestamp's value is written.
+const STEP_WINDOW: usize = 8192;
+/// Events read before anything is written: the earliest start among them is the export's time
+/// zero (each thread's first events come early in the file).
+const PREFIX: usize = 1 << 16;
+/// Slices per batch handed to the writing thread.
+const BATCH: usize = 1 << 14;
+
+/// The window sizes: `(per-track window, counter window, events read before the start)`.
+/// `ACCPROF_EXPORT_WINDOW=N` makes all three N, so that tests can stream small traces and
+/// push the windows to their limits.
+fn sizes() -> (usize, usize, usize) {
+    match std::env::var("ACCPROF_EXPORT_WINDOW")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        Some(n) => (n.max(1), n.max(1), n.max(1)),
+        None => (WINDOW, STEP_WINDOW, PREFIX),
+    }
+}
+
+/// How a streaming export ended.
+pub(super) enum Outcome<W> {
+    Written {
+        summary: Summary,
+        warnings: Vec<String>,
+    },
+    /// The trace must be exported by the whole-trace path; `out` is the output, with whatever
+    /// was written to it.
+    Unordered { out: W, why: String },
+}
+
+/// The counters a slice stream carries, one value per timestamp.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Counter {
+    /// Device memory in use (both formats).
+    Memory,
+    /// Bytes in flight (JSON).
+    InFlight,
+    /// Bytes moved so far (Perfetto).
+    Moved,
+}
+
+/// What the reading thread hands the writing thread.
+#[derive(Default)]
+struct Batch {
+    /// Tracks first met since the last batch, in the order of their index.
+    tracks: Vec<TrackKey>,
+    /// Traces (processes) begun since the last batch, in order.
+    processes: Vec<Process>,
+    /// Strings first named since the last batch: (trace, id, text).
+    strings: Vec<(u16, u32, Box<str>)>,
+    slices: Vec<Slice>,
+    /// Counter values: (counter, trace, time, value).
+    counters: Vec<(Counter, u16, u64, i64)>,
+}
+
+enum Message {
+    /// The export's time zero: the writer can start.
+    Start(u64),
+    Batch(Batch),
+    /// Everything was sent; the tracks with their lanes, for the thread names.
+    End(TrackTable),
+    /// The export is given up.
+    Abort,
+}
+
+/// A writer of the stream, on the writing thread.
+trait Sink<W> {
+    fn batch(&mut self, b: &mut Batch) -> io::Result<()>;
+    fn finish(self, tracks: Option<&TrackTable>) -> io::Result<(W, Summary)>;
+}
+
+/// Exports the traces at `paths` (one process each, in MPI rank order) to `out`, streaming;
+/// `output` names the output in messages.
+pub(super) fn export<W: Write + Send>(
+    paths: &[PathBuf],
+    format: Format,
+    out: W,
+    output: &str,
+    progress: &mut Progress,
+) -> Result<Outcome<W>, CliError> {
+    let mut readers = Vec::with_capacity(paths.len());
+    for p in paths {
+        readers.push(Some(ResolvingReader::open(p)?));
+    }
+    if paths.len() > usize::from(u16::MAX) {
+        return Err(CliError::new(format!(
+            "too many traces ({}) for one export",
+            paths.len()
+        )));
+    }
+    let mut order: Vec<usize> = (0..readers.len()).collect();
+    order.sort_by_key(|&i| {
+        let h = readers[i].as_ref().expect("opened above").header();
+        (h.mpi_rank.is_none(), h.mpi_rank, i)
+    });
+    // Several traces: the time zero is the earliest start among each one's first events.
+    let zero = if paths.len() > 1 {
+        match earliest_starts(paths)? {
+            Some(zero) => Some(zero),
+            None => {
+                return Ok(Outcome::Unordered {
+                    out,
+                    why: "the traces are small enough to be laid out whole".into(),
+                })
+            }
+        }
+    } else {
+        None
+    };
+    let total: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    progress.phase("exporting", total, true);
+    let (tx, rx) = mpsc::sync_channel::<Message>(2);
+    let (back_tx, back_rx) = mpsc::channel::<Batch>();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || write_stream(format, out, rx, back_tx));
+        let mut st = Stream::new(tx, back_rx, zero);
+        let mut warnings = Vec::new();
+        let mut read_before = 0u64;
+        let mut ended = Ok(());
+        for (trace, &i) in order.iter().enumerate() {
+            let mut r = readers[i].take().expect("each trace is read once");
+            let label = paths[i].display().to_string();
+            let process = Process {
+                pid: trace as u32 + 1,
+                name: Process::name_from(r.header(), &label),
+                strings: StringTable::default(),
+            };
+            let clock = wall_clock(r.header());
+            ended = st.read(&mut r, trace as u16, process, clock, &mut |done| {
+                progress.set(read_before + done)
+            });
+            if ended.is_err() {
+                break;
+            }
+            read_before += std::fs::metadata(&paths[i]).map_or(0, |m| m.len());
+            warnings.extend(r.truncation_warning());
+            warnings.extend(r.loss_warning());
+            warnings.extend(r.warnings().iter().cloned());
+            if r.dropped_total() > 0 {
+                warnings.push(format!(
+                    "{label}: the tool dropped {} events while recording; the timeline has gaps",
+                    r.dropped_total()
+                ));
+            }
+        }
+        let ended = ended.and_then(|()| st.end());
+        match ended {
+            Ok(()) | Err(Stop::Write) => {}
+            Err(Stop::Late(why)) => {
+                let _ = st.tx.send(Message::Abort);
+                drop(st);
+                let (out, _) = join(writer, output)?;
+                return Ok(Outcome::Unordered { out, why });
+            }
+            Err(Stop::Read(e)) => {
+                let _ = st.tx.send(Message::Abort);
+                drop(st);
+                let _ = join(writer, output);
+                return Err(e.into());
+            }
+        }
+        drop(st);
+        // After a write error, the writer's error is the one to report.
+        let (_, summary) = join(writer, output)?;
+        Ok(Outcome::Written { summary, warnings })
+    })
+}
+
+/// The earliest start among the first [`PREFIX`] events of every trace (on the wall clock),
+/// or `None` when every trace is shorter than that (then nothing needs streaming).
+fn earliest_starts(paths: &[PathBuf]) -> Result<Option<u64>, CliError> {
+    let (_, _, prefix) = sizes();
+    let mut earliest = u64::MAX;
+    let mut long = false;
+    for p in paths {
+        let mut r = ResolvingReader::open(p)?;
+        let clock = wall_clock(r.header());
+        let mut n = 0;
+        while n < prefix && r.advance()? {
+            earliest = earliest.min(clock(r.event().start_ns));
+            n += 1;
+        }
+        long |= n == prefix;
+    }
+    Ok(long.then_some(if earliest == u64::MAX { 0 } else { earliest }))
+}
+
+fn join<W>(
+    writer: std::thread::ScopedJoinHandle<'_, io::Result<(W, Summary)>>,
+    output: &str,
+) -> Result<(W, Summary), CliError> {
+    match writer.join() {
+        Ok(r) => r.map_err(|e| CliError::new(format!("{output}: cannot write: {e}"))),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Why reading stopped early.
+enum Stop {
+    /// The input does not fit the windows (the reason, for the log).
+    Late(String),
+    Read(accprof_trace::TraceError),
+    /// The writing thread stopped (an output error, which it reports).
+    Write,
+}
+
+/// The reading side: windows, lanes, counters and the batch being filled.
+struct Stream {
+    tx: mpsc::SyncSender<Message>,
+    back: mpsc::Receiver<Batch>,
+    tracks: TrackTable,
+    windows: Vec<StartWindow<Slice>>,
+    /// Per track, per lane, the ends of the slices still open (see [`tracks::place`]).
+    lanes: Vec<Vec<Vec<u64>>>,
+    counters: Counters,
+    memory: StepWindow,
+    in_flight: StepWindow,
+    moved: StepWindow,
+    /// Slices each track's window holds, and events read before the start.
+    window: usize,
+    prefix: usize,
+    zero: Option<u64>,
+    earliest: u64,
+    read: usize,
+    /// The trace being read.
+    trace: u16,
+    batch: Batch,
+    shipping: Shipping,
+    tracks_sent: usize,
+}
+
+impl Stream {
+    fn new(tx: mpsc::SyncSender<Message>, back: mpsc::Receiver<Batch>, zero: Option<u64>) -> Self {
+        let (window, steps, prefix) = sizes();
+        if let Some(zero) = zero {
+            // Known before reading (several traces): the writer can start at once.
+            let _ = tx.send(Message::Start(zero));
+        }
+        Stream {
+            trace: 0,
+            window,
+            prefix,
+            tx,
+            back,
+            tracks: TrackTable::default(),
+            windows: Vec::new(),
+            lanes: Vec::new(),
+            counters: Counters::default(),
+            memory: StepWindow::new(steps),
+            in_flight: StepWindow::new(steps),
+            moved: StepWindow::new(steps),
+            zero,
+            earliest: u64::MAX,
+            read: 0,
+            batch: Batch::default(),
+            shipping: Shipping::default(),
+            tracks_sent: 0,
+        }
+    }
+
+    /// Reads trace number `trace` (the process `process`) to its end; `progress` is told the
+    /// bytes read.
+    fn read<R: io::Read>(
+        &mut self,
+        r: &mut ResolvingReader<R>,
+        trace: u16,
+        process: Process,
+        clock: impl Fn(u64) -> u64 + Copy,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), Stop> {
+        let (_, steps, _) = sizes();
+        self.trace = trace;
+        self.shipping = Shipping::default();
+        self.memory = StepWindow::new(steps);
+        self.in_flight = StepWindow::new(steps);
+        self.moved = StepWindow::new(steps);
+        self.batch.processes.push(process);
+        while r.advance().map_err(Stop::Read)? {
+            let ev = r.event();
+            if device_kind::is_device_record(ev.kind) {
+                return Err(Stop::Late("the trace has device records".into()));
+            }
+            let mut s = Slice::from_event(ev, trace, 0, clock);
+            s.track = self.tracks.intern(TrackKey {
+                trace,
+                kind: TrackKind::of_event(ev),
+            });
+            if self.windows.len() < self.tracks.len() {
+                self.windows.push(StartWindow::new(self.window));
+                self.lanes.push(Vec::new());
+            }
+            self.counters.add(ev, trace, s.start, s.end);
+            self.take_steps()?;
+            if self.zero.is_some_and(|z| s.start < z) {
+                return Err(Stop::Late(
+                    "an event starts before the first ones read".into(),
+                ));
+            }
+            self.earliest = self.earliest.min(s.start);
+            let track = s.track as usize;
+            self.windows[track]
+                .push(s)
+                .map_err(|_| Stop::Late("an event is nested deeper than the window".into()))?;
+            self.read += 1;
+            match self.zero {
+                Some(_) => {
+                    if let Some(s) = self.windows[track].pop_over() {
+                        self.emit(s, r.strings())?;
+                    }
+                    self.release_steps(false)?;
+                }
+                None if self.read >= self.prefix => self.start(r.strings())?,
+                None => {}
+            }
+            if self.read.is_multiple_of(4096) {
+                progress(r.bytes_read());
+            }
+        }
+        if self.zero.is_none() {
+            // Everything is still held: the whole-trace path lays it out in the same memory, in
+            // the order it always has (metadata first, each track's slices together).
+            return Err(Stop::Late(
+                "the trace is small enough to be laid out whole".into(),
+            ));
+        }
+        for t in 0..self.windows.len() {
+            while let Some(s) = self.windows[t].pop() {
+                self.emit(s, r.strings())?;
+            }
+        }
+        self.release_steps(true)?;
+        self.send()
+    }
+
+    /// Fixes the time zero, tells the writer, and lets go what the windows hold beyond their
+    /// capacity.
+    fn start(&mut self, strings: &StringTable) -> Result<(), Stop> {
+        let zero = if self.earliest == u64::MAX {
+            0
+        } else {
+            self.earliest
+        };
+        self.zero = Some(zero);
+        self.tx
+            .send(Message::Start(zero))
+            .map_err(|_| Stop::Write)?;
+        for t in 0..self.windows.len() {
+            while let Some(s) = self.windows[t].pop_over() {
+                self.emit(s, strings)?;
+            }
+        }
+        self.release_steps(false)
+    }
+
+    /// Moves the counter steps of the last event into their windows.
+    fn take_steps(&mut self) -> Result<(), Stop> {
+        let late = |_| Stop::Late("a counter step arrived after later ones were written".into());
+        for step in self.counters.memory.drain(..) {
+            self.memory.push(step.ts, step.delta).map_err(late)?;
+        }
+        for step in self.counters.in_flight() {
+            self.in_flight.push(step.ts, step.delta).map_err(late)?;
+            if step.delta > 0 {
+                self.moved.push(step.ts, step.delta).map_err(late)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the writer the counter values that are final (all of them at the `end`).
+    fn release_steps(&mut self, end: bool) -> Result<(), Stop> {
+        if self.zero.is_none() {
+            return Ok(());
+        }
+        for (counter, window) in [
+            (Counter::Memory, &mut self.memory),
+            (Counter::InFlight, &mut self.in_flight),
+            (Counter::Moved, &mut self.moved),
+        ] {
+            loop {
+                let next = if end { window.pop() } else { window.pop_over() };
+                let Some((ts, value)) = next else { break };
+                self.batch.counters.push((counter, self.trace, ts, value));
+            }
+        }
+        Ok(())
+    }
+
+    /// Lays out `s` (the next of its track in start order) and adds it to the batch.
+    fn emit(&mut self, mut s: Slice, strings: &StringTable) -> Result<(), Stop> {
+        if !s.is_point() {
+            s.lane = tracks::place(&mut self.lanes[s.track as usize], s.start, s.end);
+            self.tracks.note_lane(s.track, s.lane);
+        }
+        self.shipping
+            .ship(&s, strings, &mut self.batch.strings)
+            .map_err(|u| Stop::Late(format!("string {} is defined after its first use", u.0)))?;
+        self.batch.slices.push(s);
+        if self.batch.slices.len() >= BATCH {
+            self.send()?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self) -> Result<(), Stop> {
+        while self.tracks_sent < self.tracks.len() {
+            self.batch
+                .tracks
+                .push(self.tracks.key(self.tracks_sent as u32));
+            self.tracks_sent += 1;
+        }
+        let mut next = self.back.try_recv().unwrap_or_default();
+        next.slices.reserve(BATCH);
+        let full = std::mem::replace(&mut self.batch, next);
+        self.tx.send(Message::Batch(full)).map_err(|_| Stop::Write)
+    }
+
+    /// Hands the writer the tracks with their lanes, once every slice was sent.
+    fn end(&mut self) -> Result<(), Stop> {
+        let tracks = std::mem::take(&mut self.tracks);
+        self.tx.send(Message::End(tracks)).map_err(|_| Stop::Write)
+    }
+}
+
+/// The writing thread: waits for the time zero, then writes every batch.
+fn write_stream<W: Write>(
+    format: Format,
+    out: W,
+    rx: mpsc::Receiver<Message>,
+    back: mpsc::Sender<Batch>,
+) -> io::Result<(W, Summary)> {
+    let zero = match rx.recv() {
+        Ok(Message::Start(zero)) => zero,
+        // Given up before anything was written.
+        _ => 0,
+    };
+    match format {
+        Format::Chrome => drive(JsonSink::new(out, zero)?, rx, back),
+        Format::Perfetto => drive(PerfettoSink::new(out, zero), rx, back),
+    }
+}
+
+fn drive<W, S: Sink<W>>(
+    mut sink: S,
+    rx: mpsc::Receiver<Message>,
+    back: mpsc::Sender<Batch>,
+) -> io::Result<(W, Summary)> {
+    for m in rx {
+        match m {
+            Message::Batch(mut b) => {
+                sink.batch(&mut b)?;
+                b.tracks.clear();
+                b.processes.clear();
+                b.strings.clear();
+                b.slices.clear();
+                b.counters.clear();
+                // The reader may be done; then the batch is dropped.
+                let _ = back.send(b);
+            }
+            Message::End(tracks) => return sink.finish(Some(&tracks)),
+            Message::Start(_) | Message::Abort => break,
+        }
+    }
+    sink.finish(None)
+}
+
+/// Chrome JSON: slices and counter values as they come, thread names at the end.
+struct JsonSink<W: Write> {
+    w: ChromeWriter<W>,
+    processes: Vec<Process>,
+    /// Per trace, the strings shipped so far.
+    strings: Vec<Shipped>,
+    /// Per track, the tid of each lane, given on first use.
+    tids: Vec<Vec<u32>>,
+    slices: usize,
+}
+
+impl<W: Write> JsonSink<W> {
+    fn new(out: W, zero: u64) -> io::Result<Self> {
+        Ok(JsonSink {
+            w: ChromeWriter::new(out, zero)?,
+            processes: Vec::new(),
+            strings: Vec::new(),
+            tids: Vec::new(),
+            slices: 0,
+        })
+    }
+
+    fn tid(&mut self, track: u32, lane: u16) -> u32 {
+        tid_of(&mut self.tids, track, lane)
+    }
+}
+
+/// The tid of (track, lane): dense from 1 in order of first use.
+fn tid_of(tids: &mut Vec<Vec<u32>>, track: u32, lane: u16) -> u32 {
+    let (t, l) = (track as usize, usize::from(lane));
+    if let Some(&tid) = tids.get(t).and_then(|lanes| lanes.get(l)) {
+        return tid;
+    }
+    let mut next = tids.iter().map(Vec::len).sum::<usize>() as u32 + 1;
+    if tids.len() <= t {
+        tids.resize_with(t + 1, Vec::new);
+    }
+    let lanes = &mut tids[t];
+    // Lanes open one after another, so this is lane `len` (a skipped one gets an id too).
+    while lanes.len() <= l {
+        lanes.push(next);
+        next += 1;
+    }
+    lanes[l]
+}
+
+impl<W: Write> Sink<W> for JsonSink<W> {
+    fn batch(&mut self, b: &mut Batch) -> io::Result<()> {
+        for p in b.processes.drain(..) {
+            self.processes.push(p);
+            self.strings.push(Shipped::default());
+        }
+        for (trace, id, text) in b.strings.drain(..) {
+            self.strings[usize::from(trace)].add(id, text);
+        }
+        for s in &b.slices {
+            let tid = self.tid(s.track, s.lane);
+            let t = usize::from(s.trace);
+            self.w
+                .slice(s, self.processes[t].pid, &self.strings[t], tid, None)?;
+        }
+        self.slices += b.slices.len();
+        for &(counter, trace, ts, value) in &b.counters {
+            let name = match counter {
+                Counter::Memory => "device memory in use",
+                Counter::InFlight => "bytes in flight",
+                Counter::Moved => continue,
+            };
+            let pid = self.processes[usize::from(trace)].pid;
+            self.w.counter_point(name, pid, ts, value)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, tracks: Option<&TrackTable>) -> io::Result<(W, Summary)> {
+        let n = tracks.map_or(0, TrackTable::len);
+        if let Some(tracks) = tracks {
+            let order = tracks.thread_ids();
+            let tids = &mut self.tids;
+            self.w
+                .metadata_with(&self.processes, tracks, &order, |t, l| tid_of(tids, t, l))?;
+        }
+        let out = self.w.finish()?;
+        Ok((
+            out,
+            Summary {
+                events: self.slices,
+                tracks: n,
+            },
+        ))
+    }
+}
+
+/// Perfetto: tracks made as they first appear, slices and counter values as they come.
+struct PerfettoSink<W: Write> {
+    w: PerfettoWriter<W>,
+    zero: u64,
+    processes: Vec<Process>,
+    /// Per trace, its process track once made.
+    process_tracks: Vec<Option<TrackId>>,
+    names: Names,
+    /// Per trace, the strings shipped so far.
+    strings: Vec<Shipped>,
+    keys: Vec<TrackKey>,
+    /// Per export track, its parent and the Perfetto track of each lane.
+    lanes: Vec<Option<(TrackId, Vec<TrackId>)>>,
+    /// Host threads' tracks, the parents of their synchronous device tracks.
+    threads: rustc_hash::FxHashMap<(u16, Option<i64>), TrackId>,
+    /// Per trace, its counter tracks (memory in use, bytes moved) and the bytes moved so far,
+    /// as last written.
+    counters: Vec<([Option<TrackId>; 2], i64)>,
+    name_buf: Vec<u8>,
+    slices: usize,
+}
+
+impl<W: Write> PerfettoSink<W> {
+    fn new(out: W, zero: u64) -> Self {
+        let mut w = PerfettoWriter::new(out);
+        let names = Names::new(&mut w);
+        PerfettoSink {
+            w,
+            zero,
+            processes: Vec::new(),
+            process_tracks: Vec::new(),
+            names,
+            strings: Vec::new(),
+            keys: Vec::new(),
+            lanes: Vec::new(),
+            threads: Default::default(),
+            counters: Vec::new(),
+            name_buf: Vec::new(),
+            slices: 0,
+        }
+    }
+
+    fn process(&mut self, trace: u16) -> io::Result<TrackId> {
+        let t = usize::from(trace);
+        if let Some(p) = self.process_tracks[t] {
+            return Ok(p);
+        }
+        let p = &self.processes[t];
+        let track = self.w.process(p.pid as i32, &p.name, &[])?;
+        self.process_tracks[t] = Some(track);
+        Ok(track)
+    }
+
+    /// The track of a host thread (made when first needed, by its slices or by its
+    /// synchronous device track's).
+    fn thread(&mut self, trace: u16, thread: Option<i64>) -> io::Result<TrackId> {
+        if let Some(&t) = self.threads.get(&(trace, thread)) {
+            return Ok(t);
+        }
+        let process = self.process(trace)?;
+        let label = TrackKind::Host { thread }.label(&Default::default());
+        let t = match thread {
+            Some(tid) => self.w.thread(process, tid, &label)?,
+            None => self.w.slice_track(process, &label)?,
+        };
+        self.threads.insert((trace, thread), t);
+        Ok(t)
+    }
+
+    /// The Perfetto track of `lane` of export track `track`, made on first use, as
+    /// [`perfetto::write`] lays tracks out.
+    fn track(&mut self, track: u32, lane: u16) -> io::Result<TrackId> {
+        let t = track as usize;
+        if self.lanes.len() <= t {
+            self.lanes.resize_with(t + 1, || None);
+        }
+        let key = self.keys[t];
+        let label = || key.kind.label(&Default::default());
+        if self.lanes[t].is_none() {
+            let label = label();
+            let (parent, first) = match key.kind {
+                TrackKind::Host { thread } => {
+                    let process = self.process(key.trace)?;
+                    (process, self.thread(key.trace, thread)?)
+                }
+                TrackKind::DeviceSync { thread } => {
+                    let parent = self.thread(key.trace, thread)?;
+                    (parent, self.w.slice_track(parent, &label)?)
+                }
+                TrackKind::DeviceQueue { .. } | TrackKind::DeviceStream { .. } => {
+                    let process = self.process(key.trace)?;
+                    (process, self.w.slice_track(process, &label)?)
+                }
+            };
+            self.lanes[t] = Some((parent, vec![first]));
+        }
+        let Some((parent, lanes)) = &mut self.lanes[t] else {
+            unreachable!("made above")
+        };
+        while lanes.len() <= usize::from(lane) {
+            let name = format!("{} (overlapping, lane {})", label(), lanes.len() + 1);
+            lanes.push(self.w.slice_track(*parent, &name)?);
+        }
+        Ok(lanes[usize::from(lane)])
+    }
+
+    fn counter(&mut self, trace: u16, which: usize, name: &str) -> io::Result<TrackId> {
+        if let Some(t) = self.counters[usize::from(trace)].0[which] {
+            return Ok(t);
+        }
+        let process = self.process(trace)?;
+        let t = perfetto::counter_track(&mut self.w, process, name)?;
+        self.counters[usize::from(trace)].0[which] = Some(t);
+        Ok(t)
+    }
+}
+
+impl<W: Write> Sink<W> for PerfettoSink<W> {
+    fn batch(&mut self, b: &mut Batch) -> io::Result<()> {
+        self.keys.append(&mut b.tracks);
+        for p in b.processes.drain(..) {
+            self.processes.push(p);
+            self.process_tracks.push(None);
+            self.strings.push(Shipped::default());
+            self.counters.push(([None; 2], 0));
+        }
+        for (trace, id, text) in b.strings.drain(..) {
+            self.strings[usize::from(trace)].add(id, text);
+        }
+        for s in &b.slices {
+            let track = self.track(s.track, s.lane)?;
+            let at = Placed {
+                s,
+                dev: None,
+                track,
+                zero: self.zero,
+            };
+            perfetto::put_slice(
+                &mut self.w,
+                &mut self.names,
+                at,
+                &self.strings[usize::from(s.trace)],
+                &[],
+                &[],
+                &mut self.name_buf,
+            )?;
+        }
+        self.slices += b.slices.len();
+        for &(counter, trace, ts, value) in &b.counters {
+            let (which, name, value) = match counter {
+                Counter::Memory => (0, "device memory in use", value),
+                Counter::Moved => {
+                    // Written as what each transfer moved (see perfetto::BYTES_MOVED).
+                    let moved = &mut self.counters[usize::from(trace)].1;
+                    let step = value - *moved;
+                    *moved = value;
+                    (1, perfetto::BYTES_MOVED, step)
+                }
+                Counter::InFlight => continue,
+            };
+            let track = self.counter(trace, which, name)?;
+            self.w.counter(track, ts.saturating_sub(self.zero), value)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, tracks: Option<&TrackTable>) -> io::Result<(W, Summary)> {
+        if tracks.is_some() {
+            // A trace with no events still names its process.
+            for trace in 0..self.processes.len() {
+                self.process(trace as u16)?;
+            }
+        }
+        let count = self.lanes.iter().flatten().map(|l| l.1.len()).sum();
+        let (mut out, _) = self.w.finish()?;
+        out.flush()?;
+        Ok((
+            out,
+            Summary {
+                events: self.slices,
+                tracks: count,
+            },
+        ))
+    }
+}

@@ -1,0 +1,360 @@
+//! The streaming export (one trace of 65,536 events or more, written to a file) against the
+//! whole-trace export of the same trace (written to standard output, which always reads the
+//! trace whole): the same events on the same named tracks, in the same display order, with
+//! the same counters, for JSON and for Perfetto (decoded with Perfetto's own protos). Also for
+//! input the streaming windows cannot order (a construct holding more operations than a window),
+//! which must still come out right.
+
+mod tools;
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tools::synth::{laplace_like, write_repeated, Synth};
+use tools::{run, stderr};
+
+/// Events enough to stream (the streaming export lays traces under 65,536 events out whole).
+const STREAMED: u64 = 80_000;
+
+fn laplace(dir: &Path, events: u64) -> PathBuf {
+    laplace_rank(dir, events, None)
+}
+
+fn laplace_rank(dir: &Path, events: u64, rank: Option<u32>) -> PathBuf {
+    let mut template = Synth::new("/bench/laplace", 1 + rank.unwrap_or(0), rank);
+    laplace_like(&mut template, 200 + 7 * u64::from(rank.unwrap_or(0)));
+    let trace = dir.join(format!(
+        "big{}.trace",
+        rank.map_or(String::new(), |r| r.to_string())
+    ));
+    let n = write_repeated(
+        &template,
+        events.div_ceil(template.events.len() as u64),
+        &trace,
+    );
+    assert!(n >= events);
+    trace
+}
+
+/// Exports `trace` to `out` (a file: streamed when it can be, through windows of `window`
+/// slices if given) and returns what the export said with `ACCPROF_EXPORT_DEBUG` set (whether
+/// it streamed).
+fn export_file(trace: &Path, out: &Path, format: &str, window: Option<usize>) -> String {
+    export_files(&[trace], out, format, window)
+}
+
+fn export_files(traces: &[&Path], out: &Path, format: &str, window: Option<usize>) -> String {
+    let mut cmd = tools::accprof();
+    if let Some(n) = window {
+        cmd.env("ACCPROF_EXPORT_WINDOW", n.to_string());
+    }
+    let o = cmd
+        .env("ACCPROF_EXPORT_DEBUG", "1")
+        .args(["export", "-q", "--format", format, "-o"])
+        .arg(out)
+        .args(traces)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    stderr(&o)
+}
+
+/// The whole-trace export of `trace`, through standard output.
+fn export_whole(trace: &Path, out: &Path, format: &str) {
+    export_whole_of(&[trace], out, format)
+}
+
+fn export_whole_of(traces: &[&Path], out: &Path, format: &str) {
+    let mut args = vec!["export", "-q", "--format", format, "-o", "-"];
+    args.extend(traces.iter().map(|t| t.to_str().unwrap()));
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::write(out, &o.stdout).unwrap();
+}
+
+/// A JSON export as what it means: every non-metadata event with its thread id replaced by
+/// the thread's name (ids are only handles), sorted; and the thread names in display order.
+fn json_meaning(path: &Path) -> (Vec<String>, Vec<String>) {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let mut names: HashMap<(u64, u64), String> = HashMap::new();
+    let mut order: BTreeMap<(u64, u64), String> = BTreeMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "M") {
+        let (Some(pid), Some(tid)) = (e["pid"].as_u64(), e["tid"].as_u64()) else {
+            continue;
+        };
+        match e["name"].as_str().unwrap() {
+            "thread_name" => {
+                names.insert((pid, tid), e["args"]["name"].as_str().unwrap().to_string());
+            }
+            "thread_sort_index" => {
+                let index = e["args"]["sort_index"].as_u64().unwrap();
+                order.insert((pid, index), format!("{pid}/{tid}"));
+            }
+            _ => {}
+        }
+    }
+    let display: Vec<String> = order
+        .values()
+        .map(|key| {
+            let (pid, tid) = key.split_once('/').unwrap();
+            names[&(pid.parse().unwrap(), tid.parse().unwrap())].clone()
+        })
+        .collect();
+    let mut meaning: Vec<String> = events
+        .iter()
+        .filter(|e| e["ph"] != "M")
+        .map(|e| {
+            let mut e = e.clone();
+            if let Some(tid) = e["tid"].as_u64() {
+                let pid = e["pid"].as_u64().unwrap();
+                e["tid"] = Value::String(names[&(pid, tid)].clone());
+            }
+            e.to_string()
+        })
+        .collect();
+    meaning.sort();
+    (meaning, display)
+}
+
+#[test]
+fn a_streamed_json_export_means_what_the_whole_trace_export_means() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = laplace(dir.path(), STREAMED);
+    let (streamed, whole) = (dir.path().join("s.json"), dir.path().join("w.json"));
+    let said = export_file(&trace, &streamed, "chrome", None);
+    assert!(!said.contains("not streamed"), "{said}");
+    export_whole(&trace, &whole, "chrome");
+    tools::chrome_validator::validate(&std::fs::read_to_string(&streamed).unwrap()).unwrap();
+    let (s, w) = (json_meaning(&streamed), json_meaning(&whole));
+    assert_eq!(s.1, w.1, "tracks in display order");
+    assert_eq!(s.0.len(), w.0.len());
+    assert!(s.0.len() as u64 >= STREAMED);
+    for (a, b) in s.0.iter().zip(&w.0) {
+        assert_eq!(a, b, "first differing event");
+    }
+}
+
+/// Several traces (MPI ranks, given out of rank order) stream into one process each, as the
+/// whole-trace export lays them out. (Windows of 256 slices, so that small traces stream.)
+#[test]
+fn several_ranks_stream_into_one_process_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r1, r0) = (
+        laplace_rank(dir.path(), 3_000, Some(1)),
+        laplace_rank(dir.path(), 2_000, Some(0)),
+    );
+    let (streamed, whole) = (dir.path().join("s.json"), dir.path().join("w.json"));
+    let said = export_files(&[&r1, &r0], &streamed, "chrome", Some(256));
+    assert!(!said.contains("not streamed"), "{said}");
+    export_whole_of(&[&r1, &r0], &whole, "chrome");
+    let sum =
+        tools::chrome_validator::validate(&std::fs::read_to_string(&streamed).unwrap()).unwrap();
+    assert_eq!(
+        sum.processes.values().collect::<Vec<_>>(),
+        ["rank 0: laplace (pid 1)", "rank 1: laplace (pid 2)"]
+    );
+    let (s, w) = (json_meaning(&streamed), json_meaning(&whole));
+    assert_eq!(s.1, w.1, "tracks in display order");
+    assert_eq!(s.0, w.0);
+    // And the Perfetto export of the same ranks.
+    let (sp, wp) = (dir.path().join("s.pftrace"), dir.path().join("w.pftrace"));
+    let said = export_files(&[&r1, &r0], &sp, "perfetto", Some(256));
+    assert!(!said.contains("not streamed"), "{said}");
+    export_whole_of(&[&r1, &r0], &wp, "perfetto");
+    let Some(s) = decode(&sp) else { return };
+    let w = decode(&wp).unwrap();
+    let (s, w) = (perfetto_meaning(&s), perfetto_meaning(&w));
+    assert_eq!(s.1, w.1, "counters");
+    assert!(s.0 == w.0, "the slices differ");
+}
+
+/// A trace the windows cannot order: a construct holding more operations than a window is
+/// read after all of them. The export must notice and lay the trace out whole. (Windows of
+/// 256 slices; the same holds for the default 8192.)
+#[test]
+fn a_construct_wider_than_the_window_is_exported_whole_and_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Synth::new("/bench/deep", 1, None);
+    let end = laplace_like(&mut s, 200);
+    let start = end + 10_000;
+    let n = 300u64;
+    for i in 0..n {
+        let t = start + 10 + i * 100;
+        s.ev(accprof_abi::acc_event_t::UPDATE_START, t, t + 50, 0);
+    }
+    s.ev(
+        accprof_abi::acc_event_t::COMPUTE_CONSTRUCT_START,
+        start,
+        start + n * 100 + 50,
+        0,
+    );
+    let trace = dir.path().join("deep.trace");
+    s.write(&trace);
+    let (file, whole) = (dir.path().join("f.json"), dir.path().join("w.json"));
+    // With a window wider than the construct, it streams.
+    let said = export_file(&trace, &file, "chrome", Some(512));
+    assert!(!said.contains("not streamed"), "{said}");
+    let said = export_file(&trace, &file, "chrome", Some(256));
+    assert!(said.contains("not streamed"), "{said}");
+    export_whole(&trace, &whole, "chrome");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        std::fs::read(&whole).unwrap(),
+        "the file is the whole-trace export"
+    );
+    let sum = tools::chrome_validator::validate(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(sum.complete + sum.instants, s.events.len());
+}
+
+fn decode(path: &Path) -> Option<Value> {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../accprof-perfetto/tests/decode_trace.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(path)
+        .output()
+        .ok()?;
+    match out.status.code() {
+        Some(0) => Some(serde_json::from_slice(&out.stdout).unwrap()),
+        Some(3) if std::env::var("CI").as_deref() != Ok("true") => {
+            eprintln!("note: python3 has no perfetto package; the Perfetto check did not run");
+            None
+        }
+        _ => panic!(
+            "{} does not decode: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+/// A decoded Perfetto trace as what it means: every slice with its process's and track's
+/// names, name, category, times, depth, args and whether it is an instant; and each counter's
+/// values, by process and name.
+fn perfetto_meaning(decoded: &Value) -> (Vec<String>, BTreeMap<(String, String), Value>) {
+    let tracks: HashMap<u64, &Value> = decoded["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["uuid"].as_u64().unwrap(), t))
+        .collect();
+    let by_pid: HashMap<i64, String> = tracks
+        .values()
+        .filter(|t| t["kind"] == "process")
+        .map(|t| {
+            (
+                t["pid"].as_i64().unwrap(),
+                t["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let process_of = |mut uuid: u64| loop {
+        let t = tracks[&uuid];
+        if t["kind"] == "process" {
+            return t["name"].as_str().unwrap().to_string();
+        }
+        if t["kind"] == "thread" && t["parent"].is_null() {
+            return by_pid[&t["pid"].as_i64().unwrap()].clone();
+        }
+        uuid = t["parent"].as_u64().unwrap();
+    };
+    let mut slices: Vec<String> = decoded["slices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            let uuid = s["track"].as_u64().unwrap();
+            s["track"] = serde_json::json!([process_of(uuid), tracks[&uuid]["name"]]);
+            s.to_string()
+        })
+        .collect();
+    slices.sort();
+    let counters = decoded["counters"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(uuid, v)| {
+            let uuid = uuid.parse::<u64>().unwrap();
+            let name = tracks[&uuid]["name"].as_str().unwrap().to_string();
+            ((process_of(uuid), name), v.clone())
+        })
+        .collect();
+    (slices, counters)
+}
+
+#[test]
+fn a_streamed_perfetto_export_means_what_the_whole_trace_export_means() {
+    let dir = tempfile::tempdir().unwrap();
+    // Small windows, so that a trace small enough to decode in Python streams.
+    let trace = laplace(dir.path(), 6_000);
+    let (streamed, whole) = (dir.path().join("s.pftrace"), dir.path().join("w.pftrace"));
+    let said = export_file(&trace, &streamed, "perfetto", Some(64));
+    assert!(!said.contains("not streamed"), "{said}");
+    export_whole(&trace, &whole, "perfetto");
+    let Some(decoded) = decode(&streamed) else {
+        return;
+    };
+    let w = decode(&whole).unwrap();
+    let (s, w) = (perfetto_meaning(&decoded), perfetto_meaning(&w));
+    assert_eq!(s.1, w.1, "counters");
+    assert_eq!(s.0.len(), w.0.len());
+    for (a, b) in s.0.iter().zip(&w.0) {
+        assert_eq!(a, b, "first differing slice");
+    }
+    // Launch geometry is written when it changes for a kernel on its track: carried forward,
+    // it is every launch's geometry in the JSON export.
+    let json = dir.path().join("w.json");
+    export_whole(&trace, &json, "chrome");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut expected: Vec<(u64, String, Value)> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["args"]["num_gangs"].is_u64())
+        .map(|e| {
+            let ts = (e["ts"].as_f64().unwrap() * 1000.0).round() as u64;
+            let a = &e["args"];
+            let geometry =
+                serde_json::json!([a["num_gangs"], a["num_workers"], a["vector_length"]]);
+            (ts, e["name"].as_str().unwrap().to_string(), geometry)
+        })
+        .collect();
+    expected.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    let mut launches: Vec<&Value> = decoded["slices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["category"] == "kernel")
+        .collect();
+    launches.sort_by_key(|s| s["start"].as_u64().unwrap());
+    let mut last: HashMap<(u64, String), Value> = HashMap::new();
+    let mut got: Vec<(u64, String, Value)> = Vec::new();
+    for s in launches {
+        let key = (
+            s["track"].as_u64().unwrap(),
+            s["name"].as_str().unwrap().to_string(),
+        );
+        let args = &s["args"];
+        if args["num_gangs"].is_u64() {
+            last.insert(
+                key.clone(),
+                serde_json::json!([
+                    args["num_gangs"],
+                    args["num_workers"],
+                    args["vector_length"]
+                ]),
+            );
+        }
+        let geometry = last
+            .get(&key)
+            .cloned()
+            .expect("a kernel's first launch has its geometry");
+        got.push((s["start"].as_u64().unwrap(), key.1, geometry));
+    }
+    got.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    assert!(!expected.is_empty());
+    assert_eq!(got, expected);
+}
