@@ -92,15 +92,7 @@ impl ProfileBuilder {
     }
 
     pub(super) fn construct_id(&mut self, ev: &Event, kind: ConstructKind) -> u32 {
-        let key = ConstructKey {
-            kind,
-            ctype: ev.get_i64(Field::ParentConstruct),
-            file: ev.src_file(),
-            func: ev.func_name(),
-            line: ev.line_no(),
-            dev_type: ev.get_i64(Field::DeviceType),
-            dev_num: ev.get_i64(Field::DeviceNumber),
-        };
+        let key = ConstructKey::of(ev, kind);
         if let Some(&i) = self.construct_index.get(&key) {
             return i;
         }

@@ -51,15 +51,44 @@ const MIN_PENDING: usize = 256;
 /// Transfers smaller than this are not counted as slices of an array.
 const SLICE_MIN_RUN: u64 = 8;
 
+/// What makes two construct events "the same construct" in every table: the report's rows,
+/// and the TUI's constructs table (which keys its rows with this, so the two cannot disagree).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct ConstructKey {
-    kind: ConstructKind,
-    ctype: Option<i64>,
-    file: Option<StrId>,
-    func: Option<StrId>,
-    line: Option<i64>,
-    dev_type: Option<i64>,
-    dev_num: Option<i64>,
+pub struct ConstructKey {
+    pub kind: ConstructKind,
+    /// `acc_construct_t` of the event's `parent_construct`.
+    pub ctype: Option<i64>,
+    pub file: Option<StrId>,
+    pub func: Option<StrId>,
+    pub line: Option<i64>,
+    pub dev_type: Option<i64>,
+    pub dev_num: Option<i64>,
+}
+
+impl ConstructKey {
+    /// The key of construct event `ev` of kind `kind` (its [`EventClass`]), with the trace's
+    /// string ids.
+    pub fn of(ev: &Event, kind: ConstructKind) -> Self {
+        ConstructKey {
+            kind,
+            ctype: ev.get_i64(Field::ParentConstruct),
+            file: ev.src_file(),
+            func: ev.func_name(),
+            line: ev.line_no(),
+            dev_type: ev.get_i64(Field::DeviceType),
+            dev_num: ev.get_i64(Field::DeviceNumber),
+        }
+    }
+
+    /// The same key with its string ids translated (a view that interns the strings of several
+    /// traces in one table of its own).
+    pub fn map_strings(self, mut f: impl FnMut(StrId) -> StrId) -> Self {
+        ConstructKey {
+            file: self.file.map(&mut f),
+            func: self.func.map(&mut f),
+            ..self
+        }
+    }
 }
 
 /// A variable as the builder identifies it: by name when the runtime gave one, else by host range.

@@ -4,17 +4,24 @@
 //! hand-over is bounded (a few batches, whose buffers go back and forth rather than being
 //! allocated anew: a batch is a megabyte, and fresh ones cost page faults), so memory does not
 //! grow with events.
+//!
+//! The loader never waits for the builder: the timeline matters more than the findings. When
+//! the builder falls behind (a busy machine, one core) and the hand-over is full, the feed is
+//! given up, the builder stops, and the analysis reads the trace again once the timeline is up
+//! ([`ProfileJob::wait`] says `None`).
 
 use accprof_analysis::load::DEVICE_ACTIVITY_KEY;
 use accprof_analysis::{Profile, ProfileBuilder, ProfileSource};
 use accprof_trace::{Event, Footer, Header, StringTable};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// Events per hand-over.
 const BATCH: usize = 4096;
-/// Batches that may wait for the builder before the loader waits for it.
-const QUEUED_BATCHES: usize = 4;
+/// Batches that may wait for the builder; one more and the feed is given up.
+const QUEUED_BATCHES: usize = 8;
 
 /// What the end of a trace tells the profile.
 #[derive(Debug)]
@@ -33,7 +40,10 @@ enum Msg {
 /// One trace's profile being built.
 #[derive(Debug)]
 pub struct ProfileFeed {
-    tx: SyncSender<Msg>,
+    /// `None` once the feed was given up.
+    tx: Option<SyncSender<Msg>>,
+    /// Tells the builder to stop at its next batch (the feed was given up).
+    stop: Arc<AtomicBool>,
     /// Emptied batches coming back from the builder.
     spare: Receiver<Vec<Event>>,
     batch: Vec<Event>,
@@ -42,12 +52,13 @@ pub struct ProfileFeed {
 
 /// A profile being finished; [`ProfileJob::wait`] gives it.
 #[derive(Debug)]
-pub struct ProfileJob(JoinHandle<Option<Profile>>);
+pub struct ProfileJob(Option<JoinHandle<Option<Profile>>>);
 
 impl ProfileJob {
-    /// The profile, or `None` when the builder thread stopped early.
+    /// The profile, or `None` when the feed was given up or the builder thread stopped early:
+    /// then the trace must be read again.
     pub fn wait(self) -> Option<Profile> {
-        self.0.join().ok().flatten()
+        self.0?.join().ok().flatten()
     }
 }
 
@@ -67,17 +78,21 @@ impl ProfileFeed {
             start_monotonic_ns: header.start_monotonic_ns,
             clean_end: false,
         };
-        let worker = std::thread::spawn(move || build(builder, source, rx, spare_tx));
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let worker = std::thread::spawn(move || build(builder, source, rx, spare_tx, &stopped));
         ProfileFeed {
-            tx,
+            tx: Some(tx),
+            stop,
             spare,
             batch: Vec::with_capacity(BATCH),
             worker,
         }
     }
 
-    /// Hands over the next event of the trace, in file order.
+    /// Hands over the next event of the trace, in file order; never waits for the builder.
     pub fn push(&mut self, ev: Event) {
+        let Some(tx) = &self.tx else { return };
         self.batch.push(ev);
         if self.batch.len() == BATCH {
             let next = self
@@ -86,15 +101,33 @@ impl ProfileFeed {
                 .unwrap_or_else(|_| Vec::with_capacity(BATCH));
             let full = std::mem::replace(&mut self.batch, next);
             // A builder that stopped early is seen in `ProfileJob::wait`.
-            let _ = self.tx.send(Msg::Events(full));
+            if let Err(TrySendError::Full(_)) = tx.try_send(Msg::Events(full)) {
+                self.give_up();
+            }
         }
     }
 
-    /// Ends the trace; the profile is finished in the builder's thread.
+    /// Whether the feed was given up (the builder fell behind).
+    pub fn given_up(&self) -> bool {
+        self.tx.is_none()
+    }
+
+    fn give_up(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.tx = None;
+        self.batch = Vec::new();
+    }
+
+    /// Ends the trace; the profile is finished in the builder's thread. Waits at most for the
+    /// few batches still queued to be taken.
     pub fn finish(self, end: TraceEnd) -> ProfileJob {
-        let _ = self.tx.send(Msg::Events(self.batch));
-        let _ = self.tx.send(Msg::End(Box::new(end)));
-        ProfileJob(self.worker)
+        let Some(tx) = self.tx else {
+            // The builder stops at its next batch; nobody waits for it.
+            return ProfileJob(None);
+        };
+        let _ = tx.send(Msg::Events(self.batch));
+        let _ = tx.send(Msg::End(Box::new(end)));
+        ProfileJob(Some(self.worker))
     }
 }
 
@@ -113,8 +146,12 @@ fn build(
     mut source: ProfileSource,
     rx: Receiver<Msg>,
     spare: Sender<Vec<Event>>,
+    stop: &AtomicBool,
 ) -> Option<Profile> {
     for msg in rx {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
         match msg {
             Msg::Events(mut batch) => {
                 batch.iter().for_each(|ev| b.feed(ev));
