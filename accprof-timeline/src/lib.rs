@@ -48,7 +48,7 @@ pub mod format;
 pub mod taxonomy;
 pub mod track;
 
-pub use compact::CompactEvent;
+pub use compact::{CompactColumns, CompactEvent};
 pub use device::{DeviceOp, DeviceRecord};
 pub use taxonomy::{
     is_async, is_enqueue, is_point, Category, ChildKind, ConstructKind, Direction, EventClass,

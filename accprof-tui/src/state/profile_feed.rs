@@ -5,10 +5,11 @@
 //! allocated anew: a batch is a megabyte, and fresh ones cost page faults), so memory does not
 //! grow with events.
 //!
-//! The loader never waits for the builder: the timeline matters more than the findings. When
-//! the builder falls behind (a busy machine, one core) and the hand-over is full, the feed is
-//! given up, the builder stops, and the analysis reads the trace again once the timeline is up
-//! ([`ProfileJob::wait`] says `None`).
+//! The loader never waits for the builder: the timeline matters more than the findings. The
+//! feed is only started when a core is free for the builder ([`spare_core`]); when the builder
+//! falls behind all the same and the hand-over is full, the feed is given up, the builder
+//! stops, and the analysis reads the trace again once the timeline is up ([`ProfileJob::wait`]
+//! says `None`).
 
 use accprof_analysis::load::DEVICE_ACTIVITY_KEY;
 use accprof_analysis::{Profile, ProfileBuilder, ProfileSource};
@@ -22,6 +23,19 @@ use std::thread::JoinHandle;
 const BATCH: usize = 4096;
 /// Batches that may wait for the builder; one more and the feed is given up.
 const QUEUED_BATCHES: usize = 8;
+
+/// Whether a core is free for the builder beside the loader: the machine's cores less its
+/// load (the last minute's average of runnable threads) leave at least two. On a busy machine
+/// the builder would take the loader's core and the timeline would come up later than
+/// decoding the trace a second time after it costs.
+pub fn spare_core() -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(cores);
+    cores - load >= 2.0
+}
 
 /// What the end of a trace tells the profile.
 #[derive(Debug)]
