@@ -57,6 +57,7 @@ impl ProfileBuilder {
                 construct: cid,
                 instance: inst,
             });
+            ts.reports_ops = true;
         }
         let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
         let inside_open = matches!(ts.stack.back(), Some(Item::Closed { start, end, resolved: true, .. }) if *start <= r.start_ns && r.end_ns <= *end);

@@ -265,9 +265,13 @@ impl Default for DeviceTotals {
 
 #[derive(Default, Debug)]
 struct ThreadState {
-    /// Device mode only: construct instances and host-reported operations, by time.
+    /// Device mode only: construct instances and host-reported operations, by time (those
+    /// that no device record to come should need are dropped, see `device_records`).
     construct_spans: Vec<ConstructSpan>,
     op_spans: Vec<OpSpan>,
+    /// The thread reported constructs or operations (device mode): a device record it issued
+    /// is its own, not a runtime helper thread's.
+    reports_ops: bool,
     /// A deque so that flushing the oldest entries (see [`MAX_PENDING`]) moves nothing.
     stack: VecDeque<Item>,
     /// Host time covered by the events at the bottom of the stack (not inside another event).
@@ -335,7 +339,8 @@ pub struct ProfileBuilder {
     /// [`MAX_PENDING`]).
     late_enclosing: u64,
     device_memory: device_memory::DeviceMemoryTracker,
-    device_gaps: DeviceGaps,
+    device_gaps: device_gaps::GapFinder,
+    device_rounds: device_records::DeviceRounds,
 }
 
 impl ProfileBuilder {
@@ -364,6 +369,14 @@ impl ProfileBuilder {
             prefer_cupti: true,
             ..Self::default()
         }
+    }
+
+    /// Ties device records to their constructs every `records` records (twice that many wait
+    /// at most, unless they wait for a construct still open) instead of the default's 32768:
+    /// for tests that check the rounds give what one pass at the end would.
+    pub fn device_round(mut self, records: usize) -> Self {
+        self.device_rounds.size = Some(records);
+        self
     }
 
     /// Events fed so far.
@@ -487,7 +500,9 @@ impl ProfileBuilder {
                     variable,
                     site,
                 };
-                self.threads.entry(thread).or_default().op_spans.push(span);
+                let ts = self.threads.entry(thread).or_default();
+                ts.op_spans.push(span);
+                ts.reports_ops = true;
             }
         }
     }
