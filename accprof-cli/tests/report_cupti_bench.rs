@@ -42,6 +42,10 @@ fn report_memory_is_flat_in_device_records() {
 }
 
 /// Runs `accprof` and gives whether it succeeded and its own peak resident set in KiB.
+#[expect(
+    clippy::zombie_processes,
+    reason = "wait4 reaps the child, which std's wait cannot do with its resource usage"
+)]
 fn run_measured(args: &[&str]) -> (bool, i64) {
     let child = tools::accprof()
         .args(args)

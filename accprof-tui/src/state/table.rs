@@ -153,8 +153,8 @@ pub fn rows(store: &Store, from_profiles: &[TableRow]) -> Vec<TableRow> {
     let mut rows: Vec<TableRow> = store
         .constructs
         .map
-        .iter()
-        .map(|(_, s)| TableRow {
+        .values()
+        .map(|s| TableRow {
             what: store.label(s.first_rec),
             event: kind_of_code(store.records.kind[s.first_rec as usize]),
             count: s.count,
