@@ -55,3 +55,36 @@ fn rounds_give_what_one_pass_gives() {
         }
     }
 }
+
+/// A record that arrives after the spans of its construct were let go is counted outside any
+/// construct and said, not tied to a wrong construct.
+#[test]
+fn a_record_arriving_after_its_construct_was_let_go_is_said() {
+    let cfg = SynthConfig::new(Shape::LaplaceNaive)
+        .with_cupti()
+        .iterations(200);
+    let mut events = synth::events(&cfg);
+    let first = events
+        .iter()
+        .position(|e| e.kind == accprof_trace::device::KERNEL)
+        .unwrap();
+    let late = events.remove(first);
+    events.push(late);
+    let once = profile(&events, ProfileBuilder::with_cupti_records());
+    assert_eq!(once.summary.device_records_outside, 0);
+    assert!(once.warnings.is_empty(), "{:?}", once.warnings);
+    let rounds = profile(
+        &events,
+        ProfileBuilder::with_cupti_records().device_round(256),
+    );
+    assert_eq!(rounds.summary.device_records_outside, 1);
+    assert!(
+        rounds
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("1 device record(s) arrived after")),
+        "{:?}",
+        rounds.warnings
+    );
+    assert_eq!(rounds.summary.device_records, once.summary.device_records);
+}
