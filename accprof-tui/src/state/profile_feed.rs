@@ -25,16 +25,17 @@ const BATCH: usize = 4096;
 const QUEUED_BATCHES: usize = 8;
 
 /// Whether a core is free for the builder beside the loader: the machine's cores less its
-/// load (the last minute's average of runnable threads) leave at least two. On a busy machine
-/// the builder would take the loader's core and the timeline would come up later than
-/// decoding the trace a second time after it costs.
+/// load (the last minute's average of runnable threads) leave room for both threads (more
+/// than one and a half cores: an idle 2-core machine has room). On a busy machine the builder
+/// would take the loader's core, and the timeline would come up later than decoding the trace
+/// a second time after it costs.
 pub fn spare_core() -> bool {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
         .unwrap_or(cores);
-    cores - load >= 2.0
+    cores - load > 1.5
 }
 
 /// What the end of a trace tells the profile.
