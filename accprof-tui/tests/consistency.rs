@@ -397,7 +397,8 @@ fn the_table_splits_constructs_as_the_report_does() {
     from_report.sort_unstable();
     assert_eq!(from_report, [1, 2], "{report}");
 
-    let mut app = App::new(State::open(&[path.clone()], false, &mut |_, _| {}).unwrap());
+    let mut app =
+        App::new(State::open(std::slice::from_ref(&path), false, &mut |_, _| {}).unwrap());
     app.run_analysis();
     let mut from_table: Vec<u64> = app
         .view
