@@ -1,4 +1,4 @@
-//! Writes a synthetic trace: `synth_trace naive|data|loose EVENTS OUT.trace [--iters K] [--n N] [--threads T] [--no-names] [--rank R]`.
+//! Writes a synthetic trace: `synth_trace naive|data|loose EVENTS OUT.trace [--iters K] [--n N] [--threads T] [--no-names] [--cupti] [--rank R]`.
 //! EVENTS is a minimum event count (0: use --iters). Used by the report benchmark
 //! (docs/performance/report.md) and handy for trying the TUI and exporters.
 
@@ -7,7 +7,7 @@ use accprof_testkit::laplace::{write_trace, Shape, SynthConfig};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        eprintln!("usage: synth_trace naive|data|loose EVENTS OUT.trace [--iters K] [--n N] [--threads T] [--no-names] [--rank R]");
+        eprintln!("usage: synth_trace naive|data|loose EVENTS OUT.trace [--iters K] [--n N] [--threads T] [--no-names] [--cupti] [--rank R]");
         std::process::exit(2);
     }
     let shape = match args[0].as_str() {
@@ -35,6 +35,10 @@ fn main() {
             "--threads" => cfg = cfg.threads(val()),
             "--no-names" => {
                 cfg = cfg.without_names();
+                i -= 1;
+            }
+            "--cupti" => {
+                cfg = cfg.with_cupti();
                 i -= 1;
             }
             other => panic!("unknown flag {other}"),

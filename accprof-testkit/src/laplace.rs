@@ -14,6 +14,11 @@
 //!   calls, as a library built on `acc_memcpy_*` makes them), from [`SynthConfig::threads`] host
 //!   threads at once: the shape whose operations no construct ever claims.
 //!
+//! With [`SynthConfig::with_cupti`], every launch, upload and download also gets the device
+//! record CUPTI would give it (kernel or memcpy, naming the issuing thread and call time), and
+//! the records arrive as CUPTI delivers them: in batches of [`CUPTI_BATCH`], after the host
+//! events that issued them.
+//!
 //! Any number of iterations (so any number of events, 10 million and more) streams out in
 //! constant memory:
 //!
@@ -25,7 +30,7 @@
 //! ```
 
 use accprof_abi::{acc_construct_t, acc_event_t};
-use accprof_trace::{Event, Field, Footer, Header, StrId, TraceWriter};
+use accprof_trace::{device, Event, Field, Footer, Header, StrId, TraceWriter};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -61,7 +66,12 @@ pub struct SynthConfig {
     pub init_ns: u64,
     /// Host threads issuing operations at once ([`Shape::LooseOps`] only).
     pub threads: u64,
+    /// Device records for every launch and transfer, as CUPTI records them.
+    pub cupti: bool,
 }
+
+/// Device records per delivered CUPTI buffer.
+pub const CUPTI_BATCH: usize = 512;
 
 /// Source lines of the generated program (laplace2d.c), as in the data-locality guide.
 pub const DATA_LINE: i64 = 55;
@@ -88,7 +98,14 @@ impl SynthConfig {
             bandwidth: 12.0,
             init_ns: 150_000_000,
             threads: 3,
+            cupti: false,
         }
+    }
+
+    /// With device records for every launch and transfer, delivered in batches as CUPTI does.
+    pub fn with_cupti(mut self) -> Self {
+        self.cupti = true;
+        self
     }
 
     pub fn iterations(mut self, k: u64) -> Self {
@@ -120,6 +137,19 @@ impl SynthConfig {
 
     /// Events one iteration produces.
     pub fn events_per_iteration(&self) -> u64 {
+        let host = self.host_events_per_iteration();
+        if !self.cupti {
+            return host;
+        }
+        // One device record per launch, upload and download.
+        host + match self.shape {
+            Shape::LaplaceNaive => 2 + 5 + 5,
+            Shape::LaplaceData => 2 + 1 + 1,
+            Shape::LooseOps => 3 * self.threads,
+        }
+    }
+
+    fn host_events_per_iteration(&self) -> u64 {
         match self.shape {
             // c1: 3x(alloc, create, upload) + enter + launch + wait + 3x(download, delete, free) + exit + cc = 23
             // c2: 2x(alloc, create, upload) + enter + launch + wait + 2x(download, delete, free) + exit + cc = 17
@@ -162,6 +192,9 @@ pub struct Synth {
     iteration: u64,
     /// 0 = prologue not yet written, 1 = iterating, 2 = done.
     phase: u8,
+    /// Device records not delivered yet (CUPTI's buffer).
+    cupti_buffer: Vec<Event>,
+    correlation: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -179,6 +212,8 @@ impl Synth {
             t,
             iteration: 0,
             phase: 0,
+            cupti_buffer: Vec::new(),
+            correlation: 0,
         }
     }
 
@@ -205,7 +240,11 @@ impl Synth {
             tool_version: "synth".into(),
             mpi_rank: self.cfg.mpi_rank,
             registration: "synthetic".into(),
-            extra: Vec::new(),
+            extra: if self.cfg.cupti {
+                vec![("device_activity".into(), "cupti".into())]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -225,7 +264,8 @@ impl Synth {
     /// Appends the next batch (an iteration, or the prologue / epilogue) to `out`; `false` when
     /// there is nothing more.
     pub fn next_batch(&mut self, out: &mut Vec<Event>) -> bool {
-        match self.phase {
+        let from = out.len();
+        let more = match self.phase {
             0 => {
                 self.prologue(out);
                 self.phase = 1;
@@ -242,7 +282,48 @@ impl Synth {
                 true
             }
             _ => false,
+        };
+        if self.cfg.cupti && more {
+            for i in from..out.len() {
+                if let Some(r) = self.device_record_of(&out[i]) {
+                    self.cupti_buffer.push(r);
+                }
+            }
+            // CUPTI hands its buffer over when it is full, and the rest at the end.
+            if self.cupti_buffer.len() >= CUPTI_BATCH || self.phase == 2 {
+                out.append(&mut self.cupti_buffer);
+            }
         }
+        more
+    }
+
+    /// The device record CUPTI gives a launch, upload or download: issued by the event's thread
+    /// in the middle of its host call, run on the device right after on the thread's stream.
+    fn device_record_of(&mut self, host: &Event) -> Option<Event> {
+        let (kind, copy) = match host.kind {
+            acc_event_t::ENQUEUE_LAUNCH_START => (device::KERNEL, None),
+            acc_event_t::ENQUEUE_UPLOAD_START => (device::MEMCPY, Some((device::COPY_HTOD, 2, 3))),
+            acc_event_t::ENQUEUE_DOWNLOAD_START => {
+                (device::MEMCPY, Some((device::COPY_DTOH, 3, 2)))
+            }
+            _ => return None,
+        };
+        let call = host.start_ns + host.duration_ns() / 2;
+        let mut e = Event::new(kind, call + 1_000);
+        e.end_ns = e.start_ns + host.duration_ns().saturating_sub(1_500).max(500);
+        let thread = host.thread().unwrap_or(1);
+        e.set_i64(Field::Thread, thread);
+        e.set(Field::HostCallNs, call);
+        self.correlation += 1;
+        e.set(Field::CorrelationId, self.correlation);
+        e.set(Field::AsyncHandle, 0x1000 + thread as u64);
+        if let Some((dir, src, dst)) = copy {
+            e.set(Field::CopyKind, device::copy_kind(dir as u8, src, dst));
+            e.set(Field::Bytes, host.bytes().unwrap_or(0));
+        } else if let Some(k) = host.kernel_name() {
+            e.set(Field::KernelName, u64::from(k.0));
+        }
+        Some(e)
     }
 
     /// The time the last event ended (the run's end once [`next_batch`](Self::next_batch)

@@ -85,6 +85,26 @@ impl DeviceRecord {
     pub fn issued(&self) -> Option<(i64, u64)> {
         Some((self.thread?, self.host_call_ns?))
     }
+
+    /// The matching rule seen from the host side: whether this record is the device's work
+    /// for the runtime operation `enqueue` that thread `thread` had open over `start..=end`.
+    /// It is when it does that operation ([`DeviceOp::enqueue_event`]) and was issued within
+    /// the span by that thread, or by a thread that recorded no OpenACC events
+    /// (`reports_events` says false: a runtime's helper thread).
+    pub fn issued_within(
+        &self,
+        enqueue: acc_event_t,
+        thread: i64,
+        (start, end): (u64, u64),
+        reports_events: impl Fn(i64) -> bool,
+    ) -> bool {
+        let Some((by, t)) = self.issued() else {
+            return false;
+        };
+        self.op.enqueue_event() == Some(enqueue)
+            && (start..=end).contains(&t)
+            && (by == thread || !reports_events(by))
+    }
 }
 
 /// A host span a device record may be matched to.
@@ -225,5 +245,26 @@ mod tests {
             DeviceRecord::of(&Event::new(acc_event_t::ENQUEUE_LAUNCH_START, 0)),
             None
         );
+        let up = acc_event_t::ENQUEUE_UPLOAD_START;
+        let down = acc_event_t::ENQUEUE_DOWNLOAD_START;
+        let program_threads = |t: i64| t == 7 || t == 8;
+        assert!(r.issued_within(down, 7, (0, 10), program_threads));
+        assert!(
+            !r.issued_within(up, 7, (0, 10), program_threads),
+            "the other direction"
+        );
+        assert!(
+            !r.issued_within(down, 7, (6, 10), program_threads),
+            "called before"
+        );
+        assert!(
+            !r.issued_within(down, 8, (0, 10), program_threads),
+            "another thread's"
+        );
+        let helper = DeviceRecord {
+            thread: Some(99),
+            ..r
+        };
+        assert!(helper.issued_within(down, 8, (0, 10), program_threads));
     }
 }

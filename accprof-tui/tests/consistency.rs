@@ -363,3 +363,51 @@ fn findings_and_table_do_not_depend_on_how_the_profile_was_built() {
         "the synthetic trace has advice to compare"
     );
 }
+
+/// The table splits constructs as the report does: two compute constructs at the same file and
+/// line in different functions (a macro expanded in two places) are two constructs, with their
+/// own counts, in both.
+#[test]
+fn the_table_splits_constructs_as_the_report_does() {
+    use accprof_abi::acc_construct_t;
+    use accprof_testkit::TraceBuilder;
+    use accprof_trace::Field;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("macro.trace");
+    let mut b = TraceBuilder::new("/app/macro", 7, None);
+    for (i, func) in ["smooth", "smooth", "sharpen"].into_iter().enumerate() {
+        let t = 10_000 * i as u64;
+        b.ev(acc_event_t::COMPUTE_CONSTRUCT_START, t, t + 5_000, 1)
+            .set_i64(
+                Field::ParentConstruct,
+                i64::from(acc_construct_t::PARALLEL.0),
+            );
+        b.at("/app/stencil.h", func, 12);
+    }
+    b.write(&path);
+
+    let report = report_json(&path);
+    let mut from_report: Vec<u64> = report["constructs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "compute")
+        .map(|c| u(&c["time"]["count"]))
+        .collect();
+    from_report.sort_unstable();
+    assert_eq!(from_report, [1, 2], "{report}");
+
+    let mut app =
+        App::new(State::open(std::slice::from_ref(&path), false, &mut |_, _| {}).unwrap());
+    app.run_analysis();
+    let mut from_table: Vec<u64> = app
+        .view
+        .table
+        .rows
+        .iter()
+        .filter(|r| r.event == acc_event_t::COMPUTE_CONSTRUCT_START)
+        .map(|r| r.count)
+        .collect();
+    from_table.sort_unstable();
+    assert_eq!(from_table, from_report);
+}

@@ -57,6 +57,7 @@ impl ProfileBuilder {
                 construct: cid,
                 instance: inst,
             });
+            ts.reports_ops = true;
         }
         let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
         let inside_open = matches!(ts.stack.back(), Some(Item::Closed { start, end, resolved: true, .. }) if *start <= r.start_ns && r.end_ns <= *end);
@@ -92,15 +93,7 @@ impl ProfileBuilder {
     }
 
     pub(super) fn construct_id(&mut self, ev: &Event, kind: ConstructKind) -> u32 {
-        let key = ConstructKey {
-            kind,
-            ctype: ev.get_i64(Field::ParentConstruct),
-            file: ev.src_file(),
-            func: ev.func_name(),
-            line: ev.line_no(),
-            dev_type: ev.get_i64(Field::DeviceType),
-            dev_num: ev.get_i64(Field::DeviceNumber),
-        };
+        let key = ConstructKey::of(ev, kind);
         if let Some(&i) = self.construct_index.get(&key) {
             return i;
         }

@@ -1,17 +1,52 @@
 //! Device records: tying each (CUPTI or CUDA-event) record to the construct and operation that
 //! issued it, and preferring the device's times where it has them.
+//!
+//! Records arrive late (CUPTI delivers its buffers when they fill), so they are kept until what
+//! issued them is known, then tied in rounds: a record is ready once a construct instance that
+//! was open at its issuing call has arrived (an inner one would have arrived before it), or,
+//! when too many wait, once nothing still waiting on its thread's stack can hold its call (it
+//! is then a runtime call outside any construct). After a round, construct and operation spans
+//! that ended before the earliest call still waiting or just tied on their thread are dropped:
+//! records come roughly in issue order, so memory stays bounded whatever the trace's length. A
+//! record whose call falls before what was dropped is counted as late (a warning says how many)
+//! instead of being tied to the wrong construct.
 
 use super::*;
 use accprof_timeline::device::{innermost_open, Query, Span};
+
+/// Records that wait before a round ties those that are ready.
+pub(super) const DEVICE_ROUND: usize = 1 << 15;
+
+/// The builder's state between rounds of device records.
+#[derive(Debug, Default)]
+pub(super) struct DeviceRounds {
+    /// Records kept waiting before a round; [`DEVICE_ROUND`] unless a test asked for another.
+    pub(super) size: Option<usize>,
+    /// Whether a round ran (slice runs its records opened are closed at the end).
+    ran: bool,
+    /// Kernel records that do not say which call issued them were seen: they are matched by
+    /// name at the end, against every launch, so launch spans are kept.
+    by_name: bool,
+    /// Per thread, spans that ended before this were dropped.
+    dropped_below: HashMap<i64, u64>,
+    /// Per thread, the earliest call of the last round, to drop spans before at the next one.
+    low: HashMap<i64, u64>,
+    /// Records whose issuing call fell before their thread's dropped spans.
+    pub(super) late: u64,
+}
 
 impl ProfileBuilder {
     pub(super) fn feed_device_record(&mut self, ev: &Event, thread: i64, r: EventRef) {
         let Some(kind) = DeviceOp::of(ev) else { return };
         self.summary.device_records += 1;
+        let issued = ev.get(Field::HostCallNs).is_some();
+        if !issued && kind == DeviceOp::Kernel {
+            self.device_rounds.by_name = true;
+        }
         self.device_records.push(DeviceRecord {
             thread,
             host_ns: ev.get(Field::HostCallNs).unwrap_or(r.start_ns),
-            issued: ev.get(Field::HostCallNs).is_some(),
+            issued,
             correlation: ev.get(Field::CorrelationId),
             kind,
             r,
@@ -20,6 +55,105 @@ impl ProfileBuilder {
             var: ev.var_name(),
             kernel: ev.kernel_name(),
         });
+        if self.device_records.len() >= 2 * self.device_round_size() {
+            self.run_device_round();
+        }
+    }
+
+    fn device_round_size(&self) -> usize {
+        self.device_rounds.size.unwrap_or(DEVICE_ROUND).max(1)
+    }
+
+    /// Ties the records that are ready (see the module's comment) and drops the spans no
+    /// record to come should need.
+    fn run_device_round(&mut self) {
+        let round = self.device_round_size();
+        let recs = std::mem::take(&mut self.device_records);
+        for ts in self.threads.values_mut() {
+            index_spans(ts);
+        }
+        let enclosing = self.enclosing_constructs(&recs);
+        let (mut ready, mut waiting) = (Vec::new(), Vec::new());
+        for (d, span) in recs.into_iter().zip(enclosing) {
+            let by_name = d.kind == DeviceOp::Kernel && !d.issued;
+            if span.is_some() && !by_name {
+                ready.push(d);
+            } else {
+                waiting.push(d);
+            }
+        }
+        if waiting.len() > round {
+            // The oldest go as runtime calls outside any construct, once no operation still
+            // waiting for its construct on their thread can hold their call.
+            waiting.sort_by_key(|d| d.host_ns);
+            let stack_start = |ts: &ThreadState| {
+                ts.stack
+                    .iter()
+                    .map(|i| i.span().0)
+                    .min()
+                    .unwrap_or(u64::MAX)
+            };
+            let fronts: HashMap<i64, u64> = self
+                .threads
+                .iter()
+                .filter(|(_, ts)| ts.reports_ops)
+                .map(|(&t, ts)| (t, stack_start(ts)))
+                .collect();
+            // A helper thread's copy belongs to an operation of another thread.
+            let helpers = self
+                .threads
+                .values()
+                .map(stack_start)
+                .min()
+                .unwrap_or(u64::MAX);
+            let frontier = |t: i64| fronts.get(&t).copied().unwrap_or(helpers);
+            let mut excess = waiting.len() - round;
+            let mut keep = Vec::with_capacity(round);
+            for d in waiting {
+                let by_name = d.kind == DeviceOp::Kernel && !d.issued;
+                if excess > 0 && !by_name && d.host_ns < frontier(d.thread) {
+                    excess -= 1;
+                    ready.push(d);
+                } else {
+                    keep.push(d);
+                }
+            }
+            waiting = keep;
+        }
+        let mut low: HashMap<i64, u64> = HashMap::default();
+        let mut helpers_low = u64::MAX;
+        for d in ready.iter().chain(&waiting).filter(|d| d.issued) {
+            if self.threads.get(&d.thread).is_some_and(|ts| ts.reports_ops) {
+                let l = low.entry(d.thread).or_insert(u64::MAX);
+                *l = (*l).min(d.host_ns);
+            } else {
+                helpers_low = helpers_low.min(d.host_ns);
+            }
+        }
+        self.device_records = waiting;
+        if !ready.is_empty() {
+            self.device_rounds.ran = true;
+            self.attribute(ready);
+        }
+        if self.device_rounds.by_name {
+            return;
+        }
+        // Spans before the previous round's earliest call go: one round of slack for records
+        // that arrive out of order.
+        for (&t, ts) in self.threads.iter_mut() {
+            let now = low.get(&t).copied().unwrap_or(u64::MAX).min(helpers_low);
+            let Some(before) = self.device_rounds.low.insert(t, now) else {
+                continue;
+            };
+            let w = before.min(now);
+            if w == u64::MAX {
+                continue;
+            }
+            ts.construct_spans.retain(|s| s.end >= w);
+            ts.op_spans.retain(|o| o.end >= w);
+            let d = self.device_rounds.dropped_below.entry(t).or_insert(0);
+            *d = (*d).max(w);
+        }
     }
 
     /// Ties each device record to what its issuing thread was doing when it issued the driver
@@ -27,7 +161,7 @@ impl ProfileBuilder {
     /// operation's rows), else the innermost construct instance open then (the record is a new
     /// operation of that construct: GCC reports no transfers), else no construct.
     pub(super) fn attribute_device_records(&mut self, strings: &StringTable) {
-        if self.device_records.is_empty() {
+        if self.device_records.is_empty() && !self.device_rounds.ran {
             return;
         }
         let mut recs = std::mem::take(&mut self.device_records);
@@ -35,10 +169,24 @@ impl ProfileBuilder {
             index_spans(ts);
         }
         match_kernels_by_name(&self.threads, &mut recs, strings);
+        self.attribute(recs);
+        for ts in self.threads.values_mut() {
+            if let Some(run) = ts.run.take() {
+                self.close_run_later.push(run);
+            }
+        }
+        for run in std::mem::take(&mut self.close_run_later) {
+            self.close_run(run);
+        }
+    }
+
+    /// Ties a round of records (see [`Self::attribute_device_records`]); the threads' operation
+    /// spans are sorted.
+    fn attribute(&mut self, mut recs: Vec<DeviceRecord>) {
         // Issue order per thread: the round-trip and slice rules read transfers in order.
         recs.sort_by_key(|d| (d.thread, d.host_ns, d.r.start_ns));
         let enclosing = self.enclosing_constructs(&recs);
-        self.device_gaps = super::device_gaps::find(&recs, &enclosing);
+        self.device_gaps.add(&recs, &enclosing);
         for (d, span) in recs.into_iter().zip(enclosing) {
             match d.kind {
                 DeviceOp::Memset => {
@@ -60,8 +208,7 @@ impl ProfileBuilder {
             // runtimes stage copies on helper threads of their own (the shim's pinned uploads),
             // which report no OpenACC events.
             let op = ts.and_then(|ts| find_op(ts, d.host_ns, want)).or_else(|| {
-                let helper =
-                    ts.is_none_or(|ts| ts.construct_spans.is_empty() && ts.op_spans.is_empty());
+                let helper = ts.is_none_or(|ts| !ts.reports_ops);
                 if !helper {
                     return None;
                 }
@@ -79,6 +226,10 @@ impl ProfileBuilder {
                 Some(span) => (Some(span.construct), span.instance),
                 None => {
                     self.summary.device_records_outside += 1;
+                    let dropped = self.device_rounds.dropped_below.get(&d.thread);
+                    if d.issued && dropped.is_some_and(|&w| d.host_ns < w) {
+                        self.device_rounds.late += 1;
+                    }
                     (None, u64::MAX)
                 }
             };
@@ -107,14 +258,6 @@ impl ProfileBuilder {
                 device_ns: Some(dur(d.r)),
             };
             self.resolve(d.thread, c, inst, vec![leaf]);
-        }
-        for ts in self.threads.values_mut() {
-            if let Some(run) = ts.run.take() {
-                self.close_run_later.push(run);
-            }
-        }
-        for run in std::mem::take(&mut self.close_run_later) {
-            self.close_run(run);
         }
     }
 

@@ -45,9 +45,15 @@ impl ProfileBuilder {
             ..Profile::default()
         };
         profile.device_memory = std::mem::take(&mut self.device_memory).finish(strings);
-        profile.device_gaps = std::mem::take(&mut self.device_gaps);
+        profile.device_gaps = std::mem::take(&mut self.device_gaps).finish();
         profile.devices = devices;
         let launch_geometry = std::mem::take(&mut self.launch_geometry);
+        if self.device_rounds.late > 0 {
+            profile.warnings.push(format!(
+                "{} device record(s) arrived after accprof had let go of the constructs open when they were issued (records come in CUPTI's buffers, roughly in issue order); they were counted outside any construct",
+                self.device_rounds.late
+            ));
+        }
         if self.late_enclosing > 0 {
             profile.warnings.push(format!(
                 "{} construct(s) enclosed more operations that no inner construct did than accprof keeps waiting for their construct ({MIN_PENDING} to {MAX_PENDING} per thread); operations of theirs were counted outside any construct",

@@ -52,15 +52,44 @@ const MIN_PENDING: usize = 256;
 /// Transfers smaller than this are not counted as slices of an array.
 const SLICE_MIN_RUN: u64 = 8;
 
+/// What makes two construct events "the same construct" in every table: the report's rows,
+/// and the TUI's constructs table (which keys its rows with this, so the two cannot disagree).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct ConstructKey {
-    kind: ConstructKind,
-    ctype: Option<i64>,
-    file: Option<StrId>,
-    func: Option<StrId>,
-    line: Option<i64>,
-    dev_type: Option<i64>,
-    dev_num: Option<i64>,
+pub struct ConstructKey {
+    pub kind: ConstructKind,
+    /// `acc_construct_t` of the event's `parent_construct`.
+    pub ctype: Option<i64>,
+    pub file: Option<StrId>,
+    pub func: Option<StrId>,
+    pub line: Option<i64>,
+    pub dev_type: Option<i64>,
+    pub dev_num: Option<i64>,
+}
+
+impl ConstructKey {
+    /// The key of construct event `ev` of kind `kind` (its [`EventClass`]), with the trace's
+    /// string ids.
+    pub fn of(ev: &Event, kind: ConstructKind) -> Self {
+        ConstructKey {
+            kind,
+            ctype: ev.get_i64(Field::ParentConstruct),
+            file: ev.src_file(),
+            func: ev.func_name(),
+            line: ev.line_no(),
+            dev_type: ev.get_i64(Field::DeviceType),
+            dev_num: ev.get_i64(Field::DeviceNumber),
+        }
+    }
+
+    /// The same key with its string ids translated (a view that interns the strings of several
+    /// traces in one table of its own).
+    pub fn map_strings(self, mut f: impl FnMut(StrId) -> StrId) -> Self {
+        ConstructKey {
+            file: self.file.map(&mut f),
+            func: self.func.map(&mut f),
+            ..self
+        }
+    }
 }
 
 /// A variable as the builder identifies it: by name when the runtime gave one, else by host range.
@@ -237,9 +266,13 @@ impl Default for DeviceTotals {
 
 #[derive(Default, Debug)]
 struct ThreadState {
-    /// Device mode only: construct instances and host-reported operations, by time.
+    /// Device mode only: construct instances and host-reported operations, by time (those
+    /// that no device record to come should need are dropped, see `device_records`).
     construct_spans: Vec<ConstructSpan>,
     op_spans: Vec<OpSpan>,
+    /// The thread reported constructs or operations (device mode): a device record it issued
+    /// is its own, not a runtime helper thread's.
+    reports_ops: bool,
     /// A deque so that flushing the oldest entries (see [`MAX_PENDING`]) moves nothing.
     stack: VecDeque<Item>,
     /// Host time covered by the events at the bottom of the stack (not inside another event).
@@ -307,11 +340,12 @@ pub struct ProfileBuilder {
     /// [`MAX_PENDING`]).
     late_enclosing: u64,
     device_memory: device_memory::DeviceMemoryTracker,
-    device_gaps: DeviceGaps,
+    device_gaps: device_gaps::GapFinder,
     /// Launch geometry from kernel records, by kernel name (`geometry`).
     launch_geometry: HashMap<StrId, LaunchGeometry>,
     /// Device properties events: device ordinal and the text of its limits.
     device_properties: Vec<(i64, StrId)>,
+    device_rounds: device_records::DeviceRounds,
 }
 
 impl ProfileBuilder {
@@ -340,6 +374,14 @@ impl ProfileBuilder {
             prefer_cupti: true,
             ..Self::default()
         }
+    }
+
+    /// Ties device records to their constructs every `records` records (twice that many wait
+    /// at most, unless they wait for a construct still open) instead of the default's 32768:
+    /// for tests that check the rounds give what one pass at the end would.
+    pub fn device_round(mut self, records: usize) -> Self {
+        self.device_rounds.size = Some(records);
+        self
     }
 
     /// Events fed so far.
@@ -468,7 +510,9 @@ impl ProfileBuilder {
                     variable,
                     site,
                 };
-                self.threads.entry(thread).or_default().op_spans.push(span);
+                let ts = self.threads.entry(thread).or_default();
+                ts.op_spans.push(span);
+                ts.reports_ops = true;
             }
         }
     }

@@ -70,22 +70,17 @@ impl Analysis {
     /// (traces that grew since, `--follow`) by reading them again.
     pub fn start(&mut self, store: &Store, loader: &Loader) {
         let device = store.sources.iter().map(|s| s.device_activity).collect();
-        let profiles: Vec<ProfileSource> = if self.built.is_empty() {
-            let reread = |p: PathBuf| {
-                Box::new(move || Profile::from_path(&p).map_err(|e| e.to_string())) as ProfileSource
-            };
-            loader.paths().into_iter().map(reread).collect()
+        let reread = |p: PathBuf| Profile::from_path(&p).map_err(|e| e.to_string());
+        let built = std::mem::take(&mut self.built);
+        let profiles: Vec<ProfileSource> = if built.is_empty() {
+            let job = |p: PathBuf| Box::new(move || reread(p)) as ProfileSource;
+            loader.paths().into_iter().map(job).collect()
         } else {
-            let built = |job: ProfileJob| {
-                Box::new(move || {
-                    job.wait()
-                        .ok_or_else(|| "the analysis stopped unexpectedly".to_string())
-                }) as ProfileSource
+            // A feed given up while loading (its builder fell behind) is read again here.
+            let job = |(job, p): (ProfileJob, PathBuf)| {
+                Box::new(move || job.wait().map_or_else(|| reread(p), Ok)) as ProfileSource
             };
-            std::mem::take(&mut self.built)
-                .into_iter()
-                .map(built)
-                .collect()
+            built.into_iter().zip(loader.paths()).map(job).collect()
         };
         self.job = Some(spawn(profiles, device));
         self.note = "Analysing the trace for advice…".into();

@@ -1,12 +1,22 @@
 //! Per-construct totals counted while a trace is read: one hash lookup per event, no second
-//! pass. The key is what makes two events "the same construct" for the table.
+//! pass. The key is what makes two events "the same row" of the table: for constructs it is
+//! accprof-analysis's own [`accprof_analysis::build::ConstructKey`] (with the store's string
+//! ids), so the table and `accprof report` split constructs the same way.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use rustc_hash::FxHashMap;
 
-/// What makes two events "the same construct".
+/// What makes two events "the same row".
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct ConstructKey {
+pub enum RowKey {
+    /// A construct (compute, data, enter/exit data, update, wait, init...), as the report keys it.
+    Construct(accprof_analysis::build::ConstructKey),
+    /// Any other event (launch, transfer, allocation): by kind, name and location.
+    Event(EventKey),
+}
+
+/// The key of an event that is not a construct.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct EventKey {
     pub kind: u8,
     pub parent: u8,
     pub name: u32,
@@ -29,42 +39,14 @@ impl ConstructStats {
     }
 }
 
-/// A multiply-rotate hasher: the keys are a few small integers, and SipHash would cost more than
-/// the rest of reading an event.
-#[derive(Default)]
-pub struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(u64::from(i));
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(u64::from(i));
-    }
-    fn write_i32(&mut self, i: i32) {
-        self.write_u64(i as u32 as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
 /// Per-construct totals.
 #[derive(Clone, Debug, Default)]
 pub struct ConstructTable {
-    pub map: HashMap<ConstructKey, ConstructStats, BuildHasherDefault<FastHasher>>,
+    pub map: FxHashMap<RowKey, ConstructStats>,
 }
 
 impl ConstructTable {
-    pub fn add(&mut self, key: ConstructKey, rec: u32, dur_ns: u64, bytes: u64) {
+    pub fn add(&mut self, key: RowKey, rec: u32, dur_ns: u64, bytes: u64) {
         let s = self.map.entry(key).or_insert(ConstructStats {
             first_rec: rec,
             ..ConstructStats::default()

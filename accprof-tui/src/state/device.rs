@@ -1,11 +1,11 @@
-//! The device records' pairing columns: what [`crate::state::pairing`] needs to tie a device
-//! record to the host events that issued its work.
+//! The device records' columns: what [`crate::state::pairing`] needs to tie a device record to
+//! the host events that issued its work by the shared rule (accprof-timeline's `device`).
 //!
 //! A device record (CUPTI kernel, copy or memset) carries the host thread that made the driver
 //! call and when (`thread_id`, `host_call_ns`). Only device records are indexed here (about 40
 //! bytes each, on top of the ~35 every record costs), so traces without them pay nothing.
 
-use accprof_timeline::DeviceOp;
+use accprof_timeline::{DeviceOp, DeviceRecord};
 
 /// The device records' pairing columns, in record order.
 #[derive(Clone, Debug, Default)]
@@ -38,6 +38,18 @@ pub struct DeviceRec {
 impl DeviceRec {
     pub fn duration(&self) -> u64 {
         self.end.saturating_sub(self.start)
+    }
+
+    /// What the shared matching rule reads of it (times on the store's clock).
+    pub fn record(&self) -> DeviceRecord {
+        DeviceRecord {
+            op: self.op,
+            thread: self.thread,
+            host_call_ns: self.host_call,
+            correlation: None,
+            stream: None,
+            from_cuda_events: false,
+        }
     }
 }
 

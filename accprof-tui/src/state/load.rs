@@ -5,14 +5,15 @@
 //! details pane can later re-read one full event by record id without keeping 250-byte events in
 //! memory: see [`Loader::fetch`].
 
-use crate::state::constructs::ConstructKey;
+use crate::state::constructs::{EventKey, RowKey};
 use crate::state::kind::{kind_code, Category};
 use crate::state::profile_feed::{ProfileFeed, ProfileJob, TraceEnd};
 use crate::state::store::{LaneKind, Raw, Source, Store, NO_LINE, NO_STR};
+use accprof_analysis::build::ConstructKey;
 use accprof_symbols::ResolvingReader;
 use accprof_symbols::Symbolizer;
 use accprof_timeline::taxonomy::is_async_value;
-use accprof_timeline::{is_enqueue, DeviceRecord, TrackKind};
+use accprof_timeline::{is_enqueue, DeviceRecord, EventClass, TrackKind};
 use accprof_trace::{device, Event, Field, StrId, StringTable, TraceError, TraceReader};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -364,6 +365,16 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     };
     let name = map(ev.kernel_name().or(ev.var_name()));
     let file = map(ev.src_file());
+    let construct = match EventClass::of(ev) {
+        EventClass::Construct(kind) => Some(ConstructKey::of(ev, kind).map_strings(|id| {
+            if Some(id) == ev.src_file() {
+                StrId(file)
+            } else {
+                StrId(map(Some(id)))
+            }
+        })),
+        _ => None,
+    };
     let rec = store.records.len() as u32;
     let is_device = device::is_device_record(ev.kind);
     let cat = Category::of_event(ev);
@@ -388,12 +399,15 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     let from_profile =
         store.sources[feed.source].device_activity && (is_device || is_enqueue(ev.kind));
     if !from_profile {
-        let key = ConstructKey {
-            kind: r.kind[rec as usize],
-            parent: r.parent[rec as usize],
-            name,
-            file,
-            line: r.line[rec as usize],
+        let key = match construct {
+            Some(key) => RowKey::Construct(key),
+            None => RowKey::Event(EventKey {
+                kind: r.kind[rec as usize],
+                parent: r.parent[rec as usize],
+                name,
+                file,
+                line: r.line[rec as usize],
+            }),
         };
         store
             .constructs

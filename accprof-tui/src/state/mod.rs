@@ -39,15 +39,17 @@ impl State {
     /// with (bytes read, total bytes) of the trace being read. Fails with the reader's one-line
     /// message on the first unreadable trace.
     ///
-    /// The analysis's profiles are built from the same read (in a thread of their own), unless
-    /// following: a growing trace is analysed when the findings are asked for.
+    /// The analysis's profiles are built from the same read, in a thread of their own, when
+    /// a core is free for it ([`profile_feed::spare_core`]); else, or when that thread falls
+    /// behind, or when following a growing trace, the analysis reads the traces again after
+    /// the timeline is up: the timeline never waits for the findings.
     pub fn open(
         paths: &[PathBuf],
         follow: bool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Self, accprof_trace::TraceError> {
         let mut store = Store::new(follow);
-        let mut loader = Loader::open(paths, &mut store, !follow)?;
+        let mut loader = Loader::open(paths, &mut store, !follow && profile_feed::spare_core())?;
         loader.poll(&mut store, progress)?;
         let analysis = Analysis::with_profiles(loader.finish_profiles());
         Ok(State {

@@ -4,17 +4,39 @@
 //! hand-over is bounded (a few batches, whose buffers go back and forth rather than being
 //! allocated anew: a batch is a megabyte, and fresh ones cost page faults), so memory does not
 //! grow with events.
+//!
+//! The loader never waits for the builder: the timeline matters more than the findings. The
+//! feed is only started when a core is free for the builder ([`spare_core`]); when the builder
+//! falls behind all the same and the hand-over is full, the feed is given up, the builder
+//! stops, and the analysis reads the trace again once the timeline is up ([`ProfileJob::wait`]
+//! says `None`).
 
 use accprof_analysis::load::DEVICE_ACTIVITY_KEY;
 use accprof_analysis::{Profile, ProfileBuilder, ProfileSource};
 use accprof_trace::{Event, Footer, Header, StringTable};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// Events per hand-over.
 const BATCH: usize = 4096;
-/// Batches that may wait for the builder before the loader waits for it.
-const QUEUED_BATCHES: usize = 4;
+/// Batches that may wait for the builder; one more and the feed is given up.
+const QUEUED_BATCHES: usize = 8;
+
+/// Whether a core is free for the builder beside the loader: the machine's cores less its
+/// load (the last minute's average of runnable threads) leave room for both threads (more
+/// than one and a half cores: an idle 2-core machine has room). On a busy machine the builder
+/// would take the loader's core, and the timeline would come up later than decoding the trace
+/// a second time after it costs.
+pub fn spare_core() -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(cores);
+    cores - load > 1.5
+}
 
 /// What the end of a trace tells the profile.
 #[derive(Debug)]
@@ -33,7 +55,10 @@ enum Msg {
 /// One trace's profile being built.
 #[derive(Debug)]
 pub struct ProfileFeed {
-    tx: SyncSender<Msg>,
+    /// `None` once the feed was given up.
+    tx: Option<SyncSender<Msg>>,
+    /// Tells the builder to stop at its next batch (the feed was given up).
+    stop: Arc<AtomicBool>,
     /// Emptied batches coming back from the builder.
     spare: Receiver<Vec<Event>>,
     batch: Vec<Event>,
@@ -42,12 +67,13 @@ pub struct ProfileFeed {
 
 /// A profile being finished; [`ProfileJob::wait`] gives it.
 #[derive(Debug)]
-pub struct ProfileJob(JoinHandle<Option<Profile>>);
+pub struct ProfileJob(Option<JoinHandle<Option<Profile>>>);
 
 impl ProfileJob {
-    /// The profile, or `None` when the builder thread stopped early.
+    /// The profile, or `None` when the feed was given up or the builder thread stopped early:
+    /// then the trace must be read again.
     pub fn wait(self) -> Option<Profile> {
-        self.0.join().ok().flatten()
+        self.0?.join().ok().flatten()
     }
 }
 
@@ -68,17 +94,21 @@ impl ProfileFeed {
             clean_end: false,
             cwd: accprof_analysis::source::working_directory(header),
         };
-        let worker = std::thread::spawn(move || build(builder, source, rx, spare_tx));
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let worker = std::thread::spawn(move || build(builder, source, rx, spare_tx, &stopped));
         ProfileFeed {
-            tx,
+            tx: Some(tx),
+            stop,
             spare,
             batch: Vec::with_capacity(BATCH),
             worker,
         }
     }
 
-    /// Hands over the next event of the trace, in file order.
+    /// Hands over the next event of the trace, in file order; never waits for the builder.
     pub fn push(&mut self, ev: Event) {
+        let Some(tx) = &self.tx else { return };
         self.batch.push(ev);
         if self.batch.len() == BATCH {
             let next = self
@@ -87,15 +117,33 @@ impl ProfileFeed {
                 .unwrap_or_else(|_| Vec::with_capacity(BATCH));
             let full = std::mem::replace(&mut self.batch, next);
             // A builder that stopped early is seen in `ProfileJob::wait`.
-            let _ = self.tx.send(Msg::Events(full));
+            if let Err(TrySendError::Full(_)) = tx.try_send(Msg::Events(full)) {
+                self.give_up();
+            }
         }
     }
 
-    /// Ends the trace; the profile is finished in the builder's thread.
+    /// Whether the feed was given up (the builder fell behind).
+    pub fn given_up(&self) -> bool {
+        self.tx.is_none()
+    }
+
+    fn give_up(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.tx = None;
+        self.batch = Vec::new();
+    }
+
+    /// Ends the trace; the profile is finished in the builder's thread. Waits at most for the
+    /// few batches still queued to be taken.
     pub fn finish(self, end: TraceEnd) -> ProfileJob {
-        let _ = self.tx.send(Msg::Events(self.batch));
-        let _ = self.tx.send(Msg::End(Box::new(end)));
-        ProfileJob(self.worker)
+        let Some(tx) = self.tx else {
+            // The builder stops at its next batch; nobody waits for it.
+            return ProfileJob(None);
+        };
+        let _ = tx.send(Msg::Events(self.batch));
+        let _ = tx.send(Msg::End(Box::new(end)));
+        ProfileJob(Some(self.worker))
     }
 }
 
@@ -114,8 +162,12 @@ fn build(
     mut source: ProfileSource,
     rx: Receiver<Msg>,
     spare: Sender<Vec<Event>>,
+    stop: &AtomicBool,
 ) -> Option<Profile> {
     for msg in rx {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
         match msg {
             Msg::Events(mut batch) => {
                 batch.iter().for_each(|ev| b.feed(ev));

@@ -153,10 +153,10 @@ pub fn rows(store: &Store, from_profiles: &[TableRow]) -> Vec<TableRow> {
     let mut rows: Vec<TableRow> = store
         .constructs
         .map
-        .iter()
-        .map(|(key, s)| TableRow {
+        .values()
+        .map(|s| TableRow {
             what: store.label(s.first_rec),
-            event: kind_of_code(key.kind),
+            event: kind_of_code(store.records.kind[s.first_rec as usize]),
             count: s.count,
             total_ns: s.total_ns,
             bytes: s.bytes,
