@@ -75,11 +75,15 @@ if expect == "data-region":
     want_line = None
     if source != "-":
         lines = open(source).read().splitlines()
-        want_line = next(i + 1 for i, l in enumerate(lines) if l.strip().startswith("#pragma acc parallel loop"))
+        first = next(i for i, l in enumerate(lines) if l.strip().startswith("#pragma acc parallel loop"))
+        # The region wraps the loop statement that repeats the constructs (issue 23): the
+        # innermost `while`/`for`/`do` above the first construct.
+        want_line = next(i + 1 for i in range(first - 1, -1, -1)
+                         if lines[i].strip().startswith(("while", "for", "do")))
     f = dr[0] if dr else None
     named = f is not None and "A" in f["change"] and "Anew" in f["change"]
     at = f and (want_line is None or f["location"]["line"] == want_line)
-    check("advice: data region, arrays named, at the loop's first construct", bool(f and named and at),
+    check("advice: data region, arrays named, at the loop around the constructs", bool(f and named and at),
           (f["change"] + " @ line " + str(f["location"]["line"])) if f else "no data_region finding", f"A, Anew @ line {want_line}")
 else:
     check("advice: no data region finding", not dr, f"{len(dr)} data_region findings", 0)
