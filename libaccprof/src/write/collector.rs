@@ -20,6 +20,10 @@ use std::time::Duration;
 
 const SWEEP_EVERY: Duration = Duration::from_millis(200);
 const FIRST_SWEEP: Duration = Duration::from_millis(5);
+/// How often CUPTI is asked for its partly filled activity buffers. Records CUPTI holds are in
+/// the process's memory only: a run killed with SIGKILL loses at most this much device activity
+/// (the host events survive in the live file).
+const DEVICE_FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// How long the exit flush waits for the device to pass the CUDA events still pending.
 const CUDA_EVENTS_EXIT_WAIT: Duration = Duration::from_secs(2);
 
@@ -98,9 +102,16 @@ pub fn run(
     // The live file's next clock anchor, and a sweep, soon after the start: a run killed in
     // its first 200 ms still has its ticks converted from anchors some distance apart.
     let mut wait = FIRST_SWEEP;
+    let mut device_flushed = std::time::Instant::now();
     loop {
         let got = rx.recv_timeout(wait);
         wait = SWEEP_EVERY;
+        if device_flushed.elapsed() >= DEVICE_FLUSH_EVERY {
+            // CUPTI delivers them on this thread or its own; either way they arrive as
+            // Device messages on the unbounded channel, never blocking here.
+            crate::device::cupti::flush();
+            device_flushed = std::time::Instant::now();
+        }
         match got {
             Ok(Message::Batch(b)) => c.write_batch(rec, b),
             Ok(Message::Device(b)) => c.write_device_batch(b),

@@ -220,7 +220,8 @@ pub fn active() -> bool {
     ACTIVE.load(Ordering::Acquire)
 }
 
-/// Hands every buffered record to the collector now (at exit, before the final flush).
+/// Hands every buffered record, partly filled buffers included, to the collector now: every
+/// second from the writer thread, and at exit before the final flush.
 pub fn flush() {
     let Some(s) = STATE.get() else { return };
     let _ = std::panic::catch_unwind(|| {
