@@ -255,6 +255,59 @@ fn advice_names_the_enclosing_loop_in_the_programs_language() {
     );
 }
 
+/// A C++ class whose arrays leave the device at the end of one method's data region and come
+/// back for the next method (tests/apps/stencil.hpp: `smooth` then `total`): the advice keeps
+/// them on the device with enter/exit data (or a region in the caller), never a region over
+/// lines of two functions. The Fortran module program, which already keeps its arrays in a data
+/// region, gets no data-region advice and nothing in C syntax.
+#[test]
+fn advice_on_a_cpp_class_and_a_fortran_module_fits_their_structure() {
+    let dir = scratch("ul-structure");
+    for f in ["stencil.hpp", "stencil_main.cpp", "stencil_float.cpp"] {
+        place(f, &dir, f);
+    }
+    build(
+        "g++",
+        &dir,
+        &["stencil_main.cpp", "stencil_float.cpp"],
+        "stencil",
+        &[],
+    );
+    for f in ["heat_mod.f90", "heat_main.f90"] {
+        place(f, &dir, f);
+    }
+    build(
+        "gfortran",
+        &dir,
+        &["heat_mod.f90", "heat_main.f90"],
+        "heat",
+        &[],
+    );
+    profile(&dir, "shim", "s.trace", "./stencil");
+    profile(&dir, "shim", "h.trace", "./heat");
+
+    let s = stdout(&accprof(&dir, &["advise", "-q", "s.trace"]));
+    // `u_` of Grid<double> is allocated at stencil.hpp:13; copied out where smooth's region
+    // closes (line 45) and in again by total's `kernels` (line 54).
+    assert!(
+        s.contains("[create_instead_of_copy]")
+            && s.contains("`#pragma acc enter data copyin(heap@stencil.hpp:13#1)`")
+            && s.contains("Grid<double>::smooth(int, double) and Grid<double>::total() const"),
+        "{s}"
+    );
+    assert!(
+        !s.contains("wrap lines 45-54"),
+        "a region across two methods:\n{s}"
+    );
+
+    let h = stdout(&accprof(&dir, &["advise", "-q", "h.trace"]));
+    assert!(!h.contains("[data_region]"), "{h}");
+    assert!(
+        !h.contains("#pragma"),
+        "Fortran advice in Fortran syntax:\n{h}"
+    );
+}
+
 /// A run on libgomp's host fallback (no GPU here, no offload compiler on CI) says so in one
 /// line, with why no transfer shows and how to see them; the shim's emulated device does not.
 #[test]

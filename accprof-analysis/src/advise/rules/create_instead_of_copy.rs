@@ -33,6 +33,11 @@ fn create_instead_of_copy(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>
         else {
             continue;
         };
+        if from.location.function != to.location.function || from.location.file != to.location.file
+        {
+            out.push(across_functions(p, r, from, to));
+            continue;
+        }
         let lines: Vec<i64> = [
             from.location.line,
             to.location.line,
@@ -104,6 +109,64 @@ fn create_instead_of_copy(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>
     }
 }
 
+/// The two constructs are in different functions (a C++ class's methods, a Fortran module's
+/// procedures): no region can span lines of two functions, so the array is kept on the device
+/// by unstructured data lifetimes, or by a region in the code that calls both.
+fn across_functions(p: &Profile, r: &Roundtrip, from: &Construct, to: &Construct) -> Finding {
+    let v = &p.variables[r.variable];
+    let file = from.location.file.as_deref();
+    let fname = |c: &Construct| {
+        c.location
+            .function
+            .clone()
+            .unwrap_or_else(|| c.location.short())
+    };
+    let (enter, exit, region) = (
+        directive(file, &format!("enter data copyin({})", v.name)),
+        directive(file, &format!("exit data copyout({})", v.name)),
+        directive(file, &format!("data copy({})", v.name)),
+    );
+    let span = (
+        r.samples.first().map(|e| e.start_ns).unwrap_or(0),
+        r.samples.last().map(|e| e.end_ns).unwrap_or(0),
+    );
+    Finding {
+        rule: Rule::CreateInsteadOfCopy,
+        title: format!(
+            "{} copied out at {} and copied back in at {} unchanged",
+            v.name,
+            from.location.short(),
+            to.location.short()
+        ),
+        location: FindingLocation::of(from),
+        evidence: Evidence {
+            count: r.count * 2,
+            bytes: r.bytes * 2,
+            time_ns: r.time_ns,
+            details: vec![format!(
+                "{} went device->host after {} ({}) and host->device again for {} ({}), {} times ({} each way), costing {}",
+                v.name,
+                from.location.short(),
+                fname(from),
+                to.location.short(),
+                fname(to),
+                r.count,
+                bytes(r.bytes),
+                duration(r.time_ns)
+            )],
+        },
+        estimated_saving_ns: r.time_ns,
+        change: format!(
+            "keep {name} on the device between {} and {}, which are different functions: `{enter}` once after {name} is created and `{exit}` once before it is freed (a class's constructor and destructor, say), or `{region}` around the calls of both in their caller; then `present({name})` in both instead of copyout/copyin",
+            fname(from),
+            fname(to),
+            name = v.name
+        ),
+        events: r.samples.clone(),
+        time_ranges: vec![span],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +198,41 @@ mod tests {
             (f[0].location.line, f[0].location.end_line),
             (Some(20), Some(30))
         );
+    }
+
+    /// The copy out ends a region in one method and the copy back in starts another's: the
+    /// advice cannot be a region over lines of both.
+    #[test]
+    fn constructs_in_two_functions_get_unstructured_data_not_a_region_across_them() {
+        let mut r = Run::new();
+        let (d, u) = (
+            acc_event_t::ENQUEUE_DOWNLOAD_START,
+            acc_event_t::ENQUEUE_UPLOAD_START,
+        );
+        r.function = "Grid::smooth";
+        r.compute(20, MS, MS, |r, t| {
+            vec![r.transfer(d, t + US, t + MS / 2, 20, "X", 1 << 20, 0x7f00_0000)]
+        });
+        r.function = "Grid::total";
+        r.compute(30, MS, MS, |r, t| {
+            vec![r.transfer(u, t + US, t + MS / 2, 30, "X", 1 << 20, 0x7f00_0000)]
+        });
+        let wall = r.now;
+        let f = findings(&CreateInsteadOfCopy, &r.profile(wall));
+        assert_eq!(rules_of(&f), [Rule::CreateInsteadOfCopy]);
+        assert_eq!(
+            (f[0].location.line, f[0].location.end_line),
+            (Some(20), None),
+            "at the first construct, not a span over two functions"
+        );
+        assert!(
+            f[0].change.contains("`#pragma acc enter data copyin(X)`")
+                && f[0].change.contains("`#pragma acc exit data copyout(X)`")
+                && f[0].change.contains("Grid::smooth and Grid::total"),
+            "{}",
+            f[0].change
+        );
+        assert!(!f[0].change.contains("wrap lines"), "{}", f[0].change);
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub struct Run {
     strings: StringTable,
     /// The time the next construct starts.
     pub now: u64,
+    /// The function the next events are in (`main` unless a test moves on).
+    pub function: &'static str,
 }
 
 impl Run {
@@ -23,6 +25,7 @@ impl Run {
             b: ProfileBuilder::new(),
             strings: StringTable::default(),
             now: MS,
+            function: "main",
         }
     }
 
@@ -44,13 +47,16 @@ impl Run {
         e
     }
 
-    /// An event of thread 1 at `line` of `main` in app.c.
+    /// An event of thread 1 at `line` of [`Run::function`] in app.c.
     pub fn ev(&mut self, kind: acc_event_t, start: u64, end: u64, line: i64) -> Event {
         let mut e = Event::new(kind, start);
         e.end_ns = end;
         e.set_i64(Field::Thread, 1);
         e.set(Field::SrcFile, u64::from(self.strings.intern("app.c").0));
-        e.set(Field::FuncName, u64::from(self.strings.intern("main").0));
+        e.set(
+            Field::FuncName,
+            u64::from(self.strings.intern(self.function).0),
+        );
         e.set_i64(Field::LineNo, line);
         e.set_i64(Field::DeviceType, 5);
         e
