@@ -401,3 +401,39 @@ fn two_processes_on_one_path_both_keep_their_traces() {
         "{said}"
     );
 }
+
+#[test]
+fn the_tui_shows_the_details_of_every_event_of_a_killed_trace() {
+    for (mode, n, total) in [("kill", 3000, 3000), ("kill-threads", 1000, 4000)] {
+        tui_fetches_every_event(mode, n, total);
+    }
+}
+
+/// Opens a killed `dies MODE N` trace in the TUI's loader and fetches every record's details.
+fn tui_fetches_every_event(mode: &str, n: u32, total: u32) {
+    let (t, trace) = kill_after_ready(mode, n, total);
+    let mut store = accprof_tui::state::store::Store::new(false);
+    let mut loader =
+        accprof_tui::state::load::Loader::open(std::slice::from_ref(&trace), &mut store, false)
+            .unwrap();
+    loader.poll(&mut store, &mut |_, _| {}).unwrap();
+    assert_eq!(
+        store.event_count(),
+        t.events.len(),
+        "the TUI reads what Trace::load does"
+    );
+    // Every record's details are the event it stands for, those recovered from the live file
+    // (which lie in no events chunk of the trace) included.
+    for (rec, want) in t.events.iter().enumerate() {
+        let (got, _) = loader
+            .fetch(rec as u32)
+            .unwrap_or_else(|e| panic!("record {rec} of {}: {e}", t.events.len()));
+        assert_eq!(
+            (got.kind, got.start_ns, got.end_ns),
+            (want.kind, want.start_ns, want.end_ns),
+            "{mode}: record {rec} of {} ({} recovered)",
+            t.events.len(),
+            t.integrity.recovered_from_live
+        );
+    }
+}
