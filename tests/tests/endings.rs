@@ -437,3 +437,47 @@ fn tui_fetches_every_event(mode: &str, n: u32, total: u32) {
         );
     }
 }
+
+#[test]
+fn dump_report_and_export_read_the_events_recovered_from_a_killed_trace() {
+    let (t, trace) = kill_after_ready("kill", 3000, 3000);
+    let dir = trace.parent().unwrap();
+    let cli = |args: &[&str]| {
+        let out = Command::new(accprof_cli())
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        out
+    };
+    let dump = cli(&["dump", "kill.trace"]);
+    let constructs = String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .filter(|l| l.contains("compute_construct_start"))
+        .count();
+    assert_eq!(constructs, 3000, "dump");
+    let report = String::from_utf8_lossy(&cli(&["report", "kill.trace"]).stdout).into_owned();
+    assert!(report.contains("3,000 reached"), "{report}");
+    for (file, format) in [("kill.json", "chrome"), ("kill.pftrace", "perfetto")] {
+        let out = cli(&["export", "--format", format, "-o", file, "kill.trace"]);
+        let said = format!("wrote {file}: {} events", t.events.len());
+        assert!(stderr(&out).contains(&said), "{said}: {}", stderr(&out));
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("kill.json")).unwrap()).unwrap();
+    let slices = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("parallel"))
+        })
+        .count();
+    assert_eq!(
+        slices, 3000,
+        "every recovered construct is a slice in the JSON"
+    );
+}
