@@ -136,6 +136,33 @@ fn exec_keeps_every_finished_construct() {
 }
 
 #[test]
+fn execl_keeps_every_finished_construct_through_the_live_file() {
+    // glibc's execl calls execve inside libc, past the tool's interposer: no final flush
+    // runs, so what the writer had not written comes from the live file the new image leaves.
+    let (out, t, trace) = run_dies("execl", 5000);
+    assert!(
+        out.status.success(),
+        "/bin/true ran in its place: {:?} {}",
+        out.status,
+        stderr(&out)
+    );
+    assert_eq!(said_finished(&out), 5000);
+    assert_eq!(
+        finished_constructs(&t),
+        5000,
+        "every finished construct is in the trace: {}",
+        t.integrity
+    );
+    assert!(t.integrity.live_file_ignored.is_none(), "{}", t.integrity);
+    if t.footer.is_none() {
+        assert!(
+            accprof_trace::live::live_path(&trace).exists(),
+            "no footer, so the live file is left"
+        );
+    }
+}
+
+#[test]
 fn underscore_exit_keeps_every_finished_construct() {
     let (out, t, _) = run_dies("_exit", 4000);
     assert_eq!(out.status.code(), Some(3));
