@@ -193,10 +193,20 @@ fn exit_from_a_thread_while_others_run_constructs_keeps_all_finished_before_it()
         (0, 0, 0, 0),
         "{i}"
     );
-    assert_eq!(
-        i.lost_late, 0,
-        "every construct finished during the exit flush was kept: {i}"
+    // Constructs finished during the exit flush wait for the footer in a bounded queue (65536
+    // events, libaccprof's recorder::late); on a loaded machine the flush can outlast that many
+    // (4 threads finished 60,000 to 90,000 constructs during it with 4 busy loops beside them),
+    // and the rest is counted in a lost record. So a loss is allowed only once the queue was
+    // full: every loss comes with at least 65536 late constructs kept.
+    assert!(
+        i.lost_late == 0 || in_trace - before_exit >= 1 << 16,
+        "late constructs were lost before the queue was full: {in_trace} in the trace, \
+         {before_exit} finished before exit: {i}"
     );
+    if i.lost_late > 0 {
+        let said = format!("{} events LOST", i.lost_late);
+        assert!(i.to_string().contains(&said), "the reader says so: {i}");
+    }
 }
 
 #[test]
