@@ -449,6 +449,21 @@ fn the_tui_shows_the_details_of_every_event_of_a_killed_trace() {
 /// Opens a killed `dies MODE N` trace in the TUI's loader and fetches every record's details.
 fn tui_fetches_every_event(mode: &str, n: u32, total: u32) {
     let (t, trace) = kill_after_ready(mode, n, total);
+    // The chunk index says where the recovered events begin: no chunk holds them.
+    let mut r = accprof_symbols::ResolvingReader::open(&trace).unwrap();
+    while r.advance().unwrap() {}
+    let index = r.chunk_index();
+    let recovered = t.integrity.recovered_from_live;
+    let in_chunks = t.events.len() as u64 - recovered;
+    assert_eq!(
+        index.recovered_from(),
+        (recovered > 0).then_some(in_chunks),
+        "{mode}"
+    );
+    assert_eq!(
+        index.chunk_of(t.events.len() as u64 - 1).is_some(),
+        recovered == 0
+    );
     let mut store = accprof_tui::state::store::Store::new(false);
     let mut loader =
         accprof_tui::state::load::Loader::open(std::slice::from_ref(&trace), &mut store, false)
