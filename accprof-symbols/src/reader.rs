@@ -81,6 +81,9 @@ pub struct ChunkIndex {
     /// Per events chunk: the file offset to read from (the string and module chunks written
     /// just before it included) and the index of its first event in the trace.
     starts: Vec<(u64, u64)>,
+    /// The index of the first event recovered from the live file of a killed recording
+    /// (`TraceReader::reading_live_file`): it and those after it are in no chunk.
+    recovered_from: Option<u64>,
 }
 
 impl ChunkIndex {
@@ -98,9 +101,20 @@ impl ChunkIndex {
         self.starts.get(chunk).map(|s| s.1)
     }
 
-    /// The chunk that holds event `index`.
+    /// The chunk that holds event `index`; `None` for an event recovered from the live file
+    /// ([`recovered_from`](Self::recovered_from)), which no chunk holds.
     pub fn chunk_of(&self, index: u64) -> Option<usize> {
+        if self.recovered_from.is_some_and(|r| index >= r) {
+            return None;
+        }
         self.starts.partition_point(|s| s.1 <= index).checked_sub(1)
+    }
+
+    /// The index of the first event recovered from the live file, if the trace ended without
+    /// its footer and its live file held events the trace lacks: those events are read only by
+    /// a reader of the whole trace, never by [`ResolvingReader::open_at`].
+    pub fn recovered_from(&self) -> Option<u64> {
+        self.recovered_from
     }
 }
 
@@ -170,6 +184,7 @@ impl<R: Read> ResolvingReader<R> {
         let chunks = ChunkIndex {
             header_end: reader.bytes_read(),
             starts: Vec::new(),
+            recovered_from: None,
         };
         Self {
             resolve: Resolve::ALL,
@@ -207,8 +222,12 @@ impl<R: Read> ResolvingReader<R> {
     fn read_raw(&mut self) -> Result<Option<Event>, TraceError> {
         let before = self.reader.bytes_read();
         let ev = self.reader.next_event()?;
-        if ev.is_some() && self.reader.bytes_read() != before {
-            self.chunks.starts.push((before, self.events));
+        if ev.is_some() {
+            if self.reader.reading_live_file() {
+                self.chunks.recovered_from.get_or_insert(self.events);
+            } else if self.reader.bytes_read() != before {
+                self.chunks.starts.push((before, self.events));
+            }
         }
         Ok(ev)
     }
@@ -243,6 +262,12 @@ impl<R: Read> ResolvingReader<R> {
     /// Where the events chunks read so far start (the whole trace's once it has been read).
     pub fn chunk_index(&self) -> &ChunkIndex {
         &self.chunks
+    }
+
+    /// Whether the events returned from now on were recovered from the live file of a killed
+    /// recording: they lie in no events chunk (see [`ChunkIndex::recovered_from`]).
+    pub fn reading_live_file(&self) -> bool {
+        self.reader.reading_live_file()
     }
 
     /// The event [`advance`](Self::advance) moved to (a default event before the first).

@@ -373,6 +373,13 @@ impl<R: Read> TraceReader<R> {
         })
     }
 
+    /// Whether the events returned from now on come from the live file (the trace's own chunks
+    /// are all read): such events lie in no events chunk of the trace, so a view that reads a
+    /// chunk again to find one must keep them itself.
+    pub fn reading_live_file(&self) -> bool {
+        self.live_read && self.recovered_from_live > 0
+    }
+
     /// The next event, or `None` at the end of what is there now. Call again later to follow
     /// a file that is still growing.
     pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {

@@ -1,6 +1,8 @@
 /* Ends in the way its first argument names, after finishing the number of compute constructs
    its second argument gives, and says on stdout how many it finished first:
      segv, abort, _exit, exec, term  die that way right after "finished N" (term: SIGTERM)
+     execl                         become /bin/true through execl, which glibc turns into an
+                                   execve call of its own that no interposer sees
      own-handler                   a SIGSEGV handler of the program's own (installed before any
                                    construct, on an alternate stack) runs and _exits 42
      overflow                      the same handler, for a stack overflow: only the alternate
@@ -143,6 +145,10 @@ int main(int argc, char **argv) {
         char *args[] = {"true", NULL};
         execv("/bin/true", args);
         perror("execv");
+        return 1;
+    } else if (strcmp(mode, "execl") == 0) {
+        execl("/bin/true", "true", (char *)NULL);
+        perror("execl");
         return 1;
     }
     return 0;

@@ -136,6 +136,33 @@ fn exec_keeps_every_finished_construct() {
 }
 
 #[test]
+fn execl_keeps_every_finished_construct_through_the_live_file() {
+    // glibc's execl calls execve inside libc, past the tool's interposer: no final flush
+    // runs, so what the writer had not written comes from the live file the new image leaves.
+    let (out, t, trace) = run_dies("execl", 5000);
+    assert!(
+        out.status.success(),
+        "/bin/true ran in its place: {:?} {}",
+        out.status,
+        stderr(&out)
+    );
+    assert_eq!(said_finished(&out), 5000);
+    assert_eq!(
+        finished_constructs(&t),
+        5000,
+        "every finished construct is in the trace: {}",
+        t.integrity
+    );
+    assert!(t.integrity.live_file_ignored.is_none(), "{}", t.integrity);
+    if t.footer.is_none() {
+        assert!(
+            accprof_trace::live::live_path(&trace).exists(),
+            "no footer, so the live file is left"
+        );
+    }
+}
+
+#[test]
 fn underscore_exit_keeps_every_finished_construct() {
     let (out, t, _) = run_dies("_exit", 4000);
     assert_eq!(out.status.code(), Some(3));
@@ -166,10 +193,20 @@ fn exit_from_a_thread_while_others_run_constructs_keeps_all_finished_before_it()
         (0, 0, 0, 0),
         "{i}"
     );
-    assert_eq!(
-        i.lost_late, 0,
-        "every construct finished during the exit flush was kept: {i}"
+    // Constructs finished during the exit flush wait for the footer in a bounded queue (65536
+    // events, libaccprof's recorder::late); on a loaded machine the flush can outlast that many
+    // (4 threads finished 60,000 to 90,000 constructs during it with 4 busy loops beside them),
+    // and the rest is counted in a lost record. So a loss is allowed only once the queue was
+    // full: every loss comes with at least 65536 late constructs kept.
+    assert!(
+        i.lost_late == 0 || in_trace - before_exit >= 1 << 16,
+        "late constructs were lost before the queue was full: {in_trace} in the trace, \
+         {before_exit} finished before exit: {i}"
     );
+    if i.lost_late > 0 {
+        let said = format!("{} events LOST", i.lost_late);
+        assert!(i.to_string().contains(&said), "the reader says so: {i}");
+    }
 }
 
 #[test]
@@ -399,5 +436,123 @@ fn two_processes_on_one_path_both_keep_their_traces() {
             .count(),
         1,
         "{said}"
+    );
+}
+
+#[test]
+fn the_tui_shows_the_details_of_every_event_of_a_killed_trace() {
+    for (mode, n, total) in [("kill", 3000, 3000), ("kill-threads", 1000, 4000)] {
+        tui_fetches_every_event(mode, n, total);
+    }
+}
+
+/// Opens a killed `dies MODE N` trace in the TUI's loader and fetches every record's details.
+fn tui_fetches_every_event(mode: &str, n: u32, total: u32) {
+    let (t, trace) = kill_after_ready(mode, n, total);
+    // The chunk index says where the recovered events begin: no chunk holds them.
+    let mut r = accprof_symbols::ResolvingReader::open(&trace).unwrap();
+    while r.advance().unwrap() {}
+    let index = r.chunk_index();
+    let recovered = t.integrity.recovered_from_live;
+    let in_chunks = t.events.len() as u64 - recovered;
+    assert_eq!(
+        index.recovered_from(),
+        (recovered > 0).then_some(in_chunks),
+        "{mode}"
+    );
+    assert_eq!(
+        index.chunk_of(t.events.len() as u64 - 1).is_some(),
+        recovered == 0
+    );
+    let mut store = accprof_tui::state::store::Store::new(false);
+    let mut loader =
+        accprof_tui::state::load::Loader::open(std::slice::from_ref(&trace), &mut store, false)
+            .unwrap();
+    loader.poll(&mut store, &mut |_, _| {}).unwrap();
+    assert_eq!(
+        store.event_count(),
+        t.events.len(),
+        "the TUI reads what Trace::load does"
+    );
+    // Every record's details are the event it stands for, those recovered from the live file
+    // (which lie in no events chunk of the trace) included: the fetched event's times are the
+    // record's on the timeline, one constant (the shift to the wall clock) apart. (Compared
+    // with the TUI's own read: a second read of a live file whose writer never published a
+    // second clock anchor converts its ticks with its own, a few ns apart.)
+    let mut spans = std::collections::BTreeMap::new();
+    for lane in &store.lanes {
+        for track in &lane.tracks {
+            for (i, &rec) in track.rec.iter().enumerate() {
+                spans.insert(rec, (track.start[i], track.end[i]));
+            }
+        }
+    }
+    assert_eq!(
+        spans.len(),
+        t.events.len(),
+        "{mode}: every event is on the timeline"
+    );
+    let mut shift = None;
+    for (&rec, &(start, end)) in &spans {
+        let (got, _) = loader
+            .fetch(rec)
+            .unwrap_or_else(|e| panic!("{mode}: record {rec} of {}: {e}", t.events.len()));
+        let want = &t.events[rec as usize];
+        let here = i128::from(start) - i128::from(got.start_ns);
+        assert_eq!(
+            (got.kind, end - start, here),
+            (
+                want.kind,
+                got.end_ns - got.start_ns,
+                *shift.get_or_insert(here)
+            ),
+            "{mode}: record {rec} of {} ({} recovered)",
+            t.events.len(),
+            t.integrity.recovered_from_live
+        );
+    }
+}
+
+#[test]
+fn dump_report_and_export_read_the_events_recovered_from_a_killed_trace() {
+    let (t, trace) = kill_after_ready("kill", 3000, 3000);
+    let dir = trace.parent().unwrap();
+    let cli = |args: &[&str]| {
+        let out = Command::new(accprof_cli())
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        out
+    };
+    let dump = cli(&["dump", "kill.trace"]);
+    let constructs = String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .filter(|l| l.contains("compute_construct_start"))
+        .count();
+    assert_eq!(constructs, 3000, "dump: {}", stderr(&dump));
+    let report = String::from_utf8_lossy(&cli(&["report", "kill.trace"]).stdout).into_owned();
+    assert!(report.contains("3,000 reached"), "{report}");
+    for (file, format) in [("kill.json", "chrome"), ("kill.pftrace", "perfetto")] {
+        let out = cli(&["export", "--format", format, "-o", file, "kill.trace"]);
+        let said = format!("wrote {file}: {} events", t.events.len());
+        assert!(stderr(&out).contains(&said), "{said}: {}", stderr(&out));
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("kill.json")).unwrap()).unwrap();
+    let slices = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("parallel"))
+        })
+        .count();
+    assert_eq!(
+        slices, 3000,
+        "every recovered construct is a slice in the JSON"
     );
 }

@@ -55,6 +55,9 @@ struct Feed {
     /// The analysis's profile of this trace, fed as events are read (see
     /// [`Loader::finish_profiles`]).
     profile: Option<ProfileFeed>,
+    /// The events of a killed recording recovered from its live file, as read (resolved): they
+    /// lie in no events chunk, so they are kept to be fetched. No more than the live file held.
+    recovered: Vec<Event>,
 }
 
 /// Where the events chunk holding a run of record ids starts in its file.
@@ -62,8 +65,12 @@ struct Feed {
 struct ChunkRef {
     first_rec: u32,
     feed: u16,
+    /// [`RECOVERED`] for the run of events recovered from the live file (`Feed::recovered`).
     offset: u64,
 }
+
+/// The offset of a [`ChunkRef`] that stands for a feed's recovered events.
+const RECOVERED: u64 = u64::MAX;
 
 /// Owns the open traces and feeds the store.
 pub struct Loader {
@@ -122,6 +129,7 @@ impl Loader {
                 last_lane: None,
                 last_stream_queue: None,
                 profile,
+                recovered: Vec::new(),
             });
         }
         Ok(Self {
@@ -176,7 +184,16 @@ impl Loader {
             let Some(ev) = feed.reader.next_event()? else {
                 break;
             };
-            if feed.reader.bytes_read() != before {
+            if feed.reader.reading_live_file() {
+                if feed.recovered.is_empty() {
+                    self.chunks.push(ChunkRef {
+                        first_rec: store.records.len() as u32,
+                        feed: fi as u16,
+                        offset: RECOVERED,
+                    });
+                }
+                feed.recovered.push(ev);
+            } else if feed.reader.bytes_read() != before {
                 // This event opened a new events chunk, which starts at or after `before`.
                 self.chunks.push(ChunkRef {
                     first_rec: store.records.len() as u32,
@@ -248,6 +265,15 @@ impl Loader {
         };
         let feed = &mut self.feeds[chunk.feed as usize];
         let label = feed.path.display().to_string();
+        if chunk.offset == RECOVERED {
+            let ev = feed.recovered.get((rec - chunk.first_rec) as usize);
+            let ev = ev.copied().ok_or_else(|| TraceError::Corrupt {
+                path: label.clone(),
+                offset: 0,
+                what: format!("no recovered event {rec}"),
+            })?;
+            return Ok((ev, feed.reader.strings().clone()));
+        }
         let io = |source| TraceError::Io {
             path: label.clone(),
             source,
