@@ -22,6 +22,9 @@ pub struct Symbolized {
     pub cut_bytes: u64,
     /// Modules that could not be read (gone, or rebuilt since the run), each once.
     pub warnings: Vec<String>,
+    /// Events of a killed run folded in from its live file first
+    /// ([`accprof_trace::fold::fold_into_trace`]).
+    pub folded: u64,
 }
 
 /// Resolves every address the events of the trace at `path` use (call sites of events without
@@ -84,18 +87,21 @@ pub fn resolve_trace(path: &Path) -> Result<(SymbolTable, Vec<String>), TraceErr
 }
 
 /// Adds a symbols chunk to the finished trace at `path` (a program that has exited, or was
-/// killed), unless it has one. A chunk cut short at the end by a kill is dropped first: nothing
-/// could read it, and a chunk appended after it would be read as its payload.
+/// killed), unless it has one. A killed run's live file is folded into the trace first, so
+/// that the trace alone holds every event. A chunk cut short at the end by a kill is dropped
+/// first: nothing could read it, and a chunk appended after it would be read as its payload.
 pub fn symbolize_file(path: &Path) -> Result<Symbolized, TraceError> {
     let label = path.display().to_string();
     let io = |source| TraceError::Io {
         path: label.clone(),
         source,
     };
+    let folded = accprof_trace::fold::fold_into_trace(path)?;
     let found = scan(path)?;
     if found.symbols_chunks > 0 {
         return Ok(Symbolized {
             already: true,
+            folded,
             ..Symbolized::default()
         });
     }
@@ -110,6 +116,7 @@ pub fn symbolize_file(path: &Path) -> Result<Symbolized, TraceError> {
     let (table, warnings) = resolve_trace(path)?;
     let mut out = Symbolized {
         warnings,
+        folded,
         ..Symbolized::default()
     };
     if table.is_empty() {

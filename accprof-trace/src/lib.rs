@@ -10,6 +10,7 @@
 //! - [`reader`]: [`TraceReader`], which streams events back, and [`Trace`], which loads a whole file.
 //! - [`live`]: the live file beside a trace being written, from which a reader recovers what a
 //!   killed process had not written yet.
+//! - [`fold`]: a killed run's live file folded into its trace, so that the trace alone holds it.
 //! - [`symbols`]: [`SymbolTable`], the source lines and names of the trace's addresses, kept in
 //!   the trace so that it outlives its binary.
 //!
@@ -20,6 +21,7 @@
 
 pub mod encode;
 pub mod error;
+pub mod fold;
 pub mod header;
 pub mod integrity;
 pub mod live;

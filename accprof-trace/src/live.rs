@@ -111,7 +111,12 @@ pub struct SlotsWritten {
 impl SlotsWritten {
     /// A slot-written record: `events` events of `slot` at `generation` follow.
     pub fn record(&mut self, slot: u32, generation: u64, events: u64) {
-        self.written.insert(slot, (generation, 0));
+        // The same slot and generation again: the rest of its events, folded in after a kill
+        // (`fold_into_trace`) behind those the writer had written.
+        let w = self.written.entry(slot).or_insert((generation, 0));
+        if w.0 != generation {
+            *w = (generation, 0);
+        }
         self.awaiting = (events > 0).then_some((slot, events));
     }
 
@@ -143,8 +148,35 @@ impl SlotsWritten {
 pub struct Recovered {
     /// Strings interned by the recording threads (those the trace defines come again).
     pub strings: Vec<(u32, Vec<u8>)>,
-    /// Events the trace does not hold, timestamps on the trace's clock.
+    /// Events the trace does not hold, timestamps on the trace's clock, by slot.
+    pub slots: Vec<RecoveredSlot>,
+}
+
+/// The events of one live-file slot that its trace does not hold, in the order they were
+/// recorded.
+#[derive(Debug, Default)]
+pub struct RecoveredSlot {
+    pub slot: u32,
+    pub generation: u64,
     pub events: Vec<Event>,
+}
+
+impl Recovered {
+    /// Events recovered, all slots.
+    pub fn len(&self) -> usize {
+        self.slots.iter().map(|s| s.events.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every recovered event, in start order (as a reader hands them out after the trace's).
+    pub fn into_sorted_events(self) -> Vec<Event> {
+        let mut events: Vec<Event> = self.slots.into_iter().flat_map(|s| s.events).collect();
+        events.sort_by_key(|e| e.start_ns);
+        events
+    }
 }
 
 /// Whether a live process still holds the live file (its writer is running: what the file
@@ -211,7 +243,7 @@ pub fn recover(path: &Path, pid: u32, written: &SlotsWritten) -> Result<Recovere
             h(word::STRINGS_RESERVED).min(strings_capacity),
             size,
         )?,
-        events: Vec::new(),
+        slots: Vec::new(),
     };
     let stride = slot_stride(slot_words as usize) as u64;
     let mut header = [0u8; SLOT_HEADER_BYTES];
@@ -236,19 +268,26 @@ pub fn recover(path: &Path, pid: u32, written: &SlotsWritten) -> Result<Recovere
             .collect();
         let skip = written.in_trace(i as u32, generation);
         let mut events = Unpack::from_words(&words);
+        let mut kept = Vec::new();
         for (n, mut e) in events.by_ref().enumerate() {
             if (n as u64) < skip {
                 continue;
             }
             e.start_ns = clock.to_ns(e.start_ns);
             e.end_ns = clock.to_ns(e.end_ns);
-            out.events.push(e);
+            kept.push(e);
         }
         if events.words_left() != 0 {
             return Err(format!("slot {i} holds words that are not events"));
         }
+        if !kept.is_empty() {
+            out.slots.push(RecoveredSlot {
+                slot: i as u32,
+                generation,
+                events: kept,
+            });
+        }
     }
-    out.events.sort_by_key(|e| e.start_ns);
     Ok(out)
 }
 

@@ -264,6 +264,17 @@ impl<R: Read> TraceReader<R> {
         Ok(r)
     }
 
+    /// This reader without its live file: it hands out what the trace's chunks hold only.
+    pub fn without_live_file(mut self) -> Self {
+        self.live = None;
+        self
+    }
+
+    /// Which live-file slot contents the chunks read so far hold.
+    pub fn slots_written(&self) -> &SlotsWritten {
+        &self.slots_written
+    }
+
     pub fn header(&self) -> &Header {
         &self.header
     }
@@ -429,8 +440,8 @@ impl<R: Read> TraceReader<R> {
                         self.strings.define(*id, bytes);
                     }
                 }
-                self.recovered_from_live = r.events.len() as u64;
-                self.recovered = r.events.into_iter();
+                self.recovered_from_live = r.len() as u64;
+                self.recovered = r.into_sorted_events().into_iter();
                 self.recovered_from_live > 0
             }
             Err(why) => {

@@ -556,3 +556,58 @@ fn dump_report_and_export_read_the_events_recovered_from_a_killed_trace() {
         "every recovered construct is a slice in the JSON"
     );
 }
+
+/// `accprof symbolize` (which `accprof run` does after a killed run) folds the live file into
+/// the trace and removes it: the trace alone, copied elsewhere, holds every construct, once.
+#[test]
+fn symbolize_folds_a_killed_runs_live_file_into_the_trace() {
+    for mode in ["kill", "kill-threads"] {
+        let (t, trace) = kill_after_ready(mode, 1500, if mode == "kill" { 1500 } else { 6000 });
+        let before = finished_constructs(&t);
+        let out = Command::new(accprof_cli())
+            .args(["symbolize"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let said = String::from_utf8_lossy(&out.stderr);
+        let live = accprof_trace::live::live_path(&trace);
+        assert!(
+            !live.exists(),
+            "{mode}: the live file is folded in and removed: {said}"
+        );
+        if t.integrity.recovered_from_live > 0 {
+            assert!(
+                said.contains(&format!(
+                    "{} events of the killed run folded in",
+                    t.integrity.recovered_from_live
+                )),
+                "{said}"
+            );
+        }
+        let elsewhere = trace.with_extension("copied");
+        std::fs::copy(&trace, &elsewhere).unwrap();
+        let alone = Trace::load(&elsewhere).unwrap();
+        assert_eq!(
+            finished_constructs(&alone),
+            before,
+            "{mode}: {}",
+            alone.integrity
+        );
+        assert_eq!(alone.events.len(), t.events.len(), "{mode}: nothing twice");
+        assert_eq!(alone.integrity.recovered_from_live, 0);
+        assert!(!alone.integrity.ended_cleanly, "still a killed run");
+        // A second symbolize finds nothing more to fold.
+        let again = Command::new(accprof_cli())
+            .args(["symbolize"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(!String::from_utf8_lossy(&again.stderr).contains("folded in"));
+        assert_eq!(finished_constructs(&Trace::load(&trace).unwrap()), before);
+    }
+}

@@ -202,7 +202,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
 }
 
 /// A program that was killed (or exec'd) ended without the tool's exit-time symbols chunk: add
-/// it now, while the binary is the one that ran. A trace that has one is left alone.
+/// it now, while the binary is the one that ran, after folding its live file into the trace. A
+/// trace that has one is left alone.
 fn keep_source_lines(trace: &Path, quiet: bool) {
     if std::env::var("ACCPROF_SYMBOLS").is_ok_and(|v| {
         matches!(
@@ -210,6 +211,12 @@ fn keep_source_lines(trace: &Path, quiet: bool) {
             "off" | "0" | "no" | "false"
         )
     }) {
+        // The killed run's events still go into the trace, lines or not.
+        if let Err(e) = accprof_trace::fold::fold_into_trace(trace) {
+            if !quiet {
+                eprintln!("accprof: {e}");
+            }
+        }
         return;
     }
     match crate::commands::symbolize::symbolize(trace) {

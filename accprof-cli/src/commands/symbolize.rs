@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 ///
 /// Resolves the call sites and variables the trace's events use from the binaries that ran
 /// (which must still be on disk, unchanged) and appends them to the trace as its symbols chunk.
+/// A killed run's `<trace>.live` file is folded into the trace first (then removed), so that
+/// the trace alone holds every event it recorded.
 /// The tool library does this itself when a program exits normally, and `accprof run` when a
 /// program it ran was killed; this is for traces recorded otherwise (LD_PRELOAD, killed) before
 /// the program is rebuilt, or before the trace is copied to another machine. A trace that has
@@ -49,6 +51,12 @@ pub fn symbolize(trace: &Path) -> Result<String, CliError> {
             done.entries
         )
     };
+    if done.folded > 0 {
+        line.push_str(&format!(
+            "; {} events of the killed run folded in from its live file, which is removed",
+            done.folded
+        ));
+    }
     if done.cut_bytes > 0 {
         line.push_str(&format!(
             " (dropped a chunk of {} bytes cut short at the end)",
