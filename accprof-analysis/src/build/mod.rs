@@ -19,6 +19,7 @@ mod device_memory;
 mod device_records;
 mod finish;
 mod geometry;
+mod kernel_names;
 mod kernels;
 mod nesting;
 mod transfers;
@@ -231,6 +232,9 @@ struct DeviceRecord {
     /// Whether the trace says which call issued it (thread and time); else `thread` is -1 and
     /// `host_ns` the device start until [`match_kernels_by_name`] finds its launch.
     issued: bool,
+    /// A kernel record without its call, waiting for the launch of its kernel (by name, see
+    /// `kernel_names`).
+    name_pending: bool,
     /// CUPTI's correlation id: issue order across the process.
     correlation: Option<u64>,
     kind: DeviceOp,
@@ -346,6 +350,7 @@ pub struct ProfileBuilder {
     /// Device properties events: device ordinal and the text of its limits.
     device_properties: Vec<(i64, StrId)>,
     device_rounds: device_records::DeviceRounds,
+    kernel_names: kernel_names::KernelNames,
 }
 
 impl ProfileBuilder {
@@ -513,6 +518,12 @@ impl ProfileBuilder {
                 let ts = self.threads.entry(thread).or_default();
                 ts.op_spans.push(span);
                 ts.reports_ops = true;
+                if let Some(n) = self.kernel_names.of(leaf.kernel) {
+                    if leaf.kind == ChildKind::Launch {
+                        let l = (leaf.r.start_ns, leaf.r.end_ns, thread);
+                        self.kernel_names.add_launch(n, l);
+                    }
+                }
             }
         }
     }
