@@ -200,10 +200,7 @@ fn batches_with_kernel_names<R: Read + Send>(
                     batch.push(*ev);
                 }
                 let done = batch.len() < BATCH;
-                if !batch.is_empty()
-                    && full_tx
-                        .send(((batch, names), reader.bytes_read()))
-                        .is_err()
+                if !batch.is_empty() && full_tx.send(((batch, names), reader.bytes_read())).is_err()
                 {
                     return Ok(reader);
                 }

@@ -11,8 +11,8 @@
 //! record whose call falls before what was dropped is counted as late (a warning says how many)
 //! instead of being tied to the wrong construct.
 
-use super::*;
 use super::kernel_names::CLOCK_SLACK_NS;
+use super::*;
 use accprof_timeline::device::{innermost_open, Query, Span};
 
 /// Records that wait before a round ties those that are ready.
@@ -143,9 +143,11 @@ impl ProfileBuilder {
             let mut excess = waiting.len() - round;
             let mut keep = Vec::with_capacity(round);
             for mut d in waiting {
-                if excess > 0 && d.name_pending {
-                    // Waited a window's worth for its launch: counted outside, and said if
-                    // the runtime reported launches of that kernel at all.
+                let launch_settled = d.r.start_ns.saturating_add(CLOCK_SLACK_NS) < horizon;
+                if excess > 0 && d.name_pending && launch_settled {
+                    // Waited a window's worth for a launch that would have been accounted by
+                    // now: counted outside, and said if the runtime reported launches of that
+                    // kernel at all.
                     excess -= 1;
                     d.name_pending = false;
                     let n = self.kernel_names.of(d.kernel);
