@@ -10,7 +10,8 @@
 //! they contain is attributed to the compute construct itself, as NV_ACC_TIME does.
 //!
 //! One file per concern: `nesting` (the per-thread stacks), `constructs`, `kernels`,
-//! `transfers`, `allocations`, `device_records` and `finish`.
+//! `transfers`, `allocations`, `device_records` (with `kernel_names`, which ties kernel records
+//! that do not say their call to the launch of their kernel) and `finish`.
 
 mod allocations;
 mod constructs;
@@ -230,7 +231,8 @@ struct DeviceRecord {
     /// When the host thread issued the driver call.
     host_ns: u64,
     /// Whether the trace says which call issued it (thread and time); else `thread` is -1 and
-    /// `host_ns` the device start until [`match_kernels_by_name`] finds its launch.
+    /// `host_ns` the device start until its launch is found by kernel name
+    /// (`kernel_names`, or `match_kernels_by_name` at the end).
     issued: bool,
     /// A kernel record without its call, waiting for the launch of its kernel (by name, see
     /// `kernel_names`).
