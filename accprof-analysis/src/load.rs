@@ -4,7 +4,7 @@
 use crate::build::ProfileBuilder;
 use crate::model::*;
 use accprof_symbols::ResolvingReader;
-use accprof_trace::{Header, Trace, TraceError, TraceReader};
+use accprof_trace::{Event, Header, StrId, StringTable, Trace, TraceError, TraceReader};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
@@ -48,7 +48,10 @@ impl Profile {
         let reader = ResolvingReader::new(reader);
         let mut b = builder_for(reader.header());
         let mut next_progress = PROGRESS_EVERY;
-        let reader = reader.for_each_batch(|events, bytes_read| {
+        let reader = batches_with_kernel_names(reader, |events, names, bytes_read| {
+            for (id, text) in names {
+                b.name_kernel(*id, text);
+            }
             for ev in events {
                 b.feed(ev);
             }
@@ -78,7 +81,11 @@ impl Profile {
     ) -> Result<Profile, TraceError> {
         let mut reader = ResolvingReader::new(reader);
         let mut b = builder_for(reader.header());
+        let mut named = KernelNamesSent::default();
         while reader.advance()? {
+            if let Some((id, text)) = named.new_name(reader.event(), reader.strings()) {
+                b.name_kernel(id, &text);
+            }
             b.feed(reader.event());
             if b.events_seen().is_multiple_of(PROGRESS_EVERY) {
                 progress(Progress {
@@ -122,7 +129,11 @@ impl Profile {
     /// `accprof_symbols::annotate_trace` on the trace first.
     pub fn from_trace(label: impl Into<String>, trace: &Trace) -> Profile {
         let mut b = builder_for(&trace.header);
+        let mut named = KernelNamesSent::default();
         for ev in &trace.events {
+            if let Some((id, text)) = named.new_name(ev, &trace.strings) {
+                b.name_kernel(id, &text);
+            }
             b.feed(ev);
         }
         let footer_end = trace.footer.as_ref().map(|f| f.end_monotonic_ns);
@@ -140,6 +151,74 @@ impl Profile {
         add_common_warnings(&mut p, footer_end.is_some());
         p
     }
+}
+
+/// The kernel names a builder was given, so that each goes once
+/// ([`ProfileBuilder::name_kernel`]: kernel records without their call are then tied to their
+/// launches while reading, in bounded memory).
+#[derive(Default)]
+struct KernelNamesSent(std::collections::HashSet<StrId>);
+
+impl KernelNamesSent {
+    /// The kernel name of `ev` with its text, the first time it is seen defined.
+    fn new_name(&mut self, ev: &Event, strings: &StringTable) -> Option<(StrId, Box<str>)> {
+        let id = ev.kernel_name()?;
+        if self.0.contains(&id) {
+            return None;
+        }
+        let text = strings.get(id)?;
+        self.0.insert(id);
+        Some((id, text.into()))
+    }
+}
+
+/// Streams the rest of the trace on a second thread, calling `each` on this one with the
+/// events in order, a batch at a time, the kernel names they use first (defined by then: a
+/// trace writes its strings before the events that use them) and the bytes read by then.
+/// Decoding and resolving overlap with what `each` does.
+fn batches_with_kernel_names<R: Read + Send>(
+    mut reader: ResolvingReader<R>,
+    mut each: impl FnMut(&[Event], &[(StrId, Box<str>)], u64),
+) -> Result<ResolvingReader<R>, TraceError> {
+    use std::sync::mpsc::{channel, sync_channel};
+    const BATCH: usize = 4096;
+    type Batch = (Vec<Event>, Vec<(StrId, Box<str>)>);
+    let (full_tx, full_rx) = sync_channel::<(Batch, u64)>(4);
+    let (free_tx, free_rx) = channel::<Vec<Event>>();
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(move || -> Result<ResolvingReader<R>, TraceError> {
+            let mut named = KernelNamesSent::default();
+            loop {
+                let mut batch = free_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                batch.clear();
+                let mut names = Vec::new();
+                while batch.len() < BATCH && reader.advance()? {
+                    let ev = reader.event();
+                    names.extend(named.new_name(ev, reader.strings()));
+                    batch.push(*ev);
+                }
+                let done = batch.len() < BATCH;
+                if !batch.is_empty() && full_tx.send(((batch, names), reader.bytes_read())).is_err()
+                {
+                    return Ok(reader);
+                }
+                if done {
+                    return Ok(reader);
+                }
+            }
+        });
+        for ((batch, names), bytes) in full_rx {
+            each(&batch, &names, bytes);
+            // The worker may have finished; then the batch is simply dropped.
+            let _ = free_tx.send(batch);
+        }
+        match worker.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
 }
 
 /// The header key libaccprof writes when it records device activity (CUPTI), naming the

@@ -1,6 +1,7 @@
 //! Benchmark of `accprof report` on CUPTI-shaped traces (a device record for every launch and
 //! transfer, delivered in batches): its peak memory must not grow with the records, so 2M and
-//! 10M events print about the same figure. Not a pass/fail timing test; it prints the figures
+//! 10M events print about the same figure. The GCC shape's kernel records do not say their
+//! issuing call and are tied to their launches by kernel name. Not a pass/fail timing test; it prints the figures
 //! recorded in docs/performance/report.md:
 //!
 //!     cargo test --release -p accprof-cli --test report_cupti_bench -- --ignored --nocapture
@@ -15,12 +16,22 @@ use std::time::Instant;
 #[ignore = "benchmark: run with --release -- --ignored --nocapture"]
 fn report_memory_is_flat_in_device_records() {
     let dir = tempfile::tempdir().unwrap();
-    for shape in [Shape::LaplaceNaive, Shape::LooseOps] {
+    let shapes = [
+        (Shape::LaplaceNaive, false),
+        (Shape::LooseOps, false),
+        (Shape::LaplaceNaive, true),
+        (Shape::LooseOps, true),
+    ];
+    for (shape, gcc) in shapes {
+        let mut peaks = Vec::new();
         for events in [2_000_000u64, 10_000_000] {
             let trace = dir.path().join("cupti.trace");
-            let cfg = SynthConfig::new(shape)
-                .with_cupti()
-                .with_event_target(events);
+            let cfg = SynthConfig::new(shape).with_event_target(events);
+            let cfg = if gcc {
+                cfg.without_names().with_cupti_kernels_by_name()
+            } else {
+                cfg.with_cupti()
+            };
             let stats = write_trace(&cfg, &trace).unwrap();
             let mut best = f64::MAX;
             let mut peak_kib = 0;
@@ -31,13 +42,26 @@ fn report_memory_is_flat_in_device_records() {
                 peak_kib = rss;
                 assert!(ok, "accprof report failed on {shape:?}");
             }
+            let records = if gcc {
+                "CUPTI records, kernels by name (GCC)"
+            } else {
+                "CUPTI records"
+            };
             println!(
-                "report {shape:?} with CUPTI records: {} events ({:.0} MB) in {best:.2} s (best of 2), peak RSS {} MiB",
+                "report {shape:?} with {records}: {} events ({:.0} MB) in {best:.2} s (best of 2), peak RSS {} MiB",
                 stats.events,
                 stats.bytes as f64 / 1e6,
                 peak_kib / 1024
             );
+            peaks.push(peak_kib);
         }
+        // Five times the events: memory that grew with them would more than double.
+        assert!(
+            peaks[1] < 2 * peaks[0],
+            "{shape:?} (GCC shape: {gcc}): peak RSS {} KiB at 2M events, {} KiB at 10M",
+            peaks[0],
+            peaks[1]
+        );
     }
 }
 

@@ -68,6 +68,10 @@ pub struct SynthConfig {
     pub threads: u64,
     /// Device records for every launch and transfer, as CUPTI records them.
     pub cupti: bool,
+    /// Kernel records say neither their thread nor their call's time, and name their kernel
+    /// with a string id of their own, as libaccprof records GCC's launches (CUPTI's launch
+    /// callback off once libgomp reports launches; names interned by pointer).
+    pub kernels_by_name: bool,
 }
 
 /// Device records per delivered CUPTI buffer.
@@ -99,12 +103,21 @@ impl SynthConfig {
             init_ns: 150_000_000,
             threads: 3,
             cupti: false,
+            kernels_by_name: false,
         }
     }
 
     /// With device records for every launch and transfer, delivered in batches as CUPTI does.
     pub fn with_cupti(mut self) -> Self {
         self.cupti = true;
+        self
+    }
+
+    /// With device records whose kernel records carry only the kernel's name, not their
+    /// issuing call: what GCC-compiled programs give under libaccprof.
+    pub fn with_cupti_kernels_by_name(mut self) -> Self {
+        self.cupti = true;
+        self.kernels_by_name = true;
         self
     }
 
@@ -183,6 +196,9 @@ const S_ANEW: u32 = 3;
 const S_ERROR: u32 = 4;
 const S_K1: u32 = 5;
 const S_K2: u32 = 6;
+/// The kernels' names as kernel records give them (another pointer, another id).
+const S_K1_RECORD: u32 = 7;
+const S_K2_RECORD: u32 = 8;
 
 /// Generates the events of a [`SynthConfig`] batch by batch.
 #[derive(Debug)]
@@ -258,6 +274,8 @@ impl Synth {
             (StrId(S_ERROR), b"error"),
             (StrId(S_K1), b"main_57_gpu"),
             (StrId(S_K2), b"main_71_gpu"),
+            (StrId(S_K1_RECORD), b"main_57_gpu"),
+            (StrId(S_K2_RECORD), b"main_71_gpu"),
         ]
     }
 
@@ -312,8 +330,11 @@ impl Synth {
         let mut e = Event::new(kind, call + 1_000);
         e.end_ns = e.start_ns + host.duration_ns().saturating_sub(1_500).max(500);
         let thread = host.thread().unwrap_or(1);
-        e.set_i64(Field::Thread, thread);
-        e.set(Field::HostCallNs, call);
+        let by_name = self.cfg.kernels_by_name && kind == device::KERNEL;
+        if !by_name {
+            e.set_i64(Field::Thread, thread);
+            e.set(Field::HostCallNs, call);
+        }
         self.correlation += 1;
         e.set(Field::CorrelationId, self.correlation);
         e.set(Field::AsyncHandle, 0x1000 + thread as u64);
@@ -321,7 +342,12 @@ impl Synth {
             e.set(Field::CopyKind, device::copy_kind(dir as u8, src, dst));
             e.set(Field::Bytes, host.bytes().unwrap_or(0));
         } else if let Some(k) = host.kernel_name() {
-            e.set(Field::KernelName, u64::from(k.0));
+            let k = match k.0 {
+                S_K1 if by_name => S_K1_RECORD,
+                S_K2 if by_name => S_K2_RECORD,
+                k => k,
+            };
+            e.set(Field::KernelName, u64::from(k));
         }
         Some(e)
     }

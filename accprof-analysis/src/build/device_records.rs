@@ -11,6 +11,7 @@
 //! record whose call falls before what was dropped is counted as late (a warning says how many)
 //! instead of being tied to the wrong construct.
 
+use super::kernel_names::CLOCK_SLACK_NS;
 use super::*;
 use accprof_timeline::device::{innermost_open, Query, Span};
 
@@ -24,8 +25,9 @@ pub(super) struct DeviceRounds {
     pub(super) size: Option<usize>,
     /// Whether a round ran (slice runs its records opened are closed at the end).
     ran: bool,
-    /// Kernel records that do not say which call issued them were seen: they are matched by
-    /// name at the end, against every launch, so launch spans are kept.
+    /// Kernel records that do not say which call issued them were seen and the reader did not
+    /// name their kernels (see `kernel_names`): they are matched by name at the end, against
+    /// every launch, so launch spans are kept.
     by_name: bool,
     /// Per thread, spans that ended before this were dropped.
     dropped_below: HashMap<i64, u64>,
@@ -40,13 +42,23 @@ impl ProfileBuilder {
         let Some(kind) = DeviceOp::of(ev) else { return };
         self.summary.device_records += 1;
         let issued = ev.get(Field::HostCallNs).is_some();
+        let mut name_pending = false;
         if !issued && kind == DeviceOp::Kernel {
-            self.device_rounds.by_name = true;
+            match ev.kernel_name() {
+                Some(id) if self.kernel_names.of(Some(id)).is_some() => {
+                    name_pending = true;
+                    self.kernel_names.records_seen = true;
+                }
+                // A kernel that names nothing is tied to no launch, streaming or not.
+                None if self.kernel_names.enabled => {}
+                _ => self.device_rounds.by_name = true,
+            }
         }
         self.device_records.push(DeviceRecord {
             thread,
             host_ns: ev.get(Field::HostCallNs).unwrap_or(r.start_ns),
             issued,
+            name_pending,
             correlation: ev.get(Field::CorrelationId),
             kind,
             r,
@@ -60,6 +72,22 @@ impl ProfileBuilder {
         }
     }
 
+    /// No launch that starts before this can still be accounted: launches wait on the
+    /// threads' stacks until their construct arrives.
+    fn launch_horizon(&self) -> u64 {
+        let launch_start = |l: &Leaf| (l.kind == ChildKind::Launch).then_some(l.r.start_ns);
+        self.threads
+            .values()
+            .flat_map(|ts| ts.stack.iter())
+            .filter_map(|item| match item {
+                Item::Leaf(l) => launch_start(l),
+                Item::Group { leaves, .. } => leaves.iter().filter_map(launch_start).min(),
+                Item::Closed { .. } => None,
+            })
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
     fn device_round_size(&self) -> usize {
         self.device_rounds.size.unwrap_or(DEVICE_ROUND).max(1)
     }
@@ -68,15 +96,20 @@ impl ProfileBuilder {
     /// record to come should need.
     fn run_device_round(&mut self) {
         let round = self.device_round_size();
-        let recs = std::mem::take(&mut self.device_records);
+        let mut recs = std::mem::take(&mut self.device_records);
         for ts in self.threads.values_mut() {
             index_spans(ts);
         }
+        let horizon = self.launch_horizon();
+        self.match_named_kernels(&mut recs, horizon);
+        let at_end = self.device_rounds.by_name;
+        let holds = |d: &DeviceRecord| {
+            d.name_pending || (at_end && d.kind == DeviceOp::Kernel && !d.issued)
+        };
         let enclosing = self.enclosing_constructs(&recs);
         let (mut ready, mut waiting) = (Vec::new(), Vec::new());
         for (d, span) in recs.into_iter().zip(enclosing) {
-            let by_name = d.kind == DeviceOp::Kernel && !d.issued;
-            if span.is_some() && !by_name {
+            if span.is_some() && !holds(&d) {
                 ready.push(d);
             } else {
                 waiting.push(d);
@@ -109,9 +142,20 @@ impl ProfileBuilder {
             let frontier = |t: i64| fronts.get(&t).copied().unwrap_or(helpers);
             let mut excess = waiting.len() - round;
             let mut keep = Vec::with_capacity(round);
-            for d in waiting {
-                let by_name = d.kind == DeviceOp::Kernel && !d.issued;
-                if excess > 0 && !by_name && d.host_ns < frontier(d.thread) {
+            for mut d in waiting {
+                let launch_settled = d.r.start_ns.saturating_add(CLOCK_SLACK_NS) < horizon;
+                if excess > 0 && d.name_pending && launch_settled {
+                    // Waited a window's worth for a launch that would have been accounted by
+                    // now: counted outside, and said if the runtime reported launches of that
+                    // kernel at all.
+                    excess -= 1;
+                    d.name_pending = false;
+                    let n = self.kernel_names.of(d.kernel);
+                    if n.is_some_and(|n| self.kernel_names.launched(n)) {
+                        self.kernel_names.gave_up += 1;
+                    }
+                    ready.push(d);
+                } else if excess > 0 && !holds(&d) && d.host_ns < frontier(d.thread) {
                     excess -= 1;
                     ready.push(d);
                 } else {
@@ -141,7 +185,14 @@ impl ProfileBuilder {
         // Spans before the previous round's earliest call go: one round of slack for records
         // that arrive out of order.
         for (&t, ts) in self.threads.iter_mut() {
-            let now = low.get(&t).copied().unwrap_or(u64::MAX).min(helpers_low);
+            // Launches still waiting for a record by name keep their spans.
+            let launch = self.kernel_names.earliest_on(t).unwrap_or(u64::MAX);
+            let now = low
+                .get(&t)
+                .copied()
+                .unwrap_or(u64::MAX)
+                .min(helpers_low)
+                .min(launch);
             let Some(before) = self.device_rounds.low.insert(t, now) else {
                 continue;
             };
@@ -168,7 +219,11 @@ impl ProfileBuilder {
         for ts in self.threads.values_mut() {
             index_spans(ts);
         }
-        match_kernels_by_name(&self.threads, &mut recs, strings);
+        if self.device_rounds.by_name {
+            match_kernels_by_name(&self.threads, &mut recs, strings);
+        } else {
+            self.match_named_kernels(&mut recs, u64::MAX);
+        }
         self.attribute(recs);
         for ts in self.threads.values_mut() {
             if let Some(run) = ts.run.take() {
@@ -401,13 +456,9 @@ fn index_spans(ts: &mut ThreadState) {
         .sort_by_key(|o| (o.start, std::cmp::Reverse(o.end)));
 }
 
-/// The host-reported operation of kind `want` whose callbacks enclose `t` on this thread.
-/// How far a kernel may seem to start before its launch was issued: device times converted by
-/// anchoring CUPTI's clock to the host's (no timestamp callback) can be off by this much.
-const CLOCK_SLACK_NS: u64 = 1_000_000;
-
 /// Gives kernel records that do not say which call issued them the thread and time of the
-/// runtime's reported launch of the same kernel. libaccprof stops CUPTI's launch callback once
+/// runtime's reported launch of the same kernel, at the end of the trace, for a builder the
+/// reader did not name kernels to (`kernel_names` does the same while streaming). libaccprof stops CUPTI's launch callback once
 /// the runtime reports launches through acc_prof (the callback cost about 0.6 us per launch on
 /// the H200); GCC, NVHPC and the shim report each launch with the kernel's name, which CUPTI's
 /// records carry too. Per name, the launches not already claimed by a record with its call are
@@ -477,7 +528,8 @@ fn match_kernels_by_name(
     }
 }
 
-fn find_op(ts: &ThreadState, t: u64, want: ChildKind) -> Option<OpSpan> {
+/// The host-reported operation of kind `want` whose callbacks enclose `t` on this thread.
+pub(super) fn find_op(ts: &ThreadState, t: u64, want: ChildKind) -> Option<OpSpan> {
     let ops = &ts.op_spans;
     let end = ops.partition_point(|o| o.start <= t);
     // Operations of one kind do not overlap on a thread; look back over a few neighbours.

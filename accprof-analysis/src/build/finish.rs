@@ -54,6 +54,20 @@ impl ProfileBuilder {
                 self.device_rounds.late
             ));
         }
+        let names = &self.kernel_names;
+        if names.gave_up > 0 {
+            profile.warnings.push(format!(
+                "{} kernel record(s) without their launch call found no launch of their kernel while accprof kept them waiting (records come in CUPTI's buffers, roughly in issue order); they were counted outside any construct",
+                names.gave_up
+            ));
+        }
+        if names.records_seen && names.left_window > 0 {
+            profile.warnings.push(format!(
+                "{} launch(es) waited for their kernel record longer than accprof keeps launches ({} per kernel); kernel records meant for them may be counted outside any construct",
+                names.left_window,
+                kernel_names::LAUNCH_WINDOW
+            ));
+        }
         if self.late_enclosing > 0 {
             profile.warnings.push(format!(
                 "{} construct(s) enclosed more operations that no inner construct did than accprof keeps waiting for their construct ({MIN_PENDING} to {MAX_PENDING} per thread); operations of theirs were counted outside any construct",

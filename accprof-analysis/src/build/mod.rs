@@ -10,7 +10,8 @@
 //! they contain is attributed to the compute construct itself, as NV_ACC_TIME does.
 //!
 //! One file per concern: `nesting` (the per-thread stacks), `constructs`, `kernels`,
-//! `transfers`, `allocations`, `device_records` and `finish`.
+//! `transfers`, `allocations`, `device_records` (with `kernel_names`, which ties kernel records
+//! that do not say their call to the launch of their kernel) and `finish`.
 
 mod allocations;
 mod constructs;
@@ -19,6 +20,7 @@ mod device_memory;
 mod device_records;
 mod finish;
 mod geometry;
+mod kernel_names;
 mod kernels;
 mod nesting;
 mod transfers;
@@ -229,8 +231,12 @@ struct DeviceRecord {
     /// When the host thread issued the driver call.
     host_ns: u64,
     /// Whether the trace says which call issued it (thread and time); else `thread` is -1 and
-    /// `host_ns` the device start until [`match_kernels_by_name`] finds its launch.
+    /// `host_ns` the device start until its launch is found by kernel name
+    /// (`kernel_names`, or `match_kernels_by_name` at the end).
     issued: bool,
+    /// A kernel record without its call, waiting for the launch of its kernel (by name, see
+    /// `kernel_names`).
+    name_pending: bool,
     /// CUPTI's correlation id: issue order across the process.
     correlation: Option<u64>,
     kind: DeviceOp,
@@ -346,6 +352,7 @@ pub struct ProfileBuilder {
     /// Device properties events: device ordinal and the text of its limits.
     device_properties: Vec<(i64, StrId)>,
     device_rounds: device_records::DeviceRounds,
+    kernel_names: kernel_names::KernelNames,
 }
 
 impl ProfileBuilder {
@@ -513,6 +520,12 @@ impl ProfileBuilder {
                 let ts = self.threads.entry(thread).or_default();
                 ts.op_spans.push(span);
                 ts.reports_ops = true;
+                if let Some(n) = self.kernel_names.of(leaf.kernel) {
+                    if leaf.kind == ChildKind::Launch {
+                        let l = (leaf.r.start_ns, leaf.r.end_ns, thread);
+                        self.kernel_names.add_launch(n, l);
+                    }
+                }
             }
         }
     }
