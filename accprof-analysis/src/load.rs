@@ -48,7 +48,9 @@ impl Profile {
         let reader = ResolvingReader::new(reader);
         let mut b = builder_for(reader.header());
         let mut next_progress = PROGRESS_EVERY;
-        let reader = batches_with_kernel_names(reader, |events, names, bytes_read| {
+        let mut named = KernelNamesSent::default();
+        let note = move |ev: &Event, strings: &StringTable| named.new_name(ev, strings);
+        let reader = reader.for_each_batch_noting(note, |events, names, bytes_read| {
             for (id, text) in names {
                 b.name_kernel(*id, text);
             }
@@ -170,55 +172,6 @@ impl KernelNamesSent {
         self.0.insert(id);
         Some((id, text.into()))
     }
-}
-
-/// Streams the rest of the trace on a second thread, calling `each` on this one with the
-/// events in order, a batch at a time, the kernel names they use first (defined by then: a
-/// trace writes its strings before the events that use them) and the bytes read by then.
-/// Decoding and resolving overlap with what `each` does.
-fn batches_with_kernel_names<R: Read + Send>(
-    mut reader: ResolvingReader<R>,
-    mut each: impl FnMut(&[Event], &[(StrId, Box<str>)], u64),
-) -> Result<ResolvingReader<R>, TraceError> {
-    use std::sync::mpsc::{channel, sync_channel};
-    const BATCH: usize = 4096;
-    type Batch = (Vec<Event>, Vec<(StrId, Box<str>)>);
-    let (full_tx, full_rx) = sync_channel::<(Batch, u64)>(4);
-    let (free_tx, free_rx) = channel::<Vec<Event>>();
-    std::thread::scope(|scope| {
-        let worker = scope.spawn(move || -> Result<ResolvingReader<R>, TraceError> {
-            let mut named = KernelNamesSent::default();
-            loop {
-                let mut batch = free_rx
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                batch.clear();
-                let mut names = Vec::new();
-                while batch.len() < BATCH && reader.advance()? {
-                    let ev = reader.event();
-                    names.extend(named.new_name(ev, reader.strings()));
-                    batch.push(*ev);
-                }
-                let done = batch.len() < BATCH;
-                if !batch.is_empty() && full_tx.send(((batch, names), reader.bytes_read())).is_err()
-                {
-                    return Ok(reader);
-                }
-                if done {
-                    return Ok(reader);
-                }
-            }
-        });
-        for ((batch, names), bytes) in full_rx {
-            each(&batch, &names, bytes);
-            // The worker may have finished; then the batch is simply dropped.
-            let _ = free_tx.send(batch);
-        }
-        match worker.join() {
-            Ok(r) => r,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-    })
 }
 
 /// The header key libaccprof writes when it records device activity (CUPTI), naming the

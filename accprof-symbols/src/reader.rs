@@ -290,9 +290,23 @@ impl<R: Read> ResolvingReader<R> {
     where
         R: Send,
     {
+        self.for_each_batch_noting(|_, _| None::<()>, |events, _, bytes| each(events, bytes))
+    }
+
+    /// [`for_each_batch`](Self::for_each_batch), with what `note` says about each event while
+    /// the reading thread has the strings at hand (a kernel name's text the first time it is
+    /// used, say), handed to `each` beside its batch.
+    pub fn for_each_batch_noting<T: Send>(
+        self,
+        mut note: impl FnMut(&Event, &StringTable) -> Option<T> + Send,
+        mut each: impl FnMut(&[Event], &[T], u64),
+    ) -> Result<Self, TraceError>
+    where
+        R: Send,
+    {
         use std::sync::mpsc::{channel, sync_channel};
         const BATCH: usize = 4096;
-        let (full_tx, full_rx) = sync_channel::<(Vec<Event>, u64)>(4);
+        let (full_tx, full_rx) = sync_channel::<(Vec<Event>, Vec<T>, u64)>(4);
         let (free_tx, free_rx) = channel::<Vec<Event>>();
         std::thread::scope(|scope| {
             let worker = scope.spawn(move || -> Result<Self, TraceError> {
@@ -302,13 +316,15 @@ impl<R: Read> ResolvingReader<R> {
                         .try_recv()
                         .unwrap_or_else(|_| Vec::with_capacity(BATCH));
                     batch.clear();
+                    let mut notes = Vec::new();
                     while batch.len() < BATCH {
                         let Some(mut ev) = r.read_raw()? else { break };
                         r.resolve_in_place(&mut ev);
+                        notes.extend(note(&ev, r.strings()));
                         batch.push(ev);
                     }
                     let done = batch.len() < BATCH;
-                    if !batch.is_empty() && full_tx.send((batch, r.bytes_read())).is_err() {
+                    if !batch.is_empty() && full_tx.send((batch, notes, r.bytes_read())).is_err() {
                         return Ok(r);
                     }
                     if done {
@@ -316,8 +332,8 @@ impl<R: Read> ResolvingReader<R> {
                     }
                 }
             });
-            for (batch, bytes) in full_rx {
-                each(&batch, bytes);
+            for (batch, notes, bytes) in full_rx {
+                each(&batch, &notes, bytes);
                 // The worker may have finished; then the batch is simply dropped.
                 let _ = free_tx.send(batch);
             }

@@ -67,7 +67,10 @@ impl ProfileBuilder {
             var: ev.var_name(),
             kernel: ev.kernel_name(),
         });
-        if self.device_records.len() >= 2 * self.device_round_size() {
+        // Records matched by name at the end wait for it all; a round would only sort them
+        // again each time (quadratic in records), so none runs once that is known.
+        if !self.device_rounds.by_name && self.device_records.len() >= 2 * self.device_round_size()
+        {
             self.run_device_round();
         }
     }
