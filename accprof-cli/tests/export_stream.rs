@@ -102,14 +102,26 @@ fn json_meaning(path: &Path) -> (Vec<String>, Vec<String>) {
             names[&(pid.parse().unwrap(), tid.parse().unwrap())].clone()
         })
         .collect();
+    let track =
+        |e: &Value| names[&(e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap())].clone();
+    // A flow's id is only a handle: each end is named by both ends' tracks and times.
+    let mut flows: HashMap<u64, BTreeMap<String, String>> = HashMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f") {
+        flows.entry(e["id"].as_u64().unwrap()).or_default().insert(
+            e["ph"].as_str().unwrap().to_string(),
+            format!("{}@{}", track(e), e["ts"]),
+        );
+    }
     let mut meaning: Vec<String> = events
         .iter()
         .filter(|e| e["ph"] != "M")
         .map(|e| {
             let mut e = e.clone();
-            if let Some(tid) = e["tid"].as_u64() {
-                let pid = e["pid"].as_u64().unwrap();
-                e["tid"] = Value::String(names[&(pid, tid)].clone());
+            if e["tid"].is_u64() {
+                e["tid"] = Value::String(track(&e));
+            }
+            if let Some(ends) = e["id"].as_u64().and_then(|id| flows.get(&id)) {
+                e["id"] = Value::String(format!("{ends:?}"));
             }
             e.to_string()
         })
@@ -357,4 +369,88 @@ fn a_streamed_perfetto_export_means_what_the_whole_trace_export_means() {
     got.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     assert!(!expected.is_empty());
     assert_eq!(got, expected);
+}
+
+/// A CUPTI-shaped trace (every launch and copy also has its device record, handed over in
+/// batches after the host events, as libaccprof flushes CUPTI): streamed, its device slices,
+/// their args and their flows from the issuing host slices are those of the whole-trace export.
+#[test]
+fn a_streamed_json_export_with_device_records_means_what_the_whole_trace_export_means() {
+    use accprof_testkit::laplace::{write_trace, Shape, SynthConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("cupti.trace");
+    let cfg = SynthConfig::new(Shape::LaplaceNaive)
+        .with_cupti()
+        .with_event_target(STREAMED);
+    write_trace(&cfg, &trace).unwrap();
+    let (streamed, whole) = (dir.path().join("s.json"), dir.path().join("w.json"));
+    let said = export_file(&trace, &streamed, "chrome", None);
+    assert!(!said.contains("not streamed"), "{said}");
+    assert!(!said.contains("warning"), "{said}");
+    export_whole(&trace, &whole, "chrome");
+    tools::chrome_validator::validate(&std::fs::read_to_string(&streamed).unwrap()).unwrap();
+    let (s, w) = (json_meaning(&streamed), json_meaning(&whole));
+    assert_eq!(s.1, w.1, "tracks in display order");
+    assert!(
+        s.1.iter().any(|t| t.starts_with("device stream")),
+        "{:?}",
+        s.1
+    );
+    let flows = |m: &[String]| m.iter().filter(|e| e.contains(r#""ph":"s""#)).count();
+    assert!(
+        flows(&s.0) * 4 > s.0.len() / 4,
+        "most device slices have a flow"
+    );
+    assert_eq!(flows(&s.0), flows(&w.0));
+    assert_eq!(s.0.len(), w.0.len());
+    for (a, b) in s.0.iter().zip(&w.0) {
+        assert_eq!(a, b, "first differing event");
+    }
+}
+
+/// The recorded GPU traces (real CUPTI records from gcc's runtime and the bundled one), pushed
+/// through windows of 64 slices so that they stream: the same events and flows as the
+/// whole-trace export. One of them does not fit so small a window (its counter steps) and is
+/// exported whole, which must come out the same too.
+#[test]
+fn recorded_gpu_traces_stream_with_their_device_flows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut streamed_any = 0;
+    for name in [
+        "gcc_naive",
+        "gcc_data",
+        "gcc_heap",
+        "shim_naive_cudaevents",
+        "shim_naive",
+    ] {
+        let trace = tools::workspace_root().join(format!("traces/gpu/{name}.trace"));
+        let (streamed, whole) = (dir.path().join("s.json"), dir.path().join("w.json"));
+        let said = export_file(&trace, &streamed, "chrome", Some(64));
+        if !said.contains("not streamed") {
+            streamed_any += 1;
+        }
+        export_whole(&trace, &whole, "chrome");
+        let (s, w) = (json_meaning(&streamed), json_meaning(&whole));
+        assert_eq!(s.1, w.1, "{name}: tracks in display order");
+        assert!(s.0.iter().any(|e| e.contains(r#""ph":"s""#)), "{name}");
+        assert_eq!(s.0, w.0, "{name}: events");
+    }
+    assert!(streamed_any >= 4, "{streamed_any} traces streamed");
+}
+
+/// A Perfetto export of a trace with device records is laid out whole (the flows must be
+/// named on host slices written before their records arrive): the same file as through
+/// standard output.
+#[test]
+fn a_perfetto_export_with_device_records_is_laid_out_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = tools::workspace_root().join("traces/gpu/shim_naive.trace");
+    let (streamed, whole) = (dir.path().join("s.pftrace"), dir.path().join("w.pftrace"));
+    let said = export_file(&trace, &streamed, "perfetto", Some(256));
+    assert!(said.contains("not streamed"), "{said}");
+    export_whole(&trace, &whole, "perfetto");
+    assert_eq!(
+        std::fs::read(&streamed).unwrap(),
+        std::fs::read(&whole).unwrap()
+    );
 }

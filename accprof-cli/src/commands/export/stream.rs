@@ -14,15 +14,27 @@
 //! is laid out whole by [`super::collect_with_progress`] (it is held in full before anything is
 //! written anyway), which keeps small exports exactly as they always were.
 //!
+//! Device records (CUPTI's kernels and copies) go on their streams' tracks through windows like
+//! any other. Their host slice (the innermost open on the issuing thread at the host call, as
+//! [`super::flows::link`] finds it) was usually written before they arrive: each host track
+//! keeps its last slices ([`Issuers`]), and a device slice waits, laid out, until its thread's
+//! tracks have written a slice starting after the call, then is written with its flow (JSON
+//! order is free). A record whose issuer was let go gets no flow and is counted in a warning.
+//!
 //! When the input does not fit the windows (a slice arrives after a later-starting one of its
 //! track has been written, the first events do not hold the earliest start, a slice names a
-//! string defined later in the file) or has what the streaming path does not lay out (device
-//! records, whose flows need their issuing host slices), the export is given up and
+//! string defined later in the file, a host slice comes after device records it may have
+//! issued were linked, a record was issued on a thread with no OpenACC events) or has what the
+//! streaming path does not lay out (device records in a Perfetto export, whose flows must be
+//! named on the host slice's packet), the export is given up and
 //! [`Outcome::Unordered`] hands the output back, to be written again by the whole-trace path
 //! ([`super::collect_with_progress`]). Nothing is ever written out of order or dropped.
 
 use super::chrome::{ChromeWriter, Process};
 use super::counters::{Counters, StepWindow};
+use super::device::DeviceInfo;
+use super::flows::{self, Flow};
+use super::issuers::{Found, Issuers};
 use super::perfetto::{self, Names, Placed};
 use super::slice::Slice;
 use super::strings::{Shipped, Shipping};
@@ -30,10 +42,13 @@ use super::tracks::{self, TrackKey, TrackKind, TrackTable};
 use super::{wall_clock, Format, Summary};
 use crate::error::CliError;
 use crate::progress::Progress;
+use accprof_abi::acc_event_t;
 use accprof_perfetto::{PerfettoWriter, TrackId};
 use accprof_symbols::ResolvingReader;
 use accprof_timeline::order::StartWindow;
-use accprof_trace::{device as device_kind, StringTable};
+use accprof_timeline::DeviceOp;
+use accprof_trace::{device as device_kind, Field, StringTable};
+use std::cmp::Reverse;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -48,6 +63,12 @@ const STEP_WINDOW: usize = 8192;
 const PREFIX: usize = 1 << 16;
 /// Slices per batch handed to the writing thread.
 const BATCH: usize = 1 << 14;
+/// Host slices kept per host track for the device records they may have issued: CUPTI hands
+/// records over up to a second after the call.
+const ISSUERS: usize = 1 << 16;
+/// Device records waiting for their issuing thread's slices to be written before the export is
+/// given up (a thread that issued work and then wrote nothing for a long time).
+const PENDING: usize = 1 << 18;
 
 /// The window sizes: `(per-track window, counter window, events read before the start)`.
 /// `ACCPROF_EXPORT_WINDOW=N` makes all three N, so that tests can stream small traces and
@@ -94,8 +115,28 @@ struct Batch {
     /// Strings first named since the last batch: (trace, id, text).
     strings: Vec<(u16, u32, Box<str>)>,
     slices: Vec<Slice>,
+    /// What device records have beyond their slice (indexed by [`Slice::device`] of the
+    /// batch's slices), with the host slice that issued each, if known.
+    device: Vec<(DeviceInfo, Option<Slice>)>,
+    /// Arrows from issuing host slices to device slices.
+    flows: Vec<LaneFlow>,
     /// Counter values: (counter, trace, time, value).
     counters: Vec<(Counter, u16, u64, i64)>,
+}
+
+/// A flow arrow between two laid-out slices of one trace: `(track, lane)` and time of each end.
+struct LaneFlow {
+    trace: u16,
+    src: (u32, u16),
+    src_ts: u64,
+    dst: (u32, u16),
+    dst_ts: u64,
+}
+
+/// A device slice laid out on its track, waiting for the slice that issued it.
+struct Pending {
+    s: Slice,
+    info: DeviceInfo,
 }
 
 enum Message {
@@ -162,7 +203,7 @@ pub(super) fn export<W: Write + Send>(
     let (back_tx, back_rx) = mpsc::channel::<Batch>();
     std::thread::scope(|scope| {
         let writer = scope.spawn(move || write_stream(format, out, rx, back_tx));
-        let mut st = Stream::new(tx, back_rx, zero);
+        let mut st = Stream::new(tx, back_rx, zero, format);
         let mut warnings = Vec::new();
         let mut read_before = 0u64;
         let mut ended = Ok(());
@@ -193,6 +234,13 @@ pub(super) fn export<W: Write + Send>(
             }
         }
         let ended = ended.and_then(|()| st.end());
+        if st.lost > 0 {
+            warnings.push(format!(
+                "{} device records have no flow arrow: the host slice that issued them had left \
+                 the export's window (export to standard output to link every one)",
+                st.lost
+            ));
+        }
         match ended {
             Ok(()) | Err(Stop::Write) => {}
             Err(Stop::Late(why)) => {
@@ -276,10 +324,30 @@ struct Stream {
     batch: Batch,
     shipping: Shipping,
     tracks_sent: usize,
+    format: Format,
+    /// Device records' details while their slices are in a window; free slots.
+    device: Vec<DeviceInfo>,
+    device_free: Vec<u32>,
+    issuers: Issuers,
+    pending: Vec<Pending>,
+    /// Per host thread, the latest host call time of a device record linked so far: a slice of
+    /// the thread written later and starting before it might have been the issuer.
+    linked_up_to: rustc_hash::FxHashMap<(u16, Option<i64>), u64>,
+    /// Device records whose issuing slice had left [`Issuers`].
+    lost: u64,
+    /// Whether the trace being read has shown a device record, and whether values of its
+    /// bytes in flight (which come from device copies when it has them) were released.
+    device_seen: bool,
+    in_flight_released: bool,
 }
 
 impl Stream {
-    fn new(tx: mpsc::SyncSender<Message>, back: mpsc::Receiver<Batch>, zero: Option<u64>) -> Self {
+    fn new(
+        tx: mpsc::SyncSender<Message>,
+        back: mpsc::Receiver<Batch>,
+        zero: Option<u64>,
+        format: Format,
+    ) -> Self {
         let (window, steps, prefix) = sizes();
         if let Some(zero) = zero {
             // Known before reading (several traces): the writer can start at once.
@@ -304,6 +372,15 @@ impl Stream {
             batch: Batch::default(),
             shipping: Shipping::default(),
             tracks_sent: 0,
+            format,
+            device: Vec::new(),
+            device_free: Vec::new(),
+            issuers: Issuers::new(ISSUERS),
+            pending: Vec::new(),
+            linked_up_to: Default::default(),
+            lost: 0,
+            device_seen: false,
+            in_flight_released: false,
         }
     }
 
@@ -323,13 +400,51 @@ impl Stream {
         self.memory = StepWindow::new(steps);
         self.in_flight = StepWindow::new(steps);
         self.moved = StepWindow::new(steps);
+        self.in_flight_released = false;
+        // A trace recorded with device activity says so: its bytes in flight come from the
+        // device's copies from the start (see Counters), though the records come late.
+        self.device_seen = r
+            .header()
+            .extra
+            .iter()
+            .any(|(k, _)| k == accprof_analysis::load::DEVICE_ACTIVITY_KEY);
+        let mut device_records = false;
+        let mut host_transfers = false;
+        if self.device_seen {
+            self.counters.expect_device_records(trace);
+        }
         self.batch.processes.push(process);
         while r.advance().map_err(Stop::Read)? {
             let ev = r.event();
-            if device_kind::is_device_record(ev.kind) {
-                return Err(Stop::Late("the trace has device records".into()));
+            let is_device = device_kind::is_device_record(ev.kind);
+            if (is_device || self.device_seen) && self.format == Format::Perfetto {
+                return Err(Stop::Late(
+                    "a Perfetto export of device records is laid out whole".into(),
+                ));
+            }
+            device_records |= is_device;
+            host_transfers |= matches!(
+                ev.kind,
+                acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START
+            );
+            if is_device && !self.device_seen {
+                // Bytes in flight come from the device's copies from now on (see Counters).
+                if self.in_flight_released {
+                    return Err(Stop::Late(
+                        "the first device record came after bytes in flight were written".into(),
+                    ));
+                }
+                self.device_seen = true;
+                self.in_flight = StepWindow::new(steps);
+                self.moved = StepWindow::new(steps);
             }
             let mut s = Slice::from_event(ev, trace, 0, clock);
+            if is_device {
+                s.device = self.keep_device(DeviceInfo::from_event(ev, clock));
+            } else if let (Some(h), Some(q)) = (ev.get(Field::AsyncHandle), ev.async_queue()) {
+                // An OpenACC event says which async queue this stream serves.
+                self.tracks.note_stream_queue(trace, h, q);
+            }
             s.track = self.tracks.intern(TrackKey {
                 trace,
                 kind: TrackKind::of_event(ev),
@@ -377,8 +492,140 @@ impl Stream {
                 self.emit(s, r.strings())?;
             }
         }
+        if self.device_seen && !device_records && host_transfers {
+            // Its bytes in flight were the runtime's transfers after all.
+            return Err(Stop::Late(
+                "a trace recorded with device activity has no device records".into(),
+            ));
+        }
+        self.link_pending(true)?;
         self.release_steps(true)?;
         self.send()
+    }
+
+    /// Holds a device record's details while its slice is in a window; its index.
+    fn keep_device(&mut self, info: DeviceInfo) -> u32 {
+        match self.device_free.pop() {
+            Some(k) => {
+                self.device[k as usize] = info;
+                k
+            }
+            None => {
+                self.device.push(info);
+                self.device.len() as u32 - 1
+            }
+        }
+    }
+
+    /// Adds to the batch every pending device slice whose issuer can be told now (all of them
+    /// at the `end` of a trace).
+    fn link_pending(&mut self, end: bool) -> Result<(), Stop> {
+        let pending = std::mem::take(&mut self.pending);
+        for p in pending {
+            match self.issuer(&p, end)? {
+                None => self.pending.push(p),
+                Some((issuer, flow)) => {
+                    let mut s = p.s;
+                    s.device = self.batch.device.len() as u32;
+                    self.batch.device.push((p.info, issuer));
+                    self.batch.slices.push(s);
+                    self.batch.flows.extend(flow);
+                }
+            }
+        }
+        if self.pending.len() > PENDING {
+            return Err(Stop::Late(
+                "too many device records wait for their issuing host slices".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The host slice that issued `p` and the arrow from it, as [`flows::link`] finds them
+    /// over the whole trace; `None` while slices that may have issued it are still to be
+    /// written.
+    #[allow(clippy::type_complexity)]
+    fn issuer(
+        &mut self,
+        p: &Pending,
+        end: bool,
+    ) -> Result<Option<(Option<Slice>, Option<LaneFlow>)>, Stop> {
+        let d = &p.info;
+        let Some(t) = d.host_call else {
+            return Ok(Some((None, None)));
+        };
+        let own: Vec<u32> = match d.thread {
+            Some(thread) => [
+                TrackKind::Host {
+                    thread: Some(thread),
+                },
+                TrackKind::DeviceSync {
+                    thread: Some(thread),
+                },
+            ]
+            .into_iter()
+            .filter_map(|kind| {
+                self.tracks.get(&TrackKey {
+                    trace: p.s.trace,
+                    kind,
+                })
+            })
+            .collect(),
+            None => Vec::new(),
+        };
+        if own.is_empty() {
+            if d.op.and_then(DeviceOp::enqueue_event).is_none() {
+                return Ok(Some((None, None)));
+            }
+            if end || d.thread.is_none() {
+                // Issued on a runtime's helper thread: matched against every thread's
+                // transfers, which the whole trace has.
+                return Err(Stop::Late(
+                    "a device record was issued on a thread without OpenACC events".into(),
+                ));
+            }
+            return Ok(None);
+        }
+        if !end && !own.iter().all(|&track| self.issuers.passed(track, t)) {
+            return Ok(None);
+        }
+        let up_to = self.linked_up_to.entry((p.s.trace, d.thread)).or_insert(t);
+        *up_to = (*up_to).max(t);
+        let mut best: Option<Slice> = None;
+        let mut gone = false;
+        for track in own {
+            match self.issuers.innermost(track, t) {
+                Found::Slice(h) => {
+                    let key = |s: &Slice| (s.start, Reverse(s.end));
+                    if best.is_none_or(|b| key(&h) > key(&b)) {
+                        best = Some(h);
+                    }
+                }
+                Found::Gone => gone = true,
+                Found::None => {}
+            }
+        }
+        if gone {
+            self.lost += 1;
+            return Ok(Some((None, None)));
+        }
+        let Some(h) = best else {
+            return Ok(Some((None, None)));
+        };
+        let src_ts = flows::inside(&h, t);
+        let (lo, hi) = flows::interior(&p.s);
+        let dst_ts = src_ts.max(lo);
+        if dst_ts > hi {
+            return Ok(Some((None, None)));
+        }
+        let flow = LaneFlow {
+            trace: p.s.trace,
+            src: (h.track, h.lane),
+            src_ts,
+            dst: (p.s.track, p.s.lane),
+            dst_ts,
+        };
+        Ok(Some((Some(h), Some(flow))))
     }
 
     /// Fixes the time zero, tells the writer, and lets go what the windows hold beyond their
@@ -429,6 +676,7 @@ impl Stream {
             loop {
                 let next = if end { window.pop() } else { window.pop_over() };
                 let Some((ts, value)) = next else { break };
+                self.in_flight_released |= counter != Counter::Memory;
                 self.batch.counters.push((counter, self.trace, ts, value));
             }
         }
@@ -444,6 +692,32 @@ impl Stream {
         self.shipping
             .ship(&s, strings, &mut self.batch.strings)
             .map_err(|u| Stop::Late(format!("string {} is defined after its first use", u.0)))?;
+        if let TrackKind::Host { thread } | TrackKind::DeviceSync { thread } =
+            self.tracks.key(s.track).kind
+        {
+            if self
+                .linked_up_to
+                .get(&(s.trace, thread))
+                .is_some_and(|&t| s.start <= t)
+            {
+                return Err(Stop::Late(
+                    "a host slice came after device records it may have issued were linked".into(),
+                ));
+            }
+            self.issuers.note(&s);
+        }
+        if let Some(k) = s.device_index() {
+            let info = self.device[k];
+            self.device_free.push(k as u32);
+            self.pending.push(Pending { s, info });
+            if self.pending.len() >= BATCH {
+                self.link_pending(false)?;
+                if self.batch.slices.len() >= BATCH {
+                    self.send()?;
+                }
+            }
+            return Ok(());
+        }
         self.batch.slices.push(s);
         if self.batch.slices.len() >= BATCH {
             self.send()?;
@@ -452,6 +726,9 @@ impl Stream {
     }
 
     fn send(&mut self) -> Result<(), Stop> {
+        if !self.pending.is_empty() {
+            self.link_pending(false)?;
+        }
         while self.tracks_sent < self.tracks.len() {
             self.batch
                 .tracks
@@ -502,6 +779,8 @@ fn drive<W, S: Sink<W>>(
                 b.processes.clear();
                 b.strings.clear();
                 b.slices.clear();
+                b.device.clear();
+                b.flows.clear();
                 b.counters.clear();
                 // The reader may be done; then the batch is dropped.
                 let _ = back.send(b);
@@ -522,6 +801,7 @@ struct JsonSink<W: Write> {
     /// Per track, the tid of each lane, given on first use.
     tids: Vec<Vec<u32>>,
     slices: usize,
+    flows: u64,
 }
 
 impl<W: Write> JsonSink<W> {
@@ -532,6 +812,7 @@ impl<W: Write> JsonSink<W> {
             strings: Vec::new(),
             tids: Vec::new(),
             slices: 0,
+            flows: 0,
         })
     }
 
@@ -571,10 +852,26 @@ impl<W: Write> Sink<W> for JsonSink<W> {
         for s in &b.slices {
             let tid = self.tid(s.track, s.lane);
             let t = usize::from(s.trace);
+            let dev = s.device_index().map(|k| {
+                let (d, issuer) = &b.device[k];
+                (d, issuer.as_ref())
+            });
             self.w
-                .slice(s, self.processes[t].pid, &self.strings[t], tid, None)?;
+                .slice(s, self.processes[t].pid, &self.strings[t], tid, dev)?;
         }
         self.slices += b.slices.len();
+        for f in &b.flows {
+            self.flows += 1;
+            let flow = Flow {
+                id: self.flows,
+                trace: f.trace,
+                src_tid: self.tid(f.src.0, f.src.1),
+                src_ts: f.src_ts,
+                dst_tid: self.tid(f.dst.0, f.dst.1),
+                dst_ts: f.dst_ts,
+            };
+            self.w.flow(&flow, &self.processes)?;
+        }
         for &(counter, trace, ts, value) in &b.counters {
             let name = match counter {
                 Counter::Memory => "device memory in use",
