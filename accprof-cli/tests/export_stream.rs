@@ -438,19 +438,71 @@ fn recorded_gpu_traces_stream_with_their_device_flows() {
     assert!(streamed_any >= 4, "{streamed_any} traces streamed");
 }
 
-/// A Perfetto export of a trace with device records is laid out whole (the flows must be
-/// named on host slices written before their records arrive): the same file as through
-/// standard output.
+/// A decoded Perfetto trace's flows as what they mean: each (host slice, device slice) pair,
+/// the slices named as [`perfetto_meaning`] names them.
+fn perfetto_flows(decoded: &Value) -> Vec<(String, String)> {
+    let tracks: HashMap<u64, &Value> = decoded["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["uuid"].as_u64().unwrap(), t))
+        .collect();
+    let slices = decoded["slices"].as_array().unwrap();
+    let named = |i: &Value| {
+        let mut s = slices[i.as_u64().unwrap() as usize].clone();
+        let uuid = s["track"].as_u64().unwrap();
+        s["track"] = tracks[&uuid]["name"].clone();
+        s.to_string()
+    };
+    let mut flows: Vec<(String, String)> = decoded["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (named(&f[1]), named(&f[2])))
+        .collect();
+    flows.sort();
+    flows
+}
+
+/// Streamed to Perfetto, a trace with device records holds back its host slices until the
+/// device records they issued have come (the flows are named on the host slice's packet):
+/// the same slices, counters and flows (host slice, device slice) as the whole-trace export,
+/// for a CUPTI-shaped trace and for recorded GPU traces pushed through small windows.
 #[test]
-fn a_perfetto_export_with_device_records_is_laid_out_whole() {
+fn a_streamed_perfetto_export_with_device_records_has_the_same_flows() {
+    use accprof_testkit::laplace::{write_trace, Shape, SynthConfig};
     let dir = tempfile::tempdir().unwrap();
-    let trace = tools::workspace_root().join("traces/gpu/shim_naive.trace");
-    let (streamed, whole) = (dir.path().join("s.pftrace"), dir.path().join("w.pftrace"));
-    let said = export_file(&trace, &streamed, "perfetto", Some(256));
-    assert!(said.contains("not streamed"), "{said}");
-    export_whole(&trace, &whole, "perfetto");
-    assert_eq!(
-        std::fs::read(&streamed).unwrap(),
-        std::fs::read(&whole).unwrap()
-    );
+    let synth = dir.path().join("cupti.trace");
+    let cfg = SynthConfig::new(Shape::LaplaceNaive)
+        .with_cupti()
+        .with_event_target(STREAMED);
+    write_trace(&cfg, &synth).unwrap();
+    let gpu = |name: &str| tools::workspace_root().join(format!("traces/gpu/{name}.trace"));
+    for (trace, window) in [
+        (synth, None),
+        (gpu("gcc_naive"), Some(64)),
+        (gpu("gcc_data"), Some(64)),
+        (gpu("shim_naive_cudaevents"), Some(64)),
+    ] {
+        let (streamed, whole) = (dir.path().join("s.pftrace"), dir.path().join("w.pftrace"));
+        let said = export_file(&trace, &streamed, "perfetto", window);
+        assert!(
+            !said.contains("not streamed"),
+            "{}: {said}",
+            trace.display()
+        );
+        export_whole(&trace, &whole, "perfetto");
+        let (Some(s), Some(w)) = (decode(&streamed), decode(&whole)) else {
+            return;
+        };
+        let (sf, wf) = (perfetto_flows(&s), perfetto_flows(&w));
+        assert!(!sf.is_empty(), "{}", trace.display());
+        assert_eq!(sf, wf, "{}: flows", trace.display());
+        assert_eq!(
+            perfetto_meaning(&s),
+            perfetto_meaning(&w),
+            "{}",
+            trace.display()
+        );
+    }
 }

@@ -6,8 +6,7 @@
 //! the track's bounded window, given a lane so that every slice nests strictly (see [`tracks`]),
 //! and written out by a second thread while the rest is read; memory does not grow with events.
 //! Device records wait, laid out, for the host slice that issued them ([`issuers`]). Small
-//! traces, standard output, Perfetto exports of traces with device records and input the
-//! windows cannot order are read whole instead ([`collect_with_progress`]: every slice held, then sorted per track).
+//! traces, standard output and input the windows cannot order are read whole instead ([`collect_with_progress`]: every slice held, then sorted per track).
 
 pub(crate) mod chrome;
 pub(crate) mod counters;

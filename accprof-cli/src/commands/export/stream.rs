@@ -19,14 +19,18 @@
 //! [`super::flows::link`] finds it) was usually written before they arrive: each host track
 //! keeps its last slices ([`Issuers`]), and a device slice waits, laid out, until its thread's
 //! tracks have written a slice starting after the call, then is written with its flow (JSON
-//! order is free). A record whose issuer was let go gets no flow and is counted in a warning.
+//! order is free). A Perfetto export names a flow on the host slice's own packet, so there host
+//! slices are held back in [`Issuers`] and written as they leave it, with the flows found for
+//! them by then (trace_processor orders packets by time; each track's stay in order). A record
+//! whose issuer was let go gets no flow and is counted in a warning. The header says whether a
+//! trace was recorded with device activity; one that was not, and has records after host
+//! slices were written, is laid out whole.
 //!
 //! When the input does not fit the windows (a slice arrives after a later-starting one of its
 //! track has been written, the first events do not hold the earliest start, a slice names a
 //! string defined later in the file, a host slice comes after device records it may have
-//! issued were linked, a record was issued on a thread with no OpenACC events) or has what the
-//! streaming path does not lay out (device records in a Perfetto export, whose flows must be
-//! named on the host slice's packet), the export is given up and
+//! issued were linked, a record was issued on a thread with no OpenACC events, an async queue is
+//! named for a device stream after its track was written), the export is given up and
 //! [`Outcome::Unordered`] hands the output back, to be written again by the whole-trace path
 //! ([`super::collect_with_progress`]). Nothing is ever written out of order or dropped.
 
@@ -34,7 +38,7 @@ use super::chrome::{ChromeWriter, Process};
 use super::counters::{Counters, StepWindow};
 use super::device::DeviceInfo;
 use super::flows::{self, Flow};
-use super::issuers::{Found, Issuers};
+use super::issuers::{Found, Issuers, Kept};
 use super::perfetto::{self, Names, Placed};
 use super::slice::Slice;
 use super::strings::{Shipped, Shipping};
@@ -43,7 +47,7 @@ use super::{wall_clock, Format, Summary};
 use crate::error::CliError;
 use crate::progress::Progress;
 use accprof_abi::acc_event_t;
-use accprof_perfetto::{PerfettoWriter, TrackId};
+use accprof_perfetto::{FlowId, PerfettoWriter, TrackId};
 use accprof_symbols::ResolvingReader;
 use accprof_timeline::order::StartWindow;
 use accprof_timeline::DeviceOp;
@@ -116,16 +120,29 @@ struct Batch {
     strings: Vec<(u16, u32, Box<str>)>,
     slices: Vec<Slice>,
     /// What device records have beyond their slice (indexed by [`Slice::device`] of the
-    /// batch's slices), with the host slice that issued each, if known.
-    device: Vec<(DeviceInfo, Option<Slice>)>,
+    /// batch's slices), with the host slice that issued each and the flow from it, if known.
+    device: Vec<DeviceSide>,
     /// Arrows from issuing host slices to device slices.
     flows: Vec<LaneFlow>,
+    /// Host slices a Perfetto export held back (see [`Issuers`]), with the flows they start.
+    issuers: Vec<Kept>,
+    /// The names of device stream tracks, given when their first slice is sent (they name the
+    /// async queues known to use the stream).
+    labels: Vec<(u32, String)>,
     /// Counter values: (counter, trace, time, value).
     counters: Vec<(Counter, u16, u64, i64)>,
 }
 
+/// A device record's details in a batch.
+struct DeviceSide {
+    info: DeviceInfo,
+    issuer: Option<Slice>,
+    flow: Option<u64>,
+}
+
 /// A flow arrow between two laid-out slices of one trace: `(track, lane)` and time of each end.
 struct LaneFlow {
+    id: u64,
     trace: u16,
     src: (u32, u16),
     src_ts: u64,
@@ -339,6 +356,14 @@ struct Stream {
     /// bytes in flight (which come from device copies when it has them) were released.
     device_seen: bool,
     in_flight_released: bool,
+    /// Whether host slices are noted in [`Issuers`] (the trace has device records), and held
+    /// back there until they leave (a Perfetto export of such a trace).
+    noting: bool,
+    holding: bool,
+    host_written: bool,
+    flows: u64,
+    /// Device stream tracks named so far, with the name given.
+    labeled: rustc_hash::FxHashMap<u32, String>,
 }
 
 impl Stream {
@@ -381,6 +406,11 @@ impl Stream {
             lost: 0,
             device_seen: false,
             in_flight_released: false,
+            noting: false,
+            holding: false,
+            host_written: false,
+            flows: 0,
+            labeled: Default::default(),
         }
     }
 
@@ -413,14 +443,22 @@ impl Stream {
         if self.device_seen {
             self.counters.expect_device_records(trace);
         }
+        self.noting = self.device_seen;
+        self.holding = self.device_seen && self.format == Format::Perfetto;
+        self.host_written = false;
         self.batch.processes.push(process);
         while r.advance().map_err(Stop::Read)? {
             let ev = r.event();
             let is_device = device_kind::is_device_record(ev.kind);
-            if (is_device || self.device_seen) && self.format == Format::Perfetto {
-                return Err(Stop::Late(
-                    "a Perfetto export of device records is laid out whole".into(),
-                ));
+            if is_device && !self.noting {
+                // Not announced by the header: host slices written so far were not kept.
+                if self.host_written {
+                    return Err(Stop::Late(
+                        "device records in a trace whose header does not announce them".into(),
+                    ));
+                }
+                self.noting = true;
+                self.holding = self.format == Format::Perfetto;
             }
             device_records |= is_device;
             host_transfers |= matches!(
@@ -499,6 +537,17 @@ impl Stream {
             ));
         }
         self.link_pending(true)?;
+        let held: Vec<Kept> = self.issuers.drain().collect();
+        if self.holding {
+            self.batch.issuers.extend(held);
+        }
+        for (&t, label) in &self.labeled {
+            if self.tracks.key(t).trace == trace && self.tracks.label(t) != *label {
+                return Err(Stop::Late(
+                    "an async queue was named for a device stream after its track".into(),
+                ));
+            }
+        }
         self.release_steps(true)?;
         self.send()
     }
@@ -521,13 +570,34 @@ impl Stream {
     /// at the `end` of a trace).
     fn link_pending(&mut self, end: bool) -> Result<(), Stop> {
         let pending = std::mem::take(&mut self.pending);
+        // A track's slices go out in order: behind one that waits, the rest wait too.
+        let mut waiting: Vec<u32> = Vec::new();
         for p in pending {
-            match self.issuer(&p, end)? {
-                None => self.pending.push(p),
+            let found = if waiting.contains(&p.s.track) {
+                None
+            } else {
+                self.issuer(&p, end)?
+            };
+            match found {
+                None => {
+                    if !waiting.contains(&p.s.track) {
+                        waiting.push(p.s.track);
+                    }
+                    self.pending.push(p);
+                }
                 Some((issuer, flow)) => {
                     let mut s = p.s;
                     s.device = self.batch.device.len() as u32;
-                    self.batch.device.push((p.info, issuer));
+                    if !self.labeled.contains_key(&s.track) {
+                        let label = self.tracks.label(s.track);
+                        self.batch.labels.push((s.track, label.clone()));
+                        self.labeled.insert(s.track, label);
+                    }
+                    self.batch.device.push(DeviceSide {
+                        info: p.info,
+                        issuer,
+                        flow: flow.as_ref().map(|f| f.id),
+                    });
                     self.batch.slices.push(s);
                     self.batch.flows.extend(flow);
                 }
@@ -591,14 +661,14 @@ impl Stream {
         }
         let up_to = self.linked_up_to.entry((p.s.trace, d.thread)).or_insert(t);
         *up_to = (*up_to).max(t);
-        let mut best: Option<Slice> = None;
+        let mut best: Option<(Slice, usize)> = None;
         let mut gone = false;
         for track in own {
             match self.issuers.innermost(track, t) {
-                Found::Slice(h) => {
+                Found::Slice(h, at) => {
                     let key = |s: &Slice| (s.start, Reverse(s.end));
-                    if best.is_none_or(|b| key(&h) > key(&b)) {
-                        best = Some(h);
+                    if best.is_none_or(|(b, _)| key(&h) > key(&b)) {
+                        best = Some((h, at));
                     }
                 }
                 Found::Gone => gone = true,
@@ -609,7 +679,7 @@ impl Stream {
             self.lost += 1;
             return Ok(Some((None, None)));
         }
-        let Some(h) = best else {
+        let Some((h, at)) = best else {
             return Ok(Some((None, None)));
         };
         let src_ts = flows::inside(&h, t);
@@ -618,7 +688,10 @@ impl Stream {
         if dst_ts > hi {
             return Ok(Some((None, None)));
         }
+        self.flows += 1;
+        self.issuers.add_flow(h.track, at, self.flows);
         let flow = LaneFlow {
+            id: self.flows,
             trace: p.s.trace,
             src: (h.track, h.lane),
             src_ts,
@@ -704,7 +777,14 @@ impl Stream {
                     "a host slice came after device records it may have issued were linked".into(),
                 ));
             }
-            self.issuers.note(&s);
+            if self.noting {
+                let left = self.issuers.note(&s);
+                if self.holding {
+                    self.batch.issuers.extend(left);
+                    return self.send_if_full();
+                }
+            }
+            self.host_written = true;
         }
         if let Some(k) = s.device_index() {
             let info = self.device[k];
@@ -719,7 +799,11 @@ impl Stream {
             return Ok(());
         }
         self.batch.slices.push(s);
-        if self.batch.slices.len() >= BATCH {
+        self.send_if_full()
+    }
+
+    fn send_if_full(&mut self) -> Result<(), Stop> {
+        if self.batch.slices.len() + self.batch.issuers.len() >= BATCH {
             self.send()?;
         }
         Ok(())
@@ -781,6 +865,8 @@ fn drive<W, S: Sink<W>>(
                 b.slices.clear();
                 b.device.clear();
                 b.flows.clear();
+                b.issuers.clear();
+                b.labels.clear();
                 b.counters.clear();
                 // The reader may be done; then the batch is dropped.
                 let _ = back.send(b);
@@ -801,7 +887,6 @@ struct JsonSink<W: Write> {
     /// Per track, the tid of each lane, given on first use.
     tids: Vec<Vec<u32>>,
     slices: usize,
-    flows: u64,
 }
 
 impl<W: Write> JsonSink<W> {
@@ -812,7 +897,6 @@ impl<W: Write> JsonSink<W> {
             strings: Vec::new(),
             tids: Vec::new(),
             slices: 0,
-            flows: 0,
         })
     }
 
@@ -853,17 +937,16 @@ impl<W: Write> Sink<W> for JsonSink<W> {
             let tid = self.tid(s.track, s.lane);
             let t = usize::from(s.trace);
             let dev = s.device_index().map(|k| {
-                let (d, issuer) = &b.device[k];
-                (d, issuer.as_ref())
+                let d = &b.device[k];
+                (&d.info, d.issuer.as_ref())
             });
             self.w
                 .slice(s, self.processes[t].pid, &self.strings[t], tid, dev)?;
         }
         self.slices += b.slices.len();
         for f in &b.flows {
-            self.flows += 1;
             let flow = Flow {
-                id: self.flows,
+                id: f.id,
                 trace: f.trace,
                 src_tid: self.tid(f.src.0, f.src.1),
                 src_ts: f.src_ts,
@@ -918,6 +1001,13 @@ struct PerfettoSink<W: Write> {
     lanes: Vec<Option<(TrackId, Vec<TrackId>)>>,
     /// Host threads' tracks, the parents of their synchronous device tracks.
     threads: rustc_hash::FxHashMap<(u16, Option<i64>), TrackId>,
+    /// Per trace, the group of its device stream tracks.
+    devices: rustc_hash::FxHashMap<u16, TrackId>,
+    /// Names of device stream tracks, by export track.
+    labels: rustc_hash::FxHashMap<u32, String>,
+    /// Flows with one end written: the reader's number and the id given.
+    open_flows: rustc_hash::FxHashMap<u64, FlowId>,
+    outs: Vec<FlowId>,
     /// Per trace, its counter tracks (memory in use, bytes moved) and the bytes moved so far,
     /// as last written.
     counters: Vec<([Option<TrackId>; 2], i64)>,
@@ -939,6 +1029,10 @@ impl<W: Write> PerfettoSink<W> {
             keys: Vec::new(),
             lanes: Vec::new(),
             threads: Default::default(),
+            devices: Default::default(),
+            labels: Default::default(),
+            open_flows: Default::default(),
+            outs: Vec::new(),
             counters: Vec::new(),
             name_buf: Vec::new(),
             slices: 0,
@@ -980,7 +1074,12 @@ impl<W: Write> PerfettoSink<W> {
             self.lanes.resize_with(t + 1, || None);
         }
         let key = self.keys[t];
-        let label = || key.kind.label(&Default::default());
+        let named = self.labels.get(&track).cloned();
+        let label = || {
+            named
+                .clone()
+                .unwrap_or_else(|| key.kind.label(&Default::default()))
+        };
         if self.lanes[t].is_none() {
             let label = label();
             let (parent, first) = match key.kind {
@@ -992,9 +1091,21 @@ impl<W: Write> PerfettoSink<W> {
                     let parent = self.thread(key.trace, thread)?;
                     (parent, self.w.slice_track(parent, &label)?)
                 }
-                TrackKind::DeviceQueue { .. } | TrackKind::DeviceStream { .. } => {
+                TrackKind::DeviceQueue { .. } => {
                     let process = self.process(key.trace)?;
                     (process, self.w.slice_track(process, &label)?)
+                }
+                TrackKind::DeviceStream { .. } => {
+                    let group = match self.devices.get(&key.trace) {
+                        Some(&g) => g,
+                        None => {
+                            let process = self.process(key.trace)?;
+                            let g = self.w.slice_track(process, "device")?;
+                            self.devices.insert(key.trace, g);
+                            g
+                        }
+                    };
+                    (group, self.w.slice_track(group, &label)?)
                 }
             };
             self.lanes[t] = Some((parent, vec![first]));
@@ -1007,6 +1118,18 @@ impl<W: Write> PerfettoSink<W> {
             lanes.push(self.w.slice_track(*parent, &name)?);
         }
         Ok(lanes[usize::from(lane)])
+    }
+
+    /// The id of the reader's flow `n`: given at its first end, forgotten at its second.
+    fn flow(&mut self, n: u64) -> FlowId {
+        match self.open_flows.remove(&n) {
+            Some(f) => f,
+            None => {
+                let f = self.w.new_flow();
+                self.open_flows.insert(n, f);
+                f
+            }
+        }
     }
 
     fn counter(&mut self, trace: u16, which: usize, name: &str) -> io::Result<TrackId> {
@@ -1032,8 +1155,36 @@ impl<W: Write> Sink<W> for PerfettoSink<W> {
         for (trace, id, text) in b.strings.drain(..) {
             self.strings[usize::from(trace)].add(id, text);
         }
+        self.labels.extend(b.labels.drain(..));
         for s in &b.slices {
             let track = self.track(s.track, s.lane)?;
+            let d = s.device_index().map(|k| &b.device[k]);
+            let ins = match d.and_then(|d| d.flow) {
+                Some(n) => vec![self.flow(n)],
+                None => Vec::new(),
+            };
+            let at = Placed {
+                s,
+                dev: d.map(|d| &d.info),
+                track,
+                zero: self.zero,
+            };
+            perfetto::put_slice(
+                &mut self.w,
+                &mut self.names,
+                at,
+                &self.strings[usize::from(s.trace)],
+                &[],
+                &ins,
+                &mut self.name_buf,
+            )?;
+        }
+        for k in &b.issuers {
+            let s = &k.s;
+            let track = self.track(s.track, s.lane)?;
+            let mut outs = std::mem::take(&mut self.outs);
+            outs.clear();
+            outs.extend(k.flows.iter().map(|&n| self.flow(n)));
             let at = Placed {
                 s,
                 dev: None,
@@ -1045,12 +1196,13 @@ impl<W: Write> Sink<W> for PerfettoSink<W> {
                 &mut self.names,
                 at,
                 &self.strings[usize::from(s.trace)],
-                &[],
+                &outs,
                 &[],
                 &mut self.name_buf,
             )?;
+            self.outs = outs;
         }
-        self.slices += b.slices.len();
+        self.slices += b.slices.len() + b.issuers.len();
         for &(counter, trace, ts, value) in &b.counters {
             let (which, name, value) = match counter {
                 Counter::Memory => (0, "device memory in use", value),
