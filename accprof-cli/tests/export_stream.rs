@@ -506,3 +506,40 @@ fn a_streamed_perfetto_export_with_device_records_has_the_same_flows() {
         );
     }
 }
+
+/// A device record whose issuing host slice has left the kept host slices (more than 65,536
+/// written on its track since) gets no flow in a streamed export, and the export says how many
+/// did not, where the whole-trace export links it.
+#[test]
+fn a_device_record_later_than_its_kept_issuer_is_counted_not_linked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Synth::new("/home/user/late", 9, None);
+    s.header
+        .extra
+        .push(("device_activity".into(), "cupti".into()));
+    let launches = 70_000u64;
+    for i in 0..launches {
+        s.launch(i * 100, i * 100 + 50, 0, "k", (1, 1, 1), None);
+    }
+    let end = launches * 100;
+    s.device_kernel(end, end + 10, Some(0x42), Some((0, 20)), "k");
+    s.device_kernel(end + 20, end + 30, Some(0x42), Some((0, end - 80)), "k");
+    let trace = dir.path().join("late.trace");
+    s.write(&trace);
+    let (streamed, whole) = (dir.path().join("s.json"), dir.path().join("w.json"));
+    let said = export_file(&trace, &streamed, "chrome", None);
+    assert!(!said.contains("not streamed"), "{said}");
+    assert!(
+        said.contains("warning: 1 device records have no flow arrow"),
+        "{said}"
+    );
+    export_whole(&trace, &whole, "chrome");
+    let flows = |p: &Path| {
+        json_meaning(p)
+            .0
+            .iter()
+            .filter(|e| e.contains(r#""ph":"s""#))
+            .count()
+    };
+    assert_eq!((flows(&streamed), flows(&whole)), (1, 2));
+}
