@@ -472,14 +472,33 @@ fn perfetto_flows(decoded: &Value) -> Vec<(String, String)> {
 fn a_streamed_perfetto_export_with_device_records_has_the_same_flows() {
     use accprof_testkit::laplace::{write_trace, Shape, SynthConfig};
     let dir = tempfile::tempdir().unwrap();
-    let synth = dir.path().join("cupti.trace");
-    let cfg = SynthConfig::new(Shape::LaplaceNaive)
-        .with_cupti()
-        .with_event_target(STREAMED);
-    write_trace(&cfg, &synth).unwrap();
+    let synth = |shape, cupti: bool, name: &str| {
+        let trace = dir.path().join(name);
+        let mut cfg = SynthConfig::new(shape).with_event_target(STREAMED);
+        if cupti {
+            cfg = cfg.with_cupti();
+        }
+        write_trace(&cfg, &trace).unwrap();
+        trace
+    };
     let gpu = |name: &str| tools::workspace_root().join(format!("traces/gpu/{name}.trace"));
+    // Launches and copies outside constructs: synchronous device tracks of threads with no
+    // host slices, which go under the process, as the whole-trace export lays them out.
+    let loose = synth(Shape::LooseOps, false, "loose.trace");
+    let (s, w) = (dir.path().join("s.pftrace"), dir.path().join("w.pftrace"));
+    let said = export_file(&loose, &s, "perfetto", None);
+    assert!(!said.contains("not streamed"), "{said}");
+    export_whole(&loose, &w, "perfetto");
+    if let (Some(s), Some(w)) = (decode(&s), decode(&w)) {
+        assert_eq!(
+            perfetto_meaning(&s),
+            perfetto_meaning(&w),
+            "loose operations"
+        );
+    }
     for (trace, window) in [
-        (synth, None),
+        (synth(Shape::LaplaceNaive, true, "cupti.trace"), None),
+        (synth(Shape::LooseOps, true, "loose_cupti.trace"), None),
         (gpu("gcc_naive"), Some(64)),
         (gpu("gcc_data"), Some(64)),
         (gpu("shim_naive_cudaevents"), Some(64)),

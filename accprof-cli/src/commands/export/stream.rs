@@ -112,8 +112,10 @@ enum Counter {
 /// What the reading thread hands the writing thread.
 #[derive(Default)]
 struct Batch {
-    /// Tracks first met since the last batch, in the order of their index.
-    tracks: Vec<TrackKey>,
+    /// Tracks first met since the last batch, in the order of their index, each with whether
+    /// it goes under its host thread's track (a synchronous device track whose thread has host
+    /// slices, as [`perfetto::write`] lays them out).
+    tracks: Vec<(TrackKey, bool)>,
     /// Traces (processes) begun since the last batch, in order.
     processes: Vec<Process>,
     /// Strings first named since the last batch: (trace, id, text).
@@ -364,6 +366,8 @@ struct Stream {
     flows: u64,
     /// Device stream tracks named so far, with the name given.
     labeled: rustc_hash::FxHashMap<u32, String>,
+    /// Synchronous device tracks sent as having no host thread track to go under.
+    sync_alone: Vec<u32>,
 }
 
 impl Stream {
@@ -411,6 +415,7 @@ impl Stream {
             host_written: false,
             flows: 0,
             labeled: Default::default(),
+            sync_alone: Vec::new(),
         }
     }
 
@@ -540,6 +545,20 @@ impl Stream {
         let held: Vec<Kept> = self.issuers.drain().collect();
         if self.holding {
             self.batch.issuers.extend(held);
+        }
+        for &t in &self.sync_alone {
+            let key = self.tracks.key(t);
+            if let TrackKind::DeviceSync { thread } = key.kind {
+                let host = TrackKey {
+                    trace: key.trace,
+                    kind: TrackKind::Host { thread },
+                };
+                if key.trace == trace && self.tracks.get(&host).is_some() {
+                    return Err(Stop::Late(
+                        "a thread's host slices came after its synchronous device track".into(),
+                    ));
+                }
+            }
         }
         for (&t, label) in &self.labeled {
             if self.tracks.key(t).trace == trace && self.tracks.label(t) != *label {
@@ -814,9 +833,23 @@ impl Stream {
             self.link_pending(false)?;
         }
         while self.tracks_sent < self.tracks.len() {
-            self.batch
-                .tracks
-                .push(self.tracks.key(self.tracks_sent as u32));
+            let t = self.tracks_sent as u32;
+            let key = self.tracks.key(t);
+            let under = match key.kind {
+                TrackKind::DeviceSync { thread } => {
+                    let host = TrackKey {
+                        trace: key.trace,
+                        kind: TrackKind::Host { thread },
+                    };
+                    let under = self.tracks.get(&host).is_some();
+                    if !under {
+                        self.sync_alone.push(t);
+                    }
+                    under
+                }
+                _ => true,
+            };
+            self.batch.tracks.push((key, under));
             self.tracks_sent += 1;
         }
         let mut next = self.back.try_recv().unwrap_or_default();
@@ -997,6 +1030,8 @@ struct PerfettoSink<W: Write> {
     /// Per trace, the strings shipped so far.
     strings: Vec<Shipped>,
     keys: Vec<TrackKey>,
+    /// Per export track, whether a synchronous device track goes under its thread's track.
+    under: Vec<bool>,
     /// Per export track, its parent and the Perfetto track of each lane.
     lanes: Vec<Option<(TrackId, Vec<TrackId>)>>,
     /// Host threads' tracks, the parents of their synchronous device tracks.
@@ -1027,6 +1062,7 @@ impl<W: Write> PerfettoSink<W> {
             names,
             strings: Vec::new(),
             keys: Vec::new(),
+            under: Vec::new(),
             lanes: Vec::new(),
             threads: Default::default(),
             devices: Default::default(),
@@ -1088,7 +1124,11 @@ impl<W: Write> PerfettoSink<W> {
                     (process, self.thread(key.trace, thread)?)
                 }
                 TrackKind::DeviceSync { thread } => {
-                    let parent = self.thread(key.trace, thread)?;
+                    let parent = if self.under[t] {
+                        self.thread(key.trace, thread)?
+                    } else {
+                        self.process(key.trace)?
+                    };
                     (parent, self.w.slice_track(parent, &label)?)
                 }
                 TrackKind::DeviceQueue { .. } => {
@@ -1145,7 +1185,10 @@ impl<W: Write> PerfettoSink<W> {
 
 impl<W: Write> Sink<W> for PerfettoSink<W> {
     fn batch(&mut self, b: &mut Batch) -> io::Result<()> {
-        self.keys.append(&mut b.tracks);
+        for (key, under) in b.tracks.drain(..) {
+            self.keys.push(key);
+            self.under.push(under);
+        }
         for p in b.processes.drain(..) {
             self.processes.push(p);
             self.process_tracks.push(None);
