@@ -102,14 +102,26 @@ fn json_meaning(path: &Path) -> (Vec<String>, Vec<String>) {
             names[&(pid.parse().unwrap(), tid.parse().unwrap())].clone()
         })
         .collect();
+    let track =
+        |e: &Value| names[&(e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap())].clone();
+    // A flow's id is only a handle: each end is named by both ends' tracks and times.
+    let mut flows: HashMap<u64, BTreeMap<String, String>> = HashMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f") {
+        flows.entry(e["id"].as_u64().unwrap()).or_default().insert(
+            e["ph"].as_str().unwrap().to_string(),
+            format!("{}@{}", track(e), e["ts"]),
+        );
+    }
     let mut meaning: Vec<String> = events
         .iter()
         .filter(|e| e["ph"] != "M")
         .map(|e| {
             let mut e = e.clone();
-            if let Some(tid) = e["tid"].as_u64() {
-                let pid = e["pid"].as_u64().unwrap();
-                e["tid"] = Value::String(names[&(pid, tid)].clone());
+            if e["tid"].is_u64() {
+                e["tid"] = Value::String(track(&e));
+            }
+            if let Some(ends) = e["id"].as_u64().and_then(|id| flows.get(&id)) {
+                e["id"] = Value::String(format!("{ends:?}"));
             }
             e.to_string()
         })
@@ -357,4 +369,196 @@ fn a_streamed_perfetto_export_means_what_the_whole_trace_export_means() {
     got.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     assert!(!expected.is_empty());
     assert_eq!(got, expected);
+}
+
+/// A CUPTI-shaped trace (every launch and copy also has its device record, handed over in
+/// batches after the host events, as libaccprof flushes CUPTI): streamed, its device slices,
+/// their args and their flows from the issuing host slices are those of the whole-trace export.
+#[test]
+fn a_streamed_json_export_with_device_records_means_what_the_whole_trace_export_means() {
+    use accprof_testkit::laplace::{write_trace, Shape, SynthConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("cupti.trace");
+    let cfg = SynthConfig::new(Shape::LaplaceNaive)
+        .with_cupti()
+        .with_event_target(STREAMED);
+    write_trace(&cfg, &trace).unwrap();
+    let (streamed, whole) = (dir.path().join("s.json"), dir.path().join("w.json"));
+    let said = export_file(&trace, &streamed, "chrome", None);
+    assert!(!said.contains("not streamed"), "{said}");
+    assert!(!said.contains("warning"), "{said}");
+    export_whole(&trace, &whole, "chrome");
+    tools::chrome_validator::validate(&std::fs::read_to_string(&streamed).unwrap()).unwrap();
+    let (s, w) = (json_meaning(&streamed), json_meaning(&whole));
+    assert_eq!(s.1, w.1, "tracks in display order");
+    assert!(
+        s.1.iter().any(|t| t.starts_with("device stream")),
+        "{:?}",
+        s.1
+    );
+    let flows = |m: &[String]| m.iter().filter(|e| e.contains(r#""ph":"s""#)).count();
+    assert!(
+        flows(&s.0) * 4 > s.0.len() / 4,
+        "most device slices have a flow"
+    );
+    assert_eq!(flows(&s.0), flows(&w.0));
+    assert_eq!(s.0.len(), w.0.len());
+    for (a, b) in s.0.iter().zip(&w.0) {
+        assert_eq!(a, b, "first differing event");
+    }
+}
+
+/// The recorded GPU traces (real CUPTI records from gcc's runtime and the bundled one), pushed
+/// through windows of 64 slices so that they stream: the same events and flows as the
+/// whole-trace export. One of them does not fit so small a window (its counter steps) and is
+/// exported whole, which must come out the same too.
+#[test]
+fn recorded_gpu_traces_stream_with_their_device_flows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut streamed_any = 0;
+    for name in [
+        "gcc_naive",
+        "gcc_data",
+        "gcc_heap",
+        "shim_naive_cudaevents",
+        "shim_naive",
+    ] {
+        let trace = tools::workspace_root().join(format!("traces/gpu/{name}.trace"));
+        let (streamed, whole) = (dir.path().join("s.json"), dir.path().join("w.json"));
+        let said = export_file(&trace, &streamed, "chrome", Some(64));
+        if !said.contains("not streamed") {
+            streamed_any += 1;
+        }
+        export_whole(&trace, &whole, "chrome");
+        let (s, w) = (json_meaning(&streamed), json_meaning(&whole));
+        assert_eq!(s.1, w.1, "{name}: tracks in display order");
+        assert!(s.0.iter().any(|e| e.contains(r#""ph":"s""#)), "{name}");
+        assert_eq!(s.0, w.0, "{name}: events");
+    }
+    assert!(streamed_any >= 4, "{streamed_any} traces streamed");
+}
+
+/// A decoded Perfetto trace's flows as what they mean: each (host slice, device slice) pair,
+/// the slices named as [`perfetto_meaning`] names them.
+fn perfetto_flows(decoded: &Value) -> Vec<(String, String)> {
+    let tracks: HashMap<u64, &Value> = decoded["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["uuid"].as_u64().unwrap(), t))
+        .collect();
+    let slices = decoded["slices"].as_array().unwrap();
+    let named = |i: &Value| {
+        let mut s = slices[i.as_u64().unwrap() as usize].clone();
+        let uuid = s["track"].as_u64().unwrap();
+        s["track"] = tracks[&uuid]["name"].clone();
+        s.to_string()
+    };
+    let mut flows: Vec<(String, String)> = decoded["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (named(&f[1]), named(&f[2])))
+        .collect();
+    flows.sort();
+    flows
+}
+
+/// Streamed to Perfetto, a trace with device records holds back its host slices until the
+/// device records they issued have come (the flows are named on the host slice's packet):
+/// the same slices, counters and flows (host slice, device slice) as the whole-trace export,
+/// for a CUPTI-shaped trace and for recorded GPU traces pushed through small windows.
+#[test]
+fn a_streamed_perfetto_export_with_device_records_has_the_same_flows() {
+    use accprof_testkit::laplace::{write_trace, Shape, SynthConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let synth = |shape, cupti: bool, name: &str| {
+        let trace = dir.path().join(name);
+        let mut cfg = SynthConfig::new(shape).with_event_target(STREAMED);
+        if cupti {
+            cfg = cfg.with_cupti();
+        }
+        write_trace(&cfg, &trace).unwrap();
+        trace
+    };
+    let gpu = |name: &str| tools::workspace_root().join(format!("traces/gpu/{name}.trace"));
+    // Launches and copies outside constructs: synchronous device tracks of threads with no
+    // host slices, which go under the process, as the whole-trace export lays them out.
+    let loose = synth(Shape::LooseOps, false, "loose.trace");
+    let (s, w) = (dir.path().join("s.pftrace"), dir.path().join("w.pftrace"));
+    let said = export_file(&loose, &s, "perfetto", None);
+    assert!(!said.contains("not streamed"), "{said}");
+    export_whole(&loose, &w, "perfetto");
+    if let (Some(s), Some(w)) = (decode(&s), decode(&w)) {
+        assert_eq!(
+            perfetto_meaning(&s),
+            perfetto_meaning(&w),
+            "loose operations"
+        );
+    }
+    for (trace, window) in [
+        (synth(Shape::LaplaceNaive, true, "cupti.trace"), None),
+        (synth(Shape::LooseOps, true, "loose_cupti.trace"), None),
+        (gpu("gcc_naive"), Some(64)),
+        (gpu("gcc_data"), Some(64)),
+        (gpu("shim_naive_cudaevents"), Some(64)),
+    ] {
+        let (streamed, whole) = (dir.path().join("s.pftrace"), dir.path().join("w.pftrace"));
+        let said = export_file(&trace, &streamed, "perfetto", window);
+        assert!(
+            !said.contains("not streamed"),
+            "{}: {said}",
+            trace.display()
+        );
+        export_whole(&trace, &whole, "perfetto");
+        let (Some(s), Some(w)) = (decode(&streamed), decode(&whole)) else {
+            return;
+        };
+        let (sf, wf) = (perfetto_flows(&s), perfetto_flows(&w));
+        assert!(!sf.is_empty(), "{}", trace.display());
+        assert_eq!(sf, wf, "{}: flows", trace.display());
+        assert_eq!(
+            perfetto_meaning(&s),
+            perfetto_meaning(&w),
+            "{}",
+            trace.display()
+        );
+    }
+}
+
+/// A device record whose issuing host slice has left the kept host slices (more than 65,536
+/// written on its track since) gets no flow in a streamed export, and the export says how many
+/// did not, where the whole-trace export links it.
+#[test]
+fn a_device_record_later_than_its_kept_issuer_is_counted_not_linked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Synth::new("/home/user/late", 9, None);
+    s.header
+        .extra
+        .push(("device_activity".into(), "cupti".into()));
+    let launches = 70_000u64;
+    for i in 0..launches {
+        s.launch(i * 100, i * 100 + 50, 0, "k", (1, 1, 1), None);
+    }
+    let end = launches * 100;
+    s.device_kernel(end, end + 10, Some(0x42), Some((0, 20)), "k");
+    s.device_kernel(end + 20, end + 30, Some(0x42), Some((0, end - 80)), "k");
+    let trace = dir.path().join("late.trace");
+    s.write(&trace);
+    let (streamed, whole) = (dir.path().join("s.json"), dir.path().join("w.json"));
+    let said = export_file(&trace, &streamed, "chrome", None);
+    assert!(!said.contains("not streamed"), "{said}");
+    assert!(
+        said.contains("warning: 1 device records have no flow arrow"),
+        "{said}"
+    );
+    export_whole(&trace, &whole, "chrome");
+    let flows = |p: &Path| {
+        json_meaning(p)
+            .0
+            .iter()
+            .filter(|e| e.contains(r#""ph":"s""#))
+            .count()
+    };
+    assert_eq!((flows(&streamed), flows(&whole)), (1, 2));
 }

@@ -5,13 +5,14 @@
 //! compact [`slice::Slice`] (what the JSON shows of it), placed on a track, put in start order by
 //! the track's bounded window, given a lane so that every slice nests strictly (see [`tracks`]),
 //! and written out by a second thread while the rest is read; memory does not grow with events.
-//! Small traces, standard output, traces with device records and input the windows cannot order
-//! are read whole instead ([`collect_with_progress`]: every slice held, then sorted per track).
+//! Device records wait, laid out, for the host slice that issued them ([`issuers`]). Small
+//! traces, standard output and input the windows cannot order are read whole instead ([`collect_with_progress`]: every slice held, then sorted per track).
 
 pub(crate) mod chrome;
 pub(crate) mod counters;
 pub(crate) mod device;
 pub(crate) mod flows;
+mod issuers;
 mod json;
 mod perfetto;
 pub(crate) mod slice;

@@ -107,6 +107,12 @@ impl Counters {
         }
     }
 
+    /// Counts `trace` as one with device records before any is seen (its header says it was
+    /// recorded with device activity), so that its runtime transfers are left out from the start.
+    pub fn expect_device_records(&mut self, trace: u16) {
+        self.device_traces.insert(trace);
+    }
+
     /// The steps of "bytes in flight": per trace, its device copies if it has device records,
     /// else its runtime transfers.
     pub fn in_flight(&mut self) -> Vec<Step> {

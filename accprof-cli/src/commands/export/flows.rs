@@ -133,7 +133,7 @@ pub fn link(
 
 /// The part of `s` strictly inside its edges (when it is long enough to have one): a viewer
 /// binds a flow to the slice open at the flow's time, and at an edge that may be a neighbour.
-fn interior(s: &Slice) -> (u64, u64) {
+pub(super) fn interior(s: &Slice) -> (u64, u64) {
     if s.duration() >= 2 {
         (s.start + 1, s.end - 1)
     } else {
@@ -141,7 +141,7 @@ fn interior(s: &Slice) -> (u64, u64) {
     }
 }
 
-fn inside(s: &Slice, t: u64) -> u64 {
+pub(super) fn inside(s: &Slice, t: u64) -> u64 {
     let (lo, hi) = interior(s);
     t.clamp(lo, hi)
 }

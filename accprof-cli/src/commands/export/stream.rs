@@ -14,15 +14,31 @@
 //! is laid out whole by [`super::collect_with_progress`] (it is held in full before anything is
 //! written anyway), which keeps small exports exactly as they always were.
 //!
+//! Device records (CUPTI's kernels and copies) go on their streams' tracks through windows like
+//! any other. Their host slice (the innermost open on the issuing thread at the host call, as
+//! [`super::flows::link`] finds it) was usually written before they arrive: each host track
+//! keeps its last slices ([`Issuers`]), and a device slice waits, laid out, until its thread's
+//! tracks have written a slice starting after the call, then is written with its flow (JSON
+//! order is free). A Perfetto export names a flow on the host slice's own packet, so there host
+//! slices are held back in [`Issuers`] and written as they leave it, with the flows found for
+//! them by then (trace_processor orders packets by time; each track's stay in order). A record
+//! whose issuer was let go gets no flow and is counted in a warning. The header says whether a
+//! trace was recorded with device activity; one that was not, and has records after host
+//! slices were written, is laid out whole.
+//!
 //! When the input does not fit the windows (a slice arrives after a later-starting one of its
 //! track has been written, the first events do not hold the earliest start, a slice names a
-//! string defined later in the file) or has what the streaming path does not lay out (device
-//! records, whose flows need their issuing host slices), the export is given up and
+//! string defined later in the file, a host slice comes after device records it may have
+//! issued were linked, a record was issued on a thread with no OpenACC events, an async queue is
+//! named for a device stream after its track was written), the export is given up and
 //! [`Outcome::Unordered`] hands the output back, to be written again by the whole-trace path
 //! ([`super::collect_with_progress`]). Nothing is ever written out of order or dropped.
 
 use super::chrome::{ChromeWriter, Process};
 use super::counters::{Counters, StepWindow};
+use super::device::DeviceInfo;
+use super::flows::{self, Flow};
+use super::issuers::{Found, Issuers, Kept};
 use super::perfetto::{self, Names, Placed};
 use super::slice::Slice;
 use super::strings::{Shipped, Shipping};
@@ -30,10 +46,13 @@ use super::tracks::{self, TrackKey, TrackKind, TrackTable};
 use super::{wall_clock, Format, Summary};
 use crate::error::CliError;
 use crate::progress::Progress;
-use accprof_perfetto::{PerfettoWriter, TrackId};
+use accprof_abi::acc_event_t;
+use accprof_perfetto::{FlowId, PerfettoWriter, TrackId};
 use accprof_symbols::ResolvingReader;
 use accprof_timeline::order::StartWindow;
-use accprof_trace::{device as device_kind, StringTable};
+use accprof_timeline::DeviceOp;
+use accprof_trace::{device as device_kind, Field, StringTable};
+use std::cmp::Reverse;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -48,6 +67,12 @@ const STEP_WINDOW: usize = 8192;
 const PREFIX: usize = 1 << 16;
 /// Slices per batch handed to the writing thread.
 const BATCH: usize = 1 << 14;
+/// Host slices kept per host track for the device records they may have issued: CUPTI hands
+/// records over up to a second after the call.
+const ISSUERS: usize = 1 << 16;
+/// Device records waiting for their issuing thread's slices to be written before the export is
+/// given up (a thread that issued work and then wrote nothing for a long time).
+const PENDING: usize = 1 << 18;
 
 /// The window sizes: `(per-track window, counter window, events read before the start)`.
 /// `ACCPROF_EXPORT_WINDOW=N` makes all three N, so that tests can stream small traces and
@@ -87,15 +112,50 @@ enum Counter {
 /// What the reading thread hands the writing thread.
 #[derive(Default)]
 struct Batch {
-    /// Tracks first met since the last batch, in the order of their index.
-    tracks: Vec<TrackKey>,
+    /// Tracks first met since the last batch, in the order of their index, each with whether
+    /// it goes under its host thread's track (a synchronous device track whose thread has host
+    /// slices, as [`perfetto::write`] lays them out).
+    tracks: Vec<(TrackKey, bool)>,
     /// Traces (processes) begun since the last batch, in order.
     processes: Vec<Process>,
     /// Strings first named since the last batch: (trace, id, text).
     strings: Vec<(u16, u32, Box<str>)>,
     slices: Vec<Slice>,
+    /// What device records have beyond their slice (indexed by [`Slice::device`] of the
+    /// batch's slices), with the host slice that issued each and the flow from it, if known.
+    device: Vec<DeviceSide>,
+    /// Arrows from issuing host slices to device slices.
+    flows: Vec<LaneFlow>,
+    /// Host slices a Perfetto export held back (see [`Issuers`]), with the flows they start.
+    issuers: Vec<Kept>,
+    /// The names of device stream tracks, given when their first slice is sent (they name the
+    /// async queues known to use the stream).
+    labels: Vec<(u32, String)>,
     /// Counter values: (counter, trace, time, value).
     counters: Vec<(Counter, u16, u64, i64)>,
+}
+
+/// A device record's details in a batch.
+struct DeviceSide {
+    info: DeviceInfo,
+    issuer: Option<Slice>,
+    flow: Option<u64>,
+}
+
+/// A flow arrow between two laid-out slices of one trace: `(track, lane)` and time of each end.
+struct LaneFlow {
+    id: u64,
+    trace: u16,
+    src: (u32, u16),
+    src_ts: u64,
+    dst: (u32, u16),
+    dst_ts: u64,
+}
+
+/// A device slice laid out on its track, waiting for the slice that issued it.
+struct Pending {
+    s: Slice,
+    info: DeviceInfo,
 }
 
 enum Message {
@@ -162,7 +222,7 @@ pub(super) fn export<W: Write + Send>(
     let (back_tx, back_rx) = mpsc::channel::<Batch>();
     std::thread::scope(|scope| {
         let writer = scope.spawn(move || write_stream(format, out, rx, back_tx));
-        let mut st = Stream::new(tx, back_rx, zero);
+        let mut st = Stream::new(tx, back_rx, zero, format);
         let mut warnings = Vec::new();
         let mut read_before = 0u64;
         let mut ended = Ok(());
@@ -193,6 +253,13 @@ pub(super) fn export<W: Write + Send>(
             }
         }
         let ended = ended.and_then(|()| st.end());
+        if st.lost > 0 {
+            warnings.push(format!(
+                "{} device records have no flow arrow: the host slice that issued them had left \
+                 the export's window (export to standard output to link every one)",
+                st.lost
+            ));
+        }
         match ended {
             Ok(()) | Err(Stop::Write) => {}
             Err(Stop::Late(why)) => {
@@ -276,10 +343,40 @@ struct Stream {
     batch: Batch,
     shipping: Shipping,
     tracks_sent: usize,
+    format: Format,
+    /// Device records' details while their slices are in a window; free slots.
+    device: Vec<DeviceInfo>,
+    device_free: Vec<u32>,
+    issuers: Issuers,
+    pending: Vec<Pending>,
+    /// Per host thread, the latest host call time of a device record linked so far: a slice of
+    /// the thread written later and starting before it might have been the issuer.
+    linked_up_to: rustc_hash::FxHashMap<(u16, Option<i64>), u64>,
+    /// Device records whose issuing slice had left [`Issuers`].
+    lost: u64,
+    /// Whether the trace being read has shown a device record, and whether values of its
+    /// bytes in flight (which come from device copies when it has them) were released.
+    device_seen: bool,
+    in_flight_released: bool,
+    /// Whether host slices are noted in [`Issuers`] (the trace has device records), and held
+    /// back there until they leave (a Perfetto export of such a trace).
+    noting: bool,
+    holding: bool,
+    host_written: bool,
+    flows: u64,
+    /// Device stream tracks named so far, with the name given.
+    labeled: rustc_hash::FxHashMap<u32, String>,
+    /// Synchronous device tracks sent as having no host thread track to go under.
+    sync_alone: Vec<u32>,
 }
 
 impl Stream {
-    fn new(tx: mpsc::SyncSender<Message>, back: mpsc::Receiver<Batch>, zero: Option<u64>) -> Self {
+    fn new(
+        tx: mpsc::SyncSender<Message>,
+        back: mpsc::Receiver<Batch>,
+        zero: Option<u64>,
+        format: Format,
+    ) -> Self {
         let (window, steps, prefix) = sizes();
         if let Some(zero) = zero {
             // Known before reading (several traces): the writer can start at once.
@@ -304,6 +401,21 @@ impl Stream {
             batch: Batch::default(),
             shipping: Shipping::default(),
             tracks_sent: 0,
+            format,
+            device: Vec::new(),
+            device_free: Vec::new(),
+            issuers: Issuers::new(ISSUERS),
+            pending: Vec::new(),
+            linked_up_to: Default::default(),
+            lost: 0,
+            device_seen: false,
+            in_flight_released: false,
+            noting: false,
+            holding: false,
+            host_written: false,
+            flows: 0,
+            labeled: Default::default(),
+            sync_alone: Vec::new(),
         }
     }
 
@@ -323,13 +435,59 @@ impl Stream {
         self.memory = StepWindow::new(steps);
         self.in_flight = StepWindow::new(steps);
         self.moved = StepWindow::new(steps);
+        self.in_flight_released = false;
+        // A trace recorded with device activity says so: its bytes in flight come from the
+        // device's copies from the start (see Counters), though the records come late.
+        self.device_seen = r
+            .header()
+            .extra
+            .iter()
+            .any(|(k, _)| k == accprof_analysis::load::DEVICE_ACTIVITY_KEY);
+        let mut device_records = false;
+        let mut host_transfers = false;
+        if self.device_seen {
+            self.counters.expect_device_records(trace);
+        }
+        self.noting = self.device_seen;
+        self.holding = self.device_seen && self.format == Format::Perfetto;
+        self.host_written = false;
         self.batch.processes.push(process);
         while r.advance().map_err(Stop::Read)? {
             let ev = r.event();
-            if device_kind::is_device_record(ev.kind) {
-                return Err(Stop::Late("the trace has device records".into()));
+            let is_device = device_kind::is_device_record(ev.kind);
+            if is_device && !self.noting {
+                // Not announced by the header: host slices written so far were not kept.
+                if self.host_written {
+                    return Err(Stop::Late(
+                        "device records in a trace whose header does not announce them".into(),
+                    ));
+                }
+                self.noting = true;
+                self.holding = self.format == Format::Perfetto;
+            }
+            device_records |= is_device;
+            host_transfers |= matches!(
+                ev.kind,
+                acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START
+            );
+            if is_device && !self.device_seen {
+                // Bytes in flight come from the device's copies from now on (see Counters).
+                if self.in_flight_released {
+                    return Err(Stop::Late(
+                        "the first device record came after bytes in flight were written".into(),
+                    ));
+                }
+                self.device_seen = true;
+                self.in_flight = StepWindow::new(steps);
+                self.moved = StepWindow::new(steps);
             }
             let mut s = Slice::from_event(ev, trace, 0, clock);
+            if is_device {
+                s.device = self.keep_device(DeviceInfo::from_event(ev, clock));
+            } else if let (Some(h), Some(q)) = (ev.get(Field::AsyncHandle), ev.async_queue()) {
+                // An OpenACC event says which async queue this stream serves.
+                self.tracks.note_stream_queue(trace, h, q);
+            }
             s.track = self.tracks.intern(TrackKey {
                 trace,
                 kind: TrackKind::of_event(ev),
@@ -377,8 +535,189 @@ impl Stream {
                 self.emit(s, r.strings())?;
             }
         }
+        if self.device_seen && !device_records && host_transfers {
+            // Its bytes in flight were the runtime's transfers after all.
+            return Err(Stop::Late(
+                "a trace recorded with device activity has no device records".into(),
+            ));
+        }
+        self.link_pending(true)?;
+        let held: Vec<Kept> = self.issuers.drain().collect();
+        if self.holding {
+            self.batch.issuers.extend(held);
+        }
+        for &t in &self.sync_alone {
+            let key = self.tracks.key(t);
+            if let TrackKind::DeviceSync { thread } = key.kind {
+                let host = TrackKey {
+                    trace: key.trace,
+                    kind: TrackKind::Host { thread },
+                };
+                if key.trace == trace && self.tracks.get(&host).is_some() {
+                    return Err(Stop::Late(
+                        "a thread's host slices came after its synchronous device track".into(),
+                    ));
+                }
+            }
+        }
+        for (&t, label) in &self.labeled {
+            if self.tracks.key(t).trace == trace && self.tracks.label(t) != *label {
+                return Err(Stop::Late(
+                    "an async queue was named for a device stream after its track".into(),
+                ));
+            }
+        }
         self.release_steps(true)?;
         self.send()
+    }
+
+    /// Holds a device record's details while its slice is in a window; its index.
+    fn keep_device(&mut self, info: DeviceInfo) -> u32 {
+        match self.device_free.pop() {
+            Some(k) => {
+                self.device[k as usize] = info;
+                k
+            }
+            None => {
+                self.device.push(info);
+                self.device.len() as u32 - 1
+            }
+        }
+    }
+
+    /// Adds to the batch every pending device slice whose issuer can be told now (all of them
+    /// at the `end` of a trace).
+    fn link_pending(&mut self, end: bool) -> Result<(), Stop> {
+        let pending = std::mem::take(&mut self.pending);
+        // A track's slices go out in order: behind one that waits, the rest wait too.
+        let mut waiting: Vec<u32> = Vec::new();
+        for p in pending {
+            let found = if waiting.contains(&p.s.track) {
+                None
+            } else {
+                self.issuer(&p, end)?
+            };
+            match found {
+                None => {
+                    if !waiting.contains(&p.s.track) {
+                        waiting.push(p.s.track);
+                    }
+                    self.pending.push(p);
+                }
+                Some((issuer, flow)) => {
+                    let mut s = p.s;
+                    s.device = self.batch.device.len() as u32;
+                    if !self.labeled.contains_key(&s.track) {
+                        let label = self.tracks.label(s.track);
+                        self.batch.labels.push((s.track, label.clone()));
+                        self.labeled.insert(s.track, label);
+                    }
+                    self.batch.device.push(DeviceSide {
+                        info: p.info,
+                        issuer,
+                        flow: flow.as_ref().map(|f| f.id),
+                    });
+                    self.batch.slices.push(s);
+                    self.batch.flows.extend(flow);
+                }
+            }
+        }
+        if self.pending.len() > PENDING {
+            return Err(Stop::Late(
+                "too many device records wait for their issuing host slices".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The host slice that issued `p` and the arrow from it, as [`flows::link`] finds them
+    /// over the whole trace; `None` while slices that may have issued it are still to be
+    /// written.
+    #[allow(clippy::type_complexity)]
+    fn issuer(
+        &mut self,
+        p: &Pending,
+        end: bool,
+    ) -> Result<Option<(Option<Slice>, Option<LaneFlow>)>, Stop> {
+        let d = &p.info;
+        let Some(t) = d.host_call else {
+            return Ok(Some((None, None)));
+        };
+        let own: Vec<u32> = match d.thread {
+            Some(thread) => [
+                TrackKind::Host {
+                    thread: Some(thread),
+                },
+                TrackKind::DeviceSync {
+                    thread: Some(thread),
+                },
+            ]
+            .into_iter()
+            .filter_map(|kind| {
+                self.tracks.get(&TrackKey {
+                    trace: p.s.trace,
+                    kind,
+                })
+            })
+            .collect(),
+            None => Vec::new(),
+        };
+        if own.is_empty() {
+            if d.op.and_then(DeviceOp::enqueue_event).is_none() {
+                return Ok(Some((None, None)));
+            }
+            if end || d.thread.is_none() {
+                // Issued on a runtime's helper thread: matched against every thread's
+                // transfers, which the whole trace has.
+                return Err(Stop::Late(
+                    "a device record was issued on a thread without OpenACC events".into(),
+                ));
+            }
+            return Ok(None);
+        }
+        if !end && !own.iter().all(|&track| self.issuers.passed(track, t)) {
+            return Ok(None);
+        }
+        let up_to = self.linked_up_to.entry((p.s.trace, d.thread)).or_insert(t);
+        *up_to = (*up_to).max(t);
+        let mut best: Option<(Slice, usize)> = None;
+        let mut gone = false;
+        for track in own {
+            match self.issuers.innermost(track, t) {
+                Found::Slice(h, at) => {
+                    let key = |s: &Slice| (s.start, Reverse(s.end));
+                    if best.is_none_or(|(b, _)| key(&h) > key(&b)) {
+                        best = Some((h, at));
+                    }
+                }
+                Found::Gone => gone = true,
+                Found::None => {}
+            }
+        }
+        if gone {
+            self.lost += 1;
+            return Ok(Some((None, None)));
+        }
+        let Some((h, at)) = best else {
+            return Ok(Some((None, None)));
+        };
+        let src_ts = flows::inside(&h, t);
+        let (lo, hi) = flows::interior(&p.s);
+        let dst_ts = src_ts.max(lo);
+        if dst_ts > hi {
+            return Ok(Some((None, None)));
+        }
+        self.flows += 1;
+        self.issuers.add_flow(h.track, at, self.flows);
+        let flow = LaneFlow {
+            id: self.flows,
+            trace: p.s.trace,
+            src: (h.track, h.lane),
+            src_ts,
+            dst: (p.s.track, p.s.lane),
+            dst_ts,
+        };
+        Ok(Some((Some(h), Some(flow))))
     }
 
     /// Fixes the time zero, tells the writer, and lets go what the windows hold beyond their
@@ -429,6 +768,7 @@ impl Stream {
             loop {
                 let next = if end { window.pop() } else { window.pop_over() };
                 let Some((ts, value)) = next else { break };
+                self.in_flight_released |= counter != Counter::Memory;
                 self.batch.counters.push((counter, self.trace, ts, value));
             }
         }
@@ -444,18 +784,72 @@ impl Stream {
         self.shipping
             .ship(&s, strings, &mut self.batch.strings)
             .map_err(|u| Stop::Late(format!("string {} is defined after its first use", u.0)))?;
+        if let TrackKind::Host { thread } | TrackKind::DeviceSync { thread } =
+            self.tracks.key(s.track).kind
+        {
+            if self
+                .linked_up_to
+                .get(&(s.trace, thread))
+                .is_some_and(|&t| s.start <= t)
+            {
+                return Err(Stop::Late(
+                    "a host slice came after device records it may have issued were linked".into(),
+                ));
+            }
+            if self.noting {
+                let left = self.issuers.note(&s);
+                if self.holding {
+                    self.batch.issuers.extend(left);
+                    return self.send_if_full();
+                }
+            }
+            self.host_written = true;
+        }
+        if let Some(k) = s.device_index() {
+            let info = self.device[k];
+            self.device_free.push(k as u32);
+            self.pending.push(Pending { s, info });
+            if self.pending.len() >= BATCH {
+                self.link_pending(false)?;
+                if self.batch.slices.len() >= BATCH {
+                    self.send()?;
+                }
+            }
+            return Ok(());
+        }
         self.batch.slices.push(s);
-        if self.batch.slices.len() >= BATCH {
+        self.send_if_full()
+    }
+
+    fn send_if_full(&mut self) -> Result<(), Stop> {
+        if self.batch.slices.len() + self.batch.issuers.len() >= BATCH {
             self.send()?;
         }
         Ok(())
     }
 
     fn send(&mut self) -> Result<(), Stop> {
+        if !self.pending.is_empty() {
+            self.link_pending(false)?;
+        }
         while self.tracks_sent < self.tracks.len() {
-            self.batch
-                .tracks
-                .push(self.tracks.key(self.tracks_sent as u32));
+            let t = self.tracks_sent as u32;
+            let key = self.tracks.key(t);
+            let under = match key.kind {
+                TrackKind::DeviceSync { thread } => {
+                    let host = TrackKey {
+                        trace: key.trace,
+                        kind: TrackKind::Host { thread },
+                    };
+                    let under = self.tracks.get(&host).is_some();
+                    if !under {
+                        self.sync_alone.push(t);
+                    }
+                    under
+                }
+                _ => true,
+            };
+            self.batch.tracks.push((key, under));
             self.tracks_sent += 1;
         }
         let mut next = self.back.try_recv().unwrap_or_default();
@@ -502,6 +896,10 @@ fn drive<W, S: Sink<W>>(
                 b.processes.clear();
                 b.strings.clear();
                 b.slices.clear();
+                b.device.clear();
+                b.flows.clear();
+                b.issuers.clear();
+                b.labels.clear();
                 b.counters.clear();
                 // The reader may be done; then the batch is dropped.
                 let _ = back.send(b);
@@ -571,10 +969,25 @@ impl<W: Write> Sink<W> for JsonSink<W> {
         for s in &b.slices {
             let tid = self.tid(s.track, s.lane);
             let t = usize::from(s.trace);
+            let dev = s.device_index().map(|k| {
+                let d = &b.device[k];
+                (&d.info, d.issuer.as_ref())
+            });
             self.w
-                .slice(s, self.processes[t].pid, &self.strings[t], tid, None)?;
+                .slice(s, self.processes[t].pid, &self.strings[t], tid, dev)?;
         }
         self.slices += b.slices.len();
+        for f in &b.flows {
+            let flow = Flow {
+                id: f.id,
+                trace: f.trace,
+                src_tid: self.tid(f.src.0, f.src.1),
+                src_ts: f.src_ts,
+                dst_tid: self.tid(f.dst.0, f.dst.1),
+                dst_ts: f.dst_ts,
+            };
+            self.w.flow(&flow, &self.processes)?;
+        }
         for &(counter, trace, ts, value) in &b.counters {
             let name = match counter {
                 Counter::Memory => "device memory in use",
@@ -617,10 +1030,19 @@ struct PerfettoSink<W: Write> {
     /// Per trace, the strings shipped so far.
     strings: Vec<Shipped>,
     keys: Vec<TrackKey>,
+    /// Per export track, whether a synchronous device track goes under its thread's track.
+    under: Vec<bool>,
     /// Per export track, its parent and the Perfetto track of each lane.
     lanes: Vec<Option<(TrackId, Vec<TrackId>)>>,
     /// Host threads' tracks, the parents of their synchronous device tracks.
     threads: rustc_hash::FxHashMap<(u16, Option<i64>), TrackId>,
+    /// Per trace, the group of its device stream tracks.
+    devices: rustc_hash::FxHashMap<u16, TrackId>,
+    /// Names of device stream tracks, by export track.
+    labels: rustc_hash::FxHashMap<u32, String>,
+    /// Flows with one end written: the reader's number and the id given.
+    open_flows: rustc_hash::FxHashMap<u64, FlowId>,
+    outs: Vec<FlowId>,
     /// Per trace, its counter tracks (memory in use, bytes moved) and the bytes moved so far,
     /// as last written.
     counters: Vec<([Option<TrackId>; 2], i64)>,
@@ -640,8 +1062,13 @@ impl<W: Write> PerfettoSink<W> {
             names,
             strings: Vec::new(),
             keys: Vec::new(),
+            under: Vec::new(),
             lanes: Vec::new(),
             threads: Default::default(),
+            devices: Default::default(),
+            labels: Default::default(),
+            open_flows: Default::default(),
+            outs: Vec::new(),
             counters: Vec::new(),
             name_buf: Vec::new(),
             slices: 0,
@@ -683,7 +1110,12 @@ impl<W: Write> PerfettoSink<W> {
             self.lanes.resize_with(t + 1, || None);
         }
         let key = self.keys[t];
-        let label = || key.kind.label(&Default::default());
+        let named = self.labels.get(&track).cloned();
+        let label = || {
+            named
+                .clone()
+                .unwrap_or_else(|| key.kind.label(&Default::default()))
+        };
         if self.lanes[t].is_none() {
             let label = label();
             let (parent, first) = match key.kind {
@@ -692,12 +1124,28 @@ impl<W: Write> PerfettoSink<W> {
                     (process, self.thread(key.trace, thread)?)
                 }
                 TrackKind::DeviceSync { thread } => {
-                    let parent = self.thread(key.trace, thread)?;
+                    let parent = if self.under[t] {
+                        self.thread(key.trace, thread)?
+                    } else {
+                        self.process(key.trace)?
+                    };
                     (parent, self.w.slice_track(parent, &label)?)
                 }
-                TrackKind::DeviceQueue { .. } | TrackKind::DeviceStream { .. } => {
+                TrackKind::DeviceQueue { .. } => {
                     let process = self.process(key.trace)?;
                     (process, self.w.slice_track(process, &label)?)
+                }
+                TrackKind::DeviceStream { .. } => {
+                    let group = match self.devices.get(&key.trace) {
+                        Some(&g) => g,
+                        None => {
+                            let process = self.process(key.trace)?;
+                            let g = self.w.slice_track(process, "device")?;
+                            self.devices.insert(key.trace, g);
+                            g
+                        }
+                    };
+                    (group, self.w.slice_track(group, &label)?)
                 }
             };
             self.lanes[t] = Some((parent, vec![first]));
@@ -710,6 +1158,18 @@ impl<W: Write> PerfettoSink<W> {
             lanes.push(self.w.slice_track(*parent, &name)?);
         }
         Ok(lanes[usize::from(lane)])
+    }
+
+    /// The id of the reader's flow `n`: given at its first end, forgotten at its second.
+    fn flow(&mut self, n: u64) -> FlowId {
+        match self.open_flows.remove(&n) {
+            Some(f) => f,
+            None => {
+                let f = self.w.new_flow();
+                self.open_flows.insert(n, f);
+                f
+            }
+        }
     }
 
     fn counter(&mut self, trace: u16, which: usize, name: &str) -> io::Result<TrackId> {
@@ -725,7 +1185,10 @@ impl<W: Write> PerfettoSink<W> {
 
 impl<W: Write> Sink<W> for PerfettoSink<W> {
     fn batch(&mut self, b: &mut Batch) -> io::Result<()> {
-        self.keys.append(&mut b.tracks);
+        for (key, under) in b.tracks.drain(..) {
+            self.keys.push(key);
+            self.under.push(under);
+        }
         for p in b.processes.drain(..) {
             self.processes.push(p);
             self.process_tracks.push(None);
@@ -735,8 +1198,36 @@ impl<W: Write> Sink<W> for PerfettoSink<W> {
         for (trace, id, text) in b.strings.drain(..) {
             self.strings[usize::from(trace)].add(id, text);
         }
+        self.labels.extend(b.labels.drain(..));
         for s in &b.slices {
             let track = self.track(s.track, s.lane)?;
+            let d = s.device_index().map(|k| &b.device[k]);
+            let ins = match d.and_then(|d| d.flow) {
+                Some(n) => vec![self.flow(n)],
+                None => Vec::new(),
+            };
+            let at = Placed {
+                s,
+                dev: d.map(|d| &d.info),
+                track,
+                zero: self.zero,
+            };
+            perfetto::put_slice(
+                &mut self.w,
+                &mut self.names,
+                at,
+                &self.strings[usize::from(s.trace)],
+                &[],
+                &ins,
+                &mut self.name_buf,
+            )?;
+        }
+        for k in &b.issuers {
+            let s = &k.s;
+            let track = self.track(s.track, s.lane)?;
+            let mut outs = std::mem::take(&mut self.outs);
+            outs.clear();
+            outs.extend(k.flows.iter().map(|&n| self.flow(n)));
             let at = Placed {
                 s,
                 dev: None,
@@ -748,12 +1239,13 @@ impl<W: Write> Sink<W> for PerfettoSink<W> {
                 &mut self.names,
                 at,
                 &self.strings[usize::from(s.trace)],
-                &[],
+                &outs,
                 &[],
                 &mut self.name_buf,
             )?;
+            self.outs = outs;
         }
-        self.slices += b.slices.len();
+        self.slices += b.slices.len() + b.issuers.len();
         for &(counter, trace, ts, value) in &b.counters {
             let (which, name, value) = match counter {
                 Counter::Memory => (0, "device memory in use", value),
