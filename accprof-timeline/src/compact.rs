@@ -3,8 +3,7 @@
 //! A full [`Event`] is ~300 bytes (every optional field has a slot). Holding or sorting a million
 //! of them would cost a quarter of a gigabyte, so views keep this instead: times, the track, and
 //! the handful of fields that go into a name or a tooltip. The export sorts and lays these out
-//! per track; the TUI derives its prefix sums from them. [`CompactColumns`] holds many of them
-//! as columns.
+//! per track, streamed or whole.
 
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_trace::{device, Event, EventFlags, Field, StrId};
@@ -156,90 +155,6 @@ impl crate::device::Span for CompactEvent {
     }
 }
 
-/// Compact events as columns: one vector per field of [`CompactEvent`], for views that keep
-/// many events and read a few fields of each (a sweep over start and end times touches 16
-/// bytes per event instead of 88). [`CompactEvent`] stays the row type: [`CompactColumns::push`]
-/// takes one, [`CompactColumns::get`] gives one back.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CompactColumns {
-    cols: Columns,
-}
-
-macro_rules! columns {
-    ($($field:ident: $ty:ty),* $(,)?) => {
-        /// The columns, one per field of [`CompactEvent`].
-        #[derive(Clone, Debug, Default, PartialEq, Eq)]
-        struct Columns {
-            $($field: Vec<$ty>,)*
-        }
-
-        impl CompactColumns {
-            /// Appends one event.
-            pub fn push(&mut self, ev: CompactEvent) {
-                $(self.cols.$field.push(ev.$field);)*
-            }
-
-            /// The `i`-th event, `None` past the end.
-            pub fn get(&self, i: usize) -> Option<CompactEvent> {
-                (i < self.len()).then(|| CompactEvent {
-                    $($field: self.cols.$field[i],)*
-                })
-            }
-
-            /// Room for `n` more events.
-            pub fn reserve(&mut self, n: usize) {
-                $(self.cols.$field.reserve(n);)*
-            }
-
-            /// Gives back memory reserved beyond the events held.
-            pub fn shrink_to_fit(&mut self) {
-                $(self.cols.$field.shrink_to_fit();)*
-            }
-
-            /// Bytes the columns hold per event (what the store costs, without spare capacity).
-            pub const BYTES_PER_EVENT: usize = 0 $(+ std::mem::size_of::<$ty>())*;
-
-            $(
-                #[doc = concat!("The `", stringify!($field), "` of every event, in order.")]
-                pub fn $field(&self) -> &[$ty] {
-                    &self.cols.$field
-                }
-            )*
-        }
-    };
-}
-
-columns!(start: u64, end: u64, bytes: u64, track: u32, lane: u16, trace: u16, kind: i32, name: u32, src_file: u32, func: u32, line: i32, end_line: i32, num_gangs: u32, num_workers: u32, vector_length: u32, async_: i32, async_queue: i32, construct: i32, implicit: bool, flags: u8, device: u32);
-
-impl CompactColumns {
-    pub fn len(&self) -> usize {
-        self.cols.start.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.cols.start.is_empty()
-    }
-
-    /// Every event, in order, as rows.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = CompactEvent> + '_ {
-        (0..self.len()).map(|i| self.get(i).expect("an index below len"))
-    }
-}
-
-impl FromIterator<CompactEvent> for CompactColumns {
-    fn from_iter<I: IntoIterator<Item = CompactEvent>>(iter: I) -> Self {
-        let mut c = CompactColumns::default();
-        iter.into_iter().for_each(|ev| c.push(ev));
-        c
-    }
-}
-
-impl Extend<CompactEvent> for CompactColumns {
-    fn extend<I: IntoIterator<Item = CompactEvent>>(&mut self, iter: I) {
-        iter.into_iter().for_each(|ev| self.push(ev));
-    }
-}
-
 fn opt_str(raw: u32) -> Option<StrId> {
     (raw != NO_STRING).then_some(StrId(raw))
 }
@@ -269,32 +184,5 @@ mod tests {
         let s = CompactEvent::from_event(&ev, 0, 0, |t| t);
         assert_eq!(strings.resolve(s.src_file_id()), Some("/src/laplace.c"));
         assert_eq!(s.func_id(), None);
-    }
-
-    #[test]
-    fn columns_give_back_the_rows_they_were_given() {
-        let mut strings = StringTable::default();
-        let file = strings.intern("/src/laplace.c");
-        let rows: Vec<CompactEvent> = (0..5u64)
-            .map(|i| {
-                let mut ev = Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 100 * i);
-                ev.end_ns = 100 * i + 40 + i;
-                ev.set(Field::SrcFile, u64::from(file.0));
-                ev.set(Field::Bytes, 1 << i);
-                ev.set_i64(Field::LineNo, 10 + i as i64);
-                CompactEvent::from_event(&ev, 1, i as u32 % 2, |t| t + 7)
-            })
-            .collect();
-        let cols: CompactColumns = rows.iter().copied().collect();
-        assert_eq!(cols.len(), 5);
-        assert_eq!(cols.iter().collect::<Vec<_>>(), rows);
-        assert_eq!(cols.get(3), Some(rows[3]));
-        assert_eq!(cols.get(5), None);
-        assert_eq!(cols.start(), [7, 107, 207, 307, 407]);
-        assert_eq!(cols.track(), [0, 1, 0, 1, 0]);
-        assert_eq!(cols.line(), [10, 11, 12, 13, 14]);
-        assert_eq!(cols.bytes()[4], 16);
-        // 3 x u64, 14 x 32-bit, 2 x u16, 2 bytes: the row less its padding.
-        assert_eq!(CompactColumns::BYTES_PER_EVENT, 86);
     }
 }

@@ -51,7 +51,7 @@ pub mod order;
 pub mod taxonomy;
 pub mod track;
 
-pub use compact::{CompactColumns, CompactEvent};
+pub use compact::CompactEvent;
 pub use device::{DeviceOp, DeviceRecord};
 pub use taxonomy::{
     is_async, is_enqueue, is_point, Category, ChildKind, ConstructKind, Direction, EventClass,
