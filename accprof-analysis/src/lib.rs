@@ -69,5 +69,5 @@ pub mod source;
 
 pub use advise::{advise, Evidence, Finding, FindingLocation, Rule};
 pub use build::ProfileBuilder;
-pub use load::{merge, Progress};
+pub use load::{merge, KernelNameNotes, Progress};
 pub use model::*;

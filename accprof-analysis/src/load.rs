@@ -48,8 +48,8 @@ impl Profile {
         let reader = ResolvingReader::new(reader);
         let mut b = builder_for(reader.header());
         let mut next_progress = PROGRESS_EVERY;
-        let mut named = KernelNamesSent::default();
-        let note = move |ev: &Event, strings: &StringTable| named.new_name(ev, strings);
+        let mut named = KernelNameNotes::default();
+        let note = move |ev: &Event, strings: &StringTable| named.note(ev, strings);
         let reader = reader.for_each_batch_noting(note, |events, names, bytes_read| {
             for (id, text) in names {
                 b.name_kernel(*id, text);
@@ -83,9 +83,9 @@ impl Profile {
     ) -> Result<Profile, TraceError> {
         let mut reader = ResolvingReader::new(reader);
         let mut b = builder_for(reader.header());
-        let mut named = KernelNamesSent::default();
+        let mut named = KernelNameNotes::default();
         while reader.advance()? {
-            if let Some((id, text)) = named.new_name(reader.event(), reader.strings()) {
+            if let Some((id, text)) = named.note(reader.event(), reader.strings()) {
                 b.name_kernel(id, &text);
             }
             b.feed(reader.event());
@@ -131,9 +131,9 @@ impl Profile {
     /// `accprof_symbols::annotate_trace` on the trace first.
     pub fn from_trace(label: impl Into<String>, trace: &Trace) -> Profile {
         let mut b = builder_for(&trace.header);
-        let mut named = KernelNamesSent::default();
+        let mut named = KernelNameNotes::default();
         for ev in &trace.events {
-            if let Some((id, text)) = named.new_name(ev, &trace.strings) {
+            if let Some((id, text)) = named.note(ev, &trace.strings) {
                 b.name_kernel(id, &text);
             }
             b.feed(ev);
@@ -158,12 +158,12 @@ impl Profile {
 /// The kernel names a builder was given, so that each goes once
 /// ([`ProfileBuilder::name_kernel`]: kernel records without their call are then tied to their
 /// launches while reading, in bounded memory).
-#[derive(Default)]
-struct KernelNamesSent(std::collections::HashSet<StrId>);
+#[derive(Debug, Default)]
+pub struct KernelNameNotes(std::collections::HashSet<StrId>);
 
-impl KernelNamesSent {
+impl KernelNameNotes {
     /// The kernel name of `ev` with its text, the first time it is seen defined.
-    fn new_name(&mut self, ev: &Event, strings: &StringTable) -> Option<(StrId, Box<str>)> {
+    pub fn note(&mut self, ev: &Event, strings: &StringTable) -> Option<(StrId, Box<str>)> {
         let id = ev.kernel_name()?;
         if self.0.contains(&id) {
             return None;

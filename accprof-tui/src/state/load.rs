@@ -204,7 +204,7 @@ impl Loader {
             }
             add_event(feed, &ev, store);
             if let Some(p) = &mut feed.profile {
-                p.push(ev);
+                p.push(ev, feed.reader.strings());
             }
             added += 1;
         }

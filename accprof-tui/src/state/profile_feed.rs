@@ -12,8 +12,8 @@
 //! says `None`).
 
 use accprof_analysis::load::DEVICE_ACTIVITY_KEY;
-use accprof_analysis::{Profile, ProfileBuilder, ProfileSource};
-use accprof_trace::{Event, Footer, Header, StringTable};
+use accprof_analysis::{KernelNameNotes, Profile, ProfileBuilder, ProfileSource};
+use accprof_trace::{Event, Footer, Header, StrId, StringTable};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -48,7 +48,9 @@ pub struct TraceEnd {
 }
 
 enum Msg {
-    Events(Vec<Event>),
+    /// A batch, and the kernel names its events use first (for the builder's matching of
+    /// kernel records by name while reading).
+    Events(Vec<Event>, Vec<(StrId, Box<str>)>),
     End(Box<TraceEnd>),
 }
 
@@ -62,6 +64,9 @@ pub struct ProfileFeed {
     /// Emptied batches coming back from the builder.
     spare: Receiver<Vec<Event>>,
     batch: Vec<Event>,
+    /// Kernel names the batch uses first, and those given before.
+    names: Vec<(StrId, Box<str>)>,
+    named: KernelNameNotes,
     worker: JoinHandle<Option<Profile>>,
 }
 
@@ -102,13 +107,17 @@ impl ProfileFeed {
             stop,
             spare,
             batch: Vec::with_capacity(BATCH),
+            names: Vec::new(),
+            named: KernelNameNotes::default(),
             worker,
         }
     }
 
-    /// Hands over the next event of the trace, in file order; never waits for the builder.
-    pub fn push(&mut self, ev: Event) {
+    /// Hands over the next event of the trace, in file order, with the strings read so far;
+    /// never waits for the builder.
+    pub fn push(&mut self, ev: Event, strings: &StringTable) {
         let Some(tx) = &self.tx else { return };
+        self.names.extend(self.named.note(&ev, strings));
         self.batch.push(ev);
         if self.batch.len() == BATCH {
             let next = self
@@ -117,7 +126,8 @@ impl ProfileFeed {
                 .unwrap_or_else(|_| Vec::with_capacity(BATCH));
             let full = std::mem::replace(&mut self.batch, next);
             // A builder that stopped early is seen in `ProfileJob::wait`.
-            if let Err(TrySendError::Full(_)) = tx.try_send(Msg::Events(full)) {
+            let names = std::mem::take(&mut self.names);
+            if let Err(TrySendError::Full(_)) = tx.try_send(Msg::Events(full, names)) {
                 self.give_up();
             }
         }
@@ -141,7 +151,7 @@ impl ProfileFeed {
             // The builder stops at its next batch; nobody waits for it.
             return ProfileJob(None);
         };
-        let _ = tx.send(Msg::Events(self.batch));
+        let _ = tx.send(Msg::Events(self.batch, self.names));
         let _ = tx.send(Msg::End(Box::new(end)));
         ProfileJob(Some(self.worker))
     }
@@ -169,7 +179,10 @@ fn build(
             return None;
         }
         match msg {
-            Msg::Events(mut batch) => {
+            Msg::Events(mut batch, names) => {
+                for (id, text) in &names {
+                    b.name_kernel(*id, text);
+                }
                 batch.iter().for_each(|ev| b.feed(ev));
                 batch.clear();
                 // The loader may be done; then the buffer is simply dropped.
