@@ -441,18 +441,7 @@ fn write_file_atomically<T>(
     path: &Path,
     write: impl FnOnce(BufWriter<File>) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| CliError::new(format!("{}: not a file name", path.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.accprof-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let tmp = temporary_beside(path, "")?;
     let file = File::create(&tmp).map_err(|e| write_error(&path.display().to_string(), e))?;
     let result = write(BufWriter::with_capacity(1 << 20, file)).and_then(|t| {
         std::fs::rename(&tmp, path).map_err(|e| write_error(&path.display().to_string(), e))?;
@@ -462,6 +451,23 @@ fn write_file_atomically<T>(
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A temporary name in `path`'s directory (so that renaming it into place is atomic), hidden
+/// and naming this process, ending with `suffix`.
+pub(crate) fn temporary_beside(path: &Path, suffix: &str) -> Result<PathBuf, CliError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| CliError::new(format!("{}: not a file name", path.display())))?;
+    Ok(dir.join(format!(
+        ".{}.accprof-{}.tmp{suffix}",
+        name.to_string_lossy(),
+        std::process::id()
+    )))
 }
 
 fn write_error(what: &str, e: io::Error) -> CliError {

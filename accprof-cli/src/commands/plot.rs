@@ -157,20 +157,8 @@ fn figure(args: &Args) -> Result<Figure, CliError> {
 /// Draws to a temporary file beside `path` and renames it, so a failure leaves nothing behind.
 fn write_image(path: &Path, format: ImageFormat, fig: &Figure) -> Result<(), CliError> {
     register_font();
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| CliError::new(format!("{}: not a file name", path.display())))?;
     // The bitmap backend picks its encoder from the extension, so the temporary keeps it.
-    let tmp = dir.join(format!(
-        ".{}.accprof-{}.tmp.{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        format.extension()
-    ));
+    let tmp = crate::commands::export::temporary_beside(path, &format!(".{}", format.extension()))?;
     let size = (draw::WIDTH, fig.height());
     let drawn = match format {
         ImageFormat::Svg => {
