@@ -209,53 +209,51 @@ impl<R: Read> ResolvingReader<R> {
     /// event is not copied out.
     #[inline]
     pub fn advance(&mut self) -> Result<bool, TraceError> {
-        let Some(mut ev) = self.read_raw()? else {
+        // Decoded straight into `current`: the ~330-byte event is copied once per event.
+        let before = self.reader.bytes_read();
+        if !self.reader.next_event_into(&mut self.current)? {
             return Ok(false);
-        };
-        self.resolve_in_place(&mut ev);
-        self.current = ev;
+        }
+        if self.reader.reading_live_file() {
+            self.chunks.recovered_from.get_or_insert(self.events);
+        } else if self.reader.bytes_read() != before {
+            self.chunks.starts.push((before, self.events));
+        }
+        self.events += 1;
+        self.resolve_current();
         Ok(true)
     }
 
-    /// The next event as decoded, noting where a new events chunk began.
+    /// Resolves what [`Resolve`] asks for in the event just read.
     #[inline]
-    fn read_raw(&mut self) -> Result<Option<Event>, TraceError> {
-        let before = self.reader.bytes_read();
-        let ev = self.reader.next_event()?;
-        if ev.is_some() {
-            if self.reader.reading_live_file() {
-                self.chunks.recovered_from.get_or_insert(self.events);
-            } else if self.reader.bytes_read() != before {
-                self.chunks.starts.push((before, self.events));
-            }
-        }
-        Ok(ev)
-    }
-
-    /// Resolves what [`Resolve`] asks for in `ev`, just read.
-    #[inline]
-    fn resolve_in_place(&mut self, ev: &mut Event) {
-        self.events += 1;
-        let modules = match &self.known_modules {
+    fn resolve_current(&mut self) {
+        let Self {
+            reader,
+            resolve,
+            symbolizer,
+            current: ev,
+            known_modules,
+            recorded,
+            ..
+        } = self;
+        let modules = match known_modules {
             Some(m) => m.as_slice(),
-            None => self.reader.modules(),
+            None => reader.modules(),
         };
-        let location = self.resolve.locations
+        let location = resolve.locations
             && ev.get(Field::ReturnAddress).is_some()
             && ev.get(Field::SrcFile).is_none();
-        let data = self.resolve.data_names && unnamed_host_data(ev) && !modules.is_empty();
+        let data = resolve.data_names && unnamed_host_data(ev) && !modules.is_empty();
         if !(location || data) {
             return;
         }
-        let sym = self
-            .symbolizer
-            .get_or_insert_with(|| Symbolizer::new(modules).with_symbols(&self.recorded));
+        let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(modules).with_symbols(recorded));
         sym.update_modules(modules);
         if location {
-            sym.annotate(ev, self.reader.strings_mut());
+            sym.annotate(ev, reader.strings_mut());
         }
         if data {
-            sym.annotate_data(ev, self.reader.strings_mut());
+            sym.annotate_data(ev, reader.strings_mut());
         }
     }
 
@@ -318,10 +316,11 @@ impl<R: Read> ResolvingReader<R> {
                     batch.clear();
                     let mut notes = Vec::new();
                     while batch.len() < BATCH {
-                        let Some(mut ev) = r.read_raw()? else { break };
-                        r.resolve_in_place(&mut ev);
-                        notes.extend(note(&ev, r.strings()));
-                        batch.push(ev);
+                        if !r.advance()? {
+                            break;
+                        }
+                        notes.extend(note(&r.current, r.strings()));
+                        batch.push(r.current);
                     }
                     let done = batch.len() < BATCH;
                     if !batch.is_empty() && full_tx.send((batch, notes, r.bytes_read())).is_err() {

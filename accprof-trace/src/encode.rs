@@ -76,7 +76,15 @@ impl EventDecoder {
         Self::default()
     }
 
+    /// Decodes the next event and returns a copy of it.
     pub fn decode(&mut self, cur: &mut Cursor<'_>) -> Result<Event, Malformed> {
+        self.decode_next(cur).copied()
+    }
+
+    /// Decodes the next event over the previous one, in place, and returns it. A reader of
+    /// millions of events copies each ~330-byte event once, into wherever its caller keeps it,
+    /// instead of at every layer. After an error the state is unusable: the chunk is corrupt.
+    pub fn decode_next(&mut self, cur: &mut Cursor<'_>) -> Result<&Event, Malformed> {
         let kind = i32::try_from(unzigzag(cur.u64()?)).map_err(|_| Malformed)?;
         let start = self.prev.start_ns.wrapping_add(unzigzag(cur.u64()?) as u64);
         let duration = cur.u64()?;
@@ -84,7 +92,7 @@ impl EventDecoder {
         if changed >> FIELD_COUNT != 0 {
             return Err(Malformed);
         }
-        let mut ev = self.prev;
+        let ev = &mut self.prev;
         ev.kind = acc_event_t(kind);
         ev.start_ns = start;
         ev.end_ns = start.checked_add(duration).ok_or(Malformed)?;
@@ -95,14 +103,15 @@ impl EventDecoder {
             let f = Field::ALL[i];
             match cur.u64()? {
                 0 => ev.clear(f),
+                // Each field changes at most once per event, so its old value is still the
+                // previous event's.
                 v => {
-                    let base = self.prev.get(f).unwrap_or(0);
+                    let base = ev.get(f).unwrap_or(0);
                     ev.set(f, base.wrapping_add(unzigzag(v - 1) as u64));
                 }
             }
         }
-        self.prev = ev;
-        Ok(ev)
+        Ok(&self.prev)
     }
 }
 

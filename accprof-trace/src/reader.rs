@@ -394,25 +394,34 @@ impl<R: Read> TraceReader<R> {
     /// The next event, or `None` at the end of what is there now. Call again later to follow
     /// a file that is still growing.
     pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
+        let mut ev = Event::default();
+        Ok(self.next_event_into(&mut ev)?.then_some(ev))
+    }
+
+    /// Reads the next event into `out`; `false` at the end of the trace (`out` is then as it
+    /// was). The loop of a view that reads millions: the event is copied once, into `out`.
+    pub fn next_event_into(&mut self, out: &mut Event) -> Result<bool, TraceError> {
         loop {
             if self.events_left > 0 {
                 let mut cur = Cursor::new(&self.events[self.events_pos..]);
-                let ev = self.decoder.decode(&mut cur);
-                let used = cur.position();
-                let ev = ev.map_err(|_| self.corrupt(0, "an event does not decode"))?;
-                self.events_pos += used;
+                match self.decoder.decode_next(&mut cur) {
+                    Ok(ev) => *out = *ev,
+                    Err(_) => return Err(self.corrupt(0, "an event does not decode")),
+                }
+                self.events_pos += cur.position();
                 self.events_left -= 1;
                 self.events_read += 1;
-                return Ok(Some(ev));
+                return Ok(true);
             }
             if let Some(e) = self.recovered.next() {
-                return Ok(Some(e));
+                *out = e;
+                return Ok(true);
             }
             let Some((kind, payload)) = self.next_chunk()? else {
                 if self.recover_from_live() {
                     continue;
                 }
-                return Ok(None);
+                return Ok(false);
             };
             self.absorb(kind, payload)?;
         }

@@ -90,6 +90,22 @@ fn round_trip_keeps_everything() {
 }
 
 #[test]
+fn reading_into_one_reused_event_gives_every_event_and_then_stops() {
+    // The loop every view runs: each event decoded in place over the one before, copied once.
+    let evs = events(1000);
+    let bytes = write_trace(&evs);
+    let mut r = TraceReader::new("t.trace", &bytes[..]).unwrap();
+    let mut ev = Event::default();
+    let mut got = Vec::new();
+    while r.next_event_into(&mut ev).unwrap() {
+        got.push(ev);
+    }
+    assert_eq!(got, evs);
+    assert_eq!(ev, evs[999], "the end leaves the last event as it was");
+    assert!(!r.next_event_into(&mut ev).unwrap());
+}
+
+#[test]
 fn every_truncation_reads_a_prefix_or_fails_cleanly() {
     let evs = events(200);
     let full = write_trace(&evs);
