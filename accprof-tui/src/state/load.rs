@@ -8,12 +8,12 @@
 use crate::state::constructs::{EventKey, RowKey};
 use crate::state::kind::{kind_code, Category};
 use crate::state::profile_feed::{ProfileFeed, ProfileJob, TraceEnd};
-use crate::state::store::{LaneKind, Raw, Source, Store, NO_LINE, NO_STR};
+use crate::state::store::{LaneKind, Raw, Source, Store, NO_PARENT, NO_STR};
 use accprof_analysis::build::ConstructKey;
 use accprof_symbols::ResolvingReader;
 use accprof_symbols::Symbolizer;
 use accprof_timeline::taxonomy::is_async_value;
-use accprof_timeline::{is_enqueue, DeviceRecord, EventClass, TrackKind};
+use accprof_timeline::{is_enqueue, CompactEvent, DeviceRecord, EventClass, TrackKind};
 use accprof_trace::{device, Event, Field, StrId, StringTable, TraceError, TraceReader};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -181,9 +181,10 @@ impl Loader {
             .push((feed.events_read, store.records.len() as u32));
         loop {
             let before = feed.reader.bytes_read();
-            let Some(ev) = feed.reader.next_event()? else {
+            if !feed.reader.advance()? {
                 break;
-            };
+            }
+            let ev = *feed.reader.event();
             if feed.reader.reading_live_file() {
                 if feed.recovered.is_empty() {
                     self.chunks.push(ChunkRef {
@@ -368,7 +369,13 @@ pub fn lane_kind(ev: &Event) -> LaneKind {
     }
 }
 
+/// Reduces `ev` to the store's columns. The fields come from the shared [`CompactEvent`] (the
+/// form export and plot keep too), so that a name, a line, a parent construct or a clamped time
+/// means the same thing here as there; only the lane, the colour category and the table row are
+/// the TUI's own.
 fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
+    let shift = |t: u64| (i128::from(t) + feed.shift).clamp(0, i128::from(u64::MAX)) as u64;
+    let compact = CompactEvent::from_event(ev, feed.source as u16, 0, shift);
     let mut map = |id: Option<StrId>| -> u32 {
         let Some(id) = id else { return NO_STR };
         // The trace's ids count up from 0; strings the reader added (resolved source files,
@@ -389,11 +396,12 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
         }
         table[i]
     };
-    let name = map(ev.kernel_name().or(ev.var_name()));
-    let file = map(ev.src_file());
+    let name = map(compact.name_id());
+    let src_file = compact.src_file_id();
+    let file = map(src_file);
     let construct = match EventClass::of(ev) {
         EventClass::Construct(kind) => Some(ConstructKey::of(ev, kind).map_strings(|id| {
-            if Some(id) == ev.src_file() {
+            if Some(id) == src_file {
                 StrId(file)
             } else {
                 StrId(map(Some(id)))
@@ -407,18 +415,14 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     let r = &mut store.records;
     r.kind.push(kind_code(ev.kind, cat));
     r.parent.push(
-        ev.get_i64(Field::ParentConstruct)
-            .and_then(|p| u8::try_from(p).ok())
-            .filter(|&p| p != 255)
-            .unwrap_or(255),
+        compact
+            .construct()
+            .and_then(|p| u8::try_from(p.0).ok())
+            .unwrap_or(NO_PARENT),
     );
     r.name.push(name);
     r.file.push(file);
-    r.line.push(
-        ev.line_no()
-            .and_then(|l| i32::try_from(l).ok())
-            .unwrap_or(NO_LINE),
-    );
+    r.line.push(compact.line);
     r.source.push(feed.source as u16);
     // With device records, kernels and transfers come into the table from accprof-analysis's
     // profile, which ties device times to them (see state::table); the host counts the rest.
@@ -437,16 +441,15 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
         };
         store
             .constructs
-            .add(key, rec, ev.duration_ns(), ev.bytes().unwrap_or(0));
+            .add(key, rec, compact.duration(), compact.bytes().unwrap_or(0));
     }
-    let shift = |t: u64| (i128::from(t) + feed.shift).clamp(0, i128::from(u64::MAX)) as u64;
     if let Some(d) = DeviceRecord::of(ev) {
         store.device.push(
             rec,
             d.thread,
             d.host_call_ns.map(shift),
-            shift(ev.start_ns),
-            shift(ev.end_ns.max(ev.start_ns)),
+            compact.start,
+            compact.end,
             d.op,
         );
     } else if let (Some(handle), Some(q)) =
@@ -478,8 +481,8 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     store.push_raw(
         lane,
         Raw {
-            start: shift(ev.start_ns),
-            end: shift(ev.end_ns.max(ev.start_ns)),
+            start: compact.start,
+            end: compact.end,
             rec,
             cat,
         },

@@ -14,8 +14,11 @@ use std::collections::HashMap;
 
 /// "No string" in the per-record string columns.
 pub const NO_STR: u32 = u32::MAX;
-/// "No line" in the per-record line column.
-pub const NO_LINE: i32 = i32::MIN;
+/// "No line" in the per-record line column: the shared compact form's "not recorded", which
+/// the column is filled from.
+pub const NO_LINE: i32 = accprof_timeline::compact::NONE_I32;
+/// "No parent construct" in the per-record parent column.
+pub const NO_PARENT: u8 = u8::MAX;
 
 /// Where a lane's events ran: a track of the shared vocabulary (host thread, async queue,
 /// device stream). A thread's synchronous device work (`TrackKind::DeviceSync`) is shown in that
@@ -59,7 +62,7 @@ pub struct Records {
     /// The event's kind code ([`crate::state::kind::kind_code`]): the acc_event_t number of a
     /// host event (start event of a pair), a device code for device records.
     pub kind: Vec<u8>,
-    /// acc_construct_t of `parent_construct`, 255 when absent.
+    /// acc_construct_t of `parent_construct`, [`NO_PARENT`] when absent.
     pub parent: Vec<u8>,
     /// Kernel name for launches, variable name for data events (an id in [`Store::strings`]).
     pub name: Vec<u32>,
@@ -317,7 +320,8 @@ impl Store {
         use crate::state::kind::{device_code_name, is_device_code, kind_of_code, short_kind_name};
         let r = rec as usize;
         let code = self.records.kind[r];
-        let parent = (self.records.parent[r] != 255).then(|| i64::from(self.records.parent[r]));
+        let parent =
+            (self.records.parent[r] != NO_PARENT).then(|| i64::from(self.records.parent[r]));
         if is_device_code(code) {
             device_code_name(code)
         } else {
