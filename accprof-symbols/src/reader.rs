@@ -209,33 +209,34 @@ impl<R: Read> ResolvingReader<R> {
     /// event is not copied out.
     #[inline]
     pub fn advance(&mut self) -> Result<bool, TraceError> {
-        // Decoded straight into `current`: the ~330-byte event is copied once per event.
-        let before = self.reader.bytes_read();
-        if !self.reader.next_event_into(&mut self.current)? {
-            return Ok(false);
-        }
-        if self.reader.reading_live_file() {
-            self.chunks.recovered_from.get_or_insert(self.events);
-        } else if self.reader.bytes_read() != before {
-            self.chunks.starts.push((before, self.events));
-        }
-        self.events += 1;
-        self.resolve_current();
-        Ok(true)
+        self.read_next(None)
     }
 
-    /// Resolves what [`Resolve`] asks for in the event just read.
+    /// Reads and resolves the next event into `out`, or into the current event when `out` is
+    /// `None`: decoded in place, the ~330-byte event is copied once, into where it is kept.
     #[inline]
-    fn resolve_current(&mut self) {
+    fn read_next(&mut self, out: Option<&mut Event>) -> Result<bool, TraceError> {
         let Self {
             reader,
             resolve,
             symbolizer,
-            current: ev,
+            events,
+            current,
+            chunks,
             known_modules,
             recorded,
-            ..
         } = self;
+        let ev = out.unwrap_or(current);
+        let before = reader.bytes_read();
+        if !reader.next_event_into(ev)? {
+            return Ok(false);
+        }
+        if reader.reading_live_file() {
+            chunks.recovered_from.get_or_insert(*events);
+        } else if reader.bytes_read() != before {
+            chunks.starts.push((before, *events));
+        }
+        *events += 1;
         let modules = match known_modules {
             Some(m) => m.as_slice(),
             None => reader.modules(),
@@ -245,7 +246,7 @@ impl<R: Read> ResolvingReader<R> {
             && ev.get(Field::SrcFile).is_none();
         let data = resolve.data_names && unnamed_host_data(ev) && !modules.is_empty();
         if !(location || data) {
-            return;
+            return Ok(true);
         }
         let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(modules).with_symbols(recorded));
         sym.update_modules(modules);
@@ -255,6 +256,7 @@ impl<R: Read> ResolvingReader<R> {
         if data {
             sym.annotate_data(ev, reader.strings_mut());
         }
+        Ok(true)
     }
 
     /// Where the events chunks read so far start (the whole trace's once it has been read).
@@ -304,7 +306,10 @@ impl<R: Read> ResolvingReader<R> {
     {
         use std::sync::mpsc::{channel, sync_channel};
         const BATCH: usize = 4096;
-        let (full_tx, full_rx) = sync_channel::<(Vec<Event>, Vec<T>, u64)>(4);
+        // Batches go round full-length (the first `n` events are the batch's), so that each
+        // event is decoded straight into its slot.
+        type Batch<T> = (Vec<Event>, usize, Vec<T>, u64);
+        let (full_tx, full_rx) = sync_channel::<Batch<T>>(4);
         let (free_tx, free_rx) = channel::<Vec<Event>>();
         std::thread::scope(|scope| {
             let worker = scope.spawn(move || -> Result<Self, TraceError> {
@@ -312,18 +317,18 @@ impl<R: Read> ResolvingReader<R> {
                 loop {
                     let mut batch = free_rx
                         .try_recv()
-                        .unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                    batch.clear();
+                        .unwrap_or_else(|_| vec![Event::default(); BATCH]);
                     let mut notes = Vec::new();
-                    while batch.len() < BATCH {
-                        if !r.advance()? {
+                    let mut n = 0;
+                    while n < BATCH {
+                        if !r.read_next(Some(&mut batch[n]))? {
                             break;
                         }
-                        notes.extend(note(&r.current, r.strings()));
-                        batch.push(r.current);
+                        notes.extend(note(&batch[n], r.strings()));
+                        n += 1;
                     }
-                    let done = batch.len() < BATCH;
-                    if !batch.is_empty() && full_tx.send((batch, notes, r.bytes_read())).is_err() {
+                    let done = n < BATCH;
+                    if n > 0 && full_tx.send((batch, n, notes, r.bytes_read())).is_err() {
                         return Ok(r);
                     }
                     if done {
@@ -331,8 +336,8 @@ impl<R: Read> ResolvingReader<R> {
                     }
                 }
             });
-            for (batch, notes, bytes) in full_rx {
-                each(&batch, &notes, bytes);
+            for (batch, n, notes, bytes) in full_rx {
+                each(&batch[..n], &notes, bytes);
                 // The worker may have finished; then the batch is simply dropped.
                 let _ = free_tx.send(batch);
             }

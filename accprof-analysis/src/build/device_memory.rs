@@ -12,7 +12,9 @@ use crate::model::EventRef;
 use accprof_abi::acc_event_t;
 use accprof_trace::{Event, EventFlags, Field, StrId, StringTable};
 use serde::Serialize;
-use std::collections::HashMap;
+// Keyed by device pointers and device numbers, which no one picks to collide: the Fx hash,
+// as the rest of the builder.
+use rustc_hash::FxHashMap as HashMap;
 
 /// Points kept of the in-use series per device; past this the series is halved, keeping each
 /// pair's larger value, so the peak is never smoothed away.

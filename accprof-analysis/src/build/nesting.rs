@@ -83,21 +83,33 @@ impl ProfileBuilder {
     /// Pops the stack entries inside `[start, end]`, returning their leaves in time order and the
     /// time they covered.
     pub(super) fn pop_inside(ts: &mut ThreadState, start: u64, end: u64) -> (Vec<Leaf>, u64) {
-        let mut leaves = Vec::new();
+        // Find the entries first, so that the leaves are taken in time order into a vector of
+        // the right size: this runs for every construct, and growing and reversing a vector of
+        // ~170-byte leaves each time was a tenth of a report's time.
+        let mut first = ts.stack.len();
         let mut covered = 0;
-        while let Some(top) = ts.stack.back() {
-            let (s, e) = top.span();
+        let mut count = 0;
+        for item in ts.stack.iter().rev() {
+            let (s, e) = item.span();
             if s < start || e > end {
                 break;
             }
             covered += e - s;
-            match ts.stack.pop_back() {
-                Some(Item::Leaf(l)) => leaves.push(l),
-                Some(Item::Group { leaves: g, .. }) => leaves.extend(g.into_iter().rev()),
-                _ => {}
+            count += match item {
+                Item::Leaf(_) => 1,
+                Item::Group { leaves, .. } => leaves.len(),
+                Item::Closed { .. } => 0,
+            };
+            first -= 1;
+        }
+        let mut leaves = Vec::with_capacity(count);
+        for item in ts.stack.drain(first..) {
+            match item {
+                Item::Leaf(l) => leaves.push(l),
+                Item::Group { leaves: g, .. } => leaves.extend(g),
+                Item::Closed { .. } => {}
             }
         }
-        leaves.reverse();
         (leaves, covered)
     }
 
