@@ -1,6 +1,5 @@
-//! The streaming export (one trace of 65,536 events or more, written to a file) against the
-//! whole-trace export of the same trace (written to standard output, which always reads the
-//! trace whole): the same events on the same named tracks, in the same display order, with
+//! The streaming export (one trace of 65,536 events or more) against the whole-trace export of
+//! the same trace (`ACCPROF_EXPORT_WHOLE=1`): the same events on the same named tracks, in the same display order, with
 //! the same counters, for JSON and for Perfetto (decoded with Perfetto's own protos). Also for
 //! input the streaming windows cannot order (a construct holding more operations than a window),
 //! which must still come out right.
@@ -11,8 +10,8 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use tools::stderr;
 use tools::synth::{laplace_like, write_repeated, Synth};
-use tools::{run, stderr};
 
 /// Events enough to stream (the streaming export lays traces under 65,536 events out whole).
 const STREAMED: u64 = 80_000;
@@ -60,17 +59,45 @@ fn export_files(traces: &[&Path], out: &Path, format: &str, window: Option<usize
     stderr(&o)
 }
 
-/// The whole-trace export of `trace`, through standard output.
+/// The whole-trace export of `trace`.
 fn export_whole(trace: &Path, out: &Path, format: &str) {
     export_whole_of(&[trace], out, format)
 }
 
 fn export_whole_of(traces: &[&Path], out: &Path, format: &str) {
-    let mut args = vec!["export", "-q", "--format", format, "-o", "-"];
-    args.extend(traces.iter().map(|t| t.to_str().unwrap()));
-    let o = run(&args);
+    let o = tools::accprof()
+        .env("ACCPROF_EXPORT_WHOLE", "1")
+        .args(["export", "-q", "--format", format, "-o"])
+        .arg(out)
+        .args(traces)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    std::fs::write(out, &o.stdout).unwrap();
+}
+
+#[test]
+fn standard_output_gets_the_streamed_export_byte_for_byte() {
+    // Standard output cannot be rewound, so the export streams into a temporary file and
+    // copies it out: the same bytes as a file, in bounded memory.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = laplace(dir.path(), STREAMED);
+    for format in ["chrome", "perfetto"] {
+        let file = dir.path().join(format!("file.{format}"));
+        let said = export_file(&trace, &file, format, None);
+        assert!(!said.contains("not streamed"), "{said}");
+        let o = tools::accprof()
+            .env("ACCPROF_EXPORT_DEBUG", "1")
+            .args(["export", "-q", "--format", format, "-o", "-"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("not streamed"), "{}", stderr(&o));
+        assert!(
+            std::fs::read(&file).unwrap() == o.stdout,
+            "{format}: standard output differs from the file export"
+        );
+    }
 }
 
 /// A JSON export as what it means: every non-metadata event with its thread id replaced by

@@ -106,29 +106,22 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .unwrap_or_else(|| args.traces[0].with_extension(ext));
     let mut progress = Progress::new(args.quiet);
     let summary = if output.as_os_str() == "-" {
-        let collected = collect_and_warn(&args.traces, &mut progress)?;
-        let mut stdout = BufWriter::new(io::stdout().lock());
-        write_collected(format, collected, &mut stdout, &mut progress)
-            .map_err(|e| write_error("standard output", e))?
+        // Standard output cannot be emptied and written again when the streamed export gives
+        // up, so the export goes to an unnamed temporary file first and is copied out: memory
+        // stays bounded as it does for a file.
+        let tmp = tempfile::tempfile().map_err(|e| {
+            CliError::new(format!(
+                "cannot make a temporary file for standard output (TMPDIR): {e}"
+            ))
+        })?;
+        let summary =
+            export_streamed(&args.traces, format, &tmp, "standard output", &mut progress)?;
+        copy_to_stdout(&tmp).map_err(|e| write_error("standard output", e))?;
+        summary
     } else {
         let name = output.display().to_string();
         write_file_atomically(&output, |f| {
-            match stream::export(&args.traces, format, f, &name, &mut progress)? {
-                stream::Outcome::Written { summary, warnings } => {
-                    print_warnings(&warnings);
-                    Ok(summary)
-                }
-                stream::Outcome::Unordered { out, why } => {
-                    // The whole-trace path orders anything; it needs memory for every event.
-                    if std::env::var_os("ACCPROF_EXPORT_DEBUG").is_some() {
-                        eprintln!("accprof: export: not streamed: {why}");
-                    }
-                    let mut f = restart(out).map_err(|e| write_error(&name, e))?;
-                    let collected = collect_and_warn(&args.traces, &mut progress)?;
-                    write_collected(format, collected, &mut f, &mut progress)
-                        .map_err(|e| write_error(&name, e))
-                }
-            }
+            export_streamed(&args.traces, format, f, &name, &mut progress)
         })?
     };
     progress.finish();
@@ -169,13 +162,61 @@ fn write_collected(
     }
 }
 
+/// Exports `traces` into `file` (named `name` in messages), streamed when the traces allow it,
+/// else laid out whole (which needs memory for every event).
+fn export_streamed(
+    traces: &[PathBuf],
+    format: Format,
+    file: &File,
+    name: &str,
+    progress: &mut Progress,
+) -> Result<Summary, CliError> {
+    let out = BufWriter::with_capacity(1 << 20, file);
+    // The whole-trace path on request: the reference the streamed export is tested against.
+    let outcome = if std::env::var_os("ACCPROF_EXPORT_WHOLE").is_some_and(|v| v == "1") {
+        stream::Outcome::Unordered {
+            out,
+            why: "ACCPROF_EXPORT_WHOLE=1".into(),
+        }
+    } else {
+        stream::export(traces, format, out, name, progress)?
+    };
+    match outcome {
+        stream::Outcome::Written { summary, warnings } => {
+            print_warnings(&warnings);
+            Ok(summary)
+        }
+        stream::Outcome::Unordered { out, why } => {
+            if std::env::var_os("ACCPROF_EXPORT_DEBUG").is_some() {
+                eprintln!("accprof: export: not streamed: {why}");
+            }
+            let file = restart(out).map_err(|e| write_error(name, e))?;
+            let mut out = BufWriter::with_capacity(1 << 20, file);
+            let collected = collect_and_warn(traces, progress)?;
+            let summary = write_collected(format, collected, &mut out, progress)
+                .and_then(|s| out.flush().map(|()| s))
+                .map_err(|e| write_error(name, e))?;
+            Ok(summary)
+        }
+    }
+}
+
 /// The output file emptied, to be written again from its start.
-fn restart(out: BufWriter<File>) -> io::Result<BufWriter<File>> {
+fn restart(out: BufWriter<&File>) -> io::Result<&File> {
     use std::io::Seek;
     let mut file = out.into_inner().map_err(|e| e.into_error())?;
     file.set_len(0)?;
     file.rewind()?;
-    Ok(BufWriter::with_capacity(1 << 20, file))
+    Ok(file)
+}
+
+/// Copies the whole of `file` to standard output.
+fn copy_to_stdout(mut file: &File) -> io::Result<()> {
+    use std::io::Seek;
+    file.rewind()?;
+    let mut stdout = io::stdout().lock();
+    io::copy(&mut file, &mut stdout)?;
+    stdout.flush()
 }
 
 /// Everything read from the traces, ready to be laid out (also the input of `accprof plot`'s
@@ -439,11 +480,11 @@ fn write_slices<W: Write>(
 /// half-written JSON behind.
 fn write_file_atomically<T>(
     path: &Path,
-    write: impl FnOnce(BufWriter<File>) -> Result<T, CliError>,
+    write: impl FnOnce(&File) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
     let tmp = temporary_beside(path, "")?;
     let file = File::create(&tmp).map_err(|e| write_error(&path.display().to_string(), e))?;
-    let result = write(BufWriter::with_capacity(1 << 20, file)).and_then(|t| {
+    let result = write(&file).and_then(|t| {
         std::fs::rename(&tmp, path).map_err(|e| write_error(&path.display().to_string(), e))?;
         Ok(t)
     });
