@@ -122,6 +122,13 @@ fn run_report_and_advise_print_after_the_program() {
             .any(|l| l.contains("data region") && l.contains("reached 0")),
         "{all}"
     );
+    // In the table of top constructs the exit row counts its exits.
+    let exits: Vec<u64> = all
+        .lines()
+        .filter_map(|l| l.split_once("data region exit"))
+        .filter_map(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(!exits.is_empty() && exits.iter().all(|&n| n >= 1), "{all}");
 }
 
 #[test]

@@ -389,15 +389,20 @@ fn top_constructs(out: &mut String, p: &Profile, n: usize) {
             c.location.short(),
             c.location.function.as_deref().unwrap_or("")
         );
+        // A region's exit on a line of its own counts its exits, not "reached 0".
+        let times = match c.kind {
+            ConstructKind::Data if c.reached == 0 => c.time.count,
+            _ => c.reached,
+        };
         let _ = writeln!(
             out,
             "  {:<32} {:<22} {:>9} {:>12} {:>7} {:>11}",
             loc.trim_end(),
             construct_name(c),
-            thousands(c.reached),
+            thousands(times),
             duration(c.time.total_ns),
             percent(c.time.total_ns, p.summary.wall_ns),
-            duration(c.time.total_ns.checked_div(c.reached.max(1)).unwrap_or(0))
+            duration(c.time.total_ns.checked_div(times.max(1)).unwrap_or(0))
         );
     }
 }
