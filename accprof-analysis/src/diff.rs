@@ -16,11 +16,25 @@ pub struct ConstructDiff {
     /// Index into each profile's constructs; `None` where the construct does not appear.
     pub before: Option<usize>,
     pub after: Option<usize>,
+    /// The row is a data region's exit on a line of its own ([`Construct::is_exit_only`]):
+    /// `reached` then counts its exits.
+    pub exit_only: bool,
     pub reached: (u64, u64),
     pub time_ns: (u64, u64),
     pub transfers: (u64, u64),
     pub bytes: (u64, u64),
     pub transfer_ns: (u64, u64),
+}
+
+impl ConstructDiff {
+    /// What tables call the row (see [`Construct::label`]).
+    pub fn label(&self) -> &'static str {
+        if self.exit_only {
+            EXIT_ONLY_LABEL
+        } else {
+            self.kind.label()
+        }
+    }
 }
 
 /// One variable and direction in both profiles.
@@ -243,7 +257,8 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
                 moved_to,
                 before: bi,
                 after: ai,
-                reached: (pick(bc, &|c| c.reached), pick(ac, &|c| c.reached)),
+                exit_only: any.is_exit_only(),
+                reached: (pick(bc, &|c| c.times()), pick(ac, &|c| c.times())),
                 time_ns: (
                     pick(bc, &|c| c.time.total_ns),
                     pick(ac, &|c| c.time.total_ns),

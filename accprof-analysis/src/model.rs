@@ -191,7 +191,35 @@ pub struct Construct {
     pub samples: Vec<EventRef>,
 }
 
+/// What tables call a data region's exit-only row ([`Construct::is_exit_only`]).
+pub const EXIT_ONLY_LABEL: &str = "data region exit";
+
 impl Construct {
+    /// A data region's exit reported on a line of its own (GCC's line table puts the end call
+    /// at the region's closing line or last statement): a row that is only ever exited.
+    pub fn is_exit_only(&self) -> bool {
+        self.kind == ConstructKind::Data && self.reached == 0
+    }
+
+    /// How many times the row happened: its entries, or its exits for an exit-only row.
+    pub fn times(&self) -> u64 {
+        if self.is_exit_only() {
+            self.time.count
+        } else {
+            self.reached
+        }
+    }
+
+    /// What tables call the row: "data region exit" for an exit-only row, not "data region
+    /// reached 0 times".
+    pub fn label(&self) -> &'static str {
+        if self.is_exit_only() {
+            EXIT_ONLY_LABEL
+        } else {
+            self.kind.label()
+        }
+    }
+
     /// Host time of the construct not spent in the transfers, launches and waits it contains:
     /// runtime bookkeeping (present lookups, allocations) and, for synchronous constructs, waiting.
     pub fn own_time_ns(&self) -> u64 {

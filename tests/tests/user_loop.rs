@@ -196,6 +196,13 @@ fn diff_of_naive_and_data_region_pairs_the_loop_and_lists_the_region_as_added() 
         .unwrap_or_else(|| panic!("{text}"));
     assert!(added.contains("laplace.c:38 main (data region)"), "{added}");
     assert!(!added.contains("compute region"), "{added}");
+    // GCC reports the region's exit at another line: that row is the exit, counted once.
+    let exit = text
+        .lines()
+        .find(|l| l.contains("data region exit") && l.contains("->"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(exit.contains("- -> 1 "), "{exit}");
+    assert!(added.contains("main (data region exit)"), "{added}");
     assert!(!text.contains("Removed (only before)"), "{text}");
     // The reduction cell (8 bytes at a stack address that differs between the runs) is one
     // "runtime internal" row per direction that pairs, not one row per address.

@@ -71,7 +71,7 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
         writeln!(out, "\nConstructs (paired across the edit by function, kind, order and nearby lines; largest change in host time first)");
     let _ = writeln!(
         out,
-        "  {:<36} {:<15} {:>15} {:>23} {:>17} {:>25}",
+        "  {:<36} {:<16} {:>15} {:>23} {:>17} {:>25}",
         "location", "construct", "reached", "host time", "transfers", "bytes"
     );
     for c in &d.constructs {
@@ -85,9 +85,9 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
         let pair = |b: String, a: String| format!("{} -> {}", side(hb, b), side(ha, a));
         let _ = writeln!(
             out,
-            "  {:<36} {:<15} {:>15} {:>23} {:>17} {:>25}",
+            "  {:<36} {:<16} {:>15} {:>23} {:>17} {:>25}",
             loc.trim_end(),
-            c.kind.label(),
+            c.label(),
             pair(thousands(c.reached.0), thousands(c.reached.1)),
             pair(duration(c.time_ns.0), duration(c.time_ns.1)),
             pair(thousands(c.transfers.0), thousands(c.transfers.1)),
@@ -109,7 +109,7 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
                     "{} {} ({})",
                     c.location.short(),
                     c.location.function.as_deref().unwrap_or("?"),
-                    c.kind.label()
+                    c.label()
                 )
             })
             .collect()

@@ -389,16 +389,12 @@ fn top_constructs(out: &mut String, p: &Profile, n: usize) {
             c.location.short(),
             c.location.function.as_deref().unwrap_or("")
         );
-        // A region's exit on a line of its own counts its exits, not "reached 0".
-        let times = match c.kind {
-            ConstructKind::Data if c.reached == 0 => c.time.count,
-            _ => c.reached,
-        };
+        let times = c.times();
         let _ = writeln!(
             out,
             "  {:<32} {:<22} {:>9} {:>12} {:>7} {:>11}",
             loc.trim_end(),
-            construct_name(c),
+            c.label(),
             thousands(times),
             duration(c.time.total_ns),
             percent(c.time.total_ns, p.summary.wall_ns),
@@ -585,20 +581,10 @@ fn nv_acc_time(out: &mut String, p: &Profile) {
     }
 }
 
-/// What a construct row is called. A data region whose exit sits on another line than its
-/// entry (GCC's line table puts the end call at the region's last statement) has a row of its
-/// own that is only ever exited: "data region exit", not "data region reached 0 times".
-fn construct_name(c: &Construct) -> &'static str {
-    match c.kind {
-        ConstructKind::Data if c.reached == 0 => "data region exit",
-        k => k.label(),
-    }
-}
-
 fn construct(out: &mut String, p: &Profile, c: &Construct) {
     let line = line_text(c.location.line);
     let head = match c.kind {
-        ConstructKind::Data if c.reached == 0 => construct_name(c).to_string(),
+        _ if c.is_exit_only() => c.label().to_string(),
         ConstructKind::Init => format!(
             "device init reached {} {}",
             c.reached,
