@@ -12,8 +12,9 @@ use crate::present::{Attached, Entry, Filling, Lookup, Restore};
 use crate::profiling::dispatch::{self, DataInfo, EvCtx};
 use crate::runtime::Runtime;
 use accprof_abi::acc_event_t;
+use std::collections::HashSet;
 use std::ffi::{c_char, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The data clauses of the construct API (C: `ACCSHIM_*` constants, same numbers).
 #[repr(i32)]
@@ -143,9 +144,47 @@ pub fn download(
 ) -> Result<()> {
     let d = info(host, bytes, dev, name);
     let t = dispatch::data_start(acc_event_t::ENQUEUE_DOWNLOAD_START, ctx, &d);
-    let r = op.rt.backend.download(op.q, host as *mut u8, dev, bytes);
+    let r = if bytes <= CONSTANT_MAX && crate::host_memory::is_read_only(host) {
+        download_to_constant(op, host, dev, bytes)
+    } else {
+        op.rt.backend.download(op.q, host as *mut u8, dev, bytes)
+    };
     dispatch::data_end(acc_event_t::ENQUEUE_DOWNLOAD_END, ctx, &d, t);
     r
+}
+
+/// Downloads of at most this many bytes check whether their destination is read-only memory
+/// (scalars: see [`crate::host_memory`]).
+const CONSTANT_MAX: usize = 64;
+
+/// A copy back into read-only memory: a constant the program passed by reference, which a
+/// compute construct copied implicitly. The device's bytes are read into a buffer: when they
+/// equal the constant, as they do unless the program wrote to a constant, there is nothing to
+/// write (and writing would fault); else that is said once per address and not written.
+fn download_to_constant(op: &Op, host: usize, dev: u64, bytes: usize) -> Result<()> {
+    let mut device = [0u8; CONSTANT_MAX];
+    op.rt
+        .backend
+        .download(op.q, device.as_mut_ptr(), dev, bytes)?;
+    // The buffer must hold the bytes before it is read (and before it goes out of scope).
+    op.rt.backend.wait(op.q)?;
+    // SAFETY: `host` names `bytes` bytes of a mapping the program can read (a read-only one,
+    // just looked up); nothing writes there.
+    let constant = unsafe { std::slice::from_raw_parts(host as *const u8, bytes) };
+    if constant != &device[..bytes] {
+        static WARNED: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+        let first = WARNED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashSet::new)
+            .insert(host);
+        if first {
+            eprintln!(
+                "accshim: warning: the device changed {bytes} bytes copied from read-only memory at {host:#x} (a constant passed by reference?); not copied back"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Data entry for one clause: structured (data construct, compute construct) or dynamic

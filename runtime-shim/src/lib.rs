@@ -21,6 +21,7 @@ pub mod env;
 pub mod error;
 pub mod ffi;
 pub mod goacc;
+pub mod host_memory;
 pub mod loc;
 pub mod present;
 pub mod profiling;

@@ -124,6 +124,18 @@ fn cpp_and_fortran_programs_give_libgomps_results() {
 }
 
 #[test]
+fn constants_passed_to_a_kernels_construct_are_not_written_back() {
+    // A PARAMETER and literals given to scalar dummy arguments that a kernels construct copies
+    // implicitly: copying them back into read-only memory faulted (CloverLeaf's
+    // generate_chunk_kernel does this).
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "constant_arguments.f90");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp.trim(), "sum    150.00");
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+}
+
+#[test]
 fn fortran_allocatable_updates_keep_the_device_descriptor() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "alloc_update.f90");

@@ -1,0 +1,91 @@
+//! Whether host memory a copy would write to can be written.
+//!
+//! A constant the program passes by reference lives in read-only memory: a Fortran `PARAMETER`
+//! or literal given to a scalar dummy argument, or a C string literal. A compute construct may
+//! still copy it back: in a `kernels` construct a scalar is implicitly `copy`, and GCC maps such
+//! a dummy argument `force_tofrom`, so the copy back at the construct's end would write the
+//! constant and fault (CloverLeaf's `generate_chunk_kernel` passes `g_rect`, a `PARAMETER`, that
+//! way). The data layer asks here before a small download and copies into read-only memory only
+//! when the device changed the value (see `data::download`).
+
+use std::sync::Mutex;
+
+/// One mapping of the process: `[start, end)` and whether it can be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Mapping {
+    start: usize,
+    end: usize,
+    writable: bool,
+}
+
+/// The mappings as last read from `/proc/self/maps`, sorted by start. Read again when an
+/// address falls in none of them (a library loaded since, a stack that grew).
+static MAPPINGS: Mutex<Vec<Mapping>> = Mutex::new(Vec::new());
+
+/// Whether the memory at `addr` belongs to a mapping that cannot be written. Memory in no
+/// mapping, or when the maps cannot be read, counts as writable: the copy then goes ahead as it
+/// would have.
+pub fn is_read_only(addr: usize) -> bool {
+    let mut maps = MAPPINGS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(m) = find(&maps, addr) {
+        return !m.writable;
+    }
+    *maps = std::fs::read_to_string("/proc/self/maps")
+        .map(|text| parse(&text))
+        .unwrap_or_default();
+    find(&maps, addr).is_some_and(|m| !m.writable)
+}
+
+fn find(maps: &[Mapping], addr: usize) -> Option<Mapping> {
+    let i = maps.partition_point(|m| m.start <= addr);
+    let m = *maps.get(i.checked_sub(1)?)?;
+    (addr < m.end).then_some(m)
+}
+
+/// The mappings of a `/proc/PID/maps` text ("start-end perms offset dev inode path" per line).
+fn parse(text: &str) -> Vec<Mapping> {
+    let mut maps: Vec<Mapping> = text
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (start, end) = fields.next()?.split_once('-')?;
+            let perms = fields.next()?;
+            Some(Mapping {
+                start: usize::from_str_radix(start, 16).ok()?,
+                end: usize::from_str_radix(end, 16).ok()?,
+                writable: perms.as_bytes().get(1) == Some(&b'w'),
+            })
+        })
+        .collect();
+    maps.sort_by_key(|m| m.start);
+    maps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_string_literal_is_read_only_and_the_stack_and_heap_are_not() {
+        static CONSTANT: &str = "a constant in .rodata";
+        let on_stack = 7u64;
+        let on_heap = Box::new(7u64);
+        assert!(is_read_only(CONSTANT.as_ptr() as usize));
+        assert!(!is_read_only(&on_stack as *const u64 as usize));
+        assert!(!is_read_only(&*on_heap as *const u64 as usize));
+        assert!(!is_read_only(0), "memory in no mapping counts as writable");
+    }
+
+    #[test]
+    fn maps_lines_are_read_by_their_permissions() {
+        let maps = parse(
+            "7f00-7f10 r--p 00000000 08:01 12 /bin/app\n\
+             5000-6000 rw-p 00000000 00:00 0 [heap]\n\
+             garbage\n",
+        );
+        assert_eq!(find(&maps, 0x5800).map(|m| m.writable), Some(true));
+        assert_eq!(find(&maps, 0x7f08).map(|m| m.writable), Some(false));
+        assert_eq!(find(&maps, 0x7f10), None);
+        assert_eq!(find(&maps, 0x10), None);
+    }
+}
