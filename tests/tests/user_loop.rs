@@ -360,35 +360,10 @@ fn on_path(tool: &str) -> bool {
 /// total, max, mean and imbalance across the ranks.
 #[test]
 fn mpi_ranks_merge_into_totals_that_add_up() {
-    if !on_path("mpirun") || !on_path("mpicc") {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI must have Open MPI (.ci/run installs libopenmpi-dev openmpi-bin)"
-        );
-        eprintln!("note: mpirun/mpicc not found (apt-get install libopenmpi-dev openmpi-bin): MPI test skipped");
+    let dir = scratch("ul-mpi");
+    if !build_mpi_halo(&dir) {
         return;
     }
-    let dir = scratch("ul-mpi");
-    place("mpi_halo.c", &dir, "mpi_halo.c");
-    let mut cc = Command::new("mpicc");
-    cc.current_dir(&dir).env("OMPI_CC", "gcc").args([
-        "-fopenacc",
-        "-g",
-        "-O2",
-        "mpi_halo.c",
-        "-o",
-        "mpi_halo",
-        "-lm",
-    ]);
-    if offload_compiler() {
-        cc.arg("-foffload=-lm");
-    }
-    let built = cc.output().unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
     std::fs::create_dir_all(dir.join("traces")).unwrap();
     let ran = Command::new("mpirun")
         .current_dir(&dir)
@@ -446,6 +421,74 @@ fn mpi_ranks_merge_into_totals_that_add_up() {
         (1.0..=2.0).contains(&imbalance),
         "max/mean of 2 ranks lies in [1, 2]: {row}"
     );
+}
+
+/// `accprof run -o run.trace -- mpirun -np 2 ./app`: the ranks inherit the tool and write
+/// run.rank0.trace and run.rank1.trace, which `run` finds, names and reports merged.
+#[test]
+fn accprof_run_of_a_launcher_reports_every_rank() {
+    let dir = scratch("ul-mpi-run");
+    if !build_mpi_halo(&dir) {
+        return;
+    }
+    let o = accprof(
+        &dir,
+        &[
+            "run",
+            "--report",
+            "-o",
+            "run.trace",
+            "--",
+            "mpirun",
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            "2",
+            "./mpi_halo",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("2 traces (one per MPI rank): run.rank0.trace run.rank1.trace"),
+        "{err}"
+    );
+    assert!(err.contains("==== all 2 traces merged ===="), "{err}");
+    assert!(!err.contains("no trace was written"), "{err}");
+}
+
+/// Builds tests/apps' MPI halo exchange in `dir`; false (the test is skipped) where Open MPI
+/// is missing, which CI never allows.
+fn build_mpi_halo(dir: &Path) -> bool {
+    if !on_path("mpirun") || !on_path("mpicc") {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI must have Open MPI (.ci/run installs libopenmpi-dev openmpi-bin)"
+        );
+        eprintln!("note: mpirun/mpicc not found (apt-get install libopenmpi-dev openmpi-bin): MPI test skipped");
+        return false;
+    }
+    place("mpi_halo.c", dir, "mpi_halo.c");
+    let mut cc = Command::new("mpicc");
+    cc.current_dir(dir).env("OMPI_CC", "gcc").args([
+        "-fopenacc",
+        "-g",
+        "-O2",
+        "mpi_halo.c",
+        "-o",
+        "mpi_halo",
+        "-lm",
+    ]);
+    if offload_compiler() {
+        cc.arg("-foffload=-lm");
+    }
+    let built = cc.output().unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    true
 }
 
 /// GCC places a data region's exit on the statement after its pragma (the loop header); with the

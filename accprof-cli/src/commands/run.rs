@@ -149,7 +149,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             elapsed.as_secs_f64()
         );
     }
-    let trace = expected_trace_path(&out, pid, started_unix_ns);
+    let traces = expected_traces(&out, pid, started_unix_ns);
 
     let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,
@@ -160,7 +160,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Some(s) => format!("was killed by signal {s}"),
         None => format!("exited with status {code}"),
     };
-    if !trace.exists() {
+    if traces.is_empty() {
         if !args.quiet {
             eprintln!(
                 "accprof: {} {how} after {:.2} s; no trace was written (the program made no OpenACC calls, or was killed before the first events were saved)",
@@ -170,17 +170,28 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
         return exit_like(code);
     }
-    keep_source_lines(&trace, args.quiet);
+    for trace in &traces {
+        keep_source_lines(trace, args.quiet);
+    }
+    let names = traces
+        .iter()
+        .map(|t| t.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
     if !args.quiet {
+        let what = if traces.len() == 1 {
+            "trace".to_string()
+        } else {
+            format!("{} traces (one per MPI rank)", traces.len())
+        };
         eprintln!(
-            "accprof: {exe_name} {how} after {:.2} s; trace: {}",
-            elapsed.as_secs_f64(),
-            trace.display()
+            "accprof: {exe_name} {how} after {:.2} s; {what}: {names}",
+            elapsed.as_secs_f64()
         );
     }
     let mut text = String::new();
     if args.report {
-        text += &reuse::<crate::commands::report::Args>("report", &trace, |a| {
+        text += &reuse::<crate::commands::report::Args>("report", &traces, |a| {
             crate::commands::report::render(&a)
         })?;
     }
@@ -188,7 +199,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         if !text.is_empty() {
             text.push('\n');
         }
-        text += &reuse::<crate::commands::advise::Args>("advise", &trace, |a| {
+        text += &reuse::<crate::commands::advise::Args>("advise", &traces, |a| {
             crate::commands::advise::render(&a)
         })?;
     }
@@ -196,7 +207,12 @@ pub fn run(args: Args) -> Result<(), CliError> {
         write_outside_stdout(args.report_file.as_deref(), &text)?;
     }
     if !args.report && !args.advise && !args.quiet {
-        print_summary(&trace)?;
+        match traces.as_slice() {
+            [trace] => print_summary(trace)?,
+            _ => eprintln!(
+                "accprof: next: accprof report {names}   accprof advise {names}   accprof tui {names}"
+            ),
+        }
     }
     exit_like(code)
 }
@@ -247,7 +263,7 @@ fn write_outside_stdout(file: Option<&Path>, text: &str) -> Result<(), CliError>
 /// parser so `run` stays in step with it.
 fn reuse<A: clap::Args>(
     name: &str,
-    trace: &Path,
+    traces: &[PathBuf],
     f: fn(A) -> Result<String, CliError>,
 ) -> Result<String, CliError> {
     #[derive(Parser)]
@@ -255,11 +271,11 @@ fn reuse<A: clap::Args>(
         #[command(flatten)]
         args: A,
     }
-    let parsed = Wrap::<A>::try_parse_from([
-        std::ffi::OsStr::new(name),
-        std::ffi::OsStr::new("--quiet"),
-        trace.as_os_str(),
-    ])
+    let parsed = Wrap::<A>::try_parse_from(
+        [std::ffi::OsStr::new(name), std::ffi::OsStr::new("--quiet")]
+            .into_iter()
+            .chain(traces.iter().map(|t| t.as_os_str())),
+    )
     .map_err(|e| CliError::new(format!("internal: {name} arguments: {e}")))?;
     f(parsed.args)
 }
@@ -408,6 +424,86 @@ fn prepend(lib: &Path, existing: Option<String>, sep: char) -> String {
 /// file, a link, a trace another process is writing), libaccprof writes `NAME.1.trace`,
 /// `NAME.2.trace`, ... instead: the trace is the candidate whose header names this process
 /// and a start no earlier than the run's (a pid can have been used before).
+/// The traces this run wrote: the program's own; else, when it ran under MPI (a plain `-o`
+/// name gets `.rankN` from libaccprof) or started a launcher whose ranks inherited the tool,
+/// every trace of the output's pattern that began after the run did and names an MPI rank, in
+/// rank order.
+fn expected_traces(out: &str, pid: u32, started_unix_ns: u64) -> Vec<PathBuf> {
+    let own = expected_trace_path(out, pid, started_unix_ns);
+    if own.exists() {
+        return vec![own];
+    }
+    let fresh_rank = |path: &Path| {
+        accprof_trace::TraceReader::open(path).ok().and_then(|r| {
+            let h = r.header();
+            // Slack for the clocks' granularity between two processes' reads.
+            (h.start_unix_ns + 1_000_000_000 >= started_unix_ns)
+                .then_some(h.mpi_rank)
+                .flatten()
+        })
+    };
+    let (dir, prefix, suffix) = rank_pattern(out);
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|f| {
+            f.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .is_some_and(|n| {
+                    n.len() >= prefix.len() + suffix.len()
+                        && n.starts_with(&prefix)
+                        && n.ends_with(&suffix)
+                })
+        })
+        .filter_map(|f| Some((fresh_rank(&f)?, f)))
+        .collect();
+    found.sort();
+    found.dedup_by_key(|(rank, _)| *rank);
+    found
+        .into_iter()
+        // Named as the user named the output: `run.rank0.trace`, not `./run.rank0.trace`.
+        .map(|(_, f)| f.strip_prefix(".").map(Path::to_path_buf).unwrap_or(f))
+        .collect()
+}
+
+/// Where the ranks' traces of output `out` are and how their names begin and end: libaccprof
+/// gives a plain name `NAME.rankN.EXT`, and expands `%p`, `%r` and `%h` in a pattern (the text
+/// before the first `%` and after the last stays); a directory holds
+/// `accprof.<exe>.<pid>.trace`.
+fn rank_pattern(out: &str) -> (PathBuf, String, String) {
+    let p = PathBuf::from(out);
+    if out.ends_with('/') || p.is_dir() {
+        return (p, "accprof.".into(), ".trace".into());
+    }
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match (name.find('%'), name.rfind('%')) {
+        (Some(first), Some(last)) => {
+            let after = (last + 2).min(name.len());
+            (dir, name[..first].to_string(), name[after..].to_string())
+        }
+        _ => {
+            let stem = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let ext = p
+                .extension()
+                .map(|e| format!(".{}", e.to_string_lossy()))
+                .unwrap_or_default();
+            (dir, format!("{stem}.rank"), ext)
+        }
+    }
+}
+
 fn expected_trace_path(out: &str, pid: u32, started_unix_ns: u64) -> PathBuf {
     let expanded = out.replace("%p", &pid.to_string());
     let p = PathBuf::from(&expanded);
