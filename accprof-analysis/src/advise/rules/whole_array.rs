@@ -20,7 +20,8 @@ impl AdviceRule for WholeArray {
 
 fn whole_array(p: &Profile, out: &mut Vec<Finding>) {
     for s in &p.slice_runs {
-        if s.transfers < 16 {
+        // The runtime's pointer writes are 8 bytes each by nature, not an array in slices.
+        if s.transfers < 16 || crate::runtime_internal::is_pointer_write(&s.array) {
             continue;
         }
         let c = p.construct(s.construct);
@@ -71,6 +72,11 @@ mod tests {
 
     /// One compute construct uploading `slices` adjacent 4 KiB rows of A.
     fn run(slices: u64) -> Vec<Finding> {
+        run_named("A", 4096, slices)
+    }
+
+    /// One compute construct uploading `slices` adjacent pieces of `bytes` named `name`.
+    fn run_named(name: &str, bytes: u64, slices: u64) -> Vec<Finding> {
         let mut r = Run::new();
         r.compute(42, 10 * MS, 0, |r, t| {
             (0..slices)
@@ -80,9 +86,9 @@ mod tests {
                         t + i * 10 * US,
                         t + i * 10 * US + 5 * US,
                         42,
-                        "A",
-                        4096,
-                        0x7f00_0000 + i * 4096,
+                        name,
+                        bytes,
+                        0x7f00_0000 + i * bytes,
                     )
                 })
                 .collect()
@@ -102,5 +108,12 @@ mod tests {
     #[test]
     fn silent_on_eight() {
         assert!(run(8).is_empty());
+    }
+
+    #[test]
+    fn silent_on_the_runtimes_pointer_writes() {
+        // The bundled runtime's attach writes: 8 bytes into adjacent descriptor fields.
+        assert!(run_named(".attach.", 8, 64).is_empty());
+        assert_eq!(rules_of(&run_named("desc", 8, 64)), [Rule::WholeArray]);
     }
 }
