@@ -371,6 +371,8 @@ pub struct SliceRuns {
     pub direction: Direction,
     /// The array as far as known: variable base name or `host 0x..`.
     pub array: String,
+    /// Whether `array` is a name the runtime (or the symbol table) gave, not an address.
+    pub named: bool,
     /// How many runs (each run could have been one transfer).
     pub runs: u64,
     pub transfers: u64,

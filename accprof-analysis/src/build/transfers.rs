@@ -235,6 +235,7 @@ impl ProfileBuilder {
                         construct: run.construct.map(|c| c as usize),
                         direction: run.dir,
                         array: String::new(),
+                        named: matches!(run.array, VarId::Name(_)),
                         runs: 0,
                         transfers: 0,
                         bytes: 0,

@@ -20,8 +20,14 @@ impl AdviceRule for WholeArray {
 
 fn whole_array(p: &Profile, out: &mut Vec<Finding>) {
     for s in &p.slice_runs {
-        // The runtime's pointer writes are 8 bytes each by nature, not an array in slices.
-        if s.transfers < 16 || crate::runtime_internal::is_pointer_write(&s.array) {
+        // The runtime's pointer writes, and unnamed cells as small as the runtime's own (GCC
+        // copies a Fortran routine's scalar arguments one by one, at neighbouring stack
+        // addresses): separate values, not an array in slices.
+        let average = s.bytes / s.transfers.max(1);
+        if s.transfers < 16
+            || crate::runtime_internal::is_pointer_write(&s.array)
+            || (!s.named && average <= crate::runtime_internal::MAX_BYTES)
+        {
             continue;
         }
         let c = p.construct(s.construct);
@@ -108,6 +114,32 @@ mod tests {
     #[test]
     fn silent_on_eight() {
         assert!(run(8).is_empty());
+    }
+
+    /// One compute construct uploading `slices` adjacent unnamed pieces of `bytes` (GCC names
+    /// no variable).
+    fn run_unnamed(bytes: u64, slices: u64) -> Vec<Finding> {
+        let mut r = Run::new();
+        r.compute(42, 10 * MS, 0, |r, t| {
+            (0..slices)
+                .map(|i| {
+                    let start = t + i * 10 * US;
+                    let mut e = r.ev(acc_event_t::ENQUEUE_UPLOAD_START, start, start + US, 42);
+                    e.set(accprof_trace::Field::Bytes, bytes);
+                    e.set(accprof_trace::Field::HostPtr, 0x7ffd_0000 + i * bytes);
+                    e
+                })
+                .collect()
+        });
+        let wall = r.now;
+        findings(&WholeArray, &r.profile(wall))
+    }
+
+    #[test]
+    fn silent_on_unnamed_scalars_but_not_on_unnamed_rows() {
+        // A Fortran routine's scalar arguments, copied one by one from the stack.
+        assert!(run_unnamed(8, 64).is_empty());
+        assert_eq!(rules_of(&run_unnamed(4096, 16)), [Rule::WholeArray]);
     }
 
     #[test]
