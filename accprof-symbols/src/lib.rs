@@ -68,11 +68,12 @@ impl DataSymbol {
     /// The variable's name, with the byte range when a transfer of `bytes` covers only part of
     /// it (`A[+0x8000, 64 KiB]`): never more than the symbol table says.
     pub fn label(&self, bytes: Option<u64>) -> String {
+        let name = fortran_source_name(&self.name);
         match bytes {
-            Some(b) if self.offset == 0 && b == self.size => self.name.clone(),
-            Some(b) => format!("{}[+{:#x}, {} bytes]", self.name, self.offset, b),
-            None if self.offset == 0 => self.name.clone(),
-            None => format!("{}[+{:#x}]", self.name, self.offset),
+            Some(b) if self.offset == 0 && b == self.size => name.to_string(),
+            Some(b) => format!("{name}[+{:#x}, {b} bytes]", self.offset),
+            None if self.offset == 0 => name.to_string(),
+            None => format!("{name}[+{:#x}]", self.offset),
         }
     }
 }
@@ -367,11 +368,34 @@ impl Symbolizer {
         }
         if ev.get(Field::FuncName).is_none() {
             if let Some(f) = &loc.function {
+                let f = fortran_source_name(f);
                 ev.set(Field::FuncName, u64::from(strings.intern(f).0));
             }
         }
         ev.add_flags(EventFlags::ATTRIBUTED_LOCATION);
         true
+    }
+}
+
+/// A Fortran module's procedure or variable by the name its source gives it: gfortran's symbol
+/// (and DWARF linkage name) for `advec_mom_kernel` in module `advec_mom_kernel_mod` is
+/// `__advec_mom_kernel_mod_MOD_advec_mom_kernel`, which filled the report's columns. Any other
+/// name is returned as it is.
+pub fn fortran_source_name(name: &str) -> &str {
+    match name
+        .strip_prefix("__")
+        .and_then(|rest| rest.split_once("_MOD_"))
+    {
+        Some((module, procedure))
+            if !module.is_empty()
+                && !procedure.is_empty()
+                && procedure
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+        {
+            procedure
+        }
+        _ => name,
     }
 }
 
@@ -466,4 +490,22 @@ pub fn unnamed_host_data(e: &Event) -> bool {
             | K::FREE
     );
     data && e.get(Field::HostPtr).is_some() && e.get(Field::VarName).is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fortran_source_name;
+
+    #[test]
+    fn fortran_module_procedures_go_by_their_source_names() {
+        assert_eq!(
+            fortran_source_name("__advec_mom_kernel_mod_MOD_advec_mom_kernel"),
+            "advec_mom_kernel"
+        );
+        assert_eq!(fortran_source_name("main"), "main");
+        assert_eq!(fortran_source_name("MAIN__"), "MAIN__");
+        assert_eq!(fortran_source_name("__x_MOD_"), "__x_MOD_");
+        assert_eq!(fortran_source_name("__m_MOD_f+0x10"), "__m_MOD_f+0x10");
+        assert_eq!(fortran_source_name("Grid::smooth"), "Grid::smooth");
+    }
 }

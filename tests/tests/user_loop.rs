@@ -313,6 +313,16 @@ fn advice_on_a_cpp_class_and_a_fortran_module_fits_their_structure() {
         !h.contains("#pragma"),
         "Fortran advice in Fortran syntax:\n{h}"
     );
+    // Module procedures and variables by their source names, not gfortran's
+    // `__heat_mod_MOD_...` symbols (kernel names stay the runtime's: `__heat_mod_MOD_heat_step._omp_fn.0`).
+    let r = stdout(&accprof(&dir, &["report", "-q", "h.trace"]));
+    let symbols = |t: &str| {
+        t.lines()
+            .filter(|l| l.contains("_MOD_") && !l.contains("._omp_fn."))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert!(symbols(&r).is_empty() && symbols(&h).is_empty(), "{r}\n{h}");
 }
 
 /// A run on libgomp's host fallback (no GPU here, no offload compiler on CI) says so in one

@@ -378,22 +378,35 @@ fn top_constructs(out: &mut String, p: &Profile, n: usize) {
         return;
     }
     let _ = writeln!(out, "\nTop constructs by host time [host]");
-    let _ = writeln!(
-        out,
-        "  {:<32} {:<22} {:>9} {:>12} {:>7} {:>11}",
-        "location", "construct", "reached", "total", "%wall", "avg"
-    );
-    for (_, c) in top {
-        let loc = format!(
+    let loc_of = |c: &Construct| {
+        format!(
             "{} {}",
             c.location.short(),
             c.location.function.as_deref().unwrap_or("")
-        );
+        )
+        .trim_end()
+        .to_string()
+    };
+    // As wide as the longest location (a Fortran file and procedure easily pass 32), within
+    // reason.
+    let w = top
+        .iter()
+        .map(|(_, c)| loc_of(c).chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(32, 60);
+    let _ = writeln!(
+        out,
+        "  {:<w$} {:<22} {:>9} {:>12} {:>7} {:>11}",
+        "location", "construct", "reached", "total", "%wall", "avg"
+    );
+    for (_, c) in top {
+        let loc = loc_of(c);
         let times = c.times();
         let _ = writeln!(
             out,
-            "  {:<32} {:<22} {:>9} {:>12} {:>7} {:>11}",
-            loc.trim_end(),
+            "  {:<w$} {:<22} {:>9} {:>12} {:>7} {:>11}",
+            loc,
             c.label(),
             thousands(times),
             duration(c.time.total_ns),
