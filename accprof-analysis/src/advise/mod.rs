@@ -47,6 +47,8 @@ pub enum Rule {
     /// Launch geometry that wastes the GPU: fewer gangs than SMs, partial warps, register-bound
     /// occupancy (traces with device records and the device's limits).
     LaunchGeometry,
+    /// A `kernels` construct copying the scalars it uses back to the host after every launch.
+    KernelsScalars,
 }
 
 impl Rule {
@@ -64,6 +66,7 @@ impl Rule {
             Rule::InitEarly => "init_early",
             Rule::DeviceIdleGaps => "device_idle_gaps",
             Rule::LaunchGeometry => "launch_geometry",
+            Rule::KernelsScalars => "kernels_scalars",
         }
     }
 
@@ -78,6 +81,7 @@ impl Rule {
                 | Rule::WholeArray
                 | Rule::UpdateInLoop
                 | Rule::AllocChurn
+                | Rule::KernelsScalars
         )
     }
 }
@@ -159,12 +163,13 @@ pub trait AdviceRule {
 
 /// Every rule, in the order they run (the data-region rules first: the others read what they
 /// claimed).
-pub const RULES: [&(dyn AdviceRule + Sync); 11] = [
+pub const RULES: [&(dyn AdviceRule + Sync); 12] = [
     &rules::DataRegion,
     &rules::CreateInsteadOfCopy,
     &rules::WholeArray,
     &rules::UpdateInLoop,
     &rules::AllocChurn,
+    &rules::KernelsScalars,
     &rules::ShortKernels,
     &rules::SequentialKernel,
     &rules::AsyncQueues,
