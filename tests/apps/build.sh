@@ -48,6 +48,7 @@ build "$CXX" "${flags[@]}" -I"$here" "$here/stencil_main.cpp" "$here/stencil_flo
 # Fortran: the module file goes to the output directory, not the source tree.
 build "$FC" "${flags[@]}" -J"$out" "$here/heat_mod.f90" "$here/heat_main.f90" -o "$out/heat"
 build "$FC" "${flags[@]}" "$here/jacobi_naive.f90" -o "$out/jacobi_naive"
+build "$FC" "${flags[@]}" -J"$out" "$here/relax_args.f90" -o "$out/relax_args"
 if command -v mpicc > /dev/null; then
     build env OMPI_CC="$CC" mpicc "${flags[@]}" "$here/mpi_halo.c" -o "$out/mpi_halo" -lm
 else

@@ -325,6 +325,36 @@ fn advice_on_a_cpp_class_and_a_fortran_module_fits_their_structure() {
     assert!(symbols(&r).is_empty() && symbols(&h).is_empty(), "{r}\n{h}");
 }
 
+/// tests/apps' relax_args (CloverLeaf's shape): the kernels constructs of module procedures
+/// copy their scalar arguments back after every launch; the advice names the kernels directives
+/// and the Fortran fix, and the PARAMETER it passes is not written back on the shim.
+#[test]
+fn kernels_constructs_copying_scalar_arguments_back_are_advised() {
+    let dir = scratch("ul-kernels-args");
+    place("relax_args.f90", &dir, "relax_args.f90");
+    build("gfortran", &dir, &["relax_args.f90"], "relax_args", &[]);
+    profile(&dir, "shim", "r.trace", "./relax_args");
+    let o = accprof(&dir, &["advise", "-q", "r.trace"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(
+            "2 kernels constructs copy the scalars they use back to the host after every launch"
+        ) && text.contains("[kernels_scalars]"),
+        "{text}"
+    );
+    // smooth's `!$acc kernels` is line 20, copy_back's line 38; smooth takes 7 scalars.
+    assert!(
+        text.contains("relax_args.f90:20: 7 scalars back after each of 30 launches"),
+        "{text}"
+    );
+    assert!(text.contains("relax_args.f90:38: 6 scalars back"), "{text}");
+    assert!(
+        text.contains("`copyin(...)`") && text.contains("`!$acc parallel loop`"),
+        "{text}"
+    );
+}
+
 /// A run on libgomp's host fallback (no GPU here, no offload compiler on CI) says so in one
 /// line, with why no transfer shows and how to see them; the shim's emulated device does not.
 #[test]
