@@ -5,8 +5,7 @@
 ! one in and back out at every launch.
 !
 ! Exercises: module procedures with explicit-shape dummy arrays, `!$acc kernels` with
-! `!$acc loop independent`, `present(...)` from an enclosing data region, a PARAMETER passed
-! by reference (read-only memory on the host).
+! `!$acc loop independent`, `present(...)` from an enclosing data region.
 module relax_kernels
   implicit none
   integer, parameter :: halo = 1
@@ -53,6 +52,11 @@ program relax_args
   implicit none
   integer, parameter :: n = 64, steps = 30
   real(kind=8), allocatable :: a(:, :), b(:, :)
+  ! Variables, not constants: a kernels construct copies its scalar arguments back, and
+  ! libgomp on a GPU then writes into a constant's read-only cell (SIGSEGV in cuMemcpyDtoH),
+  ! or stops when one constant is given twice ("already mapped"), as on an H100 with GCC 12.
+  integer :: x_lo = 1, y_lo = 1, x_hi = n, y_hi = n, depth = halo
+  real(kind=8) :: weight = 0.5d0
   integer :: step, j, k
   allocate(a(0:n+1, 0:n+1), b(0:n+1, 0:n+1))
   do k = 0, n + 1
@@ -63,8 +67,8 @@ program relax_args
   b = a
 !$acc data copy(a) create(b)
   do step = 1, steps
-    call smooth(1, n, 1, n, halo, 0.5d0, a, b)
-    call copy_back(1, n, 1, n, halo, a, b)
+    call smooth(x_lo, x_hi, y_lo, y_hi, depth, weight, a, b)
+    call copy_back(x_lo, x_hi, y_lo, y_hi, depth, a, b)
   end do
 !$acc end data
   print '(a,f16.6)', 'relax_args checksum', sum(a)

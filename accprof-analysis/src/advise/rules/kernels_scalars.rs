@@ -21,6 +21,8 @@ use std::collections::HashMap;
 const MIN_PER_LAUNCH: u64 = 2;
 /// Launches from which a per-launch cost matters.
 const MIN_REACHED: u64 = 10;
+/// The largest scalar (a double complex).
+const MAX_SCALAR_BYTES: u64 = 16;
 
 /// The rule's checker, for [`AdviceRule`].
 #[derive(Debug, Default)]
@@ -49,7 +51,12 @@ fn kernels_scalars(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>) {
     let mut per: HashMap<usize, Cells> = HashMap::new();
     for s in &p.transfer_sites {
         let Some(c) = s.construct else { continue };
-        if !crate::runtime_internal::is_runtime_internal(&p.variables[s.variable]) {
+        // A scalar's cell: the runtime's own (unnamed, small) or a named one no larger than a
+        // scalar (gfortran keeps an initialized local as a static `x_lo.5`, which the symbol
+        // table names).
+        let v = &p.variables[s.variable];
+        let scalar = s.count > 0 && s.bytes / s.count <= MAX_SCALAR_BYTES;
+        if !(scalar || crate::runtime_internal::is_runtime_internal(v)) {
             continue;
         }
         let e = per.entry(c).or_default();
@@ -252,6 +259,50 @@ mod tests {
             f[0].change.contains("`!$acc parallel loop`"),
             "{}",
             f[0].change
+        );
+    }
+
+    #[test]
+    fn named_scalar_cells_count_too() {
+        // On a GPU with libgomp the symbol table names gfortran's static locals (`x_lo.5`).
+        let dir =
+            std::env::temp_dir().join(format!("accprof-kernels-rule-{}-named", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("named.f90");
+        std::fs::write(&path, "\n".repeat(41) + "!$acc kernels\n").unwrap();
+        let mut r = Run::new();
+        for _ in 0..20 {
+            r.compute(42, MS, MS, |r, t| {
+                ["x_lo.5", "x_hi.4", "y_lo.3"]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| {
+                        let s = t + (i as u64 + 1) * US;
+                        r.transfer(
+                            acc_event_t::ENQUEUE_DOWNLOAD_START,
+                            s,
+                            s + US / 2,
+                            42,
+                            n,
+                            4,
+                            0x5500_0000 + i as u64 * 4,
+                        )
+                    })
+                    .collect()
+            });
+        }
+        let wall = r.now;
+        let mut p = r.profile(wall);
+        p.constructs
+            .iter_mut()
+            .for_each(|c| c.location.file = Some(path.display().to_string()));
+        let f = findings(&KernelsScalars, &p);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(rules_of(&f), [Rule::KernelsScalars]);
+        assert!(
+            f[0].title.contains("copies 3 scalars back"),
+            "{}",
+            f[0].title
         );
     }
 
