@@ -193,45 +193,27 @@ mod tests {
     use super::*;
     use crate::advise::rules::testing::*;
     use accprof_abi::acc_event_t;
+    use accprof_trace::Event;
 
-    /// 20 launches of a construct at line 42 of a source whose lines 40-42 are `lines`, each
-    /// copying `cells` 8-byte cells at stack addresses in and back out.
-    fn run(name: &str, lines: [&str; 3], cells: u64) -> Vec<Finding> {
+    /// An 8-byte unnamed cell number `i` at a stack address, copied at `s` (`kind`: upload or
+    /// download) by the construct at `line`.
+    fn cell(r: &mut Run, kind: acc_event_t, s: u64, line: i64, i: u64) -> Event {
+        let mut e = r.ev(kind, s, s + US / 2, line);
+        e.set(accprof_trace::Field::Bytes, 8);
+        e.set(accprof_trace::Field::HostPtr, 0x7ffd_1000 + i * 8);
+        e
+    }
+
+    /// The rule's findings for the run `r` with its constructs in a source file `name` holding
+    /// `text` (written to a scratch directory, removed after).
+    fn with_source(name: &str, text: &str, r: Run) -> Vec<Finding> {
         let dir = std::env::temp_dir().join(format!(
-            "accprof-kernels-rule-{}-{name}-{cells}",
+            "accprof-kernels-rule-{}-{name}",
             std::process::id()
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(name);
-        let mut text = "\n".repeat(39);
-        for l in lines {
-            text.push_str(l);
-            text.push('\n');
-        }
-        text.push_str("x = 1\n");
         std::fs::write(&path, text).unwrap();
-        let mut r = Run::new();
-        for _ in 0..20 {
-            r.compute(42, MS, MS, |r, t| {
-                let mut evs = Vec::new();
-                for (i, kind) in [
-                    acc_event_t::ENQUEUE_UPLOAD_START,
-                    acc_event_t::ENQUEUE_DOWNLOAD_START,
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    for cell in 0..cells {
-                        let s = t + (i as u64 * 100 + cell + 1) * US;
-                        let mut e = r.ev(kind, s, s + US / 2, 42);
-                        e.set(accprof_trace::Field::Bytes, 8);
-                        e.set(accprof_trace::Field::HostPtr, 0x7ffd_1000 + cell * 8);
-                        evs.push(e);
-                    }
-                }
-                evs
-            });
-        }
         let wall = r.now;
         let mut p = r.profile(wall);
         p.constructs
@@ -240,6 +222,26 @@ mod tests {
         let f = findings(&KernelsScalars, &p);
         let _ = std::fs::remove_dir_all(&dir);
         f
+    }
+
+    /// 20 launches of a construct at line 42 of a source whose lines 40-42 are `lines`, each
+    /// copying `cells` 8-byte cells at stack addresses in and back out.
+    fn run(name: &str, lines: [&str; 3], cells: u64) -> Vec<Finding> {
+        let text = "\n".repeat(39) + &lines.join("\n") + "\nx = 1\n";
+        let mut r = Run::new();
+        for _ in 0..20 {
+            r.compute(42, MS, MS, |r, t| {
+                let kinds = [
+                    acc_event_t::ENQUEUE_UPLOAD_START,
+                    acc_event_t::ENQUEUE_DOWNLOAD_START,
+                ];
+                (0..2u64)
+                    .flat_map(|k| (0..cells).map(move |c| (k, c)))
+                    .map(|(k, c)| cell(r, kinds[k as usize], t + (k * 100 + c + 1) * US, 42, c))
+                    .collect()
+            });
+        }
+        with_source(&format!("{cells}-{name}"), &text, r)
     }
 
     /// As GCC reports it: the construct at the loop directive after `kernels`.
@@ -265,11 +267,6 @@ mod tests {
     #[test]
     fn named_scalar_cells_count_too() {
         // On a GPU with libgomp the symbol table names gfortran's static locals (`x_lo.5`).
-        let dir =
-            std::env::temp_dir().join(format!("accprof-kernels-rule-{}-named", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("named.f90");
-        std::fs::write(&path, "\n".repeat(41) + "!$acc kernels\n").unwrap();
         let mut r = Run::new();
         for _ in 0..20 {
             r.compute(42, MS, MS, |r, t| {
@@ -291,13 +288,7 @@ mod tests {
                     .collect()
             });
         }
-        let wall = r.now;
-        let mut p = r.profile(wall);
-        p.constructs
-            .iter_mut()
-            .for_each(|c| c.location.file = Some(path.display().to_string()));
-        let f = findings(&KernelsScalars, &p);
-        let _ = std::fs::remove_dir_all(&dir);
+        let f = with_source("named.f90", &("\n".repeat(41) + "!$acc kernels\n"), r);
         assert_eq!(rules_of(&f), [Rule::KernelsScalars]);
         assert!(
             f[0].title.contains("copies 3 scalars back"),
@@ -318,39 +309,25 @@ mod tests {
         assert_eq!(rules_of(&run("k.c", c, 6)), [Rule::KernelsScalars]);
     }
 
+    /// 20 launches of the construct at `line`, each copying 3 cells back.
+    fn copies_back(r: &mut Run, line: i64) {
+        for _ in 0..20 {
+            r.compute(line, MS, MS, |r, t| {
+                let download = acc_event_t::ENQUEUE_DOWNLOAD_START;
+                (0..3)
+                    .map(|c| cell(r, download, t + (c + 1) * US, line, c))
+                    .collect()
+            });
+        }
+    }
+
     #[test]
     fn several_kernels_constructs_are_one_finding() {
         let mut r = Run::new();
-        let dir =
-            std::env::temp_dir().join(format!("accprof-kernels-rule-{}-two", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("two.f90");
-        let mut text = "\n".repeat(39);
-        text.push_str("!$acc kernels\n!$acc kernels\n");
-        std::fs::write(&path, text).unwrap();
-        for line in [40, 41] {
-            for _ in 0..20 {
-                r.compute(line, MS, MS, |r, t| {
-                    (0..3)
-                        .map(|cell| {
-                            let s = t + (cell + 1) * US;
-                            let mut e =
-                                r.ev(acc_event_t::ENQUEUE_DOWNLOAD_START, s, s + US / 2, line);
-                            e.set(accprof_trace::Field::Bytes, 8);
-                            e.set(accprof_trace::Field::HostPtr, 0x7ffd_1000 + cell * 8);
-                            e
-                        })
-                        .collect()
-                });
-            }
-        }
-        let wall = r.now;
-        let mut p = r.profile(wall);
-        p.constructs
-            .iter_mut()
-            .for_each(|c| c.location.file = Some(path.display().to_string()));
-        let f = findings(&KernelsScalars, &p);
-        let _ = std::fs::remove_dir_all(&dir);
+        copies_back(&mut r, 40);
+        copies_back(&mut r, 41);
+        let text = "\n".repeat(39) + "!$acc kernels\n!$acc kernels\n";
+        let f = with_source("two.f90", &text, r);
         assert_eq!(rules_of(&f), [Rule::KernelsScalars]);
         assert!(
             f[0].title.starts_with("2 kernels constructs copy"),
@@ -369,19 +346,7 @@ mod tests {
     #[test]
     fn silent_without_the_source() {
         let mut r = Run::new();
-        for _ in 0..20 {
-            r.compute(42, MS, MS, |r, t| {
-                (0..6)
-                    .map(|cell| {
-                        let s = t + (cell + 1) * US;
-                        let mut e = r.ev(acc_event_t::ENQUEUE_DOWNLOAD_START, s, s + US / 2, 42);
-                        e.set(accprof_trace::Field::Bytes, 8);
-                        e.set(accprof_trace::Field::HostPtr, 0x7ffd_1000 + cell * 8);
-                        e
-                    })
-                    .collect()
-            });
-        }
+        copies_back(&mut r, 42);
         let wall = r.now;
         assert!(findings(&KernelsScalars, &r.profile(wall)).is_empty());
     }
