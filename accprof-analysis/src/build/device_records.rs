@@ -539,16 +539,3 @@ fn match_kernels_by_name(
         recs[i].host_ns = start + (end - start) / 2;
     }
 }
-
-/// The host-reported operation of kind `want` whose callbacks enclose `t` on this thread.
-pub(super) fn find_op(ts: &ThreadState, t: u64, want: ChildKind) -> Option<OpSpan> {
-    let ops = &ts.op_spans;
-    let end = ops.partition_point(|o| o.start <= t);
-    // Operations of one kind do not overlap on a thread; look back over a few neighbours.
-    ops[..end]
-        .iter()
-        .rev()
-        .take(8)
-        .find(|o| o.kind == want && o.end >= t)
-        .copied()
-}
