@@ -47,13 +47,17 @@
 pub mod compact;
 pub mod device;
 pub mod format;
+pub mod issuers;
+pub mod lanes;
+pub mod layout;
 pub mod order;
 pub mod taxonomy;
 pub mod track;
 
 pub use compact::CompactEvent;
 pub use device::{DeviceOp, DeviceRecord};
+pub use layout::{DeviceSlice, Flow, Late, Layout, LayoutConfig, LayoutStats, Sink};
 pub use taxonomy::{
     is_async, is_enqueue, is_point, Category, ChildKind, ConstructKind, Direction, EventClass,
 };
-pub use track::{TrackKey, TrackKind};
+pub use track::{NameStyle, TrackId, TrackKey, TrackKind, TrackTable};

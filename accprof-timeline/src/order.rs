@@ -50,7 +50,7 @@ impl<S: Span> StartWindow<S> {
             // Sized once: a window fills to capacity + 1 before it releases, and letting the
             // deque double from there would hold twice the memory. (Pages of a large
             // allocation count only once used.)
-            held: VecDeque::with_capacity(capacity + 1),
+            held: VecDeque::with_capacity(capacity.min(1 << 16) + 1),
             capacity,
             released: None,
         }
@@ -99,6 +99,12 @@ impl<S: Span> StartWindow<S> {
 
     pub fn len(&self) -> usize {
         self.held.len()
+    }
+
+    /// The start of the earliest slice held: every slice of the track that starts before it
+    /// and has been taken in has left the window.
+    pub fn first_start(&self) -> Option<u64> {
+        self.held.front().map(Span::start)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -125,7 +125,5 @@ pub fn load_profile(path: &Path, quiet: bool) -> Result<Profile, CliError> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let mut profile = result?;
-    accprof_analysis::source::close_regions(&mut profile);
-    Ok(profile)
+    Ok(result?)
 }
