@@ -14,7 +14,7 @@
 //! which of the two applies; [`innermost_open`] answers "innermost slice containing t" for a
 //! batch of questions over laid-out slices, and `crate::issuers` as slices stream by.
 
-use crate::taxonomy::Direction;
+use crate::taxonomy::{is_enqueue, Direction};
 use crate::track::TrackKind;
 use accprof_abi::acc_event_t;
 use accprof_trace::{device, Event, EventFlags, Field};
@@ -105,7 +105,7 @@ impl DeviceRecord {
             return IssuerSearch::Nowhere;
         };
         if reports_events(thread) {
-            return IssuerSearch::Thread(thread);
+            return IssuerSearch::Thread(thread, self.op.enqueue_event());
         }
         match self.op.enqueue_event() {
             Some(kind) => IssuerSearch::Enqueue(kind),
@@ -150,8 +150,10 @@ impl DeviceRecord {
 /// Where the issuer of a device record is looked for ([`DeviceRecord::issuer_search`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum IssuerSearch {
-    /// Any slice of this thread's own tracks (its host track and its synchronous device track).
-    Thread(i64),
+    /// A slice of this thread's own tracks (its host track and its synchronous device track):
+    /// a construct, or the runtime's enqueue of this kind (an enqueue of another kind did not
+    /// issue the record; what encloses it did).
+    Thread(i64, Option<acc_event_t>),
     /// The runtime's enqueue of this kind, on any synchronous device track or async queue of
     /// the process (the record came from a runtime's helper thread).
     Enqueue(acc_event_t),
@@ -164,7 +166,7 @@ impl IssuerSearch {
     pub fn looks_on(&self, track: TrackKind) -> bool {
         match (*self, track) {
             (
-                IssuerSearch::Thread(t),
+                IssuerSearch::Thread(t, _),
                 TrackKind::Host { thread } | TrackKind::DeviceSync { thread },
             ) => thread == Some(t),
             (
@@ -179,7 +181,7 @@ impl IssuerSearch {
     /// issuer.
     pub fn accepts(&self, kind: acc_event_t) -> bool {
         match *self {
-            IssuerSearch::Thread(_) => true,
+            IssuerSearch::Thread(_, want) => !is_enqueue(kind) || Some(kind) == want,
             IssuerSearch::Enqueue(want) => kind == want,
             IssuerSearch::Nowhere => false,
         }
@@ -393,13 +395,21 @@ mod tests {
             ..r
         };
         assert!(helper.issued_within(down, 8, (0, 10), program_threads));
-        assert_eq!(r.issuer_search(program_threads), IssuerSearch::Thread(7));
+        assert_eq!(
+            r.issuer_search(program_threads),
+            IssuerSearch::Thread(7, Some(down))
+        );
+        assert!(IssuerSearch::Thread(7, Some(down)).accepts(acc_event_t::COMPUTE_CONSTRUCT_START));
+        assert!(
+            !IssuerSearch::Thread(7, Some(down)).accepts(up),
+            "an upload issued no download"
+        );
         assert_eq!(
             helper.issuer_search(program_threads),
             IssuerSearch::Enqueue(down)
         );
         let sync = TrackKind::DeviceSync { thread: Some(8) };
-        assert!(!IssuerSearch::Thread(7).looks_on(sync));
+        assert!(!IssuerSearch::Thread(7, None).looks_on(sync));
         assert!(IssuerSearch::Enqueue(down).looks_on(sync));
         assert!(!IssuerSearch::Enqueue(down).accepts(up));
         assert_eq!(copy_direction_name(r.copy_direction().unwrap()).0, "DtoH");

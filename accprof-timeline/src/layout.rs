@@ -494,7 +494,7 @@ impl Layout {
         let search = p
             .record
             .issuer_search(|t| self.reporting.contains(&(trace, t)));
-        let (IssuerSearch::Thread(_) | IssuerSearch::Enqueue(_)) = search else {
+        let (IssuerSearch::Thread(..) | IssuerSearch::Enqueue(_)) = search else {
             return Some(Found::None);
         };
         let Some(call) = p.record.host_call_ns.map(|t| shifted(t, st.shift)) else {

@@ -11,7 +11,6 @@
 //! stops, and the analysis reads the trace again once the timeline is up ([`ProfileJob::wait`]
 //! says `None`).
 
-use accprof_analysis::load::DEVICE_ACTIVITY_KEY;
 use accprof_analysis::{KernelNameNotes, Profile, ProfileBuilder, ProfileSource};
 use accprof_trace::{Event, Footer, Header, StrId, StringTable};
 use std::sync::atomic::{AtomicBool, Ordering};
