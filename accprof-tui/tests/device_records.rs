@@ -247,3 +247,20 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
     app.start_analysis();
     assert!(accprof_tui::view::table::table_note(&app.state).is_some());
 }
+
+#[test]
+fn an_event_the_loader_does_not_hold_is_a_fault_of_ours_not_a_corrupt_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dev.trace");
+    write(&path);
+    let mut app = open(&path);
+    let held = app.state.store.event_count() as u32;
+    assert!(app.state.loader.fetch(held - 1).is_ok());
+    for rec in [held, u32::MAX] {
+        let err = app.state.loader.fetch(rec).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("lost track of event {rec}")) && !err.starts_with(':'),
+            "{err}"
+        );
+    }
+}
