@@ -102,3 +102,71 @@ pub fn in_use(path: &Path) -> bool {
     // SAFETY: flock on a descriptor we own; the shared lock goes when `f` closes.
     unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
 }
+
+/// Whether `path` is a live file (it starts with the live file's magic), not a trace.
+pub fn is_live_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == LIVE_MAGIC)
+}
+
+/// The traces among `paths` as a command was given them (a `dir/*` glob takes a killed or
+/// still running program's `T.live` beside its `T`): live files are set aside, each with one
+/// line saying so. A live file beside a trace that was given is read with it (its reader takes
+/// what the trace lacks from it); one whose trace was not given is left out.
+pub fn traces_given(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let mut traces = Vec::with_capacity(paths.len());
+    let mut notes = Vec::new();
+    for p in paths {
+        if !is_live_file(p) {
+            traces.push(p.clone());
+            continue;
+        }
+        let name = p.to_string_lossy();
+        let trace = name
+            .strip_suffix(".live")
+            .map(PathBuf::from)
+            .filter(|t| paths.contains(t));
+        notes.push(match trace {
+            Some(t) => format!(
+                "{name}: the live file of {}, read with it (not a trace of its own)",
+                t.display()
+            ),
+            None => format!(
+                "{name}: a live file, not a trace: left out (give its trace, which reads it)"
+            ),
+        });
+    }
+    (traces, notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_files_among_the_traces_are_set_aside_with_one_line_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let (trace, live, orphan) = (
+            dir.path().join("a.trace"),
+            dir.path().join("a.trace.live"),
+            dir.path().join("b.trace.live"),
+        );
+        std::fs::write(&trace, b"ACCPROF\0").unwrap();
+        let mut image = LIVE_MAGIC.to_vec();
+        image.resize(64, 0);
+        std::fs::write(&live, &image).unwrap();
+        std::fs::write(&orphan, &image).unwrap();
+        let (traces, notes) = traces_given(&[live.clone(), trace.clone(), orphan]);
+        assert_eq!(traces, [trace]);
+        assert_eq!(notes.len(), 2);
+        assert!(notes[0].contains("read with it"), "{notes:?}");
+        assert!(notes[1].contains("left out"), "{notes:?}");
+        // A file named like one that is no live file stays a trace.
+        let named = dir.path().join("c.live");
+        std::fs::write(&named, b"ACCPROF\0").unwrap();
+        assert_eq!(traces_given(std::slice::from_ref(&named)).0, [named]);
+    }
+}

@@ -85,10 +85,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     } else {
         "json"
     };
+    let traces = super::traces_given(&args.traces)?;
     let output = args
         .output
         .clone()
-        .unwrap_or_else(|| args.traces[0].with_extension(ext));
+        .unwrap_or_else(|| traces[0].with_extension(ext));
     let mut progress = ProgressBar::new(args.quiet);
     let summary = if output.as_os_str() == "-" {
         // The export may have to empty its output and write it again (when the traces do not
@@ -99,14 +100,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 "cannot make a temporary file for standard output (TMPDIR): {e}"
             ))
         })?;
-        let summary =
-            pipeline::export(&args.traces, format, &tmp, "standard output", &mut progress)?;
+        let summary = pipeline::export(&traces, format, &tmp, "standard output", &mut progress)?;
         copy_to_stdout(&tmp).map_err(|e| write_error("standard output", e))?;
         summary
     } else {
         let name = output.display().to_string();
         write_file_atomically(&output, |f| {
-            pipeline::export(&args.traces, format, f, &name, &mut progress)
+            pipeline::export(&traces, format, f, &name, &mut progress)
         })?
     };
     progress.finish();

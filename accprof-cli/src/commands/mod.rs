@@ -29,3 +29,18 @@ pub(crate) fn temporary_beside(path: &Path, suffix: &str) -> Result<PathBuf, Cli
         std::process::id()
     )))
 }
+
+/// The traces among the files a command was given: live files (a `dir/*` glob takes the
+/// `T.live` of a killed run beside its `T`) are set aside, with one line each.
+pub(crate) fn traces_given(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
+    let (traces, notes) = accprof_trace::live::traces_given(paths);
+    for n in notes {
+        eprintln!("accprof: note: {n}");
+    }
+    if traces.is_empty() {
+        return Err(CliError::new(
+            "no trace among the files given (only live files)",
+        ));
+    }
+    Ok(traces)
+}

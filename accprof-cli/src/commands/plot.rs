@@ -92,22 +92,23 @@ pub fn run(args: Args) -> Result<(), CliError> {
         (None, Some(p)) => ImageFormat::of_path(p)?,
         (None, None) => ImageFormat::Svg,
     };
+    let traces = super::traces_given(&args.traces)?;
     let output = args
         .output
         .clone()
-        .unwrap_or_else(|| args.traces[0].with_extension(format.extension()));
-    let fig = figure(&args)?;
+        .unwrap_or_else(|| traces[0].with_extension(format.extension()));
+    let fig = figure(&args, &traces)?;
     write_image(&output, format, &fig)?;
     eprintln!("accprof: wrote {}", output.display());
     Ok(())
 }
 
-fn figure(args: &Args) -> Result<Figure, CliError> {
+fn figure(args: &Args, traces: &[PathBuf]) -> Result<Figure, CliError> {
     let mut progress = crate::progress::ProgressBar::new(args.quiet);
     // One pass over each trace gives both the breakdown's profile and the timeline.
     let mut cfg = LayoutConfig::default();
     let read = loop {
-        match read(&args.traces, &cfg, &mut progress)? {
+        match read(traces, &cfg, &mut progress)? {
             Ok(read) => break read,
             Err(late) => cfg = late.retry(&cfg, || 0),
         }
