@@ -1,4 +1,4 @@
-//! The consistency check of issue 21: every view of one trace (report, export, plot, the TUI's
+//! The consistency check: every view of one trace (report, export, plot, the TUI's
 //! tables) must give the same counts and totals. Each view's test extracts its figures into a
 //! [`ViewFigures`] under shared keys (`"compute constructs"`, `"launches"`, ...);
 //! [`check_consistent`] compares every key that two or more views give.
