@@ -493,8 +493,10 @@ fn perfetto_protos_decode_every_track_slice_counter_and_flow() {
     let thread = r.w.thread(process, 1002, "main").unwrap();
     r.tracks.push(json!({"uuid": thread.uuid(), "kind": "thread", "pid": 1002, "tid": 1002, "name": "main", "parent": null}));
     let region: NameId = r.w.name("host region");
-    r.w.slice(thread, 10_000, 13_000, &Event::named(region)).unwrap();
-    r.w.slice(thread, 11_000, 12_000, &Event::named(region)).unwrap();
+    r.w.slice(thread, 10_000, 13_000, &Event::named(region))
+        .unwrap();
+    r.w.slice(thread, 11_000, 12_000, &Event::named(region))
+        .unwrap();
     r.use_(thread, "names", "host region".to_string());
     for (start, end, depth) in [(10_000, 13_000, 0), (11_000, 12_000, 1)] {
         r.slices.push(Slice {
