@@ -195,7 +195,7 @@ impl KernelNameNotes {
 
 /// The header key libaccprof writes when it records device activity (CUPTI), naming the
 /// library it loaded.
-pub const DEVICE_ACTIVITY_KEY: &str = "device_activity";
+pub use accprof_trace::header::DEVICE_ACTIVITY_KEY;
 
 impl ProfileBuilder {
     /// The builder a trace with header `h` needs (device records or not, CUPTI or CUDA events).

@@ -70,8 +70,8 @@ impl Issuers {
         }
     }
 
-    /// Notes `s`, just laid out on its track (in start order); returns the slices let go to
-    /// make room (at most two: a track's share shrinks when a new track comes).
+    /// Notes `s`, just laid out on its track (in start order); adds to `out` the slices let go
+    /// to make room (more than one when a new track came and the shares shrank).
     pub fn note(&mut self, s: &CompactEvent, out: &mut Vec<Kept>) {
         let t = s.track as usize;
         if self.tracks.len() <= t {
@@ -85,21 +85,20 @@ impl Issuers {
         let per_track = self.per_track;
         let r = &mut self.tracks[t];
         r.last_start = Some(s.start);
+        // Room is made first, so that the deque never grows past its share.
+        while r.slices.len() >= per_track {
+            let Some(old) = r.slices.pop_front() else {
+                break;
+            };
+            if !old.slice.is_point() {
+                r.gone_end = Some(r.gone_end.map_or(old.slice.end, |e| e.max(old.slice.end)));
+            }
+            out.push(old);
+        }
         r.slices.push_back(Kept {
             slice: *s,
             flows: Vec::new(),
         });
-        for _ in 0..2 {
-            if r.slices.len() <= per_track {
-                break;
-            }
-            if let Some(old) = r.slices.pop_front() {
-                if !old.slice.is_point() {
-                    r.gone_end = Some(r.gone_end.map_or(old.slice.end, |e| e.max(old.slice.end)));
-                }
-                out.push(old);
-            }
-        }
     }
 
     /// Notes that the slice found at `at` of `track` starts flow `flow`.

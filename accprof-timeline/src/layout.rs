@@ -53,6 +53,10 @@ pub struct LayoutConfig {
     /// Hand the slices that may issue device work out only once their flows are known (a
     /// format that names a flow on the slice it starts from: Perfetto).
     pub hold_issuers: bool,
+    /// Keep slices for device records to find their issuer in, whatever the traces' headers
+    /// say (a trace whose header announces no device activity is laid out without them, and
+    /// asks for them ([`Late::Unannounced`]) if device records come after all).
+    pub note_issuers: bool,
     /// Slices kept, over all tracks, for device records to find their issuer in.
     pub issuer_budget: usize,
     /// Device records that may wait for their issuer before the oldest are tied to what is
@@ -67,6 +71,7 @@ impl Default for LayoutConfig {
             prefix: 1 << 16,
             zero: None,
             hold_issuers: false,
+            note_issuers: false,
             issuer_budget: 1 << 17,
             pending: 1 << 18,
         }
@@ -82,6 +87,9 @@ pub enum Late {
     /// An event started before the time zero, taken from the first events; the earliest
     /// start read so far.
     BeforeZero(u64),
+    /// Device records came in a trace whose header did not announce them, after slices that
+    /// may have issued them were laid out without being kept.
+    Unannounced,
 }
 
 impl Late {
@@ -90,6 +98,7 @@ impl Late {
         match self {
             Late::Window => "a construct holds more slices than a window",
             Late::BeforeZero(_) => "an event starts before the first events read",
+            Late::Unannounced => "device records in a trace whose header does not announce them",
         }
     }
 
@@ -102,6 +111,7 @@ impl Late {
         match self {
             Late::Window => next.window = cfg.window.saturating_mul(16),
             Late::BeforeZero(_) => next.zero = Some(earliest()),
+            Late::Unannounced => next.note_issuers = true,
         }
         next
     }
@@ -186,6 +196,10 @@ struct TraceState {
     /// Added to a monotonic time to put it on the wall clock, so that ranks line up.
     shift: i128,
     ended: bool,
+    /// Slices that may issue device work are kept for device records ([`Issuers`]).
+    noting: bool,
+    /// Such slices were laid out without being kept.
+    unnoted: bool,
 }
 
 /// The streaming layout (see the module's documentation).
@@ -260,6 +274,8 @@ impl Layout {
         self.traces.push(TraceState {
             shift: wall_clock_shift(h),
             ended: false,
+            noting: self.cfg.note_issuers || h.device_activity().is_some(),
+            unnoted: false,
         });
         (self.traces.len() - 1) as u16
     }
@@ -284,6 +300,13 @@ impl Layout {
         let shift = self.traces[trace as usize].shift;
         let mut s = CompactEvent::from_event(ev, trace, 0, |t| shifted(t, shift));
         if let Some(record) = DeviceRecord::of(ev) {
+            let st = &mut self.traces[trace as usize];
+            if !st.noting {
+                if st.unnoted {
+                    return Err(Late::Unannounced.into());
+                }
+                st.noting = true;
+            }
             s.device = self.keep_record(record);
         } else {
             self.tracks.note_event(trace, ev);
@@ -415,7 +438,9 @@ impl Layout {
             return self.link_track(s.track, sink, self.cfg.pending);
         }
         let kind = self.tracks.key(s.track).kind;
-        if matches!(kind, TrackKind::DeviceStream { .. }) {
+        let st = &mut self.traces[s.trace as usize];
+        if matches!(kind, TrackKind::DeviceStream { .. }) || !st.noting {
+            st.unnoted |= !matches!(kind, TrackKind::DeviceStream { .. });
             return sink.slice(&self.tracks, &s, &[]).map_err(Stop::Sink);
         }
         let mut kept = std::mem::take(&mut self.kept);
@@ -594,11 +619,14 @@ mod tests {
     use accprof_abi::acc_event_t;
     use accprof_trace::{Field, Header};
 
-    /// What a sink was handed: (track, start, end, lane, depth, issuer's start, flows out).
+    /// A slice as a sink was handed it: (track, start, end, lane, depth, issuer's start, flows
+    /// out).
+    type Handed = (u32, u64, u64, u16, u16, Option<u64>, Vec<u64>);
+
     #[derive(Default)]
     struct Got {
         zero: Option<u64>,
-        slices: Vec<(u32, u64, u64, u16, u16, Option<u64>, Vec<u64>)>,
+        slices: Vec<Handed>,
     }
 
     impl Sink for Got {
@@ -725,10 +753,12 @@ mod tests {
         events.push(kernel(15, 25, 1, 13));
         events.push(kernel(40, 45, 1, 16));
         events.push(kernel(50, 55, 1, 99));
+        // The header announces no device activity: the records ask for the slices to be kept.
+        assert_eq!(lay(small(), &events).err(), Some(Late::Unannounced));
         for hold in [false, true] {
             let cfg = LayoutConfig {
                 hold_issuers: hold,
-                ..small()
+                ..Late::Unannounced.retry(&small(), || 0)
             };
             let got = lay(cfg, &events).unwrap();
             let records: Vec<_> = got
