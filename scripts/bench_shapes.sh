@@ -7,7 +7,7 @@
 # Builds the release accprof and synth_trace, writes the traces into a scratch directory, and
 # runs report, advise, export (JSON and Perfetto), plot and dump on each, with every accprof
 # binary given (default: target/release/accprof; give an older build's too to compare, the runs
-# alternated). Prints one line per run: shape, command, binary, wall seconds, peak resident
+# alternated; `ONLY=REGEX` keeps the shapes whose names match). Prints one line per run: shape, command, binary, wall seconds, peak resident
 # memory, and for Perfetto the bytes per event; the machine's load average before each shape.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +38,9 @@ shapes=(
 for entry in "${shapes[@]}"; do
     name=${entry%%:*}
     spec=${entry#*:}
+    if [ -n "${ONLY:-}" ] && ! [[ "$name" =~ $ONLY ]]; then
+        continue
+    fi
     file=$dir/$(echo "$name" | tr ' ' '_').trace
     traces=("$file")
     if [ "$spec" = ranks ]; then

@@ -42,11 +42,13 @@ fn whole(traces: &[&Path], out: &Path, format: &str) -> String {
     export(traces, out, format, ("ACCPROF_EXPORT_WHOLE", "1"))
 }
 
-/// A trace of each shape, a few thousand events each.
+/// A trace of each shape, a few thousand events each (those with device records more than
+/// the 64 x 64 records that may wait for their issuer, so that waiting too long shows).
 fn shapes(dir: &Path) -> Vec<(String, Vec<PathBuf>)> {
     let synth = |name: &str, cfg: SynthConfig| {
         let trace = dir.join(format!("{name}.trace"));
-        write_trace(&cfg.with_event_target(2_000), &trace).unwrap();
+        let events = if cfg.cupti { 15_000 } else { 2_000 };
+        write_trace(&cfg.with_event_target(events), &trace).unwrap();
         trace
     };
     let mut laplace = Synth::new("/bench/laplace", 1, None);
@@ -120,7 +122,13 @@ fn small_windows_give_the_json_of_one_window_holding_everything() {
 #[test]
 fn small_windows_give_the_perfetto_trace_of_one_window_holding_everything() {
     let dir = tempfile::tempdir().unwrap();
+    // The layout is the JSON test's; here what Perfetto adds: slices held back for the flows
+    // they start, tracks made as they come, counters. (Decoding in Python is slow: a few.)
+    let decoded = ["nested", "CUPTI records", "shim_naive_cudaevents", "two ranks"];
     for (shape, traces) in shapes(dir.path()) {
+        if !decoded.iter().any(|d| shape.starts_with(d)) {
+            continue;
+        }
         let traces: Vec<&Path> = traces.iter().map(PathBuf::as_path).collect();
         let (s, w) = (dir.path().join("s.pftrace"), dir.path().join("w.pftrace"));
         small(&traces, &s, "perfetto");

@@ -532,12 +532,8 @@ impl Layout {
             if !search.looks_on(key.kind) {
                 continue;
             }
-            // A slice that started by the call is still in the window: not laid out yet.
-            if !decided
-                && self.windows[track as usize]
-                    .first_start()
-                    .is_some_and(|s| s <= call)
-            {
+            // A slice open at the call is still in the window: not laid out yet.
+            if !decided && self.windows[track as usize].may_hold_open_at(call) {
                 return None;
             }
             passed &= self.issuers.passed(track, call);
@@ -777,5 +773,38 @@ mod tests {
                 .collect();
             assert_eq!(flows_out.len(), if hold { 2 } else { 0 }, "{hold}");
         }
+    }
+
+    #[test]
+    fn a_quiet_track_holds_no_record_back() {
+        // Thread 1's host track holds one early slice and never fills its window; its
+        // synchronous launches are many. Each kernel record comes late and is tied as soon as
+        // its launch is laid out, not at the end (too many waiting would be tied by force).
+        let mut events = vec![ev(C, 0, 10, 1)];
+        for i in 0..200u64 {
+            let t = 100 + i * 100;
+            events.push(ev(L, t, t + 50, 1));
+            if i >= 10 {
+                let c = 100 + (i - 10) * 100 + 25;
+                events.push(kernel(c + 30, c + 40, 1, c));
+            }
+        }
+        let cfg = LayoutConfig {
+            pending: 8,
+            note_issuers: true,
+            ..small()
+        };
+        let mut got = Got::default();
+        let mut l = Layout::new(cfg);
+        l.begin_trace(&Header::default());
+        for e in &events {
+            l.push(e, &mut got).unwrap();
+        }
+        assert_eq!(l.stats().forced, 0);
+        l.end_trace(&mut got).unwrap();
+        let (_, stats) = l.finish(&mut got).unwrap();
+        assert_eq!((stats.forced, stats.issuer_gone), (0, 0));
+        let issued = got.slices.iter().filter(|s| s.5.is_some()).count();
+        assert_eq!(issued, 190);
     }
 }

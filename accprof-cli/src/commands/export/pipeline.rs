@@ -117,7 +117,8 @@ pub(super) fn export(
 }
 
 /// The plan before anything is known: windows from `ACCPROF_EXPORT_WINDOW` (tests make them
-/// small; the slices kept for device records are 64 times as many) or the defaults, everything in one memory for `ACCPROF_EXPORT_WHOLE=1` (the
+/// small; the slices kept for device records, and the records that may wait for them, are 64
+/// times as many) or the defaults, everything in one memory for `ACCPROF_EXPORT_WHOLE=1` (the
 /// reference small windows are tested against), the time zero of several traces found first.
 fn first_plan(paths: &[PathBuf], headers: &[Header], format: Format) -> Result<Plan, CliError> {
     let mut layout = LayoutConfig {
@@ -131,6 +132,7 @@ fn first_plan(paths: &[PathBuf], headers: &[Header], format: Format) -> Result<P
     {
         (layout.window, layout.prefix, steps) = (n.max(1), n.max(1), n.max(1));
         layout.issuer_budget = n.saturating_mul(64);
+        layout.pending = n.saturating_mul(64);
     }
     if std::env::var_os("ACCPROF_EXPORT_WHOLE").is_some_and(|v| v == "1") {
         (layout.window, layout.prefix, steps) = (usize::MAX, usize::MAX, usize::MAX);
