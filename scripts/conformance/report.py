@@ -193,12 +193,14 @@ def markdown(rows, meta, notes):
         "",
         "## Totals",
         "",
-        "| runtime | " + " | ".join(KINDS) + " | flaky |",
-        "|---" * (len(KINDS) + 2) + "|",
+        "| runtime | " + " | ".join(KINDS) + " | flaky | exit 0 (pass + warn) |",
+        "|---" * (len(KINDS) + 3) + "|",
     ]
     for i, rt in enumerate(RUNTIMES):
         counts = Counter(r[1][i] if "/" not in r[1][i] else "flaky" for r in built)
-        lines.append(f"| {rt} | " + " | ".join(str(counts[k]) for k in (*KINDS, "flaky")) + " |")
+        lines.append(
+            f"| {rt} | " + " | ".join(str(counts[k]) for k in (*KINDS, "flaky")) + f" | {counts[PASS] + counts[WARN]} |"
+        )
     gomp_pass = [r for r in built if r[1][0] == PASS]
     lost = [r for r in gomp_pass if r[1][1] != PASS]
     lost_by = Counter(r[2][0] for r in lost)
