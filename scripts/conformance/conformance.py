@@ -39,12 +39,12 @@ def build(subtest, work, compilers, seed, rebuild):
     log = os.path.join(folder, "compile.log")
     command_text = " ".join(cmd)
     sources = [subtest.file.path, *subtest.file.module_sources]
-    if not rebuild and os.path.exists(stamp) and open(stamp).read() == command_text:
+    if not rebuild and os.path.exists(stamp) and read(stamp) == command_text:
         fresh = [p for p in (exe, log) if os.path.exists(p) and all(os.path.getmtime(p) >= os.path.getmtime(s) for s in sources)]
         if exe in fresh:
             return exe, ""
         if log in fresh:
-            return None, first_error(open(log).read())
+            return None, first_error(read(log))
     if os.path.exists(exe):
         os.unlink(exe)
     # In the subtest's folder, so that Fortran .mod files of parallel builds never meet.
@@ -56,6 +56,11 @@ def build(subtest, work, compilers, seed, rebuild):
     if proc.returncode != 0 or not os.path.exists(exe):
         return None, first_error(proc.stderr)
     return exe, ""
+
+
+def read(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
 
 
 def first_error(text):
@@ -76,7 +81,7 @@ def check(subtest, args, compilers):
         return record
     record.update(build="ok", build_detail="", runs={r: [] for r in outcome.RUNTIMES})
     folder = os.path.dirname(exe)
-    for attempt in range(1 + args.reruns):
+    for _ in range(1 + args.reruns):
         for runtime in outcome.RUNTIMES:
             r = outcome.run(exe, runtime, args.lib_dir, folder, args.timeout)
             record["runs"][runtime].append(vars(r))
@@ -113,10 +118,18 @@ def metadata(args, started, seconds, compilers):
     if git("status", "--porcelain", "--untracked-files=no"):
         commit += " with uncommitted changes"
     suite_commit = git("rev-parse", "--short", "HEAD", cwd=args.suite) or "unknown (not a git checkout)"
+    if args.lib_label:
+        libraries = args.lib_label
+    elif os.path.realpath(args.lib_dir) == os.path.realpath(os.path.join(REPO, "target", "release")):
+        last = git("log", "-1", "--format=%h", "--", "runtime-shim", "libaccprof", "accprof-abi") or "unknown"
+        libraries = f"this checkout's (runtime-shim and libaccprof last changed at {last})"
+    else:
+        libraries = args.lib_dir
     return {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"),
         "commit": commit,
         "suite": "OpenACCUserGroup/OpenACCV-V " + suite_commit,
+        "libraries": libraries,
         "compilers": [compiler_version(compilers[lang]) for lang in ("c", "c++", "fortran")],
         "machine": f"{platform.machine()} Linux {platform.release()}, {os.cpu_count()} CPUs",
         "jobs": args.jobs,
@@ -129,11 +142,12 @@ def metadata(args, started, seconds, compilers):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("suite", help="root of an OpenACCV-V checkout (holding Tests/)")
     p.add_argument("--work", default="/tmp/accprof-conformance", help="build and run folder (kept between runs: unchanged subtests are not rebuilt)")
     p.add_argument("--out", default=None, help="folder for conformance.md and conformance.tsv (default docs/performance, or --work with --only)")
     p.add_argument("--lib-dir", default=os.path.join(REPO, "target", "release"), help="where libaccshim.so and libaccprof.so are")
+    p.add_argument("--lib-label", default="", help="what the libraries in --lib-dir are, for the report (e.g. 'branch x at abc1234')")
     p.add_argument("--jobs", type=int, default=2, help="subtests built and run at once (default 2)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a run may take before it counts as a hang (default 60)")
     p.add_argument("--reruns", type=int, default=2, help="extra runs of a subtest whose runtimes disagree (default 2)")

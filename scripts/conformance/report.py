@@ -4,7 +4,7 @@ conformance.md (totals, and every subtest whose outcome differs between runtimes
 A subtest's outcome on a runtime is the kind of its run (outcome.KINDS), or, where reruns
 disagreed, the kinds seen joined by `/` (flaky). Categories come from the outcomes; triage.tsv
 adds what only reading the test tells (a test invalid on a discrete device, the cause of a
-crash) and may set the category.
+crash) and may set the category, for the outcomes it was read for.
 """
 
 import fnmatch
@@ -66,8 +66,10 @@ SHIM_KIND_CATEGORY = {
 
 
 def read_triage(path):
-    """[(subtest or glob, category or "", reason)] from triage.tsv (`#` starts a comment line).
-    A glob (`file.F90:*`) applies to every subtest it matches; an exact name wins over globs."""
+    """[(subtest or glob, outcomes read for, category or "", reason)] from triage.tsv (`#` starts
+    a comment line). A glob (`file.F90:*`) applies to every subtest it matches; an exact name wins
+    over globs. A note applies only while the shim's and shim+tool's outcomes are among those it
+    was read for (`*`: any): another outcome needs reading again."""
     notes = []
     if not os.path.exists(path):
         return notes
@@ -76,12 +78,12 @@ def read_triage(path):
             if not line.strip() or line.startswith("#"):
                 continue
             cols = line.rstrip("\n").split("\t")
-            if len(cols) != 3 or (cols[1] and cols[1] not in CATEGORIES):
+            if len(cols) != 4 or (cols[2] and cols[2] not in CATEGORIES):
                 raise SystemExit(
-                    f"conformance: {path}:{number}: want subtest, category (one of {', '.join(CATEGORIES)} "
-                    "or empty) and reason, tab-separated"
+                    f"conformance: {path}:{number}: want subtest, outcomes, category (one of "
+                    f"{', '.join(CATEGORIES)} or empty) and reason, tab-separated"
                 )
-            notes.append((cols[0], cols[1], cols[2]))
+            notes.append(tuple(cols))
     return notes
 
 
@@ -89,6 +91,10 @@ def note_for(subtest, notes):
     exact = [n for n in notes if n[0] == subtest]
     globs = [n for n in notes if n[0] != subtest and fnmatch.fnmatchcase(subtest, n[0])]
     return (exact or globs or [None])[0]
+
+
+def note_matches(note, shim, tool):
+    return note[1] == "*" or set(shim.split("/")) | set(tool.split("/")) <= set(note[1].split("/"))
 
 
 def outcome_of(runs):
@@ -131,11 +137,11 @@ def categorize(rec, notes):
     if "no_drop_check" in rec:
         reasons.append(f"with ACCSHIM_NO_DROP_CHECK=1 the shim's run: {rec['no_drop_check']}")
     note = note_for(rec["id"], notes)
-    if note:
-        if note[1]:
-            cats[0] = note[1]
+    if note and note_matches(note, s, t):
+        if note[2]:
+            cats[0] = note[2]
             cats = list(dict.fromkeys(cats))
-        return cats, note[2]
+        return cats, note[3]
     return cats, "; ".join(r for r in reasons if r)
 
 
@@ -172,7 +178,8 @@ def markdown(rows, meta, notes):
     lines = [
         "# The OpenACC validation suite on libgomp, the shim, and the shim with libaccprof",
         "",
-        f"Run {meta['date']}, accprof commit {meta['commit']}, {meta['suite']}; "
+        f"Run {meta['date']}, accprof commit {meta['commit']}, libaccshim.so and libaccprof.so "
+        f"{meta.get('libraries', 'of that commit')}, {meta['suite']}; "
         f"{'; '.join(dict.fromkeys(meta['compilers']))}; {meta['machine']}; "
         f"{meta['jobs']} subtests at a time, {meta['timeout']:g} s timeout, "
         f"{meta['reruns']} reruns where runtimes disagree, SEED={meta['seed']}; "
@@ -238,6 +245,16 @@ def markdown(rows, meta, notes):
     if stale:
         lines += ["", "## Triage notes for subtests that no longer differ", "",
                   "Remove them from scripts/conformance/triage.tsv: " + ", ".join(stale) + "."]
+    unread = []
+    for rec, outs, cats, _ in built:
+        note = note_for(rec["id"], notes) if cats else None
+        if note and not note_matches(note, outs[1], outs[2]):
+            unread.append(f"{rec['id']} (read for {note[1]}, now {outs[1]} and {outs[2]} with the tool)")
+    if unread:
+        lines += ["", "## Triage notes read for other outcomes", "",
+                  "Their outcomes changed since the notes in scripts/conformance/triage.tsv were written, so the "
+                  "categories above are computed and the notes not applied; read the tests again: "
+                  + "; ".join(unread) + "."]
     return "\n".join(lines) + "\n"
 
 
