@@ -69,7 +69,7 @@ def read_triage(path):
     """[(subtest or glob, outcomes read for, category or "", reason)] from triage.tsv (`#` starts
     a comment line). A glob (`file.F90:*`) applies to every subtest it matches; an exact name wins
     over globs. A note applies only while the shim's and shim+tool's outcomes are among those it
-    was read for (`*`: any): another outcome needs reading again."""
+    was read for (`*`: any): another outcome needs reading again, and may get a note of its own."""
     notes = []
     if not os.path.exists(path):
         return notes
@@ -87,14 +87,15 @@ def read_triage(path):
     return notes
 
 
-def note_for(subtest, notes):
+def note_for(subtest, notes, shim, tool):
+    """The note for `subtest` read for these outcomes, else (None, whether some note was read
+    for others). An exact name wins over globs; a subtest may have one note per outcome."""
     exact = [n for n in notes if n[0] == subtest]
-    globs = [n for n in notes if n[0] != subtest and fnmatch.fnmatchcase(subtest, n[0])]
-    return (exact or globs or [None])[0]
-
-
-def note_matches(note, shim, tool):
-    return note[1] == "*" or set(shim.split("/")) | set(tool.split("/")) <= set(note[1].split("/"))
+    named = exact or [n for n in notes if fnmatch.fnmatchcase(subtest, n[0])]
+    for n in named:
+        if n[1] == "*" or set(shim.split("/")) | set(tool.split("/")) <= set(n[1].split("/")):
+            return n, False
+    return None, bool(named)
 
 
 def outcome_of(runs):
@@ -136,8 +137,8 @@ def categorize(rec, notes):
         return [], ""
     if "no_drop_check" in rec:
         reasons.append(f"with ACCSHIM_NO_DROP_CHECK=1 the shim's run: {rec['no_drop_check']}")
-    note = note_for(rec["id"], notes)
-    if note and note_matches(note, s, t):
+    note, _ = note_for(rec["id"], notes, s, t)
+    if note:
         if note[2]:
             cats[0] = note[2]
             cats = list(dict.fromkeys(cats))
@@ -247,13 +248,13 @@ def markdown(rows, meta, notes):
                   "Remove them from scripts/conformance/triage.tsv: " + ", ".join(stale) + "."]
     unread = []
     for rec, outs, cats, _ in built:
-        note = note_for(rec["id"], notes) if cats else None
-        if note and not note_matches(note, outs[1], outs[2]):
-            unread.append(f"{rec['id']} (read for {note[1]}, now {outs[1]} and {outs[2]} with the tool)")
+        note, other = note_for(rec["id"], notes, outs[1], outs[2])
+        if cats and note is None and other:
+            unread.append(f"{rec['id']} (now {outs[1]}, and {outs[2]} with the tool)")
     if unread:
         lines += ["", "## Triage notes read for other outcomes", "",
-                  "Their outcomes changed since the notes in scripts/conformance/triage.tsv were written, so the "
-                  "categories above are computed and the notes not applied; read the tests again: "
+                  "Their notes in scripts/conformance/triage.tsv were read for other outcomes, so the categories "
+                  "above are computed and the notes not applied; read the tests again: "
                   + "; ".join(unread) + "."]
     return "\n".join(lines) + "\n"
 
