@@ -63,6 +63,7 @@ SHIM_KIND_CATEGORY = {
     FAIL: "wrong-answer",
     WARN: "warning",
 }
+CATEGORY_KIND = {c: k for k, c in SHIM_KIND_CATEGORY.items()}
 
 
 def read_triage(path):
@@ -92,8 +93,11 @@ def note_for(subtest, notes, shim, tool):
     for others). An exact name wins over globs; a subtest may have one note per outcome."""
     exact = [n for n in notes if n[0] == subtest]
     named = exact or [n for n in notes if fnmatch.fnmatchcase(subtest, n[0])]
+    seen = set(shim.split("/")) | set(tool.split("/"))
     for n in named:
-        if n[1] == "*" or set(shim.split("/")) | set(tool.split("/")) <= set(n[1].split("/")):
+        # A note naming an outcome's category (crash, ...) needs that outcome among the runs.
+        shows = CATEGORY_KIND.get(n[2])
+        if (n[1] == "*" or seen <= set(n[1].split("/"))) and (shows is None or shows in seen):
             return n, False
     return None, bool(named)
 
