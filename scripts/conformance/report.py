@@ -173,8 +173,33 @@ def write(records, meta, notes, out_dir):
         f.write("subtest\tlibgomp\tshim\tshim+tool\tcategory\treason\n")
         for rec, outs, cats, reason in rows:
             f.write("\t".join([rec["id"], *outs, ",".join(cats), tsv_cell(reason)]) + "\n")
-    with open(os.path.join(out_dir, "conformance.md"), "w", encoding="utf-8") as f:
+    md_path = os.path.join(out_dir, "conformance.md")
+    history = earlier_runs(md_path, meta)
+    with open(md_path, "w", encoding="utf-8") as f:
         f.write(markdown(rows, meta, notes))
+        if history:
+            f.write("\n## Earlier runs\n\n" + "\n".join(history) + "\n")
+
+
+RUN_LINE = re.compile(r"^Run (\d{4}-\d\d-\d\d \d\d:\d\d UTC), (.*?), OpenACCUserGroup")
+SUMMARY_LINE = re.compile(r"^Of the \d+ subtests libgomp passes")
+
+
+def earlier_runs(md_path, meta):
+    """The history kept by the report `md_path` holds now: its own run's summary first (unless
+    it is the run being written again), then its earlier runs."""
+    if not os.path.exists(md_path):
+        return []
+    with open(md_path, encoding="utf-8") as f:
+        text = f.read().splitlines()
+    run = next((m for m in map(RUN_LINE.match, text) if m), None)
+    summary = next((line for line in text if SUMMARY_LINE.match(line)), None)
+    kept = []
+    if "## Earlier runs" in text:
+        kept = [line for line in text[text.index("## Earlier runs") + 1:] if line.startswith("- ")]
+    if run and summary and run.group(1) != meta["date"]:
+        kept.insert(0, f"- {run.group(1)}, {run.group(2)}: {summary}")
+    return kept
 
 
 def markdown(rows, meta, notes):
