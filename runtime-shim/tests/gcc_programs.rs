@@ -166,6 +166,35 @@ fn an_async_update_host_after_an_async_kernel_fetches_its_results() {
     assert_eq!(text(&on_shim_quietly(&prog)), gomp);
 }
 
+#[test]
+fn pointers_passed_by_value_reach_the_device_copies_and_update_host_async_brings_them_back() {
+    // miniWeather's shape: kernels reach present arrays through global pointers and pointer
+    // parameters, which GCC passes by value. The emulated device gave them the host's copies,
+    // and each output's `update host ... async` + `wait` put stale device data over the
+    // host's results: a wrong answer with no word said.
+    let dir = tempfile::tempdir().unwrap();
+    let src = "pointers_by_value.cpp";
+    let prog = build(dir.path(), src);
+    let gomp = text(&on_libgomp(&prog));
+    assert!(gomp.contains("output 20: "), "{gomp}");
+    let shim = on_shim(&prog);
+    assert_eq!(text(&shim), gomp);
+    // One line says what the shim did that libgomp on a GPU would not, at the first construct.
+    let first = std::fs::read_to_string(crate_dir().join("tests/gcc").join(src))
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("default(present) async"))
+        .unwrap()
+        + 1;
+    let stderr = String::from_utf8_lossy(&shim.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("note: the compute construct at ")
+            && stderr.contains(&format!("{src}:{first} gets a C/C++ pointer by value")),
+        "{stderr}"
+    );
+}
+
 /// Builds gfortran sources of the repository's tests/apps into one program.
 fn build_app(dir: &Path, name: &str, srcs: &[&str]) -> PathBuf {
     let apps = crate_dir().join("../tests/apps");

@@ -199,6 +199,7 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
         absent_pointers: Vec::new(),
     };
     let mut created: Vec<(usize, usize)> = Vec::new();
+    let mut by_value = Vec::new();
     let members = struct_members(vars);
     let order = (0..vars.len())
         .filter(|&i| vars.kind(i) != MapKind::ATTACH)
@@ -218,6 +219,10 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
                 let was_absent = host != 0
                     && bytes != 0
                     && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
+                if super::by_value::candidate(k == MapKind::TO, bytes, was_absent) {
+                    by_value.push(i);
+                    continue;
+                }
                 let e = data::enter(op, &c, false)?;
                 if k == MapKind::TO_PSET {
                     descriptor_mapped(op, host, was_absent);
@@ -273,6 +278,12 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
             }
             other => unsupported("a construct", &format!("map kind {}", other.name())),
         };
+        m.devaddrs[i] = Val(dev);
+    }
+    for i in by_value {
+        let (c, dev) = super::by_value::map(op, vars.host(i))?;
+        m.undo.push(Undo::Exit(c));
+        created.push((vars.host(i), 8));
         m.devaddrs[i] = Val(dev);
     }
     Ok(m)

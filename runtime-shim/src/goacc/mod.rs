@@ -4,6 +4,7 @@
 //! map kinds (kinds.rs) and what each does (mapping.rs), compute constructs (compute.rs), the
 //! construct functions' names (names.rs) and the registered offload images (images.rs).
 
+pub mod by_value;
 pub mod compute;
 pub mod entry;
 pub mod images;
