@@ -195,6 +195,19 @@ fn pointers_passed_by_value_reach_the_device_copies_and_update_host_async_brings
     );
 }
 
+#[test]
+fn memory_released_under_an_async_kernel_is_not_handed_out_again_before_it_is_done() {
+    // A region's end and an exit data release an array that a kernel on queue 1 still writes;
+    // the next array mapped got the same block and the kernel's values (on the emulated
+    // device, whose memory is the host's, smaller arrays corrupted the program's heap).
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "release_under_async.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp, "region end: 0 wrong\nexit data: 0 wrong\n");
+    // stderr may say the kernel's results were dropped: they were.
+    assert_eq!(text(&on_shim(&prog)), gomp);
+}
+
 /// Builds gfortran sources of the repository's tests/apps into one program.
 fn build_app(dir: &Path, name: &str, srcs: &[&str]) -> PathBuf {
     let apps = crate_dir().join("../tests/apps");

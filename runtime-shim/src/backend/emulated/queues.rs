@@ -98,6 +98,19 @@ impl AsyncQueues {
         v
     }
 
+    /// Each queue with work not yet done, and the count of jobs submitted to it so far: once
+    /// its completed jobs reach that count, everything queued there until now has run.
+    pub fn busy(&self) -> Vec<(Arc<Queue>, u64)> {
+        self.lock()
+            .queues
+            .values()
+            .filter_map(|q| {
+                let c = q.counts();
+                (c.0 > c.1).then(|| (Arc::clone(q), c.0))
+            })
+            .collect()
+    }
+
     /// Forgets the queues and ends the workers, joining them once they have run what was
     /// submitted (outside the lock, which a last job might want).
     pub fn shut_down(&self) {
@@ -184,6 +197,11 @@ impl Queue {
         while c.1 < target {
             c = self.done.wait(c).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// Whether `target` jobs have completed.
+    pub fn reached(&self, target: u64) -> bool {
+        self.counts().1 >= target
     }
 
     pub fn submitted(&self) -> u64 {
