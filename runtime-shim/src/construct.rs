@@ -413,7 +413,8 @@ pub fn compute(spec: &ComputeSpec, kernels: &[Kernel]) {
     compute_in(rt, spec, kernels).or_fatal(construct_name(spec.kind), &loc)
 }
 
-fn construct_name(k: acc_construct_t) -> &'static str {
+/// How an error line names a compute construct.
+pub(crate) fn construct_name(k: acc_construct_t) -> &'static str {
     match k {
         acc_construct_t::KERNELS => "kernels construct",
         acc_construct_t::SERIAL => "serial construct",

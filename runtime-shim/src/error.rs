@@ -1,10 +1,11 @@
 //! Runtime errors. The specification says an error in a data clause, an API call or an async
-//! argument is a runtime error: like GCC's and NVHPC's runtimes, the shim prints the message on
-//! stderr and aborts the program. Nothing here unwinds into C.
+//! argument is a runtime error: like GCC's libgomp, the shim prints one line on stderr and ends
+//! the program with status 1 (exit, not abort). Nothing here unwinds into C.
 
 use crate::loc::Loc;
 use std::ffi::CStr;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The error classes of OpenACC 3.x (`acc_error_*`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,23 +101,83 @@ impl fmt::Display for AccError {
 
 pub type Result<T> = std::result::Result<T, AccError>;
 
-/// Reports a runtime error and ends the program, as the specification requires.
+/// Reports a runtime error and ends the program, as the specification requires: one line
+/// naming the class, the directive or routine (`what`) and where it is in the source (its
+/// `loc`, else the line of the GCC entry point's call from the program's debug information),
+/// then `exit(1)`, as libgomp ends on an error: the program's stdio buffers are flushed and its
+/// atexit handlers run (a tool's too), and no core is dumped for a user's error.
 #[cold]
 pub fn fatal(err: &AccError, what: &str, loc: &Loc) -> ! {
-    let mut place = String::new();
+    stop(format!(
+        "accshim: OpenACC runtime error [{}] in {what}{}: {err}",
+        err.class(),
+        place(loc)
+    ))
+}
+
+/// Refuses what the runtime cannot do without risking a wrong result: one line naming the
+/// directive (and its source line), then `exit(1)` as for an error.
+#[cold]
+pub fn unsupported(what: &str, why: &str) -> ! {
+    stop(format!(
+        "accshim: {what}{}: {why} is not supported by accshim; stopping before any wrong result",
+        place(&Loc::UNKNOWN)
+    ))
+}
+
+/// ` at file:line`: the location the caller gave, else that of the GCC entry point this thread
+/// is in (from the return address), else "".
+fn place(loc: &Loc) -> String {
     if !loc.file.is_null() && loc.line >= 0 {
         // SAFETY: Loc pointers are NUL-terminated static strings.
         let file = unsafe { CStr::from_ptr(loc.file) }.to_string_lossy();
-        place = format!(" at {file}:{}", loc.line);
+        return format!(" at {file}:{}", loc.line);
     }
-    eprintln!(
-        "accshim: OpenACC runtime error [{}] in {what}{place}: {err}",
-        err.class()
-    );
-    std::process::abort()
+    crate::loc::describe_call(crate::loc::call_site())
 }
 
-/// Unwraps or reports and aborts.
+/// A runtime error is being reported and the program ended.
+static REPORTING: AtomicBool = AtomicBool::new(false);
+
+/// Whether a runtime error is ending the program (the atexit handler then leaves the device
+/// as it is: it may be mid-operation).
+pub fn reporting() -> bool {
+    REPORTING.load(Ordering::Acquire)
+}
+
+/// Prints `line` and ends the program with status 1. Only the first thread to get here does:
+/// one that comes after, or while the program is already exiting (main returned while this
+/// thread was in a construct), waits for the end of the process instead, because exit() must
+/// not run twice at once and the process's end is already under way. A routine called from an
+/// atexit handler after the runtime's (on the exiting thread) ends with `_exit(1)` after
+/// flushing stdio, as exit() may not be called again there.
+fn stop(line: String) -> ! {
+    let first = !REPORTING.swap(true, Ordering::AcqRel);
+    if first && crate::runtime::exiting() && !crate::runtime::exits_here() {
+        wait_for_the_end();
+    }
+    if !first {
+        wait_for_the_end();
+    }
+    eprintln!("{line}");
+    if crate::runtime::exiting() {
+        // SAFETY: fflush(NULL) flushes every open stream; _exit ends the process at once.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            libc::_exit(1)
+        }
+    }
+    std::process::exit(1)
+}
+
+/// Blocks this thread until the process ends (another thread is ending it).
+fn wait_for_the_end() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Unwraps, or reports and ends the program ([`fatal`]).
 pub trait OrFatal<T> {
     fn or_fatal(self, what: &str, loc: &Loc) -> T;
 }

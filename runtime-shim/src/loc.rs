@@ -124,12 +124,26 @@ thread_local! {
     static CALL_SITE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// Records where the program called the runtime from (GCC gives no source location).
-pub fn set_call_site(ret: usize) {
-    CALL_SITE.with(|c| c.set(ret));
+/// Where the program called the runtime from (GCC gives no source location), for as long as
+/// the GCC entry point runs: [`call_site`] answers it until the value is dropped, so that a
+/// runtime routine called later (acc_copyin, with no location of its own) is not given the
+/// line of the last directive.
+#[must_use]
+pub struct CallSite(usize);
+
+impl CallSite {
+    pub fn enter(ret: usize) -> CallSite {
+        CallSite(CALL_SITE.with(|c| c.replace(ret)))
+    }
 }
 
-/// The call site [`set_call_site`] recorded on this thread (0 if none).
+impl Drop for CallSite {
+    fn drop(&mut self) {
+        CALL_SITE.with(|c| c.set(self.0));
+    }
+}
+
+/// The call site of the GCC entry point this thread is in ([`CallSite`]), 0 if none.
 pub fn call_site() -> usize {
     CALL_SITE.with(|c| c.get())
 }

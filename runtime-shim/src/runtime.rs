@@ -315,8 +315,76 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
     Ok(rt)
 }
 
+/// The process is exiting (exit() or a return from main has run the atexit handlers).
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the process is exiting: another thread's work can no longer be reported or
+/// stopped, only left to the end of the process.
+pub fn exiting() -> bool {
+    EXITING.load(Ordering::Acquire)
+}
+
+thread_local! {
+    /// This thread runs the program's exit (its atexit handlers).
+    static EXITS_HERE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread is the one running the program's exit.
+pub fn exits_here() -> bool {
+    EXITS_HERE.with(Cell::get)
+}
+
+/// At program exit, other threads may still be inside constructs (main returned while they
+/// ran): the device is not released under them (their data stays present and their memory
+/// valid until the process ends), and the shutdown is only told: device_shutdown start, the
+/// queues drained, delete and free events for the data still present, device_shutdown end and
+/// runtime_shutdown, so that a tool sees the run end as after acc_shutdown. After a runtime
+/// error the program ends with nothing more done: the device may be mid-operation.
 extern "C" fn at_exit() {
-    let _ = std::panic::catch_unwind(|| shutdown(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN));
+    EXITS_HERE.with(|f| f.set(true));
+    if EXITING.swap(true, Ordering::AcqRel) || crate::error::reporting() {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        let Some(mut ctx) = tell_shutdown(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN) else {
+            return;
+        };
+        dispatch::other_end(acc_event_t::DEVICE_SHUTDOWN_END, &ctx.0, ctx.1);
+        ctx.0.api = dispatch::ApiHandles::NONE;
+        dispatch::other_point(acc_event_t::RUNTIME_SHUTDOWN, &ctx.0);
+    });
+}
+
+/// The exit's part of a shutdown under INIT_LOCK: device_shutdown_start, the queues drained,
+/// and the delete and free events of the data still present, which stays.
+fn tell_shutdown(construct: acc_construct_t, loc: &Loc) -> Option<(EvCtx, dispatch::ToolInfo)> {
+    let _init = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = current()?;
+    let _flag = ThreadFlag::set(&SHUTTING_DOWN);
+    let mut ctx = rt.ctx(construct, false, loc, ACC_ASYNC_SYNC, SYNC);
+    ctx.api = rt.backend.handles(None);
+    let ti = dispatch::other_start(acc_event_t::DEVICE_SHUTDOWN_START, &ctx);
+    for q in rt.backend.queues() {
+        let _ = rt.backend.wait(q);
+    }
+    let present: Vec<Entry> = rt.table().entries().cloned().collect();
+    for e in present {
+        let d = leftover_info(&e);
+        dispatch::data_point(acc_event_t::DELETE, &ctx, &d);
+        if !e.mapped {
+            dispatch::data_point(acc_event_t::FREE, &ctx, &d);
+        }
+    }
+    Some((ctx, ti))
+}
+
+fn leftover_info(e: &Entry) -> DataInfo {
+    DataInfo {
+        var_name: e.name,
+        bytes: e.bytes,
+        host_ptr: e.host as *const c_void,
+        device_ptr: e.dev as usize as *const c_void,
+    }
 }
 
 /// Shuts the device down: waits for all queues, deletes and frees the data left (with their
@@ -494,12 +562,7 @@ fn shut_down_device(
 /// acc_shutdown is ignored instead of deadlocking.
 fn release_leftovers(rt: &Runtime, ctx: &EvCtx, entries: Vec<Entry>) {
     for e in entries {
-        let d = DataInfo {
-            var_name: e.name,
-            bytes: e.bytes,
-            host_ptr: e.host as *const c_void,
-            device_ptr: e.dev as usize as *const c_void,
-        };
+        let d = leftover_info(&e);
         dispatch::data_point(acc_event_t::DELETE, ctx, &d);
         if !e.mapped && rt.backend.free(SYNC, e.dev).is_ok() {
             dispatch::data_point(acc_event_t::FREE, ctx, &d);

@@ -351,6 +351,22 @@ fn named_data_arg(h: *mut c_void, bytes: usize, arg: &'static str) -> Result<boo
     }
 }
 
+/// Refuses a host range the routine would copy from (`write` false) or into that the program
+/// cannot read or write: a garbage pointer gives an error, not a fault in the runtime's copy.
+fn host_range(h: *mut c_void, bytes: usize, arg: &str, write: bool) -> Result<()> {
+    if (h as usize).checked_add(bytes).is_none() {
+        return Err(AccError::past_address_space(arg, h as u64, bytes, ""));
+    }
+    if crate::host_memory::accessible(h as usize, bytes, write) {
+        return Ok(());
+    }
+    Err(AccError::InvalidArgument(format!(
+        "{arg} [{:#x},+{bytes}] is not host memory the program can {}",
+        h as usize,
+        if write { "write" } else { "read" }
+    )))
+}
+
 fn enter_api(
     what: &'static str,
     kind: ClauseKind,
@@ -361,6 +377,9 @@ fn enter_api(
     run(what, || {
         if !data_arg(h, bytes)? {
             return Ok(std::ptr::null_mut());
+        }
+        if kind == ClauseKind::CopyIn {
+            host_range(h, bytes, "data_arg", false)?;
         }
         let op = op(async_)?;
         let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
@@ -382,6 +401,9 @@ fn exit_api(
         if !data_arg(h, bytes)? {
             return Ok(());
         }
+        if kind == ClauseKind::CopyOut {
+            host_range(h, bytes, "data_arg", true)?;
+        }
         let op = op(async_)?;
         let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
         data::exit(&op, &clause(kind, h, bytes), true, finalize)?;
@@ -395,6 +417,7 @@ fn update_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize
         if !data_arg(h, bytes)? {
             return Ok(());
         }
+        host_range(h, bytes, "data_arg", kind == ClauseKind::UpdateSelf)?;
         let op = op(async_)?;
         let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
         data::update(&op, &clause(kind, h, bytes), false)?;
@@ -634,6 +657,11 @@ fn memcpy_api(what: &str, dir: u8, dst: *mut c_void, src: *mut c_void, bytes: us
                 device.check_device_range(dst as u64, bytes)?;
                 device.check_device_range(src as u64, bytes)?;
             }
+        }
+        match dir {
+            0 => host_range(src, bytes, src_name, false)?,
+            1 => host_range(dst, bytes, dst_name, true)?,
+            _ => {}
         }
         match dir {
             0 => data::upload(

@@ -25,10 +25,7 @@ pub const FLAG_HOST_FALLBACK: i32 = 1;
 
 /// Stops the program: the shim cannot do what the program asks without risking a wrong result.
 pub fn unsupported(what: &str, why: &str) -> ! {
-    eprintln!(
-        "accshim: {what}: {why} is not supported by accshim; stopping before any wrong result"
-    );
-    std::process::exit(1)
+    crate::error::unsupported(what, why)
 }
 
 /// The map arrays of one call, as GCC passes them.
@@ -586,7 +583,10 @@ thread_local! {
 pub fn data_start(flags: i32, vars: Vars) {
     vars.check("data construct", data_kind);
     if flags & FLAG_HOST_FALLBACK != 0 {
-        // if(false): no device data; host_data gets the host addresses it already has.
+        // if(false): no device data; host_data gets the host addresses it already has. The
+        // region's events are still reported, with the host as the device (as libgomp does).
+        let (start, end) = (acc_event_t::ENTER_DATA_START, acc_event_t::ENTER_DATA_END);
+        super::fallback::on_host(acc_construct_t::DATA, start, end, || {});
         REGIONS.with(|r| {
             r.borrow_mut().push(Region {
                 op: host_op(),
@@ -617,17 +617,14 @@ pub fn data_start(flags: i32, vars: Vars) {
     REGIONS.with(|r2| r2.borrow_mut().push(r));
 }
 
-/// An Op for a region that maps nothing (if(false)).
+/// An Op for a region that maps nothing (if(false)): its events say it ran on the host.
 fn host_op() -> Op {
     let rt = device(acc_construct_t::DATA, "data construct");
-    op_for(
+    Op {
         rt,
-        acc_construct_t::DATA,
-        false,
-        &NOWHERE,
-        crate::runtime::ACC_ASYNC_SYNC,
-    )
-    .or_fatal("data construct", &NOWHERE)
+        ctx: super::fallback::host_ctx(acc_construct_t::DATA),
+        q: crate::backend::SYNC,
+    }
 }
 
 /// GOACC_data_end.
@@ -676,14 +673,20 @@ fn exit_kind(k: MapKind) -> bool {
 /// delete is RELEASE).
 pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
     vars.check(what, if exit { exit_kind } else { enter_kind });
-    if flags & FLAG_HOST_FALLBACK != 0 {
-        return;
-    }
     let construct = if exit {
         acc_construct_t::EXIT_DATA
     } else {
         acc_construct_t::ENTER_DATA
     };
+    if flags & FLAG_HOST_FALLBACK != 0 {
+        let (start, end) = if exit {
+            (acc_event_t::EXIT_DATA_START, acc_event_t::EXIT_DATA_END)
+        } else {
+            (acc_event_t::ENTER_DATA_START, acc_event_t::ENTER_DATA_END)
+        };
+        super::fallback::on_host(construct, start, end, || {});
+        return;
+    }
     let rt = device(construct, what);
     (|| -> Result<()> {
         let op = op_for(rt, construct, false, &NOWHERE, async_ as i64)?;
@@ -802,6 +805,8 @@ fn update_kind(k: MapKind) -> bool {
 pub fn update(flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
     vars.check("update", update_kind);
     if flags & FLAG_HOST_FALLBACK != 0 {
+        let (start, end) = (acc_event_t::UPDATE_START, acc_event_t::UPDATE_END);
+        super::fallback::on_host(acc_construct_t::UPDATE, start, end, || {});
         return;
     }
     let rt = device(acc_construct_t::UPDATE, "update");

@@ -6,7 +6,9 @@
 
 pub mod by_value;
 pub mod compute;
+pub mod directive;
 pub mod entry;
+pub mod fallback;
 pub mod images;
 pub mod kinds;
 pub mod mapping;
