@@ -166,6 +166,20 @@ fn an_async_update_host_after_an_async_kernel_fetches_its_results() {
     assert_eq!(text(&on_shim_quietly(&prog)), gomp);
 }
 
+#[test]
+fn children_forked_while_threads_run_constructs_finish() {
+    // Each child maps, launches on an async queue and waits; it hung on a lock another thread
+    // held at the fork (the image registry's, the present table's) or on a queue worker the
+    // child does not have.
+    // (libgomp's own children hang in its GOACC_wait here, most runs: no comparison with it.)
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "fork_children.c");
+    assert_eq!(
+        text(&on_shim_quietly(&prog)),
+        "children: 0 hung, 0 failed\n"
+    );
+}
+
 /// Builds gfortran sources of the repository's tests/apps into one program.
 fn build_app(dir: &Path, name: &str, srcs: &[&str]) -> PathBuf {
     let apps = crate_dir().join("../tests/apps");
