@@ -105,6 +105,70 @@ fn struct_members_give_libgomps_results() {
     assert_eq!(text(&on_shim_quietly(&prog)), gomp);
 }
 
+/// The program's events with the C event logger loaded as a tool (ACC_PROFLIB).
+fn logged_events(dir: &Path, prog: &Path) -> (Output, Vec<Event>) {
+    let logger = event_logger(dir);
+    let log = dir.join(format!(
+        "{}.log",
+        prog.file_name().unwrap().to_string_lossy()
+    ));
+    let o = shim_cmd(prog)
+        .env("ACC_PROFLIB", &logger)
+        .env("ACCSHIM_TOOL_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let evs = parse_log(&std::fs::read_to_string(&log).unwrap());
+    (o, evs)
+}
+
+/// How many transfers of `event` carry `bytes` bytes.
+fn transfers(evs: &[Event], event: &str, bytes: usize) -> usize {
+    let bytes = bytes.to_string();
+    evs.iter()
+        .filter(|e| e["ev"] == event && e.get("bytes") == Some(&bytes))
+        .count()
+}
+
+#[test]
+fn c_struct_members_map_as_libgomp_maps_them() {
+    // Enter/exit data of a grid struct's arrays (GOMP_MAP_STRUCT groups with attachments), a
+    // section that starts after where its pointer points (a bias), and the whole struct
+    // mapped after its members.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "grid_struct.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(
+        gomp,
+        "relaxed: 12527.151385\nbiased: 1 16 488\nmembers then struct: 2 30\n"
+    );
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+    let (o, evs) = logged_events(dir.path(), &prog);
+    assert_eq!(text(&o), gomp);
+    let (up, down) = ("enqueue_upload_start", "enqueue_download_start");
+    // g.u in and out once (g.unew is created), whatever 100 kernels did between.
+    assert_eq!(
+        (transfers(&evs, up, 16384), transfers(&evs, down, 16384)),
+        (1, 1)
+    );
+    // h.u[2:60] in and out once; k.a and k.b in once each, k.b out once.
+    assert_eq!(
+        (transfers(&evs, up, 480), transfers(&evs, down, 480)),
+        (1, 1)
+    );
+    assert_eq!(
+        (transfers(&evs, up, 128), transfers(&evs, down, 128)),
+        (2, 1)
+    );
+    // The structs: g in at its own enter data, k (whole) only as its members' pointers.
+    assert_eq!(transfers(&evs, up, 32), 1);
+    assert_eq!(
+        count(&evs, "alloc"),
+        count(&evs, "free"),
+        "all device memory freed"
+    );
+}
+
 #[test]
 fn async_constructs_see_their_scalars_as_enqueued() {
     let dir = tempfile::tempdir().unwrap();

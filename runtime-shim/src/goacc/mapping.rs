@@ -123,12 +123,6 @@ pub enum Undo {
     Free { dev: u64, host: usize, bytes: usize },
     /// An attached pointer.
     Detach(usize),
-    /// A struct's members mapped as one range (GOMP_MAP_STRUCT): the range's reference, and the
-    /// members copied back when it is the last one.
-    Struct {
-        range: Clause,
-        copy_back: Vec<(usize, usize)>,
-    },
 }
 
 /// A construct's mapped variables: the device addresses its function gets, and the undo list.
@@ -210,7 +204,8 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
         }
         let dev = match k {
             MapKind::STRUCT => {
-                map_struct(op, vars, i, &mut m, &mut created)?;
+                let undo = map_struct(op, vars, i, false, &mut m.devaddrs, &mut created)?;
+                m.undo.extend(undo.into_iter().map(Undo::Exit));
                 continue;
             }
             _ if data_clause(k).is_some() => {
@@ -246,13 +241,7 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
             },
             MapKind::POINTER => pointer(op, host, bytes, &created, &mut m)?,
             MapKind::ATTACH => {
-                if bytes != 0 {
-                    unsupported(
-                        "attach",
-                        &format!("an attachment with a bias of {bytes} bytes"),
-                    );
-                }
-                data::attach(op, &op.ctx, host, std::ptr::null())?;
+                data::attach_biased(op, &op.ctx, host, bytes)?;
                 m.undo.push(Undo::Detach(host));
                 host as u64
             }
@@ -314,119 +303,46 @@ fn struct_members(vars: &Vars) -> Vec<bool> {
     members
 }
 
-/// GOMP_MAP_STRUCT at `i`: its members, in address order, are mapped as one range from the
-/// first member's start to the last one's end (as libgomp maps them); where the range is new,
-/// the members with a `to` kind are uploaded, and those with a `from` kind go back when the
-/// range's last reference goes. Each member's device address is its place in the range.
+/// GOMP_MAP_STRUCT at `i`: its members (the `sizes[i]` entries after it) mapped together, with
+/// a structured or `dynamic` reference each (src/members.rs). Each member's device address is
+/// its place in the struct's device copy, and the struct's own entry stands for the struct's
+/// base address there (the construct function reaches the members through it). Returns the
+/// members' clauses, whose exits undo a construct's mapping.
 fn map_struct(
     op: &Op,
     vars: &Vars,
     i: usize,
-    m: &mut Mapped,
+    dynamic: bool,
+    devaddrs: &mut [Val],
     created: &mut Vec<(usize, usize)>,
-) -> Result<()> {
+) -> Result<Vec<Clause>> {
     let group: Vec<usize> = (i + 1..vars.len()).take(vars.size(i)).collect();
-    let Some(start) = group.iter().map(|&j| vars.host(j)).min() else {
-        return Ok(());
-    };
-    let end = group
-        .iter()
-        .map(|&j| vars.host(j) + vars.size(j))
-        .max()
-        .unwrap_or(start);
+    let mut members = Vec::with_capacity(group.len());
     for &j in &group {
         let k = vars.kind(j);
-        if !matches!(
-            data_clause(k),
-            Some(
-                ClauseKind::Create
-                    | ClauseKind::CopyIn
-                    | ClauseKind::CopyOut
-                    | ClauseKind::Copy
-                    | ClauseKind::Present
-            )
-        ) {
+        let Some(kind) = data_clause(k) else {
             unsupported(
                 "a struct's members",
                 &format!("member map kind {}", k.name()),
             );
+        };
+        members.push(clause(kind, vars.host(j), vars.size(j)));
+    }
+    let reached_from = (!dynamic).then(|| vars.host(i));
+    let g = crate::members::enter(op, &members, dynamic, reached_from)?;
+    if g.created {
+        created.extend(members.iter().map(|c| (c.host as usize, c.bytes)));
+    }
+    for (&j, &d) in group.iter().zip(&g.devs) {
+        if let Some(slot) = devaddrs.get_mut(j) {
+            *slot = Val(d);
         }
     }
-    let range = clause(ClauseKind::Create, start, end - start);
-    let was_absent = op.rt.table().lookup(start, end - start, std::ptr::null())? == Lookup::Absent;
-    let present_only = group
-        .iter()
-        .all(|&j| vars.kind(j) == MapKind::FORCE_PRESENT);
-    if was_absent && present_only {
-        return Err(AccError::NotPresent {
-            host: start,
-            bytes: end - start,
-            name: "struct members".into(),
-        });
+    if let (Some(&first), Some(slot)) = (group.first(), devaddrs.get_mut(i)) {
+        let offset = vars.host(i).wrapping_sub(vars.host(first)) as u64;
+        *slot = Val(g.devs[0].wrapping_add(offset));
     }
-    let dev = data::enter(op, &range, false)?.device_addr();
-    let copy = |j: usize, to: bool| {
-        matches!(
-            data_clause(vars.kind(j)),
-            Some(ClauseKind::CopyIn | ClauseKind::Copy)
-        ) && to
-            || matches!(
-                data_clause(vars.kind(j)),
-                Some(ClauseKind::CopyOut | ClauseKind::Copy)
-            ) && !to
-    };
-    if was_absent {
-        created.push((start, end - start));
-        for &j in group.iter().filter(|&&j| copy(j, true)) {
-            data::upload(
-                op,
-                &op.ctx,
-                vars.host(j),
-                dev + (vars.host(j) - start) as u64,
-                vars.size(j),
-                std::ptr::null(),
-            )?;
-        }
-    }
-    // The struct's own entry stands for its base address (the construct function reaches
-    // the members through it), at the same offset from the range's start as on the host.
-    for &j in group.iter().chain(std::iter::once(&i)) {
-        m.devaddrs[j] = Val(dev.wrapping_add(vars.host(j).wrapping_sub(start) as u64));
-    }
-    let copy_back = group
-        .iter()
-        .filter(|&&j| copy(j, false))
-        .map(|&j| (vars.host(j), vars.size(j)))
-        .collect();
-    m.undo.push(Undo::Struct { range, copy_back });
-    Ok(())
-}
-
-/// The exit of a struct group: its `from` members go back if this is the range's last reference.
-fn unmap_struct(op: &Op, range: &Clause, copy_back: &[(usize, usize)]) -> Result<()> {
-    let last = {
-        let table = op.rt.table();
-        match table.lookup(range.host as usize, range.bytes, std::ptr::null())? {
-            Lookup::Present { key, dev } => table
-                .get(key)
-                .filter(|e| e.total_refs() == 1 && !e.mapped)
-                .map(|_| dev),
-            Lookup::Absent => None,
-        }
-    };
-    if let Some(dev) = last {
-        for &(host, bytes) in copy_back {
-            data::download(
-                op,
-                &op.ctx,
-                host,
-                dev + (host - range.host as usize) as u64,
-                bytes,
-                std::ptr::null(),
-            )?;
-        }
-    }
-    data::exit(op, range, false, false)
+    Ok(members)
 }
 
 /// A firstprivate variable: a device copy of its own for the construct.
@@ -508,7 +424,6 @@ pub fn unmap_structured(op: &Op, m: &Mapped) -> Result<()> {
                 };
                 dispatch::data_point(acc_event_t::FREE, &op.ctx, &d);
             }
-            Undo::Struct { range, copy_back } => unmap_struct(op, range, copy_back)?,
             Undo::Detach(_) => {}
         }
     }
@@ -643,6 +558,7 @@ fn enter_kind(k: MapKind) -> bool {
             | MapKind::ATTACH
             | MapKind::POINTER
             | MapKind::TO_PSET
+            | MapKind::STRUCT
     )
 }
 
@@ -657,6 +573,7 @@ fn exit_kind(k: MapKind) -> bool {
             | MapKind::FORCE_DETACH
             | MapKind::POINTER
             | MapKind::TO_PSET
+            | MapKind::STRUCT
     )
 }
 
@@ -693,6 +610,9 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
             for i in order {
                 let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
                 match k {
+                    // Its members follow and are released one by one, as libgomp does (GCC 12
+                    // emits none in exit data).
+                    MapKind::STRUCT => {}
                     MapKind::DETACH | MapKind::FORCE_DETACH => data::detach(
                         &op,
                         &op.ctx,
@@ -720,18 +640,14 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
                 .filter(|&i| !attach(vars.kind(i)))
                 .chain((0..vars.len()).filter(|&i| attach(vars.kind(i))));
             let mut created: Vec<(usize, usize)> = Vec::new();
-            for i in order {
+            let members = struct_members(vars);
+            for i in order.filter(|&i| !members[i]) {
                 let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
                 match k {
-                    MapKind::ATTACH => {
-                        if bytes != 0 {
-                            unsupported(
-                                what,
-                                &format!("an attachment with a bias of {bytes} bytes"),
-                            );
-                        }
-                        data::attach(&op, &op.ctx, host, std::ptr::null())?
+                    MapKind::STRUCT => {
+                        map_struct(&op, vars, i, true, &mut [], &mut created)?;
                     }
+                    MapKind::ATTACH => data::attach_biased(&op, &op.ctx, host, bytes)?,
                     MapKind::POINTER => {
                         // A dynamic reference to the pointer variable; its device copy gets the
                         // target's device address as for a construct.
