@@ -170,6 +170,63 @@ fn c_struct_members_map_as_libgomp_maps_them() {
 }
 
 #[test]
+fn a_cpp_class_with_its_data_on_the_device_gives_libgomps_results() {
+    // The best-practices guide's class: enter data of this[0:1] and its array in the
+    // constructor, update self/device in member functions (GOMP_MAP_ALWAYS_POINTER), a copy
+    // constructor copying on the device, exit data in the destructor.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "class_data.cpp");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(
+        gomp,
+        "a 249750.0 b 749250.0\na after update device 2000.0\n"
+    );
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+    let (_, evs) = logged_events(dir.path(), &prog);
+    let (up, down) = ("enqueue_upload_start", "enqueue_download_start");
+    // The arrays move only by the updates: two objects' update self of a, one of b; one
+    // update device. The objects go in once each.
+    assert_eq!(
+        (transfers(&evs, up, 8000), transfers(&evs, down, 8000)),
+        (1, 3)
+    );
+    assert_eq!(transfers(&evs, up, 16), 2);
+    assert_eq!(
+        count(&evs, "alloc"),
+        count(&evs, "free"),
+        "all device memory freed"
+    );
+}
+
+#[test]
+fn a_fortran_derived_type_with_allocatable_components_gives_libgomps_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "derived_type.f90");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(
+        gomp,
+        "after 3 steps:    187875.00\nafter update device:    188125.00\n"
+    );
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+    let (_, evs) = logged_events(dir.path(), &prog);
+    let (up, down) = ("enqueue_upload_start", "enqueue_download_start");
+    // u in at enter data and by the update device; v back by the update self and at exit
+    // data; the object in once (its descriptors with it), never its components' descriptors
+    // again.
+    assert_eq!(
+        (transfers(&evs, up, 4000), transfers(&evs, down, 4000)),
+        (2, 2)
+    );
+    assert_eq!(transfers(&evs, up, 144), 1);
+    assert_eq!(transfers(&evs, up, 64), 0);
+    assert_eq!(
+        count(&evs, "alloc"),
+        count(&evs, "free"),
+        "all device memory freed"
+    );
+}
+
+#[test]
 fn async_constructs_see_their_scalars_as_enqueued() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "async_scalars.c");

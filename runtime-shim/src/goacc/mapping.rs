@@ -559,6 +559,7 @@ fn enter_kind(k: MapKind) -> bool {
             | MapKind::POINTER
             | MapKind::TO_PSET
             | MapKind::STRUCT
+            | MapKind::ZERO_LEN_ARRAY_SECTION
     )
 }
 
@@ -574,6 +575,7 @@ fn exit_kind(k: MapKind) -> bool {
             | MapKind::POINTER
             | MapKind::TO_PSET
             | MapKind::STRUCT
+            | MapKind::ZERO_LEN_ARRAY_SECTION
     )
 }
 
@@ -699,7 +701,36 @@ fn update_kind(k: MapKind) -> bool {
             | MapKind::FORCE_FROM
             | MapKind::POINTER
             | MapKind::TO_PSET
+            | MapKind::ALWAYS_POINTER
     )
+}
+
+/// GOMP_MAP_ALWAYS_POINTER after an update device (`update device(this->arr[0:n])` in a C++
+/// member function, a Fortran derived type's allocatable component): the pointer at
+/// `ptr_addr` is given, on the device, the device address of what it points to on the host
+/// (its data is looked up `bias` bytes further, where the section starts), as libgomp does
+/// after an update device. A pointer or data not present has nothing to point: nothing is
+/// done. (libgomp takes the device address of the entry before the pointer instead, which is
+/// the same for a C pointer, and the descriptor itself for a Fortran component.)
+fn always_pointer(op: &Op, ptr_addr: usize, bias: usize) -> Result<()> {
+    let (slot, value) = {
+        let table = op.rt.table();
+        let Some(slot) = table
+            .containing(ptr_addr)
+            .filter(|e| ptr_addr + 8 <= e.end())
+            .map(|e| e.dev_of(ptr_addr))
+        else {
+            return Ok(());
+        };
+        // SAFETY: GCC passes the address of a pointer (or of a Fortran descriptor, whose first
+        // word is its data's address) for this kind, inside data present on the device.
+        let target = unsafe { *(ptr_addr as *const usize) };
+        let Some(e) = table.containing(target.wrapping_add(bias)) else {
+            return Ok(());
+        };
+        (slot, e.dev.wrapping_add(target.wrapping_sub(e.host) as u64))
+    };
+    data::write_pointer(op, &op.ctx, ptr_addr, slot, value, c".attach.".as_ptr())
 }
 
 /// GOACC_update. Without if_present GCC passes the FORCE_ kinds (the data must be present);
@@ -714,17 +745,28 @@ pub fn update(flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
         let op = op_for(rt, acc_construct_t::UPDATE, false, &NOWHERE, async_ as i64)?;
         wait_clause(rt, acc_construct_t::UPDATE, waits, async_ as i64)?;
         let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
+        // Whether the data just before was copied to the device (an always_pointer after it
+        // points the device's pointer at it).
+        let mut updated_device = false;
         for i in 0..vars.len() {
             let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
             let kind = match k {
                 MapKind::TO | MapKind::FORCE_TO => ClauseKind::UpdateDevice,
                 MapKind::FROM | MapKind::FORCE_FROM => ClauseKind::UpdateSelf,
+                MapKind::ALWAYS_POINTER => {
+                    if std::mem::take(&mut updated_device) {
+                        always_pointer(&op, host, bytes)?;
+                    }
+                    continue;
+                }
                 // A Fortran array's descriptor (TO_PSET) and its data pointer (POINTER): only the
                 // data is updated, as libgomp does. The device's descriptor points at the device's
                 // data; the host's, copied over it, would send the next kernel to the host's data.
                 _ => continue,
             };
             let if_present = matches!(k, MapKind::TO | MapKind::FROM);
+            updated_device =
+                kind == ClauseKind::UpdateDevice && data::device_addr(op.rt, host).is_some();
             data::update(&op, &clause(kind, host, bytes), if_present)?;
         }
         dispatch::other_end(acc_event_t::UPDATE_END, &op.ctx, t);
