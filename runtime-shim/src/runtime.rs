@@ -302,6 +302,9 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         present: Mutex::new(PresentTable::new()),
         backend,
     }));
+    // The program's `acc declare` globals are present from the start, as when libgomp loads
+    // the program's image.
+    crate::goacc::globals::load(rt)?;
     let mut end_ctx = ctx;
     end_ctx.api = rt.backend.handles(None);
     CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);

@@ -5,9 +5,12 @@
 //! construct functions' names (names.rs) and the registered offload images (images.rs).
 
 pub mod compute;
+pub mod declare;
 pub mod entry;
+pub mod globals;
 pub mod images;
 pub mod kinds;
 pub mod mapping;
 pub mod names;
+pub mod var_tables;
 pub mod varargs;
