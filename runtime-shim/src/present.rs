@@ -309,7 +309,8 @@ impl PresentTable {
     }
 
     /// The keys of the entries that hold `[host, host+bytes)`: the one that contains it, or the
-    /// struct members that hold it together ([`Self::span`]); none if it is not present.
+    /// struct members that hold it together (laid out in one device block, as `lookup` finds
+    /// them); none if it is not present.
     pub fn holding(&self, host: usize, bytes: usize) -> Vec<usize> {
         let Some(end) = host.checked_add(bytes.max(1)) else {
             return Vec::new();

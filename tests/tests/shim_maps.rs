@@ -61,13 +61,6 @@ fn a_cpp_class_updating_its_member_array_is_recorded_at_its_lines() {
         pragma_line(&src, "update self"),
         pragma_line(&src, "update device"),
     );
-    let at = |kind: acc_event_t, line: i64, bytes: Option<u64>| {
-        t.events
-            .iter()
-            .filter(|e| e.kind == kind && e.line_no() == Some(line))
-            .filter(|e| bytes.is_none() || e.bytes() == bytes)
-            .count()
-    };
     // update_host is called three times, update_device once; each moves the array, inside
     // the update (the always_pointer after the update device re-points the member on the
     // device: 8 bytes).
