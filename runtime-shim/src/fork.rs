@@ -16,7 +16,28 @@
 //! cache line every thread would fight over).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+
+/// The device's part (set by the runtime when it initialises one): drain its queues before a
+/// fork, give the child its own queue workers after. Function pointers, so that this module
+/// depends on no other: every entry point uses it.
+static BEFORE: AtomicUsize = AtomicUsize::new(0);
+static IN_CHILD: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets what the device in use does around a fork.
+pub fn on_fork(before: fn(), in_child: fn()) {
+    BEFORE.store(before as usize, Ordering::Release);
+    IN_CHILD.store(in_child as usize, Ordering::Release);
+}
+
+fn call(hook: &AtomicUsize) {
+    let f = hook.load(Ordering::Acquire);
+    if f != 0 {
+        // SAFETY: only `on_fork` stores here, and only `fn()` pointers.
+        let f = unsafe { std::mem::transmute::<usize, fn()>(f) };
+        f();
+    }
+}
 
 /// Set from the fork's prepare handler until its parent or child handler.
 static FORKING: AtomicBool = AtomicBool::new(false);
@@ -191,17 +212,11 @@ fn prepare_now() {
     }
     // Device work queued before: a worker must not be inside a job (and its locks) when the
     // process is copied.
-    if let Some(rt) = crate::runtime::current() {
-        for q in rt.backend.queues() {
-            let _ = rt.backend.wait(q);
-        }
-    }
+    call(&BEFORE);
 }
 
 fn child_now() {
-    if let Some(rt) = crate::runtime::current() {
-        rt.backend.after_fork_in_child();
-    }
+    call(&IN_CHILD);
     // The other threads' slots: their threads are not in the child.
     let mine = own_slot();
     for s in slots().filter(|&s| Some(s as *const Slot) != mine) {

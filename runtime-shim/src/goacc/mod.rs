@@ -5,9 +5,12 @@
 //! construct functions' names (names.rs), the registered offload images (images.rs), `acc
 //! declare` in functions (declare.rs) and of globals (globals.rs, found by var_tables.rs).
 
+pub mod by_value;
 pub mod compute;
 pub mod declare;
+pub mod directive;
 pub mod entry;
+pub mod fallback;
 pub mod globals;
 pub mod images;
 pub mod kinds;
