@@ -327,9 +327,13 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         present: Mutex::new(PresentTable::new()),
         backend,
     }));
+    // The program's `acc declare` globals are present from the start, as when libgomp loads
+    // the program's image.
+    crate::goacc::globals::load(&*rt.backend, t, &mut rt.table())?;
     let mut end_ctx = ctx;
     end_ctx.api = rt.backend.handles(None);
     CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+    crate::fork::on_fork(drain_before_fork, queue_workers_in_child);
     dispatch::other_end(acc_event_t::DEVICE_INIT_END, &end_ctx, ti);
     if !ATEXIT.swap(true, Ordering::AcqRel) {
         // Registered after the tools' own registration, so it runs before their atexit
@@ -346,6 +350,22 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
 /// queues drained, delete and free events for the data still present, device_shutdown end and
 /// runtime_shutdown, so that a tool sees the run end as after acc_shutdown. After a runtime
 /// error the program ends with nothing more done: the device may be mid-operation.
+/// Before a fork: the device's queued work done, so that no queue worker is inside a job.
+fn drain_before_fork() {
+    if let Some(rt) = current() {
+        for q in rt.backend.queues() {
+            let _ = rt.backend.wait(q);
+        }
+    }
+}
+
+/// In a fork's child: the queue workers are not there.
+fn queue_workers_in_child() {
+    if let Some(rt) = current() {
+        rt.backend.after_fork_in_child();
+    }
+}
+
 extern "C" fn at_exit() {
     if crate::ending::start_exit() || crate::ending::reporting() {
         return;
@@ -569,8 +589,16 @@ fn release_leftovers(rt: &Runtime, ctx: &EvCtx, entries: Vec<Entry>) {
     for e in entries {
         let d = leftover_info(&e);
         dispatch::data_point(acc_event_t::DELETE, ctx, &d);
-        if !e.mapped && rt.backend.free(SYNC, e.dev).is_ok() {
-            dispatch::data_point(acc_event_t::FREE, ctx, &d);
+        if let Some(a) = e.release_allocation() {
+            if rt.backend.free(SYNC, a.dev).is_ok() {
+                let d = DataInfo {
+                    host_ptr: a.host as *const c_void,
+                    bytes: a.bytes,
+                    device_ptr: a.dev as usize as *const c_void,
+                    ..d
+                };
+                dispatch::data_point(acc_event_t::FREE, ctx, &d);
+            }
         }
     }
 }
