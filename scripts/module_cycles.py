@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """Finds import circles between the modules of each crate of the workspace.
 
-A module depends on another when its code (a `use` or a path in an expression) names an item
-of the other through `crate::`, `super::` or `self::`. Re-exports (`pub use`) are followed to
-the module that defines the item and are not dependencies themselves (a facade), and a child
-naming its ancestors' items is not one either (a child is part of its parent). Every other
-dependency is counted between the two sibling modules that contain the two ends (for
-`state/load.rs` naming `view/mod.rs`: `state` -> `view`), so that the modules under each
-parent must form a layering: no circle among siblings, at any depth.
+A module (a file: foo.rs or foo/mod.rs) depends on another when its code (a `use` or a path in
+an expression) names an item of the other through `crate::`, `super::` or `self::`.
+Re-exports (`pub use`) are followed to the module that defines the item and are not
+dependencies themselves (a facade), and a child naming its ancestors' items is not one either,
+nor a parent naming its children's (a child is part of its parent). The modules of a crate and
+these dependencies must form no circle.
 
 Test code (`#[cfg(test)]` modules, inline or in files) is left out.
 
     python3 scripts/module_cycles.py            # every crate; exit status 1 on a circle
+    python3 scripts/module_cycles.py CRATE/src  # one crate
     python3 scripts/module_cycles.py --edges    # and print the dependencies found
     python3 scripts/module_cycles.py --self-test  # check the checker on crates made up for it
 """
@@ -205,7 +205,8 @@ class Crate:
         return best
 
     def edges(self):
-        """(parent, from child, to child) for every dependency between two sibling subtrees."""
+        """(from module, to module) for every dependency between two modules neither of which
+        holds the other."""
         out = set()
         for module, paths in self.uses.items():
             for path in paths:
@@ -215,51 +216,51 @@ class Crate:
                     common += 1
                 if common == len(module) or common == len(target):
                     continue  # an ancestor or a descendant
-                parent = module[:common]
-                out.add((parent, module[common], target[common]))
+                out.add((module, target))
         return out
 
 
 def cycles(edges):
-    """Strongly connected components of more than one node, per parent."""
-    by_parent = defaultdict(lambda: defaultdict(set))
-    for parent, a, b in edges:
-        by_parent[parent][a].add(b)
+    """Strongly connected sets of more than one module, each with the graph."""
+    graph = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
     found = []
-    for parent, graph in by_parent.items():
-        index, low, stack, on, counter = {}, {}, [], set(), [0]
+    index, low, stack, on, counter = {}, {}, [], set(), [0]
 
-        def visit(v):
-            index[v] = low[v] = counter[0]
-            counter[0] += 1
-            stack.append(v)
-            on.add(v)
-            for w in graph.get(v, ()):
-                if w not in index:
-                    visit(w)
-                    low[v] = min(low[v], low[w])
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    found.append((parent, sorted(comp), graph))
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append((sorted(comp), graph))
 
-        for v in list(graph):
-            if v not in index:
-                visit(v)
+    for v in list(graph):
+        if v not in index:
+            visit(v)
     return found
 
 
-def crates(root=ROOT):
+def crates(root=ROOT, only=None):
     for entry in sorted(os.listdir(root)):
         src = os.path.join(root, entry, "src")
+        if only and os.path.realpath(src) != os.path.realpath(only):
+            continue
         if not os.path.isdir(src) or entry == "target":
             continue
         for root_file in ("lib.rs", "main.rs"):
@@ -307,10 +308,10 @@ def self_test():
                 f.write(text)
         found = {}
         for c in crates(d):
-            found[c.name.split()[0]] = [(p, comp) for p, comp, _ in cycles(c.edges())]
+            found[c.name.split()[0]] = [comp for comp, _ in cycles(c.edges())]
     expected = {
-        "circle": [((), ["a", "b"])],
-        "deep": [(("x",), ["one", "two"])],
+        "circle": [[("a",), ("b",)]],
+        "deep": [[("x", "one"), ("x", "two")]],
         "clean": [],
     }
     if found != expected:
@@ -324,20 +325,20 @@ def main():
     if "--self-test" in sys.argv:
         return self_test()
     show = "--edges" in sys.argv
+    only = next((a for a in sys.argv[1:] if not a.startswith("--")), None)
     bad = 0
     modules = 0
-    for c in crates():
+    name = lambda m: "::".join(m) or "crate"
+    for c in crates(only=only):
         modules += len(c.files)
         edges = c.edges()
         if show:
-            for parent, a, b in sorted(edges):
-                where = "::".join(parent) or "crate"
-                print(f"{c.name}: {where}: {a} -> {b}")
-        for parent, comp, graph in cycles(edges):
+            for a, b in sorted(edges):
+                print(f"{c.name}: {name(a)} -> {name(b)}")
+        for comp, graph in cycles(edges):
             bad += 1
-            where = "::".join(parent) or "the crate root"
-            inner = [f"{a} -> {b}" for a in comp for b in sorted(graph[a]) if b in comp]
-            print(f"{c.name}: an import circle under {where}: {', '.join(inner)}")
+            inner = [f"{name(a)} -> {name(b)}" for a in comp for b in sorted(graph[a]) if b in comp]
+            print(f"{c.name}: an import circle: {', '.join(inner)}")
     if bad:
         print(f"{bad} import circle(s)")
         return 1
