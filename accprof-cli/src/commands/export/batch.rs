@@ -2,11 +2,17 @@
 //! processes, tracks and strings they are the first to name, and counter values. Each format
 //! writes batches through an [`Output`].
 
-use super::chrome::Process;
 use super::counters::Counter;
 use accprof_timeline::compact::NONE_U32;
 use accprof_timeline::{CompactEvent, DeviceSlice, TrackId, TrackKey, TrackTable};
 use std::io;
+
+/// What the writer needs to know about one input trace.
+#[derive(Clone, Debug)]
+pub struct Process {
+    pub pid: u32,
+    pub name: String,
+}
 
 /// One batch.
 #[derive(Default, Debug)]

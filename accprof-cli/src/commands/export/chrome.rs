@@ -5,7 +5,7 @@
 //! file stays readable with `grep` and diffs well. Times are microseconds (the format's unit)
 //! with three decimals, relative to the first event of the export.
 
-use super::batch::{Batch, Output, Summary};
+use super::batch::{Batch, Output, Process, Summary};
 use super::counters::Counter;
 use super::json::{put_micros, put_str_body, Object};
 use super::strings::{Shipped, Strings};
@@ -17,13 +17,6 @@ use accprof_timeline::track::lane_name;
 use accprof_timeline::{CompactEvent as Slice, DeviceSlice, Flow, NameStyle, TrackTable};
 use accprof_trace::{device, EventFlags};
 use std::io::{self, Write};
-
-/// What the writer needs to know about one input trace.
-#[derive(Clone, Debug)]
-pub struct Process {
-    pub pid: u32,
-    pub name: String,
-}
 
 /// Flushes the buffer to the output once it holds this much.
 const FLUSH_AT: usize = 1 << 20;

@@ -11,8 +11,8 @@
 //! module keeps one handle per distinct value in its own tables (keyed by the trace's string ids,
 //! not by the formatted text, so that an event that repeats a known name costs a hash lookup).
 
-use super::batch::{Batch, Output, Summary};
-use super::chrome::{self, Process};
+use super::batch::{Batch, Output, Process, Summary};
+use super::chrome;
 use super::counters::Counter;
 use super::strings::{Shipped, Strings};
 use accprof_perfetto::{

@@ -12,8 +12,8 @@
 //! emptied and the traces exported again with what was learned ([`Plan`]): slower, never wrong,
 //! and memory still bounded by the input's own nesting.
 
-use super::batch::{Batch, Output, Placed, Summary};
-use super::chrome::{JsonOutput, Process};
+use super::batch::{Batch, Output, Placed, Process, Summary};
+use super::chrome::JsonOutput;
 use super::counters::{CounterStop, TraceCounters};
 use super::perfetto::PerfettoOutput;
 use super::strings::Shipping;
