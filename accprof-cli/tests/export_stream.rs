@@ -124,7 +124,12 @@ fn small_windows_give_the_perfetto_trace_of_one_window_holding_everything() {
     let dir = tempfile::tempdir().unwrap();
     // The layout is the JSON test's; here what Perfetto adds: slices held back for the flows
     // they start, tracks made as they come, counters. (Decoding in Python is slow: a few.)
-    let decoded = ["nested", "CUPTI records", "shim_naive_cudaevents", "two ranks"];
+    let decoded = [
+        "nested",
+        "CUPTI records",
+        "shim_naive_cudaevents",
+        "two ranks",
+    ];
     for (shape, traces) in shapes(dir.path()) {
         if !decoded.iter().any(|d| shape.starts_with(d)) {
             continue;
