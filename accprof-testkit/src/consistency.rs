@@ -62,24 +62,6 @@ pub fn check_consistent(views: &[ViewFigures]) -> Result<usize, String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn disagreements_are_named() {
-        let mut a = ViewFigures::new("report");
-        a.set("launches", 3).set("uploads", 2);
-        let mut b = ViewFigures::new("export");
-        b.set("launches", 4).set("events", 9);
-        assert_eq!(
-            check_consistent(&[a.clone(), b]),
-            Err("launches: report says 3, export says 4".into())
-        );
-        assert_eq!(check_consistent(&[a]), Ok(0));
-    }
-}
-
 /// A trace whose data region ends where only its source says: `region.c` (written into `dir`
 /// beside the trace) opens `#pragma acc data` at line 30 and closes its block at line 50, while
 /// the runtime placed the region's exit at line 45, a statement inside it (as GCC does). The
@@ -177,4 +159,22 @@ pub fn data_region_trace(dir: &std::path::Path) -> std::path::PathBuf {
     let trace = dir.join("region.trace");
     s.write(&trace);
     trace
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disagreements_are_named() {
+        let mut a = ViewFigures::new("report");
+        a.set("launches", 3).set("uploads", 2);
+        let mut b = ViewFigures::new("export");
+        b.set("launches", 4).set("events", 9);
+        assert_eq!(
+            check_consistent(&[a.clone(), b]),
+            Err("launches: report says 3, export says 4".into())
+        );
+        assert_eq!(check_consistent(&[a]), Ok(0));
+    }
 }
