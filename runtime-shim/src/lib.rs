@@ -20,6 +20,7 @@ pub mod elf_symbols;
 pub mod env;
 pub mod error;
 pub mod ffi;
+pub mod fork;
 pub mod goacc;
 pub mod host_memory;
 pub mod loc;

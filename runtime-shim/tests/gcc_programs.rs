@@ -316,6 +316,20 @@ fn a_runtime_error_names_the_directive_and_its_line_and_exits_with_status_1() {
     }
 }
 
+#[test]
+fn children_forked_while_threads_run_constructs_finish() {
+    // Each child maps, launches on an async queue and waits; it hung on a lock another thread
+    // held at the fork (the image registry's, the present table's) or on a queue worker the
+    // child does not have.
+    // (libgomp's own children hang in its GOACC_wait here, most runs: no comparison with it.)
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "fork_children.c");
+    assert_eq!(
+        text(&on_shim_quietly(&prog)),
+        "children: 0 hung, 0 failed\n"
+    );
+}
+
 /// Builds gfortran sources of the repository's tests/apps into one program.
 fn build_app(dir: &Path, name: &str, srcs: &[&str]) -> PathBuf {
     let apps = crate_dir().join("../tests/apps");

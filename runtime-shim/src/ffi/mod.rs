@@ -14,9 +14,11 @@ pub mod api;
 pub mod construct;
 pub mod prof;
 
-/// Runs `f`, aborting with a message if it panics.
+/// Runs `f`, aborting with a message if it panics; a fork waits until it returns
+/// (src/fork.rs).
 #[inline]
 pub(crate) fn guard<R>(name: &str, f: impl FnOnce() -> R) -> R {
+    let _inside = crate::fork::enter();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => {

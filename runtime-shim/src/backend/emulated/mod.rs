@@ -471,6 +471,10 @@ impl Backend for Emulated {
         false
     }
 
+    fn after_fork_in_child(&self) {
+        self.queues.forget_workers();
+    }
+
     fn shutdown(&self) {
         for q in self.queues() {
             let _ = self.wait(q);
