@@ -2,10 +2,10 @@
 //! argument is a runtime error: like GCC's libgomp, the shim prints one line on stderr and ends
 //! the program with status 1 (exit, not abort). Nothing here unwinds into C.
 
+use crate::ending;
 use crate::loc::Loc;
 use std::ffi::CStr;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The error classes of OpenACC 3.x (`acc_error_*`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,15 +136,6 @@ fn place(loc: &Loc) -> String {
     crate::loc::describe_call(crate::loc::call_site())
 }
 
-/// A runtime error is being reported and the program ended.
-static REPORTING: AtomicBool = AtomicBool::new(false);
-
-/// Whether a runtime error is ending the program (the atexit handler then leaves the device
-/// as it is: it may be mid-operation).
-pub fn reporting() -> bool {
-    REPORTING.load(Ordering::Acquire)
-}
-
 /// Prints `line` and ends the program with status 1. Only the first thread to get here does:
 /// one that comes after, or while the program is already exiting (main returned while this
 /// thread was in a construct), waits for the end of the process instead, because exit() must
@@ -152,15 +143,15 @@ pub fn reporting() -> bool {
 /// atexit handler after the runtime's (on the exiting thread) ends with `_exit(1)` after
 /// flushing stdio, as exit() may not be called again there.
 fn stop(line: String) -> ! {
-    let first = !REPORTING.swap(true, Ordering::AcqRel);
-    if first && crate::runtime::exiting() && !crate::runtime::exits_here() {
+    let first = !ending::start_report();
+    if first && ending::exiting() && !ending::exits_here() {
         wait_for_the_end();
     }
     if !first {
         wait_for_the_end();
     }
     eprintln!("{line}");
-    if crate::runtime::exiting() {
+    if ending::exiting() {
         // SAFETY: fflush(NULL) flushes every open stream; _exit ends the process at once.
         unsafe {
             libc::fflush(std::ptr::null_mut());
@@ -188,6 +179,25 @@ impl<T> OrFatal<T> for Result<T> {
         match self {
             Ok(v) => v,
             Err(e) => fatal(&e, what, loc),
+        }
+    }
+}
+
+/// Runs `f`, aborting with a message if it panics: the body of every function that C calls
+/// (an entry point of the program's, a tool's registration), so that no Rust panic unwinds
+/// into C. A panic is the runtime's own fault, not the program's: it aborts.
+#[inline]
+pub(crate) fn guard<R>(name: &str, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            eprintln!("accshim: internal error in {name}: {msg}");
+            std::process::abort()
         }
     }
 }

@@ -218,7 +218,11 @@ fn returning_from_main_while_threads_are_in_constructs_ends_quietly_with_mains_s
     for run in 0..10 {
         let o = shim_cmd(&prog).output().unwrap();
         assert_eq!(
-            (o.status.code(), text(&o).as_str(), String::from_utf8_lossy(&o.stderr).as_ref()),
+            (
+                o.status.code(),
+                text(&o).as_str(),
+                String::from_utf8_lossy(&o.stderr).as_ref()
+            ),
             (Some(0), "main returns\n", ""),
             "run {run}"
         );
@@ -229,7 +233,10 @@ fn returning_from_main_while_threads_are_in_constructs_ends_quietly_with_mains_s
 /// construct, device type) of each.
 fn compute_constructs(dir: &Path, prog: &Path) -> (Vec<Event>, Output) {
     let logger = event_logger(dir);
-    let log = dir.join(format!("{}.log", prog.file_name().unwrap().to_string_lossy()));
+    let log = dir.join(format!(
+        "{}.log",
+        prog.file_name().unwrap().to_string_lossy()
+    ));
     let o = shim_cmd(prog)
         .env("ACC_PROFLIB", &logger)
         .env("ACCSHIM_TOOL_LOG", &log)
@@ -251,7 +258,10 @@ fn kernels_parallel_and_serial_are_reported_as_what_they_are() {
     // GCC lowers all three to GOACC_parallel_keyed; every one was reported as parallel.
     let dir = tempfile::tempdir().unwrap();
     for (src, want) in [
-        ("construct_kinds.c", &[KERNELS, PARALLEL, SERIAL, PARALLEL][..]),
+        (
+            "construct_kinds.c",
+            &[KERNELS, PARALLEL, SERIAL, PARALLEL][..],
+        ),
         ("construct_kinds.f90", &[KERNELS, SERIAL, PARALLEL][..]),
     ] {
         let prog = build(dir.path(), src);
@@ -290,7 +300,9 @@ fn directives_with_a_false_if_clause_are_reported_on_the_host() {
             ("exit_data_end", DATA),
         ]
     );
-    assert!(evs.iter().all(|e| e.get("tool_info").is_none_or(|t| t == "ok")));
+    assert!(evs
+        .iter()
+        .all(|e| e.get("tool_info").is_none_or(|t| t == "ok")));
 }
 
 #[test]

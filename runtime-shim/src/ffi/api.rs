@@ -5,7 +5,7 @@
 //! acc_update_*, and alloc/create/upload/download/delete/free inside.
 
 use super::guard;
-use crate::backend::{QueueId, SYNC};
+use crate::backend::SYNC;
 use crate::data::{self, Clause, ClauseKind, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
@@ -853,12 +853,7 @@ pub extern "C" fn acc_detach_finalize_async(p: *mut *mut c_void, a: c_int) {
 /// program that puts its own CUDA work in line with the synchronous queue needs that stream.
 #[no_mangle]
 pub extern "C" fn acc_get_cuda_stream(a: c_int) -> *mut c_void {
-    guard("acc_get_cuda_stream", || {
-        let rt = runtime::get(API, &NOWHERE);
-        rt.queue_of(a as i64).map_or(std::ptr::null_mut(), |q| {
-            rt.backend.native_stream(q as QueueId)
-        })
-    })
+    runtime::cuda_stream(a)
 }
 
 /// Makes `stream` the stream of an async queue: 1 if done, 0 if not (no CUDA device, a NULL
@@ -878,18 +873,10 @@ pub extern "C" fn acc_set_cuda_stream(a: c_int, stream: *mut c_void) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn acc_get_current_cuda_device() -> *mut c_void {
-    guard("acc_get_current_cuda_device", || {
-        runtime::current().map_or(std::ptr::null_mut(), |rt| {
-            rt.backend.handles(None).device as *mut c_void
-        })
-    })
+    runtime::current_cuda_device()
 }
 
 #[no_mangle]
 pub extern "C" fn acc_get_current_cuda_context() -> *mut c_void {
-    guard("acc_get_current_cuda_context", || {
-        runtime::current().map_or(std::ptr::null_mut(), |rt| {
-            rt.backend.handles(None).context as *mut c_void
-        })
-    })
+    runtime::current_cuda_context()
 }

@@ -8,9 +8,9 @@ use super::mapping::{
 };
 use super::varargs::LaunchTags;
 use crate::backend::{HostKernel, LaunchSpec, Val, SYNC};
-use crate::construct::op_for;
 use crate::error::Result;
 use crate::profiling::dispatch::{self, LaunchInfo};
+use crate::runtime::op_for;
 use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
 use std::ffi::{c_void, CStr};
 

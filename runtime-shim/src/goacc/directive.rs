@@ -91,9 +91,15 @@ mod tests {
     #[test]
     fn directives_are_read_in_c_and_both_fortran_forms() {
         let k = |s| compute_construct(s);
-        assert_eq!(k("#pragma acc kernels copy(a)"), Some(acc_construct_t::KERNELS));
+        assert_eq!(
+            k("#pragma acc kernels copy(a)"),
+            Some(acc_construct_t::KERNELS)
+        );
         assert_eq!(k("  #  pragma  acc serial"), Some(acc_construct_t::SERIAL));
-        assert_eq!(k("#pragma acc parallel loop"), Some(acc_construct_t::PARALLEL));
+        assert_eq!(
+            k("#pragma acc parallel loop"),
+            Some(acc_construct_t::PARALLEL)
+        );
         assert_eq!(k("    !$ACC Kernels Loop"), Some(acc_construct_t::KERNELS));
         assert_eq!(k("c$acc serial"), Some(acc_construct_t::SERIAL));
         assert_eq!(k("*$acc kernels"), Some(acc_construct_t::KERNELS));

@@ -6,12 +6,13 @@
 
 use super::kinds::MapKind;
 use crate::backend::{Val, ACC_DEVICE_EMULATED};
-use crate::construct::{op_for, wait_on};
+use crate::construct::wait_on;
 use crate::data::{self, Clause, ClauseKind, Entered, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
 use crate::present::Lookup;
 use crate::profiling::dispatch::{self, DataInfo};
+use crate::runtime::op_for;
 use crate::runtime::{self, Runtime};
 use accprof_abi::{acc_construct_t, acc_event_t};
 use std::cell::RefCell;

@@ -613,7 +613,8 @@ impl Cuda {
     /// Gives back the released blocks whose streams have reached their events.
     fn reap(&self) {
         // SAFETY: the events are ours, recorded by busy_marks and not yet destroyed.
-        let reached = |e: &P| unsafe { sys::cuEventQuery(e.0 as CUevent) } != CUresult::CUDA_ERROR_NOT_READY;
+        let reached =
+            |e: &P| unsafe { sys::cuEventQuery(e.0 as CUevent) } != CUresult::CUDA_ERROR_NOT_READY;
         for (marks, (dev, size)) in self.released.ready(reached) {
             for e in marks {
                 // SAFETY: reached, so no stream still refers to it; destroyed once.
