@@ -206,6 +206,7 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
         return Ok(Entered::Unmapped(0));
     }
     let mut table = op.rt.table();
+    table.coalesce(host, c.bytes);
     if c.bytes == 0 {
         // A zero-length section maps nothing and takes no reference; it stands for the device
         // address of its start if that is present, else NULL (as GCC treats them). Mapping it
@@ -315,6 +316,7 @@ pub fn exit(op: &Op, c: &Clause, dynamic: bool, finalize: bool) -> Result<()> {
     }
     let copyout = matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyOut);
     let mut table = op.rt.table();
+    table.coalesce(host, c.bytes);
     let key = match table.lookup(host, c.bytes, c.name)? {
         // Exit of data that is not present: no action (OpenACC 3.x).
         Lookup::Absent => return Ok(()),
@@ -377,9 +379,13 @@ fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) ->
     }
     let d = info(e.host, e.bytes, e.dev, e.name);
     dispatch::data_point(acc_event_t::DELETE, ctx, &d);
-    if !e.mapped {
-        op.rt.backend.free(op.q, e.dev)?;
-        dispatch::data_point(acc_event_t::FREE, ctx, &d);
+    if let Some(a) = e.release_allocation() {
+        op.rt.backend.free(op.q, a.dev)?;
+        dispatch::data_point(
+            acc_event_t::FREE,
+            ctx,
+            &info(a.host, a.bytes, a.dev, e.name),
+        );
     }
     Ok(())
 }
@@ -446,6 +452,12 @@ const DETACH_NAME: *const c_char = c".detach.".as_ptr();
 /// address of what it points to (NULL stays NULL). Counted per pointer and target, as the
 /// specification says.
 pub fn attach(op: &Op, ctx: &EvCtx, ptr_addr: usize, _name: *const c_char) -> Result<()> {
+    attach_biased(op, ctx, ptr_addr, 0)
+}
+
+/// [`attach`] of a pointer to a section that starts `bias` bytes after where it points (GCC's
+/// attach kinds carry it: `attach(p[2:n])`).
+pub fn attach_biased(op: &Op, ctx: &EvCtx, ptr_addr: usize, bias: usize) -> Result<()> {
     if ptr_addr == 0 {
         return Err(AccError::InvalidArgument(
             "attach of a NULL pointer address".into(),
@@ -453,7 +465,7 @@ pub fn attach(op: &Op, ctx: &EvCtx, ptr_addr: usize, _name: *const c_char) -> Re
     }
     // SAFETY: the caller passes the address of a pointer variable (acc_attach's contract).
     let target = unsafe { *(ptr_addr as *const usize) };
-    let attached = op.rt.table().attach(ptr_addr, target);
+    let attached = op.rt.table().attach(ptr_addr, target, bias);
     match attached {
         None => Err(AccError::NotPresent {
             host: ptr_addr,

@@ -25,6 +25,7 @@ pub mod fork;
 pub mod goacc;
 pub mod host_memory;
 pub mod loc;
+pub mod members;
 pub mod present;
 pub mod profiling;
 pub mod runtime;

@@ -569,8 +569,16 @@ fn release_leftovers(rt: &Runtime, ctx: &EvCtx, entries: Vec<Entry>) {
     for e in entries {
         let d = leftover_info(&e);
         dispatch::data_point(acc_event_t::DELETE, ctx, &d);
-        if !e.mapped && rt.backend.free(SYNC, e.dev).is_ok() {
-            dispatch::data_point(acc_event_t::FREE, ctx, &d);
+        if let Some(a) = e.release_allocation() {
+            if rt.backend.free(SYNC, a.dev).is_ok() {
+                let d = DataInfo {
+                    host_ptr: a.host as *const c_void,
+                    bytes: a.bytes,
+                    device_ptr: a.dev as usize as *const c_void,
+                    ..d
+                };
+                dispatch::data_point(acc_event_t::FREE, ctx, &d);
+            }
         }
     }
 }

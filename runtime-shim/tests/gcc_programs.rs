@@ -105,6 +105,127 @@ fn struct_members_give_libgomps_results() {
     assert_eq!(text(&on_shim_quietly(&prog)), gomp);
 }
 
+/// The program's events with the C event logger loaded as a tool (ACC_PROFLIB).
+fn logged_events(dir: &Path, prog: &Path) -> (Output, Vec<Event>) {
+    let logger = event_logger(dir);
+    let log = dir.join(format!(
+        "{}.log",
+        prog.file_name().unwrap().to_string_lossy()
+    ));
+    let o = shim_cmd(prog)
+        .env("ACC_PROFLIB", &logger)
+        .env("ACCSHIM_TOOL_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let evs = parse_log(&std::fs::read_to_string(&log).unwrap());
+    (o, evs)
+}
+
+/// How many transfers of `event` carry `bytes` bytes.
+fn transfers(evs: &[Event], event: &str, bytes: usize) -> usize {
+    let bytes = bytes.to_string();
+    evs.iter()
+        .filter(|e| e["ev"] == event && e.get("bytes") == Some(&bytes))
+        .count()
+}
+
+#[test]
+fn c_struct_members_map_as_libgomp_maps_them() {
+    // Enter/exit data of a grid struct's arrays (GOMP_MAP_STRUCT groups with attachments), a
+    // section that starts after where its pointer points (a bias), and the whole struct
+    // mapped after its members.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "grid_struct.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(
+        gomp,
+        "relaxed: 12527.151385\nbiased: 1 16 488\nmembers then struct: 2 30\n"
+    );
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+    let (o, evs) = logged_events(dir.path(), &prog);
+    assert_eq!(text(&o), gomp);
+    let (up, down) = ("enqueue_upload_start", "enqueue_download_start");
+    // g.u in and out once (g.unew is created), whatever 100 kernels did between.
+    assert_eq!(
+        (transfers(&evs, up, 16384), transfers(&evs, down, 16384)),
+        (1, 1)
+    );
+    // h.u[2:60] in and out once; k.a and k.b in once each, k.b out once.
+    assert_eq!(
+        (transfers(&evs, up, 480), transfers(&evs, down, 480)),
+        (1, 1)
+    );
+    assert_eq!(
+        (transfers(&evs, up, 128), transfers(&evs, down, 128)),
+        (2, 1)
+    );
+    // The structs: g in at its own enter data, k (whole) only as its members' pointers.
+    assert_eq!(transfers(&evs, up, 32), 1);
+    assert_eq!(
+        count(&evs, "alloc"),
+        count(&evs, "free"),
+        "all device memory freed"
+    );
+}
+
+#[test]
+fn a_cpp_class_with_its_data_on_the_device_gives_libgomps_results() {
+    // The best-practices guide's class: enter data of this[0:1] and its array in the
+    // constructor, update self/device in member functions (GOMP_MAP_ALWAYS_POINTER), a copy
+    // constructor copying on the device, exit data in the destructor.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "class_data.cpp");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(
+        gomp,
+        "a 249750.0 b 749250.0\na after update device 2000.0\n"
+    );
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+    let (_, evs) = logged_events(dir.path(), &prog);
+    let (up, down) = ("enqueue_upload_start", "enqueue_download_start");
+    // The arrays move only by the updates: two objects' update self of a, one of b; one
+    // update device. The objects go in once each.
+    assert_eq!(
+        (transfers(&evs, up, 8000), transfers(&evs, down, 8000)),
+        (1, 3)
+    );
+    assert_eq!(transfers(&evs, up, 16), 2);
+    assert_eq!(
+        count(&evs, "alloc"),
+        count(&evs, "free"),
+        "all device memory freed"
+    );
+}
+
+#[test]
+fn a_fortran_derived_type_with_allocatable_components_gives_libgomps_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "derived_type.f90");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(
+        gomp,
+        "after 3 steps:    187875.00\nafter update device:    188125.00\n"
+    );
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+    let (_, evs) = logged_events(dir.path(), &prog);
+    let (up, down) = ("enqueue_upload_start", "enqueue_download_start");
+    // u in at enter data and by the update device; v back by the update self and at exit
+    // data; the object in once (its descriptors with it), never its components' descriptors
+    // again.
+    assert_eq!(
+        (transfers(&evs, up, 4000), transfers(&evs, down, 4000)),
+        (2, 2)
+    );
+    assert_eq!(transfers(&evs, up, 144), 1);
+    assert_eq!(transfers(&evs, up, 64), 0);
+    assert_eq!(
+        count(&evs, "alloc"),
+        count(&evs, "free"),
+        "all device memory freed"
+    );
+}
+
 #[test]
 fn async_constructs_see_their_scalars_as_enqueued() {
     let dir = tempfile::tempdir().unwrap();
