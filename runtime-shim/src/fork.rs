@@ -16,6 +16,23 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// What a fork does to the device: drain its queues before, give the child its own workers
+/// after. The runtime sets them when it starts a device ([`on_fork`]), so that this module,
+/// which every entry point enters, depends on nothing of the runtime's.
+#[derive(Clone, Copy)]
+pub struct DeviceHooks {
+    pub drain: fn(),
+    pub in_child: fn(),
+}
+
+static HOOKS: OnceLock<DeviceHooks> = OnceLock::new();
+
+/// Sets what a fork does to the device (the first call wins: the hooks look the device up).
+pub fn on_fork(hooks: DeviceHooks) {
+    let _ = HOOKS.set(hooks);
+}
 
 /// Threads inside the runtime (outermost calls only).
 static INSIDE: AtomicUsize = AtomicUsize::new(0);
@@ -98,16 +115,14 @@ fn prepare_now() {
     }
     // Device work queued before: a worker must not be inside a job (and its locks) when the
     // process is copied.
-    if let Some(rt) = crate::runtime::current() {
-        for q in rt.backend.queues() {
-            let _ = rt.backend.wait(q);
-        }
+    if let Some(h) = HOOKS.get() {
+        (h.drain)();
     }
 }
 
 fn child_now() {
-    if let Some(rt) = crate::runtime::current() {
-        rt.backend.after_fork_in_child();
+    if let Some(h) = HOOKS.get() {
+        (h.in_child)();
     }
     INSIDE.store(own_count(), Ordering::SeqCst);
     FORKING.store(false, Ordering::SeqCst);

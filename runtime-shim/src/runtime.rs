@@ -212,6 +212,23 @@ pub fn current() -> Option<&'static Runtime> {
     }
 }
 
+/// Before a fork (src/fork.rs): no queue worker may be inside a job, and its locks, when the
+/// process is copied.
+fn drain_for_fork() {
+    if let Some(rt) = current() {
+        for q in rt.backend.queues() {
+            let _ = rt.backend.wait(q);
+        }
+    }
+}
+
+/// In a forked child: the device's worker threads were not copied.
+fn device_after_fork() {
+    if let Some(rt) = current() {
+        rt.backend.after_fork_in_child();
+    }
+}
+
 /// The runtime, initialising the device first if needed. `construct` and `loc` are the operation
 /// that triggered the initialisation: its device_init events carry them (implicit = 1).
 #[inline]
@@ -290,6 +307,10 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         sel.device_num = Some(num);
         (t, num)
     };
+    crate::fork::on_fork(crate::fork::DeviceHooks {
+        drain: drain_for_fork,
+        in_child: device_after_fork,
+    });
     // Tools first, so that they see device_init.
     loader::load_tools(TOOL_API);
     let ctx = EvCtx {
