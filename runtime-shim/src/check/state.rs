@@ -27,7 +27,7 @@ pub struct Finding {
     pub bytes: usize,
     /// The clause's text where the runtime was given one (the construct API), else empty.
     pub name: String,
-    /// Where the problem is in the program ([`super::report`] says per kind).
+    /// Where the problem is in the program (the report says what, per kind).
     pub at: Place,
     /// The construct it concerns.
     pub construct: Place,
