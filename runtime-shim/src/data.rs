@@ -258,6 +258,12 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 e.digest = digest.clone();
                 table.insert(e);
                 drop(table);
+                if crate::check::on() {
+                    let uploads = matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyIn);
+                    let name = crate::present::cstr_lossy(c.name);
+                    let site = crate::loc::call_site();
+                    crate::check::hooks::mapped(host, c.bytes, dev, uploads, name, site);
+                }
                 let _filled = Filled {
                     rt: op.rt,
                     host,
@@ -376,6 +382,14 @@ fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) ->
         if let Some(digest) = &e.digest {
             crate::dropped::check(op, &e, digest.clone())?;
         }
+    }
+    if crate::check::on() {
+        // In queue order, after the copy back and before the memory is given back.
+        let (host, copied, site) = (e.host, copy_back.is_some(), crate::loc::call_site());
+        op.rt.backend.host_fn(
+            op.q,
+            Box::new(move || crate::check::hooks::released(host, copied, site)),
+        )?;
     }
     let d = info(e.host, e.bytes, e.dev, e.name);
     dispatch::data_point(acc_event_t::DELETE, ctx, &d);

@@ -20,8 +20,11 @@ const PENDING: u64 = u64::MAX;
 /// A digest cell for a new copied-in entry, where the device's memory is readable and the
 /// check is not switched off (`ACCSHIM_NO_DROP_CHECK=1`).
 pub fn track(rt: &Runtime) -> Option<Arc<AtomicU64>> {
-    (rt.backend.device_memory_is_host_readable() && !crate::env::flag("ACCSHIM_NO_DROP_CHECK"))
-        .then(|| Arc::new(AtomicU64::new(PENDING)))
+    // The checker (src/check) reports dropped results itself, with the host's read of them.
+    (rt.backend.device_memory_is_host_readable()
+        && !crate::env::flag("ACCSHIM_NO_DROP_CHECK")
+        && !crate::check::on())
+    .then(|| Arc::new(AtomicU64::new(PENDING)))
 }
 
 /// FNV-1a over 8-byte words (and the tail bytes): quick enough to run beside a memcpy.
