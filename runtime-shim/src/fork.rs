@@ -68,6 +68,12 @@ pub fn enter() -> Inside {
     Inside(())
 }
 
+/// Whether the calling thread is inside one of the runtime's entry points.
+#[inline]
+pub fn inside() -> bool {
+    DEPTH.with(Cell::get) > 0
+}
+
 /// A thread's presence inside the runtime, from [`enter`].
 pub struct Inside(());
 

@@ -294,7 +294,7 @@ unsafe fn handle(info: *const libc::siginfo_t, ctx: *const libc::c_void) -> bool
         let (pc, sp, write) = unsafe { registers(ctx) };
         let who = if in_kernel() {
             WHO_KERNEL
-        } else if in_own_text(pc) {
+        } else if in_own_text(pc) || in_runtime() {
             WHO_RUNTIME
         } else {
             WHO_HOST
@@ -366,6 +366,30 @@ fn differs(s: &Slot, addr: usize, lo: usize) -> bool {
     };
     protect(page, page + page_size(), libc::PROT_NONE);
     host != device
+}
+
+thread_local! {
+    /// The checker's own code runs on this thread (its comparisons call the C library).
+    static RUNTIME: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the calling thread as the runtime's until dropped: an access to a guarded page from
+/// there (through the C library's memcmp, say) is not the program's.
+pub fn runtime_scope() -> impl Drop {
+    struct Scope;
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            RUNTIME.with(|r| r.set(r.get().saturating_sub(1)));
+        }
+    }
+    RUNTIME.with(|r| r.set(r.get() + 1));
+    Scope
+}
+
+/// Whether the calling thread is inside the runtime: in the checker's code, or in one of the
+/// runtime's entry points (the program's own code runs there only as kernels).
+fn in_runtime() -> bool {
+    RUNTIME.with(std::cell::Cell::get) > 0 || crate::fork::inside()
 }
 
 /// Tells whether the calling thread runs a kernel of the emulated device (set by the runtime).

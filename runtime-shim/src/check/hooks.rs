@@ -59,9 +59,35 @@ fn pages(host: usize, bytes: usize, on_stack: bool) -> Option<(usize, usize)> {
     }
 }
 
-fn arm(t: &mut Tracked, watch: Watch) {
+/// The pages to guard for the array at `host`, less a first or last page it shares with
+/// another array the checker watches (one guard per page: a second would undo the first's
+/// protection).
+fn own_pages(st: &State, host: usize, bytes: usize, on_stack: bool) -> Option<(usize, usize)> {
+    let (mut s, mut e) = pages(host, bytes, on_stack)?;
+    let p = guard::page_size();
+    let shared = |lo: usize, hi: usize| {
+        let other = |h: usize, b: usize| h != host && h < hi && h + b.max(1) > lo;
+        st.tracked.values().any(|t| other(t.host, t.bytes))
+            || st.released.values().any(|r| other(r.host, r.bytes))
+    };
+    if s < host && shared(s, s + p) {
+        s += p;
+    }
+    if e > host + bytes && e > s && shared(e - p, e) {
+        e -= p;
+    }
+    (e > s).then_some((s, e))
+}
+
+/// Guards the host copy of the tracked array at `key` with `watch`.
+fn arm(st: &mut State, key: usize, watch: Watch) {
+    let Some(t) = st.tracked.get(&key) else {
+        return;
+    };
+    let p = own_pages(st, t.host, t.bytes, t.on_stack);
+    let t = st.tracked.get_mut(&key).expect("present");
     lift(t);
-    if let Some(p) = pages(t.host, t.bytes, t.on_stack) {
+    if let Some(p) = p {
         let dev = if watch == Watch::Stale { t.dev } else { 0 };
         t.guard = guard::arm(p, (t.host, t.host + t.bytes), watch, dev).map(|slot| (slot, watch));
     }
@@ -196,6 +222,7 @@ fn harvest(st: &mut State) {
 /// with the results it lost) is a finding.
 /// `uploads`: the clause copies the host's data in.
 pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, site: usize) {
+    let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
     let overlapping: Vec<usize> = st
@@ -258,6 +285,7 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
 
 /// Before a copy host -> device (queue order).
 pub fn before_upload(host: usize, dev: u64, bytes: usize, site: usize) {
+    let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
     let Some(t) = st.tracked_at(host) else { return };
@@ -282,6 +310,7 @@ pub fn before_upload(host: usize, dev: u64, bytes: usize, site: usize) {
 
 /// After a copy host -> device: the copies agree on the range.
 pub fn after_upload(host: usize, _dev: u64, bytes: usize, site: usize) {
+    let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     let Some(t) = st.tracked_at(host) else { return };
     t.defined = true;
@@ -290,13 +319,15 @@ pub fn after_upload(host: usize, _dev: u64, bytes: usize, site: usize) {
         t.changed_by = None;
         t.host_wrote = None;
         t.pending_upload = Some(Place::Call(site));
-        arm(t, Watch::Synced);
+        let key = t.host;
+        arm(&mut st, key, Watch::Synced);
     }
 }
 
 /// Before a copy device -> host: lifts the guard (the copy writes the host's pages) and finds
 /// a copy of what the host already holds.
 pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) {
+    let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
     let Some(t) = st.tracked_at(host) else { return };
@@ -320,6 +351,7 @@ pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) {
 
 /// After a copy device -> host.
 pub fn after_download(host: usize, _dev: u64, bytes: usize) {
+    let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     let Some(t) = st.tracked_at(host) else { return };
     if host == t.host && bytes >= t.bytes {
@@ -327,7 +359,8 @@ pub fn after_download(host: usize, _dev: u64, bytes: usize) {
         t.host_wrote = None;
         t.from_host = true;
         t.defined = true;
-        arm(t, Watch::Synced);
+        let key = t.host;
+        arm(&mut st, key, Watch::Synced);
     }
 }
 
@@ -349,6 +382,7 @@ pub type Before = Vec<(usize, u64)>;
 /// Before a kernel runs (queue order): a device copy it uses that the host changed since the
 /// copies last agreed is stale.
 pub fn kernel_starts(args: &[u64], site: usize) -> Before {
+    let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
     let mut before = Vec::new();
@@ -389,6 +423,7 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
 /// After a kernel ran: a device copy it changed is newer than the host's, which the host must
 /// not read (or write) until a copy back.
 pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
+    let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     for host in used_by(&st, args) {
         let t = st.tracked.get_mut(&host).expect("listed");
@@ -400,7 +435,7 @@ pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
             if changed {
                 t.defined = true;
                 t.changed_by = Some(Place::Call(site));
-                arm(t, Watch::Stale);
+                arm(&mut st, host, Watch::Stale);
             }
             continue;
         }
@@ -412,7 +447,7 @@ pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
             if t.host_wrote.is_some() {
                 lift(t);
             } else {
-                arm(t, Watch::Stale);
+                arm(&mut st, host, Watch::Stale);
             }
         }
     }
@@ -421,6 +456,7 @@ pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
 /// An entry leaves the device (queue order, before its memory is freed): its copy back, if
 /// any, has run. The array stays watched until the host touches it or maps it again.
 pub fn released(host: usize, copied_back: bool, site: usize) {
+    let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
     let Some(mut t) = st.tracked.remove(&host) else {
@@ -432,7 +468,7 @@ pub fn released(host: usize, copied_back: bool, site: usize) {
         .flatten()
         .filter(|_| !same(t.host, t.dev, t.bytes))
         .map(|kernel| (Place::Call(site), kernel));
-    let watched = pages(t.host, t.bytes, t.on_stack);
+    let watched = own_pages(&st, t.host, t.bytes, t.on_stack);
     if watched.is_none() {
         // Too small to watch: its lost results are reported now.
         if let Some((release, kernel)) = dropped {
@@ -467,6 +503,7 @@ pub fn released(host: usize, copied_back: bool, site: usize) {
 /// A kernel given a host pointer by value (GCC's firstprivate) that points into `target`'s
 /// host copy: on a GPU it would dereference host memory.
 pub fn pointer_by_value(target: usize, site: usize) {
+    let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     let Some(t) = st.tracked_at(target) else {
         return;
@@ -497,6 +534,7 @@ pub struct Leftover {
 /// At exit: data still mapped by enter data is left behind. Lifts every guard (the exit's own
 /// code may touch any array) and writes the report.
 pub fn at_exit(leftovers: &[Leftover]) {
+    let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
     let mut found = Vec::new();
