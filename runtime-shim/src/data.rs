@@ -376,6 +376,7 @@ fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) ->
                 },
             )?;
         }
+        let _release = crate::check::hooks::release_scope();
         download(op, ctx, host, e.dev_of(host), bytes, e.name)?;
     }
     if copy_back.is_none() {
@@ -385,10 +386,10 @@ fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) ->
     }
     if crate::check::on() {
         // In queue order, after the copy back and before the memory is given back.
-        let (host, copied, site) = (e.host, copy_back.is_some(), crate::loc::call_site());
+        let (host, copied) = (e.host, copy_back.is_some());
         op.rt.backend.host_fn(
             op.q,
-            Box::new(move || crate::check::hooks::released(host, copied, site)),
+            Box::new(move || crate::check::hooks::released(host, copied)),
         )?;
     }
     let d = info(e.host, e.bytes, e.dev, e.name);
@@ -522,6 +523,9 @@ pub(crate) fn write_pointer(
     value: u64,
     name: *const c_char,
 ) -> Result<()> {
+    if crate::check::on() {
+        crate::check::hooks::pointer_written(ptr_addr);
+    }
     let d = info(ptr_addr, 8, slot_dev, name);
     let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
     let r = op.rt.backend.write_u64(op.q, slot_dev, value);

@@ -272,6 +272,7 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
             name,
             mapped_at: Place::Call(site),
             on_stack: on_this_stack(host),
+            holds_pointers: false,
             defined: false,
             from_host: false,
             changed_by: None,
@@ -324,6 +325,32 @@ pub fn after_upload(host: usize, _dev: u64, bytes: usize, site: usize) {
     }
 }
 
+thread_local! {
+    /// This thread is releasing data (its copy back is the release's, not an update's).
+    static RELEASING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the copies enqueued by this thread until dropped as copies back at a release.
+pub fn release_scope() -> impl Drop {
+    struct Scope(bool);
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            RELEASING.with(|r| r.set(self.0));
+        }
+    }
+    Scope(RELEASING.with(|r| r.replace(true)))
+}
+
+/// The site a copy enqueued now is reported at: the call's, or 0 for a copy back at a release
+/// (reported at the directive that mapped the data, whose clause says copy).
+pub fn copy_site() -> usize {
+    if RELEASING.with(std::cell::Cell::get) {
+        0
+    } else {
+        crate::loc::call_site()
+    }
+}
+
 /// Before a copy device -> host: lifts the guard (the copy writes the host's pages) and finds
 /// a copy of what the host already holds.
 pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) {
@@ -332,7 +359,13 @@ pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) {
     harvest(&mut st);
     let Some(t) = st.tracked_at(host) else { return };
     lift(t);
-    let redundant = t.defined && bytes >= WASTE_MIN_BYTES && same(host, dev, bytes);
+    let at = if site == 0 {
+        t.mapped_at.clone()
+    } else {
+        Place::Call(site)
+    };
+    let redundant =
+        t.defined && !t.holds_pointers && bytes >= WASTE_MIN_BYTES && same(host, dev, bytes);
     t.redundant_download = redundant;
     let (th, tb, name, kernel) = (t.host, t.bytes, t.name.clone(), t.changed_by.clone());
     if redundant {
@@ -341,7 +374,7 @@ pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) {
             host: th,
             bytes: tb,
             name,
-            at: Place::Call(site),
+            at,
             construct: kernel.unwrap_or_default(),
             other: Place::Unknown,
             write: true,
@@ -394,10 +427,12 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
             before.push((host, digest(t.dev, t.bytes)));
             continue;
         }
-        let readable = !t.guard.is_some_and(|(_, w)| w == Watch::Stale);
-        let suspect =
-            t.host_wrote.is_some() || (t.guard.is_none() && t.from_host && t.changed_by.is_none());
-        if readable && suspect && !same(t.host, t.dev, t.bytes) {
+        // Where a kernel changed the device copy, content cannot tell which side changed.
+        let comparable = !t.holds_pointers
+            && t.changed_by.is_none()
+            && !t.guard.is_some_and(|(_, w)| w == Watch::Stale);
+        let suspect = t.host_wrote.is_some() || (t.guard.is_none() && t.from_host);
+        if comparable && suspect && !same(t.host, t.dev, t.bytes) {
             let at = t.host_wrote.take().map(|(p, _)| p).unwrap_or_default();
             found.push(Finding {
                 kind: "stale_device_read",
@@ -427,6 +462,9 @@ pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
     let mut st = state::lock();
     for host in used_by(&st, args) {
         let t = st.tracked.get_mut(&host).expect("listed");
+        if t.holds_pointers {
+            continue;
+        }
         if !t.defined {
             let changed = before
                 .iter()
@@ -455,7 +493,7 @@ pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
 
 /// An entry leaves the device (queue order, before its memory is freed): its copy back, if
 /// any, has run. The array stays watched until the host touches it or maps it again.
-pub fn released(host: usize, copied_back: bool, site: usize) {
+pub fn released(host: usize, copied_back: bool) {
     let _runtime = guard::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
@@ -463,11 +501,12 @@ pub fn released(host: usize, copied_back: bool, site: usize) {
         return;
     };
     lift(&mut t);
-    let dropped = (!copied_back && t.from_host)
+    // Reported at the directive that mapped it: its clause is what to change.
+    let dropped = (!copied_back && t.from_host && !t.holds_pointers)
         .then(|| t.changed_by.clone())
         .flatten()
         .filter(|_| !same(t.host, t.dev, t.bytes))
-        .map(|kernel| (Place::Call(site), kernel));
+        .map(|kernel| (t.mapped_at.clone(), kernel));
     let watched = own_pages(&st, t.host, t.bytes, t.on_stack);
     if watched.is_none() {
         // Too small to watch: its lost results are reported now.
@@ -494,7 +533,7 @@ pub fn released(host: usize, copied_back: bool, site: usize) {
             bytes: t.bytes,
             name: t.name,
             guard: slot,
-            download: (copied_back && !t.redundant_download).then_some(Place::Call(site)),
+            download: (copied_back && !t.redundant_download).then(|| t.mapped_at.clone()),
             dropped,
         },
     );
@@ -519,6 +558,18 @@ pub fn pointer_by_value(target: usize, site: usize) {
         write: false,
     };
     st.add(f);
+}
+
+/// The runtime wrote a device address into the device copy of the pointer at `ptr_addr`
+/// (attach, a Fortran descriptor's data pointer): the array holding it is left out of content
+/// comparisons.
+pub fn pointer_written(ptr_addr: usize) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    if let Some(t) = st.tracked_at(ptr_addr) {
+        t.holds_pointers = true;
+        lift(t);
+    }
 }
 
 /// One entry still present when the program exits.

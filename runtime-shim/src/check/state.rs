@@ -59,6 +59,10 @@ pub struct Tracked {
     pub mapped_at: Place,
     /// Its host copy is on the mapping thread's stack.
     pub on_stack: bool,
+    /// Its device copy holds device addresses where the host's holds host ones (a Fortran
+    /// descriptor, a struct with an attached pointer): the copies differ by design, so its
+    /// content is not compared.
+    pub holds_pointers: bool,
     /// The device copy holds defined data: an upload filled it or a kernel wrote it.
     pub defined: bool,
     /// The device copy started as (or was last synced to) a copy of the host's: a kernel's

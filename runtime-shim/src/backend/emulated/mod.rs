@@ -359,7 +359,7 @@ impl Backend for Emulated {
     fn download(&self, q: QueueId, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         self.check_block(dev, bytes)?;
         let (d, h) = (SendPtr(dev as usize), SendPtr(host as usize));
-        let checked = crate::check::hooks::on().then(crate::loc::call_site);
+        let checked = crate::check::hooks::on().then(check::copy_site);
         self.run(
             q,
             Box::new(move || {
