@@ -431,8 +431,10 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
         let comparable = !t.holds_pointers
             && t.changed_by.is_none()
             && !t.guard.is_some_and(|(_, w)| w == Watch::Stale);
-        let suspect = t.host_wrote.is_some() || (t.guard.is_none() && t.from_host);
-        if comparable && suspect && !same(t.host, t.dev, t.bytes) {
+        // Only a host write a guard saw: an unguarded copy (on the stack, or sharing its pages)
+        // may have been uploaded from a snapshot (an async queue's small copies are taken
+        // when queued), which the host may change at once, as it may.
+        if comparable && t.host_wrote.is_some() && !same(t.host, t.dev, t.bytes) {
             let at = t.host_wrote.take().map(|(p, _)| p).unwrap_or_default();
             found.push(Finding {
                 kind: "stale_device_read",
