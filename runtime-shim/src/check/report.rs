@@ -26,9 +26,12 @@ pub fn set_path(p: PathBuf) {
     *PATH.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
 }
 
+/// A range of code addresses, [start, end).
+pub type CodeRange = (usize, usize);
+
 /// The shim's own code, and the code ranges of the program's own modules (its executable and
 /// the libraries that are not the system's or accprof's), from the loaded modules.
-pub fn code_ranges() -> (Option<(usize, usize)>, Vec<(usize, usize)>) {
+pub fn code_ranges() -> (Option<CodeRange>, Vec<CodeRange>) {
     struct Acc {
         own: Option<(usize, usize)>,
         program: Vec<(usize, usize)>,

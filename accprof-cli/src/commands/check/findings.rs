@@ -269,7 +269,7 @@ fn section(variable: &str, bytes: u64, source: Option<&Line>, lang: Lang) -> Str
                 || l.contains(&format!("{ty}* {variable}"))
                 || l.contains(&format!("{ty} * {variable}"))
         });
-        if pointer && bytes % size == 0 {
+        if pointer && bytes.is_multiple_of(size) {
             return format!("{variable}[0:{}]", bytes / size);
         }
     }
@@ -297,12 +297,11 @@ fn with_clause(
     match text {
         Some(t) if t.contains("acc") => {
             let from = format!("{replacing}({var}");
-            let body = if !replacing.is_empty() && t.contains(&from) {
+            if !replacing.is_empty() && t.contains(&from) {
                 t.replace(&from, &format!("{clause}({var}"))
             } else {
                 format!("{} {clause}({var})", t.trim_end_matches('\\').trim_end())
-            };
-            body
+            }
         }
         _ => lang.directive(&format!("data {clause}({var})")),
     }
@@ -310,11 +309,9 @@ fn with_clause(
 
 fn explain(kind: Kind, variable: String, bytes: u64, r: Raw) -> Finding {
     let lang = Lang::of(
-        &r.at
-            .as_ref()
+        r.at.as_ref()
             .or(r.construct.as_ref())
-            .map_or("", |l| l.file.as_str())
-            .to_string(),
+            .map_or("", |l| l.file.as_str()),
     );
     let v = &variable;
     let x = section(v, bytes, r.at.as_ref().or(r.construct.as_ref()), lang);
