@@ -305,7 +305,7 @@ impl PresentTable {
         (covered >= end && keys.len() > 1).then_some(keys)
     }
 
-    /// Makes the struct members that hold `[host, host+bytes)` together ([`Self::span`]) one
+    /// Makes the struct members that hold `[host, host+bytes)` together (`span`) one
     /// entry, which then counts their references together: the range and each member are
     /// released with the last of them. Nothing to do for a range in one entry.
     pub fn coalesce(&mut self, host: usize, bytes: usize) {
