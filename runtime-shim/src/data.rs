@@ -206,7 +206,6 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
         return Ok(Entered::Unmapped(0));
     }
     let mut table = op.rt.table();
-    table.coalesce(host, c.bytes);
     if c.bytes == 0 {
         // A zero-length section maps nothing and takes no reference; it stands for the device
         // address of its start if that is present, else NULL (as GCC treats them). Mapping it
@@ -216,16 +215,21 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
         ));
     }
     match table.lookup(host, c.bytes, c.name)? {
-        Lookup::Present { key, dev } => {
-            let e = table.get_mut(key).expect("looked up");
-            if dynamic {
-                e.dynamic += 1;
-            } else {
-                e.structured += 1;
+        Lookup::Present { dev, .. } => {
+            // One entry, or the members of a struct that hold the range together: each takes
+            // the reference.
+            let mut fillings = Vec::new();
+            for key in table.holding(host, c.bytes) {
+                let e = table.get_mut(key).expect("looked up");
+                if dynamic {
+                    e.dynamic += 1;
+                } else {
+                    e.structured += 1;
+                }
+                fillings.extend(e.filling.clone());
             }
-            let filling = e.filling.clone();
             drop(table);
-            if let Some(f) = filling {
+            for f in fillings {
                 // Another thread created it and is still uploading: the data is not there yet.
                 f.wait();
             }
@@ -275,6 +279,7 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 if matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyIn) {
                     upload(op, &ctx, host, dev, c.bytes, c.name)?;
                 }
+                crate::goacc::globals::mapped(op, host, c.bytes, dev)?;
                 if let Some(d) = digest {
                     crate::dropped::record(op, dev, c.bytes, d)?;
                 }
@@ -322,39 +327,53 @@ pub fn exit(op: &Op, c: &Clause, dynamic: bool, finalize: bool) -> Result<()> {
     }
     let copyout = matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyOut);
     let mut table = op.rt.table();
-    table.coalesce(host, c.bytes);
-    let key = match table.lookup(host, c.bytes, c.name)? {
+    if table.lookup(host, c.bytes, c.name)? == Lookup::Absent {
         // Exit of data that is not present: no action (OpenACC 3.x).
-        Lookup::Absent => return Ok(()),
-        Lookup::Present { key, .. } => key,
-    };
-    let e = table.get_mut(key).expect("looked up");
-    if dynamic {
-        if e.mapped {
-            // acc_map_data'd data is only removed by acc_unmap_data.
-            return Ok(());
-        }
-        e.dynamic = if finalize {
-            0
-        } else {
-            e.dynamic.saturating_sub(1)
-        };
-    } else {
-        e.structured = e.structured.saturating_sub(1);
-    }
-    if e.total_refs() > 0 || e.mapped {
         return Ok(());
     }
-    let e = table.remove(key).expect("present");
+    // One entry, or the members of a struct that hold the range together: each gives up the
+    // reference, and goes with its last one.
+    let mut gone = Vec::new();
+    for key in table.holding(host, c.bytes) {
+        let e = table.get_mut(key).expect("looked up");
+        // acc_map_data'd data is only removed by acc_unmap_data, a declared global never.
+        let kept = e.mapped || e.declared;
+        if !dynamic {
+            e.structured = e.structured.saturating_sub(1);
+        } else if !kept {
+            e.dynamic = if finalize {
+                0
+            } else {
+                e.dynamic.saturating_sub(1)
+            };
+        }
+        if e.total_refs() == 0 && !kept {
+            gone.push(table.remove(key).expect("present"));
+        }
+    }
     // Pointers elsewhere that point into this data lose their target.
-    let restores = table.detach_pointers_into(e.host, e.bytes);
+    let restores: Vec<Restore> = gone
+        .iter()
+        .flat_map(|e| table.detach_pointers_into(e.host, e.bytes))
+        .collect();
     drop(table);
     for r in restores {
         restore_pointer(op, &ctx, r)?;
     }
-    // Only the clause's section goes back (GCC copies [h, h+s) too): the rest of the entry may
-    // hold device data the program never asked for, over host data it has changed since.
-    release(op, &ctx, e, copyout.then_some((host, c.bytes)))
+    for e in gone {
+        // Only the clause's section goes back (GCC copies [h, h+s) too): the rest of the entry
+        // may hold device data the program never asked for, over host data it has changed
+        // since.
+        let from = host.max(e.host);
+        let to = (host + c.bytes).min(e.host + e.bytes);
+        release(
+            op,
+            &ctx,
+            e,
+            (copyout && from < to).then_some((from, to - from)),
+        )?;
+    }
+    Ok(())
 }
 
 /// Removes an entry whose references are gone: copy `copy_back` (a host section inside it)
@@ -574,7 +593,7 @@ pub fn map(op: &Op, host: usize, dev: u64, bytes: usize) -> Result<()> {
 /// acc_unmap_data.
 pub fn unmap(op: &Op, host: usize) -> Result<()> {
     let mut table = op.rt.table();
-    let ok = table.get(host).is_some_and(|e| e.mapped);
+    let ok = table.get(host).is_some_and(|e| e.mapped && !e.declared);
     if !ok {
         return Err(AccError::InvalidArgument(format!(
             "{host:#x} was not mapped by acc_map_data"

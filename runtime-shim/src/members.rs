@@ -6,6 +6,10 @@
 //! member is copied back and released on its own. The allocation goes with the last member's
 //! entry ([`crate::present::Entry::release_allocation`]).
 //!
+//! The bytes between the members (padding, members not named) are copied in with the group, so
+//! that the whole struct, found present later through its members (`present(v)`), holds no
+//! uninitialised bytes.
+//!
 //! A group whose members are all present (in entries of their own from an earlier group, or
 //! inside the whole struct's entry after `enter data copyin(v)`) takes a reference on each, and
 //! copies nothing; a group of which some members are present and others not is an error, as in
@@ -164,6 +168,27 @@ fn create(
         if matches!(c.kind, ClauseKind::CopyIn | ClauseKind::Copy) {
             data::upload(op, &op.ctx, host, d, c.bytes, c.name)?;
         }
+    }
+    // The bytes between members (padding, or members not named) get the host's: a construct
+    // that finds the whole struct present reads no uninitialised device memory there.
+    let mut by_address: Vec<(usize, usize)> = sized
+        .iter()
+        .map(|c| (c.host as usize, c.host as usize + c.bytes))
+        .collect();
+    by_address.sort_unstable();
+    let mut covered = start;
+    for (h, e) in by_address {
+        if h > covered {
+            data::upload(
+                op,
+                &op.ctx,
+                covered,
+                dev + (covered - start) as u64,
+                h - covered,
+                std::ptr::null(),
+            )?;
+        }
+        covered = covered.max(e);
     }
     Ok((start, dev))
 }

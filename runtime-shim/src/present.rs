@@ -22,6 +22,9 @@ pub struct Entry {
     pub dynamic: u32,
     /// Created by acc_map_data: the device memory belongs to the user and is never freed here.
     pub mapped: bool,
+    /// A global under `acc declare` (src/goacc/globals.rs): present until the device shuts
+    /// down, whatever data exits say.
+    pub declared: bool,
     /// The clause text that created the entry, for events and messages.
     pub name: *const c_char,
     /// Pointers inside this entry attached to a device target (host address of the pointer ->
@@ -96,6 +99,7 @@ impl Entry {
             structured: 0,
             dynamic: 0,
             mapped: false,
+            declared: false,
             name,
             attached: BTreeMap::new(),
             filling: None,
@@ -280,61 +284,41 @@ impl PresentTable {
     }
 
     /// The keys of the entries that hold `[host, end)` together, in address order, when they
-    /// are members of one struct mapped together (one device block, laid out as on the host)
-    /// and leave no gap in it: the whole struct mapped after its members (`enter data
-    /// copyin(v.a[0:n], v.b[0:n])`, then `copyin(v)`) is present. None otherwise.
+    /// are members of one struct mapped together and the range lies in their device block
+    /// (laid out as on the host; the bytes between the members, padding or members not
+    /// mapped, were copied in with the block: src/members.rs). The whole struct mapped after
+    /// its members (`enter data copyin(v.a[0:n], v.b[0:n])`, then `copyin(v)`) is present
+    /// then. None otherwise.
     fn span(&self, host: usize, end: usize) -> Option<Vec<usize>> {
         let (&k0, first) = self.map.range(..=host).next_back()?;
         let block = first.block.as_ref()?;
-        if first.end() <= host {
+        if host < block.host || end > block.host + block.bytes {
             return None;
         }
         let mut keys = vec![k0];
-        let mut covered = first.end();
-        if covered >= end {
-            return None; // one entry holds it
-        }
-        for (&k, e) in self.map.range(covered..end) {
-            let same = e.block.as_ref().is_some_and(|b| Arc::ptr_eq(b, block));
-            if k != covered || !same {
-                return None;
+        let after = first.end().max(host);
+        if after < end {
+            for (&k, e) in self.map.range(after..end) {
+                if !e.block.as_ref().is_some_and(|b| Arc::ptr_eq(b, block)) {
+                    return None;
+                }
+                keys.push(k);
             }
-            keys.push(k);
-            covered = e.end();
         }
-        (covered >= end && keys.len() > 1).then_some(keys)
+        (keys.len() > 1).then_some(keys)
     }
 
-    /// Makes the struct members that hold `[host, host+bytes)` together (`span`) one
-    /// entry, which then counts their references together: the range and each member are
-    /// released with the last of them. Nothing to do for a range in one entry.
-    pub fn coalesce(&mut self, host: usize, bytes: usize) {
+    /// The keys of the entries that hold `[host, host+bytes)`: the one that contains it, or the
+    /// struct members that hold it together (laid out in one device block, as `lookup` finds
+    /// them); none if it is not present.
+    pub fn holding(&self, host: usize, bytes: usize) -> Vec<usize> {
         let Some(end) = host.checked_add(bytes.max(1)) else {
-            return;
+            return Vec::new();
         };
-        let Some(keys) = self.span(host, end) else {
-            return;
-        };
-        if keys
-            .iter()
-            .any(|k| self.map.get(k).is_some_and(|e| e.filling.is_some()))
-        {
-            return; // still being filled by another thread: left as they are
+        match self.containing(host) {
+            Some(e) if e.end() >= end => vec![e.host],
+            _ => self.span(host, end).unwrap_or_default(),
         }
-        let mut parts = keys.iter().filter_map(|k| self.map.remove(k));
-        let Some(mut merged) = parts.next() else {
-            return;
-        };
-        for e in parts {
-            merged.bytes = e.end() - merged.host;
-            merged.structured += e.structured;
-            merged.dynamic += e.dynamic;
-            merged.attached.extend(e.attached);
-            if let Some(b) = &merged.block {
-                b.members.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
-        self.map.insert(merged.host, merged);
     }
 
     /// The first entry (by address) that overlaps `[host, end)`, if any.
@@ -669,10 +653,9 @@ mod tests {
     }
 
     #[test]
-    fn members_that_hold_a_range_together_are_present_and_coalesce() {
+    fn members_that_hold_a_range_together_are_present() {
         let mut t = PresentTable::new();
-        members(&mut t, 1000, 5000, &[(0, 8), (8, 8)]);
-        t.get_mut(1008).unwrap().dynamic = 2;
+        members(&mut t, 1000, 5000, &[(0, 4), (8, 8)]);
         assert_eq!(
             t.lookup(1000, 16, std::ptr::null()).unwrap(),
             Lookup::Present {
@@ -680,24 +663,14 @@ mod tests {
                 dev: 5000
             }
         );
-        t.coalesce(1000, 16);
-        assert_eq!(t.len(), 1);
-        let e = t.get(1000).unwrap();
-        assert_eq!((e.bytes, e.structured, e.dynamic), (16, 2, 2));
-        // Now one member of its block: removing it frees the block.
-        let e = t.remove(1000).unwrap();
-        assert_eq!(e.release_allocation().map(|a| a.dev), Some(5000));
-
-        // A gap, or members of different blocks, leave the range partly present.
-        let mut t = PresentTable::new();
-        members(&mut t, 1000, 5000, &[(0, 8), (16, 8)]);
+        // Padding between members is in the block: the whole range is held by both.
+        assert_eq!(t.holding(1000, 16), vec![1000, 1008]);
+        assert_eq!(t.holding(1008, 8), vec![1008]);
+        // Past the block, or across members of different blocks, it is partly present.
         assert!(t.lookup(1000, 24, std::ptr::null()).is_err());
-        let mut t = PresentTable::new();
-        members(&mut t, 1000, 5000, &[(0, 8)]);
-        members(&mut t, 1008, 6000, &[(0, 8)]);
-        assert!(t.lookup(1000, 16, std::ptr::null()).is_err());
-        t.coalesce(1000, 16);
-        assert_eq!(t.len(), 2);
+        members(&mut t, 1016, 6000, &[(0, 8)]);
+        assert!(t.lookup(1008, 16, std::ptr::null()).is_err());
+        assert!(t.holding(1008, 16).is_empty());
     }
 
     #[test]

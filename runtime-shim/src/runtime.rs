@@ -352,6 +352,9 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         rt.device_type == crate::backend::ACC_DEVICE_EMULATED,
         crate::backend::emulated::in_kernel,
     );
+    // The program's `acc declare` globals are present from the start, as when libgomp loads
+    // the program's image.
+    crate::goacc::globals::load(rt)?;
     let mut end_ctx = ctx;
     end_ctx.api = rt.backend.handles(None);
     CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);

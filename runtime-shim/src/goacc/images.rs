@@ -100,22 +100,6 @@ pub fn registered() -> impl Iterator<Item = Image> {
         .map(|n| n.image)
 }
 
-/// The global variables the program's images declare for the device (`acc declare` globals: the
-/// host table's variable part, pairs of address and size), over every image registered.
-pub fn declared_variables() -> usize {
-    registered()
-        .filter(|i| i.host_table != 0)
-        .map(|i| {
-            let t = i.host_table as *const usize;
-            // SAFETY: GCC's host table is four pointers: function table start and end, variable
-            // table start and end; it lives in the program's image for as long as it is
-            // registered.
-            let (start, end) = unsafe { (*t.add(2), *t.add(3)) };
-            end.saturating_sub(start) / (2 * std::mem::size_of::<usize>())
-        })
-        .sum()
-}
-
 /// The nvptx images registered now.
 fn nvptx_images() -> impl Iterator<Item = Image> {
     registered().filter(|i| {
@@ -154,9 +138,39 @@ pub fn compiled_dims(host_fn: usize) -> Option<[u16; 3]> {
     None
 }
 
-/// GCC's nvptx kernel for the construct function `host_fn`: the image's PTX objects (at offset
-/// 0 of the target data, `{code, size}` pairs, their count at 8) and the entry point's name
-/// (the function descriptor's first field).
+/// An nvptx image's PTX objects (at offset 0 of the target data, `{code, size}` pairs, their
+/// count at 8), as a kernel of it with no entry point yet: what the CUDA backend links once.
+pub fn nvptx_image(img: Image) -> Option<crate::backend::GccKernel> {
+    if img.target_type != GOMP_DEVICE_NVIDIA_PTX || img.target_data == 0 {
+        return None;
+    }
+    let data = img.target_data as *const u8;
+    // SAFETY: GCC's nvptx target data, alive while registered; the object array has the
+    // count it states.
+    let ptx: Vec<(usize, usize)> = unsafe {
+        let (objs, n) = (
+            *(data as *const usize),
+            *(data.add(8) as *const u32) as usize,
+        );
+        if objs == 0 {
+            return None;
+        }
+        (0..n)
+            .map(|o| {
+                let obj = (objs + o * 16) as *const usize;
+                (*obj, *obj.add(1))
+            })
+            .collect()
+    };
+    Some(crate::backend::GccKernel {
+        image: img.target_data,
+        ptx: ptx.into(),
+        entry: c"",
+    })
+}
+
+/// GCC's nvptx kernel for the construct function `host_fn`: its image and the entry point's
+/// name (the function descriptor's first field).
 pub fn nvptx_kernel(host_fn: usize) -> Option<crate::backend::GccKernel> {
     for img in nvptx_images() {
         // SAFETY: as in compiled_dims: GCC's tables, alive while registered.
@@ -169,31 +183,23 @@ pub fn nvptx_kernel(host_fn: usize) -> Option<crate::backend::GccKernel> {
                 continue;
             };
             let data = img.target_data as *const u8;
-            let (objs, nobjs) = (
-                *(data as *const usize),
-                *(data.add(8) as *const u32) as usize,
-            );
             let (descs, num) = (
                 *(data.add(32) as *const usize),
                 *(data.add(40) as *const u32) as usize,
             );
-            if i >= num || descs == 0 || objs == 0 {
+            if i >= num || descs == 0 {
                 continue;
             }
             let name = *((descs + i * 16) as *const *const std::ffi::c_char);
             if name.is_null() {
                 continue;
             }
-            let ptx: Vec<(usize, usize)> = (0..nobjs)
-                .map(|o| {
-                    let obj = (objs + o * 16) as *const usize;
-                    (*obj, *obj.add(1))
-                })
-                .collect();
+            let Some(image) = nvptx_image(img) else {
+                continue;
+            };
             return Some(crate::backend::GccKernel {
-                image: img.target_data,
-                ptx: ptx.into(),
                 entry: std::ffi::CStr::from_ptr(name),
+                ..image
             });
         }
     }

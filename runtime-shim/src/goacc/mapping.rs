@@ -443,15 +443,6 @@ pub fn unmap_structured(op: &Op, m: &Mapped) -> Result<()> {
 /// addresses) or CUDA (GCC's nvptx kernels, src/backend/cuda/gcc_kernels.rs).
 pub fn device(construct: acc_construct_t, what: &str) -> &'static Runtime {
     let rt = runtime::get(construct, &NOWHERE);
-    let declared = super::images::declared_variables();
-    if declared > 0 {
-        // The construct functions read and write these globals' host copies directly (no
-        // address of them is passed), so the device copies a GPU would use cannot be emulated.
-        unsupported(
-            what,
-            &format!("running a program with {declared} global variable(s) under `acc declare` (its compiled code uses their host copies directly, so the device's own copies cannot be emulated)"),
-        );
-    }
     if rt.device_type != ACC_DEVICE_EMULATED && rt.device_type != accprof_abi::acc_device_t::NVIDIA
     {
         unsupported(
@@ -593,6 +584,13 @@ fn exit_kind(k: MapKind) -> bool {
 /// delete is RELEASE).
 pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
     vars.check(what, if exit { exit_kind } else { enter_kind });
+    if vars.is_empty() {
+        warn_no_variables(if exit {
+            "an exit data"
+        } else {
+            "an enter data"
+        });
+    }
     let construct = if exit {
         acc_construct_t::EXIT_DATA
     } else {
@@ -748,10 +746,32 @@ fn always_pointer(op: &Op, ptr_addr: usize, bias: usize) -> Result<()> {
     data::write_pointer(op, &op.ctx, ptr_addr, slot, value, c".attach.".as_ptr())
 }
 
+/// A data directive that reaches the runtime with no variable at all: GCC 12 leaves `acc
+/// declare` globals out of update and enter/exit data directives (it treats them as the
+/// device's own), so the directive moves nothing, on a GPU too. Said once per call site.
+fn warn_no_variables(what: &str) {
+    static WARNED: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+    let site = crate::loc::call_site();
+    {
+        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+        if warned.contains(&site) {
+            return;
+        }
+        warned.push(site);
+    }
+    eprintln!(
+        "accshim: warning: {what} directive{} reached the runtime with no variable: GCC 12 leaves `acc declare` globals out of update and enter/exit data directives, so it copies nothing (on a GPU too); acc_update_self/acc_update_device copy them",
+        crate::loc::describe_site(site)
+    );
+}
+
 /// GOACC_update. Without if_present GCC passes the FORCE_ kinds (the data must be present);
 /// with it, the plain ones (absent data is skipped).
 pub fn update(flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
     vars.check("update", update_kind);
+    if vars.is_empty() {
+        warn_no_variables("an update");
+    }
     if flags & FLAG_HOST_FALLBACK != 0 {
         let (start, end) = (acc_event_t::UPDATE_START, acc_event_t::UPDATE_END);
         super::fallback::on_host(acc_construct_t::UPDATE, start, end, || {});
@@ -809,16 +829,4 @@ pub fn wait(async_: i32, waits: &[i32]) {
         async_ as i64,
     )
     .or_fatal("wait", &NOWHERE)
-}
-
-/// GOACC_declare: `#pragma acc declare`. Its globals live in the offload image's variable table,
-/// and GCC's host-fallback code reads and writes the host globals themselves, so a device copy
-/// of its own cannot be given to it: refused rather than run with the host's data.
-pub fn declare(_flags: i32, vars: &Vars) {
-    let first = if vars.is_empty() {
-        "no clause".to_string()
-    } else {
-        vars.kind(0).name().to_string()
-    };
-    unsupported("#pragma acc declare", &format!("declare ({first}, {} variables: host-fallback code uses the host's copies, so no device copy can be emulated)", vars.len()))
 }
