@@ -279,7 +279,7 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 if matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyIn) {
                     upload(op, &ctx, host, dev, c.bytes, c.name)?;
                 }
-                crate::goacc::globals::mapped(op, host, c.bytes, dev)?;
+                crate::runtime::data_mapped(op, host, c.bytes, dev)?;
                 if let Some(d) = digest {
                     crate::dropped::record(op, dev, c.bytes, d)?;
                 }

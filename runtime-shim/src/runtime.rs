@@ -200,6 +200,32 @@ pub fn selected() -> (acc_device_t, i32) {
     (t, sel.device_num.unwrap_or_else(default_num))
 }
 
+/// What the code that knows the program's declared globals (src/goacc/globals.rs) does when a
+/// device starts and when data is mapped: set by it at load time, so that the runtime and the
+/// data layer, which it uses, do not name it.
+#[derive(Clone, Copy)]
+pub struct DataHooks {
+    /// The declared globals become present.
+    pub device_started: fn(&'static Runtime) -> Result<()>,
+    /// A range was just mapped at a device address (a `declare link` global's pointer is set).
+    pub mapped: fn(&Op, usize, usize, u64) -> Result<()>,
+}
+
+static DATA_HOOKS: std::sync::OnceLock<DataHooks> = std::sync::OnceLock::new();
+
+/// Sets the [`DataHooks`] (once).
+pub fn set_data_hooks(h: DataHooks) {
+    let _ = DATA_HOOKS.set(h);
+}
+
+/// Runs the mapping hook of [`DataHooks`], if set.
+pub fn data_mapped(op: &Op, host: usize, bytes: usize, dev: u64) -> Result<()> {
+    match DATA_HOOKS.get() {
+        Some(h) => (h.mapped)(op, host, bytes, dev),
+        None => Ok(()),
+    }
+}
+
 /// The initialised runtime, if any.
 #[inline(always)]
 pub fn current() -> Option<&'static Runtime> {
@@ -354,7 +380,9 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
     );
     // The program's `acc declare` globals are present from the start, as when libgomp loads
     // the program's image.
-    crate::goacc::globals::load(rt)?;
+    if let Some(h) = DATA_HOOKS.get() {
+        (h.device_started)(rt)?;
+    }
     let mut end_ctx = ctx;
     end_ctx.api = rt.backend.handles(None);
     CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);

@@ -13,7 +13,7 @@
 
 use super::kinds::MapKind;
 use super::mapping::{self, Vars, FLAG_HOST_FALLBACK, NOWHERE};
-use crate::construct::op_for;
+use crate::runtime::op_for;
 use crate::data::{self, Clause, ClauseKind, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::profiling::dispatch;

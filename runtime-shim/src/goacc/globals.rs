@@ -58,6 +58,19 @@ fn loaded() -> Option<&'static Loaded> {
 
 /// Maps the program's declared globals on a device being initialised (`rt`, not yet
 /// published): a present-table entry for each, never released by a data exit.
+/// Registers [`load`] and [`mapped`] with the runtime when the library is loaded (before any
+/// device can start).
+#[used]
+#[link_section = ".init_array"]
+static REGISTER: extern "C" fn() = register;
+
+extern "C" fn register() {
+    crate::runtime::set_data_hooks(crate::runtime::DataHooks {
+        device_started: |rt| load(rt),
+        mapped,
+    });
+}
+
 pub fn load(rt: &Runtime) -> Result<()> {
     let vars = var_tables::declared();
     let mut loaded = Loaded::default();
