@@ -458,7 +458,7 @@ fn check_at_exit() {
             host: e.host,
             bytes: e.bytes,
             dynamic: e.dynamic,
-            incidental: e.mapped || e.bytes <= 8 || descriptors.contains(&e.host),
+            incidental: e.mapped || e.declared || e.bytes <= 8 || descriptors.contains(&e.host),
         })
         .collect();
     drop(table);

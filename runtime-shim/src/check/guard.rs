@@ -248,6 +248,16 @@ thread_local! {
 /// The lowest and highest address ever guarded: a fault outside is never ours.
 static BOUNDS: [AtomicUsize; 2] = [AtomicUsize::new(usize::MAX), AtomicUsize::new(0)];
 
+/// Whether an armed guard covers `addr` (its protection is the checker's, not the program's).
+pub fn guarded(addr: usize) -> bool {
+    let high = HIGH.load(Ordering::Acquire).min(SLOTS);
+    TABLE[..high].iter().any(|s| {
+        s.state.load(Ordering::Acquire) == ARMED
+            && addr >= s.start.load(Ordering::Relaxed)
+            && addr < s.end.load(Ordering::Relaxed)
+    })
+}
+
 /// Runs the handler's part for one fault. True when the fault was in a guard and is resolved
 /// (the instruction may be retried); false when it is not ours.
 ///

@@ -63,6 +63,11 @@ fn pages(host: usize, bytes: usize, on_stack: bool) -> Option<(usize, usize)> {
 /// another array the checker watches (one guard per page: a second would undo the first's
 /// protection).
 fn own_pages(st: &State, host: usize, bytes: usize, on_stack: bool) -> Option<(usize, usize)> {
+    if on_stack {
+        // Never: a frame that returns leaves the pages to the next frames (the exit's own),
+        // and a fault on the page a signal frame would go to cannot be handled.
+        return None;
+    }
     let (mut s, mut e) = pages(host, bytes, on_stack)?;
     let p = guard::page_size();
     let shared = |lo: usize, hi: usize| {
@@ -198,17 +203,15 @@ fn harvest(st: &mut State) {
             write,
             time_ns,
         });
-        if let (Some((release, kernel)), false) = (r.dropped, write) {
-            found.push(Finding {
-                kind: "results_dropped",
-                host: r.host,
-                bytes: r.bytes,
-                name: r.name,
-                at: release,
-                construct: kernel,
-                other: at,
-                write,
-            });
+        if r.dropped.is_some() && !write {
+            if let Some(f) = st
+                .findings
+                .iter_mut()
+                .find(|f| f.kind == "results_dropped" && f.host == r.host)
+                .filter(|f| matches!(f.other, Place::Unknown))
+            {
+                f.other = at;
+            }
         }
     }
     st.accesses.extend(seen);
@@ -239,17 +242,8 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
         if !uploads {
             continue;
         }
-        if let Some((release, kernel)) = r.dropped {
-            st.add(Finding {
-                kind: "results_dropped",
-                host: r.host,
-                bytes: r.bytes,
-                name: r.name.clone(),
-                at: release,
-                construct: kernel,
-                other: Place::Call(site),
-                write: false,
-            });
+        if r.dropped.is_some() {
+            // Already reported at the release.
         } else if let Some(download) = r.download.filter(|_| r.bytes >= WASTE_MIN_BYTES) {
             st.add(Finding {
                 kind: "unused_transfer",
@@ -509,21 +503,22 @@ pub fn released(host: usize, copied_back: bool) {
         .flatten()
         .filter(|_| !same(t.host, t.dev, t.bytes))
         .map(|kernel| (t.mapped_at.clone(), kernel));
+    if let Some((release, kernel)) = dropped.clone() {
+        // Reported now; the host's first read of the lost results, if a guard sees it, is
+        // added to it later.
+        st.add(Finding {
+            kind: "results_dropped",
+            host: t.host,
+            bytes: t.bytes,
+            name: t.name.clone(),
+            at: release,
+            construct: kernel,
+            other: Place::Unknown,
+            write: false,
+        });
+    }
     let watched = own_pages(&st, t.host, t.bytes, t.on_stack);
     if watched.is_none() {
-        // Too small to watch: its lost results are reported now.
-        if let Some((release, kernel)) = dropped {
-            st.add(Finding {
-                kind: "results_dropped",
-                host: t.host,
-                bytes: t.bytes,
-                name: t.name,
-                at: release,
-                construct: kernel,
-                other: Place::Unknown,
-                write: false,
-            });
-        }
         return;
     }
     let p = watched.expect("checked");

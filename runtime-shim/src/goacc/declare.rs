@@ -13,10 +13,10 @@
 
 use super::kinds::MapKind;
 use super::mapping::{self, Vars, FLAG_HOST_FALLBACK, NOWHERE};
-use crate::runtime::op_for;
 use crate::data::{self, Clause, ClauseKind, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::profiling::dispatch;
+use crate::runtime::op_for;
 use accprof_abi::{acc_construct_t, acc_event_t};
 use std::cell::RefCell;
 
