@@ -34,11 +34,13 @@ fn same(host: usize, dev: u64, bytes: usize) -> bool {
 fn digest(dev: u64, bytes: usize) -> u64 {
     // SAFETY: the emulated device's memory for this array.
     let b = unsafe { std::slice::from_raw_parts(dev as usize as *const u8, bytes) };
+    // Rotated before each word: a plain xor-multiply (FNV) keeps a change of a word's top bit
+    // in the top bit only, so negating an even number of doubles gave the same digest.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for c in b.chunks(8) {
         let mut w = [0u8; 8];
         w[..c.len()].copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
+        h = (h.rotate_left(23) ^ u64::from_le_bytes(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
     h
 }
@@ -203,15 +205,19 @@ fn harvest(st: &mut State) {
             write,
             time_ns,
         });
-        if r.dropped.is_some() && !write {
-            if let Some(f) = st
-                .findings
-                .iter_mut()
-                .find(|f| f.kind == "results_dropped" && f.host == r.host)
-                .filter(|f| matches!(f.other, Place::Unknown))
-            {
-                f.other = at;
-            }
+        // Lost results matter when the host reads them (a scratch array copied in and
+        // changed on the device is no bug while the host never looks at it again).
+        if let (Some((release, kernel)), false) = (r.dropped, write) {
+            found.push(Finding {
+                kind: "results_dropped",
+                host: r.host,
+                bytes: r.bytes,
+                name: r.name,
+                at: release,
+                construct: kernel,
+                other: at,
+                write,
+            });
         }
     }
     st.accesses.extend(seen);
@@ -242,8 +248,18 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
         if !uploads {
             continue;
         }
-        if r.dropped.is_some() {
-            // Already reported at the release.
+        if let Some((release, kernel)) = r.dropped {
+            // Sent back to the device with the host's old values: the results are lost.
+            st.add(Finding {
+                kind: "results_dropped",
+                host: r.host,
+                bytes: r.bytes,
+                name: r.name.clone(),
+                at: release,
+                construct: kernel,
+                other: Place::Call(site),
+                write: false,
+            });
         } else if let Some(download) = r.download.filter(|_| r.bytes >= WASTE_MIN_BYTES) {
             st.add(Finding {
                 kind: "unused_transfer",
@@ -267,6 +283,7 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
             mapped_at: Place::Call(site),
             on_stack: on_this_stack(host),
             holds_pointers: false,
+            synced_digest: None,
             defined: false,
             from_host: false,
             changed_by: None,
@@ -314,6 +331,7 @@ pub fn after_upload(host: usize, _dev: u64, bytes: usize, site: usize) {
         t.changed_by = None;
         t.host_wrote = None;
         t.pending_upload = Some(Place::Call(site));
+        t.synced_digest = Some(digest(t.dev, t.bytes));
         let key = t.host;
         arm(&mut st, key, Watch::Synced);
     }
@@ -386,6 +404,7 @@ pub fn after_download(host: usize, _dev: u64, bytes: usize) {
         t.host_wrote = None;
         t.from_host = true;
         t.defined = true;
+        t.synced_digest = Some(digest(t.dev, t.bytes));
         let key = t.host;
         arm(&mut st, key, Watch::Synced);
     }
@@ -451,6 +470,16 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
     before
 }
 
+/// Whether the device copy changed since the copies last agreed: against the host's bytes
+/// where a guard keeps them as they were, else against the digest taken then.
+fn changed_on_device(t: &Tracked) -> bool {
+    if t.guard.is_some() {
+        !same(t.host, t.dev, t.bytes)
+    } else {
+        t.synced_digest.is_some_and(|d| d != digest(t.dev, t.bytes))
+    }
+}
+
 /// After a kernel ran: a device copy it changed is newer than the host's, which the host must
 /// not read (or write) until a copy back.
 pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
@@ -476,7 +505,7 @@ pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
         if t.guard.is_some_and(|(_, w)| w == Watch::Stale) {
             continue;
         }
-        if !same(t.host, t.dev, t.bytes) {
+        if changed_on_device(t) {
             t.changed_by = Some(Place::Call(site));
             if t.host_wrote.is_some() {
                 lift(t);
@@ -501,23 +530,26 @@ pub fn released(host: usize, copied_back: bool) {
     let dropped = (!copied_back && t.from_host && !t.holds_pointers)
         .then(|| t.changed_by.clone())
         .flatten()
-        .filter(|_| !same(t.host, t.dev, t.bytes))
+        .filter(|_| changed_on_device(&t))
         .map(|kernel| (t.mapped_at.clone(), kernel));
-    if let Some((release, kernel)) = dropped.clone() {
-        // Reported now; the host's first read of the lost results, if a guard sees it, is
-        // added to it later.
-        st.add(Finding {
-            kind: "results_dropped",
-            host: t.host,
-            bytes: t.bytes,
-            name: t.name.clone(),
-            at: release,
-            construct: kernel,
-            other: Place::Unknown,
-            write: false,
-        });
-    }
     let watched = own_pages(&st, t.host, t.bytes, t.on_stack);
+    let whole = watched.is_some_and(|(s, e)| s <= t.host && e >= t.host + t.bytes);
+    let mut dropped = dropped;
+    if !whole {
+        // No guard sees every host read of the lost results: reported now.
+        if let Some((release, kernel)) = dropped.take() {
+            st.add(Finding {
+                kind: "results_dropped",
+                host: t.host,
+                bytes: t.bytes,
+                name: t.name.clone(),
+                at: release,
+                construct: kernel,
+                other: Place::Unknown,
+                write: false,
+            });
+        }
+    }
     if watched.is_none() {
         return;
     }

@@ -59,6 +59,10 @@ pub struct Tracked {
     pub mapped_at: Place,
     /// Its host copy is on the mapping thread's stack.
     pub on_stack: bool,
+    /// A digest of the device copy when the copies last agreed: without a guard on the host
+    /// copy (on the stack, sharing its pages, snapshot by an async queue) the host's bytes may
+    /// have changed since, so a kernel's change is seen on the device copy alone.
+    pub synced_digest: Option<u64>,
     /// Its device copy holds device addresses where the host's holds host ones (a Fortran
     /// descriptor, a struct with an attached pointer): the copies differ by design, so its
     /// content is not compared.
