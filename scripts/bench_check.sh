@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 n=${1:-1024} iters=${2:-20} rounds=${3:-5}
 cargo build --release -q -p libaccprof -p accprof-cli -p runtime-shim --bins --lib
 out=$(mktemp -d)
-gcc -O2 -g -fopenacc -DNMAX=1024 scripts/gpu/laplace.c -o "$out/laplace" -lm
+gcc -O2 -g -fopenacc -foffload=-lm -DNMAX=1024 scripts/gpu/laplace.c -o "$out/laplace" -lm
 shim=$PWD/target/release/libaccshim.so accprof=$PWD/target/release/accprof
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for r in $(seq "$rounds"); do

@@ -331,9 +331,9 @@ pub fn after_upload(host: usize, _dev: u64, bytes: usize, site: usize) {
         t.changed_by = None;
         t.host_wrote = None;
         t.pending_upload = Some(Place::Call(site));
-        t.synced_digest = Some(digest(t.dev, t.bytes));
         let key = t.host;
         arm(&mut st, key, Watch::Synced);
+        note_sync(&mut st, key);
     }
 }
 
@@ -404,9 +404,9 @@ pub fn after_download(host: usize, _dev: u64, bytes: usize) {
         t.host_wrote = None;
         t.from_host = true;
         t.defined = true;
-        t.synced_digest = Some(digest(t.dev, t.bytes));
         let key = t.host;
         arm(&mut st, key, Watch::Synced);
+        note_sync(&mut st, key);
     }
 }
 
@@ -470,13 +470,22 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
     before
 }
 
-/// Whether the device copy changed since the copies last agreed: against the host's bytes
-/// where a guard keeps them as they were, else against the digest taken then.
+/// The copies agree now: an array no guard keeps as it is gets a digest of its device copy,
+/// to see a kernel's change by (a guarded one is compared with the host's bytes instead).
+fn note_sync(st: &mut State, key: usize) {
+    if let Some(t) = st.tracked.get_mut(&key) {
+        t.synced_digest = t.guard.is_none().then(|| digest(t.dev, t.bytes));
+    }
+}
+
+/// Whether the device copy changed since the copies last agreed: known for a stale guard,
+/// against the host's bytes where a guard keeps them as they were, else against the digest
+/// taken then.
 fn changed_on_device(t: &Tracked) -> bool {
-    if t.guard.is_some() {
-        !same(t.host, t.dev, t.bytes)
-    } else {
-        t.synced_digest.is_some_and(|d| d != digest(t.dev, t.bytes))
+    match t.guard {
+        Some((_, Watch::Stale)) => true,
+        Some(_) => !same(t.host, t.dev, t.bytes),
+        None => t.synced_digest.is_some_and(|d| d != digest(t.dev, t.bytes)),
     }
 }
 
@@ -525,13 +534,13 @@ pub fn released(host: usize, copied_back: bool) {
     let Some(mut t) = st.tracked.remove(&host) else {
         return;
     };
-    lift(&mut t);
     // Reported at the directive that mapped it: its clause is what to change.
     let dropped = (!copied_back && t.from_host && !t.holds_pointers)
         .then(|| t.changed_by.clone())
         .flatten()
         .filter(|_| changed_on_device(&t))
         .map(|kernel| (t.mapped_at.clone(), kernel));
+    lift(&mut t);
     let watched = own_pages(&st, t.host, t.bytes, t.on_stack);
     let whole = watched.is_some_and(|(s, e)| s <= t.host && e >= t.host + t.bytes);
     let mut dropped = dropped;
