@@ -279,7 +279,7 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 if matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyIn) {
                     upload(op, &ctx, host, dev, c.bytes, c.name)?;
                 }
-                crate::runtime::data_mapped(op, host, c.bytes, dev)?;
+                crate::goacc::globals::mapped(&*op.rt.backend, op.q, host, c.bytes, dev)?;
                 if let Some(d) = digest {
                     crate::dropped::record(op, dev, c.bytes, d)?;
                 }

@@ -16,23 +16,27 @@
 //! cache line every thread would fight over).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
-/// What a fork does to the device: drain its queues before, give the child its own workers
-/// after. The runtime sets them when it starts a device ([`on_fork`]), so that this module,
-/// which every entry point enters, depends on nothing of the runtime's.
-#[derive(Clone, Copy)]
-pub struct DeviceHooks {
-    pub drain: fn(),
-    pub in_child: fn(),
+/// The device's part (set by the runtime when it initialises one): drain its queues before a
+/// fork, give the child its own queue workers after. Function pointers, so that this module
+/// depends on no other: every entry point uses it.
+static BEFORE: AtomicUsize = AtomicUsize::new(0);
+static IN_CHILD: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets what the device in use does around a fork.
+pub fn on_fork(before: fn(), in_child: fn()) {
+    BEFORE.store(before as usize, Ordering::Release);
+    IN_CHILD.store(in_child as usize, Ordering::Release);
 }
 
-static HOOKS: OnceLock<DeviceHooks> = OnceLock::new();
-
-/// Sets what a fork does to the device (the first call wins: the hooks look the device up).
-pub fn on_fork(hooks: DeviceHooks) {
-    let _ = HOOKS.set(hooks);
+fn call(hook: &AtomicUsize) {
+    let f = hook.load(Ordering::Acquire);
+    if f != 0 {
+        // SAFETY: only `on_fork` stores here, and only `fn()` pointers.
+        let f = unsafe { std::mem::transmute::<usize, fn()>(f) };
+        f();
+    }
 }
 
 /// Set from the fork's prepare handler until its parent or child handler.
@@ -214,15 +218,11 @@ fn prepare_now() {
     }
     // Device work queued before: a worker must not be inside a job (and its locks) when the
     // process is copied.
-    if let Some(h) = HOOKS.get() {
-        (h.drain)();
-    }
+    call(&BEFORE);
 }
 
 fn child_now() {
-    if let Some(h) = HOOKS.get() {
-        (h.in_child)();
-    }
+    call(&IN_CHILD);
     // The other threads' slots: their threads are not in the child.
     let mine = own_slot();
     for s in slots().filter(|&s| Some(s as *const Slot) != mine) {

@@ -200,32 +200,6 @@ pub fn selected() -> (acc_device_t, i32) {
     (t, sel.device_num.unwrap_or_else(default_num))
 }
 
-/// What the code that knows the program's declared globals (src/goacc/globals.rs) does when a
-/// device starts and when data is mapped: set by it at load time, so that the runtime and the
-/// data layer, which it uses, do not name it.
-#[derive(Clone, Copy)]
-pub struct DataHooks {
-    /// The declared globals become present.
-    pub device_started: fn(&'static Runtime) -> Result<()>,
-    /// A range was just mapped at a device address (a `declare link` global's pointer is set).
-    pub mapped: fn(&Op, usize, usize, u64) -> Result<()>,
-}
-
-static DATA_HOOKS: std::sync::OnceLock<DataHooks> = std::sync::OnceLock::new();
-
-/// Sets the [`DataHooks`] (once).
-pub fn set_data_hooks(h: DataHooks) {
-    let _ = DATA_HOOKS.set(h);
-}
-
-/// Runs the mapping hook of [`DataHooks`], if set.
-pub fn data_mapped(op: &Op, host: usize, bytes: usize, dev: u64) -> Result<()> {
-    match DATA_HOOKS.get() {
-        Some(h) => (h.mapped)(op, host, bytes, dev),
-        None => Ok(()),
-    }
-}
-
 /// The initialised runtime, if any.
 #[inline(always)]
 pub fn current() -> Option<&'static Runtime> {
@@ -235,23 +209,6 @@ pub fn current() -> Option<&'static Runtime> {
     } else {
         // SAFETY: published runtimes are leaked and never freed.
         Some(unsafe { &*p })
-    }
-}
-
-/// Before a fork (src/fork.rs): no queue worker may be inside a job, and its locks, when the
-/// process is copied.
-fn drain_for_fork() {
-    if let Some(rt) = current() {
-        for q in rt.backend.queues() {
-            let _ = rt.backend.wait(q);
-        }
-    }
-}
-
-/// In a forked child: the device's worker threads were not copied.
-fn device_after_fork() {
-    if let Some(rt) = current() {
-        rt.backend.after_fork_in_child();
     }
 }
 
@@ -333,10 +290,6 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         sel.device_num = Some(num);
         (t, num)
     };
-    crate::fork::on_fork(crate::fork::DeviceHooks {
-        drain: drain_for_fork,
-        in_child: device_after_fork,
-    });
     // Tools first, so that they see device_init.
     loader::load_tools(TOOL_API);
     let ctx = EvCtx {
@@ -374,18 +327,17 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         present: Mutex::new(PresentTable::new()),
         backend,
     }));
-    crate::check::start(
-        rt.device_type == crate::backend::ACC_DEVICE_EMULATED,
-        crate::backend::emulated::in_kernel,
-    );
     // The program's `acc declare` globals are present from the start, as when libgomp loads
     // the program's image.
-    if let Some(h) = DATA_HOOKS.get() {
-        (h.device_started)(rt)?;
-    }
+    crate::goacc::globals::load(&*rt.backend, t, &mut rt.table())?;
     let mut end_ctx = ctx;
     end_ctx.api = rt.backend.handles(None);
     CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+    crate::fork::on_fork(drain_before_fork, queue_workers_in_child);
+    crate::check::start(
+        t == crate::backend::ACC_DEVICE_EMULATED,
+        crate::backend::emulated::in_kernel,
+    );
     dispatch::other_end(acc_event_t::DEVICE_INIT_END, &end_ctx, ti);
     if !ATEXIT.swap(true, Ordering::AcqRel) {
         // Registered after the tools' own registration, so it runs before their atexit
@@ -402,6 +354,22 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
 /// queues drained, delete and free events for the data still present, device_shutdown end and
 /// runtime_shutdown, so that a tool sees the run end as after acc_shutdown. After a runtime
 /// error the program ends with nothing more done: the device may be mid-operation.
+/// Before a fork: the device's queued work done, so that no queue worker is inside a job.
+fn drain_before_fork() {
+    if let Some(rt) = current() {
+        for q in rt.backend.queues() {
+            let _ = rt.backend.wait(q);
+        }
+    }
+}
+
+/// In a fork's child: the queue workers are not there.
+fn queue_workers_in_child() {
+    if let Some(rt) = current() {
+        rt.backend.after_fork_in_child();
+    }
+}
+
 extern "C" fn at_exit() {
     if crate::ending::start_exit() || crate::ending::reporting() {
         return;

@@ -288,6 +288,20 @@ fn an_async_update_host_after_an_async_kernel_fetches_its_results() {
 }
 
 #[test]
+fn children_forked_while_threads_run_constructs_finish() {
+    // Each child maps, launches on an async queue and waits; it hung on a lock another thread
+    // held at the fork (the image registry's, the present table's) or on a queue worker the
+    // child does not have.
+    // (libgomp's own children hang in its GOACC_wait here, most runs: no comparison with it.)
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "fork_children.c");
+    assert_eq!(
+        text(&on_shim_quietly(&prog)),
+        "children: 0 hung, 0 failed\n"
+    );
+}
+
+#[test]
 fn pointers_passed_by_value_reach_the_device_copies_and_update_host_async_brings_them_back() {
     // miniWeather's shape: kernels reach present arrays through global pointers and pointer
     // parameters, which GCC passes by value. The emulated device gave them the host's copies,
@@ -447,20 +461,6 @@ fn a_runtime_error_names_the_directive_and_its_line_and_exits_with_status_1() {
         let line = format!("{src}:{}: data [", line_of(directive));
         assert!(err.contains(&at) && err.contains(&line), "{arg}: {err}");
     }
-}
-
-#[test]
-fn children_forked_while_threads_run_constructs_finish() {
-    // Each child maps, launches on an async queue and waits; it hung on a lock another thread
-    // held at the fork (the image registry's, the present table's) or on a queue worker the
-    // child does not have.
-    // (libgomp's own children hang in its GOACC_wait here, most runs: no comparison with it.)
-    let dir = tempfile::tempdir().unwrap();
-    let prog = build(dir.path(), "fork_children.c");
-    assert_eq!(
-        text(&on_shim_quietly(&prog)),
-        "children: 0 hung, 0 failed\n"
-    );
 }
 
 /// Builds gfortran sources of the repository's tests/apps into one program.

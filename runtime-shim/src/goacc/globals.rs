@@ -19,11 +19,9 @@
 //! functions reach the data through it).
 
 use super::var_tables::{self, DeclaredVar};
-use crate::backend::{ACC_DEVICE_EMULATED, SYNC};
-use crate::data::Op;
+use crate::backend::{Backend, QueueId, ACC_DEVICE_EMULATED, SYNC};
 use crate::error::Result;
-use crate::present::Entry;
-use crate::runtime::Runtime;
+use crate::present::{Entry, PresentTable};
 use accprof_abi::acc_device_t;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
@@ -56,29 +54,20 @@ fn loaded() -> Option<&'static Loaded> {
     unsafe { LOADED.load(Ordering::Acquire).as_ref() }
 }
 
-/// Maps the program's declared globals on a device being initialised (`rt`, not yet
-/// published): a present-table entry for each, never released by a data exit.
-/// Registers [`load`] and [`mapped`] with the runtime when the library is loaded (before any
-/// device can start).
-#[used]
-#[link_section = ".init_array"]
-static REGISTER: extern "C" fn() = register;
-
-extern "C" fn register() {
-    crate::runtime::set_data_hooks(crate::runtime::DataHooks {
-        device_started: |rt| load(rt),
-        mapped,
-    });
-}
-
-pub fn load(rt: &Runtime) -> Result<()> {
+/// Maps the program's declared globals on a device of `device_type` being initialised (not
+/// yet published): an entry in its present `table` for each, never released by a data exit.
+pub fn load(
+    backend: &dyn Backend,
+    device_type: acc_device_t,
+    table: &mut PresentTable,
+) -> Result<()> {
     let vars = var_tables::declared();
     let mut loaded = Loaded::default();
     if !vars.is_empty() {
-        if rt.device_type == acc_device_t::NVIDIA {
-            load_image_variables(rt, &vars, &mut loaded)?;
-        } else if rt.device_type == ACC_DEVICE_EMULATED {
-            load_emulated_copies(rt, &vars, &mut loaded)?;
+        if device_type == acc_device_t::NVIDIA {
+            load_image_variables(backend, table, &vars, &mut loaded)?;
+        } else if device_type == ACC_DEVICE_EMULATED {
+            load_emulated_copies(backend, table, &vars, &mut loaded)?;
         }
     }
     let empty = loaded.swaps.is_empty() && loaded.links.is_empty();
@@ -100,15 +89,19 @@ fn declared_entry(v: &DeclaredVar, dev: u64, image_owned: bool) -> Entry {
     e
 }
 
-fn load_emulated_copies(rt: &Runtime, vars: &[DeclaredVar], out: &mut Loaded) -> Result<()> {
-    let mut table = rt.table();
+fn load_emulated_copies(
+    backend: &dyn Backend,
+    table: &mut PresentTable,
+    vars: &[DeclaredVar],
+    out: &mut Loaded,
+) -> Result<()> {
     for v in vars.iter().filter(|v| !v.link) {
-        let dev = rt.backend.alloc(v.bytes)?;
+        let dev = backend.alloc(v.bytes)?;
         let init = var_tables::initial_contents(v.host, v.bytes).unwrap_or_else(|| {
             // SAFETY: a declared global of `bytes` bytes in a loaded object.
             unsafe { std::slice::from_raw_parts(v.host as *const u8, v.bytes) }.to_vec()
         });
-        rt.backend.upload(SYNC, dev, init.as_ptr(), v.bytes)?;
+        backend.upload(SYNC, dev, init.as_ptr(), v.bytes)?;
         table.insert(declared_entry(v, dev, false));
         out.swaps.push(Swap {
             host: v.host,
@@ -119,7 +112,12 @@ fn load_emulated_copies(rt: &Runtime, vars: &[DeclaredVar], out: &mut Loaded) ->
     Ok(())
 }
 
-fn load_image_variables(rt: &Runtime, vars: &[DeclaredVar], out: &mut Loaded) -> Result<()> {
+fn load_image_variables(
+    backend: &dyn Backend,
+    table: &mut PresentTable,
+    vars: &[DeclaredVar],
+    out: &mut Loaded,
+) -> Result<()> {
     for img in super::images::registered()
         .filter(|i| i.target_type == super::images::GOMP_DEVICE_NVIDIA_PTX && i.host_table != 0)
     {
@@ -133,13 +131,13 @@ fn load_image_variables(rt: &Runtime, vars: &[DeclaredVar], out: &mut Loaded) ->
             let Some(name) = names.get(v.index) else {
                 continue;
             };
-            let Some((dev, bytes)) = rt.backend.image_variable(&image, name)? else {
+            let Some((dev, bytes)) = backend.image_variable(&image, name)? else {
                 continue;
             };
             if v.link {
                 out.links.push((v.host, v.bytes, dev));
             } else if bytes == v.bytes {
-                rt.table().insert(declared_entry(v, dev, true));
+                table.insert(declared_entry(v, dev, true));
             } else {
                 return Err(crate::error::AccError::Device(format!(
                     "the image's variable {} has {bytes} bytes, the host's {} (an image built for another program?)",
@@ -194,14 +192,20 @@ pub fn with_device_copies<R>(kernel: impl FnOnce() -> R) -> R {
 }
 
 /// A range just mapped at `dev`: if it is a `declare link` global's (CUDA), the image's
-/// pointer for it is set, in queue order.
-pub fn mapped(op: &Op, host: usize, bytes: usize, dev: u64) -> Result<()> {
+/// pointer for it is set, in the order of queue `q`.
+pub fn mapped(
+    backend: &dyn Backend,
+    q: QueueId,
+    host: usize,
+    bytes: usize,
+    dev: u64,
+) -> Result<()> {
     let Some(l) = loaded() else {
         return Ok(());
     };
     for &(h, b, ptr) in &l.links {
         if h == host && b == bytes {
-            op.rt.backend.write_u64(op.q, ptr, dev)?;
+            backend.write_u64(q, ptr, dev)?;
         }
     }
     Ok(())
