@@ -26,10 +26,12 @@ fn build(src: &str, dir: &Path) -> PathBuf {
         _ => "gfortran",
     };
     let exe = dir.join(src.replace('.', "_"));
+    // gfortran writes module files into the current directory unless told: keep them in `dir`.
     let o = Command::new(compiler)
         .args(["-g", "-O2", "-fno-crossjumping", "-fopenacc", "-o"])
         .arg(&exe)
         .arg(&path)
+        .current_dir(dir)
         .output()
         .expect("compiler runs");
     assert!(o.status.success(), "{compiler} {src}: {}", stderr(&o));
