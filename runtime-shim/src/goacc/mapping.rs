@@ -208,12 +208,22 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
                 continue;
             }
             _ if data_clause(k).is_some() => {
-                let c = clause(data_clause(k).expect("checked"), host, bytes);
+                let kind = data_clause(k).expect("checked");
+                let c = clause(kind, host, bytes);
                 let was_absent = host != 0
                     && bytes != 0
                     && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
-                if super::by_value::candidate(k == MapKind::TO, bytes, was_absent) {
-                    by_value.push(i);
+                // GOMP_MAP_FORCE_TO is a copyin clause the program wrote, never a by-value one;
+                // data that a pointer entry right after it points to (a Fortran dummy argument,
+                // `*level` then `level`) is the pointer's target, mapped before it.
+                let by_value_kind = k != MapKind::FORCE_TO && k != MapKind::TO_PSET;
+                let pointed_to = i + 1 < vars.len()
+                    && matches!(vars.kind(i + 1), MapKind::POINTER | MapKind::ATTACH);
+                if by_value_kind
+                    && !pointed_to
+                    && super::by_value::candidate(kind, bytes, was_absent)
+                {
+                    by_value.push((i, kind));
                     continue;
                 }
                 let e = data::enter(op, &c, false)?;
@@ -267,8 +277,8 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
         };
         m.devaddrs[i] = Val(dev);
     }
-    for i in by_value {
-        let (c, dev) = super::by_value::map(op, vars.host(i))?;
+    for (i, kind) in by_value {
+        let (c, dev) = super::by_value::map(op, vars.host(i), kind)?;
         m.undo.push(Undo::Exit(c));
         created.push((vars.host(i), 8));
         m.devaddrs[i] = Val(dev);
