@@ -363,6 +363,22 @@ fn memory_released_under_an_async_kernel_is_not_handed_out_again_before_it_is_do
 }
 
 #[test]
+fn synchronous_directives_wait_for_the_async_queues_as_on_a_gpu() {
+    // Copies back, a synchronous kernel and acc_copyout right after async kernels, with no
+    // wait: libgomp on a GPU gets the kernels' results (its synchronous work runs on CUDA's
+    // legacy default stream), the emulated device copied stale data. And a store into memory
+    // that an async update self targets stays, as CUDA copies into pageable memory at once.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "sync_after_async.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(
+        gomp,
+        "data region end: 0 0 wrong\nexit data copyout: 0 wrong\nacc_copyout: 0 wrong\nupdate self: 0 wrong\nsynchronous kernel: 0 wrong\nstore after update self async: kept\n"
+    );
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+}
+
+#[test]
 fn returning_from_main_while_threads_are_in_constructs_ends_quietly_with_mains_status() {
     // The exit released the device under the other threads: "not present" errors, status 134
     // or 139, and the line main printed lost with stdio's buffer.

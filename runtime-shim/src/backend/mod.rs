@@ -2,8 +2,10 @@
 //! semantics; a backend only allocates, copies, launches and orders work on queues.
 //!
 //! Queues: `SYNC` (-2) is the synchronous queue (work on it is complete when the call returns,
-//! and it is not ordered with the async queues, as the specification allows); any other value is
-//! an async queue, created on first use, whose work runs in submission order.
+//! and a copy or kernel on it runs after the work queued so far on every async queue, as on
+//! CUDA's legacy default stream, where libgomp runs its synchronous work); any other value is
+//! an async queue, created on first use, whose work runs in submission order. An async copy to
+//! the host is complete when the call returns, as CUDA's copies into pageable memory are.
 
 pub mod cuda;
 pub(crate) mod deferred;
