@@ -1,7 +1,8 @@
 //! "Results dropped: a missing copyout?" On a device whose memory the host can read (the
 //! emulated device), data that is only ever copied in (copyin, not copy or copyout) gets a
 //! digest of its device copy when it is uploaded, computed in queue order after the upload; when
-//! the data is released without a copy back, a job in queue order digests the device copy again.
+//! the data is released without a copy back, a job digests the device copy again once the work
+//! queued before the release on every queue has run.
 //! A difference means the device changed data whose changes are now thrown away, which on a GPU
 //! is the classic missing `copyout`: one warning line per array, naming it and where the release
 //! was called from. Nothing is done on other devices.
@@ -56,7 +57,9 @@ pub fn record(op: &Op, dev: u64, bytes: usize, cell: Arc<AtomicU64>) -> Result<(
 /// Arrays already warned about (by host address), so that a loop warns once.
 static WARNED: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 
-/// Queues the comparison for an entry released without a copy back.
+/// Queues the comparison for an entry released without a copy back: after the work queued so
+/// far on every queue, which is what the release's free waits for (kernels on other queues may
+/// still be writing the device copy), and before the free.
 pub fn check(op: &Op, e: &Entry, cell: Arc<AtomicU64>) -> Result<()> {
     let (dev, host, bytes) = (Addr(e.dev as usize), e.host, e.bytes);
     let (name, descriptor) = (e.name_str(), e.descriptor);
@@ -90,7 +93,7 @@ pub fn check(op: &Op, e: &Entry, cell: Arc<AtomicU64>) -> Result<()> {
             );
         }
     });
-    op.rt.backend.host_fn(op.q, job)
+    op.rt.backend.host_fn_after_all(op.q, job)
 }
 
 /// The program's name for data the clause did not name: the global array at `host`, or the

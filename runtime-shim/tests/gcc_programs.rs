@@ -379,6 +379,26 @@ fn synchronous_directives_wait_for_the_async_queues_as_on_a_gpu() {
 }
 
 #[test]
+fn results_dropped_under_a_kernel_on_another_queue_are_reported() {
+    // The check ran in the releasing queue's order, before the kernel on queue 2 wrote: no
+    // word, and with a tool loaded the outcome changed with the timing.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "dropped_async.c");
+    for run in 0..3 {
+        let o = on_shim(&prog);
+        // A GPU's answer: the kernel's results stay on the device.
+        assert_eq!(text(&o), "a[1] = 1 on the host\n");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            stderr.matches("results dropped").count(),
+            1,
+            "run {run}: {stderr}"
+        );
+        assert!(stderr.contains("+131072]"), "run {run}: {stderr}");
+    }
+}
+
+#[test]
 fn returning_from_main_while_threads_are_in_constructs_ends_quietly_with_mains_status() {
     // The exit released the device under the other threads: "not present" errors, status 134
     // or 139, and the line main printed lost with stdio's buffer.

@@ -235,6 +235,15 @@ pub trait Backend: Send + Sync {
     }
     /// Runs `job` on the host after the work queued on `q` so far.
     fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()>;
+    /// Runs `job` on the host in `q`'s order, once the work queued so far on every queue has
+    /// run too: the work that memory released now waits for before it is given back
+    /// ([`Backend::free`]). Queue `q`'s later work waits for it.
+    fn host_fn_after_all(&self, q: QueueId, job: HostJob) -> Result<()> {
+        for other in self.queues() {
+            self.queue_wait(q, other)?;
+        }
+        self.host_fn(q, job)
+    }
 
     /// Blocks until `q` is empty.
     fn wait(&self, q: QueueId) -> Result<()>;

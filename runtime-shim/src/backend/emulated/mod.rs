@@ -437,6 +437,26 @@ impl Backend for Emulated {
         self.run(q, job)
     }
 
+    fn host_fn_after_all(&self, q: QueueId, job: HostJob) -> Result<()> {
+        if q == SYNC {
+            // After every queue's work already (see run).
+            return self.run(q, job);
+        }
+        // The queues busy now and their counts, as free() takes them. Every job counted is in
+        // its worker's channel before this one (queues::Queue::push), so on a worker they
+        // share this job comes after them: no worker waits for a job queued behind its own.
+        let busy = self.queues.busy();
+        self.run(
+            q,
+            Box::new(move || {
+                for (queue, target) in busy {
+                    queue.wait_for(target);
+                }
+                job()
+            }),
+        )
+    }
+
     fn wait(&self, q: QueueId) -> Result<()> {
         if q == SYNC {
             return Ok(());
