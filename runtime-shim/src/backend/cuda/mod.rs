@@ -575,11 +575,10 @@ impl Cuda {
             return Ok(s.0 as CUstream);
         }
         let mut s: CUstream = std::ptr::null_mut();
+        // CU_STREAM_DEFAULT: a blocking stream, as libgomp's queues are.
         // SAFETY: `s` is a local out-parameter; the context is current (bound by the caller).
-        check(
-            unsafe { sys::cuStreamCreate(&mut s, 0 /* DEFAULT: blocking */) },
-            "cuStreamCreate",
-        )?;
+        let r = unsafe { sys::cuStreamCreate(&mut s, 0) };
+        check(r, "cuStreamCreate")?;
         m.insert(q, (P(s as usize), true));
         Ok(s)
     }
