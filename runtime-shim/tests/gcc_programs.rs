@@ -398,6 +398,94 @@ fn results_dropped_under_a_kernel_on_another_queue_are_reported() {
     }
 }
 
+/// The events of `three_ways WAY PART` (tests/gcc/three_ways.c), each as its name and the
+/// fields every way in fills alike (not the location, which GCC does not pass, nor names and
+/// addresses); with `construct`, the parent construct too.
+fn three_ways_events(
+    dir: &Path,
+    prog: &Path,
+    way: &str,
+    part: &str,
+    construct: bool,
+) -> Vec<String> {
+    let logger = event_logger(dir);
+    let log = dir.join(format!("{way}-{part}.log"));
+    let o = shim_cmd(prog)
+        .args([way, part])
+        .env("ACC_PROFLIB", &logger)
+        .env("ACCSHIM_TOOL_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{way} {part}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut fields = vec!["devtype", "thread", "async", "queue", "implicit", "bytes"];
+    if construct {
+        fields.push("construct");
+    }
+    parse_log(&std::fs::read_to_string(&log).unwrap())
+        .iter()
+        .map(|e| {
+            let mut line = e["ev"].clone();
+            for f in &fields {
+                if let Some(v) = e.get(*f) {
+                    line += &format!(" {f}={v}");
+                }
+            }
+            line
+        })
+        .collect()
+}
+
+#[test]
+fn the_three_ways_in_give_each_directive_one_sequence_of_events() {
+    // GCC's entry points, the construct API and the acc_* routines each wrote their own
+    // sequence; acc_attach and acc_detach had no enter/exit data events around them.
+    let dir = tempfile::tempdir().unwrap();
+    let src = crate_dir().join("tests/gcc/three_ways.c");
+    let prog = dir.path().join("three_ways");
+    let lib = shim_so().parent().unwrap().to_path_buf();
+    let o = Command::new("gcc")
+        .args(["-fopenacc", "-O1", "-g", "-Wall", "-Werror", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg("-o")
+        .arg(&prog)
+        .arg(&src)
+        .arg(format!("-L{}", lib.display()))
+        .arg("-laccshim")
+        .arg(format!("-Wl,--disable-new-dtags,-rpath,{}", lib.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d = dir.path();
+    let directive = three_ways_events(d, &prog, "directive", "data", true);
+    assert!(directive.len() > 40, "{directive:#?}");
+    assert_eq!(
+        three_ways_events(d, &prog, "construct", "data", true),
+        directive
+    );
+    // A routine's parent construct is runtime_api, its directive's the directive.
+    assert_eq!(
+        three_ways_events(d, &prog, "routine", "data", false),
+        three_ways_events(d, &prog, "directive", "data", false)
+    );
+    let directive = three_ways_events(d, &prog, "directive", "constructs", true);
+    assert!(
+        directive
+            .iter()
+            .filter(|e| e.starts_with("compute_construct_start"))
+            .count()
+            == 2,
+        "{directive:#?}"
+    );
+    assert_eq!(
+        three_ways_events(d, &prog, "construct", "constructs", true),
+        directive
+    );
+}
+
 #[test]
 fn returning_from_main_while_threads_are_in_constructs_ends_quietly_with_mains_status() {
     // The exit released the device under the other threads: "not present" errors, status 134
