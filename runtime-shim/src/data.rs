@@ -262,6 +262,12 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 e.digest = digest.clone();
                 table.insert(e);
                 drop(table);
+                if crate::check::on() {
+                    let uploads = matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyIn);
+                    let name = crate::present::cstr_lossy(c.name);
+                    let site = crate::loc::call_site();
+                    crate::check::hooks::mapped(host, c.bytes, dev, uploads, name, site);
+                }
                 let _filled = Filled {
                     rt: op.rt,
                     host,
@@ -389,12 +395,21 @@ fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) ->
                 },
             )?;
         }
+        let _release = crate::check::hooks::release_scope();
         download(op, ctx, host, e.dev_of(host), bytes, e.name)?;
     }
     if copy_back.is_none() {
         if let Some(digest) = &e.digest {
             crate::dropped::check(op, &e, digest.clone())?;
         }
+    }
+    if crate::check::on() {
+        // In queue order, after the copy back and before the memory is given back.
+        let (host, copied) = (e.host, copy_back.is_some());
+        op.rt.backend.host_fn(
+            op.q,
+            Box::new(move || crate::check::hooks::released(host, copied)),
+        )?;
     }
     let d = info(e.host, e.bytes, e.dev, e.name);
     dispatch::data_point(acc_event_t::DELETE, ctx, &d);
@@ -527,6 +542,9 @@ pub(crate) fn write_pointer(
     value: u64,
     name: *const c_char,
 ) -> Result<()> {
+    if crate::check::on() {
+        crate::check::hooks::pointer_written(ptr_addr);
+    }
     let d = info(ptr_addr, 8, slot_dev, name);
     let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
     let r = op.rt.backend.write_u64(op.q, slot_dev, value);

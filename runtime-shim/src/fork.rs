@@ -153,6 +153,12 @@ pub fn enter() -> Inside {
     Inside(Some(()))
 }
 
+/// Whether the calling thread is inside one of the runtime's entry points.
+#[inline]
+pub fn inside() -> bool {
+    STATE.try_with(|s| s.get().0 > 0).unwrap_or(false)
+}
+
 /// A thread's presence inside the runtime, from [`enter`] (None: not counted).
 pub struct Inside(Option<()>);
 

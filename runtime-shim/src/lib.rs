@@ -14,6 +14,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod backend;
+pub mod check;
 pub mod construct;
 pub mod data;
 pub mod dropped;

@@ -334,6 +334,10 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
     end_ctx.api = rt.backend.handles(None);
     CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
     crate::fork::on_fork(drain_before_fork, queue_workers_in_child);
+    crate::check::start(
+        t == crate::backend::ACC_DEVICE_EMULATED,
+        crate::backend::emulated::in_kernel,
+    );
     dispatch::other_end(acc_event_t::DEVICE_INIT_END, &end_ctx, ti);
     if !ATEXIT.swap(true, Ordering::AcqRel) {
         // Registered after the tools' own registration, so it runs before their atexit
@@ -371,7 +375,11 @@ extern "C" fn at_exit() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
-        let Some(mut ctx) = tell_shutdown(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN) else {
+        let told = tell_shutdown(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN);
+        if crate::check::on() {
+            check_at_exit();
+        }
+        let Some(mut ctx) = told else {
             return;
         };
         dispatch::other_end(acc_event_t::DEVICE_SHUTDOWN_END, &ctx.0, ctx.1);
@@ -401,6 +409,28 @@ fn tell_shutdown(construct: acc_construct_t, loc: &Loc) -> Option<(EvCtx, dispat
         }
     }
     Some((ctx, ti))
+}
+
+/// The checker's end: what the program left mapped, then its report.
+fn check_at_exit() {
+    let Some(rt) = current() else {
+        crate::check::hooks::at_exit(&[]);
+        return;
+    };
+    let table = rt.table();
+    let descriptors: std::collections::HashSet<usize> =
+        table.entries().map(|e| e.descriptor).collect();
+    let leftovers: Vec<crate::check::hooks::Leftover> = table
+        .entries()
+        .map(|e| crate::check::hooks::Leftover {
+            host: e.host,
+            bytes: e.bytes,
+            dynamic: e.dynamic,
+            incidental: e.mapped || e.declared || e.bytes <= 8 || descriptors.contains(&e.host),
+        })
+        .collect();
+    drop(table);
+    crate::check::hooks::at_exit(&leftovers);
 }
 
 fn leftover_info(e: &Entry) -> DataInfo {

@@ -64,6 +64,11 @@ pub fn map(op: &Op, host: usize, kind: ClauseKind) -> Result<(Clause, u64)> {
     let c = clause(ClauseKind::Create);
     let slot = data::enter(op, &c, false)?.device_addr();
     data::write_pointer(op, &op.ctx, host, slot, target, c".attach.".as_ptr())?;
+    if crate::check::on() {
+        // On libgomp and a GPU the kernel would get the host's address: a finding, not a note.
+        crate::check::hooks::pointer_by_value(value, crate::loc::call_site());
+        return Ok((c, slot));
+    }
     if crate::env::flag("ACCSHIM_NOTES") {
         say_once();
     }
