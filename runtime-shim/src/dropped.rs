@@ -6,6 +6,11 @@
 //! A difference means the device changed data whose changes are now thrown away, which on a GPU
 //! is the classic missing `copyout`: one warning line per array, naming it and where the release
 //! was called from. Nothing is done on other devices.
+//!
+//! Only with `ACCSHIM_DROP_CHECK=1`: a program may drop a copied-in array's changes on purpose
+//! (a scratch array such as miniWeather's state_tmp, or the validation suite's tests that check
+//! copyin copies nothing back), and a plain run of a correct program stays quiet. `accprof
+//! check` (src/check) reports dropped results that the host then reads, which is the bug.
 
 use crate::backend::HostJob;
 use crate::error::Result;
@@ -19,11 +24,11 @@ use std::sync::{Arc, Mutex};
 const PENDING: u64 = u64::MAX;
 
 /// A digest cell for a new copied-in entry, where the device's memory is readable and the
-/// check is not switched off (`ACCSHIM_NO_DROP_CHECK=1`).
+/// check is asked for (`ACCSHIM_DROP_CHECK=1`).
 pub fn track(rt: &Runtime) -> Option<Arc<AtomicU64>> {
     // The checker (src/check) reports dropped results itself, with the host's read of them.
     (rt.backend.device_memory_is_host_readable()
-        && !crate::env::flag("ACCSHIM_NO_DROP_CHECK")
+        && crate::env::flag("ACCSHIM_DROP_CHECK")
         && !crate::check::on())
     .then(|| Arc::new(AtomicU64::new(PENDING)))
 }
