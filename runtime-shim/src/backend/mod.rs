@@ -2,8 +2,10 @@
 //! semantics; a backend only allocates, copies, launches and orders work on queues.
 //!
 //! Queues: `SYNC` (-2) is the synchronous queue (work on it is complete when the call returns,
-//! and it is not ordered with the async queues, as the specification allows); any other value is
-//! an async queue, created on first use, whose work runs in submission order.
+//! and a copy or kernel on it runs after the work queued so far on every async queue, as on
+//! CUDA's legacy default stream, where libgomp runs its synchronous work); any other value is
+//! an async queue, created on first use, whose work runs in submission order. An async copy to
+//! the host is complete when the call returns, as CUDA's copies into pageable memory are.
 
 pub mod cuda;
 pub(crate) mod deferred;
@@ -233,6 +235,15 @@ pub trait Backend: Send + Sync {
     }
     /// Runs `job` on the host after the work queued on `q` so far.
     fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()>;
+    /// Runs `job` on the host in `q`'s order, once the work queued so far on every queue has
+    /// run too: the work that memory released now waits for before it is given back
+    /// ([`Backend::free`]). Queue `q`'s later work waits for it.
+    fn host_fn_after_all(&self, q: QueueId, job: HostJob) -> Result<()> {
+        for other in self.queues() {
+            self.queue_wait(q, other)?;
+        }
+        self.host_fn(q, job)
+    }
 
     /// Blocks until `q` is empty.
     fn wait(&self, q: QueueId) -> Result<()>;

@@ -7,7 +7,7 @@
 //! - Kernels are host functions, split over the machine's cores when the loop is long enough.
 //! - Async queues run their jobs in order on a bounded set of worker threads (queue q on worker
 //!   (q + 1) mod the number of workers; see queues.rs); the synchronous queue runs work on the
-//!   calling thread.
+//!   calling thread, once the async queues' work queued before it has run.
 
 mod memory;
 mod queues;
@@ -95,9 +95,14 @@ impl Emulated {
         }
     }
 
-    /// Runs `job` now (sync queue) or in order on an async queue.
+    /// Runs `job` in order on an async queue, or now on the synchronous queue once the work
+    /// queued so far on every async queue has run: the synchronous queue is CUDA's legacy
+    /// default stream to libgomp on a GPU, where its copies and kernels wait for the async
+    /// queues' streams, and programs that read results without the wait the specification asks
+    /// for (a data region's copyout right after async kernels) get those results there.
     fn run(&self, q: QueueId, job: Job) -> Result<()> {
         if q == SYNC {
+            self.queues.join_all();
             job();
             Ok(())
         } else {
@@ -373,7 +378,14 @@ impl Backend for Emulated {
                     check::after_download(h.0, d.0 as u64, bytes);
                 }
             }),
-        )
+        )?;
+        // An async copy into pageable memory (all of the host's, here) is done when the call
+        // returns on CUDA: a program that writes the memory next, or whose stack frame holding
+        // it returns, keeps what it wrote.
+        if let Some(queue) = (q != SYNC).then(|| self.queues.get(q)).flatten() {
+            queue.wait_for(queue.submitted());
+        }
+        Ok(())
     }
 
     fn copy_d2d(&self, q: QueueId, dst: u64, src: u64, bytes: usize) -> Result<()> {
@@ -454,6 +466,26 @@ impl Backend for Emulated {
 
     fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()> {
         self.run(q, job)
+    }
+
+    fn host_fn_after_all(&self, q: QueueId, job: HostJob) -> Result<()> {
+        if q == SYNC {
+            // After every queue's work already (see run).
+            return self.run(q, job);
+        }
+        // The queues busy now and their counts, as free() takes them. Every job counted is in
+        // its worker's channel before this one (queues::Queue::push), so on a worker they
+        // share this job comes after them: no worker waits for a job queued behind its own.
+        let busy = self.queues.busy();
+        self.run(
+            q,
+            Box::new(move || {
+                for (queue, target) in busy {
+                    queue.wait_for(target);
+                }
+                job()
+            }),
+        )
     }
 
     fn wait(&self, q: QueueId) -> Result<()> {
