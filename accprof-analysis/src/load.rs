@@ -122,7 +122,7 @@ impl Profile {
         p.warnings.extend(reader.truncation_warning());
         p.warnings.extend(reader.loss_warning());
         p.warnings.extend(reader.warnings().iter().cloned());
-        add_common_warnings(&mut p, footer_end.is_some());
+        add_common_warnings(&mut p);
         p
     }
 
@@ -150,7 +150,7 @@ impl Profile {
                 p.sources.last().map_or("", |s| s.path.as_str())
             ));
         }
-        add_common_warnings(&mut p, footer_end.is_some());
+        add_common_warnings(&mut p);
         p
     }
 }
@@ -219,17 +219,14 @@ fn source(label: String, h: &Header, clean_end: bool) -> ProfileSource {
     }
 }
 
-fn add_common_warnings(p: &mut Profile, clean_end: bool) {
+/// The reader says whether the trace ended cleanly (its truncation warning, which also names
+/// a missing end marker); this adds what the profile knows.
+fn add_common_warnings(p: &mut Profile) {
     let label = p.sources.last().map(|s| s.path.clone()).unwrap_or_default();
     if p.summary.dropped_events > 0 {
         p.warnings.push(format!(
             "{label}: the tool dropped {} events because its writer fell behind; totals are lower bounds",
             p.summary.dropped_events
-        ));
-    }
-    if !clean_end && p.warnings.is_empty() {
-        p.warnings.push(format!(
-            "{label}: the trace has no end marker (the program crashed, was killed, or is still running); wall time is the span of the recorded events"
         ));
     }
 }

@@ -179,11 +179,17 @@ impl Recovered {
     }
 }
 
+/// Whether the program writing the trace at `trace` is still running: it holds the trace or
+/// its live file locked (the tool library keeps both locked while the process lives).
+pub fn being_written(trace: &Path) -> bool {
+    in_use(&live_path(trace)) || in_use(trace)
+}
+
 /// Whether a live process still holds the live file (its writer is running: what the file
 /// holds is still on its way into the trace).
 pub fn in_use(path: &Path) -> bool {
     use std::os::unix::io::AsRawFd;
-    let Ok(f) = File::open(path) else {
+    let Ok(f) = crate::files::open_regular(path) else {
         return false;
     };
     // SAFETY: flock on a descriptor we own; the shared lock goes when `f` closes.
@@ -195,7 +201,7 @@ pub fn in_use(path: &Path) -> bool {
 /// truncated file is an `Err` with one line saying why, never a panic or an allocation
 /// beyond the file's size.
 pub fn recover(path: &Path, pid: u32, written: &SlotsWritten) -> Result<Recovered, String> {
-    let f = File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let f = crate::files::open_regular(path).map_err(|e| format!("cannot read it: {e}"))?;
     let size = f
         .metadata()
         .map_err(|e| format!("cannot read it: {e}"))?

@@ -77,6 +77,9 @@ impl StringTable {
                 self.index.entry(x.clone()).or_insert(StrId(*i));
             }
         }
+        // Names read from binaries the trace names are no safer than its own strings.
+        let shown = crate::printable::printable(s);
+        let s: &str = &shown;
         if let Some(id) = self.index.get(s) {
             return *id;
         }
@@ -88,7 +91,7 @@ impl StringTable {
 
     fn define(&mut self, id: u32, bytes: &[u8]) {
         let i = id as usize;
-        let s: Box<str> = String::from_utf8_lossy(bytes).into();
+        let s: Box<str> = crate::printable::printable(&String::from_utf8_lossy(bytes)).into();
         if !self.index.is_empty() {
             self.index.entry(s.clone()).or_insert(StrId(id));
         }
@@ -372,14 +375,21 @@ impl<R: Read> TraceReader<R> {
             .map(|w| format!("{}: {w}", self.label))
     }
 
-    /// A warning for the user when the trace was cut short, else `None`.
+    /// A warning for the user when the trace was cut short (in the middle of a chunk, or
+    /// between two: no footer), else `None`. Read the trace to its end first.
     pub fn truncation_warning(&self) -> Option<String> {
-        (self.truncated_bytes() > 0).then(|| {
-            format!(
+        if self.truncated_bytes() > 0 {
+            return Some(format!(
                 "{}: the trace ends in the middle of a chunk ({} bytes cut at byte {}); the program was probably killed. Showing what was recorded before that.",
                 self.label,
                 self.truncated_bytes(),
                 self.offset
+            ));
+        }
+        self.footer.is_none().then(|| {
+            format!(
+                "{}: the trace has no end marker (the program crashed, was killed, or is still running); showing what was recorded before that",
+                self.label
             )
         })
     }
