@@ -256,25 +256,11 @@ impl Collector {
             create::open_stream(&path, &header, || ENDING.load(Ordering::Acquire))
         });
         match result {
-            Ok(mut c) => {
+            Ok(c) => {
                 if let Some(note) = c.note {
                     eprintln!("accprof: {note}");
                 }
-                // The module map first, before any event: a run killed before the writer's
-                // first batch still has what its call sites need (its events come from the
-                // live file).
-                let modules = crate::modules::loaded_modules();
-                if let Err(e) = c.writer.write_modules(&modules) {
-                    self.fail(
-                        format!(
-                            "cannot write the trace to {}: {e}; this run is not recorded",
-                            c.path.display()
-                        ),
-                        0,
-                    );
-                    return;
-                }
-                self.modules = modules;
+                self.modules = c.modules;
                 create::hold(c.writer.get_ref());
                 self.writer = Some(c.writer);
                 self.path = Some(c.path);

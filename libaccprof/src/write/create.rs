@@ -41,6 +41,25 @@ pub struct Created {
     pub path: PathBuf,
     /// Said once when the chosen name was taken and another one is used.
     pub note: Option<String>,
+    /// The modules loaded when the file was made, written right after the header: a run
+    /// killed before its first events chunk still resolves the call sites of the events read
+    /// back from its live file.
+    pub modules: Vec<accprof_trace::Module>,
+}
+
+impl Created {
+    /// The header and the module map written to `file`.
+    fn new(file: TraceFile, path: PathBuf, note: Option<String>, header: &Header) -> io::Result<Self> {
+        let mut writer = TraceWriter::new(file, header)?;
+        let modules = crate::modules::loaded_modules();
+        writer.write_modules(&modules)?;
+        Ok(Created {
+            writer,
+            path,
+            note,
+            modules,
+        })
+    }
 }
 
 /// What a name holds, for someone who wants to stream a trace to it.
@@ -122,11 +141,12 @@ pub fn open_stream(path: &Path, header: &Header, ending: impl Fn() -> bool) -> i
     if let Stream::Foreign(uid) = owner_check(m.uid()) {
         return Err(foreign(uid));
     }
-    Ok(Created {
-        writer: TraceWriter::new(TraceFile::stream(f, path.to_path_buf()), header)?,
-        path: path.to_path_buf(),
-        note: None,
-    })
+    Created::new(
+        TraceFile::stream(f, path.to_path_buf()),
+        path.to_path_buf(),
+        None,
+        header,
+    )
 }
 
 fn foreign(uid: u32) -> io::Error {
@@ -192,11 +212,7 @@ pub fn create(path: &Path, header: &Header) -> io::Result<Created> {
                         candidate.display()
                     )
                 });
-                return Ok(Created {
-                    writer: TraceWriter::new(TraceFile::regular(f), header)?,
-                    path: candidate,
-                    note,
-                });
+                return Created::new(TraceFile::regular(f), candidate, note, header);
             }
             Err(why) => {
                 first_reason.get_or_insert(why);
