@@ -119,10 +119,12 @@ impl Profile {
         p.sources
             .push(source(label, reader.header(), footer_end.is_some()));
         p.summary.dropped_events = reader.dropped_total();
-        p.warnings.extend(reader.truncation_warning());
+        let cut = reader.truncation_warning();
+        let ended = footer_end.is_some() || cut.is_some();
+        p.warnings.extend(cut);
         p.warnings.extend(reader.loss_warning());
         p.warnings.extend(reader.warnings().iter().cloned());
-        add_common_warnings(&mut p);
+        add_common_warnings(&mut p, ended);
         p
     }
 
@@ -143,6 +145,7 @@ impl Profile {
         p.sources
             .push(source(label.into(), &trace.header, footer_end.is_some()));
         p.summary.dropped_events = trace.dropped_total;
+        let ended = footer_end.is_some() || trace.truncation_warning.is_some();
         p.warnings.extend(trace.truncation_warning.iter().cloned());
         if let Some(w) = trace.integrity.loss_warning() {
             p.warnings.push(format!(
@@ -150,7 +153,7 @@ impl Profile {
                 p.sources.last().map_or("", |s| s.path.as_str())
             ));
         }
-        add_common_warnings(&mut p);
+        add_common_warnings(&mut p, ended);
         p
     }
 }
@@ -219,14 +222,18 @@ fn source(label: String, h: &Header, clean_end: bool) -> ProfileSource {
     }
 }
 
-/// The reader says whether the trace ended cleanly (its truncation warning, which also names
-/// a missing end marker); this adds what the profile knows.
-fn add_common_warnings(p: &mut Profile) {
+/// `ended_said`: the trace has its end marker, or a warning already says how it was cut.
+fn add_common_warnings(p: &mut Profile, ended_said: bool) {
     let label = p.sources.last().map(|s| s.path.clone()).unwrap_or_default();
     if p.summary.dropped_events > 0 {
         p.warnings.push(format!(
             "{label}: the tool dropped {} events because its writer fell behind; totals are lower bounds",
             p.summary.dropped_events
+        ));
+    }
+    if !ended_said {
+        p.warnings.push(format!(
+            "{label}: the trace has no end marker (the program crashed, was killed, or is still running); wall time is the span of the recorded events"
         ));
     }
 }

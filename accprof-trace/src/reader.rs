@@ -375,22 +375,30 @@ impl<R: Read> TraceReader<R> {
             .map(|w| format!("{}: {w}", self.label))
     }
 
-    /// A warning for the user when the trace was cut short (in the middle of a chunk, or
-    /// between two: no footer), else `None`. Read the trace to its end first.
+    /// A warning for the user when the trace was cut short in the middle of a chunk, else
+    /// `None`.
     pub fn truncation_warning(&self) -> Option<String> {
-        if self.truncated_bytes() > 0 {
-            return Some(format!(
+        (self.truncated_bytes() > 0).then(|| {
+            format!(
                 "{}: the trace ends in the middle of a chunk ({} bytes cut at byte {}); the program was probably killed. Showing what was recorded before that.",
                 self.label,
                 self.truncated_bytes(),
                 self.offset
-            ));
-        }
-        self.footer.is_none().then(|| {
-            format!(
-                "{}: the trace has no end marker (the program crashed, was killed, or is still running); showing what was recorded before that",
-                self.label
             )
+        })
+    }
+
+    /// A warning for the user when the trace did not end cleanly: cut in the middle of a chunk
+    /// ([`TraceReader::truncation_warning`]), or between two, without its end marker. Read the
+    /// trace to its end first; a view that follows a growing trace wants only the first.
+    pub fn end_warning(&self) -> Option<String> {
+        self.truncation_warning().or_else(|| {
+            self.footer.is_none().then(|| {
+                format!(
+                    "{}: the trace has no end marker (the program crashed, was killed, or is still running); showing what was recorded before that",
+                    self.label
+                )
+            })
         })
     }
 

@@ -559,7 +559,7 @@ fn a_trace_cut_at_every_chunk_boundary_reads_and_says_it_has_no_end_marker() {
         }
         assert!(events >= last_events, "cut {i}: fewer events than before");
         last_events = events;
-        let warning = r.truncation_warning();
+        let warning = r.end_warning();
         if i + 1 == all.len() {
             assert_eq!(events, expected);
             assert_eq!(warning, None, "the whole trace");

@@ -310,7 +310,7 @@ pub(crate) fn collect_with_progress(
             }
         })?;
         bytes_before += std::fs::metadata(&paths[i]).map_or(0, |m| m.len());
-        c.warnings.extend(r.truncation_warning());
+        c.warnings.extend(r.end_warning());
         c.warnings.extend(r.loss_warning());
         c.warnings.extend(r.warnings().iter().cloned());
         if r.dropped_total() > 0 {

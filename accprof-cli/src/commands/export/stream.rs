@@ -242,7 +242,7 @@ pub(super) fn export<W: Write + Send>(
                 break;
             }
             read_before += std::fs::metadata(&paths[i]).map_or(0, |m| m.len());
-            warnings.extend(r.truncation_warning());
+            warnings.extend(r.end_warning());
             warnings.extend(r.loss_warning());
             warnings.extend(r.warnings().iter().cloned());
             if r.dropped_total() > 0 {
