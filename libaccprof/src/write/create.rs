@@ -49,7 +49,12 @@ pub struct Created {
 
 impl Created {
     /// The header and the module map written to `file`.
-    fn new(file: TraceFile, path: PathBuf, note: Option<String>, header: &Header) -> io::Result<Self> {
+    fn new(
+        file: TraceFile,
+        path: PathBuf,
+        note: Option<String>,
+        header: &Header,
+    ) -> io::Result<Self> {
         let mut writer = TraceWriter::new(file, header)?;
         let modules = crate::modules::loaded_modules();
         writer.write_modules(&modules)?;
