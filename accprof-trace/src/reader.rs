@@ -181,11 +181,17 @@ impl TraceReader<BufReader<File>> {
             path: label.clone(),
             source,
         })?;
+        // A FIFO (a trace streamed to `accprof dump FIFO`) can be read once only: no looking
+        // ahead for symbols, no live file beside it.
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
         let mut r = Self::new(label, BufReader::with_capacity(1 << 20, file))?;
-        r.live = Some(crate::live::live_path(path));
-        // They come after the events they describe; a damaged file is reported by the stream.
-        if let Ok(scan) = crate::symbols::scan(path) {
-            r.symbols = scan.symbols;
+        if regular {
+            r.live = Some(crate::live::live_path(path));
+            // They come after the events they describe; a damaged file is reported by the
+            // stream.
+            if let Ok(scan) = crate::symbols::scan(path) {
+                r.symbols = scan.symbols;
+            }
         }
         Ok(r)
     }

@@ -251,6 +251,39 @@ fn dev_stdout_streams_and_nothing_is_created_under_dev() {
     assert!(t.footer.is_some());
 }
 
+#[test]
+fn a_trace_streamed_through_a_fifo_into_accprof_dump_arrives_whole() {
+    // The documented way to stream: dump reads the FIFO while the program writes it. The
+    // reader used to read ahead for the trace's symbols first, taking part of the stream.
+    let dir = scratch("fifo-dump");
+    let exe = program(&dir);
+    let fifo = dir.join("stream");
+    mkfifo(&fifo);
+    // Its output to a file: a pipe nobody reads until it ends would fill and stop it.
+    let dumped = dir.join("dumped.json");
+    let dump = Command::new(accprof_cli())
+        .args(["dump", "--no-symbols", "-q"])
+        .arg(&fifo)
+        .stdout(std::fs::File::create(&dumped).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = finish(
+        preloaded(&exe, &["reexec", "3000", "0"], &fifo)
+            .spawn()
+            .unwrap(),
+        "streaming program",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let d = finish(dump, "accprof dump");
+    assert!(d.status.success(), "{}", stderr(&d));
+    let starts = std::fs::read_to_string(&dumped)
+        .unwrap()
+        .matches("\"acc_ev_compute_construct_start\"")
+        .count();
+    assert_eq!(starts, 3000, "{}", stderr(&d));
+}
+
 /// Runs `hostile_program reexec 400 2` (three images, one pid) as `cmd` and checks that
 /// `traces` are its three traces, in order, each whole.
 fn three_images(traces: &[PathBuf], o: &Output, how: &str) {
