@@ -96,6 +96,11 @@ pub fn symbolize_file(path: &Path) -> Result<Symbolized, TraceError> {
         path: label.clone(),
         source,
     };
+    // Anything appended now would be followed by the running program's own chunks (its
+    // footer included), which would then read as damage.
+    if accprof_trace::live::being_written(path) {
+        return Err(TraceError::StillRunning { path: label });
+    }
     let folded = accprof_trace::fold::fold_into_trace(path)?;
     let found = scan(path)?;
     if found.symbols_chunks > 0 {

@@ -36,6 +36,7 @@ pub use reader::{ChunkIndex, ChunkReader, Resolve, ResolvingReader};
 
 use accprof_trace::{Event, EventFlags, Field, Module, StringTable, SymbolTable, Trace};
 use std::collections::HashMap;
+use std::path::Path;
 
 /// Where a code address is, as far as the debug information tells.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -410,6 +411,15 @@ fn file_name(path: &str) -> String {
 fn open_module(module: &Module) -> Result<LoadedModule, String> {
     if module.path.is_empty() {
         return Err("the module has no path".into());
+    }
+    // The path comes from the trace: a FIFO there would hang every reader, a /proc file or a
+    // device would be read without end. A binary is a regular file with something in it.
+    let size = accprof_trace::files::open_regular(Path::new(&module.path))
+        .and_then(|f| f.metadata())
+        .map_err(|e| e.to_string())?
+        .len();
+    if size == 0 {
+        return Err("it is empty (a /proc or /sys file?), not a binary".into());
     }
     if !module.build_id.is_empty() {
         let on_disk = read_build_id(&module.path)?;

@@ -416,6 +416,11 @@ impl<R: Read> ResolvingReader<R> {
         self.reader.truncation_warning()
     }
 
+    /// One line when the trace did not end cleanly: cut short, or without its end marker.
+    pub fn end_warning(&self) -> Option<String> {
+        self.reader.end_warning()
+    }
+
     /// What is missing, duplicated or not recorded in the trace read so far.
     pub fn integrity(&self) -> accprof_trace::Integrity {
         self.reader.integrity()

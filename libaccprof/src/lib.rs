@@ -15,7 +15,8 @@
 //!   the one line printed at exit, ACCPROF_REPORT.
 //! - `registration`: how the callback gets registered (the spec's way and libgomp's).
 //! - [`api`]: every C symbol the library exports.
-//! - leaves: `clock`, `config`, `modules`, `self_time`, `strings`, `unwind`.
+//! - leaves: `clock`, `config`, `modules`, `progress` (how far the final flush has got),
+//!   `self_time`, `sink` (the trace file or stream written to), `strings`, `unwind`.
 //!
 //! Rules the hot path keeps (the runtime calls us under its own global lock): no lock shared
 //! between threads, no allocation after warm-up, no call into the OpenACC runtime, and no panic
@@ -33,10 +34,12 @@ mod device;
 mod heap;
 mod lifecycle;
 mod modules;
+mod progress;
 mod record;
 mod recorder;
 mod registration;
 mod self_time;
+mod sink;
 mod strings;
 mod unwind;
 mod write;

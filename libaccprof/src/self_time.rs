@@ -17,7 +17,7 @@ static DRIVER_CALLS: AtomicU64 = AtomicU64::new(0);
 fn on() -> bool {
     match STATE.load(Ordering::Relaxed) {
         0 => {
-            let on = std::env::var("ACCPROF_SELF_TIME").is_ok_and(|v| !v.is_empty() && v != "0");
+            let on = crate::config::flag_value("ACCPROF_SELF_TIME", false);
             STATE.store(if on { 2 } else { 1 }, Ordering::Relaxed);
             on
         }

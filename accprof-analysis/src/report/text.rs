@@ -169,13 +169,20 @@ fn sparkline(series: &[(u64, u64)], max: u64, width: usize) -> String {
         '\u{2581}', '\u{2582}', '\u{2583}', '\u{2584}', '\u{2585}', '\u{2586}', '\u{2587}',
         '\u{2588}',
     ];
-    let (Some(first), Some(last)) = (series.first(), series.last()) else {
+    let (Some(first), Some(last)) = (
+        series.iter().map(|p| p.0).min(),
+        series.iter().map(|p| p.0).max(),
+    ) else {
         return String::new();
     };
-    let span = (last.0 - first.0).max(1);
+    if width == 0 {
+        return String::new();
+    }
+    let span = (last - first).max(1);
     let mut cols = vec![None::<u64>; width];
     for &(t, v) in series {
-        let c = (((t - first.0) as u128 * (width as u128 - 1)) / span as u128) as usize;
+        let c = (((t - first) as u128 * (width as u128 - 1)) / span as u128) as usize;
+        let c = c.min(width - 1);
         cols[c] = Some(cols[c].map_or(v, |m: u64| m.max(v)));
     }
     // A column with no change holds the value before it.
@@ -187,7 +194,7 @@ fn sparkline(series: &[(u64, u64)], max: u64, width: usize) -> String {
             if v == 0 {
                 ' '
             } else {
-                BLOCKS[((v as u128 * 7) / max.max(1) as u128) as usize]
+                BLOCKS[(((v as u128 * 7) / max.max(1) as u128) as usize).min(7)]
             }
         })
         .collect()
@@ -710,5 +717,24 @@ fn child_order(k: ChildKind) -> u8 {
         ChildKind::Download => 5,
         ChildKind::Delete => 6,
         ChildKind::Free => 7,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sparkline;
+
+    #[test]
+    fn a_sparkline_takes_points_in_any_order() {
+        let s = sparkline(&[(50, 4), (10, 8), (30, 0), (90, 8)], 8, 5);
+        assert_eq!(s.chars().count(), 5);
+        // A column without a point holds the value before it.
+        assert_eq!(s, "\u{2588} \u{2584}\u{2584}\u{2588}");
+        assert_eq!(sparkline(&[], 1, 5), "");
+        assert_eq!(
+            sparkline(&[(1, 9)], 1, 3).chars().count(),
+            3,
+            "a value above max"
+        );
     }
 }

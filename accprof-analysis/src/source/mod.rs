@@ -82,10 +82,15 @@ pub fn locate(p: &Profile, file: &str) -> Option<PathBuf> {
         .find(|c| c.is_file())
 }
 
+/// Source files larger than this are not read (the largest generated sources are a few MB).
+const MAX_SOURCE_BYTES: u64 = 64 << 20;
+
 /// The text of `file`, when it is at hand.
 pub fn read(p: &Profile, file: &str) -> Option<SourceText> {
     let path = locate(p, file)?;
-    let text = std::fs::read_to_string(path).ok()?;
+    // The name comes from the trace: a regular file only, and no larger than a source file.
+    let bytes = accprof_trace::files::read_regular(&path, MAX_SOURCE_BYTES).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     Some(SourceText::new(Language::of(file), &text))
 }
 

@@ -152,18 +152,33 @@ pub fn header_keys() -> Vec<(String, String)> {
 /// The threshold init chose (MIN_BYTES drops to "off" after a loss).
 static MIN_BYTES_SET: AtomicUsize = AtomicUsize::new(0);
 
+/// What is wrong with the heap settings, read at load and said when recording starts: once
+/// per recording process, and never by processes that load the library but use no OpenACC
+/// (a shell or launcher that starts the program).
+static PROBLEMS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The heap settings' problems, once.
+pub fn take_problems() -> Vec<String> {
+    PROBLEMS
+        .lock()
+        .map(|mut p| std::mem::take(&mut *p))
+        .unwrap_or_default()
+}
+
 /// Turns recording on per ACCPROF_HEAP. Runs at library load (below), before `main`.
 fn init() {
     let (cfg, problems) = HeapConfig::from_env();
-    for p in problems {
-        eprintln!("accprof: {p}");
+    if let Ok(mut said) = PROBLEMS.lock() {
+        *said = problems;
     }
-    if cfg.mode == Switch::Off || std::env::var_os("ACCPROF_DISABLE").is_some_and(|v| v != "0") {
+    if cfg.mode == Switch::Off || crate::config::disabled() {
         return;
     }
     if !hooks_are_the_process_malloc() {
         if cfg.mode == Switch::On {
-            eprintln!("accprof: ACCPROF_HEAP=on, but this process's malloc is not libaccprof's (it names heap blocks only when loaded with LD_PRELOAD); heap blocks are not named");
+            if let Ok(mut said) = PROBLEMS.lock() {
+                said.push("ACCPROF_HEAP=on, but this process's malloc is not libaccprof's (it names heap blocks only when loaded with LD_PRELOAD); heap blocks are not named".into());
+            }
         }
         return;
     }

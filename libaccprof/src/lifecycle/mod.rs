@@ -10,6 +10,7 @@
 //! final flush through a thread of ours, asked from the dying thread async-signal-safely.
 
 pub mod death;
+pub mod threads;
 
 use crate::config::Config;
 use crate::device::{cuda_events, cupti};
@@ -50,9 +51,14 @@ pub fn on_registered(how: &str) {
 }
 
 fn start() {
+    // CUPTI starts threads of its own here: they too leave the program's signals alone.
+    threads::with_signals_blocked(start_recording);
+}
+
+fn start_recording() {
     crate::clock::init();
     let config = Config::from_env();
-    for p in &config.problems {
+    for p in crate::heap::take_problems().iter().chain(&config.problems) {
         eprintln!("accprof: {p}");
     }
     let cupti_mode = config.cupti;
@@ -93,9 +99,9 @@ fn start() {
     let Some(rec) = recorder::install(rec) else {
         return;
     };
-    let spawned = std::thread::Builder::new()
-        .name("accprof-writer".into())
-        .spawn(move || collector::run(rec, rx, tx, opened));
+    let spawned = threads::spawn("accprof-writer", move || {
+        collector::run(rec, rx, tx, opened)
+    });
     if spawned.is_err() {
         eprintln!("accprof: cannot start the trace writer thread; this run is not recorded");
         recorder::set_state(State::Disabled);
@@ -136,7 +142,11 @@ extern "C" fn after_fork_in_parent() {
 
 extern "C" fn in_forked_child() {
     recorder::fork_gate::set_pending(false);
+    crate::registration::quiet_libgomp_in_forked_child(
+        crate::record::callback::this_thread_recorded(),
+    );
     live::forget_in_child();
+    crate::write::create::forget_in_child();
     // The child has no writer thread; recording there would fill buffers nobody drains.
     recorder::set_state(State::Disabled);
 }
@@ -189,6 +199,7 @@ pub fn finish_as(ending: Ending) {
     };
     // Device records still in CUPTI's buffers go to the collector before its final flush.
     cupti::flush();
+    crate::progress::note();
     crate::record::callback::finish_current_thread(rec);
     crate::record::callback::flush_orphans(rec);
     for slot in rec.registry.snapshot() {
@@ -203,7 +214,9 @@ pub fn finish_as(ending: Ending) {
             // safely. Its earlier batches are written.
             continue;
         }
+        crate::progress::note();
     }
+    collector::program_ending();
     let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
     if rec.tx.send(Message::Shutdown(reply_tx)).is_err() {
         return;
@@ -218,6 +231,11 @@ pub fn finish_as(ending: Ending) {
             return;
         }
     };
+    if ending == Ending::Exit {
+        crate::write::symbols::append_at_exit(&rec.config, &summary);
+    }
+    // After the symbols, so that it counts the events threads still running at exit added
+    // meanwhile.
     say_where(rec, &summary, ending);
     // Asked for explicitly: printed even with ACCPROF_QUIET.
     if let Some(line) = crate::self_time::line() {
@@ -226,7 +244,6 @@ pub fn finish_as(ending: Ending) {
     if ending != Ending::Exit {
         return;
     }
-    crate::write::symbols::append_at_exit(&rec.config, &summary);
     if let (Some(target), Some(path)) = (&rec.config.report, &summary.path) {
         crate::write::output::run_report(target, path);
     }
@@ -245,13 +262,23 @@ fn say_where(rec: &Recorder, s: &Summary, ending: Ending) {
     }
     match &s.path {
         Some(p) => {
-            let mut line = format!("accprof: {} events recorded to {}", s.events, p.display());
+            let late = recorder::late::written();
+            let mut line = format!(
+                "accprof: {} events recorded to {}",
+                s.events + late,
+                p.display()
+            );
             match ending {
                 Ending::Exit => {}
                 Ending::Signal(sig) => {
                     line.push_str(&format!(" before {}", death::signal_name(sig)))
                 }
                 Ending::Replaced(how) => line.push_str(&format!(" before {how}")),
+            }
+            if late > 0 {
+                line.push_str(&format!(
+                    " ({late} of them after the exit began, from threads still running; they add more until the process ends)"
+                ));
             }
             if s.dropped > 0 {
                 line.push_str(&format!(

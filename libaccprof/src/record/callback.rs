@@ -143,3 +143,11 @@ pub fn flush_orphans(rec: &Recorder) {
         }
     }
 }
+
+/// Whether the calling thread has recorded an event (it has state of its own). Reads a
+/// thread-local only: safe in a forked child's fork handler.
+pub fn this_thread_recorded() -> bool {
+    THREAD
+        .try_with(|cell| cell.try_borrow().is_ok_and(|st| st.is_some()))
+        .unwrap_or(false)
+}

@@ -18,6 +18,33 @@ use std::ffi::{c_char, c_void, CStr};
 use std::ops::Range;
 use std::sync::Arc;
 
+/// Starts a long-lived thread of the runtime's own (an async queue's worker, a staging
+/// thread) with every signal blocked, from its first instruction on (the mask is inherited from
+/// this thread, blocked for the time of the spawn): the program's signals reach the program's
+/// threads as they would without the runtime's. A program that blocks SIGTERM and takes it
+/// with `sigwait` would otherwise have it delivered to a worker, whose default action ends the
+/// process.
+pub fn spawn_worker<F, T>(name: String, f: F) -> std::io::Result<std::thread::JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    // SAFETY: sigset_t is plain data initialised by sigfillset; pthread_sigmask changes only
+    // this thread's mask and is restored below.
+    let old = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        (libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) == 0).then_some(old)
+    };
+    let spawned = std::thread::Builder::new().name(name).spawn(f);
+    if let Some(old) = old {
+        // SAFETY: restores the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    }
+    spawned
+}
+
 pub type QueueId = i64;
 /// The synchronous queue.
 pub const SYNC: QueueId = -2;

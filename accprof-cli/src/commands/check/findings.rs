@@ -120,8 +120,7 @@ impl Line {
     }
     /// The line's text, if the file is there.
     fn text(&self) -> Option<String> {
-        std::fs::read_to_string(&self.file)
-            .ok()?
+        read_source(&self.file)?
             .lines()
             .nth(self.line.checked_sub(1)? as usize)
             .map(str::to_string)
@@ -253,7 +252,7 @@ fn section(variable: &str, bytes: u64, source: Option<&Line>, lang: Lang) -> Str
     if !plain || lang == Lang::Fortran {
         return variable.to_string();
     }
-    let Some(text) = source.and_then(|l| std::fs::read_to_string(&l.file).ok()) else {
+    let Some(text) = source.and_then(|l| read_source(&l.file)) else {
         return variable.to_string();
     };
     for (ty, size) in [
@@ -412,4 +411,11 @@ pub fn beside(trace: &Path) -> PathBuf {
     let mut s = trace.as_os_str().to_owned();
     s.push(".check.json");
     PathBuf::from(s)
+}
+
+/// A source file a finding names, if it is a regular file of at most 64 MiB: the name comes
+/// with the trace, and a FIFO or a /proc file there must not hang or flood the command.
+fn read_source(file: &str) -> Option<String> {
+    let bytes = accprof_trace::files::read_regular(Path::new(file), 64 << 20).ok()?;
+    String::from_utf8(bytes).ok()
 }

@@ -177,28 +177,26 @@ impl AsyncQueues {
 impl Worker {
     fn start(slot: usize) -> Result<Worker> {
         let (tx, rx) = unbounded::<(Arc<Queue>, Job)>();
-        let thread = std::thread::Builder::new()
-            .name(format!("accshim-q{slot}"))
-            .spawn(move || {
-                ON_WORKER.with(|w| w.set(true));
-                for (queue, job) in rx {
-                    // A panicking job must not kill the worker (waiters would hang): the
-                    // runtime reports it and aborts, as for any device failure.
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
-                        eprintln!(
-                            "accshim: a kernel or host function panicked on async queue {}",
-                            queue.id
-                        );
-                        std::process::abort();
-                    }
-                    queue.complete_one();
+        let thread = crate::backend::spawn_worker(format!("accshim-q{slot}"), move || {
+            ON_WORKER.with(|w| w.set(true));
+            for (queue, job) in rx {
+                // A panicking job must not kill the worker (waiters would hang): the
+                // runtime reports it and aborts, as for any device failure.
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                    eprintln!(
+                        "accshim: a kernel or host function panicked on async queue {}",
+                        queue.id
+                    );
+                    std::process::abort();
                 }
-            })
-            .map_err(|e| {
-                AccError::Device(format!(
-                    "cannot start a thread for the emulated device's async queues: {e}"
-                ))
-            })?;
+                queue.complete_one();
+            }
+        })
+        .map_err(|e| {
+            AccError::Device(format!(
+                "cannot start a thread for the emulated device's async queues: {e}"
+            ))
+        })?;
         Ok(Worker { tx, thread })
     }
 }
