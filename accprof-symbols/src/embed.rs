@@ -3,8 +3,8 @@
 //! program's normal exit, `accprof run` after a run that was killed, `accprof symbolize` for
 //! any trace.
 
-use crate::{unnamed_host_data, Symbolizer};
-use accprof_trace::symbols::{scan, Site};
+use crate::{unnamed_host_data, DataKind, Symbolizer};
+use accprof_trace::symbols::{scan, Site, VarKind};
 use accprof_trace::{Field, SymbolTable, TraceError, TraceReader, TraceWriter};
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom};
@@ -34,7 +34,9 @@ pub struct Symbolized {
 pub fn resolve_trace(path: &Path) -> Result<(SymbolTable, Vec<String>), TraceError> {
     let mut reader = TraceReader::open(path)?;
     let mut code = BTreeSet::new();
+    let mut allocations = BTreeSet::new();
     let mut data = BTreeSet::new();
+    let mut elsewhere = BTreeSet::new();
     while let Some(ev) = reader.next_event()? {
         if let (Some(ra), None) = (ev.get(Field::ReturnAddress), ev.get(Field::SrcFile)) {
             code.insert(ra);
@@ -43,16 +45,21 @@ pub fn resolve_trace(path: &Path) -> Result<(SymbolTable, Vec<String>), TraceErr
             match (ev.get(Field::AllocSite), ev.get(Field::HostPtr)) {
                 (Some(site), _) => {
                     code.insert(site);
+                    allocations.insert(site);
                 }
                 (None, Some(p)) => {
-                    data.insert(p);
+                    if reader.modules().iter().any(|m| m.contains(p)) {
+                        data.insert(p);
+                    } else if let Some(b) = ev.bytes() {
+                        elsewhere.insert((p, b));
+                    }
                 }
                 (None, None) => {}
             }
         }
     }
     let modules = reader.modules().to_vec();
-    let mut sym = Symbolizer::new(&modules);
+    let mut sym = Symbolizer::new(&modules).with_header(reader.header());
     let mut table = SymbolTable::default();
     for ra in code {
         let Some(i) = modules.iter().rposition(|m| m.contains(ra)) else {
@@ -77,13 +84,43 @@ pub fn resolve_trace(path: &Path) -> Result<(SymbolTable, Vec<String>), TraceErr
         let m = &modules[i];
         let probe = p - m.bias;
         if let Some(d) = sym.data_in_binary(m, probe) {
-            table
-                .module_mut(i as u32, &m.build_id)
-                .data
-                .insert(probe - d.offset, (d.size, d.name));
+            let entry = table.module_mut(i as u32, &m.build_id);
+            let at = probe - d.offset;
+            entry.kinds.insert(
+                at,
+                VarKind {
+                    element_bytes: d.element_bytes.unwrap_or(0),
+                    descriptor: d.kind == DataKind::Descriptor,
+                },
+            );
+            entry.data.insert(at, (d.size, d.name));
         }
     }
-    Ok((table, sym.warnings))
+    // The variables heap blocks were stored in, from the sources as they are now (the sites'
+    // order on their lines comes from the table just made).
+    let mut warnings = std::mem::take(&mut sym.warnings);
+    let mut sym = Symbolizer::new(&modules)
+        .with_symbols(&table)
+        .with_header(reader.header());
+    for site in allocations {
+        let Some(i) = modules.iter().rposition(|m| m.contains(site)) else {
+            continue;
+        };
+        let (_, name) = sym.allocation(site);
+        let m = &modules[i];
+        table
+            .module_mut(i as u32, &m.build_id)
+            .allocations
+            .insert(site - m.bias, name);
+    }
+    for (p, bytes) in elsewhere {
+        if let Some(d) = sym.resolve_stack(p, Some(bytes)) {
+            table.stack.insert(p, Some(d.name));
+        }
+    }
+    warnings.append(&mut sym.warnings);
+    warnings.dedup();
+    Ok((table, warnings))
 }
 
 /// Adds a symbols chunk to the finished trace at `path` (a program that has exited, or was

@@ -248,7 +248,12 @@ impl<R: Read> ResolvingReader<R> {
         if !(location || data) {
             return Ok(true);
         }
-        let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(modules).with_symbols(recorded));
+        let header = reader.header();
+        let sym = symbolizer.get_or_insert_with(|| {
+            Symbolizer::new(modules)
+                .with_symbols(recorded)
+                .with_header(header)
+        });
         sym.update_modules(modules);
         if location {
             sym.annotate(ev, reader.strings_mut());
