@@ -81,6 +81,8 @@ pub struct Symbolizer {
     source_dirs: Vec<std::path::PathBuf>,
     /// The main thread's stack as the tool library saw it at start (header key `stack`).
     stack: Option<(u64, u64)>,
+    /// Per thread, the data regions entered and not yet exited: (file, function, line).
+    open_regions: HashMap<i64, Vec<(u64, u64, i64)>>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -104,6 +106,7 @@ impl Symbolizer {
             sources: HashMap::new(),
             source_dirs: Vec::new(),
             stack: None,
+            open_regions: HashMap::new(),
         }
     }
 
@@ -565,6 +568,56 @@ impl Symbolizer {
     }
 }
 
+impl Symbolizer {
+    /// Puts the exit of a data region where the program closes it. GCC gives the runtime call
+    /// that ends a region no line of its own: the exit lands on the statement before, or, when
+    /// the region's end is its function's last statement and the call is a tail call, in the
+    /// caller. An exit whose resolved location is in another function than its entry's takes
+    /// the entry's file and function and, from the source, the region's closing line (else the
+    /// entry's line). Call for every event, in order, after [`Symbolizer::annotate`].
+    pub fn place_data_exit(&mut self, ev: &mut Event, strings: &mut StringTable) {
+        use accprof_abi::{acc_construct_t, acc_event_t};
+        let region = ev.get_i64(Field::ParentConstruct) == Some(i64::from(acc_construct_t::DATA.0));
+        if !region || ev.implicit() {
+            return;
+        }
+        let thread = ev.get_i64(Field::Thread).unwrap_or(-1);
+        let here = (ev.get(Field::SrcFile), ev.get(Field::FuncName), ev.line_no());
+        if ev.kind == acc_event_t::ENTER_DATA_START {
+            if let (Some(f), Some(func), Some(line)) = here {
+                self.open_regions
+                    .entry(thread)
+                    .or_default()
+                    .push((f, func, line));
+            }
+            return;
+        }
+        if ev.kind != acc_event_t::EXIT_DATA_START {
+            return;
+        }
+        let Some((file, func, line)) = self.open_regions.get_mut(&thread).and_then(Vec::pop)
+        else {
+            return;
+        };
+        let attributed = ev.flags().contains(EventFlags::ATTRIBUTED_LOCATION);
+        if !attributed || here.1 == Some(func) {
+            return;
+        }
+        let end = strings
+            .resolve(Some(accprof_trace::StrId(file as u32)))
+            .map(str::to_string)
+            .and_then(|path| {
+                let syntax = Syntax::of(&path);
+                let lines = self.source_lines(&path)?;
+                let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+                source_names::data_region_end(&refs, usize::try_from(line).ok()?, syntax)
+            });
+        ev.set(Field::SrcFile, file);
+        ev.set(Field::FuncName, func);
+        ev.set_i64(Field::LineNo, end.map_or(line, |e| e as i64));
+    }
+}
+
 /// A Fortran module's procedure or variable by the name its source gives it: gfortran's symbol
 /// (and DWARF linkage name) for `advec_mom_kernel` in module `advec_mom_kernel_mod` is
 /// `__advec_mom_kernel_mod_MOD_advec_mom_kernel`, which filled the report's columns. Any other
@@ -685,6 +738,7 @@ pub fn annotate_trace(trace: &mut Trace) -> Vec<String> {
         .with_header(&trace.header);
     for ev in &mut trace.events {
         sym.annotate(ev, &mut trace.strings);
+        sym.place_data_exit(ev, &mut trace.strings);
         if unnamed_host_data(ev) {
             sym.annotate_data(ev, &mut trace.strings);
         }
@@ -712,7 +766,57 @@ pub fn unnamed_host_data(e: &Event) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::fortran_source_name;
+    use super::*;
+
+    /// A data region's entry or exit at `line` of `function` in `file`, located by accprof.
+    fn region_event(
+        kind: accprof_abi::acc_event_t,
+        strings: &mut StringTable,
+        file: &str,
+        function: &str,
+        line: i64,
+    ) -> Event {
+        let mut e = Event::new(kind, 1);
+        e.set_i64(
+            Field::ParentConstruct,
+            i64::from(accprof_abi::acc_construct_t::DATA.0),
+        );
+        e.set_i64(Field::Thread, 0);
+        e.set(Field::SrcFile, u64::from(strings.intern(file).0));
+        e.set(Field::FuncName, u64::from(strings.intern(function).0));
+        e.set_i64(Field::LineNo, line);
+        e.add_flags(EventFlags::ATTRIBUTED_LOCATION);
+        e
+    }
+
+    #[test]
+    fn a_data_region_exit_a_tail_call_put_in_the_caller_goes_back_to_its_end_data() {
+        use accprof_abi::acc_event_t as K;
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("run.f90");
+        std::fs::write(
+            &src,
+            "subroutine run(n)\n  !$acc data copy(a)\n  call work(n)\n  !$acc end data\nend subroutine run\n",
+        )
+        .unwrap();
+        let file = src.display().to_string();
+        let mut strings = StringTable::default();
+        let mut sym = Symbolizer::new(&[]);
+        let mut enter = region_event(K::ENTER_DATA_START, &mut strings, &file, "run", 2);
+        sym.place_data_exit(&mut enter, &mut strings);
+        // The tail call's return address is the caller's.
+        let mut exit = region_event(K::EXIT_DATA_START, &mut strings, "main.f90", "p", 40);
+        sym.place_data_exit(&mut exit, &mut strings);
+        assert_eq!(strings.resolve(exit.src_file()), Some(&file[..]));
+        assert_eq!(strings.resolve(exit.func_name()), Some("run"));
+        assert_eq!(exit.line_no(), Some(4), "the END DATA line");
+        // An exit in its own function keeps its place.
+        let mut enter = region_event(K::ENTER_DATA_START, &mut strings, &file, "run", 2);
+        sym.place_data_exit(&mut enter, &mut strings);
+        let mut exit = region_event(K::EXIT_DATA_START, &mut strings, &file, "run", 3);
+        sym.place_data_exit(&mut exit, &mut strings);
+        assert_eq!(exit.line_no(), Some(3));
+    }
 
     #[test]
     fn fortran_module_procedures_go_by_their_source_names() {

@@ -245,7 +245,13 @@ impl<R: Read> ResolvingReader<R> {
             && ev.get(Field::ReturnAddress).is_some()
             && ev.get(Field::SrcFile).is_none();
         let data = resolve.data_names && unnamed_host_data(ev) && !modules.is_empty();
-        if !(location || data) {
+        // Data regions' entries and exits, paired to place exits a tail call put in the caller.
+        let region = resolve.locations
+            && matches!(
+                ev.kind,
+                accprof_abi::acc_event_t::ENTER_DATA_START | accprof_abi::acc_event_t::EXIT_DATA_START
+            );
+        if !(location || data || region) {
             return Ok(true);
         }
         let header = reader.header();
@@ -257,6 +263,9 @@ impl<R: Read> ResolvingReader<R> {
         sym.update_modules(modules);
         if location {
             sym.annotate(ev, reader.strings_mut());
+        }
+        if region {
+            sym.place_data_exit(ev, reader.strings_mut());
         }
         if data {
             sym.annotate_data(ev, reader.strings_mut());

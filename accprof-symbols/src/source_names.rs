@@ -59,10 +59,10 @@ impl Unnamed {
     /// The reason as the report words it.
     pub fn word(self) -> &'static str {
         match self {
-            Unnamed::Returned => "returned by a helper",
-            Unnamed::NoAllocation => "no allocation call on its line",
-            Unnamed::NotStored => "not stored on its line",
-            Unnamed::Ambiguous => "one of several allocations on its line",
+            Unnamed::Returned => "returned",
+            Unnamed::NoAllocation => "no allocation call",
+            Unnamed::NotStored => "not stored",
+            Unnamed::Ambiguous => "ambiguous",
         }
     }
 }
@@ -152,7 +152,11 @@ fn c_statements(lines: &[&str], line: usize) -> Vec<String> {
             b'(' | b'[' => depth += 1,
             b')' | b']' => depth -= 1,
             b';' | b'{' | b'}' if depth <= 0 => {
-                if i >= line_start && begin <= line_end {
+                // Its first character on or before the line, its end on or after it.
+                let first = code[begin..i]
+                    .find(|c: char| !c.is_whitespace())
+                    .map(|k| begin + k);
+                if i >= line_start && first.is_some_and(|f| f < line_end) {
                     out.push(code[begin..i].to_string());
                 }
                 depth = 0;
@@ -161,7 +165,7 @@ fn c_statements(lines: &[&str], line: usize) -> Vec<String> {
             _ => {}
         }
     }
-    if begin <= line_end {
+    if code[begin..].trim_start().len() > code.len() - line_end {
         out.push(code[begin..].to_string());
     }
     out
@@ -679,6 +683,73 @@ fn fortran_target(stmt: &str, ordinal: Option<usize>) -> Result<AllocTarget, Unn
     })
 }
 
+/// The line that closes the data region whose directive is on `line`: Fortran's `!$acc end
+/// data` (nested regions counted), or in C and C++ the `}` of the block after the pragma.
+pub fn data_region_end(lines: &[&str], line: usize, syntax: Syntax) -> Option<usize> {
+    if line == 0 || line > lines.len() {
+        return None;
+    }
+    match syntax {
+        Syntax::Fortran => {
+            let mut depth = 0;
+            for (i, l) in lines.iter().enumerate().skip(line) {
+                let t = l.trim_start().to_ascii_lowercase();
+                let Some(rest) = t.strip_prefix("!$acc") else {
+                    continue;
+                };
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                match words.as_slice() {
+                    ["data", ..] => depth += 1,
+                    ["end", "data", ..] | ["enddata", ..] => {
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                        depth -= 1;
+                    }
+                    _ => {}
+                }
+            }
+            None
+        }
+        Syntax::C => {
+            // The directive may continue over `\` lines; the block starts after it.
+            let mut first = line;
+            while first <= lines.len() && lines[first - 1].trim_end().ends_with('\\') {
+                first += 1;
+            }
+            let text: Vec<String> = lines[first..]
+                .iter()
+                .map(|l| {
+                    if l.trim_start().starts_with('#') {
+                        String::new()
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect();
+            let code = blank_c_comments(&text.join("\n"));
+            let mut depth = 0;
+            let mut n = first + 1;
+            for c in code.chars() {
+                match c {
+                    '\n' => n += 1,
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(n);
+                        }
+                    }
+                    // A region over one statement (no block): it ends with the statement.
+                    ';' if depth == 0 => return Some(n),
+                    _ => {}
+                }
+            }
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -734,6 +805,9 @@ mod tests {
     fn c_statements_over_several_lines_and_initializer_lists() {
         let src = "int main(void)\n{\n    double *T =\n        malloc(n * sizeof(double));\n}\n";
         assert_eq!(name(c(src, 4, None)).0, "T");
+        let two = "    double *T = malloc(n * sizeof(double));\n    double *U = malloc(n * sizeof(double));\n";
+        assert_eq!(name(c(two, 1, None)).0, "T", "the next line's statement is not this line's");
+        assert_eq!(name(c(two, 2, None)).0, "U");
         let init = "    explicit Grid(std::size_t n) : n_(n), u_(new T[n]), v_(new T[n])\n    {\n";
         assert_eq!(name(c(init, 1, Some(1))).0, "u_");
         assert_eq!(name(c(init, 1, Some(2))), ("v_".into(), Some("n".into()), None));
@@ -767,6 +841,15 @@ mod tests {
             allocation_target(&["x = 1"], 1, Syntax::Fortran, None),
             Err(Unnamed::NoAllocation)
         );
+    }
+
+    #[test]
+    fn data_regions_end_at_their_closing_line() {
+        let f = ["  !$acc data copy(t)", "  !$acc data create(u)", "  x = 1", "  !$acc end data", "  !$acc end data", "end subroutine"];
+        assert_eq!(data_region_end(&f, 1, Syntax::Fortran), Some(5));
+        assert_eq!(data_region_end(&f, 2, Syntax::Fortran), Some(4));
+        let c = ["#pragma acc data copy(a[0:n]) \\", "    create(b[0:n])", "{", "    /* } */ f(\"}\");", "}", "return;"];
+        assert_eq!(data_region_end(&c, 1, Syntax::C), Some(5));
     }
 
     #[test]
