@@ -8,11 +8,13 @@
 //!
 //! Each rule is an [`AdviceRule`] in a file of its own under [`rules`].
 
+pub(crate) mod clauses;
+pub(crate) mod placement;
 pub mod rules;
 
 use crate::model::*;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 /// Transfers smaller than this (reduction scalars, kernel arguments) are left to the runtime:
 /// the host usually needs them every iteration.
@@ -287,15 +289,6 @@ impl VarTraffic<'_> {
         let e = self.sites.iter().map(|s| s.last_ns).max().unwrap_or(0);
         (s, e)
     }
-}
-
-pub(crate) fn clause_text(clauses: &BTreeMap<&str, Vec<String>>) -> String {
-    let order = ["copy", "copyin", "copyout", "create"];
-    order
-        .iter()
-        .filter_map(|k| clauses.get(k).map(|v| format!("{k}({})", v.join(", "))))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 pub(crate) fn construct_lines(cs: &[&Construct]) -> String {

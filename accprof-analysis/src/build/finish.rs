@@ -126,6 +126,8 @@ impl ProfileBuilder {
             .into_iter()
             .map(|(id, mut v)| {
                 v.name = var_label(id, strings);
+                // A name the source writes; not a hint such as `heap@x.c:3 (returned)`.
+                v.named = matches!(id, VarId::Name(_)) && accprof_symbols::is_source_text(&v.name);
                 v
             })
             .collect();
@@ -138,7 +140,8 @@ impl ProfileBuilder {
                 s.array = match id {
                     VarId::Name(n) => {
                         let full = strings.get(n).unwrap_or("?");
-                        full.split('[').next().unwrap_or(full).to_string()
+                        s.named = accprof_symbols::is_source_text(full);
+                        accprof_symbols::base_name(full).to_string()
                     }
                     VarId::Host { ptr, .. } => format!("host array near {ptr:#x}"),
                     VarId::Unknown => "?".into(),

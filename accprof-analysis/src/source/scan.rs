@@ -26,6 +26,16 @@ impl SourceText {
         }
     }
 
+    /// The file's lines.
+    pub(crate) fn lines(&self) -> &[String] {
+        &self.lines
+    }
+
+    /// The C/C++ code of each line, comments, strings and preprocessor lines blanked.
+    pub(crate) fn code_lines(&self) -> Vec<String> {
+        self.c_code()
+    }
+
     fn line(&self, n: i64) -> Option<&str> {
         usize::try_from(n - 1)
             .ok()
