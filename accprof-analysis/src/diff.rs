@@ -334,6 +334,7 @@ mod tests {
             p.variables.push(Variable {
                 name: var.into(),
                 named: true,
+                alloc_site: None,
                 host_ptr: None,
                 direction: Direction::HostToDevice,
                 count: 10,

@@ -302,8 +302,13 @@ impl LaunchGeometry {
 pub struct Variable {
     /// The variable as the runtime named it, else `host 0x7f..+8 MiB`.
     pub name: String,
-    /// True when `name` came from the runtime (var_name), false when it is an address range.
+    /// True when `name` is the variable as the source writes it (from the runtime, or named by
+    /// accprof), false when it is an address range or a hint (`heap@x.c:3 (returned)`).
     pub named: bool,
+    /// For a heap block, its allocation's call site: variables named alike with different
+    /// sites are different arrays.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alloc_site: Option<u64>,
     pub host_ptr: Option<u64>,
     pub direction: Direction,
     pub count: u64,

@@ -48,6 +48,7 @@ pub fn fold(vars: &[Variable]) -> Vec<Variable> {
             None => folded.push(Variable {
                 name: NAME.to_string(),
                 named: false,
+                alloc_site: None,
                 host_ptr: None,
                 direction: v.direction,
                 count: v.count,

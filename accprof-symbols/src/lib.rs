@@ -490,9 +490,9 @@ impl Symbolizer {
         !from_cache.is_empty() && from_cache.iter().all(|s| *s == Syntax::Fortran)
     }
 
-    /// For a call site that shares its source line with other call sites the trace used (one
-    /// Fortran `allocate(a(n), b(n))` calls malloc once per array), its place among them in
-    /// code order, from 1; `None` when it is alone on its line. Known only from the trace's
+    /// For a call site that shares its source line with other call sites of its function that
+    /// the trace used (one Fortran `allocate(a(n), b(n))` calls malloc once per array), its
+    /// place among them in code order, from 1; `None` when it is alone on its line. Known only from the trace's
     /// symbols chunk, which lists every site the trace used.
     fn ordinal_on_line(&mut self, site: u64) -> Option<usize> {
         if let Some(&k) = self.ordinals.get(&site) {
@@ -507,7 +507,8 @@ impl Symbolizer {
             let same: Vec<u64> = table
                 .sites
                 .iter()
-                .filter(|(_, s)| s.file == me.file && s.line == me.line)
+                // One function's sites: a template's instantiations repeat the line's calls.
+                .filter(|(_, s)| s.file == me.file && s.line == me.line && s.function == me.function)
                 .map(|(&o, _)| o)
                 .collect();
             (same.len() > 1).then(|| same.iter().position(|&o| o == offset).map(|i| i + 1))?

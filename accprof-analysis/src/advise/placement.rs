@@ -30,14 +30,10 @@ pub(crate) struct Placement {
 }
 
 impl Placement {
-    /// `heat.c:34-36 in main (it calls sweep at line 35)`: where the loop is, and the calls in
+    /// `heat.c:34-36 (main; it calls sweep at line 35)`: where the loop is, and the calls in
     /// it that reach the constructs.
     pub fn describe(&self) -> String {
         let file = self.file.rsplit('/').next().unwrap_or(&self.file);
-        let mut s = format!("{file}:{}-{}", self.the_loop.start, self.the_loop.end);
-        if let Some(f) = &self.function {
-            s.push_str(&format!(" in {f}"));
-        }
         let direct: Vec<String> = self
             .calls
             .iter()
@@ -48,8 +44,13 @@ impl Placement {
             })
             .map(|c| format!("{} at line {}", c.callee, c.line))
             .collect();
+        let mut what: Vec<String> = self.function.iter().cloned().collect();
         if !direct.is_empty() {
-            s.push_str(&format!(" (it calls {})", join_and(&direct)));
+            what.push(format!("it calls {}", join_and(&direct)));
+        }
+        let mut s = format!("{file}:{}-{}", self.the_loop.start, self.the_loop.end);
+        if !what.is_empty() {
+            s.push_str(&format!(" ({})", what.join("; ")));
         }
         s
     }

@@ -127,7 +127,11 @@ impl ProfileBuilder {
             .map(|(id, mut v)| {
                 v.name = var_label(id, strings);
                 // A name the source writes; not a hint such as `heap@x.c:3 (returned)`.
-                v.named = matches!(id, VarId::Name(_)) && accprof_symbols::is_source_text(&v.name);
+                v.named = matches!(id, VarId::Name(..)) && accprof_symbols::is_source_text(&v.name);
+                v.alloc_site = match id {
+                    VarId::Name(_, site) if site != 0 => Some(site),
+                    _ => None,
+                };
                 v
             })
             .collect();
@@ -138,7 +142,7 @@ impl ProfileBuilder {
             .into_iter()
             .map(|(id, mut s)| {
                 s.array = match id {
-                    VarId::Name(n) => {
+                    VarId::Name(n, _) => {
                         let full = strings.get(n).unwrap_or("?");
                         s.named = accprof_symbols::is_source_text(full);
                         accprof_symbols::base_name(full).to_string()
@@ -156,7 +160,7 @@ impl ProfileBuilder {
 
 fn var_label(id: VarId, strings: &StringTable) -> String {
     match id {
-        VarId::Name(n) => strings.get(n).unwrap_or("?").to_string(),
+        VarId::Name(n, _) => strings.get(n).unwrap_or("?").to_string(),
         VarId::Host { ptr, bytes } => format!("host {ptr:#x}+{}", crate::format::bytes(bytes)),
         VarId::Unknown => "(unknown variable)".into(),
     }

@@ -95,9 +95,11 @@ impl ConstructKey {
 }
 
 /// A variable as the builder identifies it: by name when the runtime gave one, else by host range.
+/// A heap block's name comes with its allocation call site (0 for other memory): two blocks the
+/// source names alike (a template's `u_` for `float` and for `double`) are two arrays.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum VarId {
-    Name(StrId),
+    Name(StrId, u64),
     Host { ptr: u64, bytes: u64 },
     Unknown,
 }
@@ -244,6 +246,8 @@ struct DeviceRecord {
     bytes: Option<u64>,
     host_ptr: Option<u64>,
     var: Option<StrId>,
+    /// The heap block's allocation call site, if any.
+    alloc_site: u64,
     kernel: Option<StrId>,
 }
 
@@ -446,7 +450,7 @@ impl ProfileBuilder {
             .filter(|_| !ev.flags().contains(EventFlags::BYTES_UNKNOWN));
         let host_ptr = ev.get(Field::HostPtr);
         let var = match (ev.var_name(), host_ptr) {
-            (Some(n), _) => VarId::Name(n),
+            (Some(n), _) => VarId::Name(n, ev.get(Field::AllocSite).unwrap_or(0)),
             (None, Some(p)) => VarId::Host {
                 ptr: p,
                 bytes: bytes.unwrap_or(0),

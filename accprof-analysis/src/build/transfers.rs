@@ -19,7 +19,8 @@ impl ProfileBuilder {
             var,
             Variable {
                 name: String::new(),
-                named: matches!(var, VarId::Name(_)),
+                named: matches!(var, VarId::Name(..)),
+                alloc_site: None,
                 host_ptr,
                 direction: dir,
                 count: 0,
@@ -167,7 +168,7 @@ impl ProfileBuilder {
     ) {
         let bytes = leaf.bytes.unwrap_or(0);
         let array = match leaf.var {
-            VarId::Name(n) => VarId::Name(n),
+            VarId::Name(n, site) => VarId::Name(n, site),
             _ => VarId::Unknown,
         };
         let ts = self.threads.entry(thread).or_default();
@@ -235,7 +236,7 @@ impl ProfileBuilder {
                         construct: run.construct.map(|c| c as usize),
                         direction: run.dir,
                         array: String::new(),
-                        named: matches!(run.array, VarId::Name(_)),
+                        named: matches!(run.array, VarId::Name(..)),
                         runs: 0,
                         transfers: 0,
                         bytes: 0,

@@ -143,8 +143,8 @@ fn details(vars: &[&VarTraffic], t: &Totals, cs: &[&Construct]) -> Vec<String> {
 
 fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
     let mut claimed = Claimed::default();
-    // Transfers of arrays by compute constructs, per variable name.
-    let mut by_var: BTreeMap<String, Vec<&TransferSite>> = BTreeMap::new();
+    // Transfers of arrays by compute constructs, per array (name and allocation).
+    let mut by_var: BTreeMap<(String, Option<u64>), Vec<&TransferSite>> = BTreeMap::new();
     for s in &p.transfer_sites {
         let Some(c) = p.construct(s.construct) else {
             continue;
@@ -152,15 +152,16 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
         if c.kind != ConstructKind::Compute || s.max_bytes < MIN_ARRAY_BYTES || !s.same_range {
             continue;
         }
+        let v = &p.variables[s.variable];
         by_var
-            .entry(p.variables[s.variable].name.clone())
+            .entry((v.name.clone(), v.alloc_site))
             .or_default()
             .push(s);
     }
     // Repeated: moved again and again (a loop around the constructs, or around their calls).
     let repeated: Vec<VarTraffic> = by_var
         .into_iter()
-        .map(|(name, sites)| VarTraffic { name, sites })
+        .map(|((name, _), sites)| VarTraffic { name, sites })
         .filter(|v| v.count(Direction::HostToDevice) >= 2 || v.count(Direction::DeviceToHost) >= 2)
         .collect();
     let mut sources = Sources::default();
