@@ -72,6 +72,7 @@ mod tests {
         Variable {
             name: name.into(),
             named,
+            alloc_site: None,
             host_ptr: None,
             direction: Direction::HostToDevice,
             count,

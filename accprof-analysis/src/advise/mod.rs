@@ -187,6 +187,13 @@ pub fn advise(p: &Profile) -> Vec<Finding> {
     for rule in RULES {
         rule.check(p, &mut claimed, &mut out);
     }
+    // No change saves more than the whole run took.
+    let wall = p.summary.wall_ns;
+    if wall > 0 {
+        for f in &mut out {
+            f.estimated_saving_ns = f.estimated_saving_ns.min(wall);
+        }
+    }
     out.sort_by(|a, b| {
         b.estimated_saving_ns
             .cmp(&a.estimated_saving_ns)

@@ -48,6 +48,18 @@ impl ProfileBuilder {
         profile.device_gaps = std::mem::take(&mut self.device_gaps).finish();
         profile.devices = devices;
         let launch_geometry = std::mem::take(&mut self.launch_geometry);
+        if let (n @ 1.., Some((kind, correlation))) = self.impossible_records {
+            let what = match kind {
+                device::KERNEL => "kernel record",
+                device::MEMCPY => "copy record",
+                device::MEMSET => "memset record",
+                _ => "device record",
+            };
+            let id = correlation.map_or(String::new(), |c| format!(", correlation id {c}"));
+            profile.warnings.push(format!(
+                "{n} device record(s) had impossible times (the first: a {what}{id}, with a zero timestamp, an end before its start, or a start before the trace began); they are left out of every total"
+            ));
+        }
         if self.device_rounds.late > 0 {
             profile.warnings.push(format!(
                 "{} device record(s) arrived after accprof had let go of the constructs open when they were issued (records come in CUPTI's buffers, roughly in issue order); they were counted outside any construct",
@@ -137,10 +149,22 @@ impl ProfileBuilder {
             .collect();
         profile.transfer_sites = self.sites;
         profile.roundtrips = self.roundtrips;
+        // Runs over neighbouring objects (separate variables side by side in memory, as a
+        // code's global scalars are) are no slices of one array.
+        let one_array = |names: &Vec<StrId>| {
+            let bases: std::collections::BTreeSet<&str> = names
+                .iter()
+                .filter_map(|n| strings.get(*n))
+                .map(accprof_symbols::base_name)
+                .collect();
+            bases.len() <= 1
+        };
         profile.slice_runs = self
             .slices
             .into_iter()
-            .map(|(id, mut s)| {
+            .zip(self.slice_names)
+            .filter(|(_, names)| one_array(names))
+            .map(|((id, mut s), _)| {
                 s.array = match id {
                     VarId::Name(n, _) => {
                         let full = strings.get(n).unwrap_or("?");

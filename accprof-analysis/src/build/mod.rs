@@ -198,7 +198,13 @@ struct SliceRun {
     first: EventRef,
     last: EventRef,
     array: VarId,
+    /// The first few names the run's transfers carried: adjacent transfers of different
+    /// variables (`c1`, `c2`) are neighbouring objects, not slices of one array.
+    names: [Option<StrId>; SLICE_NAMES_KEPT],
 }
+
+/// How many of a run's names [`SliceRun`] keeps.
+const SLICE_NAMES_KEPT: usize = 8;
 
 /// A construct instance on a thread, kept (in device mode) to tie device records to it.
 #[derive(Clone, Copy, Debug)]
@@ -318,6 +324,11 @@ struct ConstructAcc {
 pub struct ProfileBuilder {
     /// The trace holds device records: keep construct and operation spans to tie them to.
     device_mode: bool,
+    /// When the trace started (its header), to tell device records with impossible times.
+    trace_start_ns: Option<u64>,
+    /// Device records with impossible times, left out of everything: (count, the first's
+    /// kind and correlation id).
+    impossible_records: (u64, Option<(acc_event_t, Option<u64>)>),
     /// CUPTI recorded this run: device records from CUDA events (ACCPROF_CUDA_EVENTS=on beside
     /// CUPTI, a comparison mode) time the same work again and are set aside, counted here.
     cuda_event_records_set_aside: u64,
@@ -340,6 +351,8 @@ pub struct ProfileBuilder {
     roundtrips: Vec<Roundtrip>,
     roundtrip_index: HashMap<(u32, Option<u32>, Option<u32>), usize>,
     slices: Vec<(VarId, SliceRuns)>,
+    /// Per entry of `slices`: names its runs' transfers carried (a few).
+    slice_names: Vec<Vec<StrId>>,
     slice_index: HashMap<(Option<u32>, Direction, VarId), usize>,
     /// Slice runs left open by device records, closed at the end.
     close_run_later: Vec<SliceRun>,
@@ -376,6 +389,25 @@ impl ProfileBuilder {
         }
     }
 
+    /// Times no device record can have: zero (CUPTI left a record's timestamps unset), an end
+    /// before its start, or a start long before the trace began. Counting one would put work at
+    /// the epoch of the clock and stretch every total that spans it.
+    fn impossible_times(&self, ev: &Event) -> bool {
+        const SLACK_NS: u64 = 1_000_000_000;
+        ev.start_ns == 0
+            || ev.end_ns == 0
+            || ev.end_ns < ev.start_ns
+            || self
+                .trace_start_ns
+                .is_some_and(|t| ev.start_ns.saturating_add(SLACK_NS) < t)
+    }
+
+    /// Tells the builder when the trace started (its header's `start_monotonic_ns`).
+    pub fn started_at(mut self, start_monotonic_ns: u64) -> Self {
+        self.trace_start_ns = (start_monotonic_ns > 0).then_some(start_monotonic_ns);
+        self
+    }
+
     /// Like [`with_device_records`](Self::with_device_records), for a trace where CUPTI recorded
     /// the device: its records are kept and those from CUDA events, which time the same work
     /// less exactly, are left out so nothing is counted twice.
@@ -408,6 +440,12 @@ impl ProfileBuilder {
             end_ns: ev.end_ns.max(ev.start_ns),
         };
         self.index += 1;
+        if device::is_device_record(ev.kind) && self.impossible_times(ev) {
+            let (n, first) = &mut self.impossible_records;
+            *n += 1;
+            first.get_or_insert((ev.kind, ev.get(Field::CorrelationId)));
+            return;
+        }
         let s = &mut self.summary;
         if s.events == 0 || r.start_ns < s.first_ns {
             s.first_ns = r.start_ns;

@@ -183,8 +183,19 @@ impl ProfileBuilder {
             }
             _ => false,
         };
+        let name = match leaf.var {
+            VarId::Name(n, _) => Some(n),
+            _ => None,
+        };
         if continues {
             let run = ts.run.as_mut().expect("checked above");
+            if let Some(slot) = run
+                .names
+                .iter_mut()
+                .find(|k| k.is_none() || **k == name)
+            {
+                *slot = name;
+            }
             run.count += 1;
             run.bytes += bytes;
             run.time.add(leaf.best_ns());
@@ -212,6 +223,11 @@ impl ProfileBuilder {
                 array: match array {
                     VarId::Unknown => VarId::Host { ptr: p, bytes: 0 },
                     a => a,
+                },
+                names: {
+                    let mut names = [None; SLICE_NAMES_KEPT];
+                    names[0] = name;
+                    names
                 },
             });
         }
@@ -246,9 +262,16 @@ impl ProfileBuilder {
                         samples: Vec::new(),
                     },
                 ));
+                self.slice_names.push(Vec::new());
                 i
             }
         };
+        let names = &mut self.slice_names[i];
+        for n in run.names.iter().flatten() {
+            if names.len() < SLICE_NAMES_KEPT && !names.contains(n) {
+                names.push(*n);
+            }
+        }
         let s = &mut self.slices[i].1;
         s.runs += 1;
         s.transfers += run.count;

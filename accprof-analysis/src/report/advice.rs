@@ -29,7 +29,9 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
         );
         return out;
     }
-    let total: u64 = findings.iter().map(|f| f.estimated_saving_ns).sum();
+    // Savings that overlap can add up past the run; none can save more than the run took.
+    let sum: u64 = findings.iter().map(|f| f.estimated_saving_ns).sum();
+    let total = if wall > 0 { sum.min(wall) } else { sum };
     let _ = writeln!(
         out,
         "{} finding(s), ordered by the time they would save (estimates from host-side times; wall time {}).\n",
@@ -74,11 +76,20 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
         }
         out.push('\n');
     }
-    let _ = writeln!(
-        out,
-        "Together about {} ({}) if the savings do not overlap.",
-        duration(total),
-        percent(total, wall)
-    );
+    if total < sum {
+        let _ = writeln!(
+            out,
+            "Together at most the run's {}: the savings overlap (they add up to {}).",
+            duration(total),
+            duration(sum)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Together about {} ({}) if the savings do not overlap.",
+            duration(total),
+            percent(total, wall)
+        );
+    }
     out
 }
