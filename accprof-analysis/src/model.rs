@@ -392,6 +392,13 @@ pub struct SliceRuns {
 #[derive(Clone, PartialEq, Debug, Serialize)]
 pub struct AllocSite {
     pub construct: Option<usize>,
+    /// Where the program called the runtime API for these allocations (`acc_malloc`), outside
+    /// every construct.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<Location>,
+    /// The pointer the program stores the block in (`tmp` of `tmp = acc_malloc(...)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub bytes: Option<u64>,
     pub allocs: u64,
     pub frees: u64,

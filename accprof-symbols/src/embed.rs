@@ -41,6 +41,11 @@ pub fn resolve_trace(path: &Path) -> Result<(SymbolTable, Vec<String>), TraceErr
         if let (Some(ra), None) = (ev.get(Field::ReturnAddress), ev.get(Field::SrcFile)) {
             code.insert(ra);
         }
+        if crate::unnamed_device_block(&ev) && ev.kind == accprof_abi::acc_event_t::ALLOC {
+            if let Some(ra) = ev.get(Field::ReturnAddress) {
+                allocations.insert(ra);
+            }
+        }
         if unnamed_host_data(&ev) {
             match (ev.get(Field::AllocSite), ev.get(Field::HostPtr)) {
                 (Some(site), _) => {

@@ -540,6 +540,39 @@ impl Symbolizer {
         true
     }
 
+    /// Names a device block the program allocated itself (`acc_malloc`, an `acc_ev_alloc` of
+    /// the runtime API with the call's return address) after the pointer the statement stores
+    /// it in (`double *tmp = acc_malloc(...)`), and its `acc_free(tmp)`. Sets `var_name` and
+    /// flags [`EventFlags::ATTRIBUTED_NAME`]. Returns whether it did.
+    pub fn annotate_device_block(&mut self, ev: &mut Event, strings: &mut StringTable) -> bool {
+        if !unnamed_device_block(ev) {
+            return false;
+        }
+        let Some(ra) = ev.get(Field::ReturnAddress) else {
+            return false;
+        };
+        let name = if ev.kind == accprof_abi::acc_event_t::ALLOC {
+            match self.allocation(ra).1 {
+                AllocName::Named { name, .. } => Some(name),
+                AllocName::Unnamed(_) => None,
+            }
+        } else {
+            self.resolve_return_address(ra)
+                .and_then(|l| Some((l.file?, l.line?)))
+                .and_then(|(file, line)| {
+                    let lines = self.source_lines(&file)?;
+                    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+                    source_names::freed_pointer(&refs, line as usize, Syntax::of(&file))
+                })
+        };
+        let Some(name) = name else {
+            return false;
+        };
+        ev.set(Field::VarName, u64::from(strings.intern(&name).0));
+        ev.add_flags(EventFlags::ATTRIBUTED_NAME);
+        true
+    }
+
     /// Fills `src_file`, `line_no` and `func_name` of `ev` from its return address, when the
     /// runtime gave no source file. Returns whether it did.
     pub fn annotate(&mut self, ev: &mut Event, strings: &mut StringTable) -> bool {
@@ -743,8 +776,19 @@ pub fn annotate_trace(trace: &mut Trace) -> Vec<String> {
         if unnamed_host_data(ev) {
             sym.annotate_data(ev, &mut trace.strings);
         }
+        sym.annotate_device_block(ev, &mut trace.strings);
     }
     sym.warnings
+}
+
+/// A device allocation or free of the runtime API (`acc_malloc`, `acc_free`) with the call's
+/// return address and no name: the pointer it is stored in names it.
+pub fn unnamed_device_block(e: &Event) -> bool {
+    use accprof_abi::{acc_construct_t, acc_event_t as K};
+    matches!(e.kind, K::ALLOC | K::FREE)
+        && e.get(Field::VarName).is_none()
+        && e.get(Field::ReturnAddress).is_some()
+        && e.get_i64(Field::ParentConstruct) == Some(i64::from(acc_construct_t::RUNTIME_API.0))
 }
 
 /// An event whose host side has an address but no name (GCC names none; the OpenACC runtime

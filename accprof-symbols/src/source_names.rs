@@ -683,6 +683,29 @@ fn fortran_target(stmt: &str, ordinal: Option<usize>) -> Result<AllocTarget, Unn
     })
 }
 
+/// The pointer the free on `line` releases: the first argument of `acc_free(...)` or
+/// `free(...)` (C), or of `deallocate(...)` (Fortran).
+pub fn freed_pointer(lines: &[&str], line: usize, syntax: Syntax) -> Option<String> {
+    let text = lines.get(line.checked_sub(1)?)?;
+    let lower = text.to_ascii_lowercase();
+    let call = match syntax {
+        Syntax::C => ["acc_free", "free"]
+            .iter()
+            .find_map(|f| {
+                lower.match_indices(f).map(|(i, _)| i).find(|&i| {
+                    (i == 0 || !is_ident(lower[..i].chars().next_back().unwrap_or(' ')))
+                        && lower[i + f.len()..].trim_start().starts_with('(')
+                })
+                .map(|i| i + f.len())
+            })?,
+        Syntax::Fortran => lower.find("deallocate")? + "deallocate".len(),
+    };
+    let rest = text[call..].trim_start();
+    let inner = group(rest, '(', ')')?;
+    let first = split_top(inner, ',').into_iter().next()?;
+    lvalue_of(strip_casts(first))
+}
+
 /// The line that closes the data region whose directive is on `line`: Fortran's `!$acc end
 /// data` (nested regions counted), or in C and C++ the `}` of the block after the pragma.
 pub fn data_region_end(lines: &[&str], line: usize, syntax: Syntax) -> Option<usize> {
@@ -850,6 +873,14 @@ mod tests {
         assert_eq!(data_region_end(&f, 2, Syntax::Fortran), Some(4));
         let c = ["#pragma acc data copy(a[0:n]) \\", "    create(b[0:n])", "{", "    /* } */ f(\"}\");", "}", "return;"];
         assert_eq!(data_region_end(&c, 1, Syntax::C), Some(5));
+    }
+
+    #[test]
+    fn frees_name_their_pointer() {
+        assert_eq!(freed_pointer(&["    acc_free(tmp);"], 1, Syntax::C).as_deref(), Some("tmp"));
+        assert_eq!(freed_pointer(&["free((void *)g->a);"], 1, Syntax::C).as_deref(), Some("g->a"));
+        assert_eq!(freed_pointer(&["  deallocate(t, tnew)"], 1, Syntax::Fortran).as_deref(), Some("t"));
+        assert_eq!(freed_pointer(&["  x = freelist(3);"], 1, Syntax::C), None);
     }
 
     #[test]

@@ -22,13 +22,23 @@ impl ProfileBuilder {
                     first_ns: leaf.r.start_ns,
                     last_ns: 0,
                     samples: Vec::new(),
+                    call: None,
+                    name: None,
                 });
+                self.alloc_calls.push(None);
                 i
             }
         };
         let a = &mut self.allocs[i];
         if alloc && a.allocs == 0 && c.is_some() {
             a.construct = c.map(|c| c as usize);
+        }
+        if let (true, None, Some((file, func))) = (alloc, c, leaf.api_call) {
+            let name = match leaf.var {
+                VarId::Name(n, _) => Some(n),
+                _ => None,
+            };
+            self.alloc_calls[i].get_or_insert((file, func, leaf.line, name));
         }
         // Alloc and create (or free and delete) both describe one allocation: count the pair
         // once, by the alloc/free event when the runtime sends it.

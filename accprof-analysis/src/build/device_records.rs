@@ -316,6 +316,7 @@ impl ProfileBuilder {
                 is_async: false,
                 overhead_ns: 0,
                 host_timed: false,
+                api_call: None,
                 device_ns: Some(dur(d.r)),
             };
             self.resolve(d.thread, c, inst, vec![leaf]);

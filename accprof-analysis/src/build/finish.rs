@@ -178,6 +178,17 @@ impl ProfileBuilder {
             })
             .collect();
         profile.allocs = self.allocs;
+        for (a, call) in profile.allocs.iter_mut().zip(self.alloc_calls) {
+            if let Some((file, func, line, var)) = call {
+                a.call = Some(Location {
+                    file: name(file),
+                    function: name(func),
+                    line,
+                    ..Location::default()
+                });
+                a.name = name(var);
+            }
+        }
         profile
     }
 }

@@ -124,6 +124,9 @@ struct Leaf {
     host_timed: bool,
     /// The device's time for it, when it came from a device record.
     device_ns: Option<u64>,
+    /// For an allocation or free the program called the runtime API for (`acc_malloc`): the
+    /// call's file and function (its line is `line`).
+    api_call: Option<(Option<StrId>, Option<StrId>)>,
 }
 
 impl Leaf {
@@ -351,6 +354,9 @@ pub struct ProfileBuilder {
     roundtrips: Vec<Roundtrip>,
     roundtrip_index: HashMap<(u32, Option<u32>, Option<u32>), usize>,
     slices: Vec<(VarId, SliceRuns)>,
+    /// Per entry of `allocs`: the runtime API call (file, function, line, pointer) of an
+    /// allocation the program made itself (`acc_malloc`).
+    alloc_calls: Vec<Option<(Option<StrId>, Option<StrId>, Option<i64>, Option<StrId>)>>,
     /// Per entry of `slices`: names its runs' transfers carried (a few).
     slice_names: Vec<Vec<StrId>>,
     slice_index: HashMap<(Option<u32>, Direction, VarId), usize>,
@@ -510,6 +516,10 @@ impl ProfileBuilder {
             overhead_ns: 0,
             host_timed: true,
             device_ns: None,
+            api_call: (matches!(kind, ChildKind::Alloc | ChildKind::Free)
+                && ev.get_i64(Field::ParentConstruct)
+                    == Some(i64::from(acc_construct_t::RUNTIME_API.0)))
+            .then(|| (ev.src_file(), ev.func_name())),
         }
     }
 

@@ -56,7 +56,11 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
             let _ = writeln!(out, "             {d}");
         }
         if f.estimated_saving_ns == 0 {
-            let _ = writeln!(out, "   saving:   none estimated (a note: the change moves time, it does not remove it)");
+            let why = match f.rule {
+                crate::advise::Rule::InitEarly => "a note: the change moves time, it does not remove it",
+                _ => "the trace does not measure what the change removes",
+            };
+            let _ = writeln!(out, "   saving:   none estimated ({why})");
         } else {
             let _ = writeln!(
                 out,

@@ -133,6 +133,11 @@ impl ThreadState {
             EventShape::Point | EventShape::Unknown => {
                 self.scratch.reset(inc.kind, inc.now, inc.now);
                 self.fields.fill(&mut self.scratch, inc, false);
+                if self.open.len() == 0 && wants_api_call_site(&self.scratch) {
+                    if let Some(ra) = crate::unwind::caller_return_address(inc.kind.0 as u32) {
+                        self.scratch.set(Field::ReturnAddress, ra);
+                    }
+                }
                 emit_into(&self.slot, &mut self.fields.new_strings, rec, &self.scratch);
             }
         }
@@ -469,6 +474,16 @@ const LAUNCH_FIELDS: u64 = mask(&[
 ]);
 
 /// Construct-level starts: the events a user reads by source line.
+/// A device allocation or free the program asked for itself (`acc_malloc`, `acc_free`): its
+/// call site names the pointer and the loop that repeats it. Rare next to construct events, and
+/// outside every directive, so the stack walk costs nothing on their path.
+fn wants_api_call_site(e: &Event) -> bool {
+    matches!(e.kind, acc_event_t::ALLOC | acc_event_t::FREE)
+        && e.get(Field::SrcFile).is_none()
+        && e.get_i64(Field::ParentConstruct)
+            == Some(i64::from(accprof_abi::acc_construct_t::RUNTIME_API.0))
+}
+
 fn wants_call_site(kind: acc_event_t) -> bool {
     matches!(
         kind,
