@@ -342,6 +342,7 @@ mod tests {
                 time: Timing::host(),
                 host_time: Timing::host(),
                 samples: Vec::new(),
+                content: None,
             });
             p.transfer_sites.push(TransferSite {
                 construct: Some(i),

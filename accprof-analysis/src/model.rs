@@ -318,6 +318,26 @@ pub struct Variable {
     /// Host time of the enqueue_upload / enqueue_download events (count 0 when none).
     pub host_time: Timing,
     pub samples: Vec<EventRef>,
+    /// What the hashes of its transfers' bytes showed, when the trace has them
+    /// (ACCPROF_CONTENT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<ContentStats>,
+}
+
+/// What the hashes of one variable's transfers (in one direction) showed: proof by content
+/// that a transfer was redundant.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct ContentStats {
+    /// Transfers whose bytes were hashed.
+    pub hashed: u64,
+    /// Uploads that carried the bytes the device last received or gave back (with a data
+    /// region keeping the array, it would have held them still).
+    pub already_held: u64,
+    /// Downloads that brought back the bytes the device was last given: it did not change them.
+    pub unchanged: u64,
+    /// For downloads: whether the first one brought back bytes the device had changed (its
+    /// first use wrote the array before anything read it back).
+    pub first_changed: Option<bool>,
 }
 
 impl Variable {

@@ -56,6 +56,7 @@ pub fn fold(vars: &[Variable]) -> Vec<Variable> {
                 time: v.time,
                 host_time: v.host_time,
                 samples: v.samples.clone(),
+                content: None,
             }),
         }
     }
@@ -80,6 +81,7 @@ mod tests {
             time: Default::default(),
             host_time: Default::default(),
             samples: Vec::new(),
+            content: None,
         }
     }
 

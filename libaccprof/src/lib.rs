@@ -29,6 +29,7 @@
 pub mod api;
 mod clock;
 mod config;
+mod content;
 mod device;
 mod heap;
 mod lifecycle;

@@ -223,6 +223,77 @@ impl Claimed {
 pub(crate) struct VarTraffic<'a> {
     name: String,
     sites: Vec<&'a TransferSite>,
+    /// What the hashes of its transfers' bytes showed, both directions (all zero without).
+    content: VarContent,
+}
+
+/// What hashing the bytes of one array's transfers showed.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct VarContent {
+    uploads: u64,
+    uploads_held: u64,
+    downloads: u64,
+    downloads_unchanged: u64,
+    first_download_changed: Option<bool>,
+}
+
+impl VarContent {
+    /// Sums the content statistics of the variables `sites` moved.
+    fn of(p: &Profile, sites: &[&TransferSite]) -> Self {
+        let mut seen: Vec<usize> = Vec::new();
+        let mut out = VarContent::default();
+        for s in sites {
+            if seen.contains(&s.variable) {
+                continue;
+            }
+            seen.push(s.variable);
+            let v = &p.variables[s.variable];
+            let Some(c) = v.content else { continue };
+            match v.direction {
+                Direction::HostToDevice => {
+                    out.uploads += c.hashed;
+                    out.uploads_held += c.already_held;
+                }
+                Direction::DeviceToHost => {
+                    out.downloads += c.hashed;
+                    out.downloads_unchanged += c.unchanged;
+                    out.first_download_changed = out.first_download_changed.or(c.first_changed);
+                }
+            }
+        }
+        out
+    }
+
+    fn known(&self) -> bool {
+        self.uploads + self.downloads > 0
+    }
+
+    /// The evidence in words: `8 of 8 uploads carried bytes the device already held`.
+    pub(crate) fn describe(&self) -> Option<String> {
+        if !self.known() {
+            return None;
+        }
+        let mut parts = Vec::new();
+        if self.uploads > 0 {
+            parts.push(format!(
+                "{} of {} uploads carried bytes the device already held",
+                self.uploads_held, self.uploads
+            ));
+        }
+        if self.downloads > 0 {
+            parts.push(format!(
+                "{} of {} downloads brought back bytes the device had not changed",
+                self.downloads_unchanged, self.downloads
+            ));
+        }
+        Some(parts.join("; "))
+    }
+
+    /// Uploads after the first that carried bytes the device did not hold: the host changed
+    /// the array between them.
+    pub(crate) fn host_changes(&self) -> u64 {
+        (self.uploads - self.uploads_held).saturating_sub(1)
+    }
 }
 
 impl VarTraffic<'_> {
@@ -243,6 +314,27 @@ impl VarTraffic<'_> {
     fn bytes(&self) -> u64 {
         self.sites.iter().map(|s| s.bytes).sum()
     }
+    /// The data clause a data region should give this variable: from the content of its
+    /// transfers where the trace has their hashes (`used_after`: whether the program uses the
+    /// array after the region, from the source), else judged from its traffic.
+    fn clause_from(&self, used_after: Option<bool>) -> &'static str {
+        let c = &self.content;
+        if c.uploads == 0 || c.downloads == 0 {
+            return self.clause();
+        }
+        if c.downloads_unchanged == c.downloads {
+            // The device never changed it: what goes in is all that is needed.
+            return "copyin";
+        }
+        match (c.first_download_changed, used_after) {
+            // Its first use on the device wrote it before anything read it back, and nothing
+            // after the region reads it: the device alone needs it.
+            (Some(true), Some(false)) => "create",
+            (Some(true), _) => "copyout",
+            _ => "copy",
+        }
+    }
+
     /// The data clause a data region should give this variable, judged from its traffic:
     /// moved both ways and first moved device->host (produced on the device) = a temporary.
     fn clause(&self) -> &'static str {
@@ -265,7 +357,10 @@ impl VarTraffic<'_> {
     /// Transfer time a data region removes: every transfer but the first upload and the last
     /// download that the clause keeps.
     fn saving(&self) -> u64 {
-        let clause = self.clause();
+        self.saving_with(self.clause())
+    }
+
+    fn saving_with(&self, clause: &str) -> u64 {
         let keep = |d: Direction, kept: bool| {
             let n = self.count(d);
             let t = self.time(d);

@@ -88,6 +88,53 @@ impl Sources {
     }
 }
 
+/// Whether the program uses `name` after the loop of `place`, in the rest of the loop's
+/// function (freeing it is no use): `None` without the source.
+pub(crate) fn used_after(
+    p: &Profile,
+    sources: &mut Sources,
+    place: &Placement,
+    name: &str,
+) -> Option<bool> {
+    let src = sources.get(p, &place.file)?;
+    let base = accprof_symbols::base_name(name);
+    // A member's name (`g->a`): its last part is what the source writes near it.
+    let word = base.rsplit(['>', '.', '%']).next().unwrap_or(base);
+    let fortran = src.language == crate::source::Language::Fortran;
+    let lines = src.lines();
+    let from = usize::try_from(place.the_loop.end).ok()?;
+    for (i, l) in lines.iter().enumerate().skip(from) {
+        let n = i as i64 + 1;
+        if src.function_at(n) != place.function {
+            break;
+        }
+        let code = if fortran {
+            l.split('!').next().unwrap_or("").to_ascii_lowercase()
+        } else {
+            l.split("//").next().unwrap_or("").to_string()
+        };
+        let frees = ["free(", "delete", "deallocate", "acc_free"]
+            .iter()
+            .any(|f| code.contains(f));
+        let word = if fortran {
+            word.to_ascii_lowercase()
+        } else {
+            word.to_string()
+        };
+        if !frees && has_word(&code, &word) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+fn has_word(line: &str, word: &str) -> bool {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    line.match_indices(word).any(|(i, _)| {
+        !line[..i].ends_with(is_word) && !line[i + word.len()..].starts_with(is_word)
+    })
+}
+
 /// How far up the calls the search goes.
 const MAX_CALL_DEPTH: usize = 4;
 

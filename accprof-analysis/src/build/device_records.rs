@@ -317,6 +317,7 @@ impl ProfileBuilder {
                 overhead_ns: 0,
                 host_timed: false,
                 api_call: None,
+                content: None,
                 device_ns: Some(dur(d.r)),
             };
             self.resolve(d.thread, c, inst, vec![leaf]);

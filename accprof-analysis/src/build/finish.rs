@@ -140,6 +140,7 @@ impl ProfileBuilder {
                 v.name = var_label(id, strings);
                 // A name the source writes; not a hint such as `heap@x.c:3 (returned)`.
                 v.named = matches!(id, VarId::Name(..)) && accprof_symbols::is_source_text(&v.name);
+                v.content = None;
                 v.alloc_site = match id {
                     VarId::Name(_, site) if site != 0 => Some(site),
                     _ => None,
@@ -147,6 +148,9 @@ impl ProfileBuilder {
                 v
             })
             .collect();
+        for (v, c) in profile.variables.iter_mut().zip(&self.variable_content) {
+            v.content = (c.hashed > 0).then_some(*c);
+        }
         profile.transfer_sites = self.sites;
         profile.roundtrips = self.roundtrips;
         // Runs over neighbouring objects (separate variables side by side in memory, as a

@@ -127,6 +127,8 @@ struct Leaf {
     /// For an allocation or free the program called the runtime API for (`acc_malloc`): the
     /// call's file and function (its line is `line`).
     api_call: Option<(Option<StrId>, Option<StrId>)>,
+    /// The hash of the host bytes a transfer moved, when the tool hashed them.
+    content: Option<u64>,
 }
 
 impl Leaf {
@@ -340,6 +342,10 @@ pub struct ProfileBuilder {
     device_totals: DeviceTotals,
     kernel_device: Vec<Timing>,
     variable_device: Vec<Timing>,
+    /// Per variable: what the hashes of its transfers' bytes showed.
+    variable_content: Vec<ContentStats>,
+    /// Per host range: the hash of the bytes the device last received or gave back.
+    device_held: HashMap<(u64, u64), u64>,
     site_device: Vec<Timing>,
     index: u64,
     threads: HashMap<i64, ThreadState>,
@@ -516,6 +522,7 @@ impl ProfileBuilder {
             overhead_ns: 0,
             host_timed: true,
             device_ns: None,
+            content: ev.get(Field::ContentHash),
             api_call: (matches!(kind, ChildKind::Alloc | ChildKind::Free)
                 && ev.get_i64(Field::ParentConstruct)
                     == Some(i64::from(acc_construct_t::RUNTIME_API.0)))

@@ -28,9 +28,11 @@ impl ProfileBuilder {
                 time: Timing::host(),
                 host_time: Timing::host(),
                 samples: Vec::new(),
+                content: None,
             },
         ));
         self.variable_device.push(Timing::device());
+        self.variable_content.push(ContentStats::default());
         i
     }
 
@@ -70,6 +72,7 @@ impl ProfileBuilder {
             leaf.add_times(&mut v.time, &mut self.variable_device[vi as usize]);
             push_sample(&mut v.samples, leaf.r);
         }
+        self.note_content(vi, dir, leaf);
         // Per construct and variable.
         let si = match self.site_index.get(&(c, vi)) {
             Some(&i) => i,
@@ -155,6 +158,34 @@ impl ProfileBuilder {
         }
         self.track_slices(thread, c, dir, leaf);
         (vi, si as u32)
+    }
+
+    /// What the hash of a transfer's bytes shows: an upload of bytes the device already held,
+    /// a download of bytes the device did not change.
+    fn note_content(&mut self, vi: u32, dir: Direction, leaf: &Leaf) {
+        let (Some(h), Some(p), Some(b)) = (leaf.content, leaf.host_ptr, leaf.bytes) else {
+            if let (Some(p), Some(b)) = (leaf.host_ptr, leaf.bytes) {
+                // Unhashed: what the device holds there is unknown from now on.
+                self.device_held.remove(&(p, b));
+            }
+            return;
+        };
+        let held = self.device_held.insert((p, b), h);
+        let c = &mut self.variable_content[vi as usize];
+        c.hashed += 1;
+        let same = held == Some(h);
+        match dir {
+            Direction::HostToDevice if same => c.already_held += 1,
+            Direction::HostToDevice => {}
+            Direction::DeviceToHost => {
+                if same {
+                    c.unchanged += 1;
+                }
+                if c.hashed == 1 && held.is_some() {
+                    c.first_changed = Some(!same);
+                }
+            }
+        }
     }
 
     /// Consecutive transfers of adjacent host ranges by one construct in one direction form a

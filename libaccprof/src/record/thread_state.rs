@@ -95,6 +95,9 @@ impl ThreadState {
                 let enclosing_call_site = self.open.top().and_then(|p| p.get(Field::ReturnAddress));
                 let e = self.open.push(inc.kind, inc.now);
                 self.fields.fill(e, inc, false);
+                if crate::content::on() {
+                    crate::content::hash_transfer(e, false);
+                }
                 if wants_call_site(inc.kind) && e.get(Field::SrcFile).is_none() {
                     let call_site = match enclosing_call_site {
                         Some(ra) if e.implicit() => Some(ra),
@@ -116,6 +119,9 @@ impl ThreadState {
                         e.end_ns = inc.now.max(e.start_ns);
                         // Some runtimes fill a field only at the end (bytes of a download).
                         self.fields.fill(e, inc, true);
+                        if crate::content::on() {
+                            crate::content::hash_transfer(e, true);
+                        }
                         let e = self.open.remove_to_spare(i);
                         emit_into(&self.slot, &mut self.fields.new_strings, rec, e);
                         if let Some(c) = self.cuda.as_mut() {

@@ -92,16 +92,19 @@ fn totals(vars: &[&VarTraffic]) -> Totals {
     }
 }
 
-/// The data clauses of a region keeping `vars` on the device, in `lang`, and the arrays no
-/// clause can name.
-fn region_clauses(vars: &[&VarTraffic], lang: Language) -> (String, Vec<String>, Vec<String>) {
+/// The data clauses of a region keeping `vars` on the device (each with its clause), in
+/// `lang`, and the arrays no clause can name.
+fn region_clauses(
+    vars: &[(&VarTraffic, &'static str)],
+    lang: Language,
+) -> (String, Vec<String>, Vec<String>) {
     let mut clauses: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut unnamed = Vec::new();
     let mut present = Vec::new();
-    for v in vars {
+    for (v, clause) in vars {
         match clauses::clause_item(&v.name, lang) {
             Some(item) => {
-                let list = clauses.entry(v.clause()).or_default();
+                let list = clauses.entry(clause).or_default();
                 if !list.contains(&item) {
                     list.push(item.clone());
                 }
@@ -115,7 +118,7 @@ fn region_clauses(vars: &[&VarTraffic], lang: Language) -> (String, Vec<String>,
     (clause_text(&clauses), present, unnamed)
 }
 
-fn details(vars: &[&VarTraffic], t: &Totals, cs: &[&Construct]) -> Vec<String> {
+fn details(vars: &[(&VarTraffic, &'static str)], t: &Totals, cs: &[&Construct]) -> Vec<String> {
     let mut details = vec![format!(
         "{} moved {} times ({}) by the compute constructs at {}, costing {} of host time",
         t.names.join(", "),
@@ -124,21 +127,50 @@ fn details(vars: &[&VarTraffic], t: &Totals, cs: &[&Construct]) -> Vec<String> {
         construct_lines(cs),
         duration(t.time)
     )];
-    for v in vars {
+    for (v, clause) in vars {
+        let why = match v.content.describe() {
+            Some(c) => c,
+            None => format!(
+                "first moved {}",
+                v.sites
+                    .iter()
+                    .min_by_key(|s| s.first_ns)
+                    .map(|s| s.direction.label())
+                    .unwrap_or("?")
+            ),
+        };
         details.push(format!(
-            "{}: {} uploads, {} downloads; first moved {} -> {}",
+            "{}: {} uploads, {} downloads; {why} -> {clause}",
             v.name,
             v.count(Direction::HostToDevice),
             v.count(Direction::DeviceToHost),
-            v.sites
-                .iter()
-                .min_by_key(|s| s.first_ns)
-                .map(|s| s.direction.label())
-                .unwrap_or("?"),
-            v.clause()
         ));
     }
     details
+}
+
+/// What the hashes say the host did between the transfers: arrays it changed inside the loop
+/// need an `update device` there, or the region would compute with stale data.
+fn host_changes_note(vars: &[(&VarTraffic, &'static str)], file: Option<&str>, lang: Language) -> String {
+    let changed: Vec<String> = vars
+        .iter()
+        .filter(|(v, _)| v.content.host_changes() > 0)
+        .filter_map(|(v, _)| {
+            let item = clauses::clause_item(&v.name, lang)?;
+            Some(format!(
+                "{} of {} uploads of {} carried bytes the device did not hold: the host changes it inside the loop, so add `{}` after each change",
+                v.content.uploads - v.content.uploads_held,
+                v.content.uploads,
+                v.name,
+                directive(file, &format!("update device({item})"))
+            ))
+        })
+        .collect();
+    if changed.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", changed.join("; "))
+    }
 }
 
 fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
@@ -161,7 +193,11 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
     // Repeated: moved again and again (a loop around the constructs, or around their calls).
     let repeated: Vec<VarTraffic> = by_var
         .into_iter()
-        .map(|((name, _), sites)| VarTraffic { name, sites })
+        .map(|((name, _), sites)| VarTraffic {
+            name,
+            content: VarContent::of(p, &sites),
+            sites,
+        })
         .filter(|v| v.count(Direction::HostToDevice) >= 2 || v.count(Direction::DeviceToHost) >= 2)
         .collect();
     let mut sources = Sources::default();
@@ -202,7 +238,7 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
         }
     }
     for (place, vars) in placed {
-        out.push(at_loop(p, &place, &vars));
+        out.push(at_loop(p, &mut sources, &place, &vars));
         let t = totals(&vars);
         claimed.variables.extend(t.names);
         claimed.constructs.extend(t.constructs);
@@ -223,11 +259,19 @@ fn data_region_rules(p: &Profile, out: &mut Vec<Finding>) -> Claimed {
 }
 
 /// A region at the loop the sources show repeats the constructs.
-fn at_loop(p: &Profile, place: &Placement, vars: &[&VarTraffic]) -> Finding {
-    let t = totals(vars);
+fn at_loop(p: &Profile, sources: &mut Sources, place: &Placement, vars: &[&VarTraffic]) -> Finding {
+    let mut t = totals(vars);
     let cs: Vec<&Construct> = t.constructs.iter().map(|&i| &p.constructs[i]).collect();
     let lang = Language::of(&place.file);
-    let (pragma, present, unnamed) = region_clauses(vars, lang);
+    let chosen: Vec<(&VarTraffic, &'static str)> = vars
+        .iter()
+        .map(|v| {
+            let after = placement::used_after(p, sources, place, &v.name);
+            (*v, v.clause_from(after))
+        })
+        .collect();
+    t.saving = chosen.iter().map(|(v, c)| v.saving_with(c)).sum();
+    let (pragma, present, unnamed) = region_clauses(&chosen, lang);
     let open = lang.directive(&format!("data {pragma}"));
     let wrap = match lang {
         Language::Fortran => format!(
@@ -284,10 +328,14 @@ fn at_loop(p: &Profile, place: &Placement, vars: &[&VarTraffic]) -> Finding {
             count: t.count,
             bytes: t.bytes,
             time_ns: t.time,
-            details: details(vars, &t, &cs),
+            details: details(&chosen, &t, &cs),
         },
         estimated_saving_ns: t.saving,
-        change: format!("{wrap}{members}; {inside}{}", clauses::unnamed_note(&unnamed)),
+        change: format!(
+            "{wrap}{members}; {inside}{}{}",
+            host_changes_note(&chosen, Some(&place.file), lang),
+            clauses::unnamed_note(&unnamed)
+        ),
         events: t.events,
         time_ranges: vec![t.span],
     }
@@ -314,7 +362,9 @@ fn around_lines(p: &Profile, vars: &[&VarTraffic]) -> Finding {
         _ => "the loop around these constructs".into(),
     };
     let lang = Language::of(first.location.file.as_deref().unwrap_or(""));
-    let (pragma, present, unnamed) = region_clauses(vars, lang);
+    let chosen: Vec<(&VarTraffic, &'static str)> =
+        vars.iter().map(|v| (*v, v.clause_from(None))).collect();
+    let (pragma, present, unnamed) = region_clauses(&chosen, lang);
     let open = lang.directive(&format!("data {pragma}"));
     let wrap = match lang {
         Language::Fortran => format!(
@@ -339,12 +389,13 @@ fn around_lines(p: &Profile, vars: &[&VarTraffic]) -> Finding {
             count: t.count,
             bytes: t.bytes,
             time_ns: t.time,
-            details: details(vars, &t, &cs),
+            details: details(&chosen, &t, &cs),
         },
         estimated_saving_ns: t.saving,
         change: format!(
-            "{wrap} and use `present({})` on the compute constructs, so the arrays stay on the device between them{}",
+            "{wrap} and use `present({})` on the compute constructs, so the arrays stay on the device between them{}{}",
             present.join(", "),
+            host_changes_note(&chosen, first.location.file.as_deref(), lang),
             clauses::unnamed_note(&unnamed)
         ),
         events: t.events,
@@ -456,6 +507,65 @@ mod tests {
         assert_eq!(rules_of(&out), [Rule::DataRegion]);
         assert!(out[0].change.contains("copy(A)"), "{}", out[0].change);
         assert!(claimed.variables.contains("A"));
+    }
+
+    /// The seeds' naive Laplace with the bytes of every transfer hashed: the first construct
+    /// reads A and writes Anew, the second reads Anew and writes A.
+    #[test]
+    fn hashed_transfers_choose_each_arrays_clause_and_prove_the_copies_redundant() {
+        let mut r = Run::new();
+        let (u, d) = (
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            acc_event_t::ENQUEUE_DOWNLOAD_START,
+        );
+        let (pa, pn) = (0x7f00_0000u64, 0x7f80_0000u64);
+        let mut a = 100u64;
+        let mut anew = 200u64;
+        let hashed = |e: &mut accprof_trace::Event, h: u64| {
+            e.set(accprof_trace::Field::ContentHash, h);
+        };
+        for _ in 0..4 {
+            let (a0, n0) = (a, anew);
+            anew += 1;
+            let n1 = anew;
+            r.compute(57, MS, MS, |r, t| {
+                let mut v = vec![
+                    r.transfer(u, t + US, t + 2 * US, 57, "A", 1 << 20, pa),
+                    r.transfer(u, t + 3 * US, t + 4 * US, 57, "Anew", 1 << 20, pn),
+                    r.transfer(d, t + MS / 2, t + MS / 2 + US, 57, "A", 1 << 20, pa),
+                    r.transfer(d, t + MS / 2 + 2 * US, t + MS / 2 + 3 * US, 57, "Anew", 1 << 20, pn),
+                ];
+                for (e, h) in v.iter_mut().zip([a0, n0, a0, n1]) {
+                    hashed(e, h);
+                }
+                v
+            });
+            a += 1;
+            let a1 = a;
+            r.compute(65, MS, MS, |r, t| {
+                let mut v = vec![
+                    r.transfer(u, t + US, t + 2 * US, 65, "Anew", 1 << 20, pn),
+                    r.transfer(u, t + 3 * US, t + 4 * US, 65, "A", 1 << 20, pa),
+                    r.transfer(d, t + MS / 2, t + MS / 2 + US, 65, "Anew", 1 << 20, pn),
+                    r.transfer(d, t + MS / 2 + 2 * US, t + MS / 2 + 3 * US, 65, "A", 1 << 20, pa),
+                ];
+                for (e, h) in v.iter_mut().zip([n1, a0, n1, a1]) {
+                    hashed(e, h);
+                }
+                v
+            });
+        }
+        let wall = r.now;
+        let f = findings(&DataRegion, &r.profile(wall));
+        assert_eq!(rules_of(&f), [Rule::DataRegion]);
+        // A is read before the device writes it: copy. Anew is written by its first use;
+        // without the source, whether the host reads it after the loop is not known: copyout.
+        assert!(f[0].change.contains("copy(A) copyout(Anew)"), "{}", f[0].change);
+        let details = f[0].evidence.details.join("\n");
+        assert!(
+            details.contains("A: 8 uploads, 8 downloads; 7 of 8 uploads carried bytes the device already held; 4 of 8 downloads brought back bytes the device had not changed -> copy"),
+            "{details}"
+        );
     }
 
     #[test]
