@@ -78,38 +78,39 @@ fn word(b: &[u8]) -> u64 {
     u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
 }
 
-/// A 64-bit hash of `data` in the style of xxHash64: four independent lanes over 32-byte
-/// stripes (memory-bound on large arrays), mixed with the length.
+/// A 64-bit hash of `data` in the style of xxHash64: eight independent lanes over 64-byte
+/// stripes (so that the multiplies overlap), mixed with the length.
 pub fn hash(data: &[u8]) -> u64 {
-    let mut lanes = [
-        P1.wrapping_add(P2),
-        P2,
-        0,
-        0u64.wrapping_sub(P1),
-    ];
-    let mut stripes = data.chunks_exact(32);
-    for s in &mut stripes {
-        lanes[0] = round(lanes[0], word(&s[0..]));
-        lanes[1] = round(lanes[1], word(&s[8..]));
-        lanes[2] = round(lanes[2], word(&s[16..]));
-        lanes[3] = round(lanes[3], word(&s[24..]));
+    let mut lanes = [0u64; 8];
+    for (i, l) in lanes.iter_mut().enumerate() {
+        *l = P1.wrapping_mul(i as u64 + 1) ^ P5;
     }
-    let mut h = lanes[0]
-        .rotate_left(1)
-        .wrapping_add(lanes[1].rotate_left(7))
-        .wrapping_add(lanes[2].rotate_left(12))
-        .wrapping_add(lanes[3].rotate_left(18));
+    let mut stripes = data.chunks_exact(64);
+    for s in &mut stripes {
+        for (i, l) in lanes.iter_mut().enumerate() {
+            *l = round(*l, word(&s[8 * i..]));
+        }
+    }
+    let mut h = 0u64;
+    for (i, l) in lanes.iter().enumerate() {
+        h = h.wrapping_add(l.rotate_left(1 + 7 * i as u32));
+    }
     for l in lanes {
         h = (h ^ round(0, l)).wrapping_mul(P1).wrapping_add(P4);
     }
     h = h.wrapping_add(data.len() as u64);
     let mut rest = stripes.remainder();
     while rest.len() >= 8 {
-        h = (h ^ round(0, word(rest))).rotate_left(27).wrapping_mul(P1).wrapping_add(P4);
+        h = (h ^ round(0, word(rest)))
+            .rotate_left(27)
+            .wrapping_mul(P1)
+            .wrapping_add(P4);
         rest = &rest[8..];
     }
     for &b in rest {
-        h = (h ^ u64::from(b).wrapping_mul(P5)).rotate_left(11).wrapping_mul(P1);
+        h = (h ^ u64::from(b).wrapping_mul(P5))
+            .rotate_left(11)
+            .wrapping_mul(P1);
     }
     h ^= h >> 33;
     h = h.wrapping_mul(P2);
