@@ -149,6 +149,17 @@ fn details(vars: &[(&VarTraffic, &'static str)], t: &Totals, cs: &[&Construct]) 
     details
 }
 
+/// Without the bytes' hashes, the clauses come from the traffic's pattern: say how to have
+/// them chosen from what the program needed.
+fn content_hint(vars: &[(&VarTraffic, &'static str)]) -> &'static str {
+    let guessed = vars.iter().any(|(v, c)| *c == "copy" && v.content.uploads == 0);
+    if guessed {
+        "; `copy` keeps what each array needs whatever the program does: to tell from the bytes moved which arrays need less (a temporary takes `create`), run it with `accprof run --content`"
+    } else {
+        ""
+    }
+}
+
 /// What the hashes say the host did between the transfers: arrays it changed inside the loop
 /// need an `update device` there, or the region would compute with stale data.
 fn host_changes_note(vars: &[(&VarTraffic, &'static str)], file: Option<&str>, lang: Language) -> String {
@@ -332,8 +343,9 @@ fn at_loop(p: &Profile, sources: &mut Sources, place: &Placement, vars: &[&VarTr
         },
         estimated_saving_ns: t.saving,
         change: format!(
-            "{wrap}{members}; {inside}{}{}",
+            "{wrap}{members}; {inside}{}{}{}",
             host_changes_note(&chosen, Some(&place.file), lang),
+            content_hint(&chosen),
             clauses::unnamed_note(&unnamed)
         ),
         events: t.events,
@@ -393,9 +405,10 @@ fn around_lines(p: &Profile, vars: &[&VarTraffic]) -> Finding {
         },
         estimated_saving_ns: t.saving,
         change: format!(
-            "{wrap} and use `present({})` on the compute constructs, so the arrays stay on the device between them{}{}",
+            "{wrap} and use `present({})` on the compute constructs, so the arrays stay on the device between them{}{}{}",
             present.join(", "),
             host_changes_note(&chosen, first.location.file.as_deref(), lang),
+            content_hint(&chosen),
             clauses::unnamed_note(&unnamed)
         ),
         events: t.events,
