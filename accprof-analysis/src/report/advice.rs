@@ -71,11 +71,18 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
         }
         let _ = writeln!(out, "   change:   {}", f.change);
         if let Some(e) = f.events.first() {
+            let trace = match p.sources.as_slice() {
+                [one] => format!(" {}", one.path),
+                _ => String::new(),
+            };
+            let more = match f.events.len() - 1 {
+                0 => String::new(),
+                n => format!(" (and {n} more)"),
+            };
             let _ = writeln!(
                 out,
-                "   see:      event #{} (and {} more) in `accprof tui`",
-                e.index,
-                f.events.len() - 1
+                "   see:      event #{}{more}: `accprof tui --event {}{trace}`",
+                e.index, e.index
             );
         }
         out.push('\n');
