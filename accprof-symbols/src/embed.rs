@@ -25,6 +25,9 @@ pub struct Symbolized {
     /// Events of a killed run folded in from its live file first
     /// ([`accprof_trace::fold::fold_into_trace`]).
     pub folded: u64,
+    /// The trace was of version 1, whose chunks cannot take one more: it was written again as
+    /// version 2, with the same header, strings, modules and events in the same order.
+    pub upgraded: bool,
 }
 
 /// Resolves every address the events of the trace at `path` use (call sites of events without
@@ -147,23 +150,26 @@ pub fn symbolize_file(path: &Path) -> Result<Symbolized, TraceError> {
             ..Symbolized::default()
         });
     }
-    if found.version < 2 {
-        return Err(TraceError::Corrupt {
-            path: label.clone(),
-            offset: 0,
-            what: "a version 1 trace cannot take a symbols chunk (its chunks have no sequence numbers)".into(),
-        });
-    }
     let size = std::fs::metadata(path).map_err(io)?.len();
     let (table, warnings) = resolve_trace(path)?;
+    let upgraded = found.version < 2 && !table.is_empty();
     let mut out = Symbolized {
         warnings,
         folded,
+        upgraded,
         ..Symbolized::default()
     };
     if table.is_empty() {
         return Ok(out);
     }
+    let (found, size) = if upgraded {
+        // Version 1 chunks have no sequence numbers: an appended chunk could not be told from
+        // a stale one. The same trace written again as version 2 can take it.
+        rewrite_as_current_version(path)?;
+        (scan(path)?, std::fs::metadata(path).map_err(io)?.len())
+    } else {
+        (found, size)
+    };
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
@@ -182,4 +188,47 @@ pub fn symbolize_file(path: &Path) -> Result<Symbolized, TraceError> {
     w.write_symbols(&table).map_err(io)?;
     out.entries = table.len();
     Ok(out)
+}
+
+/// Writes the finished trace at `path` again in the current format version: the same header,
+/// strings, modules, events (in their order, so that event numbers stay), drops and footer.
+fn rewrite_as_current_version(path: &Path) -> Result<(), TraceError> {
+    let label = path.display().to_string();
+    let io = |source| TraceError::Io {
+        path: label.clone(),
+        source,
+    };
+    let t = accprof_trace::Trace::load(path)?;
+    if let Some(w) = &t.truncation_warning {
+        return Err(TraceError::Corrupt {
+            path: label.clone(),
+            offset: 0,
+            what: format!("a damaged version 1 trace is not rewritten: {w}"),
+        });
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.v2.tmp",
+        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+    ));
+    let file = std::fs::File::create(&tmp).map_err(io)?;
+    let mut w = TraceWriter::new(std::io::BufWriter::new(file), &t.header).map_err(io)?;
+    let strings: Vec<(accprof_trace::StrId, &[u8])> = t
+        .strings
+        .iter()
+        .map(|(id, s)| (id, s.as_bytes()))
+        .collect();
+    let written = (|| {
+        w.write_strings(strings)?;
+        w.write_modules(&t.modules)?;
+        w.write_events(&t.events)?;
+        w.write_drops(&t.drops)?;
+        if let Some(f) = &t.footer {
+            w.write_footer(f)?;
+        }
+        w.flush()
+    })();
+    written.map_err(io)?;
+    drop(w);
+    std::fs::rename(&tmp, path).map_err(io)
 }
