@@ -335,8 +335,12 @@ pub struct ContentStats {
     pub already_held: u64,
     /// Downloads that brought back the bytes the device was last given: it did not change them.
     pub unchanged: u64,
-    /// For downloads: whether the first one brought back bytes the device had changed (its
-    /// first use wrote the array before anything read it back).
+    /// How the array's first use on the device began: `Some(false)` when it was created there
+    /// without an upload (its first construct did not need the host's bytes), `Some(true)` when
+    /// it was uploaded; `None` when not known. Set on the first transfer's variable.
+    pub first_uploaded: Option<bool>,
+    /// After a first upload: whether the next download brought back bytes the device had
+    /// changed. Set on that download's variable.
     pub first_changed: Option<bool>,
 }
 

@@ -234,7 +234,10 @@ pub(crate) struct VarContent {
     uploads_held: u64,
     downloads: u64,
     downloads_unchanged: u64,
-    first_download_changed: Option<bool>,
+    /// Whether the array's first use began with an upload (its construct read the host's
+    /// bytes), and whether that use changed it.
+    first_uploaded: Option<bool>,
+    first_changed: Option<bool>,
 }
 
 impl VarContent {
@@ -257,9 +260,10 @@ impl VarContent {
                 Direction::DeviceToHost => {
                     out.downloads += c.hashed;
                     out.downloads_unchanged += c.unchanged;
-                    out.first_download_changed = out.first_download_changed.or(c.first_changed);
                 }
             }
+            out.first_uploaded = out.first_uploaded.or(c.first_uploaded);
+            out.first_changed = out.first_changed.or(c.first_changed);
         }
         out
     }
@@ -319,18 +323,20 @@ impl VarTraffic<'_> {
     /// array after the region, from the source), else judged from its traffic.
     fn clause_from(&self, used_after: Option<bool>) -> &'static str {
         let c = &self.content;
-        if c.uploads == 0 || c.downloads == 0 {
+        if !c.known() || c.first_uploaded.is_none() {
             return self.clause();
         }
-        if c.downloads_unchanged == c.downloads {
-            // The device never changed it: what goes in is all that is needed.
+        if c.downloads_unchanged == c.downloads && c.first_uploaded == Some(true) {
+            // The device never changed it (or never gave it back): what goes in is all the
+            // program needed.
             return "copyin";
         }
-        match (c.first_download_changed, used_after) {
-            // Its first use on the device wrote it before anything read it back, and nothing
-            // after the region reads it: the device alone needs it.
-            (Some(true), Some(false)) => "create",
-            (Some(true), _) => "copyout",
+        match (c.first_uploaded, c.first_changed, used_after) {
+            // Its first construct did not read the host's bytes (it created the array), or
+            // rewrote it, and nothing after the region reads it: the device alone needs it.
+            (Some(false), _, Some(false)) | (Some(true), Some(true), Some(false)) => "create",
+            // Created by its first construct, and read after the region.
+            (Some(false), _, _) => "copyout",
             _ => "copy",
         }
     }

@@ -346,6 +346,9 @@ pub struct ProfileBuilder {
     variable_content: Vec<ContentStats>,
     /// Per host range: the hash of the bytes the device last received or gave back.
     device_held: HashMap<(u64, u64), u64>,
+    /// Per host range seen: whether its first use's download is still to come (it began with
+    /// an upload).
+    first_use_open: HashMap<(u64, u64), bool>,
     site_device: Vec<Timing>,
     index: u64,
     threads: HashMap<i64, ThreadState>,

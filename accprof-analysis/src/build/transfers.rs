@@ -171,17 +171,26 @@ impl ProfileBuilder {
             return;
         };
         let held = self.device_held.insert((p, b), h);
+        let first = !self.first_use_open.contains_key(&(p, b));
         let c = &mut self.variable_content[vi as usize];
         c.hashed += 1;
         let same = held == Some(h);
+        if first {
+            c.first_uploaded = Some(dir == Direction::HostToDevice);
+        }
         match dir {
-            Direction::HostToDevice if same => c.already_held += 1,
-            Direction::HostToDevice => {}
+            Direction::HostToDevice => {
+                if same {
+                    c.already_held += 1;
+                }
+                self.first_use_open.entry((p, b)).or_insert(true);
+            }
             Direction::DeviceToHost => {
                 if same {
                     c.unchanged += 1;
                 }
-                if c.hashed == 1 && held.is_some() {
+                // The first download after the first upload tells whether that use changed it.
+                if self.first_use_open.insert((p, b), false) == Some(true) {
                     c.first_changed = Some(!same);
                 }
             }
