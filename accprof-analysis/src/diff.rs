@@ -86,7 +86,7 @@ impl Runs {
     /// ranges overlap. Unknown (`None`) with one run on a side.
     pub fn within_noise(before: &Runs, after: &Runs) -> Option<bool> {
         (before.runs > 1 && after.runs > 1)
-            .then(|| before.min <= after.max && after.min <= before.max)
+            .then_some(before.min <= after.max && after.min <= before.max)
     }
 }
 

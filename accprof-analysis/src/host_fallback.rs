@@ -42,8 +42,7 @@ pub fn ran_on_emulated_device(p: &Profile) -> bool {
         && p.constructs
             .iter()
             .any(|c| c.kind == ConstructKind::Compute)
-        && p
-            .constructs
+        && p.constructs
             .iter()
             .filter(|c| c.kind == ConstructKind::Compute)
             .all(|c| c.location.device_type == Some(EMULATED_DEVICE_TYPE))

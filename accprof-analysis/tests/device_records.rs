@@ -564,7 +564,11 @@ fn a_device_record_with_impossible_times_is_left_out_and_said() {
         .filter(|w| w.contains("impossible times"))
         .collect();
     assert_eq!(w.len(), 1, "{:?}", p.warnings);
-    assert!(w[0].contains("a kernel record, correlation id 77"), "{}", w[0]);
+    assert!(
+        w[0].contains("a kernel record, correlation id 77"),
+        "{}",
+        w[0]
+    );
     for f in advise(&p) {
         assert!(f.estimated_saving_ns <= p.summary.wall_ns, "{f:?}");
     }

@@ -80,7 +80,7 @@ impl DataSymbol {
         match (&self.kind, self.syntax) {
             (DataKind::Heap, Syntax::C) => match (&self.extent, self.element_bytes) {
                 (Some(e), _) => format!("{}[0:{e}]", self.name),
-                (None, Some(b)) if b > 0 && self.size % b == 0 => {
+                (None, Some(b)) if b > 0 && self.size.is_multiple_of(b) => {
                     format!("{}[0:{}]", self.name, self.size / b)
                 }
                 _ => self.name.clone(),
@@ -93,7 +93,7 @@ impl DataSymbol {
     fn section(&self, bytes: Option<u64>) -> Option<String> {
         let e = self.element_bytes.filter(|&e| e > 0)?;
         let b = bytes?;
-        if self.offset % e != 0 || b % e != 0 {
+        if !self.offset.is_multiple_of(e) || !b.is_multiple_of(e) {
             return None;
         }
         let (first, count) = (self.offset / e, b / e);
@@ -187,10 +187,7 @@ mod tests {
             "t[+0x10, 80 bytes]",
             "a rank-2 section has no one index range"
         );
-        let unaligned = DataSymbol {
-            offset: 4,
-            ..t
-        };
+        let unaligned = DataSymbol { offset: 4, ..t };
         assert_eq!(unaligned.label(Some(8)), "T[+0x4, 8 bytes]");
     }
 

@@ -49,7 +49,12 @@ impl DwarfVars {
         };
         self.locals_by_size
             .get(&bytes)
-            .map(|s| s.iter().map(String::as_str).filter(|n| !is_static(n)).collect())
+            .map(|s| {
+                s.iter()
+                    .map(String::as_str)
+                    .filter(|n| !is_static(n))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

@@ -206,18 +206,20 @@ fn rewrite_as_current_version(path: &Path) -> Result<(), TraceError> {
             what: format!("a damaged version 1 trace is not rewritten: {w}"),
         });
     }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
         ".{}.v2.tmp",
-        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
     ));
     let file = std::fs::File::create(&tmp).map_err(io)?;
     let mut w = TraceWriter::new(std::io::BufWriter::new(file), &t.header).map_err(io)?;
-    let strings: Vec<(accprof_trace::StrId, &[u8])> = t
-        .strings
-        .iter()
-        .map(|(id, s)| (id, s.as_bytes()))
-        .collect();
+    let strings: Vec<(accprof_trace::StrId, &[u8])> =
+        t.strings.iter().map(|(id, s)| (id, s.as_bytes())).collect();
     let written = (|| {
         w.write_strings(strings)?;
         w.write_modules(&t.modules)?;

@@ -337,10 +337,7 @@ impl Symbolizer {
     pub fn allocation(&mut self, site: u64) -> (String, AllocName) {
         let index = self.modules.iter().rposition(|m| m.contains(site));
         let loc = self.resolve_return_address(site);
-        let Some((file, line)) = loc
-            .as_ref()
-            .and_then(|l| Some((l.file.clone()?, l.line?)))
-        else {
+        let Some((file, line)) = loc.as_ref().and_then(|l| Some((l.file.clone()?, l.line?))) else {
             // No line: the module and the offset in it, which `addr2line -e` resolves on an
             // unstripped copy.
             let hint = match index.map(|i| &self.modules[i]) {
@@ -508,7 +505,9 @@ impl Symbolizer {
                 .sites
                 .iter()
                 // One function's sites: a template's instantiations repeat the line's calls.
-                .filter(|(_, s)| s.file == me.file && s.line == me.line && s.function == me.function)
+                .filter(|(_, s)| {
+                    s.file == me.file && s.line == me.line && s.function == me.function
+                })
                 .map(|(&o, _)| o)
                 .collect();
             (same.len() > 1).then(|| same.iter().position(|&o| o == offset).map(|i| i + 1))?
@@ -616,7 +615,11 @@ impl Symbolizer {
             return;
         }
         let thread = ev.get_i64(Field::Thread).unwrap_or(-1);
-        let here = (ev.get(Field::SrcFile), ev.get(Field::FuncName), ev.line_no());
+        let here = (
+            ev.get(Field::SrcFile),
+            ev.get(Field::FuncName),
+            ev.line_no(),
+        );
         if ev.kind == acc_event_t::ENTER_DATA_START {
             if let (Some(f), Some(func), Some(line)) = here {
                 self.open_regions
@@ -629,8 +632,7 @@ impl Symbolizer {
         if ev.kind != acc_event_t::EXIT_DATA_START {
             return;
         }
-        let Some((file, func, line)) = self.open_regions.get_mut(&thread).and_then(Vec::pop)
-        else {
+        let Some((file, func, line)) = self.open_regions.get_mut(&thread).and_then(Vec::pop) else {
             return;
         };
         let attributed = ev.flags().contains(EventFlags::ATTRIBUTED_LOCATION);

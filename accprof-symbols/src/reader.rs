@@ -251,7 +251,8 @@ impl<R: Read> ResolvingReader<R> {
         let region = resolve.locations
             && matches!(
                 ev.kind,
-                accprof_abi::acc_event_t::ENTER_DATA_START | accprof_abi::acc_event_t::EXIT_DATA_START
+                accprof_abi::acc_event_t::ENTER_DATA_START
+                    | accprof_abi::acc_event_t::EXIT_DATA_START
             );
         if !(location || data || region || device_block) {
             return Ok(true);

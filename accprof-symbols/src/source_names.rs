@@ -108,8 +108,7 @@ pub fn c_type_bytes(ty: &str) -> Option<u64> {
         ["int"] | ["int32_t"] | ["uint32_t"] => 4,
         [] if ty.contains("unsigned") || ty.contains("signed") => 4,
         ["long"] | ["long", "int"] | ["long", "long"] | ["long", "long", "int"] => 8,
-        ["int64_t"] | ["uint64_t"] | ["size_t"] | ["ptrdiff_t"] | ["intptr_t"]
-        | ["uintptr_t"] => 8,
+        ["int64_t"] | ["uint64_t"] | ["size_t"] | ["ptrdiff_t"] | ["intptr_t"] | ["uintptr_t"] => 8,
         _ => return None,
     };
     Some(if complex { bytes * 2 } else { bytes })
@@ -506,7 +505,13 @@ fn strip_trailing_casts(lhs: &str) -> (&str, Option<String>) {
                 if let Some(pos) = lt.rfind('<') {
                     let kw = lt[..pos].trim_end();
                     if kw.ends_with("_cast") {
-                        ty.get_or_insert_with(|| lt[pos + 1..].trim().trim_end_matches('*').trim().to_string());
+                        ty.get_or_insert_with(|| {
+                            lt[pos + 1..]
+                                .trim()
+                                .trim_end_matches('*')
+                                .trim()
+                                .to_string()
+                        });
                         s = kw[..kw.len() - last_postfix(kw).len()].trim_end();
                         continue;
                     }
@@ -689,15 +694,16 @@ pub fn freed_pointer(lines: &[&str], line: usize, syntax: Syntax) -> Option<Stri
     let text = lines.get(line.checked_sub(1)?)?;
     let lower = text.to_ascii_lowercase();
     let call = match syntax {
-        Syntax::C => ["acc_free", "free"]
-            .iter()
-            .find_map(|f| {
-                lower.match_indices(f).map(|(i, _)| i).find(|&i| {
+        Syntax::C => ["acc_free", "free"].iter().find_map(|f| {
+            lower
+                .match_indices(f)
+                .map(|(i, _)| i)
+                .find(|&i| {
                     (i == 0 || !is_ident(lower[..i].chars().next_back().unwrap_or(' ')))
                         && lower[i + f.len()..].trim_start().starts_with('(')
                 })
                 .map(|i| i + f.len())
-            })?,
+        })?,
         Syntax::Fortran => lower.find("deallocate")? + "deallocate".len(),
     };
     let rest = text[call..].trim_start();
@@ -790,15 +796,27 @@ mod tests {
     #[test]
     fn c_declarations_assignments_and_members() {
         assert_eq!(
-            name(c("    double *T = malloc(nx * ny * sizeof(double));", 1, None)),
+            name(c(
+                "    double *T = malloc(nx * ny * sizeof(double));",
+                1,
+                None
+            )),
             ("T".into(), Some("nx*ny".into()), Some(8))
         );
         assert_eq!(
-            name(c("double *restrict Tnew = (double *)calloc(nx*ny, sizeof(double));", 1, None)),
+            name(c(
+                "double *restrict Tnew = (double *)calloc(nx*ny, sizeof(double));",
+                1,
+                None
+            )),
             ("Tnew".into(), Some("nx*ny".into()), Some(8))
         );
         assert_eq!(
-            name(c("  g->a = malloc(sizeof(double) * g->n); /* = x */", 1, None)),
+            name(c(
+                "  g->a = malloc(sizeof(double) * g->n); /* = x */",
+                1,
+                None
+            )),
             ("g->a".into(), Some("g->n".into()), Some(8))
         );
         assert_eq!(
@@ -811,11 +829,19 @@ mod tests {
             ("arr".into(), Some("n".into()), Some(8))
         );
         assert_eq!(
-            name(c("    arr = static_cast<float *>(std::malloc(n * sizeof(float)));", 1, None)),
+            name(c(
+                "    arr = static_cast<float *>(std::malloc(n * sizeof(float)));",
+                1,
+                None
+            )),
             ("arr".into(), Some("n".into()), Some(4))
         );
         assert_eq!(
-            name(c("if (posix_memalign((void **)&buf, 64, n * sizeof(double)) != 0)", 1, None)),
+            name(c(
+                "if (posix_memalign((void **)&buf, 64, n * sizeof(double)) != 0)",
+                1,
+                None
+            )),
             ("buf".into(), Some("n".into()), Some(8))
         );
         assert_eq!(
@@ -829,22 +855,41 @@ mod tests {
         let src = "int main(void)\n{\n    double *T =\n        malloc(n * sizeof(double));\n}\n";
         assert_eq!(name(c(src, 4, None)).0, "T");
         let two = "    double *T = malloc(n * sizeof(double));\n    double *U = malloc(n * sizeof(double));\n";
-        assert_eq!(name(c(two, 1, None)).0, "T", "the next line's statement is not this line's");
+        assert_eq!(
+            name(c(two, 1, None)).0,
+            "T",
+            "the next line's statement is not this line's"
+        );
         assert_eq!(name(c(two, 2, None)).0, "U");
         let init = "    explicit Grid(std::size_t n) : n_(n), u_(new T[n]), v_(new T[n])\n    {\n";
         assert_eq!(name(c(init, 1, Some(1))).0, "u_");
-        assert_eq!(name(c(init, 1, Some(2))), ("v_".into(), Some("n".into()), None));
+        assert_eq!(
+            name(c(init, 1, Some(2))),
+            ("v_".into(), Some("n".into()), None)
+        );
         assert_eq!(c(init, 1, None), Err(Unnamed::Ambiguous));
         let body = "    Field(int m) : n(m) { arr = new double[n]; for (int i = 0; i < n; i++) arr[i] = 0; }";
-        assert_eq!(name(c(body, 1, None)), ("arr".into(), Some("n".into()), Some(8)));
+        assert_eq!(
+            name(c(body, 1, None)),
+            ("arr".into(), Some("n".into()), Some(8))
+        );
     }
 
     #[test]
     fn c_allocations_that_name_nothing_say_why() {
         assert_eq!(c("    return malloc(n);", 1, None), Err(Unnamed::Returned));
-        assert_eq!(c("    fill(malloc(n), 3);", 1, None), Err(Unnamed::NotStored));
-        assert_eq!(c("    x = make_grid(n);", 1, None), Err(Unnamed::NoAllocation));
-        assert_eq!(c("    if (malloc(n) == p) {", 1, None), Err(Unnamed::NotStored));
+        assert_eq!(
+            c("    fill(malloc(n), 3);", 1, None),
+            Err(Unnamed::NotStored)
+        );
+        assert_eq!(
+            c("    x = make_grid(n);", 1, None),
+            Err(Unnamed::NoAllocation)
+        );
+        assert_eq!(
+            c("    if (malloc(n) == p) {", 1, None),
+            Err(Unnamed::NotStored)
+        );
     }
 
     #[test]
@@ -852,7 +897,10 @@ mod tests {
         let src = "  allocate(t(nx, ny), &\n           tnew(nx, ny), stat=ierr) ! both\n";
         let lines: Vec<&str> = src.lines().collect();
         let f = |line, k| allocation_target(&lines, line, Syntax::Fortran, k);
-        assert_eq!(name(f(1, Some(1))), ("t".into(), Some("nx,ny".into()), None));
+        assert_eq!(
+            name(f(1, Some(1))),
+            ("t".into(), Some("nx,ny".into()), None)
+        );
         assert_eq!(name(f(2, Some(2))).0, "tnew");
         assert_eq!(f(1, None), Err(Unnamed::Ambiguous));
         let one = ["    ALLOCATE ( Grid%U(0:N+1) )"];
@@ -868,18 +916,41 @@ mod tests {
 
     #[test]
     fn data_regions_end_at_their_closing_line() {
-        let f = ["  !$acc data copy(t)", "  !$acc data create(u)", "  x = 1", "  !$acc end data", "  !$acc end data", "end subroutine"];
+        let f = [
+            "  !$acc data copy(t)",
+            "  !$acc data create(u)",
+            "  x = 1",
+            "  !$acc end data",
+            "  !$acc end data",
+            "end subroutine",
+        ];
         assert_eq!(data_region_end(&f, 1, Syntax::Fortran), Some(5));
         assert_eq!(data_region_end(&f, 2, Syntax::Fortran), Some(4));
-        let c = ["#pragma acc data copy(a[0:n]) \\", "    create(b[0:n])", "{", "    /* } */ f(\"}\");", "}", "return;"];
+        let c = [
+            "#pragma acc data copy(a[0:n]) \\",
+            "    create(b[0:n])",
+            "{",
+            "    /* } */ f(\"}\");",
+            "}",
+            "return;",
+        ];
         assert_eq!(data_region_end(&c, 1, Syntax::C), Some(5));
     }
 
     #[test]
     fn frees_name_their_pointer() {
-        assert_eq!(freed_pointer(&["    acc_free(tmp);"], 1, Syntax::C).as_deref(), Some("tmp"));
-        assert_eq!(freed_pointer(&["free((void *)g->a);"], 1, Syntax::C).as_deref(), Some("g->a"));
-        assert_eq!(freed_pointer(&["  deallocate(t, tnew)"], 1, Syntax::Fortran).as_deref(), Some("t"));
+        assert_eq!(
+            freed_pointer(&["    acc_free(tmp);"], 1, Syntax::C).as_deref(),
+            Some("tmp")
+        );
+        assert_eq!(
+            freed_pointer(&["free((void *)g->a);"], 1, Syntax::C).as_deref(),
+            Some("g->a")
+        );
+        assert_eq!(
+            freed_pointer(&["  deallocate(t, tnew)"], 1, Syntax::Fortran).as_deref(),
+            Some("t")
+        );
         assert_eq!(freed_pointer(&["  x = freelist(3);"], 1, Syntax::C), None);
     }
 

@@ -105,14 +105,19 @@ fn with_debug_information_parts_are_sections_and_statics_go_by_their_source_name
         .arg(&src)
         .output()
         .expect("gcc runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let nm = String::from_utf8_lossy(&Command::new("nm").arg(&exe).output().unwrap().stdout)
         .into_owned();
     let addr = |prefix: &str| {
         nm.lines()
             .find_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
-                (f.len() == 3 && f[2].starts_with(prefix)).then(|| u64::from_str_radix(f[0], 16).unwrap())
+                (f.len() == 3 && f[2].starts_with(prefix))
+                    .then(|| u64::from_str_radix(f[0], 16).unwrap())
             })
             .unwrap_or_else(|| panic!("{prefix} in nm:\n{nm}"))
     };

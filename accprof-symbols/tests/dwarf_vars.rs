@@ -16,7 +16,11 @@ fn build(dir: &Path, compiler: &str, file: &str, src: &str) -> Vec<u8> {
         .arg(&path)
         .output()
         .expect("the compiler runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::read(exe).unwrap()
 }
 
@@ -44,7 +48,10 @@ fn c_globals_statics_locals_and_pointers() {
     );
     let v = dwarf_vars::read(&exe);
     let a = by_name(&v, "A");
-    assert_eq!((a.size, a.element_bytes, a.descriptor), (Some(8192), Some(8), false));
+    assert_eq!(
+        (a.size, a.element_bytes, a.descriptor),
+        (Some(8192), Some(8), false)
+    );
     let b = by_name(&v, "B");
     assert_eq!((b.size, b.element_bytes), (Some(512), Some(4)));
     // GCC's symbol is `z1.0` or so; DWARF has the source's name.
@@ -70,5 +77,8 @@ fn fortran_allocatables_are_descriptors() {
     assert!(t.descriptor, "{t:?}");
     assert_eq!(t.element_bytes, Some(8));
     let w = by_name(&v, "w");
-    assert_eq!((w.size, w.element_bytes, w.descriptor), (Some(400), Some(4), false));
+    assert_eq!(
+        (w.size, w.element_bytes, w.descriptor),
+        (Some(400), Some(4), false)
+    );
 }

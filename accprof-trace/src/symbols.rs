@@ -149,10 +149,17 @@ impl SymbolTable {
                 .flat_map(|s| [s.file.as_deref(), s.function.as_deref()])
                 .flatten()
                 .chain(m.data.values().map(|(_, n)| n.as_str()))
-                .chain(m.allocations.values().flat_map(|a| match a {
-                    AllocName::Named { name, extent, .. } => [Some(name.as_str()), extent.as_deref()],
-                    AllocName::Unnamed(why) => [Some(why.as_str()), None],
-                }).flatten())
+                .chain(
+                    m.allocations
+                        .values()
+                        .flat_map(|a| match a {
+                            AllocName::Named { name, extent, .. } => {
+                                [Some(name.as_str()), extent.as_deref()]
+                            }
+                            AllocName::Unnamed(why) => [Some(why.as_str()), None],
+                        })
+                        .flatten(),
+                )
                 .chain(self.stack.values().flatten().map(String::as_str));
             for t in texts {
                 if !ids.contains_key(t) {

@@ -17,7 +17,10 @@ fn best_of<F: FnMut()>(runs: usize, mut f: F) -> f64 {
 }
 
 fn main() {
-    println!("{:>10} {:>14} {:>14} {:>10}", "bytes", "hash GB/s", "memcpy GB/s", "hash/copy");
+    println!(
+        "{:>10} {:>14} {:>14} {:>10}",
+        "bytes", "hash GB/s", "memcpy GB/s", "hash/copy"
+    );
     for shift in [12u32, 16, 20, 23, 26] {
         let n = 1usize << shift;
         let src: Vec<u8> = (0..n).map(|i| (i * 31) as u8).collect();

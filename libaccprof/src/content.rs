@@ -145,7 +145,12 @@ mod tests {
         e.set(Field::Bytes, 4096);
         hash_transfer(&mut e, false);
         assert_eq!(e.get(Field::ContentHash), Some(hash(&data)));
-        for (ptr, bytes) in [(0, 8), (u64::MAX, 8), (data.as_ptr() as u64, u64::MAX), (1 << 47, 8)] {
+        for (ptr, bytes) in [
+            (0, 8),
+            (u64::MAX, 8),
+            (data.as_ptr() as u64, u64::MAX),
+            (1 << 47, 8),
+        ] {
             let mut bad = Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 1);
             bad.set(Field::HostPtr, ptr);
             bad.set(Field::Bytes, bytes);

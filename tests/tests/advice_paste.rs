@@ -54,7 +54,14 @@ fn profile(dir: &Path, exe: &str, trace: &str) -> String {
     let out = accprof(
         dir,
         &[
-            "run", "-q", "--content", "--runtime", "shim", "-o", trace, "--",
+            "run",
+            "-q",
+            "--content",
+            "--runtime",
+            "shim",
+            "-o",
+            trace,
+            "--",
             &format!("./{exe}"),
         ],
     );
@@ -136,14 +143,14 @@ fn paste_and_rerun(compiler: &str, source: &str, exe: &str, want_directive: &str
         .unwrap_or_else(|| panic!("no data_region finding: {fs:#?}"));
     let (directive, first, last) = region(f);
     assert_eq!(directive, want_directive, "{f:#}");
-    assert!(
-        !f["change"].as_str().unwrap().contains("heap@"),
-        "{f:#}"
-    );
+    assert!(!f["change"].as_str().unwrap().contains("heap@"), "{f:#}");
     paste(&dir.join(source), &directive, first, last);
     build(compiler, &dir, source, exe);
     let after = profile(&dir, exe, "after.trace");
-    assert_eq!(after, before, "the pasted region changed what {exe} computes");
+    assert_eq!(
+        after, before,
+        "the pasted region changed what {exe} computes"
+    );
     let (b, a) = (
         transfer_bytes(&dir, "before.trace"),
         transfer_bytes(&dir, "after.trace"),
@@ -192,10 +199,10 @@ fn the_region_goes_around_the_callers_loop_with_the_callers_pointers() {
         Some(line("for (int s = 0; s < steps; s++)") as u64)
     );
     assert!(
-        f["change"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("(main; it calls sweep at line {})", line("sweep(T, Tnew"))),
+        f["change"].as_str().unwrap().contains(&format!(
+            "(main; it calls sweep at line {})",
+            line("sweep(T, Tnew")
+        )),
         "{f:#}"
     );
     paste_and_rerun(

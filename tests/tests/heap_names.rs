@@ -129,9 +129,9 @@ fn transfers_of_heap_blocks_are_named_by_their_allocation_line() {
         "data events besides transfers are named"
     );
     assert!(
-        !t.events
-            .iter()
-            .any(|e| t.str(e.var_name()).is_some_and(|n| n.starts_with("f[") || n == "f")),
+        !t.events.iter().any(|e| t
+            .str(e.var_name())
+            .is_some_and(|n| n.starts_with("f[") || n == "f")),
         "nothing is named after the freed block"
     );
     assert!(

@@ -21,20 +21,6 @@ pub(crate) fn clause_item(name: &str, lang: Language) -> Option<String> {
     })
 }
 
-/// The names of `names` that go into clauses, and those that cannot (kept in their order).
-pub(crate) fn split(names: &[String], lang: Language) -> (Vec<String>, Vec<String>) {
-    let mut items = Vec::new();
-    let mut unnamed = Vec::new();
-    for n in names {
-        match clause_item(n, lang) {
-            Some(i) if !items.contains(&i) => items.push(i),
-            Some(_) => {}
-            None => unnamed.push(n.clone()),
-        }
-    }
-    (items, unnamed)
-}
-
 /// `copy(A) copyin(B) create(C)` from clause name -> items, in the order OpenACC guides write
 /// them.
 pub(crate) fn clause_text(clauses: &BTreeMap<&str, Vec<String>>) -> String {
@@ -68,18 +54,18 @@ mod tests {
 
     #[test]
     fn only_source_names_go_into_clauses_in_their_language() {
-        assert_eq!(clause_item("T[0:nx*ny]", Language::C).as_deref(), Some("T[0:nx*ny]"));
+        assert_eq!(
+            clause_item("T[0:nx*ny]", Language::C).as_deref(),
+            Some("T[0:nx*ny]")
+        );
         assert_eq!(clause_item("t", Language::Fortran).as_deref(), Some("t"));
-        assert_eq!(clause_item("a[0:n]", Language::Fortran).as_deref(), Some("a"));
+        assert_eq!(
+            clause_item("a[0:n]", Language::Fortran).as_deref(),
+            Some("a")
+        );
         assert_eq!(clause_item("heap@x.c:3 (returned)", Language::C), None);
         assert_eq!(clause_item("host 0x7ffd0000+64 KiB", Language::C), None);
         assert_eq!(clause_item("t (descriptor)", Language::Fortran), None);
-        let (items, unnamed) = split(
-            &["A".into(), "heap@x.c:3 (returned)".into(), "A".into()],
-            Language::C,
-        );
-        assert_eq!(items, ["A"]);
-        assert_eq!(unnamed, ["heap@x.c:3 (returned)"]);
         let mut c = BTreeMap::new();
         c.insert("create", vec!["Anew".to_string()]);
         c.insert("copy", vec!["A".to_string()]);

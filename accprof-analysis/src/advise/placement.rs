@@ -38,9 +38,7 @@ impl Placement {
             .calls
             .iter()
             .filter(|c| {
-                c.file == self.file
-                    && c.line >= self.the_loop.start
-                    && c.line <= self.the_loop.end
+                c.file == self.file && c.line >= self.the_loop.start && c.line <= self.the_loop.end
             })
             .map(|c| format!("{} at line {}", c.callee, c.line))
             .collect();
@@ -130,9 +128,8 @@ pub(crate) fn used_after(
 
 fn has_word(line: &str, word: &str) -> bool {
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    line.match_indices(word).any(|(i, _)| {
-        !line[..i].ends_with(is_word) && !line[i + word.len()..].starts_with(is_word)
-    })
+    line.match_indices(word)
+        .any(|(i, _)| !line[..i].ends_with(is_word) && !line[i + word.len()..].starts_with(is_word))
 }
 
 /// How far up the calls the search goes.
@@ -207,7 +204,11 @@ fn loops_above(p: &Profile, sources: &mut Sources, cs: &[&Construct]) -> Vec<Pla
         // constructs are in come first.
         let traced: Vec<&(String, i64)> = sites
             .iter()
-            .filter(|(f, _)| p.constructs.iter().any(|c| c.location.file.as_deref() == Some(f)))
+            .filter(|(f, _)| {
+                p.constructs
+                    .iter()
+                    .any(|c| c.location.file.as_deref() == Some(f))
+            })
             .collect();
         let site = match (traced.as_slice(), sites.as_slice()) {
             ([one], _) => *one,

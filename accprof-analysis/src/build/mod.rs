@@ -208,6 +208,10 @@ struct SliceRun {
     names: [Option<StrId>; SLICE_NAMES_KEPT],
 }
 
+/// Where the program called the runtime API for an allocation: file, function, line and the
+/// pointer it stored the block in.
+type ApiCall = (Option<StrId>, Option<StrId>, Option<i64>, Option<StrId>);
+
 /// How many of a run's names [`SliceRun`] keeps.
 const SLICE_NAMES_KEPT: usize = 8;
 
@@ -365,7 +369,7 @@ pub struct ProfileBuilder {
     slices: Vec<(VarId, SliceRuns)>,
     /// Per entry of `allocs`: the runtime API call (file, function, line, pointer) of an
     /// allocation the program made itself (`acc_malloc`).
-    alloc_calls: Vec<Option<(Option<StrId>, Option<StrId>, Option<i64>, Option<StrId>)>>,
+    alloc_calls: Vec<Option<ApiCall>>,
     /// Per entry of `slices`: names its runs' transfers carried (a few).
     slice_names: Vec<Vec<StrId>>,
     slice_index: HashMap<(Option<u32>, Direction, VarId), usize>,

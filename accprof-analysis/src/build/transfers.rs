@@ -229,11 +229,7 @@ impl ProfileBuilder {
         };
         if continues {
             let run = ts.run.as_mut().expect("checked above");
-            if let Some(slot) = run
-                .names
-                .iter_mut()
-                .find(|k| k.is_none() || **k == name)
-            {
+            if let Some(slot) = run.names.iter_mut().find(|k| k.is_none() || **k == name) {
                 *slot = name;
             }
             run.count += 1;

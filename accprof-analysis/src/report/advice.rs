@@ -57,7 +57,9 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
         }
         if f.estimated_saving_ns == 0 {
             let why = match f.rule {
-                crate::advise::Rule::InitEarly => "a note: the change moves time, it does not remove it",
+                crate::advise::Rule::InitEarly => {
+                    "a note: the change moves time, it does not remove it"
+                }
                 _ => "the trace does not measure what the change removes",
             };
             let _ = writeln!(out, "   saving:   none estimated ({why})");

@@ -55,8 +55,8 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
     if several {
         let _ = writeln!(
             out,
-            "{:<26} {:>14} {:>14} {:>9}  {:>21} {:>21}  {}",
-            "", "before", "after", "change", "range before", "range after", "verdict"
+            "{:<26} {:>14} {:>14} {:>9}  {:>21} {:>21}  verdict",
+            "", "before", "after", "change", "range before", "range after"
         );
     } else {
         let _ = writeln!(
@@ -65,17 +65,47 @@ pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
             "", "before", "after", "change"
         );
     }
-    type Row<'a> = (&'static str, (u64, u64), fn(u64) -> String, Option<&'a (Runs, Runs)>);
+    type Row<'a> = (
+        &'static str,
+        (u64, u64),
+        fn(u64) -> String,
+        Option<&'a (Runs, Runs)>,
+    );
     let rows: [Row; 9] = [
         ("wall time", s.wall_ns, duration, Some(&sp.wall_ns)),
-        ("compute constructs", s.compute_ns, duration, Some(&sp.compute_ns)),
-        ("kernel launches", s.kernel_ns, duration, Some(&sp.kernel_ns)),
-        ("data transfers", s.transfer_ns, duration, Some(&sp.transfer_ns)),
+        (
+            "compute constructs",
+            s.compute_ns,
+            duration,
+            Some(&sp.compute_ns),
+        ),
+        (
+            "kernel launches",
+            s.kernel_ns,
+            duration,
+            Some(&sp.kernel_ns),
+        ),
+        (
+            "data transfers",
+            s.transfer_ns,
+            duration,
+            Some(&sp.transfer_ns),
+        ),
         ("transfers", s.transfers, thousands, None),
         ("bytes transferred", s.transfer_bytes, bytes, None),
         ("waits", s.wait_ns, duration, Some(&sp.wait_ns)),
-        ("device initialization", s.device_init_ns, duration, Some(&sp.device_init_ns)),
-        ("untracked host time", s.untracked_ns, duration, Some(&sp.untracked_ns)),
+        (
+            "device initialization",
+            s.device_init_ns,
+            duration,
+            Some(&sp.device_init_ns),
+        ),
+        (
+            "untracked host time",
+            s.untracked_ns,
+            duration,
+            Some(&sp.untracked_ns),
+        ),
     ];
     for (name, (b, a), f, spread) in rows {
         let mut line = format!("{name:<26} {:>14} {:>14} {:>9}", f(b), f(a), change(b, a));

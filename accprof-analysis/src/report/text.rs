@@ -467,13 +467,16 @@ fn variables(out: &mut String, p: &Profile) {
 }
 
 fn device_label(c: &Construct) -> String {
-    let dev = c.location.device_type.map(|t| match acc_device_t(t as i32).name() {
-        Some(n) => n.trim_start_matches("acc_device_").to_uppercase(),
-        None if t == crate::host_fallback::EMULATED_DEVICE_TYPE => {
-            "EMULATED (accprof's bundled runtime, host_nonshm)".to_string()
-        }
-        None => format!("acc_device_t {t} (a number the runtime's openacc.h defines)"),
-    });
+    let dev = c
+        .location
+        .device_type
+        .map(|t| match acc_device_t(t as i32).name() {
+            Some(n) => n.trim_start_matches("acc_device_").to_uppercase(),
+            None if t == crate::host_fallback::EMULATED_DEVICE_TYPE => {
+                "EMULATED (accprof's bundled runtime, host_nonshm)".to_string()
+            }
+            None => format!("acc_device_t {t} (a number the runtime's openacc.h defines)"),
+        });
     match (dev, c.location.device_number) {
         (Some(d), Some(n)) => format!("{d}  devicenum={n}"),
         (Some(d), None) => d,

@@ -114,9 +114,15 @@ impl SourceText {
             let code = l.split('!').next().unwrap_or("").to_ascii_lowercase();
             let t = code.trim();
             if t.is_empty()
-                || ["subroutine", "function", "end", "module procedure", "interface"]
-                    .iter()
-                    .any(|k| t.starts_with(k))
+                || [
+                    "subroutine",
+                    "function",
+                    "end",
+                    "module procedure",
+                    "interface",
+                ]
+                .iter()
+                .any(|k| t.starts_with(k))
                 || t.contains(&format!("function {name}"))
                 || t.contains(&format!("subroutine {name}"))
             {
@@ -175,7 +181,12 @@ impl SourceText {
             if i as i64 + 1 > line {
                 break;
             }
-            let code = l.split('!').next().unwrap_or("").trim().to_ascii_lowercase();
+            let code = l
+                .split('!')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
             let words: Vec<&str> = word_spans(&code).into_iter().map(|(_, w)| w).collect();
             if words.first() == Some(&"end") {
                 if matches!(

@@ -121,9 +121,7 @@ pub fn program_files(p: &Profile) -> Vec<String> {
                 return files;
             }
             let s = n.display().to_string();
-            let known = files
-                .iter()
-                .any(|k| locate(p, k).is_some_and(|l| l == n));
+            let known = files.iter().any(|k| locate(p, k).is_some_and(|l| l == n));
             if !known {
                 files.push(s);
             }
@@ -139,8 +137,21 @@ fn is_source_file(path: &Path) -> bool {
         .unwrap_or_default();
     matches!(
         ext.as_str(),
-        "c" | "h" | "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" | "f" | "for" | "ftn" | "f77"
-            | "f90" | "f95" | "f03" | "f08"
+        "c" | "h"
+            | "cc"
+            | "cpp"
+            | "cxx"
+            | "hpp"
+            | "hh"
+            | "hxx"
+            | "f"
+            | "for"
+            | "ftn"
+            | "f77"
+            | "f90"
+            | "f95"
+            | "f03"
+            | "f08"
     )
 }
 

@@ -176,7 +176,8 @@ mod tests {
         assert_eq!(f[0].evidence.count, 6);
         // acc_malloc memory: named by its pointer, placed at its call, no data clause advised.
         assert!(
-            f[0].title.starts_with("tmp (1 MiB) allocated with acc_malloc and freed 3 times at app.c:30"),
+            f[0].title
+                .starts_with("tmp (1 MiB) allocated with acc_malloc and freed 3 times at app.c:30"),
             "{}",
             f[0].title
         );
@@ -233,11 +234,16 @@ mod tests {
         // NPB SP's region: one finding for its arrays, not one per array each claiming the
         // region's whole saving.
         assert!(
-            f[0].title.starts_with("2 arrays allocated and freed at each of the 4 runs of app.c:40"),
+            f[0].title
+                .starts_with("2 arrays allocated and freed at each of the 4 runs of app.c:40"),
             "{}",
             f[0].title
         );
-        assert!(f[0].evidence.details[0].starts_with("8 device allocations"), "{:?}", f[0].evidence);
+        assert!(
+            f[0].evidence.details[0].starts_with("8 device allocations"),
+            "{:?}",
+            f[0].evidence
+        );
         // Kept, the two arrays are allocated once: 6 of 8 allocations saved.
         let overhead = f[0].evidence.time_ns;
         assert_eq!(f[0].estimated_saving_ns, overhead - overhead * 2 / 8);

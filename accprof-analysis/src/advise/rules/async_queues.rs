@@ -175,9 +175,11 @@ mod tests {
 
     #[test]
     fn silent_when_the_host_needs_a_reduction_result() {
-        assert!(
-            run_with_source("reduction.c", "#pragma acc parallel loop reduction(max:err)").is_empty()
-        );
+        assert!(run_with_source(
+            "reduction.c",
+            "#pragma acc parallel loop reduction(max:err)"
+        )
+        .is_empty());
     }
 
     #[test]

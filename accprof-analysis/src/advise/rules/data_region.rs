@@ -152,7 +152,9 @@ fn details(vars: &[(&VarTraffic, &'static str)], t: &Totals, cs: &[&Construct]) 
 /// Without the bytes' hashes, the clauses come from the traffic's pattern: say how to have
 /// them chosen from what the program needed.
 fn content_hint(vars: &[(&VarTraffic, &'static str)]) -> &'static str {
-    let guessed = vars.iter().any(|(v, c)| *c == "copy" && v.content.uploads == 0);
+    let guessed = vars
+        .iter()
+        .any(|(v, c)| *c == "copy" && v.content.uploads == 0);
     if guessed {
         "; `copy` keeps what each array needs whatever the program does: to tell from the bytes moved which arrays need less (a temporary takes `create`), run it with `accprof run --content`"
     } else {
@@ -162,7 +164,11 @@ fn content_hint(vars: &[(&VarTraffic, &'static str)]) -> &'static str {
 
 /// What the hashes say the host did between the transfers: arrays it changed inside the loop
 /// need an `update device` there, or the region would compute with stale data.
-fn host_changes_note(vars: &[(&VarTraffic, &'static str)], file: Option<&str>, lang: Language) -> String {
+fn host_changes_note(
+    vars: &[(&VarTraffic, &'static str)],
+    file: Option<&str>,
+    lang: Language,
+) -> String {
     let changed: Vec<String> = vars
         .iter()
         .filter(|(v, _)| v.content.host_changes() > 0)
@@ -277,9 +283,12 @@ fn at_loop(p: &Profile, sources: &mut Sources, place: &Placement, vars: &[&VarTr
     // Whether the program reads an array after the loop is read from the loop's function,
     // where its own arrays are named; a caller that reaches a class's members through an
     // object (`f.sum()`) may read them by no name at all.
-    let method = cs
-        .iter()
-        .any(|c| c.location.function.as_deref().is_some_and(|f| f.contains("::")));
+    let method = cs.iter().any(|c| {
+        c.location
+            .function
+            .as_deref()
+            .is_some_and(|f| f.contains("::"))
+    });
     let chosen: Vec<(&VarTraffic, &'static str)> = vars
         .iter()
         .map(|v| {
@@ -542,35 +551,48 @@ mod tests {
             acc_event_t::ENQUEUE_DOWNLOAD_START,
         );
         let (pa, pn) = (0x7f00_0000u64, 0x7f80_0000u64);
-        let mut a = 100u64;
-        let mut anew = 200u64;
         let hashed = |e: &mut accprof_trace::Event, h: u64| {
             e.set(accprof_trace::Field::ContentHash, h);
         };
-        for _ in 0..4 {
-            let (a0, n0) = (a, anew);
-            anew += 1;
-            let n1 = anew;
+        // Iteration k: A holds 100 + k before it, Anew 200 + k; each construct's writes add 1.
+        for k in 0..4u64 {
+            let (a0, n0) = (100 + k, 200 + k);
+            let n1 = n0 + 1;
             r.compute(57, MS, MS, |r, t| {
                 let mut v = vec![
                     r.transfer(u, t + US, t + 2 * US, 57, "A", 1 << 20, pa),
                     r.transfer(u, t + 3 * US, t + 4 * US, 57, "Anew", 1 << 20, pn),
                     r.transfer(d, t + MS / 2, t + MS / 2 + US, 57, "A", 1 << 20, pa),
-                    r.transfer(d, t + MS / 2 + 2 * US, t + MS / 2 + 3 * US, 57, "Anew", 1 << 20, pn),
+                    r.transfer(
+                        d,
+                        t + MS / 2 + 2 * US,
+                        t + MS / 2 + 3 * US,
+                        57,
+                        "Anew",
+                        1 << 20,
+                        pn,
+                    ),
                 ];
                 for (e, h) in v.iter_mut().zip([a0, n0, a0, n1]) {
                     hashed(e, h);
                 }
                 v
             });
-            a += 1;
-            let a1 = a;
+            let a1 = a0 + 1;
             r.compute(65, MS, MS, |r, t| {
                 let mut v = vec![
                     r.transfer(u, t + US, t + 2 * US, 65, "Anew", 1 << 20, pn),
                     r.transfer(u, t + 3 * US, t + 4 * US, 65, "A", 1 << 20, pa),
                     r.transfer(d, t + MS / 2, t + MS / 2 + US, 65, "Anew", 1 << 20, pn),
-                    r.transfer(d, t + MS / 2 + 2 * US, t + MS / 2 + 3 * US, 65, "A", 1 << 20, pa),
+                    r.transfer(
+                        d,
+                        t + MS / 2 + 2 * US,
+                        t + MS / 2 + 3 * US,
+                        65,
+                        "A",
+                        1 << 20,
+                        pa,
+                    ),
                 ];
                 for (e, h) in v.iter_mut().zip([n1, a0, n1, a1]) {
                     hashed(e, h);
@@ -599,7 +621,11 @@ mod tests {
             c.location.file = Some(path.display().to_string());
         }
         let f = findings(&DataRegion, &p);
-        assert!(f[0].change.contains("copy(A) create(Anew)"), "{}", f[0].change);
+        assert!(
+            f[0].change.contains("copy(A) create(Anew)"),
+            "{}",
+            f[0].change
+        );
         let details = f[0].evidence.details.join("\n");
         assert!(
             details.contains("A: 8 uploads, 8 downloads; 7 of 8 uploads carried bytes the device already held; 4 of 8 downloads brought back bytes the device had not changed -> copy"),

@@ -252,11 +252,23 @@ mod tests {
     fn the_advice_follows_what_the_directive_asks_for() {
         let dir = tempfile::tempdir().unwrap();
         for (name, directive, want) in [
-            ("cg.c", "#pragma acc parallel loop gang vector(1024)", "asks for no gang count"),
-            ("few.c", "#pragma acc parallel loop num_gangs(1)", "remove its `num_gangs(1)` clause"),
+            (
+                "cg.c",
+                "#pragma acc parallel loop gang vector(1024)",
+                "asks for no gang count",
+            ),
+            (
+                "few.c",
+                "#pragma acc parallel loop num_gangs(1)",
+                "remove its `num_gangs(1)` clause",
+            ),
         ] {
             let path = dir.path().join(name);
-            std::fs::write(&path, format!("{}{directive}\nfor (;;) ;\n", "\n".repeat(14))).unwrap();
+            std::fs::write(
+                &path,
+                format!("{}{directive}\nfor (;;) ;\n", "\n".repeat(14)),
+            )
+            .unwrap();
             let mut p = run(1, 1024, 1, 1024, 20, true);
             p.constructs
                 .iter_mut()

@@ -50,7 +50,10 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
         // With the source at hand: the loop that repeats the update, and whether the program
         // updates the same arrays again after it (then it needs them inside the loop too).
         let the_loop = placement::place(p, &mut sources, &[vec![c]]);
-        if file.is_some() && the_loop.is_none() && crate::source::read(p, file.unwrap_or("")).is_some() {
+        if file.is_some()
+            && the_loop.is_none()
+            && crate::source::read(p, file.unwrap_or("")).is_some()
+        {
             continue;
         }
         let names: Vec<String> = sites
@@ -88,13 +91,21 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
         }
         let updates: Vec<String> = by_dir
             .iter()
-            .map(|(w, items)| format!("`{}`", directive(file, &format!("update {w}({})", items.join(", ")))))
+            .map(|(w, items)| {
+                format!(
+                    "`{}`",
+                    directive(file, &format!("update {w}({})", items.join(", ")))
+                )
+            })
             .collect();
         let after = match &the_loop {
             Some(l) => format!("once after the loop at {}", l.describe()),
             None => "once after the loop".into(),
         };
-        let first = names.first().map(|n| accprof_symbols::base_name(n)).unwrap_or("a");
+        let first = names
+            .first()
+            .map(|n| accprof_symbols::base_name(n))
+            .unwrap_or("a");
         let part = match lang {
             Language::C => format!("`update self({first}[first:count])`"),
             Language::Fortran => format!("`update self({first}(i:j))`"),
@@ -130,19 +141,13 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
 
 /// Whether the program updates the same arrays, the same way, after the loop `l` that repeats
 /// the update `c` (in the loop's function, below it).
-fn updated_after(
-    p: &Profile,
-    c: &Construct,
-    names: &[String],
-    l: &placement::Placement,
-) -> bool {
+fn updated_after(p: &Profile, c: &Construct, names: &[String], l: &placement::Placement) -> bool {
     p.constructs.iter().enumerate().any(|(i, u)| {
         u.kind == ConstructKind::Update
             && !std::ptr::eq(u, c)
             && u.location.file.as_deref() == Some(l.file.as_str())
             && u.location.line.is_some_and(|line| line > l.the_loop.end)
-            && p
-                .transfer_sites
+            && p.transfer_sites
                 .iter()
                 .filter(|s| s.construct == Some(i))
                 .any(|s| names.contains(&p.variables[s.variable].name))
@@ -228,7 +233,11 @@ mod tests {
     fn fires_on_an_update_of_a_whole_array_every_iteration() {
         let f = run(3);
         assert_eq!(rules_of(&f), [Rule::UpdateInLoop]);
-        assert!(f[0].change.contains("`#pragma acc update self(A)`"), "{}", f[0].change);
+        assert!(
+            f[0].change.contains("`#pragma acc update self(A)`"),
+            "{}",
+            f[0].change
+        );
     }
 
     #[test]

@@ -177,7 +177,11 @@ mod tests {
         let f = findings(&WholeArray, &r.profile(wall));
         assert_eq!(rules_of(&f), [Rule::WholeArray]);
         assert!(f[0].title.starts_with("T moved in 16"), "{}", f[0].title);
-        assert!(f[0].change.contains("`copyin(T[...])` on the construct"), "{}", f[0].change);
+        assert!(
+            f[0].change.contains("`copyin(T[...])` on the construct"),
+            "{}",
+            f[0].change
+        );
     }
 
     #[test]
