@@ -13,16 +13,20 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod backend;
+pub mod check;
 pub mod construct;
 pub mod data;
 pub mod dropped;
 pub mod elf_symbols;
+pub mod ending;
 pub mod env;
 pub mod error;
 pub mod ffi;
+pub mod fork;
 pub mod goacc;
 pub mod host_memory;
 pub mod loc;
+pub mod members;
 pub mod present;
 pub mod profiling;
 pub mod runtime;

@@ -105,6 +105,127 @@ fn struct_members_give_libgomps_results() {
     assert_eq!(text(&on_shim_quietly(&prog)), gomp);
 }
 
+/// The program's events with the C event logger loaded as a tool (ACC_PROFLIB).
+fn logged_events(dir: &Path, prog: &Path) -> (Output, Vec<Event>) {
+    let logger = event_logger(dir);
+    let log = dir.join(format!(
+        "{}.log",
+        prog.file_name().unwrap().to_string_lossy()
+    ));
+    let o = shim_cmd(prog)
+        .env("ACC_PROFLIB", &logger)
+        .env("ACCSHIM_TOOL_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let evs = parse_log(&std::fs::read_to_string(&log).unwrap());
+    (o, evs)
+}
+
+/// How many transfers of `event` carry `bytes` bytes.
+fn transfers(evs: &[Event], event: &str, bytes: usize) -> usize {
+    let bytes = bytes.to_string();
+    evs.iter()
+        .filter(|e| e["ev"] == event && e.get("bytes") == Some(&bytes))
+        .count()
+}
+
+#[test]
+fn c_struct_members_map_as_libgomp_maps_them() {
+    // Enter/exit data of a grid struct's arrays (GOMP_MAP_STRUCT groups with attachments), a
+    // section that starts after where its pointer points (a bias), and the whole struct
+    // mapped after its members.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "grid_struct.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(
+        gomp,
+        "relaxed: 12527.151385\nbiased: 1 16 488\nmembers then struct: 2 30\n"
+    );
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+    let (o, evs) = logged_events(dir.path(), &prog);
+    assert_eq!(text(&o), gomp);
+    let (up, down) = ("enqueue_upload_start", "enqueue_download_start");
+    // g.u in and out once (g.unew is created), whatever 100 kernels did between.
+    assert_eq!(
+        (transfers(&evs, up, 16384), transfers(&evs, down, 16384)),
+        (1, 1)
+    );
+    // h.u[2:60] in and out once; k.a and k.b in once each, k.b out once.
+    assert_eq!(
+        (transfers(&evs, up, 480), transfers(&evs, down, 480)),
+        (1, 1)
+    );
+    assert_eq!(
+        (transfers(&evs, up, 128), transfers(&evs, down, 128)),
+        (2, 1)
+    );
+    // The structs: g in at its own enter data, k (whole) only as its members' pointers.
+    assert_eq!(transfers(&evs, up, 32), 1);
+    assert_eq!(
+        count(&evs, "alloc"),
+        count(&evs, "free"),
+        "all device memory freed"
+    );
+}
+
+#[test]
+fn a_cpp_class_with_its_data_on_the_device_gives_libgomps_results() {
+    // The best-practices guide's class: enter data of this[0:1] and its array in the
+    // constructor, update self/device in member functions (GOMP_MAP_ALWAYS_POINTER), a copy
+    // constructor copying on the device, exit data in the destructor.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "class_data.cpp");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(
+        gomp,
+        "a 249750.0 b 749250.0\na after update device 2000.0\n"
+    );
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+    let (_, evs) = logged_events(dir.path(), &prog);
+    let (up, down) = ("enqueue_upload_start", "enqueue_download_start");
+    // The arrays move only by the updates: two objects' update self of a, one of b; one
+    // update device. The objects go in once each.
+    assert_eq!(
+        (transfers(&evs, up, 8000), transfers(&evs, down, 8000)),
+        (1, 3)
+    );
+    assert_eq!(transfers(&evs, up, 16), 2);
+    assert_eq!(
+        count(&evs, "alloc"),
+        count(&evs, "free"),
+        "all device memory freed"
+    );
+}
+
+#[test]
+fn a_fortran_derived_type_with_allocatable_components_gives_libgomps_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "derived_type.f90");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(
+        gomp,
+        "after 3 steps:    187875.00\nafter update device:    188125.00\n"
+    );
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+    let (_, evs) = logged_events(dir.path(), &prog);
+    let (up, down) = ("enqueue_upload_start", "enqueue_download_start");
+    // u in at enter data and by the update device; v back by the update self and at exit
+    // data; the object in once (its descriptors with it), never its components' descriptors
+    // again.
+    assert_eq!(
+        (transfers(&evs, up, 4000), transfers(&evs, down, 4000)),
+        (2, 2)
+    );
+    assert_eq!(transfers(&evs, up, 144), 1);
+    assert_eq!(transfers(&evs, up, 64), 0);
+    assert_eq!(
+        count(&evs, "alloc"),
+        count(&evs, "free"),
+        "all device memory freed"
+    );
+}
+
 #[test]
 fn async_constructs_see_their_scalars_as_enqueued() {
     let dir = tempfile::tempdir().unwrap();
@@ -164,6 +285,182 @@ fn an_async_update_host_after_an_async_kernel_fetches_its_results() {
     let gomp = text(&on_libgomp(&prog));
     assert!(gomp.starts_with("wrong 0 sum "), "{gomp}");
     assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+}
+
+#[test]
+fn children_forked_while_threads_run_constructs_finish() {
+    // Each child maps, launches on an async queue and waits; it hung on a lock another thread
+    // held at the fork (the image registry's, the present table's) or on a queue worker the
+    // child does not have.
+    // (libgomp's own children hang in its GOACC_wait here, most runs: no comparison with it.)
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "fork_children.c");
+    assert_eq!(
+        text(&on_shim_quietly(&prog)),
+        "children: 0 hung, 0 failed\n"
+    );
+}
+
+#[test]
+fn pointers_passed_by_value_reach_the_device_copies_and_update_host_async_brings_them_back() {
+    // miniWeather's shape: kernels reach present arrays through global pointers and pointer
+    // parameters, which GCC passes by value. The emulated device gave them the host's copies,
+    // and each output's `update host ... async` + `wait` put stale device data over the
+    // host's results: a wrong answer with no word said.
+    let dir = tempfile::tempdir().unwrap();
+    let src = "pointers_by_value.cpp";
+    let prog = build(dir.path(), src);
+    let gomp = text(&on_libgomp(&prog));
+    assert!(gomp.contains("output 20: "), "{gomp}");
+    let shim = on_shim(&prog);
+    assert_eq!(text(&shim), gomp);
+    // One line says what the shim did that libgomp on a GPU would not, at the first construct.
+    let first = std::fs::read_to_string(crate_dir().join("tests/gcc").join(src))
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("default(present) async"))
+        .unwrap()
+        + 1;
+    let stderr = String::from_utf8_lossy(&shim.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("note: the compute construct at ")
+            && stderr.contains(&format!("{src}:{first} gets a C/C++ pointer by value")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn memory_released_under_an_async_kernel_is_not_handed_out_again_before_it_is_done() {
+    // A region's end and an exit data release an array that a kernel on queue 1 still writes;
+    // the next array mapped got the same block and the kernel's values (on the emulated
+    // device, whose memory is the host's, smaller arrays corrupted the program's heap).
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "release_under_async.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp, "region end: 0 wrong\nexit data: 0 wrong\n");
+    // stderr may say the kernel's results were dropped: they were.
+    assert_eq!(text(&on_shim(&prog)), gomp);
+}
+
+#[test]
+fn returning_from_main_while_threads_are_in_constructs_ends_quietly_with_mains_status() {
+    // The exit released the device under the other threads: "not present" errors, status 134
+    // or 139, and the line main printed lost with stdio's buffer.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "exit_during_constructs.c");
+    assert_eq!(text(&on_libgomp(&prog)), "main returns\n");
+    for run in 0..10 {
+        let o = shim_cmd(&prog).output().unwrap();
+        assert_eq!(
+            (
+                o.status.code(),
+                text(&o).as_str(),
+                String::from_utf8_lossy(&o.stderr).as_ref()
+            ),
+            (Some(0), "main returns\n", ""),
+            "run {run}"
+        );
+    }
+}
+
+/// The compute_construct_start events of `prog` run with the C event logger: (parent
+/// construct, device type) of each.
+fn compute_constructs(dir: &Path, prog: &Path) -> (Vec<Event>, Output) {
+    let logger = event_logger(dir);
+    let log = dir.join(format!(
+        "{}.log",
+        prog.file_name().unwrap().to_string_lossy()
+    ));
+    let o = shim_cmd(prog)
+        .env("ACC_PROFLIB", &logger)
+        .env("ACCSHIM_TOOL_LOG", &log)
+        .output()
+        .unwrap();
+    (parse_log(&std::fs::read_to_string(&log).unwrap()), o)
+}
+
+/// acc_construct_t: parallel, kernels, data, update, serial; acc_device_host.
+const PARALLEL: &str = "0";
+const KERNELS: &str = "1";
+const DATA: &str = "3";
+const UPDATE: &str = "12";
+const SERIAL: &str = "16";
+const HOST: &str = "2";
+
+#[test]
+fn kernels_parallel_and_serial_are_reported_as_what_they_are() {
+    // GCC lowers all three to GOACC_parallel_keyed; every one was reported as parallel.
+    let dir = tempfile::tempdir().unwrap();
+    for (src, want) in [
+        (
+            "construct_kinds.c",
+            &[KERNELS, PARALLEL, SERIAL, PARALLEL][..],
+        ),
+        ("construct_kinds.f90", &[KERNELS, SERIAL, PARALLEL][..]),
+    ] {
+        let prog = build(dir.path(), src);
+        let (evs, o) = compute_constructs(dir.path(), &prog);
+        assert_eq!(text(&o), text(&on_libgomp(&prog)), "{src}");
+        let kinds: Vec<&str> = evs
+            .iter()
+            .filter(|e| e["ev"] == "compute_construct_start")
+            .map(|e| e["construct"].as_str())
+            .collect();
+        assert_eq!(kinds, want, "{src}");
+    }
+}
+
+#[test]
+fn directives_with_a_false_if_clause_are_reported_on_the_host() {
+    // They reported nothing: a program whose constructs all had a false if wrote no trace.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "construct_kinds.c");
+    let (evs, _) = compute_constructs(dir.path(), &prog);
+    let on_host: Vec<(&str, &str)> = evs
+        .iter()
+        .filter(|e| e["devtype"] == HOST)
+        .map(|e| (e["ev"].as_str(), e["construct"].as_str()))
+        .collect();
+    assert_eq!(
+        on_host,
+        [
+            ("compute_construct_start", PARALLEL),
+            ("compute_construct_end", PARALLEL),
+            ("enter_data_start", DATA),
+            ("enter_data_end", DATA),
+            ("update_start", UPDATE),
+            ("update_end", UPDATE),
+            ("exit_data_start", DATA),
+            ("exit_data_end", DATA),
+        ]
+    );
+    assert!(evs
+        .iter()
+        .all(|e| e.get("tool_info").is_none_or(|t| t == "ok")));
+}
+
+#[test]
+fn a_runtime_error_names_the_directive_and_its_line_and_exits_with_status_1() {
+    // It aborted (SIGABRT) without the line, and the program's buffered output was lost.
+    let dir = tempfile::tempdir().unwrap();
+    let src = "error_after_output.c";
+    let prog = build(dir.path(), src);
+    let source = std::fs::read_to_string(crate_dir().join("tests/gcc").join(src)).unwrap();
+    let line_of = |directive: &str| source.lines().position(|l| l.contains(directive)).unwrap() + 1;
+    for (arg, what, directive) in [
+        ("kernels", "kernels construct", "acc kernels"),
+        ("update", "update", "acc update"),
+    ] {
+        let o = shim_cmd(&prog).arg(arg).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{arg}: {err}");
+        assert_eq!(text(&o), "before the error\n", "{arg}");
+        assert_eq!(err.lines().count(), 1, "{arg}: {err}");
+        let at = format!("[acc_error_not_present] in {what} at ");
+        let line = format!("{src}:{}: data [", line_of(directive));
+        assert!(err.contains(&at) && err.contains(&line), "{arg}: {err}");
+    }
 }
 
 /// Builds gfortran sources of the repository's tests/apps into one program.
@@ -408,21 +705,74 @@ fn launch_dimensions_come_from_the_tags_and_the_image() {
 }
 
 #[test]
-fn acc_declare_globals_are_refused_in_one_line_where_gcc_registers_them() {
+fn declared_globals_have_device_copies_of_their_own() {
+    // create, copyin, device_resident and link globals; GCC leaves the first three out of
+    // every directive's map, and its compute code addresses the host's variables, which the
+    // emulated device swaps its copies into for each kernel.
     let dir = tempfile::tempdir().unwrap();
-    let prog = build(dir.path(), "declare.c");
-    if !registers_an_image(&prog) {
-        // No offload compiler: GCC keeps no record of the declared globals to detect them by.
-        eprintln!("skipped: gcc here builds no offload image (gcc-12-offload-nvptx not installed)");
-        return;
-    }
-    let o = shim_cmd(&prog).output().unwrap();
+    let prog = build(dir.path(), "declare_globals.c");
+    let gomp = text(&on_libgomp(&prog));
+    let o = on_shim(&prog);
+    let shim = text(&o);
+    // Shared memory and a discrete device agree except where the copies differ.
+    let same = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.ends_with("[discrete]"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(same(&shim), same(&gomp), "{shim}");
+    assert_eq!(same(&gomp).len(), 4, "{gomp}");
+    let discrete: Vec<&str> = shim.lines().filter(|l| l.ends_with("[discrete]")).collect();
+    assert_eq!(
+        discrete,
+        [
+            "host table before acc_update_self: 0.0 [discrete]",
+            "host resident: 0.0 [discrete]",
+            "device coef before acc_update_device: 2500.0 [discrete]",
+            "host resident after update self: 0.0 [discrete]",
+        ]
+    );
+    // The update directive GCC emptied is said, once.
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(text(&o).is_empty(), "no result printed");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("acc declare") && err.contains("not supported by accshim"),
+        err.contains("an update directive at") && err.contains("with no variable"),
         "{err}"
+    );
+    // Transfers: the routines' copies, the copyouts and link's data, and never a declared
+    // global by a directive.
+    let (_, evs) = logged_events(dir.path(), &prog);
+    let (up, down) = ("enqueue_upload_start", "enqueue_download_start");
+    assert_eq!(transfers(&evs, up, 8000), 1, "linked in");
+    assert_eq!(
+        transfers(&evs, down, 8000),
+        5,
+        "3 copyouts, table, linked out"
+    );
+    assert_eq!(transfers(&evs, up, 32), 1, "acc_update_device of coef");
+}
+
+#[test]
+fn a_function_local_declare_copyin_gets_each_calls_values() {
+    // GCC emits no release for a local declare copyin: without one before the next call's
+    // declare, the device kept the first call's weights (as libgomp on a GPU does).
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "declare_local.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp, "smoothed: 244002.441406250\n");
+    assert_eq!(text(&on_shim_quietly(&prog)), gomp);
+    let (_, evs) = logged_events(dir.path(), &prog);
+    let up = "enqueue_upload_start";
+    assert_eq!(transfers(&evs, up, 24), 3, "the weights, once per call");
+    assert_eq!(
+        transfers(&evs, up, 32768),
+        2,
+        "a and b at the data construct's entry"
+    );
+    assert_eq!(
+        count(&evs, "alloc"),
+        count(&evs, "free"),
+        "all device memory freed"
     );
 }

@@ -1,6 +1,7 @@
 //! One module per subcommand: `Args` (its flags, with `--help` text) and `run`.
 
 pub mod advise;
+pub mod check;
 pub mod diff;
 pub mod dump;
 pub mod export;

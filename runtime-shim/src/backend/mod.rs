@@ -6,6 +6,7 @@
 //! an async queue, created on first use, whose work runs in submission order.
 
 pub mod cuda;
+pub(crate) mod deferred;
 pub mod emulated;
 
 use crate::error::Result;
@@ -187,7 +188,10 @@ pub trait Backend: Send + Sync {
     fn handles(&self, q: Option<QueueId>) -> ApiHandles;
 
     fn alloc(&self, bytes: usize) -> Result<u64>;
-    /// Frees after the work already queued on `q` is done.
+    /// Releases `dev` (released on queue `q`): the memory is given back, or handed out again,
+    /// only after the work already queued on every queue is done, as a GPU's driver keeps freed
+    /// memory alive for the work queued before the free (src/backend/deferred.rs). The call
+    /// never waits for that work.
     fn free(&self, q: QueueId, dev: u64) -> Result<()>;
     /// The size in bytes of the allocation that starts at `dev`, None if none starts there
     /// (acc_free's free event reports it).
@@ -246,6 +250,17 @@ pub trait Backend: Send + Sync {
 
     /// Waits for everything and releases the device.
     fn shutdown(&self);
+
+    /// The device address and size of the variable `name` of GCC's nvptx `image` (an `acc
+    /// declare` global), linking the image if it is not yet; None where the backend runs no
+    /// GCC images.
+    fn image_variable(&self, _image: &GccKernel, _name: &CStr) -> Result<Option<(u64, usize)>> {
+        Ok(None)
+    }
+
+    /// In the child of a fork (src/fork.rs), with every queue drained before it: the threads
+    /// that ran the queues' work are not in the child; give it its own.
+    fn after_fork_in_child(&self) {}
 
     /// Whether a device address is also a host pointer to the device copy's bytes (the emulated
     /// device), so that the runtime may read a device copy from a job run in queue order.

@@ -12,10 +12,12 @@
 mod memory;
 mod queues;
 
+use crate::backend::deferred::Deferred;
 use crate::backend::*;
+use crate::check::hooks as check;
 use crate::error::AccError;
 use memory::{Block, Memory};
-use queues::{AsyncQueues, Job};
+use queues::{AsyncQueues, Job, Queue};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,6 +41,8 @@ pub struct Emulated {
     /// the store that moves each into the runtime's slot, oldest first, as the CUDA backend
     /// does: the same events on both devices (the store is reported as a launch).
     pending_red: Mutex<Vec<PendingRed>>,
+    /// Released blocks that work queued before their release may still use.
+    released: Deferred<(Arc<Queue>, u64), (SendPtr, Block)>,
 }
 
 struct PendingRed {
@@ -77,7 +81,17 @@ impl Emulated {
             capacity,
             queues: AsyncQueues::new(),
             pending_red: Mutex::new(Vec::new()),
+            released: Deferred::default(),
             threads,
+        }
+    }
+
+    /// Gives back the released blocks whose queued work has all run.
+    fn reap(&self) {
+        for (_, (p, block)) in self.released.ready(|(q, target)| q.reached(*target)) {
+            // SAFETY: allocated as this block, removed from the table once, and no job queued
+            // before its release is left to use it.
+            unsafe { self.memory.free(p.0 as *mut u8, block) }
         }
     }
 
@@ -242,6 +256,7 @@ impl Backend for Emulated {
     }
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
+        self.reap();
         let size = bytes.max(1);
         if self.used.load(Ordering::Relaxed) + size > self.capacity {
             return Err(AccError::OutOfMemory { bytes });
@@ -258,7 +273,7 @@ impl Backend for Emulated {
         Ok(p as u64)
     }
 
-    fn free(&self, q: QueueId, dev: u64) -> Result<()> {
+    fn free(&self, _q: QueueId, dev: u64) -> Result<()> {
         let block = self
             .blocks
             .lock()
@@ -267,17 +282,18 @@ impl Backend for Emulated {
             .ok_or_else(|| {
                 AccError::InvalidArgument(format!("{dev:#x} is not an allocated device address"))
             })?;
-        let p = SendPtr(dev as usize);
         self.used.fetch_sub(block.size(), Ordering::Relaxed);
-        let memory = Arc::clone(&self.memory);
-        self.run(
-            q,
-            Box::new(move || {
-                let p = p;
-                // SAFETY: allocated as this block, removed from the table once.
-                unsafe { memory.free(p.0 as *mut u8, block) }
-            }),
-        )
+        // Work queued on any queue before this release may still use the block (the
+        // synchronous queue's is done): it is given back once that work has run.
+        let busy = self.queues.busy();
+        if busy.is_empty() {
+            // SAFETY: allocated as this block, removed from the table once, and unused.
+            unsafe { self.memory.free(dev as usize as *mut u8, block) };
+        } else {
+            self.released.push(busy, (SendPtr(dev as usize), block));
+        }
+        self.reap();
+        Ok(())
     }
 
     fn check_device_range(&self, dev: u64, bytes: usize) -> Result<()> {
@@ -296,13 +312,18 @@ impl Backend for Emulated {
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         self.check_block(dev, bytes)?;
+        let checked = crate::check::hooks::on().then(crate::loc::call_site);
         if q != SYNC && bytes <= SNAPSHOT_MAX {
+            if let Some(site) = checked {
+                check::before_upload(host as usize, dev, bytes, site);
+            }
             // Small uploads on an async queue read the host bytes now: GCC's compute constructs
             // map their scalars (loop bounds, firstprivate values) from the caller's stack,
             // which changes before the queue runs the copy (libgomp copies them at once too).
             // SAFETY: the caller's host range, valid for the call.
             let copy = unsafe { std::slice::from_raw_parts(host, bytes) }.to_vec();
             let d = SendPtr(dev as usize);
+            let h = host as usize;
             return self.run(
                 q,
                 Box::new(move || {
@@ -310,6 +331,9 @@ impl Backend for Emulated {
                     // SAFETY: dev range checked above; the copy is ours.
                     unsafe {
                         std::ptr::copy_nonoverlapping(copy.as_ptr(), d.0 as *mut u8, copy.len())
+                    }
+                    if let Some(site) = checked {
+                        check::after_upload(h, d.0 as u64, bytes, site);
                     }
                 }),
             );
@@ -319,9 +343,15 @@ impl Backend for Emulated {
             q,
             Box::new(move || {
                 let (d, h) = (d, h);
+                if let Some(site) = checked {
+                    check::before_upload(h.0, d.0 as u64, bytes, site);
+                }
                 // SAFETY: dev range checked; the host range is the caller's, valid until the
                 // copy completes (the specification's rule for async copies).
                 unsafe { std::ptr::copy_nonoverlapping(h.0 as *const u8, d.0 as *mut u8, bytes) }
+                if let Some(site) = checked {
+                    check::after_upload(h.0, d.0 as u64, bytes, site);
+                }
             }),
         )
     }
@@ -329,12 +359,19 @@ impl Backend for Emulated {
     fn download(&self, q: QueueId, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         self.check_block(dev, bytes)?;
         let (d, h) = (SendPtr(dev as usize), SendPtr(host as usize));
+        let checked = crate::check::hooks::on().then(check::copy_site);
         self.run(
             q,
             Box::new(move || {
                 let (d, h) = (d, h);
+                if let Some(site) = checked {
+                    check::before_download(h.0, d.0 as u64, bytes, site);
+                }
                 // SAFETY: as in upload.
                 unsafe { std::ptr::copy_nonoverlapping(d.0 as *const u8, h.0 as *mut u8, bytes) }
+                if checked.is_some() {
+                    check::after_download(h.0, d.0 as u64, bytes);
+                }
             }),
         )
     }
@@ -366,10 +403,19 @@ impl Backend for Emulated {
         let (work, red) = (k.work, k.reduction);
         let cell = slot.map(|_| Arc::new(std::sync::atomic::AtomicU64::new(0)));
         let kernel_cell = cell.clone();
+        let checked = crate::check::hooks::on().then(crate::loc::call_site);
         self.run(
             q,
             Box::new(move || {
+                let checking = checked.map(|site| {
+                    let addrs: Vec<u64> = args.iter().map(|a| a.0).collect();
+                    let before = check::kernel_starts(&addrs, site);
+                    (addrs, site, before)
+                });
                 let v = run_kernel(&host, work, &args, red, threads);
+                if let Some((addrs, site, before)) = checking {
+                    check::kernel_ends(&addrs, site, before);
+                }
                 if let Some(c) = kernel_cell {
                     c.store(v.to_bits(), Ordering::Release);
                 }
@@ -417,6 +463,7 @@ impl Backend for Emulated {
         if let Some(queue) = self.queues.get(q) {
             queue.wait_for(queue.submitted());
         }
+        self.reap();
         Ok(())
     }
 
@@ -455,12 +502,20 @@ impl Backend for Emulated {
         false
     }
 
+    fn after_fork_in_child(&self) {
+        self.queues.forget_workers();
+    }
+
     fn shutdown(&self) {
         for q in self.queues() {
             let _ = self.wait(q);
         }
         // No thread outlives its device (runtime-shim/tests/lifecycle.rs counts them).
         self.queues.shut_down();
+        for (_, (p, block)) in self.released.take_all() {
+            // SAFETY: released once; the queues have run everything and are gone.
+            unsafe { self.memory.free(p.0 as *mut u8, block) };
+        }
         let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
         for (p, block) in std::mem::take(&mut *blocks) {
             // SAFETY: every block was allocated as recorded and is freed once.
