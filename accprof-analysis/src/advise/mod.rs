@@ -320,8 +320,9 @@ impl VarTraffic<'_> {
     }
     /// The data clause a data region should give this variable: from the content of its
     /// transfers where the trace has their hashes (`used_after`: whether the program uses the
-    /// array after the region, from the source), else judged from its traffic.
-    fn clause_from(&self, used_after: Option<bool>) -> &'static str {
+    /// array after the region; `written_first`: whether its first construct assigns to it
+    /// before reading it; both from the source), else judged from its traffic.
+    fn clause_from(&self, used_after: Option<bool>, written_first: Option<bool>) -> &'static str {
         let c = &self.content;
         if !c.known() || c.first_uploaded.is_none() {
             return self.clause();
@@ -333,8 +334,10 @@ impl VarTraffic<'_> {
         }
         match (c.first_uploaded, c.first_changed, used_after) {
             // Its first construct did not read the host's bytes (it created the array), or
-            // rewrote it, and nothing after the region reads it: the device alone needs it.
-            (Some(false), _, Some(false)) | (Some(true), Some(true), Some(false)) => "create",
+            // rewrote it (its body assigns to it before reading it), and nothing after the
+            // region reads it: the device alone needs it.
+            (Some(false), _, Some(false)) => "create",
+            (Some(true), Some(true), Some(false)) if written_first == Some(true) => "create",
             // Created by its first construct, and read after the region.
             (Some(false), _, _) => "copyout",
             _ => "copy",
@@ -382,6 +385,16 @@ impl VarTraffic<'_> {
                 matches!(clause, "copy" | "copyout"),
             )
     }
+    /// The array's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its first transfer's site.
+    pub(crate) fn first_site(&self) -> Option<&TransferSite> {
+        self.sites.iter().min_by_key(|s| s.first_ns).copied()
+    }
+
     fn events(&self) -> Vec<EventRef> {
         let mut v: Vec<EventRef> = self
             .sites

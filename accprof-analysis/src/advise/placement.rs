@@ -126,6 +126,21 @@ pub(crate) fn used_after(
     Some(false)
 }
 
+/// Whether the first construct that moved `v` assigns to it before reading it, in the
+/// source (`None` without the source, or when its body names the array otherwise).
+pub(crate) fn written_first(
+    p: &Profile,
+    sources: &mut Sources,
+    v: &crate::advise::VarTraffic,
+) -> Option<bool> {
+    let first = v.first_site()?;
+    let c = p.construct(first.construct)?;
+    let (file, line) = (c.location.file.as_deref()?, c.location.line?);
+    sources
+        .get(p, file)?
+        .written_before_read(line, accprof_symbols::base_name(v.name()))
+}
+
 fn has_word(line: &str, word: &str) -> bool {
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     line.match_indices(word)

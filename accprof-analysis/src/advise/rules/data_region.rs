@@ -297,7 +297,8 @@ fn at_loop(p: &Profile, sources: &mut Sources, place: &Placement, vars: &[&VarTr
             } else {
                 placement::used_after(p, sources, place, &v.name)
             };
-            (*v, v.clause_from(after))
+            let written_first = placement::written_first(p, sources, v);
+            (*v, v.clause_from(after, written_first))
         })
         .collect();
     t.saving = chosen.iter().map(|(v, c)| v.saving_with(c)).sum();
@@ -393,8 +394,10 @@ fn around_lines(p: &Profile, vars: &[&VarTraffic]) -> Finding {
         _ => "the loop around these constructs".into(),
     };
     let lang = Language::of(first.location.file.as_deref().unwrap_or(""));
-    let chosen: Vec<(&VarTraffic, &'static str)> =
-        vars.iter().map(|v| (*v, v.clause_from(None))).collect();
+    let chosen: Vec<(&VarTraffic, &'static str)> = vars
+        .iter()
+        .map(|v| (*v, v.clause_from(None, None)))
+        .collect();
     let (pragma, present, unnamed) = region_clauses(&chosen, lang);
     let open = lang.directive(&format!("data {pragma}"));
     let wrap = match lang {
@@ -607,14 +610,17 @@ mod tests {
         // Without the source, whether the host reads Anew after the loop is not known: copy.
         assert!(f[0].change.contains("copy(A, Anew)"), "{}", f[0].change);
         // With it (the loop at lines 55-70; after it only A is read): A is read before the
-        // device writes it, copy; Anew is rewritten by its first construct, create.
+        // device writes it, copy; Anew is assigned before it is read by its first construct,
+        // create.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("laplace.c");
         let mut text = "int main(void)\n{\n".to_string() + &"\n".repeat(52);
         text.push_str("    while (err > tol) {\n\n#pragma acc parallel loop\n");
-        text.push_str(&"        x();\n".repeat(7));
+        text.push_str("        for (int j = 1; j < n; j++) Anew[j] = 0.5 * A[j + 1];\n");
+        text.push_str(&"        x();\n".repeat(6));
         text.push_str("#pragma acc parallel loop\n");
-        text.push_str(&"        y();\n".repeat(4));
+        text.push_str("        for (int j = 1; j < n; j++) A[j] = Anew[j];\n");
+        text.push_str(&"        y();\n".repeat(3));
         text.push_str("    }\n    print(A[0]);\n}\n");
         std::fs::write(&path, text).unwrap();
         for c in &mut p.constructs {
