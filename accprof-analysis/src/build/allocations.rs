@@ -6,8 +6,18 @@ use super::*;
 impl ProfileBuilder {
     pub(super) fn account_alloc(&mut self, c: Option<u32>, leaf: &Leaf, alloc: bool) {
         // By host array and size: an enter data directive allocates and an exit data directive
-        // frees the same array; the site keeps the construct that allocated first.
-        let key = (leaf.host_ptr, leaf.bytes);
+        // frees the same array; the site keeps the construct that allocated first. The
+        // program's own allocations have no host array: their call's line tells them apart.
+        let api_line = match (leaf.api_call, alloc, leaf.device_ptr) {
+            (None, ..) => None,
+            (Some(_), true, Some(d)) => {
+                self.api_alloc_line.insert(d, leaf.line);
+                leaf.line
+            }
+            (Some(_), false, Some(d)) => self.api_alloc_line.remove(&d).flatten(),
+            (Some(_), _, None) => leaf.line,
+        };
+        let key = (leaf.host_ptr, leaf.bytes, api_line);
         let i = match self.alloc_index.get(&key) {
             Some(&i) => i,
             None => {

@@ -318,6 +318,7 @@ impl ProfileBuilder {
                 host_timed: false,
                 api_call: None,
                 content: None,
+                device_ptr: None,
                 device_ns: Some(dur(d.r)),
             };
             self.resolve(d.thread, c, inst, vec![leaf]);

@@ -129,6 +129,8 @@ struct Leaf {
     api_call: Option<(Option<StrId>, Option<StrId>)>,
     /// The hash of the host bytes a transfer moved, when the tool hashed them.
     content: Option<u64>,
+    /// The device address of an allocation or free.
+    device_ptr: Option<u64>,
 }
 
 impl Leaf {
@@ -376,7 +378,12 @@ pub struct ProfileBuilder {
     /// Slice runs left open by device records, closed at the end.
     close_run_later: Vec<SliceRun>,
     allocs: Vec<AllocSite>,
-    alloc_index: HashMap<(Option<u64>, Option<u64>), usize>,
+    /// By host array, size and, for the program's own allocations (`acc_malloc`), the line of
+    /// the call: two `acc_malloc`s of one size at two lines are two arrays.
+    alloc_index: HashMap<(Option<u64>, Option<u64>, Option<i64>), usize>,
+    /// Per device block the program allocated itself: the line of its `acc_malloc`, which its
+    /// `acc_free` (at a line of its own) releases.
+    api_alloc_line: HashMap<u64, Option<i64>>,
     summary: Summary,
     /// Constructs that enclosed operations already accounted outside any construct (see
     /// [`MAX_PENDING`]).
@@ -530,6 +537,7 @@ impl ProfileBuilder {
             host_timed: true,
             device_ns: None,
             content: ev.get(Field::ContentHash),
+            device_ptr: ev.get(Field::DevicePtr),
             api_call: (matches!(kind, ChildKind::Alloc | ChildKind::Free)
                 && ev.get_i64(Field::ParentConstruct)
                     == Some(i64::from(acc_construct_t::RUNTIME_API.0)))

@@ -29,14 +29,26 @@ fn churns(a: &AllocSite) -> bool {
 fn alloc_churn(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>) {
     // The arrays of one construct are one finding: one region keeps them all.
     let mut by_construct: BTreeMap<usize, Vec<&AllocSite>> = BTreeMap::new();
+    // The program's own allocations, per function (one acc_malloc line allocating a block of
+    // another size per multigrid level, and the function's other acc_mallocs, are one finding).
+    let mut by_call: Vec<(&Location, Vec<&AllocSite>)> = Vec::new();
     for a in p.allocs.iter().filter(|a| churns(a)) {
         match (a.construct, &a.call) {
             (Some(c), _) if !claimed.constructs.contains(&c) => {
                 by_construct.entry(c).or_default().push(a)
             }
-            (None, Some(call)) => out.push(api_churn(p, a, call)),
+            (None, Some(call)) => match by_call
+                .iter_mut()
+                .find(|(l, _)| (&l.file, &l.function) == (&call.file, &call.function))
+            {
+                Some((_, sites)) => sites.push(a),
+                None => by_call.push((call, vec![a])),
+            },
             _ => {}
         }
+    }
+    for (call, sites) in by_call {
+        out.push(api_churn(p, &sites, call));
     }
     for (ci, sites) in by_construct {
         let c = &p.constructs[ci];
@@ -93,24 +105,88 @@ fn alloc_churn(p: &Profile, claimed: &Claimed, out: &mut Vec<Finding>) {
 
 /// A block the program allocates with `acc_malloc` and frees with `acc_free` again and again:
 /// no directive maps it, so no data clause keeps it; the program allocates it once instead.
-fn api_churn(p: &Profile, a: &AllocSite, call: &Location) -> Finding {
-    let at = call.short();
-    let name = a.name.clone().unwrap_or_else(|| "the block".into());
+fn api_churn(p: &Profile, sites: &[&AllocSite], call: &Location) -> Finding {
+    let mut names: Vec<String> = Vec::new();
+    let mut lines: Vec<i64> = Vec::new();
+    for a in sites {
+        if let Some(n) = &a.name {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+        if let Some(l) = a.call.as_ref().and_then(|c| c.line) {
+            if !lines.contains(&l) {
+                lines.push(l);
+            }
+        }
+    }
+    lines.sort_unstable();
+    let file = call
+        .file
+        .as_deref()
+        .map(|f| f.rsplit('/').next().unwrap_or(f))
+        .unwrap_or("?");
+    let at = match lines.as_slice() {
+        [] => call.short(),
+        [one] => format!("{file}:{one}"),
+        many => format!(
+            "{file}:{}",
+            many.iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let name = if names.is_empty() {
+        "the block".to_string()
+    } else {
+        names.join(", ")
+    };
+    let each = if names.len() > 1 { " each" } else { "" };
+    let deviceptr = if names.is_empty() {
+        "deviceptr(...)".to_string()
+    } else {
+        format!("deviceptr({})", names.join(", "))
+    };
     let the_loop = match (call.file.as_deref(), call.line) {
         (Some(f), Some(l)) => crate::source::read(p, f).and_then(|s| s.enclosing_loop(l, l)),
         _ => None,
     };
     let place = match the_loop {
         Some(l) => format!("before the loop at lines {}-{}", l.start, l.end),
-        None => "before the loop that repeats it".into(),
+        None => format!(
+            "outside the loop that calls {}",
+            call.function.as_deref().unwrap_or("it")
+        ),
     };
-    let b = a.bytes.unwrap_or(0);
+    let allocs: u64 = sites.iter().map(|a| a.allocs).sum();
+    let frees: u64 = sites.iter().map(|a| a.frees).sum();
+    let sizes: Vec<u64> = sites.iter().filter_map(|a| a.bytes).collect();
+    let (lo, hi) = (
+        sizes.iter().copied().min().unwrap_or(0),
+        sizes.iter().copied().max().unwrap_or(0),
+    );
+    let size = if lo == hi {
+        bytes(hi)
+    } else {
+        format!("{}-{}", bytes(lo), bytes(hi))
+    };
+    let total: u64 = sites.iter().map(|a| a.bytes.unwrap_or(0) * a.allocs).sum();
+    let mut events: Vec<EventRef> = sites.iter().flat_map(|a| a.samples.clone()).collect();
+    events.sort_by_key(|e| e.start_ns);
+    events.truncate(MAX_SAMPLES);
+    let first_ns = sites.iter().map(|a| a.first_ns).min().unwrap_or(0);
+    let last_ns = sites.iter().map(|a| a.last_ns).max().unwrap_or(0);
+    let largest = if lo == hi {
+        ""
+    } else {
+        " (of the largest size)"
+    };
     Finding {
         rule: Rule::AllocChurn,
         title: format!(
-            "{name} ({}) allocated with acc_malloc and freed {} times at {at}",
-            bytes(b),
-            a.allocs
+            "{name} ({size}) allocated with acc_malloc and freed {} times{each} at {at}",
+            allocs / names.len().max(1) as u64
         ),
         location: FindingLocation {
             file: call.file.clone(),
@@ -119,22 +195,21 @@ fn api_churn(p: &Profile, a: &AllocSite, call: &Location) -> Finding {
             function: call.function.clone(),
         },
         evidence: Evidence {
-            count: a.allocs + a.frees,
-            bytes: b * a.allocs,
+            count: allocs + frees,
+            bytes: total,
             time_ns: 0,
             details: vec![format!(
-                "{} acc_malloc and {} acc_free calls of {} at {at}; the runtime reports them as point events, without a duration, so their cost is not in this trace",
-                a.allocs,
-                a.frees,
-                bytes(b)
+                "{allocs} acc_malloc and {frees} acc_free calls of {size} at {at}; the runtime reports them as point events, without a duration, so their cost is not in this trace"
             )],
         },
         estimated_saving_ns: 0,
         change: format!(
-            "allocate {name} once, {place}, and free it after the loop: the constructs that take it with `deviceptr({name})` keep using the same device memory (a data clause does not apply to acc_malloc memory)"
+            "allocate {name} once{largest}, {place}, and free {} after that loop: the constructs that take {} with `{deviceptr}` keep using the same device memory (a data clause does not apply to acc_malloc memory)",
+            if names.len() > 1 { "them" } else { "it" },
+            if names.len() > 1 { "them" } else { "it" }
         ),
-        events: a.samples.clone(),
-        time_ranges: vec![(a.first_ns, a.last_ns)],
+        events,
+        time_ranges: vec![(first_ns, last_ns)],
     }
 }
 
