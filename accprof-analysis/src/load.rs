@@ -229,13 +229,14 @@ fn builder_for(h: &Header) -> ProfileBuilder {
             .iter()
             .any(|(k, val)| k == DEVICE_ACTIVITY_KEY && val.starts_with(v))
     };
-    if activity("cupti") {
+    let b = if activity("cupti") {
         ProfileBuilder::with_cupti_records()
     } else if h.extra.iter().any(|(k, _)| k == DEVICE_ACTIVITY_KEY) {
         ProfileBuilder::with_device_records()
     } else {
         ProfileBuilder::new()
-    }
+    };
+    b.started_at(h.start_monotonic_ns)
 }
 
 fn wall_time(h: &Header, footer_end: Option<u64>) -> Option<u64> {

@@ -98,10 +98,13 @@ fields! {
     SharedMem = 37, "shared_mem_bytes", Unsigned;
     // [`device::PROPERTIES`] only: the device's limits as `key=value` lines.
     DeviceProperties = 38, "device_properties", String;
+    // Transfers, when libaccprof hashes their bytes (ACCPROF_CONTENT): a 64-bit hash of the
+    // host bytes an upload carried or a synchronous download delivered.
+    ContentHash = 39, "content_hash", Pointer;
 }
 
 /// How many optional fields an event has.
-pub const FIELD_COUNT: usize = 39;
+pub const FIELD_COUNT: usize = 40;
 
 /// Records about the tool itself, with kinds outside the specification's numbers.
 pub mod tool {

@@ -18,6 +18,7 @@
 //! | ACCPROF_SELF_TIME=1 | print at exit how long the application's threads spent inside accprof (OpenACC callbacks, CUPTI's driver callbacks): the tool's own overhead, measured directly |
 //! | ACCPROF_SYMBOLS=on/off | at a normal exit, resolve the trace's call sites and variables from the binaries and keep them in the trace (on, default), so that its lines outlive a rebuild; or leave that to `accprof symbolize` (off) |
 //! | ACCPROF_HEAP_MIN_BYTES | the smallest block recorded (default 65536); smaller ones cost two instructions and get no name |
+//! | ACCPROF_CONTENT=on/off | hash the host bytes of every transfer (off, default: it reads each transfer's bytes once more, about what the copy costs), so the advice can say which uploads carried bytes the device already held and choose copyin, copyout, copy or create per array |
 //!
 //! Every yes/no setting (ACCPROF_QUIET, ACCPROF_DISABLE, ACCPROF_SELF_TIME, and the `on`/`off`
 //! of the auto/on/off ones) takes the same spellings, in any case: `1`, `on`, `yes`, `true` and
@@ -42,6 +43,8 @@ pub struct Config {
     pub cuda_events: Switch,
     /// Keep source lines and names in the trace at exit (ACCPROF_SYMBOLS).
     pub symbols: bool,
+    /// Hash the bytes of every transfer (ACCPROF_CONTENT).
+    pub content: bool,
     /// One line per setting that could not be used, said once when recording starts.
     pub problems: Vec<String>,
 }
@@ -152,6 +155,7 @@ impl Config {
                 env.var("ACCPROF_CLOCK").unwrap_or_default()
             ));
         }
+        let content = env.switch("ACCPROF_CONTENT") == Switch::On;
         Config {
             out: env.var("ACCPROF_OUT"),
             quiet: env.flag("ACCPROF_QUIET", false),
@@ -162,6 +166,7 @@ impl Config {
             cupti,
             cuda_events,
             symbols,
+            content,
             problems: env.problems,
         }
     }

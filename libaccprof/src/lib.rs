@@ -30,6 +30,7 @@
 pub mod api;
 mod clock;
 mod config;
+mod content;
 mod device;
 mod heap;
 mod lifecycle;
@@ -46,6 +47,7 @@ mod write;
 
 /// What benchmarks and tests drive: register with a fake runtime, call the callback, finish.
 pub mod bench {
+    pub use crate::content::hash as content_hash;
     pub use crate::lifecycle::finish;
     pub use crate::record::callback::on_event;
     pub use crate::registration::register_with;

@@ -20,6 +20,9 @@ What the times measure: every time is marked [host] or [device].
            records when the trace has them; preferred wherever they exist, as NV_ACC_TIME does.
   NV_ACC_TIME prints device times from CUPTI; a [host] total is the host's view of the same work.";
 
+/// What the times of a run on the bundled runtime's emulated device are.
+pub const EMULATED: &str = "this run's device was accprof's emulated one (separate memory on the host): each kernel ran inside its launch call on host threads, and each transfer copied between host buffers; the times show where a GPU run would copy and launch, not how long a GPU would take";
+
 /// Renders the whole report.
 pub fn render(sections: &[Section], merged: Option<&Profile>, opts: ReportOptions) -> String {
     let mut out = String::new();
@@ -81,6 +84,9 @@ pub fn render_profile(out: &mut String, p: &Profile, opts: ReportOptions) {
     if p.is_empty() {
         out.push_str("\nThe trace holds no OpenACC events: the program ran no OpenACC construct while the tool was loaded.\n");
         return;
+    }
+    if crate::host_fallback::ran_on_emulated_device(p) {
+        let _ = writeln!(out, "Emulated device: {}", EMULATED);
     }
     summary(out, p);
     top_constructs(out, p, opts.top);
@@ -252,6 +258,17 @@ fn summary(out: &mut String, p: &Profile) {
                 format!("{} launches", thousands(s.kernels_host.count)),
             );
         }
+    } else if crate::host_fallback::ran_on_emulated_device(p) {
+        // The emulated device runs each kernel inside its launch call.
+        row(
+            out,
+            "kernels [host, emulated]",
+            s.kernels.total_ns,
+            format!(
+                "{} launches, each running its kernel on host threads: not a GPU's time",
+                thousands(s.kernels.count)
+            ),
+        );
     } else {
         row(
             out,
@@ -457,12 +474,16 @@ fn variables(out: &mut String, p: &Profile) {
 }
 
 fn device_label(c: &Construct) -> String {
-    let dev = c.location.device_type.map(|t| {
-        acc_device_t(t as i32)
-            .name()
-            .map(|n| n.trim_start_matches("acc_device_").to_uppercase())
-            .unwrap_or_else(|| format!("device type {t}"))
-    });
+    let dev = c
+        .location
+        .device_type
+        .map(|t| match acc_device_t(t as i32).name() {
+            Some(n) => n.trim_start_matches("acc_device_").to_uppercase(),
+            None if t == crate::host_fallback::EMULATED_DEVICE_TYPE => {
+                "EMULATED (accprof's bundled runtime, host_nonshm)".to_string()
+            }
+            None => format!("acc_device_t {t} (a number the runtime's openacc.h defines)"),
+        });
     match (dev, c.location.device_number) {
         (Some(d), Some(n)) => format!("{d}  devicenum={n}"),
         (Some(d), None) => d,

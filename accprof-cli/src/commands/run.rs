@@ -54,6 +54,12 @@ pub struct Args {
     /// libaccshim.so is looked for in ACCPROF_SHIM_LIB, else next to this binary.
     #[arg(long, value_enum, default_value = "default", value_name = "RUNTIME")]
     pub runtime: Runtime,
+    /// Hash the bytes of every transfer (ACCPROF_CONTENT=on), so that the advice proves which
+    /// copies carried bytes the device already held and chooses copyin, copyout, copy or create
+    /// per array from what the program needed. It reads each transfer's bytes once more: about
+    /// what the copy costs (docs/performance/content-hash.md).
+    #[arg(long)]
+    pub content: bool,
     /// The program to run and its arguments.
     #[arg(
         trailing_var_arg = true,
@@ -113,6 +119,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
     // accprof prints the summary itself, after the program's last line.
     cmd.env("ACCPROF_QUIET", "1");
     cmd.env_remove("ACCPROF_REPORT");
+    if args.quiet && args.runtime == Runtime::Shim {
+        // The bundled runtime's banner ("accshim: using emulated device ...") is accprof's too.
+        cmd.env("ACCSHIM_QUIET", "1");
+    }
+    if args.content {
+        cmd.env("ACCPROF_CONTENT", "on");
+    }
 
     // Ctrl-C goes to the whole foreground group, the program included: accprof waits for it
     // to end and then reports. Signals aimed at accprof alone are passed on.

@@ -77,6 +77,13 @@ fn start_recording() {
         header.extra.extend(keys);
     }
     header.extra.extend(crate::heap::header_keys());
+    crate::content::set(config.content);
+    if config.content {
+        header.extra.push((
+            "content_hashes".into(),
+            "uploads; synchronous downloads".into(),
+        ));
+    }
     // The trace is created here, before this first event is buffered: its live file must
     // exist before any thread takes a buffer, for the buffers to be the live file's slots.
     let opened = collector::Opened::create(&config, &header);

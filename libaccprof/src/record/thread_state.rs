@@ -95,6 +95,9 @@ impl ThreadState {
                 let enclosing_call_site = self.open.top().and_then(|p| p.get(Field::ReturnAddress));
                 let e = self.open.push(inc.kind, inc.now);
                 self.fields.fill(e, inc, false);
+                if crate::content::on() {
+                    crate::content::hash_transfer(e, false);
+                }
                 if wants_call_site(inc.kind) && e.get(Field::SrcFile).is_none() {
                     let call_site = match enclosing_call_site {
                         Some(ra) if e.implicit() => Some(ra),
@@ -116,6 +119,9 @@ impl ThreadState {
                         e.end_ns = inc.now.max(e.start_ns);
                         // Some runtimes fill a field only at the end (bytes of a download).
                         self.fields.fill(e, inc, true);
+                        if crate::content::on() {
+                            crate::content::hash_transfer(e, true);
+                        }
                         let e = self.open.remove_to_spare(i);
                         emit_into(&self.slot, &mut self.fields.new_strings, rec, e);
                         if let Some(c) = self.cuda.as_mut() {
@@ -133,6 +139,11 @@ impl ThreadState {
             EventShape::Point | EventShape::Unknown => {
                 self.scratch.reset(inc.kind, inc.now, inc.now);
                 self.fields.fill(&mut self.scratch, inc, false);
+                if self.open.len() == 0 && wants_api_call_site(&self.scratch) {
+                    if let Some(ra) = crate::unwind::caller_return_address(inc.kind.0 as u32) {
+                        self.scratch.set(Field::ReturnAddress, ra);
+                    }
+                }
                 emit_into(&self.slot, &mut self.fields.new_strings, rec, &self.scratch);
             }
         }
@@ -469,6 +480,16 @@ const LAUNCH_FIELDS: u64 = mask(&[
 ]);
 
 /// Construct-level starts: the events a user reads by source line.
+/// A device allocation or free the program asked for itself (`acc_malloc`, `acc_free`): its
+/// call site names the pointer and the loop that repeats it. Rare next to construct events, and
+/// outside every directive, so the stack walk costs nothing on their path.
+fn wants_api_call_site(e: &Event) -> bool {
+    matches!(e.kind, acc_event_t::ALLOC | acc_event_t::FREE)
+        && e.get(Field::SrcFile).is_none()
+        && e.get_i64(Field::ParentConstruct)
+            == Some(i64::from(accprof_abi::acc_construct_t::RUNTIME_API.0))
+}
+
 fn wants_call_site(kind: acc_event_t) -> bool {
     matches!(
         kind,
