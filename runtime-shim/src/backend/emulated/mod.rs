@@ -412,6 +412,11 @@ impl Backend for Emulated {
                     let before = check::kernel_starts(&addrs, site);
                     (addrs, site, before)
                 });
+                // A kernel whose upload is watched access by access runs on one thread.
+                let threads = match &checking {
+                    Some((_, _, before)) if before.serial() => 1,
+                    _ => threads,
+                };
                 let v = run_kernel(&host, work, &args, red, threads);
                 if let Some((addrs, site, before)) = checking {
                     check::kernel_ends(&addrs, site, before);
