@@ -167,14 +167,78 @@ impl Slot {
     }
 }
 
-/// The protection `page` should have now: the most restrictive any armed guard wants.
+/// The protection `page` should have now: open while the runtime copies through it, else
+/// the most restrictive any armed guard wants.
 fn wanted(page: usize) -> i32 {
+    if in_window(page) {
+        return OPEN;
+    }
+    guards_want(page)
+}
+
+fn guards_want(page: usize) -> i32 {
     slots()
         .iter()
         .filter(|s| s.wants(page))
         .filter_map(|s| s.watch().map(Watch::protection))
         .min()
         .unwrap_or(OPEN)
+}
+
+/// Pages the runtime reads or writes through now (a copy, a comparison): [start, end) each.
+const WINDOWS: usize = 64;
+static WINDOW: [[AtomicUsize; 2]; WINDOWS] =
+    [const { [AtomicUsize::new(0), AtomicUsize::new(0)] }; WINDOWS];
+
+fn in_window(page: usize) -> bool {
+    WINDOW.iter().any(|w| {
+        let s = w[0].load(Ordering::Acquire);
+        s != 0 && page >= s && page < w[1].load(Ordering::Acquire)
+    })
+}
+
+/// Opens, for as long as it lives, the pages of `[lo, hi)` that guards of other arrays keep
+/// closed (the first and last, where arrays share pages): the runtime's copy or comparison of
+/// an array then runs at full speed instead of one instruction at a time through a
+/// neighbour's guard. The neighbours' accesses there meanwhile go unseen.
+pub struct Window(Option<(usize, usize, usize)>);
+
+pub fn window(lo: usize, hi: usize) -> Window {
+    let Some((start, end)) = pages::covering(lo, hi.saturating_sub(lo)) else {
+        return Window(None);
+    };
+    let p = page_size();
+    let edges = [start, end - p];
+    let _lock = pages::lock();
+    if edges.iter().all(|&e| guards_want(e) == OPEN) {
+        return Window(None);
+    }
+    let Some(i) = WINDOW.iter().position(|w| {
+        w[0].compare_exchange(0, start, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }) else {
+        return Window(None);
+    };
+    WINDOW[i][1].store(end, Ordering::Release);
+    for e in edges {
+        protect(e, e + p, OPEN);
+    }
+    Window(Some((i, start, end)))
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        let Some((i, start, end)) = self.0 else {
+            return;
+        };
+        let p = page_size();
+        let _lock = pages::lock();
+        WINDOW[i][1].store(0, Ordering::Release);
+        WINDOW[i][0].store(0, Ordering::Release);
+        for e in [start, end - p] {
+            protect(e, e + p, wanted(e));
+        }
+    }
 }
 
 /// Whether a guard other than `me` wants a protection of `page`.

@@ -28,12 +28,28 @@ pub(super) fn enable() {
 const WASTE_MIN_BYTES: usize = 4096;
 
 fn same(host: usize, dev: u64, bytes: usize) -> bool {
+    let _open = guard::window(host, host + bytes);
     // SAFETY: the host range is the program's mapped data (readable: the caller lifted any
     // guard that forbids reading) and the device range is the emulated device's copy of it.
     unsafe {
         std::slice::from_raw_parts(host as *const u8, bytes)
             == std::slice::from_raw_parts(dev as usize as *const u8, bytes)
     }
+}
+
+/// Whether some page of the array holds the same bytes in both copies.
+fn some_page_unchanged(host: usize, dev: u64, bytes: usize) -> bool {
+    let p = pages::page_size();
+    let mut at = host;
+    while at < host + bytes {
+        let end = ((at / p) + 1) * p;
+        let n = end.min(host + bytes) - at;
+        if same(at, dev + (at - host) as u64, n) {
+            return true;
+        }
+        at += n;
+    }
+    false
 }
 
 fn digest(dev: u64, bytes: usize) -> u64 {
@@ -308,11 +324,15 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
 }
 
 /// Before a copy host -> device (queue order).
-pub fn before_upload(host: usize, dev: u64, bytes: usize, site: usize) {
+/// Returns the pages to keep open while the copy reads the host's bytes.
+pub fn before_upload(host: usize, dev: u64, bytes: usize, site: usize) -> guard::Window {
     let _runtime = origin::runtime_scope();
+    let copy = guard::window(host, host + bytes);
     let mut st = state::lock();
     harvest(&mut st);
-    let Some(t) = st.tracked_at(host) else { return };
+    let Some(t) = st.tracked_at(host) else {
+        return copy;
+    };
     if t.guard.is_some_and(|(_, w)| w == Watch::Stale) {
         lift(t);
     }
@@ -331,6 +351,7 @@ pub fn before_upload(host: usize, dev: u64, bytes: usize, site: usize) {
             detail: "",
         });
     }
+    copy
 }
 
 /// After a copy host -> device: the copies agree on the range.
@@ -378,11 +399,14 @@ pub fn copy_site() -> usize {
 
 /// Before a copy device -> host: lifts the guard (the copy writes the host's pages) and finds
 /// a copy of what the host already holds.
-pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) {
+/// Returns the pages to keep open while the copy writes the host's bytes.
+pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) -> guard::Window {
     let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
-    let Some(t) = st.tracked_at(host) else { return };
+    let Some(t) = st.tracked_at(host) else {
+        return guard::window(host, host + bytes);
+    };
     lift(t);
     let at = if site == 0 {
         t.mapped_at.clone()
@@ -406,6 +430,7 @@ pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) {
             detail: "",
         });
     }
+    guard::window(host, host + bytes)
 }
 
 /// After a copy device -> host.
@@ -443,7 +468,16 @@ pub struct Before {
     digests: Vec<(usize, u64)>,
     /// Uploads watched for the kernel's first accesses: (array, watch, the upload).
     watched: Vec<(usize, usize, Place)>,
+    /// Big uploads first compared with what the kernel left: (array, the upload's key).
+    compared: Vec<(usize, UploadKey)>,
 }
+
+/// An upload as the checker judges it: (the upload's place, the kernel's, the bytes).
+pub type UploadKey = (usize, usize, usize);
+
+/// Uploads of at most this many bytes are watched the first time; a bigger one (a fault per
+/// page) only when the first kernel changed every one of its pages, the next time it comes.
+const WATCH_AT_ONCE_BYTES: usize = 256 * 1024;
 
 impl Before {
     /// The kernel must run on one thread: an upload it uses is watched access by access.
@@ -498,12 +532,16 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
         else {
             continue;
         };
-        let key = (place_key(&upload), site, t.bytes);
+        let (dev, bytes) = (t.dev as usize, t.bytes);
+        let key = (place_key(&upload), site, bytes);
         if st.judged.contains(&key) {
             continue;
         }
-        let t = st.tracked.get(&host).expect("listed");
-        if let Some(w) = upload_watch::arm(t.dev as usize, t.bytes) {
+        if bytes > WATCH_AT_ONCE_BYTES && !st.every_page_changed.contains(&key) {
+            before.compared.push((host, key));
+            continue;
+        }
+        if let Some(w) = upload_watch::arm(dev, bytes) {
             st.judged.insert(key);
             before.watched.push((host, w, upload));
         }
@@ -564,6 +602,24 @@ pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
                 detail: "upload_overwritten",
             };
             st.add(f);
+        }
+    }
+    for (host, key) in before.compared {
+        // The host's copy still holds what was uploaded while its guard is unfired: a page
+        // the kernel left as it was was not overwritten, and the upload was needed.
+        let Some(t) = st.tracked.get(&host) else {
+            continue;
+        };
+        let intact = t
+            .guard
+            .is_some_and(|(g, w)| w == Watch::Synced && !guard::fired(g));
+        if !intact {
+            continue;
+        }
+        if some_page_unchanged(t.host, t.dev, t.bytes) {
+            st.judged.insert(key);
+        } else {
+            st.every_page_changed.insert(key);
         }
     }
     for host in used_by(&st, args) {

@@ -111,6 +111,8 @@ pub struct State {
     pub accesses: Vec<HostAccess>,
     /// Uploads whose first use was judged: (the upload's place, the kernel's, the bytes).
     pub judged: std::collections::HashSet<(usize, usize, usize)>,
+    /// Big uploads whose first kernel changed every page: watched the next time they come.
+    pub every_page_changed: std::collections::HashSet<(usize, usize, usize)>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
