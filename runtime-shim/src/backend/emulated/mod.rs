@@ -319,14 +319,13 @@ impl Backend for Emulated {
         self.check_block(dev, bytes)?;
         let checked = crate::check::hooks::on().then(crate::loc::call_site);
         if q != SYNC && bytes <= SNAPSHOT_MAX {
-            if let Some(site) = checked {
-                check::before_upload(host as usize, dev, bytes, site);
-            }
+            let window = checked.map(|site| check::before_upload(host as usize, dev, bytes, site));
             // Small uploads on an async queue read the host bytes now: GCC's compute constructs
             // map their scalars (loop bounds, firstprivate values) from the caller's stack,
             // which changes before the queue runs the copy (libgomp copies them at once too).
             // SAFETY: the caller's host range, valid for the call.
             let copy = unsafe { std::slice::from_raw_parts(host, bytes) }.to_vec();
+            drop(window);
             let d = SendPtr(dev as usize);
             let h = host as usize;
             return self.run(
@@ -348,12 +347,11 @@ impl Backend for Emulated {
             q,
             Box::new(move || {
                 let (d, h) = (d, h);
-                if let Some(site) = checked {
-                    check::before_upload(h.0, d.0 as u64, bytes, site);
-                }
+                let window = checked.map(|site| check::before_upload(h.0, d.0 as u64, bytes, site));
                 // SAFETY: dev range checked; the host range is the caller's, valid until the
                 // copy completes (the specification's rule for async copies).
                 unsafe { std::ptr::copy_nonoverlapping(h.0 as *const u8, d.0 as *mut u8, bytes) }
+                drop(window);
                 if let Some(site) = checked {
                     check::after_upload(h.0, d.0 as u64, bytes, site);
                 }
@@ -369,11 +367,11 @@ impl Backend for Emulated {
             q,
             Box::new(move || {
                 let (d, h) = (d, h);
-                if let Some(site) = checked {
-                    check::before_download(h.0, d.0 as u64, bytes, site);
-                }
+                let window =
+                    checked.map(|site| check::before_download(h.0, d.0 as u64, bytes, site));
                 // SAFETY: as in upload.
                 unsafe { std::ptr::copy_nonoverlapping(d.0 as *const u8, h.0 as *mut u8, bytes) }
+                drop(window);
                 if checked.is_some() {
                     check::after_download(h.0, d.0 as u64, bytes);
                 }
@@ -424,6 +422,11 @@ impl Backend for Emulated {
                     let before = check::kernel_starts(&addrs, site);
                     (addrs, site, before)
                 });
+                // A kernel whose upload is watched access by access runs on one thread.
+                let threads = match &checking {
+                    Some((_, _, before)) if before.serial() => 1,
+                    _ => threads,
+                };
                 let v = run_kernel(&host, work, &args, red, threads);
                 if let Some((addrs, site, before)) = checking {
                     check::kernel_ends(&addrs, site, before);
