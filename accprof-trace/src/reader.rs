@@ -399,7 +399,7 @@ impl<R: Read> TraceReader<R> {
         self.truncation_warning().or_else(|| {
             self.footer.is_none().then(|| {
                 format!(
-                    "{}: the trace has no end marker (the program crashed, was killed, or is still running); showing what was recorded before that",
+                    "{}: the trace has no end marker (the program crashed, was killed or is still running, or its disk filled); showing what was recorded before that",
                     self.label
                 )
             })

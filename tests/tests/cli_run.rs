@@ -101,6 +101,98 @@ fn run_with_a_missing_or_non_executable_program_is_one_line() {
     );
 }
 
+/// A trace name whose directory cannot take a file is refused before the program starts, which
+/// would otherwise run to its end unrecorded: a path through a regular file, and a read-only
+/// file system where the test can mount one.
+#[test]
+fn run_refuses_a_trace_name_it_cannot_write_before_the_program_starts() {
+    let dir = scratch("run-unwritable");
+    let exe = compile_c("exit_code.c", &dir, &[]);
+    std::fs::write(dir.join("file.txt"), "x").unwrap();
+    let through_a_file = accprof(&dir)
+        .args(["run", "-o", "file.txt/sub/t.trace", "--"])
+        .arg(&exe)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let ro = dir.join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    let read_only = Command::new("unshare")
+        .current_dir(&dir)
+        .args(["-rm", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs -o ro,size=64k none {0} && exec \"$@\"",
+            ro.display()
+        ))
+        .arg("sh")
+        .arg(accprof_cli())
+        .args(["run", "-o", "ro/t.trace", "--"])
+        .arg(&exe)
+        .env_remove("LD_PRELOAD")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let mut cases = vec![("through a file", through_a_file, "is not a directory")];
+    if stderr(&read_only).contains("unshare:") || stderr(&read_only).contains("mount:") {
+        eprintln!("no read-only mount here: {}", stderr(&read_only).trim());
+    } else {
+        cases.push(("read-only", read_only, "Read-only file system"));
+    }
+    for (how, out, why) in cases {
+        let err = stderr(&out);
+        assert_ne!(out.status.code(), Some(0), "{how}: {err}");
+        assert_eq!(err.lines().count(), 1, "{how}: {err}");
+        assert!(
+            err.contains("cannot write the trace") && err.contains(why),
+            "{how}: {err}"
+        );
+        assert!(!err.contains("to stderr"), "{how}: the program ran: {err}");
+    }
+}
+
+/// A run whose disk filled has a trace without its end: the summary says so before its
+/// figures, which cover only what was recorded.
+#[test]
+fn run_says_when_the_trace_it_summarises_was_cut_short() {
+    let dir = scratch("run-full");
+    let exe = compile_c("hostile_program.c", &dir, &["-g", "-pthread"]);
+    let small = dir.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let out = Command::new("unshare")
+        .current_dir(&dir)
+        .args(["-rm", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs -o size=256k none {0} && exec \"$@\"",
+            small.display()
+        ))
+        .arg("sh")
+        .arg(accprof_cli())
+        .args(["run", "-o", "small/t.trace", "--"])
+        .arg(&exe)
+        .args(["reexec", "200000", "0"])
+        .env_remove("LD_PRELOAD")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    if err.contains("unshare:") || err.contains("mount:") {
+        eprintln!("no tmpfs here: {}", err.trim());
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let warned = err
+        .lines()
+        .position(|l| l.starts_with("accprof: warning:") && l.contains("no end marker"));
+    let figures = err
+        .lines()
+        .position(|l| l.contains("in compute constructs"));
+    assert!(
+        matches!((warned, figures), (Some(w), Some(f)) if w < f),
+        "{err}"
+    );
+}
+
 #[test]
 fn run_report_and_advise_print_after_the_program() {
     let dir = scratch("run-report");
