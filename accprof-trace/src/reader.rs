@@ -465,7 +465,13 @@ impl<R: Read> TraceReader<R> {
         }
         self.live_read = true;
         match crate::recover::recover(&path, self.header.pid, &self.slots_written) {
-            Ok(r) => {
+            Ok(mut r) => {
+                // The trace beside its live file `T.live`, read again for its heap blocks:
+                // only when a killed run's events are recovered.
+                let trace = path.to_str().and_then(|p| p.strip_suffix(".live"));
+                if let Some(trace) = trace.filter(|_| !r.is_empty()) {
+                    r.name_heap_blocks(&crate::recover::HeapBlocks::of_trace(Path::new(trace)));
+                }
                 for (id, bytes) in &r.strings {
                     if *id <= MAX_STRING_ID {
                         self.strings.define(*id, bytes);
