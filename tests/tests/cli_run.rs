@@ -150,6 +150,53 @@ fn run_refuses_a_trace_name_it_cannot_write_before_the_program_starts() {
     }
 }
 
+/// `-o FIFO` with `accprof dump FIFO` reading it, the documented way to stream: the trace goes
+/// to the reader whole, and `accprof run` ends with the program, saying where the trace went
+/// (it must not open the FIFO again to read the trace back: with no writer left that waits
+/// forever).
+#[test]
+fn run_streaming_to_a_fifo_ends_with_the_program() {
+    let dir = scratch("run-fifo");
+    let exe = compile_c("exit_code.c", &dir, &[]);
+    let fifo = dir.join("t.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = accprof(&dir)
+        .args(["dump", "-q", "t.fifo"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut run = accprof(&dir)
+        .args(["run", "-o", "t.fifo", "--"])
+        .arg(&exe)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while run.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = run.kill();
+            panic!("accprof run still running 60 s after it started");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let run = run.wait_with_output().unwrap();
+    let err = stderr(&run);
+    assert!(run.status.success(), "{err}");
+    assert!(err.contains("the trace was streamed to t.fifo"), "{err}");
+    let dumped = reader.wait_with_output().unwrap();
+    assert!(dumped.status.success(), "{}", stderr(&dumped));
+    assert!(
+        String::from_utf8_lossy(&dumped.stdout).contains("acc_ev_compute_construct_start"),
+        "{}",
+        stderr(&dumped)
+    );
+}
+
 /// A run whose disk filled has a trace without its end: the summary says so before its
 /// figures, which cover only what was recorded.
 #[test]

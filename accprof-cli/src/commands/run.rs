@@ -174,6 +174,23 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Some(s) => format!("was killed by signal {s}"),
         None => format!("exited with status {code}"),
     };
+    let streamed = PathBuf::from(out.replace("%p", &pid.to_string()));
+    if traces.is_empty()
+        && streamed
+            .metadata()
+            .is_ok_and(|m| !m.is_file() && !m.is_dir())
+    {
+        // A FIFO or device: the trace went to its reader, and cannot be read back here.
+        if !args.quiet {
+            eprintln!(
+                "accprof: {} {how} after {:.2} s; the trace was streamed to {}",
+                exe_name,
+                elapsed.as_secs_f64(),
+                streamed.display()
+            );
+        }
+        return exit_like(code);
+    }
     if traces.is_empty() {
         if !args.quiet {
             eprintln!(
@@ -286,15 +303,20 @@ fn check_writable(out: &str) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The trace at `path` opened to read back, when it is a regular file: opening a FIFO whose
+/// writer has gone waits for the next one forever.
+fn read_back(path: &Path) -> Option<accprof_trace::TraceReader<std::io::BufReader<std::fs::File>>> {
+    if !path.metadata().is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    accprof_trace::TraceReader::open(path).ok()
+}
+
 /// Whether all `traces` are one process's (its images, when it ran exec).
 fn one_process(traces: &[PathBuf]) -> bool {
     let pids: std::collections::BTreeSet<Option<u32>> = traces
         .iter()
-        .map(|t| {
-            accprof_trace::TraceReader::open(t)
-                .ok()
-                .map(|r| r.header().pid)
-        })
+        .map(|t| read_back(t).map(|r| r.header().pid))
         .collect();
     pids.len() == 1
 }
@@ -521,7 +543,7 @@ fn expected_traces(out: &str, pid: u32, started_unix_ns: u64) -> Vec<PathBuf> {
         return own;
     }
     let fresh_rank = |path: &Path| {
-        accprof_trace::TraceReader::open(path).ok().and_then(|r| {
+        read_back(path).and_then(|r| {
             let h = r.header();
             // Slack for the clocks' granularity between two processes' reads.
             (h.start_unix_ns + 1_000_000_000 >= started_unix_ns)
@@ -597,7 +619,7 @@ fn expected_trace_paths(out: &str, pid: u32, started_unix_ns: u64) -> Vec<PathBu
     let expanded = out.replace("%p", &pid.to_string());
     let p = PathBuf::from(&expanded);
     let start_of = |path: &Path| {
-        accprof_trace::TraceReader::open(path).ok().and_then(|r| {
+        read_back(path).and_then(|r| {
             let h = r.header();
             // Slack for the clocks' granularity between two processes' reads.
             (h.pid == pid && h.start_unix_ns + 1_000_000_000 >= started_unix_ns)
