@@ -240,6 +240,23 @@ fn run_says_when_the_trace_it_summarises_was_cut_short() {
     );
 }
 
+/// `-q` leaves standard error to the program, the bundled runtime's banner included.
+#[test]
+fn run_quiet_on_the_bundled_runtime_prints_only_the_programs_own_lines() {
+    let dir = scratch("run-quiet-shim");
+    let exe = compile_c("exit_code.c", &dir, &[]);
+    let out = accprof(&dir)
+        .args(["run", "-q", "--runtime", "shim", "-o", "t.trace", "--"])
+        .arg(&exe)
+        .env_remove("ACCSHIM_QUIET")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "to stderr\n");
+    assert!(dir.join("t.trace").is_file());
+}
+
 #[test]
 fn run_report_and_advise_print_after_the_program() {
     let dir = scratch("run-report");
