@@ -310,6 +310,9 @@ struct ThreadState {
     flushed_last_start: Option<u64>,
 }
 
+/// An allocation by host array, size and, for the program's own (`acc_malloc`), its line.
+type AllocKey = (Option<u64>, Option<u64>, Option<i64>);
+
 #[derive(Debug)]
 struct ConstructAcc {
     key: ConstructKey,
@@ -378,7 +381,7 @@ pub struct ProfileBuilder {
     allocs: Vec<AllocSite>,
     /// By host array, size and, for the program's own allocations (`acc_malloc`), the line of
     /// the call: two `acc_malloc`s of one size at two lines are two arrays.
-    alloc_index: HashMap<(Option<u64>, Option<u64>, Option<i64>), usize>,
+    alloc_index: HashMap<AllocKey, usize>,
     /// Per device block the program allocated itself: the line of its `acc_malloc`, which its
     /// `acc_free` (at a line of its own) releases.
     api_alloc_line: HashMap<u64, Option<i64>>,
