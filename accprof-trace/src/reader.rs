@@ -170,6 +170,20 @@ pub struct TraceReader<R: Read> {
     symbols: crate::symbols::SymbolTable,
 }
 
+/// The heap blocks named by the events of the trace at `path`, read without its live file; as
+/// far as it reads when it is damaged.
+fn heap_blocks_of(path: &Path) -> crate::recover::HeapBlocks {
+    let mut blocks = crate::recover::HeapBlocks::default();
+    if let Ok(r) = TraceReader::open(path) {
+        let mut r = r.without_live_file();
+        let mut ev = Event::default();
+        while let Ok(true) = r.next_event_into(&mut ev) {
+            blocks.see(&ev);
+        }
+    }
+    blocks
+}
+
 impl TraceReader<BufReader<File>> {
     /// Opens `path` and reads its header.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
@@ -470,7 +484,7 @@ impl<R: Read> TraceReader<R> {
                 // only when a killed run's events are recovered.
                 let trace = path.to_str().and_then(|p| p.strip_suffix(".live"));
                 if let Some(trace) = trace.filter(|_| !r.is_empty()) {
-                    r.name_heap_blocks(&crate::recover::HeapBlocks::of_trace(Path::new(trace)));
+                    r.name_heap_blocks(&heap_blocks_of(Path::new(trace)));
                 }
                 for (id, bytes) in &r.strings {
                     if *id <= MAX_STRING_ID {

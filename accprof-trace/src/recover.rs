@@ -113,20 +113,6 @@ pub struct HeapBlocks {
 }
 
 impl HeapBlocks {
-    /// The blocks named by the events of the trace at `path`, read without its live file; as
-    /// far as it reads when it is damaged.
-    pub fn of_trace(path: &Path) -> Self {
-        let mut blocks = Self::default();
-        if let Ok(r) = crate::TraceReader::open(path) {
-            let mut r = r.without_live_file();
-            let mut ev = Event::default();
-            while let Ok(true) = r.next_event_into(&mut ev) {
-                blocks.see(&ev);
-            }
-        }
-        blocks
-    }
-
     /// Takes the block `e` is named by, if any.
     pub fn see(&mut self, e: &Event) {
         let (Some(base), Some(bytes), Some(site)) = (
