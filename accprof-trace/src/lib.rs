@@ -4,8 +4,10 @@
 //!   and flags.
 //! - [`header`]: who made the trace ([`Header`]), the loaded modules ([`Module`]) and the clean
 //!   end marker ([`Footer`]).
-//! - [`packed`]: [`PackedEvents`], events with only their set fields, as the tool library
-//!   buffers them between the recording threads and its writer thread.
+//! - [`packed`]: [`PackedEvents`], the buffers the tool library's recording threads fill and
+//!   its writer thread empties, and events with only their set fields.
+//! - [`raw`]: the records those buffers hold: events with the runtime's structures copied as
+//!   they were, read into [`Event`]s here.
 //! - [`writer`]: [`TraceWriter`], which appends self-contained chunks; used by the tool library.
 //! - [`reader`]: [`TraceReader`], which streams events back, and [`Trace`], which loads a whole file.
 //! - [`live`]: the live file beside a trace being written, from which a reader recovers what a
@@ -27,6 +29,7 @@ pub mod integrity;
 pub mod live;
 pub mod model;
 pub mod packed;
+pub mod raw;
 pub mod reader;
 pub mod symbols;
 pub mod varint;

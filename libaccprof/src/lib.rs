@@ -15,7 +15,8 @@
 //!   the one line printed at exit, ACCPROF_REPORT.
 //! - `registration`: how the callback gets registered (the spec's way and libgomp's).
 //! - [`api`]: every C symbol the library exports.
-//! - leaves: `clock`, `config`, `modules`, `self_time`, `strings`, `unwind`.
+//! - leaves: `clock`, `config`, `hot` (the word every callback reads first), `modules`,
+//!   `self_time`, `strings`, `unwind`.
 //!
 //! Rules the hot path keeps (the runtime calls us under its own global lock): no lock shared
 //! between threads, no allocation after warm-up, no call into the OpenACC runtime, and no panic
@@ -31,6 +32,7 @@ mod clock;
 mod config;
 mod device;
 mod heap;
+mod hot;
 mod lifecycle;
 mod modules;
 mod record;

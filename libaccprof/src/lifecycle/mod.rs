@@ -18,7 +18,6 @@ use crate::recorder::message::{Message, Summary};
 use crate::recorder::slots::{Pool, Registry};
 use crate::recorder::{self, Recorder, State};
 use crate::write::collector;
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, Once};
 use std::time::Duration;
 
@@ -29,6 +28,9 @@ static REGISTRATION: Mutex<String> = Mutex::new(String::new());
 pub fn on_registered(how: &str) {
     // Before the runtime can call us: every timestamp must be read with the same clock.
     crate::clock::init();
+    crate::self_time::init();
+    // Strings in read-only segments need no comparison when seen again (crate::strings).
+    crate::strings::publish_read_only(crate::modules::read_only_segments().0);
     if let Ok(mut r) = REGISTRATION.lock() {
         if r.is_empty() {
             r.push_str(how);
@@ -95,7 +97,7 @@ fn start() {
     };
     let spawned = std::thread::Builder::new()
         .name("accprof-writer".into())
-        .spawn(move || collector::run(rec, rx, tx, opened));
+        .spawn(move || collector::run(rec, rx, opened));
     if spawned.is_err() {
         eprintln!("accprof: cannot start the trace writer thread; this run is not recorded");
         recorder::set_state(State::Disabled);
@@ -121,12 +123,7 @@ extern "C" fn before_fork() {
         recorder::fork_gate::set_pending(true);
         // A callback that looked at the gate just before it closed is still short of setting
         // its slot's flag for a few instructions: the first wait covers it, the flags the rest.
-        let start = std::time::Instant::now();
-        while start.elapsed() < FORK_MIN_WAIT
-            || (rec.registry.any_in_callback() != Some(false) && start.elapsed() < FORK_WAIT)
-        {
-            std::hint::spin_loop();
-        }
+        wait_for_callbacks(rec, FORK_WAIT);
     });
 }
 
@@ -143,6 +140,22 @@ extern "C" fn in_forked_child() {
 
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(finish);
+}
+
+/// How long the exit flush waits for callbacks that began before it to finish their event.
+const EXIT_WAIT: Duration = Duration::from_millis(100);
+/// The same when the process is dying (a fatal signal, exec, `_exit`).
+const DEATH_WAIT: Duration = Duration::from_millis(2);
+
+/// Waits at least FORK_MIN_WAIT (a callback that read the state just before it changed sets
+/// its flag within a few instructions) and at most `bound` until no thread is in a callback.
+fn wait_for_callbacks(rec: &Recorder, bound: Duration) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < FORK_MIN_WAIT
+        || (rec.registry.any_in_callback() != Some(false) && start.elapsed() < bound)
+    {
+        std::hint::spin_loop();
+    }
 }
 
 /// How the process is ending, for the final flush.
@@ -191,19 +204,17 @@ pub fn finish_as(ending: Ending) {
     cupti::flush();
     crate::record::callback::finish_current_thread(rec);
     crate::record::callback::flush_orphans(rec);
-    for slot in rec.registry.snapshot() {
-        let take = |batch: &mut crate::recorder::slots::Batch| {
-            crate::recorder::message::ship(batch, &rec.tx);
-            slot.closed.store(true, Ordering::Release);
-        };
+    // Callbacks that saw the state before it changed finish their event; the writer then
+    // reads every thread's buffer in place. A thread stopped inside a callback (a signal
+    // ending) is not waited for long: what it committed before is read all the same.
+    wait_for_callbacks(
+        rec,
         if ending == Ending::Exit {
-            slot.with_batch(|batch, _| take(batch));
-        } else if !death::with_batch_bounded(&slot, take) {
-            // The thread died (or stopped) inside its buffer: what it holds cannot be read
-            // safely. Its earlier batches are written.
-            continue;
-        }
-    }
+            EXIT_WAIT
+        } else {
+            DEATH_WAIT
+        },
+    );
     let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
     if rec.tx.send(Message::Shutdown(reply_tx)).is_err() {
         return;
