@@ -16,7 +16,7 @@ use crate::data::{self, Clause, ClauseKind, Entered, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
 use crate::profiling::dispatch::{self, DataInfo, LaunchInfo};
-use crate::runtime::{self, Runtime, ACC_ASYNC_SYNC};
+use crate::runtime::{self, op_for, Runtime, ACC_ASYNC_SYNC};
 use accprof_abi::{acc_construct_t, acc_event_t};
 use std::ffi::{c_char, c_void, CStr};
 use std::ops::Range;
@@ -142,21 +142,6 @@ pub struct ComputeSpec {
     pub async_: i64,
     /// `wait` clause: None = absent, Some(empty) = wait for all queues.
     pub wait: Option<Vec<i64>>,
-}
-
-pub(crate) fn op_for(
-    rt: &'static Runtime,
-    construct: acc_construct_t,
-    implicit: bool,
-    loc: &Loc,
-    async_: i64,
-) -> Result<Op> {
-    let q = rt.queue_of(async_)?;
-    Ok(Op {
-        rt,
-        ctx: rt.ctx(construct, implicit, loc, async_, q),
-        q,
-    })
 }
 
 /// The `wait` directive or clause: with the host (when `async_` is acc_async_sync), dispatching
@@ -413,7 +398,8 @@ pub fn compute(spec: &ComputeSpec, kernels: &[Kernel]) {
     compute_in(rt, spec, kernels).or_fatal(construct_name(spec.kind), &loc)
 }
 
-fn construct_name(k: acc_construct_t) -> &'static str {
+/// How an error line names a compute construct.
+pub(crate) fn construct_name(k: acc_construct_t) -> &'static str {
     match k {
         acc_construct_t::KERNELS => "kernels construct",
         acc_construct_t::SERIAL => "serial construct",

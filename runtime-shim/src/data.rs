@@ -6,7 +6,6 @@
 //! The present-table lock is never held while a callback runs: each step changes the table
 //! under the lock, releases it, then dispatches the events of what it did.
 
-use crate::backend::QueueId;
 use crate::error::{AccError, Result};
 use crate::present::{Attached, Entry, Filling, Lookup, Restore};
 use crate::profiling::dispatch::{self, DataInfo, EvCtx};
@@ -75,20 +74,13 @@ unsafe impl Send for Clause {}
 // SAFETY: as for Send: nothing is read or written through the pointers via `&Clause`.
 unsafe impl Sync for Clause {}
 
-/// One operation's context: the runtime, its event context, and the queue it runs on.
-#[derive(Clone, Copy)]
-pub struct Op {
-    pub rt: &'static Runtime,
-    pub ctx: EvCtx,
-    pub q: QueueId,
-}
+pub use crate::runtime::Op;
 
-impl Op {
-    fn clause_ctx(&self, c: &Clause) -> EvCtx {
-        let mut ctx = self.ctx;
-        ctx.implicit = c.implicit;
-        ctx
-    }
+/// The event context of `op`'s action for clause `c` (its implicit flag is the clause's).
+fn clause_ctx(op: &Op, c: &Clause) -> EvCtx {
+    let mut ctx = op.ctx;
+    ctx.implicit = c.implicit;
+    ctx
 }
 
 /// What an entry did, so that the matching exit undoes exactly that.
@@ -191,7 +183,7 @@ fn download_to_constant(op: &Op, host: usize, dev: u64, bytes: usize) -> Result<
 /// (enter data, acc_copyin/acc_create).
 pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
     let host = c.host as usize;
-    let ctx = op.clause_ctx(c);
+    let ctx = clause_ctx(op, c);
     match c.kind {
         ClauseKind::DevicePtr => return Ok(Entered::Unmapped(host as u64)),
         ClauseKind::Attach => {
@@ -311,7 +303,7 @@ impl Drop for Filled {
 /// reference goes (copy, copyout); `finalize` zeroes the dynamic counter.
 pub fn exit(op: &Op, c: &Clause, dynamic: bool, finalize: bool) -> Result<()> {
     let host = c.host as usize;
-    let ctx = op.clause_ctx(c);
+    let ctx = clause_ctx(op, c);
     match c.kind {
         ClauseKind::DevicePtr => return Ok(()),
         ClauseKind::Attach | ClauseKind::Detach => return detach(op, &ctx, host, c.name, finalize),
@@ -398,7 +390,7 @@ pub fn update(op: &Op, c: &Clause, if_present: bool) -> Result<()> {
     if host == 0 || c.bytes == 0 {
         return Ok(());
     }
-    let ctx = op.clause_ctx(c);
+    let ctx = clause_ctx(op, c);
     let table = op.rt.table();
     let (dev, digest) = match table.lookup(host, c.bytes, c.name)? {
         Lookup::Present { dev, key } => {

@@ -7,10 +7,9 @@
 //! was called from. Nothing is done on other devices.
 
 use crate::backend::HostJob;
-use crate::data::Op;
 use crate::error::Result;
 use crate::present::Entry;
-use crate::runtime::Runtime;
+use crate::runtime::{Op, Runtime};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,8 @@
 //! Runtime errors. The specification says an error in a data clause, an API call or an async
-//! argument is a runtime error: like GCC's and NVHPC's runtimes, the shim prints the message on
-//! stderr and aborts the program. Nothing here unwinds into C.
+//! argument is a runtime error: like GCC's libgomp, the shim prints one line on stderr and ends
+//! the program with status 1 (exit, not abort). Nothing here unwinds into C.
 
+use crate::ending;
 use crate::loc::Loc;
 use std::ffi::CStr;
 use std::fmt;
@@ -100,23 +101,74 @@ impl fmt::Display for AccError {
 
 pub type Result<T> = std::result::Result<T, AccError>;
 
-/// Reports a runtime error and ends the program, as the specification requires.
+/// Reports a runtime error and ends the program, as the specification requires: one line
+/// naming the class, the directive or routine (`what`) and where it is in the source (its
+/// `loc`, else the line of the GCC entry point's call from the program's debug information),
+/// then `exit(1)`, as libgomp ends on an error: the program's stdio buffers are flushed and its
+/// atexit handlers run (a tool's too), and no core is dumped for a user's error.
 #[cold]
 pub fn fatal(err: &AccError, what: &str, loc: &Loc) -> ! {
-    let mut place = String::new();
+    stop(format!(
+        "accshim: OpenACC runtime error [{}] in {what}{}: {err}",
+        err.class(),
+        place(loc)
+    ))
+}
+
+/// Refuses what the runtime cannot do without risking a wrong result: one line naming the
+/// directive (and its source line), then `exit(1)` as for an error.
+#[cold]
+pub fn unsupported(what: &str, why: &str) -> ! {
+    stop(format!(
+        "accshim: {what}{}: {why} is not supported by accshim; stopping before any wrong result",
+        place(&Loc::UNKNOWN)
+    ))
+}
+
+/// ` at file:line`: the location the caller gave, else that of the GCC entry point this thread
+/// is in (from the return address), else "".
+fn place(loc: &Loc) -> String {
     if !loc.file.is_null() && loc.line >= 0 {
         // SAFETY: Loc pointers are NUL-terminated static strings.
         let file = unsafe { CStr::from_ptr(loc.file) }.to_string_lossy();
-        place = format!(" at {file}:{}", loc.line);
+        return format!(" at {file}:{}", loc.line);
     }
-    eprintln!(
-        "accshim: OpenACC runtime error [{}] in {what}{place}: {err}",
-        err.class()
-    );
-    std::process::abort()
+    crate::loc::describe_call(crate::loc::call_site())
 }
 
-/// Unwraps or reports and aborts.
+/// Prints `line` and ends the program with status 1. Only the first thread to get here does:
+/// one that comes after, or while the program is already exiting (main returned while this
+/// thread was in a construct), waits for the end of the process instead, because exit() must
+/// not run twice at once and the process's end is already under way. A routine called from an
+/// atexit handler after the runtime's (on the exiting thread) ends with `_exit(1)` after
+/// flushing stdio, as exit() may not be called again there.
+fn stop(line: String) -> ! {
+    let first = !ending::start_report();
+    if first && ending::exiting() && !ending::exits_here() {
+        wait_for_the_end();
+    }
+    if !first {
+        wait_for_the_end();
+    }
+    eprintln!("{line}");
+    if ending::exiting() {
+        // SAFETY: fflush(NULL) flushes every open stream; _exit ends the process at once.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            libc::_exit(1)
+        }
+    }
+    std::process::exit(1)
+}
+
+/// Blocks this thread until the process ends (another thread is ending it).
+fn wait_for_the_end() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Unwraps, or reports and ends the program ([`fatal`]).
 pub trait OrFatal<T> {
     fn or_fatal(self, what: &str, loc: &Loc) -> T;
 }
@@ -127,6 +179,25 @@ impl<T> OrFatal<T> for Result<T> {
         match self {
             Ok(v) => v,
             Err(e) => fatal(&e, what, loc),
+        }
+    }
+}
+
+/// Runs `f`, aborting with a message if it panics: the body of every function that C calls
+/// (an entry point of the program's, a tool's registration), so that no Rust panic unwinds
+/// into C. A panic is the runtime's own fault, not the program's: it aborts.
+#[inline]
+pub(crate) fn guard<R>(name: &str, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            eprintln!("accshim: internal error in {name}: {msg}");
+            std::process::abort()
         }
     }
 }

@@ -1,4 +1,8 @@
-//! Whether host memory a copy would write to can be written.
+//! Whether host memory a copy would read or write can be.
+//!
+//! A runtime routine's host pointer comes straight from the program: garbage there (an
+//! uninitialised pointer, a freed mapping) must be a runtime error, not a fault inside the
+//! runtime's copy ([`accessible`]).
 //!
 //! A constant the program passes by reference lives in read-only memory: a Fortran `PARAMETER`
 //! or literal given to a scalar dummy argument, or a C string literal. A compute construct may
@@ -15,6 +19,7 @@ use std::sync::Mutex;
 struct Mapping {
     start: usize,
     end: usize,
+    readable: bool,
     writable: bool,
 }
 
@@ -36,6 +41,36 @@ pub fn is_read_only(addr: usize) -> bool {
     find(&maps, addr).is_some_and(|m| !m.writable)
 }
 
+/// Whether all of `[addr, addr+bytes)` lies in mappings that the program can read, and when
+/// `write`, also write. The mappings are read again once when the range is not covered (a
+/// library loaded, a heap grown since).
+pub fn accessible(addr: usize, bytes: usize, write: bool) -> bool {
+    let Some(end) = addr.checked_add(bytes.max(1)) else {
+        return false;
+    };
+    let mut maps = MAPPINGS.lock().unwrap_or_else(|e| e.into_inner());
+    if covers(&maps, addr, end, write) {
+        return true;
+    }
+    *maps = std::fs::read_to_string("/proc/self/maps")
+        .map(|text| parse(&text))
+        .unwrap_or_default();
+    // Without the maps (no /proc), nothing can be said: the copy goes ahead as it would have.
+    maps.is_empty() || covers(&maps, addr, end, write)
+}
+
+/// Whether consecutive mappings with the access asked for cover `[addr, end)`.
+fn covers(maps: &[Mapping], addr: usize, end: usize, write: bool) -> bool {
+    let mut at = addr;
+    while at < end {
+        match find(maps, at) {
+            Some(m) if m.readable && (m.writable || !write) => at = m.end,
+            _ => return false,
+        }
+    }
+    true
+}
+
 fn find(maps: &[Mapping], addr: usize) -> Option<Mapping> {
     let i = maps.partition_point(|m| m.start <= addr);
     let m = *maps.get(i.checked_sub(1)?)?;
@@ -53,6 +88,7 @@ fn parse(text: &str) -> Vec<Mapping> {
             Some(Mapping {
                 start: usize::from_str_radix(start, 16).ok()?,
                 end: usize::from_str_radix(end, 16).ok()?,
+                readable: perms.as_bytes().first() == Some(&b'r'),
                 writable: perms.as_bytes().get(1) == Some(&b'w'),
             })
         })
@@ -87,5 +123,16 @@ mod tests {
         assert_eq!(find(&maps, 0x7f08).map(|m| m.writable), Some(false));
         assert_eq!(find(&maps, 0x7f10), None);
         assert_eq!(find(&maps, 0x10), None);
+        assert!(covers(&maps, 0x5000, 0x6000, true));
+        assert!(covers(&maps, 0x7f00, 0x7f10, false) && !covers(&maps, 0x7f00, 0x7f10, true));
+        assert!(!covers(&maps, 0x5f00, 0x6100, false), "runs past the heap");
+    }
+
+    #[test]
+    fn live_memory_is_accessible_and_an_unmapped_address_is_not() {
+        let on_heap = vec![7u8; 100_000];
+        assert!(accessible(on_heap.as_ptr() as usize, on_heap.len(), true));
+        assert!(!accessible(0x10, 8, false));
+        assert!(!accessible(usize::MAX - 4, 8, false), "wraps around");
     }
 }

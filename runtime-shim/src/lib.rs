@@ -17,6 +17,7 @@ pub mod construct;
 pub mod data;
 pub mod dropped;
 pub mod elf_symbols;
+pub mod ending;
 pub mod env;
 pub mod error;
 pub mod ffi;

@@ -124,12 +124,26 @@ thread_local! {
     static CALL_SITE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// Records where the program called the runtime from (GCC gives no source location).
-pub fn set_call_site(ret: usize) {
-    CALL_SITE.with(|c| c.set(ret));
+/// Where the program called the runtime from (GCC gives no source location), for as long as
+/// the GCC entry point runs: [`call_site`] answers it until the value is dropped, so that a
+/// runtime routine called later (acc_copyin, with no location of its own) is not given the
+/// line of the last directive.
+#[must_use]
+pub struct CallSite(usize);
+
+impl CallSite {
+    pub fn enter(ret: usize) -> CallSite {
+        CallSite(CALL_SITE.with(|c| c.replace(ret)))
+    }
 }
 
-/// The call site [`set_call_site`] recorded on this thread (0 if none).
+impl Drop for CallSite {
+    fn drop(&mut self) {
+        CALL_SITE.with(|c| c.set(self.0));
+    }
+}
+
+/// The call site of the GCC entry point this thread is in ([`CallSite`]), 0 if none.
 pub fn call_site() -> usize {
     CALL_SITE.with(|c| c.get())
 }
@@ -175,4 +189,111 @@ pub fn symbol_of(addr: usize) -> Option<String> {
             .to_string_lossy()
             .into_owned()
     })
+}
+
+/// The module a code address lies in: its file and its load bias (what to subtract from a
+/// run-time address to get the address its debug information uses).
+fn module_of(addr: usize) -> Option<(String, usize)> {
+    struct Search {
+        addr: usize,
+        found: Option<(String, usize)>,
+    }
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes its own info and our `Search`, both valid for the call.
+        let (info, search) = unsafe { (&*info, &mut *(data as *mut Search)) };
+        let bias = info.dlpi_addr as usize;
+        for i in 0..info.dlpi_phnum as usize {
+            // SAFETY: the module's program headers, dlpi_phnum of them.
+            let ph = unsafe { &*info.dlpi_phdr.add(i) };
+            let start = bias.wrapping_add(ph.p_vaddr as usize);
+            if ph.p_type == libc::PT_LOAD
+                && search.addr >= start
+                && search.addr < start + ph.p_memsz as usize
+            {
+                // SAFETY: the loader's NUL-terminated module name ("" for the executable).
+                let name = unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy();
+                let path = if name.is_empty() {
+                    std::fs::read_link("/proc/self/exe")
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                } else {
+                    name.into_owned()
+                };
+                search.found = Some((path, bias));
+                return 1;
+            }
+        }
+        0
+    }
+    let mut search = Search { addr, found: None };
+    // SAFETY: `visit` matches the callback type and only reads what it is given.
+    unsafe { libc::dl_iterate_phdr(Some(visit), &mut search as *mut Search as *mut libc::c_void) };
+    search.found.filter(|(path, _)| !path.is_empty())
+}
+
+/// A source line of the program: its file as the debug information names it, and its number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceLine {
+    pub file: String,
+    pub line: u32,
+}
+
+impl std::fmt::Display for SourceLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// The source line of the call whose return address is `ret`, from its module's DWARF (a
+/// program built with `-g`): for a call GCC made for a directive, the directive's line. Each
+/// module's debug information is read once, on first use, and kept; each answer is kept too,
+/// so only the first lookup of a call site costs more than a map access.
+pub fn source_line(ret: usize) -> Option<SourceLine> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    struct Cache {
+        sites: HashMap<usize, Option<SourceLine>>,
+        modules: HashMap<String, Option<addr2line::Loader>>,
+    }
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+    if ret == 0 {
+        return None;
+    }
+    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = guard.get_or_insert_with(|| Cache {
+        sites: HashMap::new(),
+        modules: HashMap::new(),
+    });
+    if let Some(hit) = cache.sites.get(&ret) {
+        return hit.clone();
+    }
+    let found = module_of(ret).and_then(|(path, bias)| {
+        let loader = cache
+            .modules
+            .entry(path)
+            .or_insert_with_key(|p| addr2line::Loader::new(p).ok())
+            .as_ref()?;
+        // The call instruction is just before the return address.
+        let probe = ret.checked_sub(1)?.checked_sub(bias)? as u64;
+        let l = loader.find_location(probe).ok()??;
+        Some(SourceLine {
+            file: l.file?.to_string(),
+            line: l.line.filter(|&n| n > 0)?,
+        })
+    });
+    cache.sites.insert(ret, found.clone());
+    found
+}
+
+/// Where the program called the runtime from, for a line that tells the user: the source line
+/// (with `-g`), else `<module>+0x<offset>` (for `addr2line -e <module>`), else "".
+pub fn describe_call(ret: usize) -> String {
+    match source_line(ret) {
+        Some(l) => format!(" at {l}"),
+        None => describe_site(ret),
+    }
 }

@@ -274,6 +274,11 @@ impl PresentTable {
         self.map.is_empty()
     }
 
+    /// Every entry, in address order.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.map.values()
+    }
+
     /// Every entry, removed (shutdown).
     pub fn drain(&mut self) -> Vec<Entry> {
         self.attachments = 0;

@@ -11,14 +11,39 @@ use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
 use crate::present::{Entry, PresentTable};
 use crate::profiling::dispatch::{self, DataInfo, EvCtx};
-use crate::profiling::loader;
-use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
+use crate::profiling::{loader, registry};
+use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t, acc_query_fn};
 use std::cell::Cell;
-use std::ffi::c_void;
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 pub use accprof_abi::{ACC_ASYNC_NOVAL, ACC_ASYNC_SYNC};
+
+/// One operation's context: the runtime, its event context, and the queue it runs on.
+#[derive(Clone, Copy)]
+pub struct Op {
+    pub rt: &'static Runtime,
+    pub ctx: EvCtx,
+    pub q: QueueId,
+}
+
+/// The operation of a directive or routine of kind `construct` at `loc` on the queue that
+/// `async_` names (an error for an async argument that names none).
+pub fn op_for(
+    rt: &'static Runtime,
+    construct: acc_construct_t,
+    implicit: bool,
+    loc: &Loc,
+    async_: i64,
+) -> Result<Op> {
+    let q = rt.queue_of(async_)?;
+    Ok(Op {
+        rt,
+        ctx: rt.ctx(construct, implicit, loc, async_, q),
+        q,
+    })
+}
 
 pub struct Runtime {
     pub backend: Box<dyn Backend>,
@@ -266,7 +291,7 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         (t, num)
     };
     // Tools first, so that they see device_init.
-    loader::load_tools();
+    loader::load_tools(TOOL_API);
     let ctx = EvCtx {
         construct,
         implicit,
@@ -315,8 +340,56 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
     Ok(rt)
 }
 
+/// At program exit, other threads may still be inside constructs (main returned while they
+/// ran): the device is not released under them (their data stays present and their memory
+/// valid until the process ends), and the shutdown is only told: device_shutdown start, the
+/// queues drained, delete and free events for the data still present, device_shutdown end and
+/// runtime_shutdown, so that a tool sees the run end as after acc_shutdown. After a runtime
+/// error the program ends with nothing more done: the device may be mid-operation.
 extern "C" fn at_exit() {
-    let _ = std::panic::catch_unwind(|| shutdown(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN));
+    if crate::ending::start_exit() || crate::ending::reporting() {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        let Some(mut ctx) = tell_shutdown(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN) else {
+            return;
+        };
+        dispatch::other_end(acc_event_t::DEVICE_SHUTDOWN_END, &ctx.0, ctx.1);
+        ctx.0.api = dispatch::ApiHandles::NONE;
+        dispatch::other_point(acc_event_t::RUNTIME_SHUTDOWN, &ctx.0);
+    });
+}
+
+/// The exit's part of a shutdown under INIT_LOCK: device_shutdown_start, the queues drained,
+/// and the delete and free events of the data still present, which stays.
+fn tell_shutdown(construct: acc_construct_t, loc: &Loc) -> Option<(EvCtx, dispatch::ToolInfo)> {
+    let _init = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = current()?;
+    let _flag = ThreadFlag::set(&SHUTTING_DOWN);
+    let mut ctx = rt.ctx(construct, false, loc, ACC_ASYNC_SYNC, SYNC);
+    ctx.api = rt.backend.handles(None);
+    let ti = dispatch::other_start(acc_event_t::DEVICE_SHUTDOWN_START, &ctx);
+    for q in rt.backend.queues() {
+        let _ = rt.backend.wait(q);
+    }
+    let present: Vec<Entry> = rt.table().entries().cloned().collect();
+    for e in present {
+        let d = leftover_info(&e);
+        dispatch::data_point(acc_event_t::DELETE, &ctx, &d);
+        if !e.mapped {
+            dispatch::data_point(acc_event_t::FREE, &ctx, &d);
+        }
+    }
+    Some((ctx, ti))
+}
+
+fn leftover_info(e: &Entry) -> DataInfo {
+    DataInfo {
+        var_name: e.name,
+        bytes: e.bytes,
+        host_ptr: e.host as *const c_void,
+        device_ptr: e.dev as usize as *const c_void,
+    }
 }
 
 /// Shuts the device down: waits for all queues, deletes and frees the data left (with their
@@ -494,12 +567,7 @@ fn shut_down_device(
 /// acc_shutdown is ignored instead of deadlocking.
 fn release_leftovers(rt: &Runtime, ctx: &EvCtx, entries: Vec<Entry>) {
     for e in entries {
-        let d = DataInfo {
-            var_name: e.name,
-            bytes: e.bytes,
-            host_ptr: e.host as *const c_void,
-            device_ptr: e.dev as usize as *const c_void,
-        };
+        let d = leftover_info(&e);
         dispatch::data_point(acc_event_t::DELETE, ctx, &d);
         if !e.mapped && rt.backend.free(SYNC, e.dev).is_ok() {
             dispatch::data_point(acc_event_t::FREE, ctx, &d);
@@ -549,6 +617,64 @@ impl Runtime {
     pub fn table(&self) -> MutexGuard<'_, PresentTable> {
         self.present.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// What a tool's acc_register_library is given.
+const TOOL_API: loader::ToolApi = loader::ToolApi {
+    register: Some(registry::c_register),
+    unregister: Some(registry::c_unregister),
+    lookup: Some(tool_lookup),
+};
+
+/// `acc_prof_lookup`: the runtime-specific queries a tool may ask for by name. The shim offers
+/// the CUDA handle getters, so that a tool can reach the device's native context and streams.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+pub unsafe extern "C" fn tool_lookup(name: *const c_char) -> acc_query_fn {
+    crate::error::guard("acc_prof_lookup", || {
+        if name.is_null() {
+            return None;
+        }
+        // SAFETY: the tool passes a NUL-terminated name.
+        let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+        let f: *const () = match name {
+            b"acc_get_cuda_stream" => cuda_stream as *const (),
+            b"acc_get_current_cuda_context" => current_cuda_context as *const (),
+            b"acc_get_current_cuda_device" => current_cuda_device as *const (),
+            _ => return None,
+        };
+        // SAFETY: a function pointer as acc_query_fn; the tool casts it back to the named
+        // routine's real type, which it has.
+        Some(unsafe { std::mem::transmute::<*const (), unsafe extern "C" fn()>(f) })
+    })
+}
+
+/// `acc_get_cuda_stream`: the native stream of async queue `a` (NULL without one).
+pub extern "C" fn cuda_stream(a: c_int) -> *mut c_void {
+    crate::error::guard("acc_get_cuda_stream", || {
+        let rt = get(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN);
+        rt.queue_of(a as i64)
+            .map_or(std::ptr::null_mut(), |q| rt.backend.native_stream(q))
+    })
+}
+
+/// `acc_get_current_cuda_device`: the CUdevice in use (NULL without one).
+pub extern "C" fn current_cuda_device() -> *mut c_void {
+    crate::error::guard("acc_get_current_cuda_device", || {
+        current().map_or(std::ptr::null_mut(), |rt| {
+            rt.backend.handles(None).device as *mut c_void
+        })
+    })
+}
+
+/// `acc_get_current_cuda_context`: the CUcontext in use (NULL without one).
+pub extern "C" fn current_cuda_context() -> *mut c_void {
+    crate::error::guard("acc_get_current_cuda_context", || {
+        current().map_or(std::ptr::null_mut(), |rt| {
+            rt.backend.handles(None).context as *mut c_void
+        })
+    })
 }
 
 /// Checks an async argument without a runtime (acc_async_test before init).

@@ -166,6 +166,168 @@ fn an_async_update_host_after_an_async_kernel_fetches_its_results() {
     assert_eq!(text(&on_shim_quietly(&prog)), gomp);
 }
 
+#[test]
+fn pointers_passed_by_value_reach_the_device_copies_and_update_host_async_brings_them_back() {
+    // miniWeather's shape: kernels reach present arrays through global pointers and pointer
+    // parameters, which GCC passes by value. The emulated device gave them the host's copies,
+    // and each output's `update host ... async` + `wait` put stale device data over the
+    // host's results: a wrong answer with no word said.
+    let dir = tempfile::tempdir().unwrap();
+    let src = "pointers_by_value.cpp";
+    let prog = build(dir.path(), src);
+    let gomp = text(&on_libgomp(&prog));
+    assert!(gomp.contains("output 20: "), "{gomp}");
+    let shim = on_shim(&prog);
+    assert_eq!(text(&shim), gomp);
+    // One line says what the shim did that libgomp on a GPU would not, at the first construct.
+    let first = std::fs::read_to_string(crate_dir().join("tests/gcc").join(src))
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("default(present) async"))
+        .unwrap()
+        + 1;
+    let stderr = String::from_utf8_lossy(&shim.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("note: the compute construct at ")
+            && stderr.contains(&format!("{src}:{first} gets a C/C++ pointer by value")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn memory_released_under_an_async_kernel_is_not_handed_out_again_before_it_is_done() {
+    // A region's end and an exit data release an array that a kernel on queue 1 still writes;
+    // the next array mapped got the same block and the kernel's values (on the emulated
+    // device, whose memory is the host's, smaller arrays corrupted the program's heap).
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "release_under_async.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp, "region end: 0 wrong\nexit data: 0 wrong\n");
+    // stderr may say the kernel's results were dropped: they were.
+    assert_eq!(text(&on_shim(&prog)), gomp);
+}
+
+#[test]
+fn returning_from_main_while_threads_are_in_constructs_ends_quietly_with_mains_status() {
+    // The exit released the device under the other threads: "not present" errors, status 134
+    // or 139, and the line main printed lost with stdio's buffer.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "exit_during_constructs.c");
+    assert_eq!(text(&on_libgomp(&prog)), "main returns\n");
+    for run in 0..10 {
+        let o = shim_cmd(&prog).output().unwrap();
+        assert_eq!(
+            (
+                o.status.code(),
+                text(&o).as_str(),
+                String::from_utf8_lossy(&o.stderr).as_ref()
+            ),
+            (Some(0), "main returns\n", ""),
+            "run {run}"
+        );
+    }
+}
+
+/// The compute_construct_start events of `prog` run with the C event logger: (parent
+/// construct, device type) of each.
+fn compute_constructs(dir: &Path, prog: &Path) -> (Vec<Event>, Output) {
+    let logger = event_logger(dir);
+    let log = dir.join(format!(
+        "{}.log",
+        prog.file_name().unwrap().to_string_lossy()
+    ));
+    let o = shim_cmd(prog)
+        .env("ACC_PROFLIB", &logger)
+        .env("ACCSHIM_TOOL_LOG", &log)
+        .output()
+        .unwrap();
+    (parse_log(&std::fs::read_to_string(&log).unwrap()), o)
+}
+
+/// acc_construct_t: parallel, kernels, data, update, serial; acc_device_host.
+const PARALLEL: &str = "0";
+const KERNELS: &str = "1";
+const DATA: &str = "3";
+const UPDATE: &str = "12";
+const SERIAL: &str = "16";
+const HOST: &str = "2";
+
+#[test]
+fn kernels_parallel_and_serial_are_reported_as_what_they_are() {
+    // GCC lowers all three to GOACC_parallel_keyed; every one was reported as parallel.
+    let dir = tempfile::tempdir().unwrap();
+    for (src, want) in [
+        (
+            "construct_kinds.c",
+            &[KERNELS, PARALLEL, SERIAL, PARALLEL][..],
+        ),
+        ("construct_kinds.f90", &[KERNELS, SERIAL, PARALLEL][..]),
+    ] {
+        let prog = build(dir.path(), src);
+        let (evs, o) = compute_constructs(dir.path(), &prog);
+        assert_eq!(text(&o), text(&on_libgomp(&prog)), "{src}");
+        let kinds: Vec<&str> = evs
+            .iter()
+            .filter(|e| e["ev"] == "compute_construct_start")
+            .map(|e| e["construct"].as_str())
+            .collect();
+        assert_eq!(kinds, want, "{src}");
+    }
+}
+
+#[test]
+fn directives_with_a_false_if_clause_are_reported_on_the_host() {
+    // They reported nothing: a program whose constructs all had a false if wrote no trace.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "construct_kinds.c");
+    let (evs, _) = compute_constructs(dir.path(), &prog);
+    let on_host: Vec<(&str, &str)> = evs
+        .iter()
+        .filter(|e| e["devtype"] == HOST)
+        .map(|e| (e["ev"].as_str(), e["construct"].as_str()))
+        .collect();
+    assert_eq!(
+        on_host,
+        [
+            ("compute_construct_start", PARALLEL),
+            ("compute_construct_end", PARALLEL),
+            ("enter_data_start", DATA),
+            ("enter_data_end", DATA),
+            ("update_start", UPDATE),
+            ("update_end", UPDATE),
+            ("exit_data_start", DATA),
+            ("exit_data_end", DATA),
+        ]
+    );
+    assert!(evs
+        .iter()
+        .all(|e| e.get("tool_info").is_none_or(|t| t == "ok")));
+}
+
+#[test]
+fn a_runtime_error_names_the_directive_and_its_line_and_exits_with_status_1() {
+    // It aborted (SIGABRT) without the line, and the program's buffered output was lost.
+    let dir = tempfile::tempdir().unwrap();
+    let src = "error_after_output.c";
+    let prog = build(dir.path(), src);
+    let source = std::fs::read_to_string(crate_dir().join("tests/gcc").join(src)).unwrap();
+    let line_of = |directive: &str| source.lines().position(|l| l.contains(directive)).unwrap() + 1;
+    for (arg, what, directive) in [
+        ("kernels", "kernels construct", "acc kernels"),
+        ("update", "update", "acc update"),
+    ] {
+        let o = shim_cmd(&prog).arg(arg).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{arg}: {err}");
+        assert_eq!(text(&o), "before the error\n", "{arg}");
+        assert_eq!(err.lines().count(), 1, "{arg}: {err}");
+        let at = format!("[acc_error_not_present] in {what} at ");
+        let line = format!("{src}:{}: data [", line_of(directive));
+        assert!(err.contains(&at) && err.contains(&line), "{arg}: {err}");
+    }
+}
+
 /// Builds gfortran sources of the repository's tests/apps into one program.
 fn build_app(dir: &Path, name: &str, srcs: &[&str]) -> PathBuf {
     let apps = crate_dir().join("../tests/apps");

@@ -6,6 +6,7 @@
 //! an async queue, created on first use, whose work runs in submission order.
 
 pub mod cuda;
+pub(crate) mod deferred;
 pub mod emulated;
 
 use crate::error::Result;
@@ -187,7 +188,10 @@ pub trait Backend: Send + Sync {
     fn handles(&self, q: Option<QueueId>) -> ApiHandles;
 
     fn alloc(&self, bytes: usize) -> Result<u64>;
-    /// Frees after the work already queued on `q` is done.
+    /// Releases `dev` (released on queue `q`): the memory is given back, or handed out again,
+    /// only after the work already queued on every queue is done, as a GPU's driver keeps freed
+    /// memory alive for the work queued before the free (src/backend/deferred.rs). The call
+    /// never waits for that work.
     fn free(&self, q: QueueId, dev: u64) -> Result<()>;
     /// The size in bytes of the allocation that starts at `dev`, None if none starts there
     /// (acc_free's free event reports it).

@@ -5,7 +5,7 @@
 //! acc_update_*, and alloc/create/upload/download/delete/free inside.
 
 use super::guard;
-use crate::backend::{QueueId, SYNC};
+use crate::backend::SYNC;
 use crate::data::{self, Clause, ClauseKind, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
@@ -351,6 +351,22 @@ fn named_data_arg(h: *mut c_void, bytes: usize, arg: &'static str) -> Result<boo
     }
 }
 
+/// Refuses a host range the routine would copy from (`write` false) or into that the program
+/// cannot read or write: a garbage pointer gives an error, not a fault in the runtime's copy.
+fn host_range(h: *mut c_void, bytes: usize, arg: &str, write: bool) -> Result<()> {
+    if (h as usize).checked_add(bytes).is_none() {
+        return Err(AccError::past_address_space(arg, h as u64, bytes, ""));
+    }
+    if crate::host_memory::accessible(h as usize, bytes, write) {
+        return Ok(());
+    }
+    Err(AccError::InvalidArgument(format!(
+        "{arg} [{:#x},+{bytes}] is not host memory the program can {}",
+        h as usize,
+        if write { "write" } else { "read" }
+    )))
+}
+
 fn enter_api(
     what: &'static str,
     kind: ClauseKind,
@@ -361,6 +377,9 @@ fn enter_api(
     run(what, || {
         if !data_arg(h, bytes)? {
             return Ok(std::ptr::null_mut());
+        }
+        if kind == ClauseKind::CopyIn {
+            host_range(h, bytes, "data_arg", false)?;
         }
         let op = op(async_)?;
         let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
@@ -382,6 +401,9 @@ fn exit_api(
         if !data_arg(h, bytes)? {
             return Ok(());
         }
+        if kind == ClauseKind::CopyOut {
+            host_range(h, bytes, "data_arg", true)?;
+        }
         let op = op(async_)?;
         let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
         data::exit(&op, &clause(kind, h, bytes), true, finalize)?;
@@ -395,6 +417,7 @@ fn update_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize
         if !data_arg(h, bytes)? {
             return Ok(());
         }
+        host_range(h, bytes, "data_arg", kind == ClauseKind::UpdateSelf)?;
         let op = op(async_)?;
         let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
         data::update(&op, &clause(kind, h, bytes), false)?;
@@ -636,6 +659,11 @@ fn memcpy_api(what: &str, dir: u8, dst: *mut c_void, src: *mut c_void, bytes: us
             }
         }
         match dir {
+            0 => host_range(src, bytes, src_name, false)?,
+            1 => host_range(dst, bytes, dst_name, true)?,
+            _ => {}
+        }
+        match dir {
             0 => data::upload(
                 &op,
                 &op.ctx,
@@ -825,12 +853,7 @@ pub extern "C" fn acc_detach_finalize_async(p: *mut *mut c_void, a: c_int) {
 /// program that puts its own CUDA work in line with the synchronous queue needs that stream.
 #[no_mangle]
 pub extern "C" fn acc_get_cuda_stream(a: c_int) -> *mut c_void {
-    guard("acc_get_cuda_stream", || {
-        let rt = runtime::get(API, &NOWHERE);
-        rt.queue_of(a as i64).map_or(std::ptr::null_mut(), |q| {
-            rt.backend.native_stream(q as QueueId)
-        })
-    })
+    runtime::cuda_stream(a)
 }
 
 /// Makes `stream` the stream of an async queue: 1 if done, 0 if not (no CUDA device, a NULL
@@ -850,18 +873,10 @@ pub extern "C" fn acc_set_cuda_stream(a: c_int, stream: *mut c_void) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn acc_get_current_cuda_device() -> *mut c_void {
-    guard("acc_get_current_cuda_device", || {
-        runtime::current().map_or(std::ptr::null_mut(), |rt| {
-            rt.backend.handles(None).device as *mut c_void
-        })
-    })
+    runtime::current_cuda_device()
 }
 
 #[no_mangle]
 pub extern "C" fn acc_get_current_cuda_context() -> *mut c_void {
-    guard("acc_get_current_cuda_context", || {
-        runtime::current().map_or(std::ptr::null_mut(), |rt| {
-            rt.backend.handles(None).context as *mut c_void
-        })
-    })
+    runtime::current_cuda_context()
 }

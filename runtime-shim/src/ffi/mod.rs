@@ -14,19 +14,4 @@ pub mod api;
 pub mod construct;
 pub mod prof;
 
-/// Runs `f`, aborting with a message if it panics.
-#[inline]
-pub(crate) fn guard<R>(name: &str, f: impl FnOnce() -> R) -> R {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            eprintln!("accshim: internal error in {name}: {msg}");
-            std::process::abort()
-        }
-    }
-}
+pub(crate) use crate::error::guard;

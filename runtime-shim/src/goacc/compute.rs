@@ -8,9 +8,9 @@ use super::mapping::{
 };
 use super::varargs::LaunchTags;
 use crate::backend::{HostKernel, LaunchSpec, Val, SYNC};
-use crate::construct::op_for;
-use crate::error::{OrFatal, Result};
+use crate::error::Result;
 use crate::profiling::dispatch::{self, LaunchInfo};
+use crate::runtime::op_for;
 use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
 use std::ffi::{c_void, CStr};
 
@@ -49,14 +49,23 @@ pub unsafe fn parallel(
     if f == 0 {
         unsupported("compute construct", "a NULL construct function");
     }
+    // Only a tool sees which construct it is (or an error line): no lookup otherwise.
+    let construct = if dispatch::enabled() {
+        super::directive::compute_kind(crate::loc::call_site())
+    } else {
+        acc_construct_t::PARALLEL
+    };
     if flags & FLAG_HOST_FALLBACK != 0 {
-        // if(false): the construct runs on the host with the host's data, as libgomp does.
+        // if(false): the construct runs on the host with the host's data, as libgomp does, and
+        // is reported as running there.
         let mut host: Vec<usize> = (0..vars.len()).map(|i| vars.host(i)).collect();
-        // SAFETY: `f` is GCC's construct function (the caller's contract).
-        unsafe { std::mem::transmute::<usize, OmpFn>(f)(host.as_mut_ptr().cast()) };
+        let end = acc_event_t::COMPUTE_CONSTRUCT_END;
+        super::fallback::on_host(construct, acc_event_t::COMPUTE_CONSTRUCT_START, end, || {
+            // SAFETY: `f` is GCC's construct function (the caller's contract).
+            unsafe { std::mem::transmute::<usize, OmpFn>(f)(host.as_mut_ptr().cast()) }
+        });
         return;
     }
-    let construct = acc_construct_t::PARALLEL;
     let rt = mapping::device(construct, "compute construct");
     let async_ = tags
         .async_
@@ -128,7 +137,10 @@ pub unsafe fn parallel(
         dispatch::other_end(acc_event_t::COMPUTE_CONSTRUCT_END, &op.ctx, t_cc);
         Ok(())
     })()
-    .or_fatal("compute construct", &NOWHERE)
+    .unwrap_or_else(|e| {
+        let kind = super::directive::compute_kind(crate::loc::call_site());
+        crate::error::fatal(&e, crate::construct::construct_name(kind), &NOWHERE)
+    })
 }
 
 /// A kernel name for `CStr` users that need one before any lookup.

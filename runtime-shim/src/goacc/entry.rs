@@ -107,7 +107,7 @@ unsafe fn data_call(regs: *const u64, stack: *const u64) -> DataCall {
 }
 
 extern "C" fn parallel_keyed(regs: *const u64, stack: *const u64, ret: usize) {
-    crate::loc::set_call_site(ret);
+    let _site = crate::loc::CallSite::enter(ret);
     guard("GOACC_parallel_keyed", || {
         // SAFETY: the trampoline's arguments, in GOACC_parallel_keyed's order.
         unsafe {
@@ -130,7 +130,7 @@ extern "C" fn parallel_keyed(regs: *const u64, stack: *const u64, ret: usize) {
 }
 
 extern "C" fn enter_data(regs: *const u64, stack: *const u64, ret: usize) {
-    crate::loc::set_call_site(ret);
+    let _site = crate::loc::CallSite::enter(ret);
     // SAFETY: the trampoline's arguments, in the data directives' order.
     guard("GOACC_enter_data", || unsafe {
         let c = data_call(regs, stack);
@@ -146,7 +146,7 @@ extern "C" fn enter_data(regs: *const u64, stack: *const u64, ret: usize) {
 }
 
 extern "C" fn exit_data(regs: *const u64, stack: *const u64, ret: usize) {
-    crate::loc::set_call_site(ret);
+    let _site = crate::loc::CallSite::enter(ret);
     // SAFETY: as enter_data.
     guard("GOACC_exit_data", || unsafe {
         let c = data_call(regs, stack);
@@ -162,7 +162,7 @@ extern "C" fn exit_data(regs: *const u64, stack: *const u64, ret: usize) {
 }
 
 extern "C" fn enter_exit_data(regs: *const u64, stack: *const u64, ret: usize) {
-    crate::loc::set_call_site(ret);
+    let _site = crate::loc::CallSite::enter(ret);
     // SAFETY: as enter_data.
     guard("GOACC_enter_exit_data", || unsafe {
         let c = data_call(regs, stack);
@@ -179,7 +179,7 @@ extern "C" fn enter_exit_data(regs: *const u64, stack: *const u64, ret: usize) {
 }
 
 extern "C" fn update(regs: *const u64, stack: *const u64, ret: usize) {
-    crate::loc::set_call_site(ret);
+    let _site = crate::loc::CallSite::enter(ret);
     // SAFETY: as enter_data.
     guard("GOACC_update", || unsafe {
         let c = data_call(regs, stack);
@@ -188,7 +188,7 @@ extern "C" fn update(regs: *const u64, stack: *const u64, ret: usize) {
 }
 
 extern "C" fn wait(regs: *const u64, stack: *const u64, ret: usize) {
-    crate::loc::set_call_site(ret);
+    let _site = crate::loc::CallSite::enter(ret);
     guard("GOACC_wait", || {
         // SAFETY: the trampoline's arguments: int async, int num_waits, then the queues.
         let (async_, waits) = unsafe {
@@ -213,7 +213,7 @@ variadic_entry!(
 );
 
 extern "C" fn data_start(regs: *const u64, stack: *const u64, ret: usize) {
-    crate::loc::set_call_site(ret);
+    let _site = crate::loc::CallSite::enter(ret);
     guard("GOACC_data_start", || {
         // SAFETY: the trampoline's arguments, GOACC_data_start's five.
         let vars = unsafe {
@@ -230,7 +230,7 @@ extern "C" fn data_start(regs: *const u64, stack: *const u64, ret: usize) {
 }
 
 extern "C" fn data_end(_regs: *const u64, _stack: *const u64, ret: usize) {
-    crate::loc::set_call_site(ret);
+    let _site = crate::loc::CallSite::enter(ret);
     guard("GOACC_data_end", mapping::data_end)
 }
 

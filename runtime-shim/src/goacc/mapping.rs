@@ -6,12 +6,13 @@
 
 use super::kinds::MapKind;
 use crate::backend::{Val, ACC_DEVICE_EMULATED};
-use crate::construct::{op_for, wait_on};
+use crate::construct::wait_on;
 use crate::data::{self, Clause, ClauseKind, Entered, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
 use crate::present::Lookup;
 use crate::profiling::dispatch::{self, DataInfo};
+use crate::runtime::op_for;
 use crate::runtime::{self, Runtime};
 use accprof_abi::{acc_construct_t, acc_event_t};
 use std::cell::RefCell;
@@ -25,10 +26,7 @@ pub const FLAG_HOST_FALLBACK: i32 = 1;
 
 /// Stops the program: the shim cannot do what the program asks without risking a wrong result.
 pub fn unsupported(what: &str, why: &str) -> ! {
-    eprintln!(
-        "accshim: {what}: {why} is not supported by accshim; stopping before any wrong result"
-    );
-    std::process::exit(1)
+    crate::error::unsupported(what, why)
 }
 
 /// The map arrays of one call, as GCC passes them.
@@ -199,6 +197,7 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
         absent_pointers: Vec::new(),
     };
     let mut created: Vec<(usize, usize)> = Vec::new();
+    let mut by_value = Vec::new();
     let members = struct_members(vars);
     let order = (0..vars.len())
         .filter(|&i| vars.kind(i) != MapKind::ATTACH)
@@ -218,6 +217,10 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
                 let was_absent = host != 0
                     && bytes != 0
                     && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
+                if super::by_value::candidate(k == MapKind::TO, bytes, was_absent) {
+                    by_value.push(i);
+                    continue;
+                }
                 let e = data::enter(op, &c, false)?;
                 if k == MapKind::TO_PSET {
                     descriptor_mapped(op, host, was_absent);
@@ -273,6 +276,12 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
             }
             other => unsupported("a construct", &format!("map kind {}", other.name())),
         };
+        m.devaddrs[i] = Val(dev);
+    }
+    for i in by_value {
+        let (c, dev) = super::by_value::map(op, vars.host(i))?;
+        m.undo.push(Undo::Exit(c));
+        created.push((vars.host(i), 8));
         m.devaddrs[i] = Val(dev);
     }
     Ok(m)
@@ -575,7 +584,10 @@ thread_local! {
 pub fn data_start(flags: i32, vars: Vars) {
     vars.check("data construct", data_kind);
     if flags & FLAG_HOST_FALLBACK != 0 {
-        // if(false): no device data; host_data gets the host addresses it already has.
+        // if(false): no device data; host_data gets the host addresses it already has. The
+        // region's events are still reported, with the host as the device (as libgomp does).
+        let (start, end) = (acc_event_t::ENTER_DATA_START, acc_event_t::ENTER_DATA_END);
+        super::fallback::on_host(acc_construct_t::DATA, start, end, || {});
         REGIONS.with(|r| {
             r.borrow_mut().push(Region {
                 op: host_op(),
@@ -606,17 +618,14 @@ pub fn data_start(flags: i32, vars: Vars) {
     REGIONS.with(|r2| r2.borrow_mut().push(r));
 }
 
-/// An Op for a region that maps nothing (if(false)).
+/// An Op for a region that maps nothing (if(false)): its events say it ran on the host.
 fn host_op() -> Op {
     let rt = device(acc_construct_t::DATA, "data construct");
-    op_for(
+    Op {
         rt,
-        acc_construct_t::DATA,
-        false,
-        &NOWHERE,
-        crate::runtime::ACC_ASYNC_SYNC,
-    )
-    .or_fatal("data construct", &NOWHERE)
+        ctx: super::fallback::host_ctx(acc_construct_t::DATA),
+        q: crate::backend::SYNC,
+    }
 }
 
 /// GOACC_data_end.
@@ -665,14 +674,20 @@ fn exit_kind(k: MapKind) -> bool {
 /// delete is RELEASE).
 pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
     vars.check(what, if exit { exit_kind } else { enter_kind });
-    if flags & FLAG_HOST_FALLBACK != 0 {
-        return;
-    }
     let construct = if exit {
         acc_construct_t::EXIT_DATA
     } else {
         acc_construct_t::ENTER_DATA
     };
+    if flags & FLAG_HOST_FALLBACK != 0 {
+        let (start, end) = if exit {
+            (acc_event_t::EXIT_DATA_START, acc_event_t::EXIT_DATA_END)
+        } else {
+            (acc_event_t::ENTER_DATA_START, acc_event_t::ENTER_DATA_END)
+        };
+        super::fallback::on_host(construct, start, end, || {});
+        return;
+    }
     let rt = device(construct, what);
     (|| -> Result<()> {
         let op = op_for(rt, construct, false, &NOWHERE, async_ as i64)?;
@@ -791,6 +806,8 @@ fn update_kind(k: MapKind) -> bool {
 pub fn update(flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
     vars.check("update", update_kind);
     if flags & FLAG_HOST_FALLBACK != 0 {
+        let (start, end) = (acc_event_t::UPDATE_START, acc_event_t::UPDATE_END);
+        super::fallback::on_host(acc_construct_t::UPDATE, start, end, || {});
         return;
     }
     let rt = device(acc_construct_t::UPDATE, "update");

@@ -4,8 +4,11 @@
 //! map kinds (kinds.rs) and what each does (mapping.rs), compute constructs (compute.rs), the
 //! construct functions' names (names.rs) and the registered offload images (images.rs).
 
+pub mod by_value;
 pub mod compute;
+pub mod directive;
 pub mod entry;
+pub mod fallback;
 pub mod images;
 pub mod kinds;
 pub mod mapping;

@@ -23,8 +23,12 @@
 //!
 //! Only the registry changes nodes and appends them, under its lock; dispatch only reads.
 
-use super::registry::Callback;
+use accprof_abi::{acc_api_info, acc_event_info, acc_prof_info};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+/// A tool's callback, non-null.
+pub type Callback =
+    unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info);
 
 /// Which way a dispatch walks an event's callbacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

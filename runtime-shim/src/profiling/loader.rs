@@ -3,21 +3,30 @@
 //! named in `ACC_PROFLIB`. Each distinct `acc_register_library` is called at most once per process,
 //! however often the runtime is initialised.
 
-use accprof_abi::acc_register_library_fn;
+use accprof_abi::{acc_prof_lookup_func, acc_prof_reg, acc_register_library_fn};
 use std::collections::HashSet;
 use std::ffi::{CStr, CString};
 use std::sync::Mutex;
 
 static CALLED: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 
+/// What each tool's `acc_register_library` is given: the registration routines and the lookup
+/// of runtime-specific queries. The runtime hands them over (the loader knows no runtime).
+#[derive(Clone, Copy)]
+pub struct ToolApi {
+    pub register: acc_prof_reg,
+    pub unregister: acc_prof_reg,
+    pub lookup: acc_prof_lookup_func,
+}
+
 /// Loads and registers every tool. Called once per runtime initialisation, before the first event.
-pub fn load_tools() {
+pub fn load_tools(api: ToolApi) {
     // (1) A tool already in the process. RTLD_DEFAULT searches the executable and every library
     // loaded with global visibility (LD_PRELOAD'ed ones included).
     // SAFETY: dlsym with a NUL-terminated name.
     let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"acc_register_library".as_ptr()) };
     if !sym.is_null() && !in_libgomp(sym) {
-        register_once(sym as usize, "the process");
+        register_once(sym as usize, api);
     }
     // (2) ACC_PROFLIB: ';'- or ':'-separated paths.
     if let Ok(list) = std::env::var("ACC_PROFLIB") {
@@ -26,7 +35,7 @@ pub fn load_tools() {
             .map(str::trim)
             .filter(|p| !p.is_empty())
         {
-            load_one(path);
+            load_one(path, api);
         }
     }
 }
@@ -48,7 +57,7 @@ fn in_libgomp(sym: *mut libc::c_void) -> bool {
     }
 }
 
-fn load_one(path: &str) {
+fn load_one(path: &str, api: ToolApi) {
     let Ok(cpath) = CString::new(path) else {
         return;
     };
@@ -70,11 +79,11 @@ fn load_one(path: &str) {
             eprintln!("accshim: ACC_PROFLIB: {path} has no acc_register_library");
             return;
         }
-        register_once(sym as usize, path);
+        register_once(sym as usize, api);
     }
 }
 
-fn register_once(addr: usize, from: &str) {
+fn register_once(addr: usize, api: ToolApi) {
     {
         let mut guard = CALLED.lock().unwrap_or_else(|e| e.into_inner());
         if !guard.get_or_insert_with(HashSet::new).insert(addr) {
@@ -84,17 +93,11 @@ fn register_once(addr: usize, from: &str) {
     // SAFETY: the symbol is a tool's acc_register_library, which has this C signature.
     let f: acc_register_library_fn =
         unsafe { std::mem::transmute::<usize, acc_register_library_fn>(addr) };
-    let _ = from;
     // The lock is released: the tool may call acc_prof_register (which takes the registry lock)
     // or even the runtime API from here.
     // SAFETY: `f` is the tool's acc_register_library, which the specification requires to have
-    // this C signature; the three arguments are our own extern "C" functions with the signatures
-    // the specification gives acc_prof_register, acc_prof_unregister and acc_prof_lookup.
-    unsafe {
-        f(
-            Some(crate::ffi::prof::acc_prof_register),
-            Some(crate::ffi::prof::acc_prof_unregister),
-            Some(crate::ffi::prof::acc_prof_lookup),
-        )
-    };
+    // this C signature; the three arguments are the runtime's extern "C" functions with the
+    // signatures the specification gives acc_prof_register, acc_prof_unregister and
+    // acc_prof_lookup.
+    unsafe { f(api.register, api.unregister, api.lookup) };
 }

@@ -14,16 +14,12 @@
 //! - Registering the same callback twice for one event bumps a count (it is still called once),
 //!   and it stays registered until unregistered as many times, like GCC's libgomp.
 
-pub use super::callback_list::Order;
+pub use super::callback_list::{Callback, Order};
 use super::callback_list::{CallbackList, Node};
-use accprof_abi::{acc_api_info, acc_event_info, acc_event_t, acc_prof_info, acc_register_t};
+use accprof_abi::{acc_event_t, acc_register_t};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-
-/// A tool's callback, non-null.
-pub type Callback =
-    unsafe extern "C" fn(*mut acc_prof_info, *mut acc_event_info, *mut acc_api_info);
 
 /// Number of event slots (event numbers 0..LAST).
 pub const NUM_EVENTS: usize = acc_event_t::LAST.0 as usize;
@@ -160,6 +156,16 @@ fn valid_event(ev: acc_event_t) -> bool {
 }
 
 /// `acc_prof_register(ev, cb, reg)`.
+/// `acc_prof_register` as a tool's acc_register_library is given it.
+pub extern "C" fn c_register(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
+    crate::error::guard("acc_prof_register", || register(ev, cb, reg))
+}
+
+/// `acc_prof_unregister` as a tool's acc_register_library is given it.
+pub extern "C" fn c_unregister(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
+    crate::error::guard("acc_prof_unregister", || unregister(ev, cb, reg))
+}
+
 pub fn register(ev: acc_event_t, cb: Option<Callback>, reg: acc_register_t) {
     match reg {
         acc_register_t::REG => {

@@ -1,5 +1,5 @@
 /* Each case makes one runtime error the specification defines; the runtime must print its
-   message and abort (never crash or carry on with corrupt data). */
+   message and end the program (never crash or carry on with corrupt data). */
 #include <accshim.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -44,6 +44,16 @@ int main (int argc, char **argv)
     acc_copyout (NULL, 8);
   else if (!strcmp (c, "null_update"))
     acc_update_self (NULL, 800);
+  /* Garbage host pointers (nothing is mapped at page 1, or in the top half of user space). */
+  else if (!strcmp (c, "garbage_copyin"))
+    acc_copyin ((void *) 0x1000, 800);
+  else if (!strcmp (c, "garbage_update_self"))
+    {
+      acc_copyin (a, sizeof a);
+      acc_update_self ((void *) 0x400000000000, 800);
+    }
+  else if (!strcmp (c, "garbage_memcpy"))
+    acc_memcpy_to_device (acc_malloc (64), (void *) 0x1000, 64);
   /* Byte counts a program computed wrongly (SIZE_MAX is -1 converted): refused, never a copy
      past the end of the memory. */
   else if (!strcmp (c, "copyin_wraps"))

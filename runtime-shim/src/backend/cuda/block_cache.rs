@@ -1,8 +1,9 @@
 //! Freed device blocks, kept for a later allocation of the same size, as device runtimes pool
 //! their allocations: a program that maps and unmaps its arrays on every construct (GCC's naive
 //! Laplace: two 128 MiB arrays, twice per iteration) would otherwise pay a cuMemAlloc and a
-//! cuMemFree, which waits for the whole device, each time. A block is kept only after its queue
-//! has been synchronised (Cuda::free), so handing it out again for any queue is safe. Up to
+//! cuMemFree, which waits for the whole device, each time. A block is kept only once the work queued
+//! on every stream before its release has run (Cuda::free), so handing it out again for any
+//! queue is safe. Up to
 //! [`CACHE_MAX`] bytes are kept; all are given back before an allocation that fails and at
 //! shutdown.
 

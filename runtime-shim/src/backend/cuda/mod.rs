@@ -31,6 +31,7 @@ mod static_pins;
 mod upload_pipeline;
 mod upload_trace;
 
+use crate::backend::deferred::Deferred;
 use crate::backend::*;
 use crate::error::AccError;
 use cudarc::driver::sys::{
@@ -415,6 +416,9 @@ pub struct Cuda {
     gcc: gcc_kernels::GccKernels,
     /// Freed device blocks kept for an allocation of the same size (block_cache.rs).
     blocks: block_cache::BlockCache,
+    /// Released blocks (and their sizes) that work queued before their release may still use,
+    /// each with an event recorded on every stream that was busy then (src/backend/deferred.rs).
+    released: Deferred<P, (CUdeviceptr, Option<usize>)>,
     /// The program's static arrays registered for direct copies (static_pins.rs), unless
     /// `ACCSHIM_PIN_STATIC=0`.
     pins: Option<static_pins::StaticPins>,
@@ -533,6 +537,7 @@ impl Cuda {
                 store_kernel: OnceLock::new(),
                 gcc: gcc_kernels::GccKernels::default(),
                 blocks: block_cache::BlockCache::default(),
+                released: Deferred::default(),
                 pins: (std::env::var_os("ACCSHIM_PIN_STATIC").is_none()
                     || crate::env::flag("ACCSHIM_PIN_STATIC"))
                 .then(static_pins::StaticPins::default),
@@ -561,6 +566,62 @@ impl Cuda {
         check(unsafe { sys::cuStreamCreate(&mut s, 1) }, "cuStreamCreate")?;
         m.insert(q, (P(s as usize), true));
         Ok(s)
+    }
+
+    /// An event recorded now on each stream with work not yet done: once all have completed,
+    /// everything queued so far has run.
+    fn busy_marks(&self) -> Result<Vec<P>> {
+        let streams: Vec<CUstream> = std::iter::once(self.sync_stream)
+            .chain(
+                self.streams
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .values()
+                    .map(|(s, _)| s.0 as CUstream),
+            )
+            .collect();
+        let mut marks = Vec::new();
+        for s in streams {
+            // SAFETY: `s` is a live stream of our context; `e` a local out-parameter, recorded
+            // on it and destroyed by `reap` or `shutdown`.
+            unsafe {
+                if sys::cuStreamQuery(s) == CUresult::CUDA_SUCCESS {
+                    continue;
+                }
+                let mut e: CUevent = std::ptr::null_mut();
+                check(
+                    sys::cuEventCreate(&mut e, 2 /* DISABLE_TIMING */),
+                    "cuEventCreate",
+                )?;
+                marks.push(P(e as usize));
+                check(sys::cuEventRecord(e, s), "cuEventRecord")?;
+            }
+        }
+        Ok(marks)
+    }
+
+    /// Keeps a block no queued work uses any more for a later allocation, or frees it.
+    fn give_back(&self, dev: CUdeviceptr, size: Option<usize>) -> Result<()> {
+        match size {
+            Some(size) if self.blocks.keep(dev, size) => Ok(()),
+            // SAFETY: `dev` is an allocation of ours (the runtime frees only what it
+            // allocated), released once, and nothing queued uses it any more.
+            _ => check(unsafe { sys::cuMemFree_v2(dev) }, "cuMemFree"),
+        }
+    }
+
+    /// Gives back the released blocks whose streams have reached their events.
+    fn reap(&self) {
+        // SAFETY: the events are ours, recorded by busy_marks and not yet destroyed.
+        let reached =
+            |e: &P| unsafe { sys::cuEventQuery(e.0 as CUevent) } != CUresult::CUDA_ERROR_NOT_READY;
+        for (marks, (dev, size)) in self.released.ready(reached) {
+            for e in marks {
+                // SAFETY: reached, so no stream still refers to it; destroyed once.
+                unsafe { sys::cuEventDestroy_v2(e.0 as CUevent) };
+            }
+            let _ = self.give_back(dev, size);
+        }
     }
 
     fn sync_if(&self, q: QueueId, s: CUstream) -> Result<()> {
@@ -1022,6 +1083,7 @@ impl Backend for Cuda {
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
         self.bind();
+        self.reap();
         if let Some(d) = self.blocks.take(bytes.max(1)) {
             return Ok(d);
         }
@@ -1039,22 +1101,21 @@ impl Backend for Cuda {
         }
     }
 
-    fn free(&self, q: QueueId, dev: u64) -> Result<()> {
+    fn free(&self, _q: QueueId, dev: u64) -> Result<()> {
         self.bind();
-        // Memory from cuMemAlloc cannot be freed in stream order: wait for the queue first (the
-        // synchronous queue too, as the block may be handed out again for another queue).
-        let s = self.stream(q)?;
-        check(
-            // SAFETY: `s` is a live stream of our context.
-            unsafe { sys::cuStreamSynchronize(s) },
-            "cuStreamSynchronize",
-        )?;
+        // Memory from cuMemAlloc cannot be freed in stream order, and a kept block may be handed
+        // out again for any queue: it waits for the work queued so far on every stream, without
+        // blocking the host (the queue it was released on is one of them).
         let size = self.allocation_size(dev);
-        match size {
-            Some(size) if self.blocks.keep(dev, size) => Ok(()),
-            // SAFETY: `dev` is an allocation of ours (the runtime frees only what it allocated) and its queue is idle.
-            _ => check(unsafe { sys::cuMemFree_v2(dev) }, "cuMemFree"),
-        }
+        let marks = self.busy_marks()?;
+        let r = if marks.is_empty() {
+            self.give_back(dev, size)
+        } else {
+            self.released.push(marks, (dev, size));
+            Ok(())
+        };
+        self.reap();
+        r
     }
 
     fn allocation_size(&self, dev: u64) -> Option<usize> {
@@ -1288,6 +1349,7 @@ impl Backend for Cuda {
                 job();
             }
         }
+        self.reap();
         Ok(())
     }
 
@@ -1401,6 +1463,13 @@ impl Backend for Cuda {
                 sys::cuMemFree_v2(p.cells);
                 sys::cuMemFreeHost(p.slots.0 as *mut c_void);
                 sys::cuMemFreeHost(p.ident.0 as *mut c_void);
+            }
+            // The device is idle: every released block is unused.
+            for (marks, (dev, _)) in self.released.take_all() {
+                for e in marks {
+                    sys::cuEventDestroy_v2(e.0 as CUevent);
+                }
+                sys::cuMemFree_v2(dev);
             }
             self.blocks.release_all();
             if let Some(pins) = &self.pins {

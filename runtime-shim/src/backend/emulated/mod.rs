@@ -12,10 +12,11 @@
 mod memory;
 mod queues;
 
+use crate::backend::deferred::Deferred;
 use crate::backend::*;
 use crate::error::AccError;
 use memory::{Block, Memory};
-use queues::{AsyncQueues, Job};
+use queues::{AsyncQueues, Job, Queue};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,6 +40,8 @@ pub struct Emulated {
     /// the store that moves each into the runtime's slot, oldest first, as the CUDA backend
     /// does: the same events on both devices (the store is reported as a launch).
     pending_red: Mutex<Vec<PendingRed>>,
+    /// Released blocks that work queued before their release may still use.
+    released: Deferred<(Arc<Queue>, u64), (SendPtr, Block)>,
 }
 
 struct PendingRed {
@@ -77,7 +80,17 @@ impl Emulated {
             capacity,
             queues: AsyncQueues::new(),
             pending_red: Mutex::new(Vec::new()),
+            released: Deferred::default(),
             threads,
+        }
+    }
+
+    /// Gives back the released blocks whose queued work has all run.
+    fn reap(&self) {
+        for (_, (p, block)) in self.released.ready(|(q, target)| q.reached(*target)) {
+            // SAFETY: allocated as this block, removed from the table once, and no job queued
+            // before its release is left to use it.
+            unsafe { self.memory.free(p.0 as *mut u8, block) }
         }
     }
 
@@ -242,6 +255,7 @@ impl Backend for Emulated {
     }
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
+        self.reap();
         let size = bytes.max(1);
         if self.used.load(Ordering::Relaxed) + size > self.capacity {
             return Err(AccError::OutOfMemory { bytes });
@@ -258,7 +272,7 @@ impl Backend for Emulated {
         Ok(p as u64)
     }
 
-    fn free(&self, q: QueueId, dev: u64) -> Result<()> {
+    fn free(&self, _q: QueueId, dev: u64) -> Result<()> {
         let block = self
             .blocks
             .lock()
@@ -267,17 +281,18 @@ impl Backend for Emulated {
             .ok_or_else(|| {
                 AccError::InvalidArgument(format!("{dev:#x} is not an allocated device address"))
             })?;
-        let p = SendPtr(dev as usize);
         self.used.fetch_sub(block.size(), Ordering::Relaxed);
-        let memory = Arc::clone(&self.memory);
-        self.run(
-            q,
-            Box::new(move || {
-                let p = p;
-                // SAFETY: allocated as this block, removed from the table once.
-                unsafe { memory.free(p.0 as *mut u8, block) }
-            }),
-        )
+        // Work queued on any queue before this release may still use the block (the
+        // synchronous queue's is done): it is given back once that work has run.
+        let busy = self.queues.busy();
+        if busy.is_empty() {
+            // SAFETY: allocated as this block, removed from the table once, and unused.
+            unsafe { self.memory.free(dev as usize as *mut u8, block) };
+        } else {
+            self.released.push(busy, (SendPtr(dev as usize), block));
+        }
+        self.reap();
+        Ok(())
     }
 
     fn check_device_range(&self, dev: u64, bytes: usize) -> Result<()> {
@@ -417,6 +432,7 @@ impl Backend for Emulated {
         if let Some(queue) = self.queues.get(q) {
             queue.wait_for(queue.submitted());
         }
+        self.reap();
         Ok(())
     }
 
@@ -461,6 +477,10 @@ impl Backend for Emulated {
         }
         // No thread outlives its device (runtime-shim/tests/lifecycle.rs counts them).
         self.queues.shut_down();
+        for (_, (p, block)) in self.released.take_all() {
+            // SAFETY: released once; the queues have run everything and are gone.
+            unsafe { self.memory.free(p.0 as *mut u8, block) };
+        }
         let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
         for (p, block) in std::mem::take(&mut *blocks) {
             // SAFETY: every block was allocated as recorded and is freed once.

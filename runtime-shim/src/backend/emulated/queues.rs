@@ -13,6 +13,7 @@ use crate::backend::QueueId;
 use crate::error::{AccError, Result};
 use crossbeam_channel::{unbounded, Sender};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -23,6 +24,9 @@ const DEFAULT_WORKERS: usize = 16;
 
 pub struct AsyncQueues {
     inner: Mutex<Inner>,
+    /// Jobs submitted to any queue and not yet completed: [`AsyncQueues::busy`] looks at each
+    /// queue only when there are some (a program may use thousands of queues).
+    pending: Arc<AtomicU64>,
 }
 
 struct Inner {
@@ -35,6 +39,7 @@ struct Inner {
 /// the worker that runs its jobs.
 pub struct Queue {
     id: QueueId,
+    pending: Arc<AtomicU64>,
     /// (jobs submitted, jobs completed)
     counts: Mutex<(u64, u64)>,
     done: Condvar,
@@ -58,6 +63,7 @@ impl AsyncQueues {
         };
         AsyncQueues {
             inner: Mutex::new(inner),
+            pending: Arc::default(),
         }
     }
 
@@ -80,7 +86,13 @@ impl AsyncQueues {
                     tx
                 }
             };
-            let queue = Arc::clone(inner.queues.entry(q).or_insert_with(|| Queue::new(q)));
+            let pending = &self.pending;
+            let queue = Arc::clone(
+                inner
+                    .queues
+                    .entry(q)
+                    .or_insert_with(|| Queue::new(q, Arc::clone(pending))),
+            );
             (queue, tx)
         };
         queue.push(&tx, job)
@@ -96,6 +108,22 @@ impl AsyncQueues {
         let mut v: Vec<_> = self.lock().queues.keys().copied().collect();
         v.sort_unstable();
         v
+    }
+
+    /// Each queue with work not yet done, and the count of jobs submitted to it so far: once
+    /// its completed jobs reach that count, everything queued there until now has run.
+    pub fn busy(&self) -> Vec<(Arc<Queue>, u64)> {
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        self.lock()
+            .queues
+            .values()
+            .filter_map(|q| {
+                let c = q.counts();
+                (c.0 > c.1).then(|| (Arc::clone(q), c.0))
+            })
+            .collect()
     }
 
     /// Forgets the queues and ends the workers, joining them once they have run what was
@@ -145,9 +173,10 @@ impl Worker {
 }
 
 impl Queue {
-    fn new(id: QueueId) -> Arc<Queue> {
+    fn new(id: QueueId, pending: Arc<AtomicU64>) -> Arc<Queue> {
         Arc::new(Queue {
             id,
+            pending,
             counts: Mutex::new((0, 0)),
             done: Condvar::new(),
         })
@@ -162,7 +191,10 @@ impl Queue {
     /// wait job of queue_wait) comes after it on a worker they share.
     fn push(self: &Arc<Self>, tx: &Sender<(Arc<Queue>, Job)>, job: Job) -> Result<()> {
         let mut c = self.counts();
+        // Counted before the worker can see it, so that its completion never comes first.
+        self.pending.fetch_add(1, Ordering::AcqRel);
         if tx.send((Arc::clone(self), job)).is_err() {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
             return Err(AccError::Device(format!(
                 "the worker thread of async queue {} has ended",
                 self.id
@@ -175,6 +207,7 @@ impl Queue {
     fn complete_one(&self) {
         let mut c = self.counts();
         c.1 += 1;
+        self.pending.fetch_sub(1, Ordering::AcqRel);
         self.done.notify_all();
     }
 
@@ -184,6 +217,11 @@ impl Queue {
         while c.1 < target {
             c = self.done.wait(c).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// Whether `target` jobs have completed.
+    pub fn reached(&self, target: u64) -> bool {
+        self.counts().1 >= target
     }
 
     pub fn submitted(&self) -> u64 {
