@@ -7,7 +7,8 @@
 //! (and by a reader recovering a killed run's live file), with the same rules a callback
 //! applied: a field is kept only when `valid_bytes` covered it and it was not NULL, -1 or
 //! SIZE_MAX. A record is one event (a start joined with its end, or a point event), so a
-//! buffer of records counts events as a buffer of packed events does (crate::packed, crate::live).
+//! buffer of records counts events as a buffer of packed events does (the live file's
+//! slot-written records count them).
 //!
 //! Layout, in little-endian words (word 0 has its top bit set, which a packed event's kind word
 //! never has):

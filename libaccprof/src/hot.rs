@@ -9,23 +9,23 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// The low byte: the recorder's state (crate::recorder::State).
+/// The low byte: the recorder's state (`recorder::State`).
 pub const STATE_MASK: u32 = 0xff;
-/// A thread is forking: callbacks return at once (crate::recorder::fork_gate).
+/// A thread is forking: callbacks return at once (the fork gate).
 pub const FORK_PENDING: u32 = 1 << 8;
-/// ACCPROF_SELF_TIME is on: callbacks are timed (crate::self_time).
+/// ACCPROF_SELF_TIME is on: callbacks are timed.
 pub const SELF_TIME: u32 = 1 << 9;
-/// Timestamps are TSC ticks (crate::clock).
+/// Timestamps are TSC ticks (the clock module's choice).
 pub const TSC: u32 = 1 << 10;
 
 #[repr(C, align(64))]
 struct Line(AtomicU32, AtomicU32);
 
-/// The word, and beside it in the same line the strings' epoch (crate::strings).
+/// The word, and beside it in the same line the strings' epoch.
 static HOT: Line = Line(AtomicU32::new(0), AtomicU32::new(1));
 
 /// Which read-only string addresses the recording threads may trust without comparing bytes:
-/// bumped when a module was unloaded (crate::strings). Never 0.
+/// bumped when a module was unloaded (see the strings module). Never 0.
 #[inline(always)]
 pub fn strings_epoch() -> u32 {
     HOT.1.load(Ordering::Relaxed)
