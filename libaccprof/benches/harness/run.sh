@@ -20,7 +20,7 @@ PRE=()
 [ "${PRELOAD:-0}" = 1 ] && PRE=(env LD_PRELOAD="$LIB")
 for shape in shim gcc; do
   for mode in warm cold; do
-    n=2000000; [ $mode = cold ] && n=56000
+    n=2000000; [ $mode = cold ] && n=5600
     "${PRE[@]}" $B/harness $shape $mode $n $ROUNDS store=$B/libstoretool.so accprof=$LIB ${TOOLS:-}
     rm -f "$ACCPROF_OUT"
   done

@@ -254,29 +254,34 @@ unsafe fn slow(
     }
     let now = crate::clock::now_for(word);
     let t0 = crate::self_time::begin();
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: forwarded from our caller's contract.
         unsafe { record(now, prof, info, api) }
     }));
-    crate::self_time::end_openacc(t0);
+    if started.unwrap_or(false) {
+        crate::self_time::end_start(t0);
+    } else {
+        crate::self_time::end_openacc(t0);
+    }
 }
 
+/// Records an event off the common path; true when this event started recording.
 unsafe fn record(
     now: u64,
     prof: *mut acc_prof_info,
     info: *mut acc_event_info,
     api: *mut acc_api_info,
-) {
+) -> bool {
     // The first event starts recording (creating the trace and its live file): that is the
     // tool's time, not the runtime's, so the event is timed again after it.
     let starting = recorder::state() == recorder::State::Registered;
     let Some(rec) = recorder::recorder_for_event() else {
-        return;
+        return false;
     };
     let now = if starting { crate::clock::now() } else { now };
     // SAFETY: forwarded.
     let Some(inc) = (unsafe { incoming(now, prof, info, api) }) else {
-        return;
+        return starting;
     };
     let handled = thread_state(rec).is_some_and(|st| {
         let slot = st.slot();
@@ -297,6 +302,7 @@ unsafe fn record(
     if !handled {
         record_orphan(rec, &inc);
     }
+    starting
 }
 
 /// The calling thread's state, made on its first event; `None` while the thread ends.
