@@ -38,7 +38,7 @@ pub mod writer;
 pub use error::TraceError;
 pub use header::{Footer, Header, Module};
 pub use integrity::Integrity;
-pub use model::{device, Event, EventFlags, Field, StrId};
+pub use model::{device, nvtx, Event, EventFlags, Field, StrId};
 pub use packed::PackedEvents;
 pub use reader::{StringTable, Trace, TraceReader};
 pub use symbols::SymbolTable;
@@ -47,4 +47,6 @@ pub use writer::{LostReason, TraceWriter};
 /// The first eight bytes of every trace file.
 pub const FILE_MAGIC: [u8; 8] = *b"ACCPROF\0";
 /// The format version this crate writes. Readers accept this and every older version.
-pub const FORMAT_VERSION: u16 = 2;
+/// Version 3 added the NVTX kinds and fields ([`nvtx`], [`Field::NvtxMessage`] ...); the chunks
+/// are laid out as in version 2.
+pub const FORMAT_VERSION: u16 = 3;

@@ -18,7 +18,8 @@
 //! 1  start time          2  end time (the start's for a point event)
 //! 3  source file id + 1 | function id + 1 << 32          (0: none)
 //! 4  variable or kernel name id + 1 | the end's + 1 << 32 (0: none)
-//! 5  the OS thread id (for runtimes that give none)
+//! 5  the OS thread id (for runtimes that give none) | the innermost NVTX push/pop range open
+//!    on the thread << 32 (0: none)
 //! 6  the call site found on the stack (0: none)
 //! 7  acc_prof_info (9 words)                              if PROF
 //! .. acc_event_info of the start (7 words, 3 for acc_other_event_info)   if INFO
@@ -167,7 +168,7 @@ pub fn decode(words: &[u64], e: &mut Event) -> Option<usize> {
         // copied with the runtime's valid_bytes (which the view respects) and zeros after.
         let prof = unsafe { ProfView::new(prof.as_ptr() as *const acc_prof_info) };
         if let Some(prof) = prof {
-            fill_prof(e, &prof, words[word::OS_THREAD], &mut flags, src, func);
+            fill_prof(e, &prof, words[word::OS_THREAD] & 0xffff_ffff, &mut flags, src, func);
         }
     }
     if let Some(api) = p.api {
@@ -202,6 +203,10 @@ pub fn decode(words: &[u64], e: &mut Event) -> Option<usize> {
                 fill_info(e, &i, end_name, &mut flags, true);
             }
         }
+    }
+    let nvtx_range = words[word::OS_THREAD] >> 32;
+    if nvtx_range != 0 {
+        e.set(Field::NvtxRange, nvtx_range);
     }
     let call_site = words[word::CALL_SITE];
     if call_site != 0 {

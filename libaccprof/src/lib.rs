@@ -14,6 +14,7 @@
 //! - `lifecycle`: start on the first event, flush at runtime shutdown and exit, fork handling,
 //!   the one line printed at exit, ACCPROF_REPORT.
 //! - `registration`: how the callback gets registered (the spec's way and libgomp's).
+//! - `nvtx`: the program's NVTX annotations (libaccprof is an NVTX tool).
 //! - [`api`]: every C symbol the library exports.
 //! - leaves: `clock`, `config`, `hot` (the word every callback reads first), `modules`,
 //!   `self_time`, `strings`, `unwind`.
@@ -35,6 +36,7 @@ mod heap;
 mod hot;
 mod lifecycle;
 mod modules;
+mod nvtx;
 mod record;
 mod recorder;
 mod registration;

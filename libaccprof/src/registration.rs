@@ -54,6 +54,8 @@ extern "C" fn on_load() {
         if loaded_into_executable() || disabled_by_env() {
             return;
         }
+        // Before the program runs: nvtx3 looks for its tool at the first NVTX call.
+        crate::nvtx::offer_to_program();
         // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches the global scope.
         let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"acc_prof_register".as_ptr()) };
         if sym.is_null() || !is_libgomp(sym) {

@@ -114,6 +114,27 @@ fn define(defs: &mut Vec<(StrId, Box<[u8]>)>) {
     }
 }
 
+/// Texts defined by [`define_text`], so that the same text keeps one id.
+static TEXTS: Mutex<Option<HashMap<Box<[u8]>, StrId>>> = Mutex::new(None);
+
+/// The id of `text`, defined once for the whole process: for strings that have no lasting
+/// address to key on (NVTX's wide strings, domain names, registered strings). Takes a lock:
+/// for calls a program makes a few times, not per event.
+pub fn define_text(text: &[u8]) -> StrId {
+    let text = &text[..text.len().min(MAX_LEN)];
+    let Ok(mut map) = TEXTS.lock() else {
+        return StrId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+    };
+    let map = map.get_or_insert_with(HashMap::new);
+    if let Some(&id) = map.get(text) {
+        return id;
+    }
+    let id = StrId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+    map.insert(text.into(), id);
+    define(&mut vec![(id, text.into())]);
+    id
+}
+
 /// Sorted, non-overlapping address ranges of the loaded modules' read-only segments, as last
 /// published (leaked: replaced only when the loader's module list changes, rarely).
 static READ_ONLY: AtomicPtr<Vec<(u64, u64)>> = AtomicPtr::new(std::ptr::null_mut());

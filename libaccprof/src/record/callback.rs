@@ -305,6 +305,31 @@ unsafe fn record(
     starting
 }
 
+/// Runs `f` on the calling thread's state as a callback would (starting recording on the first
+/// event, keeping out of a fork's way, never re-entered), with the time now: for the program's
+/// NVTX calls. `None` when nothing may be recorded now.
+pub fn with_recording_thread<R>(f: impl FnOnce(&mut ThreadState, &Recorder, u64) -> R) -> Option<R> {
+    let word = hot::load();
+    if word & hot::FORK_PENDING != 0 {
+        return None;
+    }
+    let now = crate::clock::now_for(word);
+    let rec = recorder::recorder_for_event()?;
+    let st = thread_state(rec)?;
+    let slot = st.slot();
+    if slot.in_callback.load(Ordering::Relaxed) {
+        return None;
+    }
+    slot.in_callback.store(true, Ordering::Relaxed);
+    let r = if fork_gate::pending() {
+        None
+    } else {
+        Some(f(st, rec, now))
+    };
+    st.slot().in_callback.store(false, Ordering::Release);
+    r
+}
+
 /// The calling thread's state, made on its first event; `None` while the thread ends.
 fn thread_state(rec: &Recorder) -> Option<&'static mut ThreadState> {
     let p = current();

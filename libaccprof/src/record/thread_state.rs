@@ -10,6 +10,7 @@
 //! testing and packing each field here cost four times the instructions (docs/performance/
 //! libaccprof.md): this runs on the program's thread, under the runtime's lock.
 
+use crate::record::nvtx::{self, NvtxAttrs, NvtxThread};
 use crate::recorder::slots::Slot;
 use crate::recorder::{self, late, Recorder};
 use crate::strings::ThreadStrings;
@@ -39,6 +40,8 @@ pub struct ThreadState {
     cuda: Option<crate::device::cuda_events::pending::ThreadEvents>,
     /// Where a point event or an unmatched end is built.
     scratch: Open,
+    /// The program's NVTX ranges open on this thread.
+    nvtx: NvtxThread,
 }
 
 /// The fields of one callback, as read from the runtime's structures.
@@ -65,6 +68,7 @@ impl ThreadState {
             strings: ThreadStrings::default(),
             cuda: crate::device::cuda_events::thread_events(),
             scratch: NO_OPEN,
+            nvtx: NvtxThread::default(),
         }
     }
 
@@ -109,7 +113,7 @@ impl ThreadState {
             o,
             inc,
             &mut self.strings,
-            self.os_tid,
+            (self.os_tid, self.nvtx.top()),
             &mut self.last_tid,
             enclosing,
         );
@@ -142,14 +146,8 @@ impl ThreadState {
     #[inline]
     fn point(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
         let o = &mut self.scratch;
-        fill(
-            o,
-            inc,
-            &mut self.strings,
-            self.os_tid,
-            &mut self.last_tid,
-            0,
-        );
+        let threads = (self.os_tid, self.nvtx.top());
+        fill(o, inc, &mut self.strings, threads, &mut self.last_tid, 0);
         o.words[word::END] = inc.now;
         emit(&self.slot, rec, &o.words, o.len);
     }
@@ -159,14 +157,8 @@ impl ThreadState {
     #[cold]
     fn unmatched_end(&mut self, rec: &Recorder, inc: &Incoming<'_>, start_kind: acc_event_t) {
         let o = &mut self.scratch;
-        fill(
-            o,
-            inc,
-            &mut self.strings,
-            self.os_tid,
-            &mut self.last_tid,
-            0,
-        );
+        let threads = (self.os_tid, self.nvtx.top());
+        fill(o, inc, &mut self.strings, threads, &mut self.last_tid, 0);
         o.words[word::HEAD] =
             o.words[word::HEAD] & !0xffff_ffff | u64::from(start_kind.0 as u32) | raw::NO_START;
         o.words[word::END] = inc.now;
@@ -213,10 +205,14 @@ impl ThreadState {
         unsafe { self.slot.ship(&rec.tx) };
     }
 
-    /// Writes out constructs still open (the program is ending inside them) as unfinished.
+    /// Writes out constructs and NVTX ranges still open (the program is ending inside them)
+    /// as unfinished.
     pub fn close_open(&mut self, rec: &Recorder, now: u64) {
         if let Some(c) = self.cuda.as_mut() {
             c.abandon_open();
+        }
+        for e in self.nvtx.close_all(now) {
+            emit_event(&self.slot, rec, &e);
         }
         for o in &mut self.open.entries[..self.open.depth] {
             o.words[word::END] = now.max(o.words[word::START]);
@@ -232,6 +228,85 @@ impl ThreadState {
         self.flush(rec);
         self.slot.dead.store(true, Ordering::Release);
     }
+}
+
+impl ThreadState {
+    /// The thread id this thread's events carry (the runtime's, else the OS's).
+    fn thread_id(&self) -> i64 {
+        if self.last_tid != i64::MIN {
+            self.last_tid
+        } else {
+            self.os_tid
+        }
+    }
+
+    /// nvtxRangePush: opens a range on this thread; its level in its domain.
+    pub fn nvtx_push(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) -> i32 {
+        let thread = self.thread_id();
+        let (given_up, level) = self.nvtx.push(&mut self.strings, now, thread, attrs);
+        if let Some(e) = given_up {
+            emit_event(&self.slot, rec, &e);
+        }
+        level
+    }
+
+    /// nvtxRangePop: closes the innermost range of `domain`; its level, or -1 when none was
+    /// open (as nvtx3 says an error).
+    pub fn nvtx_pop(&mut self, rec: &Recorder, now: u64, domain: Option<u32>) -> i32 {
+        match self.nvtx.pop(now, domain) {
+            Some((e, level)) => {
+                emit_event(&self.slot, rec, &e);
+                level
+            }
+            None => -1,
+        }
+    }
+
+    /// nvtxMark.
+    pub fn nvtx_mark(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) {
+        let thread = self.thread_id();
+        let e = nvtx::build(&mut self.strings, accprof_trace::nvtx::MARK, now, thread, attrs);
+        emit_event(&self.slot, rec, &e);
+    }
+
+    /// nvtxRangeStart: a range any thread may end; its id.
+    pub fn nvtx_start(&mut self, now: u64, attrs: &NvtxAttrs) -> u64 {
+        let thread = self.thread_id();
+        let mut e = nvtx::build(&mut self.strings, accprof_trace::nvtx::START_END, now, thread, attrs);
+        let top = self.nvtx.top();
+        if top != 0 {
+            e.set(accprof_trace::Field::NvtxParent, u64::from(top));
+        }
+        nvtx::start(e)
+    }
+
+    /// nvtxRangeEnd, on whichever thread ends the range.
+    pub fn nvtx_end(&mut self, rec: &Recorder, now: u64, id: u64) {
+        if let Some(e) = nvtx::end(id, now) {
+            emit_event(&self.slot, rec, &e);
+        }
+    }
+}
+
+/// Appends an event built whole (NVTX ranges and marks: their own path, a few per construct
+/// at most) to the slot's buffer, packed; after the exit flush, writes it late.
+fn emit_event(slot: &Slot, rec: &Recorder, e: &Event) {
+    if recorder::finished() {
+        let mut e = *e;
+        e.add_flags(accprof_trace::EventFlags::AFTER_SHUTDOWN);
+        return late::write_late(e);
+    }
+    // SAFETY: only the thread state owning the slot emits into it.
+    if unsafe { slot.buffer() }.push(e) {
+        return;
+    }
+    // SAFETY: as above.
+    if !unsafe { slot.next_buffer(&rec.pool, &rec.tx) } {
+        slot.dropped.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    // SAFETY: as above; a fresh buffer has room for one event.
+    unsafe { slot.buffer() }.push(e);
 }
 
 /// Appends a record to the slot's buffer, taking a fresh buffer when it is full; after the exit
@@ -414,7 +489,7 @@ fn fill(
     o: &mut Open,
     inc: &Incoming<'_>,
     strings: &mut ThreadStrings,
-    os_tid: i64,
+    (os_tid, nvtx_range): (i64, u32),
     last_tid: &mut i64,
     enclosing: u64,
 ) {
@@ -480,7 +555,7 @@ fn fill(
     };
     w[word::FILE_FUNC] = id_word(src) | id_word(func) << 32;
     w[word::NAMES] = id_word(name);
-    w[word::OS_THREAD] = os_tid as u64;
+    w[word::OS_THREAD] = u64::from(os_tid as u32) | u64::from(nvtx_range) << 32;
     let tid = match p.thread_id() {
         Some(t) if t >= 0 => i64::from(t),
         _ => os_tid,

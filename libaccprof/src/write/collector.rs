@@ -127,6 +127,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, opened: Opened) {
                 c.heap.drain(&mut c.clock);
                 c.sweep(rec);
                 c.write_cuda_events(cuda);
+                c.write_names();
                 c.write_drops(rec);
                 c.watch_modules();
                 rec.pool.prime();
@@ -143,6 +144,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, opened: Opened) {
                 }
                 // What the threads committed since: every buffer read in place.
                 c.sweep(rec);
+                c.write_names();
                 // What the device has not finished yet: bounded, the program is exiting.
                 let cuda = crate::device::cuda_events::collect_all(CUDA_EVENTS_EXIT_WAIT);
                 c.write_cuda_events(cuda);
@@ -222,6 +224,17 @@ impl Collector {
             }
         } else {
             self.dropped += n;
+        }
+    }
+
+    /// The names the program gave NVTX categories and threads (on CLOCK_MONOTONIC already).
+    fn write_names(&mut self) {
+        let events = crate::nvtx::take_names();
+        if !events.is_empty() {
+            self.write_device_batch(DeviceBatch {
+                events,
+                strings: Vec::new(),
+            });
         }
     }
 

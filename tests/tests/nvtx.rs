@@ -1,0 +1,162 @@
+//! A program's NVTX ranges, marks and domains, through NVIDIA's real nvtx3 headers (the
+//! nvidia-nvtx wheel, header-only: `pip install nvidia-nvtx`; NVTX_INCLUDE may name another
+//! include directory), are recorded with plain LD_PRELOAD, with ACC_PROFLIB, and with
+//! `accprof run`, without rebuilding the program: libaccprof is the NVTX tool the headers load.
+
+use accprof_integration_tests::*;
+use accprof_trace::{nvtx, EventFlags, Field, Trace};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The directory holding `nvtx3/nvToolsExt.h`.
+fn nvtx_include() -> PathBuf {
+    if let Some(dir) = std::env::var_os("NVTX_INCLUDE") {
+        return PathBuf::from(dir);
+    }
+    let out = Command::new("python3")
+        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        .output()
+        .expect("python3 runs");
+    let site = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let found = std::fs::read_dir(site.join("nvidia"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|d| d.path().join("include"))
+        .find(|inc| inc.join("nvtx3/nvToolsExt.h").is_file());
+    found.unwrap_or_else(|| {
+        panic!(
+            "NVIDIA's nvtx3 headers are not installed: `pip install nvidia-nvtx` (scripts/test.sh \
+             and .ci/run do), or set NVTX_INCLUDE to the directory holding nvtx3/"
+        )
+    })
+}
+
+fn compile(dir: &std::path::Path) -> PathBuf {
+    let inc = format!("-I{}", nvtx_include().display());
+    compile_c("nvtx_phases.c", dir, &["-g", &inc, "-ldl", "-lpthread"])
+}
+
+fn message<'a>(t: &'a Trace, e: &accprof_trace::Event) -> &'a str {
+    str_field(t, e, Field::NvtxMessage).unwrap_or("?")
+}
+
+/// The range events named `name`.
+fn ranges<'a>(t: &'a Trace, name: &str) -> Vec<&'a accprof_trace::Event> {
+    t.events
+        .iter()
+        .filter(|e| nvtx::is_range(e.kind) && message(t, e) == name)
+        .collect()
+}
+
+fn check(t: &Trace, iterations: usize, how: &str) {
+    let setup = ranges(t, "setup");
+    let solve = ranges(t, "solve");
+    let iters = ranges(t, "iteration");
+    let sweep = ranges(t, "sweep");
+    let whole = ranges(t, "whole run");
+    assert_eq!(
+        (setup.len(), solve.len(), iters.len(), sweep.len(), whole.len()),
+        (1, 1, iterations, 1, 1),
+        "{how}: one range per push (and the start/end range once)"
+    );
+    let (solve, whole) = (solve[0], whole[0]);
+    assert_eq!(whole.kind, nvtx::START_END, "{how}");
+    // Nesting: each iteration inside "solve", by instance number and by time.
+    let solve_id = solve.get(Field::NvtxRange).expect("instance");
+    for (n, it) in iters.iter().enumerate() {
+        assert_eq!(it.kind, nvtx::RANGE);
+        assert_eq!(it.get(Field::NvtxParent), Some(solve_id), "{how}: iteration {n}");
+        assert!(it.start_ns >= solve.start_ns && it.end_ns <= solve.end_ns, "{how}");
+        assert_eq!(it.get(Field::NvtxCategory), Some(7));
+        assert_eq!(it.get(Field::NvtxColor), Some(0xff00_ff00));
+        assert_eq!(it.get(Field::NvtxPayload), Some(n as u64), "{how}: the payload");
+    }
+    assert_eq!(solve.get(Field::NvtxParent), None, "{how}: solve is outermost");
+    assert!(whole.start_ns <= setup[0].start_ns && whole.end_ns >= sweep[0].end_ns);
+    // A domain and a registered message.
+    assert_eq!(str_field(t, sweep[0], Field::NvtxDomain), Some("solver"), "{how}");
+    assert_eq!(str_field(t, solve, Field::NvtxDomain), None, "{how}");
+    // Marks: one per iteration, inside it.
+    let marks: Vec<_> = t.events.iter().filter(|e| e.kind == nvtx::MARK).collect();
+    assert_eq!(marks.len(), iterations, "{how}");
+    for m in &marks {
+        assert_eq!(message(t, m), "iteration done");
+        assert!(iters.iter().any(|i| i.start_ns <= m.start_ns && m.start_ns <= i.end_ns));
+    }
+    // Names given to a category and a thread.
+    let named = |kind| {
+        t.events
+            .iter()
+            .filter(|e| e.kind == kind)
+            .map(|e| message(t, e).to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(named(nvtx::CATEGORY_NAME), ["stencil"], "{how}");
+    assert_eq!(named(nvtx::THREAD_NAME), ["main thread"], "{how}");
+    // The OpenACC constructs carry the innermost range open around them: each iteration's
+    // compute construct its iteration, the sum's the domain range.
+    let computes: Vec<_> = t
+        .events
+        .iter()
+        .filter(|e| e.kind == accprof_abi::acc_event_t::COMPUTE_CONSTRUCT_START)
+        .collect();
+    assert_eq!(computes.len(), iterations + 2, "{how}");
+    let range_of = |r: &accprof_trace::Event| r.get(Field::NvtxRange);
+    assert_eq!(computes[0].get(Field::NvtxRange), range_of(setup[0]), "{how}");
+    for (c, it) in computes[1..=iterations].iter().zip(&iters) {
+        assert_eq!(c.get(Field::NvtxRange), range_of(it), "{how}");
+    }
+    assert_eq!(computes[iterations + 1].get(Field::NvtxRange), range_of(sweep[0]));
+    assert!(
+        t.events
+            .iter()
+            .all(|e| !e.flags().contains(EventFlags::NO_END)),
+        "{how}: every range ended"
+    );
+}
+
+#[test]
+fn nvtx_ranges_marks_and_domains_are_recorded_without_a_rebuild() {
+    let dir = scratch("nvtx");
+    let exe = compile(&dir);
+    for how in ALL_LOADS {
+        let trace = dir.join(format!("{how:?}.trace"));
+        let out = run_profiled(&exe, &["4"], how, &trace, &[]);
+        assert!(out.status.success(), "{how:?}: {}", stderr(&out));
+        check(&load(&trace), 4, &format!("{how:?}"));
+    }
+    // `accprof run`, and a tool the user named for NVTX is left alone.
+    let trace = dir.join("run.trace");
+    let out = Command::new(accprof_cli())
+        .args(["run", "-q", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .arg("2")
+        .env_remove("NVTX_INJECTION64_PATH")
+        .env("ACCPROF_LIB", libaccprof())
+        .output()
+        .expect("accprof runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    check(&load(&trace), 2, "accprof run");
+    let out = run_profiled(
+        &exe,
+        &["2"],
+        Load::Preload,
+        &trace,
+        &[("NVTX_INJECTION64_PATH", "/nonexistent/other_tool.so")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let t = load(&trace);
+    assert!(
+        !t.events.iter().any(|e| nvtx::is_nvtx(e.kind)),
+        "another tool was named: accprof records no NVTX"
+    );
+    assert!(
+        t.events
+            .iter()
+            .any(|e| e.kind == accprof_abi::acc_event_t::COMPUTE_CONSTRUCT_START),
+        "the OpenACC events are still recorded"
+    );
+}
