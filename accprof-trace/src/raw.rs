@@ -168,7 +168,14 @@ pub fn decode(words: &[u64], e: &mut Event) -> Option<usize> {
         // copied with the runtime's valid_bytes (which the view respects) and zeros after.
         let prof = unsafe { ProfView::new(prof.as_ptr() as *const acc_prof_info) };
         if let Some(prof) = prof {
-            fill_prof(e, &prof, words[word::OS_THREAD] & 0xffff_ffff, &mut flags, src, func);
+            fill_prof(
+                e,
+                &prof,
+                words[word::OS_THREAD] & 0xffff_ffff,
+                &mut flags,
+                src,
+                func,
+            );
         }
     }
     if let Some(api) = p.api {

@@ -210,7 +210,9 @@ fn handle_of(id: accprof_trace::StrId) -> *const c_void {
 }
 
 fn id_of_handle(h: *const c_void) -> Option<u32> {
-    (h as usize as u64).checked_sub(1).and_then(|v| u32::try_from(v).ok())
+    (h as usize as u64)
+        .checked_sub(1)
+        .and_then(|v| u32::try_from(v).ok())
 }
 
 /// A NUL-terminated C string, at most 4 KiB of it.
@@ -248,7 +250,9 @@ unsafe fn wide_text(p: *const libc::wchar_t) -> Option<Vec<u8>> {
 }
 
 fn define(bytes: Option<Vec<u8>>) -> *const c_void {
-    bytes.map_or(std::ptr::null(), |b| handle_of(crate::strings::define_text(&b)))
+    bytes.map_or(std::ptr::null(), |b| {
+        handle_of(crate::strings::define_text(&b))
+    })
 }
 
 // ---- names given to categories and threads, written by the writer thread ------------------
@@ -258,7 +262,10 @@ static NAMES: Mutex<Vec<accprof_trace::Event>> = Mutex::new(Vec::new());
 
 /// The names given since the last call, as point events (writer thread).
 pub fn take_names() -> Vec<accprof_trace::Event> {
-    NAMES.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default()
+    NAMES
+        .lock()
+        .map(|mut v| std::mem::take(&mut *v))
+        .unwrap_or_default()
 }
 
 fn name(kind: accprof_abi::acc_event_t, domain: Option<u32>, key: u64, text: Option<Vec<u8>>) {
@@ -343,7 +350,9 @@ unsafe fn message_of(t: i32, m: *const c_void) -> Message {
 }
 
 fn define_id(bytes: Option<Vec<u8>>) -> Message {
-    bytes.map_or(Message::None, |b| Message::Id(crate::strings::define_text(&b).0))
+    bytes.map_or(Message::None, |b| {
+        Message::Id(crate::strings::define_text(&b).0)
+    })
 }
 
 fn domain_of(d: *const c_void) -> Option<u32> {
@@ -442,28 +451,48 @@ unsafe extern "C" fn name_category_a(category: u32, n: *const c_char) {
     // SAFETY: the program's NUL-terminated string.
     let text = unsafe { c_text(n) };
     let _ = std::panic::catch_unwind(|| {
-        name(accprof_trace::nvtx::CATEGORY_NAME, None, u64::from(category), text)
+        name(
+            accprof_trace::nvtx::CATEGORY_NAME,
+            None,
+            u64::from(category),
+            text,
+        )
     });
 }
 unsafe extern "C" fn name_category_w(category: u32, n: *const libc::wchar_t) {
     // SAFETY: the program's NUL-terminated wide string.
     let text = unsafe { wide_text(n) };
     let _ = std::panic::catch_unwind(|| {
-        name(accprof_trace::nvtx::CATEGORY_NAME, None, u64::from(category), text)
+        name(
+            accprof_trace::nvtx::CATEGORY_NAME,
+            None,
+            u64::from(category),
+            text,
+        )
     });
 }
 unsafe extern "C" fn name_os_thread_a(thread: u32, n: *const c_char) {
     // SAFETY: as above.
     let text = unsafe { c_text(n) };
     let _ = std::panic::catch_unwind(|| {
-        name(accprof_trace::nvtx::THREAD_NAME, None, u64::from(thread), text)
+        name(
+            accprof_trace::nvtx::THREAD_NAME,
+            None,
+            u64::from(thread),
+            text,
+        )
     });
 }
 unsafe extern "C" fn name_os_thread_w(thread: u32, n: *const libc::wchar_t) {
     // SAFETY: as above.
     let text = unsafe { wide_text(n) };
     let _ = std::panic::catch_unwind(|| {
-        name(accprof_trace::nvtx::THREAD_NAME, None, u64::from(thread), text)
+        name(
+            accprof_trace::nvtx::THREAD_NAME,
+            None,
+            u64::from(thread),
+            text,
+        )
     });
 }
 unsafe extern "C" fn domain_mark_ex(d: *const c_void, a: *const EventAttributes) {
@@ -488,7 +517,12 @@ unsafe extern "C" fn domain_name_category_a(d: *const c_void, category: u32, n: 
     // SAFETY: as above.
     let text = unsafe { c_text(n) };
     let _ = std::panic::catch_unwind(|| {
-        name(accprof_trace::nvtx::CATEGORY_NAME, domain_of(d), u64::from(category), text)
+        name(
+            accprof_trace::nvtx::CATEGORY_NAME,
+            domain_of(d),
+            u64::from(category),
+            text,
+        )
     });
 }
 unsafe extern "C" fn domain_name_category_w(
@@ -499,10 +533,18 @@ unsafe extern "C" fn domain_name_category_w(
     // SAFETY: as above.
     let text = unsafe { wide_text(n) };
     let _ = std::panic::catch_unwind(|| {
-        name(accprof_trace::nvtx::CATEGORY_NAME, domain_of(d), u64::from(category), text)
+        name(
+            accprof_trace::nvtx::CATEGORY_NAME,
+            domain_of(d),
+            u64::from(category),
+            text,
+        )
     });
 }
-unsafe extern "C" fn domain_register_string_a(_d: *const c_void, s: *const c_char) -> *const c_void {
+unsafe extern "C" fn domain_register_string_a(
+    _d: *const c_void,
+    s: *const c_char,
+) -> *const c_void {
     // SAFETY: as above.
     let text = unsafe { c_text(s) };
     std::panic::catch_unwind(|| define(text)).unwrap_or(std::ptr::null())

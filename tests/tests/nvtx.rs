@@ -14,7 +14,10 @@ fn nvtx_include() -> PathBuf {
         return PathBuf::from(dir);
     }
     let out = Command::new("python3")
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
         .output()
         .expect("python3 runs");
     let site = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
@@ -56,7 +59,13 @@ fn check(t: &Trace, iterations: usize, how: &str) {
     let sweep = ranges(t, "sweep");
     let whole = ranges(t, "whole run");
     assert_eq!(
-        (setup.len(), solve.len(), iters.len(), sweep.len(), whole.len()),
+        (
+            setup.len(),
+            solve.len(),
+            iters.len(),
+            sweep.len(),
+            whole.len()
+        ),
         (1, 1, iterations, 1, 1),
         "{how}: one range per push (and the start/end range once)"
     );
@@ -66,23 +75,44 @@ fn check(t: &Trace, iterations: usize, how: &str) {
     let solve_id = solve.get(Field::NvtxRange).expect("instance");
     for (n, it) in iters.iter().enumerate() {
         assert_eq!(it.kind, nvtx::RANGE);
-        assert_eq!(it.get(Field::NvtxParent), Some(solve_id), "{how}: iteration {n}");
-        assert!(it.start_ns >= solve.start_ns && it.end_ns <= solve.end_ns, "{how}");
+        assert_eq!(
+            it.get(Field::NvtxParent),
+            Some(solve_id),
+            "{how}: iteration {n}"
+        );
+        assert!(
+            it.start_ns >= solve.start_ns && it.end_ns <= solve.end_ns,
+            "{how}"
+        );
         assert_eq!(it.get(Field::NvtxCategory), Some(7));
         assert_eq!(it.get(Field::NvtxColor), Some(0xff00_ff00));
-        assert_eq!(it.get(Field::NvtxPayload), Some(n as u64), "{how}: the payload");
+        assert_eq!(
+            it.get(Field::NvtxPayload),
+            Some(n as u64),
+            "{how}: the payload"
+        );
     }
-    assert_eq!(solve.get(Field::NvtxParent), None, "{how}: solve is outermost");
+    assert_eq!(
+        solve.get(Field::NvtxParent),
+        None,
+        "{how}: solve is outermost"
+    );
     assert!(whole.start_ns <= setup[0].start_ns && whole.end_ns >= sweep[0].end_ns);
     // A domain and a registered message.
-    assert_eq!(str_field(t, sweep[0], Field::NvtxDomain), Some("solver"), "{how}");
+    assert_eq!(
+        str_field(t, sweep[0], Field::NvtxDomain),
+        Some("solver"),
+        "{how}"
+    );
     assert_eq!(str_field(t, solve, Field::NvtxDomain), None, "{how}");
     // Marks: one per iteration, inside it.
     let marks: Vec<_> = t.events.iter().filter(|e| e.kind == nvtx::MARK).collect();
     assert_eq!(marks.len(), iterations, "{how}");
     for m in &marks {
         assert_eq!(message(t, m), "iteration done");
-        assert!(iters.iter().any(|i| i.start_ns <= m.start_ns && m.start_ns <= i.end_ns));
+        assert!(iters
+            .iter()
+            .any(|i| i.start_ns <= m.start_ns && m.start_ns <= i.end_ns));
     }
     // Names given to a category and a thread.
     let named = |kind| {
@@ -103,16 +133,75 @@ fn check(t: &Trace, iterations: usize, how: &str) {
         .collect();
     assert_eq!(computes.len(), iterations + 2, "{how}");
     let range_of = |r: &accprof_trace::Event| r.get(Field::NvtxRange);
-    assert_eq!(computes[0].get(Field::NvtxRange), range_of(setup[0]), "{how}");
+    assert_eq!(
+        computes[0].get(Field::NvtxRange),
+        range_of(setup[0]),
+        "{how}"
+    );
     for (c, it) in computes[1..=iterations].iter().zip(&iters) {
         assert_eq!(c.get(Field::NvtxRange), range_of(it), "{how}");
     }
-    assert_eq!(computes[iterations + 1].get(Field::NvtxRange), range_of(sweep[0]));
+    assert_eq!(
+        computes[iterations + 1].get(Field::NvtxRange),
+        range_of(sweep[0])
+    );
     assert!(
         t.events
             .iter()
             .all(|e| !e.flags().contains(EventFlags::NO_END)),
         "{how}: every range ended"
+    );
+}
+
+/// `accprof report`: a table of the ranges, each with the OpenACC time inside it, an outer
+/// range holding its inner ones'.
+fn check_report(trace: &std::path::Path, iterations: u64) {
+    let out = Command::new(accprof_cli())
+        .args(["report", "--format", "json"])
+        .arg(trace)
+        .output()
+        .expect("accprof runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let rows = json["traces"][0]["profile"]["nvtx_ranges"]
+        .as_array()
+        .expect("an nvtx_ranges table")
+        .clone();
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no row {name}: {rows:?}"))
+            .clone()
+    };
+    let (solve, iteration, sweep) = (row("solve"), row("iteration"), row("sweep"));
+    assert_eq!(iteration["time"]["count"], iterations);
+    assert_eq!(sweep["domain"], "solver");
+    assert_eq!(row("whole run")["start_end"], true);
+    let acc = |r: &serde_json::Value| r["inside"]["openacc_ns"].as_u64().unwrap();
+    assert!(
+        acc(&iteration) > 0,
+        "the iterations' compute constructs: {iteration}"
+    );
+    assert_eq!(
+        acc(&solve),
+        acc(&iteration),
+        "solve holds nothing but its iterations"
+    );
+    assert!(acc(&solve) <= solve["time"]["total_ns"].as_u64().unwrap());
+    let marks = &json["traces"][0]["profile"]["nvtx_marks"];
+    assert_eq!(marks[0]["name"], "iteration done");
+    assert_eq!(marks[0]["count"], iterations);
+    let text = Command::new(accprof_cli())
+        .arg("report")
+        .arg(trace)
+        .output()
+        .expect("accprof runs");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("NVTX ranges")
+            && text.contains("solver: sweep")
+            && text.contains("whole run (start/end)"),
+        "{text}"
     );
 }
 
@@ -126,6 +215,7 @@ fn nvtx_ranges_marks_and_domains_are_recorded_without_a_rebuild() {
         assert!(out.status.success(), "{how:?}: {}", stderr(&out));
         check(&load(&trace), 4, &format!("{how:?}"));
     }
+    check_report(&dir.join("Preload.trace"), 4);
     // `accprof run`, and a tool the user named for NVTX is left alone.
     let trace = dir.join("run.trace");
     let out = Command::new(accprof_cli())

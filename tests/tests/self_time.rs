@@ -39,7 +39,12 @@ fn self_time_counts_every_callback_and_is_silent_unless_asked() {
         .and_then(|s| s.split(' ').next())
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    assert_eq!(n + 1, callbacks, "the first callback is the start: {}", lines[0]);
+    assert_eq!(
+        n + 1,
+        callbacks,
+        "the first callback is the start: {}",
+        lines[0]
+    );
     assert!(
         lines[0].contains("OpenACC callbacks")
             && lines[0].contains("CUDA driver callbacks")

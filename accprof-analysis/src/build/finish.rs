@@ -147,6 +147,7 @@ impl ProfileBuilder {
             })
             .collect();
         profile.allocs = self.allocs;
+        (profile.nvtx_ranges, profile.nvtx_marks) = self.nvtx.finish(strings);
         profile
     }
 }

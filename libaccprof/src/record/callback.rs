@@ -308,7 +308,9 @@ unsafe fn record(
 /// Runs `f` on the calling thread's state as a callback would (starting recording on the first
 /// event, keeping out of a fork's way, never re-entered), with the time now: for the program's
 /// NVTX calls. `None` when nothing may be recorded now.
-pub fn with_recording_thread<R>(f: impl FnOnce(&mut ThreadState, &Recorder, u64) -> R) -> Option<R> {
+pub fn with_recording_thread<R>(
+    f: impl FnOnce(&mut ThreadState, &Recorder, u64) -> R,
+) -> Option<R> {
     let word = hot::load();
     if word & hot::FORK_PENDING != 0 {
         return None;

@@ -265,7 +265,11 @@ mod tests {
         };
         assert_eq!(t.push(&mut strings, 10, 1, &a).1, 0);
         let outer = t.top();
-        assert_eq!(t.push(&mut strings, 11, 1, &d).1, 0, "another domain: level 0");
+        assert_eq!(
+            t.push(&mut strings, 11, 1, &d).1,
+            0,
+            "another domain: level 0"
+        );
         assert_eq!(t.push(&mut strings, 12, 1, &a).1, 1);
         let (inner, level) = t.pop(13, None).unwrap();
         assert_eq!(level, 1);

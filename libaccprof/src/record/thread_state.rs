@@ -244,6 +244,7 @@ impl ThreadState {
     pub fn nvtx_push(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) -> i32 {
         let thread = self.thread_id();
         let (given_up, level) = self.nvtx.push(&mut self.strings, now, thread, attrs);
+        crate::recorder::thread_id::set_current_nvtx_range(self.nvtx.top());
         if let Some(e) = given_up {
             emit_event(&self.slot, rec, &e);
         }
@@ -253,7 +254,9 @@ impl ThreadState {
     /// nvtxRangePop: closes the innermost range of `domain`; its level, or -1 when none was
     /// open (as nvtx3 says an error).
     pub fn nvtx_pop(&mut self, rec: &Recorder, now: u64, domain: Option<u32>) -> i32 {
-        match self.nvtx.pop(now, domain) {
+        let popped = self.nvtx.pop(now, domain);
+        crate::recorder::thread_id::set_current_nvtx_range(self.nvtx.top());
+        match popped {
             Some((e, level)) => {
                 emit_event(&self.slot, rec, &e);
                 level
@@ -265,14 +268,26 @@ impl ThreadState {
     /// nvtxMark.
     pub fn nvtx_mark(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) {
         let thread = self.thread_id();
-        let e = nvtx::build(&mut self.strings, accprof_trace::nvtx::MARK, now, thread, attrs);
+        let e = nvtx::build(
+            &mut self.strings,
+            accprof_trace::nvtx::MARK,
+            now,
+            thread,
+            attrs,
+        );
         emit_event(&self.slot, rec, &e);
     }
 
     /// nvtxRangeStart: a range any thread may end; its id.
     pub fn nvtx_start(&mut self, now: u64, attrs: &NvtxAttrs) -> u64 {
         let thread = self.thread_id();
-        let mut e = nvtx::build(&mut self.strings, accprof_trace::nvtx::START_END, now, thread, attrs);
+        let mut e = nvtx::build(
+            &mut self.strings,
+            accprof_trace::nvtx::START_END,
+            now,
+            thread,
+            attrs,
+        );
         let top = self.nvtx.top();
         if top != 0 {
             e.set(accprof_trace::Field::NvtxParent, u64::from(top));
