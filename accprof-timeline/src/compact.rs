@@ -65,6 +65,8 @@ impl CompactEvent {
         };
         let name = if ev.kind == acc_event_t::ENQUEUE_LAUNCH_START || ev.kind == device::KERNEL {
             str_or_none(Field::KernelName)
+        } else if accprof_trace::nvtx::is_nvtx(ev.kind) {
+            str_or_none(Field::NvtxMessage)
         } else {
             str_or_none(Field::VarName)
         };

@@ -12,6 +12,8 @@ use std::collections::BTreeSet;
 pub enum TrackKind {
     /// Constructs, waits and instants of one host thread (`None`: the runtime gave no thread id).
     Host { thread: Option<i64> },
+    /// The program's own NVTX ranges and marks on one host thread (shown just above it).
+    Nvtx { thread: Option<i64> },
     /// Synchronous uploads, downloads and launches issued by one host thread.
     DeviceSync { thread: Option<i64> },
     /// Work on one async queue, whichever thread enqueued it.
@@ -47,6 +49,9 @@ impl TrackKind {
         if device::is_device_record(kind) {
             return TrackKind::DeviceStream { stream };
         }
+        if accprof_trace::nvtx::is_nvtx(kind) {
+            return TrackKind::Nvtx { thread };
+        }
         if !is_enqueue(kind) {
             return TrackKind::Host { thread };
         }
@@ -65,6 +70,7 @@ impl TrackKind {
             |t: &Option<i64>| t.map_or("host thread ?".to_string(), |t| format!("host thread {t}"));
         match self {
             TrackKind::Host { thread: t } => thread(t),
+            TrackKind::Nvtx { thread: t } => format!("{}: NVTX ranges", thread(t)),
             TrackKind::DeviceSync { thread: t } => format!("{}: device (synchronous)", thread(t)),
             TrackKind::DeviceQueue { queue } => format!("device: async queue {queue}"),
             TrackKind::DeviceStream { stream: None } => "device (no stream)".to_string(),
@@ -101,12 +107,14 @@ pub struct TrackKey {
 }
 
 impl TrackKey {
-    /// The order tracks are shown in: per trace, each host thread just before its synchronous
-    /// device track, then the async queues, then the device streams (what the device did).
+    /// The order tracks are shown in: per trace, each host thread's NVTX ranges, the thread,
+    /// its synchronous device track, then the async queues, then the device streams (what the
+    /// device did).
     pub fn display_order(&self) -> (u16, u8, Option<i64>, u8) {
         match self.kind {
-            TrackKind::Host { thread } => (self.trace, 0, thread, 0),
-            TrackKind::DeviceSync { thread } => (self.trace, 0, thread, 1),
+            TrackKind::Nvtx { thread } => (self.trace, 0, thread, 0),
+            TrackKind::Host { thread } => (self.trace, 0, thread, 1),
+            TrackKind::DeviceSync { thread } => (self.trace, 0, thread, 2),
             TrackKind::DeviceQueue { queue } => (self.trace, 1, Some(queue), 0),
             // Stream handles are ids or addresses: their order as unsigned numbers is kept.
             TrackKind::DeviceStream { stream } => {

@@ -153,6 +153,11 @@ pub mod nvtx {
         (RANGE.0..=THREAD_NAME.0).contains(&kind.0)
     }
 
+    /// Whether `kind` names a category or a thread (no activity: timelines leave it out).
+    pub fn is_name(kind: acc_event_t) -> bool {
+        kind == CATEGORY_NAME || kind == THREAD_NAME
+    }
+
     /// Whether `kind` is a range (push/pop or start/end).
     pub fn is_range(kind: acc_event_t) -> bool {
         kind == RANGE || kind == START_END

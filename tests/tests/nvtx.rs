@@ -205,6 +205,96 @@ fn check_report(trace: &std::path::Path, iterations: u64) {
     );
 }
 
+/// Both exports and the TUI: a track of the ranges per thread, its slices named by the program.
+fn check_timelines(trace: &std::path::Path, iterations: usize) {
+    let dir = trace.parent().expect("a directory");
+    let json = dir.join("n.json");
+    let out = Command::new(accprof_cli())
+        .args(["export", "-q", "-o"])
+        .arg(&json)
+        .arg(trace)
+        .output()
+        .expect("accprof runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("written")).expect("json");
+    let events = v["traceEvents"].as_array().expect("traceEvents");
+    let track = events
+        .iter()
+        .find(|e| {
+            e["ph"] == "M"
+                && e["args"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("NVTX ranges"))
+        })
+        .unwrap_or_else(|| panic!("no NVTX track among {} events", events.len()));
+    let on_track: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"] == track["tid"] && e["pid"] == track["pid"])
+        .collect();
+    let named = |n: &str| on_track.iter().filter(|e| e["name"] == n).count();
+    assert_eq!(
+        (
+            named("iteration"),
+            named("solve"),
+            named("sweep"),
+            named("iteration done")
+        ),
+        (iterations, 1, 1, iterations),
+        "{on_track:?}"
+    );
+    assert!(on_track.iter().all(|e| e["cat"] == "nvtx"));
+    let pf = dir.join("n.pftrace");
+    let out = Command::new(accprof_cli())
+        .args(["export", "-q", "-o"])
+        .arg(&pf)
+        .arg(trace)
+        .output()
+        .expect("accprof runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bytes = std::fs::read(&pf).expect("written");
+    let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
+    assert!(
+        has(b"NVTX ranges") && has(b"iteration"),
+        "the Perfetto track and its slices"
+    );
+    // The TUI, in tmux: a lane of the thread's ranges above the thread's own.
+    let socket = format!("accprof-nvtx-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("tmux must be installed for this test (apt-get install tmux)")
+    };
+    let tui = workspace_root().join("target/release/accprof-tui");
+    let cmd = format!("{} {}", tui.display(), trace.display());
+    assert!(tmux(&["new-session", "-d", "-x", "140", "-y", "20", &cmd])
+        .status
+        .success());
+    let start = std::time::Instant::now();
+    let screen = loop {
+        let s =
+            String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", "0"]).stdout).into_owned();
+        if s.contains("NVTX whole run") || start.elapsed() > std::time::Duration::from_secs(20) {
+            break s;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let _ = tmux(&["kill-server"]);
+    let lanes: Vec<&str> = screen
+        .lines()
+        .filter_map(|l| l.split('│').next())
+        .map(str::trim)
+        .filter(|l| l.starts_with("thread"))
+        .collect();
+    assert!(
+        lanes.len() >= 2 && lanes[0].ends_with("NVTX") && !lanes[1].ends_with("NVTX"),
+        "the ranges' lane first, then the thread's: {lanes:?}\n{screen}"
+    );
+    assert!(screen.contains("NVTX whole run"), "{screen}");
+}
+
 #[test]
 fn nvtx_ranges_marks_and_domains_are_recorded_without_a_rebuild() {
     let dir = scratch("nvtx");
@@ -216,6 +306,7 @@ fn nvtx_ranges_marks_and_domains_are_recorded_without_a_rebuild() {
         check(&load(&trace), 4, &format!("{how:?}"));
     }
     check_report(&dir.join("Preload.trace"), 4);
+    check_timelines(&dir.join("Preload.trace"), 4);
     // `accprof run`, and a tool the user named for NVTX is left alone.
     let trace = dir.join("run.trace");
     let out = Command::new(accprof_cli())

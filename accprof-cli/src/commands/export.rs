@@ -292,6 +292,9 @@ pub(crate) fn collect_with_progress(
                 if let Some(b) = builder.as_mut() {
                     b.feed(ev);
                 }
+                if accprof_trace::nvtx::is_name(ev.kind) {
+                    continue;
+                }
                 let stream = ev.get(Field::AsyncHandle);
                 let mut s = Slice::from_event(ev, trace, 0, clock);
                 if device_kind::is_device_record(ev.kind) {

@@ -245,7 +245,15 @@ impl Store {
 
     fn sort_lanes(&mut self) {
         let ranks: Vec<u32> = self.sources.iter().map(|s| s.rank).collect();
-        let key = |l: &Lane| (ranks.get(l.source).copied().unwrap_or(0), l.source, l.kind);
+        // The shared display order: each thread's NVTX lane just above the thread's lane.
+        let key = |l: &Lane| {
+            let order = accprof_timeline::TrackKey {
+                trace: 0,
+                kind: l.kind,
+            }
+            .display_order();
+            (ranks.get(l.source).copied().unwrap_or(0), l.source, order)
+        };
         if self.lanes.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
             return;
         }
@@ -269,6 +277,8 @@ impl Store {
             TrackKind::Host { thread: None } | TrackKind::DeviceSync { thread: None } => {
                 "thread ?".to_string()
             }
+            TrackKind::Nvtx { thread: Some(t) } => format!("thread {t} NVTX"),
+            TrackKind::Nvtx { thread: None } => "NVTX".to_string(),
             TrackKind::DeviceQueue {
                 queue: ACC_ASYNC_NOVAL,
             } => "queue noval".to_string(),

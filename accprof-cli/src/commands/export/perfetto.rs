@@ -250,7 +250,9 @@ fn make_tracks<W: Write>(
                 threads.insert((key.trace, None), track);
                 (process, track)
             }
-            TrackKind::DeviceSync { thread } => {
+            // Under the thread they ran on: its synchronous device work, the program's NVTX
+            // ranges.
+            TrackKind::DeviceSync { thread } | TrackKind::Nvtx { thread } => {
                 let parent = threads
                     .get(&(key.trace, thread))
                     .copied()

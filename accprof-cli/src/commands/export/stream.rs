@@ -454,6 +454,10 @@ impl Stream {
         self.batch.processes.push(process);
         while r.advance().map_err(Stop::Read)? {
             let ev = r.event();
+            if accprof_trace::nvtx::is_name(ev.kind) {
+                // Names the program gave: no slice.
+                continue;
+            }
             let is_device = device_kind::is_device_record(ev.kind);
             if is_device && !self.noting {
                 // Not announced by the header: host slices written so far were not kept.
@@ -1129,6 +1133,10 @@ impl<W: Write> PerfettoSink<W> {
                     } else {
                         self.process(key.trace)?
                     };
+                    (parent, self.w.slice_track(parent, &label)?)
+                }
+                TrackKind::Nvtx { thread } => {
+                    let parent = self.thread(key.trace, thread)?;
                     (parent, self.w.slice_track(parent, &label)?)
                 }
                 TrackKind::DeviceQueue { .. } => {

@@ -102,6 +102,7 @@ fn short_label(kind: &TrackKind, tracks: &TrackTable, track: u32) -> String {
     let thread = |t: &Option<i64>| t.map_or("thread ?".to_string(), |t| format!("thread {t}"));
     match kind {
         TrackKind::Host { thread: t } => format!("host {}", thread(t)),
+        TrackKind::Nvtx { thread: t } => format!("NVTX {}", thread(t)),
         TrackKind::DeviceSync { thread: t } => format!("device ({}, sync)", thread(t)),
         TrackKind::DeviceQueue { queue } => format!("device queue {queue}"),
         // What the device did, measured on it: the export's name ("device stream 0x7 (queue 1)").
