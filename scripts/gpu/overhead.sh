@@ -12,8 +12,9 @@
 # It prints, in order:
 #  1. the host: CPU model, cores, clocksource, GPU;
 #  2. the C harness (libaccprof/benches/harness) on the host CPU: ns added per callback,
-#     warm and with 4 MiB written between callbacks, for the shim's events and GCC's; and the
-#     hot-path benchmark: ns per callback and callbacks per second from 2 threads, read back;
+#     warm and with 4 MiB written between callbacks, for the shim's events and GCC's; what an
+#     NVTX push+pop and a mark cost with accprof; and the hot-path benchmark: ns per callback
+#     and callbacks per second from 2 threads, read back;
 #  3. ACCPROF_SELF_TIME: accprof's own time per callback on the program's thread, GCC's
 #     data-region Laplace (4096^2, ITERS iterations) on libgomp and on the bundled runtime;
 #  4. REPS paired repetitions of the same runs, no tool against accprof with CUPTI and CUDA
@@ -38,6 +39,8 @@ if [ "${1:-}" = stage ]; then
   OFF=(-O2 -g -fopenacc -foffload=nvptx-none "-foffload-options=-misa=sm_80 -lm")
   gcc "${OFF[@]}" -DDATA_REGION scripts/gpu/laplace.c -o $D/gcc_laplace_data -lm
   cp -L /usr/lib/x86_64-linux-gnu/libgomp.so.1 /usr/lib/x86_64-linux-gnu/libgomp-plugin-nvptx.so.1 $D/lib/
+  INC=${NVTX_INCLUDE:-$(python3 -c "import sysconfig, glob; print(glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/*/include')[0])")}
+  gcc -O2 -g -fopenacc -foffload=disable -I"$INC" -o $D/harness/nvtx_cost libaccprof/benches/harness/nvtx_cost.c -ldl
   HARNESS_BUILD=$D/harness bash -c 'H=libaccprof/benches/harness; B=$HARNESS_BUILD
     gcc -O2 -g -shared -fPIC -o $B/libfakeacc.so $H/fake_runtime.c
     gcc -O2 -g -shared -fPIC -o $B/libstoretool.so $H/store_tool.c
@@ -70,6 +73,12 @@ for shape in shim gcc; do
     $D/harness/harness $shape $mode $n 7 "${TOOLS[@]}"
     rm -f $T/h*.trace
   done
+done
+echo "== an NVTX push+pop and a mark, no tool and accprof (3 runs)"
+for r in 1 2 3; do
+  $D/harness/nvtx_cost 1000000
+  LD_PRELOAD=$D/libaccprof.so $D/harness/nvtx_cost 1000000
+  rm -f $T/h*.trace
 done
 echo "== hot-path benchmark (3 runs)"
 for r in 1 2 3; do (cd $T && $D/hot_path --bench) | grep -E "added|thread CPU|two threads|read back"; done
