@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The checks CI runs beside the tests: formatting (rustfmt.toml), clippy with warnings denied
-# on every target, no import circle among the bundled runtime's modules, and rustdoc with
-# warnings denied. Run it before you commit.
+# on every target, no import circle between the modules of any crate (scripts/module_cycles.py),
+# and rustdoc with warnings denied. Run it before you commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,8 +11,9 @@ cargo fmt --all --check
 echo "== cargo clippy (warnings denied)"
 cargo clippy --workspace --all-targets --release -- -D warnings
 
-echo "== import circles between the bundled runtime's modules"
-python3 scripts/module_cycles.py runtime-shim/src
+echo "== import circles between modules (every crate)"
+python3 scripts/module_cycles.py --self-test
+python3 scripts/module_cycles.py
 
 echo "== cargo doc (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --release

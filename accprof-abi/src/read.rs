@@ -5,9 +5,8 @@
 //! here returns `None` for a field that is not covered, so callers never see stale memory.
 //!
 //! These are on the hot path of the tool. The views read a field only when it is asked for:
-//! an earlier version copied every field into a structure of `Option`s first, and those copies
-//! (about 200 instructions and half a dozen stack cache lines per callback) were a fifth of a
-//! callback's work.
+//! copying every field into a structure of `Option`s first would cost each callback a few
+//! hundred instructions and stack cache lines for fields most callbacks never read.
 
 use super::*;
 use std::marker::PhantomData;

@@ -43,14 +43,32 @@ impl Profile {
         label: String,
         reader: TraceReader<R>,
         total_bytes: u64,
-        mut progress: impl FnMut(Progress),
+        progress: impl FnMut(Progress),
     ) -> Result<Profile, TraceError> {
         let reader = ResolvingReader::new(reader);
+        let read = Self::read_beside(label, reader, total_bytes, progress, |_, _| {
+            std::ops::ControlFlow::Continue(())
+        })?;
+        Ok(read.0)
+    }
+
+    /// The profile of what `reader` streams (decoded on a second thread), with every batch of
+    /// events also handed to `each` (with the bytes read by then), for a view that reads the
+    /// trace for something else too (`accprof plot` draws its timeline in the same pass). When
+    /// `each` stops the reading, the profile is of the events read so far and the flag is set.
+    pub fn read_beside<R: Read + Send>(
+        label: String,
+        reader: ResolvingReader<R>,
+        total_bytes: u64,
+        mut progress: impl FnMut(Progress),
+        mut each: impl FnMut(&[Event], u64) -> std::ops::ControlFlow<()>,
+    ) -> Result<(Profile, bool), TraceError> {
         let mut b = builder_for(reader.header());
         let mut next_progress = PROGRESS_EVERY;
         let mut named = KernelNameNotes::default();
+        let mut stopped = false;
         let note = move |ev: &Event, strings: &StringTable| named.note(ev, strings);
-        let reader = reader.for_each_batch_noting(note, |events, names, bytes_read| {
+        let reader = reader.try_for_each_batch_noting(note, |events, names, bytes_read| {
             for (id, text) in names {
                 b.name_kernel(*id, text);
             }
@@ -65,13 +83,16 @@ impl Profile {
                     events: b.events_seen(),
                 });
             }
+            let flow = each(events, bytes_read);
+            stopped = flow.is_break();
+            flow
         })?;
         progress(Progress {
             bytes_read: reader.bytes_read(),
             total_bytes,
             events: b.events_seen(),
         });
-        Ok(Self::finish_read(label, b, &reader))
+        Ok((Self::finish_read(label, b, &reader), stopped))
     }
 
     /// Streams any [`TraceReader`] into a profile. `label` names the trace in the report.
@@ -115,9 +136,8 @@ impl Profile {
     ) -> Profile {
         let footer_end = reader.footer().map(|f| f.end_monotonic_ns);
         let wall = wall_time(reader.header(), footer_end);
-        let mut p = b.finish_with_wall(reader.strings(), wall);
-        p.sources
-            .push(source(label, reader.header(), footer_end.is_some()));
+        let src = ProfileSource::of_header(label, reader.header(), footer_end.is_some());
+        let mut p = b.finish_for(reader.strings(), wall, src);
         p.summary.dropped_events = reader.dropped_total();
         p.warnings.extend(reader.truncation_warning());
         p.warnings.extend(reader.loss_warning());
@@ -139,9 +159,8 @@ impl Profile {
             b.feed(ev);
         }
         let footer_end = trace.footer.as_ref().map(|f| f.end_monotonic_ns);
-        let mut p = b.finish_with_wall(&trace.strings, wall_time(&trace.header, footer_end));
-        p.sources
-            .push(source(label.into(), &trace.header, footer_end.is_some()));
+        let src = ProfileSource::of_header(label.into(), &trace.header, footer_end.is_some());
+        let mut p = b.finish_for(&trace.strings, wall_time(&trace.header, footer_end), src);
         p.summary.dropped_events = trace.dropped_total;
         p.warnings.extend(trace.truncation_warning.iter().cloned());
         if let Some(w) = trace.integrity.loss_warning() {
@@ -176,12 +195,28 @@ impl KernelNameNotes {
 
 /// The header key libaccprof writes when it records device activity (CUPTI), naming the
 /// library it loaded.
-pub const DEVICE_ACTIVITY_KEY: &str = "device_activity";
+pub use accprof_trace::header::DEVICE_ACTIVITY_KEY;
 
 impl ProfileBuilder {
     /// The builder a trace with header `h` needs (device records or not, CUPTI or CUDA events).
     pub fn for_header(h: &Header) -> ProfileBuilder {
         builder_for(h)
+    }
+
+    /// The profile of the trace `source` names, every event of which was fed: the one way
+    /// every view ends a profile, so that they all agree. `wall_ns` is the run's wall time
+    /// when the trace says it. Data regions get the closing line of their block from the
+    /// source where it is at hand ([`crate::source::close_regions`]).
+    pub fn finish_for(
+        self,
+        strings: &StringTable,
+        wall_ns: Option<u64>,
+        source: ProfileSource,
+    ) -> Profile {
+        let mut p = self.finish_with_wall(strings, wall_ns);
+        p.sources.push(source);
+        crate::source::close_regions(&mut p);
+        p
     }
 }
 
@@ -205,17 +240,20 @@ fn wall_time(h: &Header, footer_end: Option<u64>) -> Option<u64> {
     (h.start_monotonic_ns > 0 && end > h.start_monotonic_ns).then(|| end - h.start_monotonic_ns)
 }
 
-fn source(label: String, h: &Header, clean_end: bool) -> ProfileSource {
-    ProfileSource {
-        path: label,
-        exe: h.exe.clone(),
-        args: h.args.clone(),
-        pid: h.pid,
-        hostname: h.hostname.clone(),
-        mpi_rank: h.mpi_rank,
-        start_monotonic_ns: h.start_monotonic_ns,
-        clean_end,
-        cwd: crate::source::working_directory(h),
+impl ProfileSource {
+    /// The trace read from `label` with header `h`, as a profile names it.
+    pub fn of_header(label: String, h: &Header, clean_end: bool) -> ProfileSource {
+        ProfileSource {
+            path: label,
+            exe: h.exe.clone(),
+            args: h.args.clone(),
+            pid: h.pid,
+            hostname: h.hostname.clone(),
+            mpi_rank: h.mpi_rank,
+            start_monotonic_ns: h.start_monotonic_ns,
+            clean_end,
+            cwd: crate::source::working_directory(h),
+        }
     }
 }
 

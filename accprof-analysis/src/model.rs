@@ -552,10 +552,10 @@ pub struct Profile {
     pub slice_runs: Vec<SliceRuns>,
     pub allocs: Vec<AllocSite>,
     /// Device memory in use per device: high-water mark, the arrays holding it, the series.
-    pub device_memory: Vec<crate::build::DeviceMemory>,
+    pub device_memory: Vec<DeviceMemory>,
     /// Where the device idled between constructs while the host worked (traces with device
     /// records only; left empty when profiles are merged).
-    pub device_gaps: crate::build::DeviceGaps,
+    pub device_gaps: DeviceGaps,
     /// The limits of the devices kernels ran on (traces with CUPTI's device properties).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<crate::occupancy::DeviceLimits>,
@@ -591,4 +591,69 @@ impl Profile {
     pub fn construct(&self, i: Option<usize>) -> Option<&Construct> {
         i.and_then(|i| self.constructs.get(i))
     }
+}
+
+/// Device memory of one device, from the runtime's allocations.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct DeviceMemory {
+    /// The device number the runtime reported (`None` when it gave none).
+    pub device: Option<i64>,
+    /// "alloc/free" or "create/delete": the events the figures come from.
+    pub events: &'static str,
+    /// The most bytes in use at once, and when (monotonic ns).
+    pub peak_bytes: u64,
+    pub peak_ns: u64,
+    /// How many allocations were live at the peak, and the largest of them.
+    pub arrays_at_peak: u64,
+    pub largest_at_peak: Vec<HeldArray>,
+    /// Bytes in use over time: (monotonic ns, bytes), each point the largest value of its span.
+    pub series: Vec<(u64, u64)>,
+    pub allocations: u64,
+    pub frees: u64,
+    /// Frees of a device pointer no recorded allocation gave (allocated before recording
+    /// began, or a runtime that names no device pointer): not counted.
+    pub unmatched_frees: u64,
+    /// Bytes still allocated when the trace ended.
+    pub in_use_at_end: u64,
+}
+
+/// One allocation live at the peak.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct HeldArray {
+    /// The variable; else its host address, else its device address (what the runtime gave).
+    pub name: String,
+    pub bytes: u64,
+    /// Where it was allocated.
+    pub file: Option<String>,
+    pub line: Option<i64>,
+    pub allocated: EventRef,
+}
+
+/// Where the device idled while the host worked between constructs.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct DeviceGaps {
+    /// Time the device was busy (the union of its records).
+    pub busy_ns: u64,
+    /// From the first device record's start to the last one's end.
+    pub span_ns: u64,
+    /// Per pair of constructs, largest total first.
+    pub sites: Vec<GapSite>,
+}
+
+/// The gaps between the device work of one construct and that of the next.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct GapSite {
+    /// Index in `Profile::constructs` of the construct whose device work came before the gap
+    /// (`None`: work no construct issued).
+    pub before: Option<usize>,
+    /// The construct whose device work ended the gap.
+    pub after: Option<usize>,
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    /// The longest gap, as the device record that ended it.
+    pub longest: Option<EventRef>,
+    /// Start of the first gap and end of the last, monotonic ns.
+    pub first_ns: u64,
+    pub last_ns: u64,
 }

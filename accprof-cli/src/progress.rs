@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 const SHOW_AFTER: Duration = Duration::from_millis(500);
 
 /// One bar, shown lazily; several phases (reading, writing) reuse it with a new length.
-pub struct Progress {
+pub struct ProgressBar {
     enabled: bool,
     started: Instant,
     bar: Option<indicatif::ProgressBar>,
@@ -21,14 +21,14 @@ pub struct Progress {
     bytes: bool,
 }
 
-impl Progress {
+impl ProgressBar {
     /// A bar for a command run with `quiet` as given; disabled when stderr is not a terminal.
     pub fn new(quiet: bool) -> Self {
         Self::with_terminal(quiet, std::io::stderr().is_terminal())
     }
 
     fn with_terminal(quiet: bool, terminal: bool) -> Self {
-        Progress {
+        ProgressBar {
             enabled: !quiet && terminal,
             started: Instant::now(),
             bar: None,
@@ -81,7 +81,7 @@ impl Progress {
     }
 }
 
-impl Drop for Progress {
+impl Drop for ProgressBar {
     fn drop(&mut self) {
         self.finish();
     }
@@ -106,13 +106,13 @@ mod tests {
     #[test]
     fn quiet_or_not_a_terminal_never_shows_a_bar() {
         for (quiet, terminal) in [(true, true), (false, false), (true, false)] {
-            let mut p = Progress::with_terminal(quiet, terminal);
+            let mut p = ProgressBar::with_terminal(quiet, terminal);
             p.started -= SHOW_AFTER * 2;
             p.phase("x", 10, false);
             p.set(5);
             assert!(!p.enabled && p.bar.is_none());
         }
-        let mut p = Progress::with_terminal(false, true);
+        let mut p = ProgressBar::with_terminal(false, true);
         p.phase("x", 10, false);
         p.set(5);
         assert!(

@@ -230,3 +230,72 @@ fn synthetic_shapes_read_the_same_in_report_export_and_plot() {
         check(&p, dir.path());
     }
 }
+
+/// The lines of a trace's data region rows (entry and exit) in a view, sorted.
+fn region_lines(lines: impl IntoIterator<Item = u64>) -> String {
+    let mut v: Vec<u64> = lines.into_iter().collect();
+    v.sort_unstable();
+    format!("{v:?}")
+}
+
+/// Where a data region ends is read from the source (the runtime places the exit on a statement
+/// inside the region): report, diff and plot put it at the region's closing line, all
+/// the same, because the profile they read closes its regions as it is built.
+#[test]
+fn data_region_ends_read_the_same_in_report_diff_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = accprof_testkit::consistency::data_region_trace(dir.path());
+    let t = trace.to_str().unwrap();
+    let data_key = "data region lines";
+    let mut views = Vec::new();
+
+    let j = json_of(&["report", "--format", "json", "-q", t]);
+    let constructs = j["traces"][0]["profile"]["constructs"].as_array().unwrap();
+    let data: Vec<&Value> = constructs.iter().filter(|c| c["kind"] == "data").collect();
+    let mut report = ViewFigures::new("report");
+    report.set(
+        data_key,
+        region_lines(data.iter().map(|c| u(&c["location"]["line"]))),
+    );
+    views.push(report);
+
+    let d = json_of(&["diff", "--format", "json", "-q", t, t]);
+    let mut diff = ViewFigures::new("diff");
+    diff.set(
+        data_key,
+        region_lines(
+            d["diff"]["constructs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["kind"] == "data")
+                .map(|c| u(&c["location"]["line"])),
+        ),
+    );
+    views.push(diff);
+
+    let plot = plot_figures(&trace, dir.path());
+    let out = dir.path().join("region.trace.svg");
+    let svg = std::fs::read_to_string(&out).unwrap();
+    let mut bars = ViewFigures::new("plot bars");
+    bars.set(
+        data_key,
+        region_lines(svg.split("<text").filter_map(|t| {
+            let text = t.split_once('>')?.1.split_once("</text>")?.0.trim();
+            let rest = text.strip_prefix("data region region.c:")?;
+            rest.split(' ').next()?.parse().ok()
+        })),
+    );
+    views.push(bars);
+    views.push(plot);
+
+    match check_consistent(&views) {
+        Ok(n) => assert!(n >= 3, "{n} figures compared: {views:?}"),
+        Err(e) => panic!("the views disagree on the region's end:\n{e}"),
+    }
+    assert_eq!(
+        views[0].figures.get(data_key).map(String::as_str),
+        Some("[30, 50]"),
+        "the exit moved to the block's closing line: {views:?}"
+    );
+}

@@ -46,7 +46,7 @@ fn laplace_like_trace_exports_valid_nested_tracks() {
         sum.processes.values().collect::<Vec<_>>(),
         ["laplace (pid 4242)"]
     );
-    let threads: Vec<&str> = sum.threads.values().map(String::as_str).collect();
+    let threads: Vec<&str> = sum.shown.iter().map(String::as_str).collect();
     assert_eq!(
         threads,
         [
@@ -130,7 +130,7 @@ fn crossing_slices_on_one_track_move_to_a_second_lane() {
     let json = export(&[&p], dir.path());
     let sum = validate(&json).unwrap_or_else(|e| panic!("invalid export: {e}"));
     assert_eq!(sum.complete, 3);
-    let names: Vec<&str> = sum.threads.values().map(String::as_str).collect();
+    let names: Vec<&str> = sum.shown.iter().map(String::as_str).collect();
     assert_eq!(
         names,
         [

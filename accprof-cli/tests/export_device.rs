@@ -175,7 +175,7 @@ fn gcc_naive_names_copies_by_direction_size_and_array_and_ties_them_to_the_pragm
     install_gcc_binaries();
     let dir = tempfile::tempdir().unwrap();
     let (evs, sum) = export(&[&gpu_trace("gcc_naive")], dir.path());
-    let threads: Vec<&str> = sum.threads.values().map(String::as_str).collect();
+    let threads: Vec<&str> = sum.shown.iter().map(String::as_str).collect();
     assert_eq!(
         threads,
         [
@@ -211,7 +211,7 @@ fn gcc_naive_names_copies_by_direction_size_and_array_and_ties_them_to_the_pragm
     let a = &up["args"];
     assert_eq!(
         (a["bytes"].as_u64(), a["direction"].as_str()),
-        (Some(128 << 20), Some("host->device"))
+        (Some(128 << 20), Some("host to device"))
     );
     assert_eq!(
         (a["src_memory"].as_str(), a["dst_memory"].as_str()),
@@ -428,7 +428,7 @@ fn synthetic_device_trace(dir: &Path) -> PathBuf {
 fn synthetic_device_records_get_stream_tracks_names_args_lanes_and_flows() {
     let dir = tempfile::tempdir().unwrap();
     let (evs, sum) = export(&[&synthetic_device_trace(dir.path())], dir.path());
-    let threads: Vec<&str> = sum.threads.values().map(String::as_str).collect();
+    let threads: Vec<&str> = sum.shown.iter().map(String::as_str).collect();
     assert_eq!(
         threads,
         [

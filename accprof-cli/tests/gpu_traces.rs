@@ -94,7 +94,7 @@ fn gcc_naive_report_has_cuptis_transfers_under_the_pragma_lines() {
 
 /// scripts/gpu/laplace_heap.c mallocs A and Anew: no symbol names them and GCC reports no
 /// names, so the CUPTI copies are named by the lines of the two mallocs, found by libaccprof's
-/// allocation hooks on the GPU machine and resolved here against the committed binary.
+/// allocation hooks when the trace was recorded and resolved here against the committed binary.
 #[test]
 fn gcc_heap_arrays_are_named_by_their_malloc_lines() {
     install_gcc_binaries();

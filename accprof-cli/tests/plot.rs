@@ -55,9 +55,9 @@ fn svg_shows_the_breakdown_per_construct_and_a_lane_per_track() {
         "Host time per construct (longest first)",
         "parallel laplace.c:42 (x10)",
         "host thread 0",
-        "device (thread 0, sync)",
+        "host thread 0: device (synchronous)",
         "host thread 1",
-        "device queue 1",
+        "device: async queue 1",
     ] {
         assert!(
             texts.iter().any(|t| t == expected),

@@ -73,9 +73,9 @@ fn run(opts: &Options) -> std::io::Result<()> {
             )
         })
         .collect::<Result<_, _>>()?;
-    let queue = w.async_queue(process, 1)?;
-    let device = w.device(process, 0, "")?;
-    let stream = w.device_stream(device, 7)?;
+    let queue = w.slice_track(process, "async queue 1")?;
+    let device = w.slice_track(process, "device 0")?;
+    let stream = w.slice_track(device, "stream 7")?;
     let moved = w.counter_track(device, "bytes moved", CounterUnit::Bytes)?;
     let in_use = w.counter_track(device, "device memory in use", CounterUnit::Bytes)?;
 

@@ -5,9 +5,9 @@
 //! that format to any `io::Write`, one packet at a time, in accprof's terms:
 //!
 //! - a process per MPI rank ([`PerfettoWriter::process`]),
-//! - a track per host thread, per async queue and per device stream
-//!   ([`thread`](PerfettoWriter::thread), [`async_queue`](PerfettoWriter::async_queue),
-//!   [`device`](PerfettoWriter::device), [`device_stream`](PerfettoWriter::device_stream)),
+//! - a track per host thread ([`thread`](PerfettoWriter::thread)), and named tracks under a
+//!   process, a thread or a group of tracks ([`slice_track`](PerfettoWriter::slice_track): a
+//!   device and its streams, an async queue),
 //! - slices with name, category, source location and arguments ([`Event`]),
 //! - counters such as bytes moved and device memory in use
 //!   ([`counter_track`](PerfettoWriter::counter_track)),
@@ -20,8 +20,8 @@
 //! let mut w = PerfettoWriter::new(Vec::new());
 //! let rank = w.process(4242, "laplace", &["rank 0"])?;
 //! let main = w.thread(rank, 4242, "main")?;
-//! let gpu = w.device(rank, 0, "")?;
-//! let stream = w.device_stream(gpu, 7)?;
+//! let gpu = w.slice_track(rank, "device")?;
+//! let stream = w.slice_track(gpu, "device stream 0x7")?;
 //! let memory = w.counter_track(gpu, "device memory in use", CounterUnit::Bytes)?;
 //!
 //! let construct = w.name("acc_compute_construct");
@@ -46,7 +46,7 @@
 mod event;
 mod ids;
 mod intern;
-pub mod protos;
+mod protos;
 mod writer;
 
 pub use event::{Arg, ArgValue, CounterUnit, Event};

@@ -4,6 +4,6 @@
 //! `perfetto.protos.rs` is generated, never edited by hand: run the generator in `codegen/`
 //! (see the crate README) after changing a `.proto` file, and commit both.
 
-#![allow(missing_docs, clippy::all, rustdoc::all)]
+#![allow(missing_docs, dead_code, clippy::all, rustdoc::all)]
 
 include!("protos/perfetto.protos.rs");

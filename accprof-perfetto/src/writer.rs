@@ -224,29 +224,7 @@ impl<W: Write> PerfettoWriter<W> {
         Ok(TrackId(uuid))
     }
 
-    /// An OpenACC async queue of `process` (named `async queue N` under the process).
-    pub fn async_queue(&mut self, process: TrackId, queue: i64) -> io::Result<TrackId> {
-        self.process_pid(process)?;
-        self.slice_track(process, &format!("async queue {queue}"))
-    }
-
-    /// A device of `process`: a group that holds the device's streams and counters.
-    pub fn device(&mut self, process: TrackId, device: u32, name: &str) -> io::Result<TrackId> {
-        self.process_pid(process)?;
-        let label = if name.is_empty() {
-            format!("device {device}")
-        } else {
-            format!("device {device} ({name})")
-        };
-        self.slice_track(process, &label)
-    }
-
-    /// A stream (or queue) of a device created by [`device`](Self::device).
-    pub fn device_stream(&mut self, device: TrackId, stream: u64) -> io::Result<TrackId> {
-        self.slice_track(device, &format!("stream {stream}"))
-    }
-
-    /// A named track of slices under `parent` (a process, or a group such as a device).
+    /// A named track of slices under `parent` (a process, a thread, or a group of tracks).
     pub fn slice_track(&mut self, parent: TrackId, name: &str) -> io::Result<TrackId> {
         let parent_track = self.track(parent)?;
         if parent_track.kind == TrackKind::Counter {
@@ -331,19 +309,6 @@ impl<W: Write> PerfettoWriter<W> {
 
     // ---- events ----------------------------------------------------------------------------
 
-    /// Begins a slice on `track` at `ts` (nanoseconds); [`end`](Self::end) closes the innermost
-    /// open one. For slices whose end is already known, [`slice`](Self::slice) is simpler.
-    pub fn begin(&mut self, track: TrackId, ts: u64, event: &Event<'_>) -> io::Result<()> {
-        let index = self.slice_track_index(track)?;
-        self.emit(index, ts, track_event::Type::SliceBegin, Some(event), None)
-    }
-
-    /// Ends the innermost open slice on `track` at `ts`.
-    pub fn end(&mut self, track: TrackId, ts: u64) -> io::Result<()> {
-        let index = self.slice_track_index(track)?;
-        self.emit(index, ts, track_event::Type::SliceEnd, None, None)
-    }
-
     /// A slice from `start` to `end` on `track`, nested in the slices given before it that are
     /// still open. Give each track's slices in start order, the enclosing one first when two
     /// start together; the writer writes the ends when their time comes (or at
@@ -400,25 +365,6 @@ impl<W: Write> PerfettoWriter<W> {
             None,
             Some(track_event::CounterValueField::CounterValue(value)),
         )
-    }
-
-    /// The value of a counter track from `ts` on, as a floating-point number.
-    pub fn counter_f64(&mut self, track: TrackId, ts: u64, value: f64) -> io::Result<()> {
-        let index = self.counter_track_index(track)?;
-        self.emit(
-            index,
-            ts,
-            track_event::Type::Counter,
-            None,
-            Some(track_event::CounterValueField::DoubleCounterValue(value)),
-        )
-    }
-
-    /// Ends every slice still open on `track` at or before `ts`: needed only to interleave
-    /// [`slice`](Self::slice) with [`begin`](Self::begin)/[`end`](Self::end) on one track.
-    pub fn close_slices_until(&mut self, track: TrackId, ts: u64) -> io::Result<()> {
-        let index = self.slice_track_index(track)?;
-        self.close_until(index, ts)
     }
 
     /// What has been written so far.
@@ -835,7 +781,7 @@ mod tests {
         assert!(message(err).contains("event name 5 was not made by this writer"));
 
         // The refused events left nothing behind: the next event defines exactly its own name.
-        let q = w.async_queue(p, 1).unwrap();
+        let q = w.slice_track(p, "async queue 1").unwrap();
         w.instant(q, 2, &Event::named(good)).unwrap();
         let (bytes, _) = w.finish().unwrap();
         let trace = protos::Trace::decode(bytes.as_slice()).unwrap();

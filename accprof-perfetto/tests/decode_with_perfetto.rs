@@ -157,11 +157,11 @@ fn write_rank(r: &mut Recorder, pid: i32, threads: i64, iterations: u64) {
     let label = format!("rank {}", pid - 1000);
     let process = r.w.process(pid, "laplace", &[&label]).unwrap();
     r.tracks.push(json!({"uuid": process.uuid(), "kind": "process", "pid": pid, "name": "laplace", "labels": [label], "parent": null}));
-    let queue = r.w.async_queue(process, 1).unwrap();
+    let queue = r.w.slice_track(process, "async queue 1").unwrap();
     r.tracks.push(json!({"uuid": queue.uuid(), "kind": "track", "name": "async queue 1", "parent": process.uuid()}));
-    let device = r.w.device(process, 0, "emulated").unwrap();
+    let device = r.w.slice_track(process, "device 0 (emulated)").unwrap();
     r.tracks.push(json!({"uuid": device.uuid(), "kind": "track", "name": "device 0 (emulated)", "parent": process.uuid()}));
-    let stream = r.w.device_stream(device, 7).unwrap();
+    let stream = r.w.slice_track(device, "stream 7").unwrap();
     r.tracks.push(json!({"uuid": stream.uuid(), "kind": "track", "name": "stream 7", "parent": device.uuid()}));
     let moved =
         r.w.counter_track(device, "bytes moved", CounterUnit::Bytes)
@@ -471,7 +471,7 @@ fn perfetto_protos_decode_every_track_slice_counter_and_flow() {
     // timestamp and must still decode to its time.
     let process = r.w.process(1002, "late", &[]).unwrap();
     r.tracks.push(json!({"uuid": process.uuid(), "kind": "process", "pid": 1002, "name": "late", "labels": [], "parent": null}));
-    let queue = r.w.async_queue(process, 2).unwrap();
+    let queue = r.w.slice_track(process, "async queue 2").unwrap();
     r.tracks.push(json!({"uuid": queue.uuid(), "kind": "track", "name": "async queue 2", "parent": process.uuid()}));
     for ts in [5_000, 1_000, 7_000] {
         r.write(
@@ -489,14 +489,14 @@ fn perfetto_protos_decode_every_track_slice_counter_and_flow() {
             },
         );
     }
-    // begin/end on a host thread, beside slice().
+    // Nested slices on a host thread: the inner one ends first.
     let thread = r.w.thread(process, 1002, "main").unwrap();
     r.tracks.push(json!({"uuid": thread.uuid(), "kind": "thread", "pid": 1002, "tid": 1002, "name": "main", "parent": null}));
     let region: NameId = r.w.name("host region");
-    r.w.begin(thread, 10_000, &Event::named(region)).unwrap();
-    r.w.begin(thread, 11_000, &Event::named(region)).unwrap();
-    r.w.end(thread, 12_000).unwrap();
-    r.w.end(thread, 13_000).unwrap();
+    r.w.slice(thread, 10_000, 13_000, &Event::named(region))
+        .unwrap();
+    r.w.slice(thread, 11_000, 12_000, &Event::named(region))
+        .unwrap();
     r.use_(thread, "names", "host region".to_string());
     for (start, end, depth) in [(10_000, 13_000, 0), (11_000, 12_000, 1)] {
         r.slices.push(Slice {

@@ -298,8 +298,24 @@ impl<R: Read> ResolvingReader<R> {
     /// used, say), handed to `each` beside its batch.
     pub fn for_each_batch_noting<T: Send>(
         self,
-        mut note: impl FnMut(&Event, &StringTable) -> Option<T> + Send,
+        note: impl FnMut(&Event, &StringTable) -> Option<T> + Send,
         mut each: impl FnMut(&[Event], &[T], u64),
+    ) -> Result<Self, TraceError>
+    where
+        R: Send,
+    {
+        self.try_for_each_batch_noting(note, |events, notes, bytes| {
+            each(events, notes, bytes);
+            std::ops::ControlFlow::Continue(())
+        })
+    }
+
+    /// [`for_each_batch_noting`](Self::for_each_batch_noting) that stops reading when `each`
+    /// says so (the reader is then somewhere before the end).
+    pub fn try_for_each_batch_noting<T: Send>(
+        self,
+        mut note: impl FnMut(&Event, &StringTable) -> Option<T> + Send,
+        mut each: impl FnMut(&[Event], &[T], u64) -> std::ops::ControlFlow<()>,
     ) -> Result<Self, TraceError>
     where
         R: Send,
@@ -336,11 +352,15 @@ impl<R: Read> ResolvingReader<R> {
                     }
                 }
             });
-            for (batch, n, notes, bytes) in full_rx {
-                each(&batch[..n], &notes, bytes);
+            for (batch, n, notes, bytes) in full_rx.iter() {
+                if each(&batch[..n], &notes, bytes).is_break() {
+                    // Dropping the receiver stops the worker at its next batch.
+                    break;
+                }
                 // The worker may have finished; then the batch is simply dropped.
                 let _ = free_tx.send(batch);
             }
+            drop(full_rx);
             match worker.join() {
                 Ok(r) => r,
                 Err(panic) => std::panic::resume_unwind(panic),

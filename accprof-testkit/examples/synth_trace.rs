@@ -1,4 +1,4 @@
-//! Writes a synthetic trace: `synth_trace naive|data|loose EVENTS OUT.trace [--iters K] [--n N] [--threads T] [--no-names] [--cupti] [--cupti-by-name] [--rank R]`.
+//! Writes a synthetic trace: `synth_trace naive|data|loose EVENTS OUT.trace [--iters K] [--n N] [--threads T] [--queues Q] [--no-names] [--cupti] [--cupti-by-name] [--rank R]`.
 //! EVENTS is a minimum event count (0: use --iters). `--cupti-by-name` is `--cupti` with kernel
 //! records that do not say their issuing call, as GCC programs give (matched by kernel name). Used by the report benchmark
 //! (docs/performance/report.md) and handy for trying the TUI and exporters.
@@ -8,7 +8,7 @@ use accprof_testkit::laplace::{write_trace, Shape, SynthConfig};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        eprintln!("usage: synth_trace naive|data|loose EVENTS OUT.trace [--iters K] [--n N] [--threads T] [--no-names] [--cupti] [--cupti-by-name] [--rank R]");
+        eprintln!("usage: synth_trace naive|data|loose EVENTS OUT.trace [--iters K] [--n N] [--threads T] [--queues Q] [--no-names] [--cupti] [--cupti-by-name] [--rank R]");
         std::process::exit(2);
     }
     let shape = match args[0].as_str() {
@@ -34,6 +34,7 @@ fn main() {
             "--n" => cfg = cfg.grid(val()),
             "--rank" => cfg = cfg.rank(val() as u32),
             "--threads" => cfg = cfg.threads(val()),
+            "--queues" => cfg = cfg.queues(val()),
             "--no-names" => {
                 cfg = cfg.without_names();
                 i -= 1;

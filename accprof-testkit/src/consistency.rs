@@ -1,4 +1,4 @@
-//! The consistency check of issue 21: every view of one trace (report, export, plot, the TUI's
+//! The consistency check: every view of one trace (report, export, plot, the TUI's
 //! tables) must give the same counts and totals. Each view's test extracts its figures into a
 //! [`ViewFigures`] under shared keys (`"compute constructs"`, `"launches"`, ...);
 //! [`check_consistent`] compares every key that two or more views give.
@@ -60,6 +60,105 @@ pub fn check_consistent(views: &[ViewFigures]) -> Result<usize, String> {
     } else {
         Err(wrong.join("\n"))
     }
+}
+
+/// A trace whose data region ends where only its source says: `region.c` (written into `dir`
+/// beside the trace) opens `#pragma acc data` at line 30 and closes its block at line 50, while
+/// the runtime placed the region's exit at line 45, a statement inside it (as GCC does). The
+/// region copies `A` in and out; a compute construct at line 40 runs inside it; the header
+/// announces device activity and every transfer and launch has its device record. Every view
+/// that closes regions (report, advise, diff, plot, the TUI's analysis) must put the exit at 50.
+pub fn data_region_trace(dir: &std::path::Path) -> std::path::PathBuf {
+    use crate::builder::{construct, TraceBuilder};
+    use accprof_abi::{acc_construct_t, acc_event_t};
+    use accprof_trace::{device, Field};
+    let src = dir.join("region.c");
+    let mut text = String::new();
+    for line in 1..=60 {
+        text.push_str(match line {
+            30 => "#pragma acc data copy(A[0:n])",
+            31 => "{",
+            39 => "#pragma acc parallel loop",
+            40 => "  for (int i = 0; i < n; i++) A[i] += 1;",
+            45 => "  step(A, n);",
+            50 => "}",
+            _ => "  ;",
+        });
+        text.push('\n');
+    }
+    std::fs::write(&src, text).expect("the source is written");
+    let file = src.to_str().expect("a UTF-8 path");
+    let mut s = TraceBuilder::new("/bench/region", 7, None);
+    s.header
+        .extra
+        .push(("device_activity".into(), "cupti".into()));
+    let mib = 1u64 << 20;
+    let at = |s: &mut TraceBuilder, line: i64| {
+        s.at(file, "main", line);
+        s.events
+            .last_mut()
+            .expect("an event")
+            .set_i64(Field::EndLineNo, line);
+    };
+    s.transfer(
+        acc_event_t::ENQUEUE_UPLOAD_START,
+        2_000,
+        4_000,
+        0,
+        "A",
+        8 * mib,
+        None,
+    );
+    at(&mut s, 30);
+    construct(
+        s.ev(acc_event_t::ENTER_DATA_START, 1_000, 5_000, 0),
+        acc_construct_t::DATA,
+    );
+    at(&mut s, 30);
+    s.launch(6_500, 8_000, 0, "main_40_gpu", (64, 1, 128), None);
+    at(&mut s, 40);
+    construct(
+        s.ev(acc_event_t::COMPUTE_CONSTRUCT_START, 6_000, 9_000, 0),
+        acc_construct_t::PARALLEL,
+    );
+    at(&mut s, 40);
+    s.transfer(
+        acc_event_t::ENQUEUE_DOWNLOAD_START,
+        11_000,
+        13_000,
+        0,
+        "A",
+        8 * mib,
+        None,
+    );
+    at(&mut s, 45);
+    construct(
+        s.ev(acc_event_t::EXIT_DATA_START, 10_000, 14_000, 0),
+        acc_construct_t::DATA,
+    );
+    at(&mut s, 45);
+    s.device_copy(
+        2_600,
+        3_600,
+        Some(0x42),
+        Some((0, 2_500)),
+        device::COPY_HTOD,
+        8 * mib,
+        Some("A"),
+    );
+    s.device_kernel(7_000, 7_800, Some(0x42), Some((0, 6_600)), "main_40_gpu");
+    s.device_copy(
+        11_600,
+        12_600,
+        Some(0x42),
+        Some((0, 11_500)),
+        device::COPY_DTOH,
+        8 * mib,
+        Some("A"),
+    );
+    let trace = dir.join("region.trace");
+    s.write(&trace);
+    trace
 }
 
 #[cfg(test)]

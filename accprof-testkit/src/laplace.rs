@@ -66,6 +66,10 @@ pub struct SynthConfig {
     pub init_ns: u64,
     /// Host threads issuing operations at once ([`Shape::LooseOps`] only).
     pub threads: u64,
+    /// Async queues the threads' operations go on, thread `t` on queue `1 + t % queues`, each
+    /// thread waiting for its queue after its operations ([`Shape::LooseOps`] only; 0: the
+    /// operations are synchronous).
+    pub queues: u64,
     /// Device records for every launch and transfer, as CUPTI records them.
     pub cupti: bool,
     /// Kernel records say neither their thread nor their call's time, and name their kernel
@@ -102,6 +106,7 @@ impl SynthConfig {
             bandwidth: 12.0,
             init_ns: 150_000_000,
             threads: 3,
+            queues: 0,
             cupti: false,
             kernels_by_name: false,
         }
@@ -142,6 +147,12 @@ impl SynthConfig {
         self
     }
 
+    /// Async queues for [`Shape::LooseOps`] ([`SynthConfig::queues`]).
+    pub fn queues(mut self, q: u64) -> Self {
+        self.queues = q;
+        self
+    }
+
     pub fn rank(mut self, r: u32) -> Self {
         self.mpi_rank = Some(r);
         self.pid += r;
@@ -169,8 +180,8 @@ impl SynthConfig {
             Shape::LaplaceNaive => 40,
             // c1: upload error + enter + launch + wait + download error + exit + cc = 7; c2: enter, launch, wait, exit, cc = 5
             Shape::LaplaceData => 12,
-            // Per thread: upload, launch, download.
-            Shape::LooseOps => 3 * self.threads,
+            // Per thread: upload, launch, download (and a wait, on async queues).
+            Shape::LooseOps => (3 + u64::from(self.queues > 0)) * self.threads,
         }
     }
 
@@ -664,9 +675,15 @@ impl Synth {
             let v = vars[thread as usize % vars.len()];
             let line = STENCIL_LINE + thread as i64;
             let mut t = base + thread * 700;
+            let queue = (self.cfg.queues > 0).then(|| 1 + (thread % self.cfg.queues) as i64);
             let op = |s: &Self, kind, dur: u64, t: &mut u64| {
                 let mut e = s.ev(kind, *t, *t + dur, line, line, api);
                 e.set_i64(Field::Thread, 1 + thread as i64);
+                if let Some(q) = queue.filter(|_| kind != acc_event_t::WAIT_START) {
+                    e.set_i64(Field::Async, q);
+                    e.set_i64(Field::AsyncQueue, q);
+                    e.set(Field::AsyncHandle, 0x1000 + q as u64);
+                }
                 *t += dur + 300;
                 e
             };
@@ -690,6 +707,9 @@ impl Synth {
                 }
             }
             out.extend([up, launch, down]);
+            if queue.is_some() {
+                out.push(op(self, acc_event_t::WAIT_START, 2_000, &mut t));
+            }
             end = end.max(t);
         }
         self.t = end;

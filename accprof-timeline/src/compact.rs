@@ -2,8 +2,8 @@
 //!
 //! A full [`Event`] is ~300 bytes (every optional field has a slot). Holding or sorting a million
 //! of them would cost a quarter of a gigabyte, so views keep this instead: times, the track, and
-//! the handful of fields that go into a name or a tooltip. The export sorts and lays these out
-//! per track, streamed or whole.
+//! the handful of fields that go into a name or a tooltip. The layout ([`crate::layout`]) holds
+//! these in its windows and hands them out placed.
 
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_trace::{device, Event, EventFlags, Field, StrId};
@@ -28,8 +28,10 @@ pub struct CompactEvent {
     pub bytes: u64,
     /// Index of the track in the view's table of [`crate::TrackKey`]s.
     pub track: u32,
-    /// Which lane of its track the slice landed on (0 unless it overlapped a sibling).
+    /// Which lane of its track the slice landed on (0 unless it crossed another slice), and
+    /// how many slices of that lane it is nested in ([`crate::lanes`]).
     pub lane: u16,
+    pub depth: u16,
     /// Index of the trace (rank) it came from, for its string table.
     pub trace: u16,
     pub kind: i32,
@@ -57,19 +59,13 @@ pub struct CompactEvent {
 impl CompactEvent {
     /// The compact form of `ev`, whose times are moved to the common clock by `clock`.
     pub fn from_event(ev: &Event, trace: u16, track: u32, clock: impl Fn(u64) -> u64) -> Self {
-        let str_or_none = |f: Field| ev.get_str(f).map_or(NO_STRING, |s| s.0);
         let i32_or_none = |f: Field| ev.get_i64(f).map_or(NONE_I32, clamp_i32);
         let u32_or_none = |f: Field| {
             ev.get(f)
                 .map_or(NONE_U32, |v| v.min(u64::from(NONE_U32 - 1)) as u32)
         };
-        let name = if ev.kind == acc_event_t::ENQUEUE_LAUNCH_START || ev.kind == device::KERNEL {
-            str_or_none(Field::KernelName)
-        } else if accprof_trace::nvtx::is_nvtx(ev.kind) {
-            str_or_none(Field::NvtxMessage)
-        } else {
-            str_or_none(Field::VarName)
-        };
+        let [name, src_file, func] =
+            Self::strings_named(ev).map(|id| id.map_or(NO_STRING, |s| s.0));
         let bytes = if ev.flags().contains(EventFlags::BYTES_UNKNOWN) {
             None
         } else {
@@ -81,11 +77,12 @@ impl CompactEvent {
             bytes: bytes.unwrap_or(u64::MAX),
             track,
             lane: 0,
+            depth: 0,
             trace,
             kind: ev.kind.0,
             name,
-            src_file: str_or_none(Field::SrcFile),
-            func: str_or_none(Field::FuncName),
+            src_file,
+            func,
             line: i32_or_none(Field::LineNo),
             end_line: i32_or_none(Field::EndLineNo),
             num_gangs: u32_or_none(Field::NumGangs),
@@ -98,6 +95,19 @@ impl CompactEvent {
             flags: ev.flags().0 as u8,
             device: NONE_U32,
         }
+    }
+
+    /// The strings the compact form of `ev` names: its name (`var_name` for data events,
+    /// `kernel_name` for launches and kernels), source file and function.
+    pub fn strings_named(ev: &Event) -> [Option<StrId>; 3] {
+        let name = if ev.kind == acc_event_t::ENQUEUE_LAUNCH_START || ev.kind == device::KERNEL {
+            Field::KernelName
+        } else if accprof_trace::nvtx::is_nvtx(ev.kind) {
+            Field::NvtxMessage
+        } else {
+            Field::VarName
+        };
+        [name, Field::SrcFile, Field::FuncName].map(|f| ev.get_str(f))
     }
 
     pub fn event(&self) -> acc_event_t {
@@ -172,7 +182,7 @@ mod tests {
 
     #[test]
     fn the_device_index_fits_in_what_was_padding() {
-        // 3 x u64, 14 x 32-bit, 2 x u16, 2 bytes: 86 bytes, 88 aligned.
+        // 3 x u64, 14 x 32-bit, 3 x u16, 2 bytes: 88 bytes.
         assert_eq!(std::mem::size_of::<CompactEvent>(), 88);
     }
 

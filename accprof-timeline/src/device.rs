@@ -1,18 +1,21 @@
 //! Device records (CUPTI's kernels, copies and memsets, or CUDA-event timings): what one says,
-//! and the one rule every view uses to tie it to the host operation that issued it.
+//! the words CUDA's tools name them with, and the one rule every view uses to tie a record to
+//! the host slice that issued it.
 //!
-//! # The matching rule
+//! # The issuer rule
 //!
 //! A record names the host thread that made the driver call and when ([`DeviceRecord::issued`]).
-//! It belongs to the innermost host span open on that thread at that time (a construct, or the
-//! runtime's enqueue call inside it). Runtimes that stage copies on helper threads of their own
-//! report no OpenACC events there; for those, the record belongs to the runtime enqueue of the
-//! same kind ([`DeviceOp::enqueue_event`]) open at that time on any thread of the process. A
-//! record that names no issuing call is matched by kernel name (kernels) or not at all.
-//! [`innermost_open`] is the sweep that answers "innermost span containing t" for a batch of
-//! queries.
+//! It was issued by the innermost slice open at that time on that thread's own tracks (its
+//! constructs, and the runtime's synchronous enqueue calls inside them): the one that started
+//! last, the shorter at equal starts ([`inner_key`]). Runtimes that stage copies on helper
+//! threads of their own report no OpenACC events there; for those, the issuer is the runtime
+//! enqueue of the same kind ([`DeviceOp::enqueue_event`]) open at that time on any thread's
+//! synchronous device track or async queue of the process. [`DeviceRecord::issuer_search`] says
+//! which of the two applies; [`innermost_open`] answers "innermost slice containing t" for a
+//! batch of questions over laid-out slices, and `crate::issuers` as slices stream by.
 
-use crate::taxonomy::Direction;
+use crate::taxonomy::{is_enqueue, Direction};
+use crate::track::TrackKind;
 use accprof_abi::acc_event_t;
 use accprof_trace::{device, Event, EventFlags, Field};
 
@@ -52,18 +55,23 @@ impl DeviceOp {
     }
 }
 
-/// The facts of a device record the matching rule reads.
+/// What a device record says beyond its slice (times, bytes, names are the slice's).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct DeviceRecord {
     pub op: DeviceOp,
     /// The host thread that issued the driver call.
     pub thread: Option<i64>,
-    /// When that thread made the call (CLOCK_MONOTONIC ns).
+    /// When that thread made the call (CLOCK_MONOTONIC ns, as recorded).
     pub host_call_ns: Option<u64>,
     /// CUPTI's id of the driver call: issue order across the process.
     pub correlation: Option<u64>,
     /// The CUDA stream (`async_handle`).
     pub stream: Option<u64>,
+    /// CUPTI's copy kind ([`Field::CopyKind`]: direction and memory kinds), for copies.
+    pub copy_kind: Option<u64>,
+    /// The device's start and end as recorded (CLOCK_MONOTONIC ns).
+    pub start_ns: u64,
+    pub end_ns: u64,
     /// Timed with CUDA events around the operation rather than by CUPTI.
     pub from_cuda_events: bool,
 }
@@ -77,6 +85,9 @@ impl DeviceRecord {
             host_call_ns: ev.get(Field::HostCallNs),
             correlation: ev.get(Field::CorrelationId),
             stream: ev.get(Field::AsyncHandle),
+            copy_kind: ev.get(Field::CopyKind),
+            start_ns: ev.start_ns,
+            end_ns: ev.end_ns.max(ev.start_ns),
             from_cuda_events: ev.flags().contains(EventFlags::FROM_CUDA_EVENTS),
         })
     }
@@ -84,6 +95,35 @@ impl DeviceRecord {
     /// The issuing call, when the record names both its thread and time.
     pub fn issued(&self) -> Option<(i64, u64)> {
         Some((self.thread?, self.host_call_ns?))
+    }
+
+    /// Where the issuer rule looks for the slice that issued this record; `reports_events`
+    /// says whether a thread of its process recorded OpenACC events (a thread that did not is
+    /// a runtime's helper thread).
+    pub fn issuer_search(&self, reports_events: impl Fn(i64) -> bool) -> IssuerSearch {
+        let Some((thread, _)) = self.issued() else {
+            return IssuerSearch::Nowhere;
+        };
+        if reports_events(thread) {
+            return IssuerSearch::Thread(thread, self.op.enqueue_event());
+        }
+        match self.op.enqueue_event() {
+            Some(kind) => IssuerSearch::Enqueue(kind),
+            None => IssuerSearch::Nowhere,
+        }
+    }
+
+    /// The copy's direction in CUPTI's numbering (`CUpti_ActivityMemcpyKind`), for a copy.
+    pub fn copy_direction(&self) -> Option<u64> {
+        self.copy_kind.map(|k| device::split_copy_kind(k).0)
+    }
+
+    /// The memory kinds a copy went from and to (`CUpti_ActivityMemoryKind`).
+    pub fn copy_memory(&self) -> Option<(u64, u64)> {
+        self.copy_kind.map(|k| {
+            let (_, src, dst) = device::split_copy_kind(k);
+            (src, dst)
+        })
     }
 
     /// The matching rule seen from the host side: whether this record is the device's work
@@ -104,6 +144,95 @@ impl DeviceRecord {
         self.op.enqueue_event() == Some(enqueue)
             && (start..=end).contains(&t)
             && (by == thread || !reports_events(by))
+    }
+}
+
+/// Where the issuer of a device record is looked for ([`DeviceRecord::issuer_search`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IssuerSearch {
+    /// A slice of this thread's own tracks (its host track and its synchronous device track):
+    /// a construct, or the runtime's enqueue of this kind (an enqueue of another kind did not
+    /// issue the record; what encloses it did).
+    Thread(i64, Option<acc_event_t>),
+    /// The runtime's enqueue of this kind, on any synchronous device track or async queue of
+    /// the process (the record came from a runtime's helper thread).
+    Enqueue(acc_event_t),
+    /// The record names no call, or was made on a helper thread for work no runtime reports.
+    Nowhere,
+}
+
+impl IssuerSearch {
+    /// Whether slices of a track of this kind may have issued the record.
+    pub fn looks_on(&self, track: TrackKind) -> bool {
+        match (*self, track) {
+            (
+                IssuerSearch::Thread(t, _),
+                TrackKind::Host { thread } | TrackKind::DeviceSync { thread },
+            ) => thread == Some(t),
+            (
+                IssuerSearch::Enqueue(_),
+                TrackKind::DeviceSync { .. } | TrackKind::DeviceQueue { .. },
+            ) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether a slice of event `kind`, open at the call on a track it looks on, may be the
+    /// issuer.
+    pub fn accepts(&self, kind: acc_event_t) -> bool {
+        match *self {
+            IssuerSearch::Thread(_, want) => !is_enqueue(kind) || Some(kind) == want,
+            IssuerSearch::Enqueue(want) => kind == want,
+            IssuerSearch::Nowhere => false,
+        }
+    }
+}
+
+/// Of the slices open at a call, the issuer is the one with the greatest key: the one that
+/// started last, the shorter at equal starts.
+pub fn inner_key(start: u64, end: u64) -> (u64, std::cmp::Reverse<u64>) {
+    (start, std::cmp::Reverse(end))
+}
+
+/// "HtoD", "DtoH", ... as CUDA's tools name a copy's direction (CUPTI's memcpy kind), and in
+/// words ("host to device").
+pub fn copy_direction_name(direction: u64) -> (&'static str, &'static str) {
+    match direction {
+        1 => ("HtoD", "host to device"),
+        2 => ("DtoH", "device to host"),
+        3 => ("HtoA", "host to array"),
+        4 => ("AtoH", "array to host"),
+        5 => ("AtoA", "array to array"),
+        6 => ("AtoD", "array to device"),
+        7 => ("DtoA", "device to array"),
+        8 => ("DtoD", "device to device"),
+        9 => ("HtoH", "host to host"),
+        10 => ("PtoP", "peer to peer"),
+        _ => ("copy", "unknown"),
+    }
+}
+
+/// A copy's memory kind in words (CUPTI's memory kind, bits 8-15 and 16-23 of the copy kind).
+pub fn memory_kind_name(kind: u64) -> &'static str {
+    match kind {
+        1 => "pageable",
+        2 => "pinned",
+        3 => "device",
+        4 => "array",
+        5 => "managed",
+        6 => "device static",
+        7 => "managed static",
+        _ => "unknown",
+    }
+}
+
+/// What a device record's event is called: "device kernel", "device memcpy", "device memset".
+pub fn record_name(kind: acc_event_t) -> Option<&'static str> {
+    match kind {
+        device::KERNEL => Some("device kernel"),
+        device::MEMCPY => Some("device memcpy"),
+        device::MEMSET => Some("device memset"),
+        _ => None,
     }
 }
 
@@ -171,7 +300,7 @@ pub fn innermost_open<S: Span, T>(
             }
             let fit = stack.iter().rev().copied().find(|&o| accept(&q, &spans[o]));
             if let Some(o) = fit {
-                let key = |i: usize| (spans[i].start(), std::cmp::Reverse(spans[i].end()));
+                let key = |i: usize| inner_key(spans[i].start(), spans[i].end());
                 if found.is_none_or(|f| key(o) > key(f)) {
                     found = Some(o);
                 }
@@ -266,5 +395,24 @@ mod tests {
             ..r
         };
         assert!(helper.issued_within(down, 8, (0, 10), program_threads));
+        assert_eq!(
+            r.issuer_search(program_threads),
+            IssuerSearch::Thread(7, Some(down))
+        );
+        assert!(IssuerSearch::Thread(7, Some(down)).accepts(acc_event_t::COMPUTE_CONSTRUCT_START));
+        assert!(
+            !IssuerSearch::Thread(7, Some(down)).accepts(up),
+            "an upload issued no download"
+        );
+        assert_eq!(
+            helper.issuer_search(program_threads),
+            IssuerSearch::Enqueue(down)
+        );
+        let sync = TrackKind::DeviceSync { thread: Some(8) };
+        assert!(!IssuerSearch::Thread(7, None).looks_on(sync));
+        assert!(IssuerSearch::Enqueue(down).looks_on(sync));
+        assert!(!IssuerSearch::Enqueue(down).accepts(up));
+        assert_eq!(copy_direction_name(r.copy_direction().unwrap()).0, "DtoH");
+        assert_eq!(memory_kind_name(r.copy_memory().unwrap().0), "device");
     }
 }

@@ -11,13 +11,18 @@
 //!   with the `ACC_ASYNC_*` values of [`accprof_abi`]), whether it enqueues device work or is
 //!   an instant.
 //! - [`track`]: the [`TrackKind`] an event goes on (host thread, a thread's synchronous device
-//!   work, async queue, CUDA stream) and the [`TrackKey`] of a track of one trace.
-//! - [`device`]: what a device record says ([`DeviceRecord`], [`DeviceOp`]) and the one rule
-//!   that ties it to the host operation that issued it ([`device::innermost_open`]).
-//! - [`compact`]: [`CompactEvent`], an event in 88 bytes, from which timeline views derive
-//!   (the export's slices, the plot's lanes).
+//!   work, async queue, CUDA stream), the [`TrackKey`] of a track of one trace, its one name
+//!   ([`TrackKind::name`]) and the [`TrackTable`] of a layout's tracks.
+//! - [`device`]: what a device record says ([`DeviceRecord`], [`DeviceOp`]), the words CUDA's
+//!   tools name copies and memory with, and the one rule that ties a record to the slice that
+//!   issued it ([`DeviceRecord::issuer_search`], [`device::inner_key`]).
+//! - [`compact`]: [`CompactEvent`], an event in 88 bytes, as a layout holds and places it.
 //! - [`order`]: slices in start order from the end order a trace holds them in, through a
 //!   bounded window per track ([`order::StartWindow`]).
+//! - [`lanes`]: the one rule that stacks a track's slices into lanes and depths.
+//! - [`issuers`]: the recent slices a late device record may have been issued by.
+//! - [`layout`]: the streaming [`Layout`] of traces that export and plot draw ([`Sink`]); the
+//!   TUI, which keeps every event, applies the same rules whole.
 //! - [`mod@format`]: durations, bytes and rates for people, the same in every view.
 //!
 //! ```
@@ -38,22 +43,27 @@
 //!
 //! A view reads with `accprof_symbols::ResolvingReader` (`advance`/`event` in a loop, or
 //! `for_each_batch` to decode on a second thread; `chunk_index` and `ChunkReader::open_at` to
-//! read a part again), places each event with [`TrackKind::of_event`], colours or sums it by
-//! [`Category::of`], nests it with [`EventClass::of`], keeps it as a [`CompactEvent`] when it
-//! must keep events at all, ties device records with [`DeviceRecord`] and
-//! [`device::innermost_open`], and prints numbers with [`mod@format`]. Its tests can check it
-//! agrees with the report, export and plot through `accprof_testkit::consistency`.
+//! read a part again) and hands each event to a [`Layout`], whose [`Sink`] it is: it gets every
+//! slice placed (track, lane, depth), in each track's start order, device records with their
+//! issuer and flow. It colours or sums by [`Category::of`], nests constructs with
+//! [`EventClass::of`], names tracks with [`TrackTable::name`] and prints numbers with
+//! [`mod@format`]. Its tests can check it agrees with the report, export and plot through
+//! `accprof_testkit::consistency`.
 
 pub mod compact;
 pub mod device;
 pub mod format;
+pub mod issuers;
+pub mod lanes;
+pub mod layout;
 pub mod order;
 pub mod taxonomy;
 pub mod track;
 
 pub use compact::CompactEvent;
 pub use device::{DeviceOp, DeviceRecord};
+pub use layout::{DeviceSlice, Flow, Late, Layout, LayoutConfig, LayoutStats, Sink};
 pub use taxonomy::{
     is_async, is_enqueue, is_point, Category, ChildKind, ConstructKind, Direction, EventClass,
 };
-pub use track::{TrackKey, TrackKind};
+pub use track::{NameStyle, TrackId, TrackKey, TrackKind, TrackTable};

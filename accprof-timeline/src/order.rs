@@ -50,7 +50,7 @@ impl<S: Span> StartWindow<S> {
             // Sized once: a window fills to capacity + 1 before it releases, and letting the
             // deque double from there would hold twice the memory. (Pages of a large
             // allocation count only once used.)
-            held: VecDeque::with_capacity(capacity + 1),
+            held: VecDeque::with_capacity(capacity.min(1 << 16) + 1),
             capacity,
             released: None,
         }
@@ -99,6 +99,21 @@ impl<S: Span> StartWindow<S> {
 
     pub fn len(&self) -> usize {
         self.held.len()
+    }
+
+    /// Whether a slice still held may be open at `t` (start at or before it, end at or after
+    /// it). Exact for the last 64 slices held that start by `t`; beyond them it says maybe,
+    /// which a busy track soon settles by letting its earliest slices go.
+    pub fn may_hold_open_at(&self, t: u64) -> bool {
+        const SCANNED: usize = 64;
+        let upto = self.held.partition_point(|s| s.start() <= t);
+        let open = self
+            .held
+            .range(..upto)
+            .rev()
+            .take(SCANNED)
+            .any(|s| !s.is_point() && s.end() >= t);
+        open || upto > SCANNED
     }
 
     pub fn is_empty(&self) -> bool {
@@ -153,6 +168,23 @@ mod tests {
                 S(70, 80)
             ]
         );
+    }
+
+    #[test]
+    fn a_held_slice_open_at_a_time_is_told_from_ones_that_ended() {
+        let mut w = StartWindow::new(8);
+        w.push(S(0, 5)).unwrap();
+        w.push(S(10, 40)).unwrap();
+        w.push(S(20, 25)).unwrap();
+        assert!(!w.may_hold_open_at(8), "(0, 5) ended before");
+        assert!(w.may_hold_open_at(30), "(10, 40) is open");
+        assert!(!w.may_hold_open_at(50));
+        let mut long = StartWindow::new(1000);
+        long.push(S(0, 1000)).unwrap();
+        for i in 1..100 {
+            long.push(S(i * 2, i * 2 + 1)).unwrap();
+        }
+        assert!(long.may_hold_open_at(500), "beyond the scan: maybe");
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! them (a trace copied elsewhere without its `.live` file keeps them) and a reader that still
 //! finds the live file takes nothing from it twice.
 
-use crate::live::{in_use, live_path, recover};
+use crate::live::{in_use, live_path};
 use crate::model::StrId;
+use crate::recover::recover;
 use crate::symbols::scan;
 use crate::{TraceError, TraceReader, TraceWriter};
 use std::io::{Seek, SeekFrom};

@@ -29,7 +29,19 @@ pub struct Header {
     pub extra: Vec<(String, String)>,
 }
 
+/// The header key the tool library writes when it records device activity, naming what
+/// recorded it ("cupti ...", "cuda_events").
+pub const DEVICE_ACTIVITY_KEY: &str = "device_activity";
+
 impl Header {
+    /// What recorded device activity into the trace ([`DEVICE_ACTIVITY_KEY`]), if anything did.
+    pub fn device_activity(&self) -> Option<&str> {
+        self.extra
+            .iter()
+            .find(|(k, _)| k == DEVICE_ACTIVITY_KEY)
+            .map(|(_, v)| v.as_str())
+    }
+
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         let mut kv = |k: &str, v: &str| {
             put_blob(out, k.as_bytes());

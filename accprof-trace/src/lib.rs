@@ -10,8 +10,9 @@
 //!   they were, read into [`Event`]s here.
 //! - [`writer`]: [`TraceWriter`], which appends self-contained chunks; used by the tool library.
 //! - [`reader`]: [`TraceReader`], which streams events back, and [`Trace`], which loads a whole file.
-//! - [`live`]: the live file beside a trace being written, from which a reader recovers what a
-//!   killed process had not written yet.
+//! - [`chunk`]: the file header and the chunk headers that frame every chunk.
+//! - [`live`]: the layout of the live file beside a trace being written, and [`recover`]:
+//!   reading back from it what a killed process had not written into its trace yet.
 //! - [`fold`]: a killed run's live file folded into its trace, so that the trace alone holds it.
 //! - [`symbols`]: [`SymbolTable`], the source lines and names of the trace's addresses, kept in
 //!   the trace so that it outlives its binary.
@@ -21,6 +22,7 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod chunk;
 pub mod encode;
 pub mod error;
 pub mod fold;
@@ -31,6 +33,7 @@ pub mod model;
 pub mod packed;
 pub mod raw;
 pub mod reader;
+pub mod recover;
 pub mod symbols;
 pub mod varint;
 pub mod writer;

@@ -7,17 +7,15 @@
 //! file has grown, which is what `--follow` uses. A chunk that fails its checksum, or a file that
 //! is not a trace, is an error.
 
+use crate::chunk::{self, ChunkHeader, ChunkKind, FILE_HEADER_LEN};
 use crate::encode::EventDecoder;
 use crate::error::TraceError;
 use crate::header::{Footer, Header, Module};
 use crate::integrity::{Integrity, Sequence};
-use crate::live::SlotsWritten;
 use crate::model::{Event, StrId};
+use crate::recover::SlotsWritten;
 use crate::varint::{unzigzag, Cursor, Malformed};
-use crate::writer::{
-    header_check, ChunkKind, LostReason, CHUNK_HEADER_LEN, CHUNK_HEADER_LEN_V1, CHUNK_MAGIC,
-    FILE_HEADER_LEN, MAX_CHUNK_PAYLOAD,
-};
+use crate::writer::LostReason;
 use crate::{FILE_MAGIC, FORMAT_VERSION};
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -442,7 +440,7 @@ impl<R: Read> TraceReader<R> {
             return false;
         }
         self.live_read = true;
-        match crate::live::recover(&path, self.header.pid, &self.slots_written) {
+        match crate::recover::recover(&path, self.header.pid, &self.slots_written) {
             Ok(r) => {
                 for (id, bytes) in &r.strings {
                     if *id <= MAX_STRING_ID {
@@ -552,51 +550,31 @@ impl<R: Read> TraceReader<R> {
     /// sequence number came before (duplicates). `None` at the end of input, leaving a partial
     /// chunk in `pending` for a later call.
     fn next_chunk(&mut self) -> Result<Option<(ChunkKind, Vec<u8>)>, TraceError> {
-        let header_len = if self.version >= 2 {
-            CHUNK_HEADER_LEN
-        } else {
-            CHUNK_HEADER_LEN_V1
-        };
+        let header_len = chunk::header_len(self.version);
         loop {
             if !self.fill(header_len)? {
                 return Ok(None);
             }
-            let h = &self.pending[..header_len];
-            if h[..2] != CHUNK_MAGIC {
-                return Err(self.corrupt(0, "a chunk does not start with its marker"));
-            }
-            let kind = h[2];
-            let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
-            let crc = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
-            let seq = (header_len == CHUNK_HEADER_LEN).then(|| [h[12], h[13], h[14], h[15]]);
-            if seq.is_some() && h[3] != 0 && h[3] != header_check(h) {
-                return Err(self.corrupt(0, "a chunk header fails its check"));
-            }
-            if len > MAX_CHUNK_PAYLOAD {
-                return Err(self.corrupt(0, "a chunk claims an impossible length"));
-            }
+            let header = ChunkHeader::parse(&self.pending[..header_len])
+                .map_err(|bad| self.corrupt(0, bad.what()))?;
+            let len = header.payload_len;
             if !self.fill(header_len + len)? {
                 return Ok(None);
             }
             let payload = &self.pending[header_len..header_len + len];
-            let mut hasher = crc32fast::Hasher::new();
-            if let Some(seq) = &seq {
-                hasher.update(seq);
-            }
-            hasher.update(payload);
-            if hasher.finalize() != crc {
+            if !header.checks(payload) {
                 return Err(self.corrupt(0, "a chunk fails its checksum"));
             }
             let payload = payload.to_vec();
             self.offset += (header_len + len) as u64;
             self.pending.clear();
             self.chunks_read += 1;
-            if let Some(seq) = seq {
-                if !self.sequence.accept(u32::from_le_bytes(seq)) {
+            if let Some(seq) = header.sequence {
+                if !self.sequence.accept(seq) {
                     continue;
                 }
             }
-            if let Some(kind) = ChunkKind::from_u8(kind) {
+            if let Some(kind) = ChunkKind::from_u8(header.kind) {
                 return Ok(Some((kind, payload)));
             }
         }

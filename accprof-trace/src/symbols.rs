@@ -27,12 +27,9 @@
 //!         varint name
 //! ```
 
+use crate::chunk::{self, ChunkHeader, ChunkKind, CHUNK_HEADER_LEN, FILE_HEADER_LEN};
 use crate::error::TraceError;
 use crate::varint::{put_blob, put_u64, Cursor, Malformed};
-use crate::writer::{
-    header_check, ChunkKind, CHUNK_HEADER_LEN, CHUNK_HEADER_LEN_V1, CHUNK_MAGIC, FILE_HEADER_LEN,
-    MAX_CHUNK_PAYLOAD,
-};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -233,11 +230,7 @@ pub fn scan(path: &Path) -> Result<Scan, TraceError> {
         return Err(TraceError::Foreign { path: label });
     }
     let version = u16::from_le_bytes([fh[8], fh[9]]);
-    let header_len = if version >= 2 {
-        CHUNK_HEADER_LEN
-    } else {
-        CHUNK_HEADER_LEN_V1
-    };
+    let header_len = chunk::header_len(version);
     let mut out = Scan {
         version,
         complete_end: FILE_HEADER_LEN as u64,
@@ -249,31 +242,21 @@ pub fn scan(path: &Path) -> Result<Scan, TraceError> {
         if pos + header_len as u64 > size || file.read_exact(&mut h[..header_len]).is_err() {
             break;
         }
-        let h = &h[..header_len];
-        if h[..2] != CHUNK_MAGIC
-            || (header_len == CHUNK_HEADER_LEN && h[3] != 0 && h[3] != header_check(h))
-        {
+        let Ok(header) = ChunkHeader::parse(&h[..header_len]) else {
+            break;
+        };
+        let len = header.payload_len as u64;
+        if pos + header_len as u64 + len > size {
             break;
         }
-        let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as u64;
-        if len > MAX_CHUNK_PAYLOAD as u64 || pos + header_len as u64 + len > size {
-            break;
-        }
-        if header_len == CHUNK_HEADER_LEN {
-            let seq = u32::from_le_bytes([h[12], h[13], h[14], h[15]]);
+        if let Some(seq) = header.sequence {
             out.next_seq = out.next_seq.max(seq.wrapping_add(1));
         }
-        if h[2] == ChunkKind::Symbols as u8 {
-            let crc = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
-            let mut payload = vec![0u8; len as usize];
+        if header.kind == ChunkKind::Symbols as u8 {
+            let mut payload = vec![0u8; header.payload_len];
             file.read_exact(&mut payload).map_err(io)?;
-            let mut hasher = crc32fast::Hasher::new();
-            if header_len == CHUNK_HEADER_LEN {
-                hasher.update(&h[12..16]);
-            }
-            hasher.update(&payload);
             // A damaged symbols chunk is left out, not fatal: the binary may still answer.
-            if hasher.finalize() == crc && out.symbols.absorb(&payload).is_ok() {
+            if header.checks(&payload) && out.symbols.absorb(&payload).is_ok() {
                 out.symbols_chunks += 1;
             }
         } else {

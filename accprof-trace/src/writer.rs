@@ -1,22 +1,12 @@
 //! Appending a trace, one self-contained chunk at a time.
 //!
-//! A file is the 16-byte file header followed by chunks:
-//!
-//! ```text
-//! file header   "ACCPROF\0"  u16 LE format version  u16 LE flags (0)  u32 LE reserved (0)
-//! chunk         "CK"  u8 kind  u8 header check (version 2; 0 in version 1)  u32 LE payload length  u32 LE CRC-32
-//!               u32 LE sequence number (version 2: 0 for the header chunk, then +1 per chunk)
-//!               payload
-//! ```
-//!
-//! In version 2 the CRC covers the sequence number and the payload, so a reader can tell a
-//! duplicated or missing chunk from a corrupt one; version 1 chunks have no sequence number
-//! and their CRC covers the payload only.
+//! A file is the 16-byte file header followed by chunks, framed as [`crate::chunk`] says.
 //!
 //! Each chunk is assembled in memory and handed to the underlying writer in one `write_all`, so a
 //! program killed at any moment leaves every earlier chunk whole and at most one partial chunk at
 //! the end, which the reader reports as a truncated tail.
 
+use crate::chunk::{ChunkHeader, ChunkKind, FILE_HEADER_LEN, MAX_CHUNK_PAYLOAD};
 use crate::encode::EventEncoder;
 use crate::header::{Footer, Header, Module};
 use crate::model::{Event, StrId};
@@ -24,51 +14,6 @@ use crate::varint::{put_blob, put_u64, zigzag};
 use crate::{FILE_MAGIC, FORMAT_VERSION};
 use std::io::{self, Write};
 
-/// The kinds of chunk. Readers skip kinds they do not know.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(u8)]
-pub enum ChunkKind {
-    Header = 1,
-    Strings = 2,
-    Modules = 3,
-    Events = 4,
-    Drops = 5,
-    Footer = 6,
-    /// Events that were not recorded, by reason (version 2).
-    Lost = 7,
-    /// The events chunks that follow hold a live-file slot's contents: slot, generation and
-    /// event count (crate::live), so that a reader recovering a killed run counts them once.
-    SlotWritten = 8,
-    /// What the binaries said about the addresses the trace uses ([`crate::symbols`]).
-    Symbols = 9,
-}
-
-impl ChunkKind {
-    pub fn from_u8(v: u8) -> Option<Self> {
-        Some(match v {
-            1 => Self::Header,
-            2 => Self::Strings,
-            3 => Self::Modules,
-            4 => Self::Events,
-            5 => Self::Drops,
-            6 => Self::Footer,
-            7 => Self::Lost,
-            8 => Self::SlotWritten,
-            9 => Self::Symbols,
-            _ => return None,
-        })
-    }
-}
-
-pub const CHUNK_MAGIC: [u8; 2] = *b"CK";
-pub const FILE_HEADER_LEN: usize = 16;
-/// The chunk header of version 1 files.
-pub const CHUNK_HEADER_LEN_V1: usize = 12;
-/// The chunk header of the version written now: version 1's and a sequence number.
-pub const CHUNK_HEADER_LEN: usize = 16;
-/// Chunks larger than this are refused by the reader as corrupt; the writer splits event batches
-/// well below it.
-pub const MAX_CHUNK_PAYLOAD: usize = 64 << 20;
 /// Events per chunk at most, so that a chunk stays a few hundred KiB.
 const EVENTS_PER_CHUNK: usize = 16384;
 
@@ -277,33 +222,9 @@ impl<W: Write> TraceWriter<W> {
 
     /// Builds the next chunk (header and payload) in `self.chunk` and takes its sequence number.
     fn frame(&mut self, kind: ChunkKind, payload: &[u8]) {
-        debug_assert!(payload.len() <= MAX_CHUNK_PAYLOAD);
-        let seq = self.seq.to_le_bytes();
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(&seq);
-        crc.update(payload);
-        self.chunk.clear();
-        self.chunk.extend_from_slice(&CHUNK_MAGIC);
-        self.chunk.push(kind as u8);
-        self.chunk.push(0);
-        self.chunk
-            .extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        self.chunk.extend_from_slice(&crc.finalize().to_le_bytes());
-        self.chunk.extend_from_slice(&seq);
-        self.chunk[3] = header_check(&self.chunk[..CHUNK_HEADER_LEN]);
-        self.chunk.extend_from_slice(payload);
+        ChunkHeader::frame(&mut self.chunk, kind, self.seq, payload);
         self.seq = self.seq.wrapping_add(1);
     }
-}
-
-/// The check byte of a version 2 chunk header (its byte 3): the low byte of the CRC-32 of the
-/// other 15 bytes, never 0 (a 0 there is read as "not checked", as in version 1). It tells a
-/// damaged length from a chunk cut short by the end of the file before the payload is read.
-pub fn header_check(header: &[u8]) -> u8 {
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&header[..3]);
-    crc.update(&header[4..CHUNK_HEADER_LEN]);
-    (crc.finalize() as u8).max(1)
 }
 
 /// Why events were not recorded (payload of a lost chunk). Readers show unknown reasons as

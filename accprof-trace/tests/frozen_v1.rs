@@ -1,5 +1,5 @@
 //! A trace written by libaccprof in format version 1 (traces/gpu/shim_naive_cudaevents.trace,
-//! recorded on the GPU machine on 2026-11-23), frozen here: every later reader must still open
+//! recorded on a GPU, see traces/gpu/README.md), frozen here: every later reader must still open
 //! it and read the same events.
 
 use accprof_trace::{Field, Trace, TraceReader};

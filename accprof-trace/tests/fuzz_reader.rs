@@ -150,7 +150,7 @@ fn forged_chunk(kind: u8, seq: u32, payload: &[u8]) -> Vec<u8> {
     c.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     c.extend_from_slice(&crc.finalize().to_le_bytes());
     c.extend_from_slice(&seq.to_le_bytes());
-    c[3] = accprof_trace::writer::header_check(&c);
+    c[3] = accprof_trace::chunk::header_check(&c);
     c.extend_from_slice(payload);
     c
 }
@@ -235,7 +235,7 @@ fn mutate(rng: &mut Rng, base: &[u8], m: Mutation) -> Vec<u8> {
             b[at + 4..at + 8].copy_from_slice(&len.to_le_bytes());
             // Half of them with a matching header check: only the memory bound stops those.
             if rng.below(2) == 0 {
-                b[at + 3] = accprof_trace::writer::header_check(&b[at..at + CHUNK_HEADER]);
+                b[at + 3] = accprof_trace::chunk::header_check(&b[at..at + CHUNK_HEADER]);
             }
         }
         Mutation::HugeStringId => {

@@ -52,7 +52,14 @@ fn run(args: Args) -> Result<(), String> {
     let started = Instant::now();
     let show_progress = std::io::stderr().is_terminal();
     let mut last = Instant::now();
-    let state = State::open(&args.traces, args.follow, &mut |done, total| {
+    let (traces, notes) = accprof_trace::live::traces_given(&args.traces);
+    for n in notes {
+        eprintln!("accprof-tui: note: {n}");
+    }
+    if traces.is_empty() {
+        return Err("no trace among the files given (only live files)".into());
+    }
+    let state = State::open(&traces, args.follow, &mut |done, total| {
         if show_progress && total > 0 && last.elapsed() > Duration::from_millis(250) {
             last = Instant::now();
             eprint!("\raccprof-tui: reading {:>3}%", done * 100 / total);

@@ -411,3 +411,55 @@ fn the_table_splits_constructs_as_the_report_does() {
     from_table.sort_unstable();
     assert_eq!(from_table, from_report);
 }
+
+/// Where a data region ends is read from its source (the runtime placed the exit inside it):
+/// the TUI's profiles, built while loading or read again, close it as the report does, and the
+/// table's transfer rows (a device trace's come from the profile) name its closing line.
+#[test]
+fn data_region_ends_read_the_same_in_the_tui_as_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = accprof_testkit::consistency::data_region_trace(dir.path());
+    built_once_equals_report_profile(&trace);
+    let key = "data region lines";
+    let lines = |v: Vec<u64>| {
+        let mut v = v;
+        v.sort_unstable();
+        format!("{v:?}")
+    };
+    let p = report_json(&trace);
+    let mut report = ViewFigures::new("report");
+    report.set(
+        key,
+        lines(
+            p["constructs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["kind"] == "data")
+                .map(|c| u(&c["location"]["line"]))
+                .collect(),
+        ),
+    );
+    let rows = tui_rows(&trace);
+    let mut tui = ViewFigures::new("tui table");
+    tui.set(
+        key,
+        lines(
+            rows.iter()
+                .filter_map(|r| {
+                    let loc = r
+                        .what
+                        .strip_prefix("upload A ")
+                        .or(r.what.strip_prefix("download A "))?;
+                    loc.strip_prefix("region.c:")?.parse().ok()
+                })
+                .collect(),
+        ),
+    );
+    let views = [report, tui];
+    assert_eq!(check_consistent(&views), Ok(1), "{views:?}");
+    assert_eq!(
+        views[0].figures[key], "[30, 50]",
+        "the exit moved to the block's closing line"
+    );
+}

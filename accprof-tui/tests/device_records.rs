@@ -6,9 +6,9 @@
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_trace::{device, Event, Field, Footer, Header, StrId, TraceWriter};
 use accprof_tui::app::App;
-use accprof_tui::state::kind::Category;
+use accprof_tui::state::kind::BarKind;
 use accprof_tui::state::pairing::{device_work_of, host_side_of};
-use accprof_tui::state::store::{EventRef, LaneKind};
+use accprof_tui::state::store::{BarRef, LaneKind};
 use accprof_tui::state::State;
 use accprof_tui::view;
 use ratatui::backend::TestBackend;
@@ -114,14 +114,14 @@ fn open(path: &Path) -> App {
     App::new(State::open(&[path.to_path_buf()], false, &mut |_, _| {}).unwrap())
 }
 
-fn find(app: &App, cat: Category, thread_lane: Option<LaneKind>) -> EventRef {
+fn find(app: &App, cat: BarKind, thread_lane: Option<LaneKind>) -> BarRef {
     for (lane, l) in app.state.store.lanes.iter().enumerate() {
         if thread_lane.is_some_and(|k| k != l.kind) {
             continue;
         }
         for (track, t) in l.tracks.iter().enumerate() {
             if let Some(idx) = t.cat.iter().position(|&c| c == cat as u8) {
-                return EventRef { lane, track, idx };
+                return BarRef { lane, track, idx };
             }
         }
     }
@@ -149,38 +149,51 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
         labels,
         [
             "thread 1",
-            "thread 2",
+            "thread 1 (sync)",
+            "thread 2 (sync)",
             "queue 1",
             "device stream 0x7",
-            "queue 1 (device)"
+            "device stream 0xabc (queue 1)"
         ],
         "device streams last, by id"
     );
 
-    // The async launch (on its queue's lane) ran as the kernel thread 1 issued, not thread 2's.
+    // Thread 2's launch issued the kernel called during it; the async launch (on its queue's
+    // lane, not thread 1's) issued none: its kernel belongs to the construct, as in the export.
     let launch = find(
         &app,
-        Category::Launch,
-        Some(LaneKind::DeviceQueue { queue: 1 }),
+        BarKind::Launch,
+        Some(LaneKind::DeviceSync { thread: Some(2) }),
     );
-    let work = device_work_of(store, launch, 1);
+    let work = device_work_of(store, launch);
     assert_eq!(
         work.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(),
-        [(3000, 3400)]
+        [(3500, 3600)]
     );
+    let async_launch = find(
+        &app,
+        BarKind::Launch,
+        Some(LaneKind::DeviceQueue { queue: 1 }),
+    );
+    assert!(device_work_of(store, async_launch).is_empty());
     // The upload: both staged halves from the helper thread, not the download issued meanwhile.
-    let upload = find(&app, Category::Upload, None);
-    let work = device_work_of(store, upload, 1);
+    let upload = find(&app, BarKind::Upload, None);
+    let work = device_work_of(store, upload);
     assert_eq!(
         work.iter().map(|r| r.duration()).collect::<Vec<_>>(),
         [200, 200]
     );
-    // A compute construct is no enqueue: no device work of its own.
-    let compute = find(&app, Category::Compute, None);
-    assert!(device_work_of(store, compute, 1).is_empty());
+    // The construct issued the async kernel and the download called during the upload (an
+    // upload issues no download: what encloses it does).
+    let compute = find(&app, BarKind::Compute, None);
+    let work = device_work_of(store, compute);
+    assert_eq!(
+        work.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(),
+        [(3000, 3400), (5100, 5200)]
+    );
 
     // From the device side: the kernel's enqueue and construct.
-    let k = find(&app, Category::DeviceKernel, None);
+    let k = find(&app, BarKind::DeviceKernel, None);
     let rec = store.device.find(store.rec_of(k)).unwrap();
     let side = host_side_of(store, &rec);
     assert_eq!(
@@ -195,7 +208,7 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
         Some("parallel t.c:10")
     );
     // A helper thread's copy: the construct and upload open on the issuing program thread.
-    let up = find(&app, Category::DeviceUpload, None);
+    let up = find(&app, BarKind::DeviceUpload, None);
     let rec = store.device.find(store.rec_of(up)).unwrap();
     let side = host_side_of(store, &rec);
     assert_eq!(
@@ -205,7 +218,7 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
         Some("upload A t.c:10")
     );
     // The memset has no call time: nothing to pair.
-    let m = find(&app, Category::DeviceMemset, None);
+    let m = find(&app, BarKind::DeviceMemset, None);
     let rec = store.device.find(store.rec_of(m)).unwrap();
     assert_eq!(host_side_of(store, &rec), Default::default());
 
@@ -216,7 +229,7 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
     assert!(s.contains("duration         400 ns [device]"), "{s}");
     assert!(s.contains("device records   2"), "{s}");
     assert!(
-        s.contains("queue 1 (device)") && s.contains("device stream 0x7"),
+        s.contains("device stream 0xabc (queue 1)") && s.contains("device stream 0x7"),
         "{s}"
     );
     app.view.timeline.select(up, &mut app.state);
@@ -233,4 +246,21 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
     // The table waits for the analysis for kernels and transfers of a device trace.
     app.start_analysis();
     assert!(accprof_tui::view::table::table_note(&app.state).is_some());
+}
+
+#[test]
+fn an_event_the_loader_does_not_hold_is_a_fault_of_ours_not_a_corrupt_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dev.trace");
+    write(&path);
+    let mut app = open(&path);
+    let held = app.state.store.event_count() as u32;
+    assert!(app.state.loader.fetch(held - 1).is_ok());
+    for rec in [held, u32::MAX] {
+        let err = app.state.loader.fetch(rec).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("lost track of event {rec}")) && !err.starts_with(':'),
+            "{err}"
+        );
+    }
 }

@@ -9,8 +9,8 @@ mod gcc_bins;
 use gcc_bins::install_gcc_binaries;
 
 use accprof_tui::app::App;
-use accprof_tui::state::kind::Category;
-use accprof_tui::state::store::{EventRef, LaneKind};
+use accprof_tui::state::kind::BarKind;
+use accprof_tui::state::store::{BarRef, LaneKind};
 use accprof_tui::view::Mode;
 use common::screen;
 use std::path::PathBuf;
@@ -33,13 +33,13 @@ fn keys(app: &mut App, keys: &str) {
 }
 
 /// The first event of category `cat` (in time order over its lane's rows).
-fn first_of(app: &App, cat: Category) -> EventRef {
-    let mut best: Option<(u64, EventRef)> = None;
+fn first_of(app: &App, cat: BarKind) -> BarRef {
+    let mut best: Option<(u64, BarRef)> = None;
     for (lane, l) in app.state.store.lanes.iter().enumerate() {
         for (track, t) in l.tracks.iter().enumerate() {
             if let Some(idx) = t.cat.iter().position(|&c| c == cat as u8) {
                 if best.is_none_or(|(s, _)| t.start[idx] < s) {
-                    best = Some((t.start[idx], EventRef { lane, track, idx }));
+                    best = Some((t.start[idx], BarRef { lane, track, idx }));
                 }
             }
         }
@@ -48,7 +48,7 @@ fn first_of(app: &App, cat: Category) -> EventRef {
 }
 
 /// Selects `r` and zooms the timeline to it, as `z` does.
-fn select_and_zoom(app: &mut App, r: EventRef) {
+fn select_and_zoom(app: &mut App, r: BarRef) {
     app.view.timeline.select(r, &mut app.state);
     keys(app, "z");
 }
@@ -67,7 +67,7 @@ fn gcc_naive_device_lane_and_a_device_copy() {
     );
     insta::assert_snapshot!("gcc_naive_main", screen(&mut app, 140, 44));
     // The first big upload: GCC reports none, the device record is all there is.
-    let r = first_of(&app, Category::DeviceUpload);
+    let r = first_of(&app, BarKind::DeviceUpload);
     select_and_zoom(&mut app, r);
     let s = screen(&mut app, 140, 44);
     assert!(
@@ -80,13 +80,13 @@ fn gcc_naive_device_lane_and_a_device_copy() {
 #[test]
 fn gcc_naive_launch_shows_host_and_device_durations() {
     let mut app = open("gcc_naive");
-    let r = first_of(&app, Category::Launch);
+    let r = first_of(&app, BarKind::Launch);
     select_and_zoom(&mut app, r);
     let s = screen(&mut app, 140, 44);
     assert!(s.contains("[host]") && s.contains("[device]"), "{s}");
     insta::assert_snapshot!("gcc_naive_launch", s);
     // And the kernel's own record names the launch as its host enqueue.
-    let k = first_of(&app, Category::DeviceKernel);
+    let k = first_of(&app, BarKind::DeviceKernel);
     select_and_zoom(&mut app, k);
     insta::assert_snapshot!("gcc_naive_device_kernel", screen(&mut app, 140, 44));
 }
@@ -172,7 +172,7 @@ fn shim_naive_staged_upload_pairs_with_its_device_copies() {
         "{labels:?}"
     );
     insta::assert_snapshot!("shim_naive_main", screen(&mut app, 140, 44));
-    let r = first_of(&app, Category::Upload);
+    let r = first_of(&app, BarKind::Upload);
     select_and_zoom(&mut app, r);
     let s = screen(&mut app, 140, 44);
     assert!(

@@ -307,7 +307,7 @@ fn several_traces_get_lanes_per_rank() {
     let lane = (0..app.state.store.lanes.len())
         .find(|&l| app.state.store.lane_label(l) == "r1 queue 1")
         .unwrap();
-    let r = accprof_tui::state::store::EventRef {
+    let r = accprof_tui::state::store::BarRef {
         lane,
         track: 0,
         idx: 0,

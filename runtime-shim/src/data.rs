@@ -215,16 +215,21 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
         ));
     }
     match table.lookup(host, c.bytes, c.name)? {
-        Lookup::Present { key, dev } => {
-            let e = table.get_mut(key).expect("looked up");
-            if dynamic {
-                e.dynamic += 1;
-            } else {
-                e.structured += 1;
+        Lookup::Present { dev, .. } => {
+            // One entry, or the members of a struct that hold the range together: each takes
+            // the reference.
+            let mut fillings = Vec::new();
+            for key in table.holding(host, c.bytes) {
+                let e = table.get_mut(key).expect("looked up");
+                if dynamic {
+                    e.dynamic += 1;
+                } else {
+                    e.structured += 1;
+                }
+                fillings.extend(e.filling.clone());
             }
-            let filling = e.filling.clone();
             drop(table);
-            if let Some(f) = filling {
+            for f in fillings {
                 // Another thread created it and is still uploading: the data is not there yet.
                 f.wait();
             }
@@ -257,6 +262,12 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 e.digest = digest.clone();
                 table.insert(e);
                 drop(table);
+                if crate::check::on() {
+                    let uploads = matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyIn);
+                    let name = crate::present::cstr_lossy(c.name);
+                    let site = crate::loc::call_site();
+                    crate::check::hooks::mapped(host, c.bytes, dev, uploads, name, site);
+                }
                 let _filled = Filled {
                     rt: op.rt,
                     host,
@@ -268,6 +279,7 @@ pub fn enter(op: &Op, c: &Clause, dynamic: bool) -> Result<Entered> {
                 if matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyIn) {
                     upload(op, &ctx, host, dev, c.bytes, c.name)?;
                 }
+                crate::goacc::globals::mapped(&*op.rt.backend, op.q, host, c.bytes, dev)?;
                 if let Some(d) = digest {
                     crate::dropped::record(op, dev, c.bytes, d)?;
                 }
@@ -315,38 +327,53 @@ pub fn exit(op: &Op, c: &Clause, dynamic: bool, finalize: bool) -> Result<()> {
     }
     let copyout = matches!(c.kind, ClauseKind::Copy | ClauseKind::CopyOut);
     let mut table = op.rt.table();
-    let key = match table.lookup(host, c.bytes, c.name)? {
+    if table.lookup(host, c.bytes, c.name)? == Lookup::Absent {
         // Exit of data that is not present: no action (OpenACC 3.x).
-        Lookup::Absent => return Ok(()),
-        Lookup::Present { key, .. } => key,
-    };
-    let e = table.get_mut(key).expect("looked up");
-    if dynamic {
-        if e.mapped {
-            // acc_map_data'd data is only removed by acc_unmap_data.
-            return Ok(());
-        }
-        e.dynamic = if finalize {
-            0
-        } else {
-            e.dynamic.saturating_sub(1)
-        };
-    } else {
-        e.structured = e.structured.saturating_sub(1);
-    }
-    if e.total_refs() > 0 || e.mapped {
         return Ok(());
     }
-    let e = table.remove(key).expect("present");
+    // One entry, or the members of a struct that hold the range together: each gives up the
+    // reference, and goes with its last one.
+    let mut gone = Vec::new();
+    for key in table.holding(host, c.bytes) {
+        let e = table.get_mut(key).expect("looked up");
+        // acc_map_data'd data is only removed by acc_unmap_data, a declared global never.
+        let kept = e.mapped || e.declared;
+        if !dynamic {
+            e.structured = e.structured.saturating_sub(1);
+        } else if !kept {
+            e.dynamic = if finalize {
+                0
+            } else {
+                e.dynamic.saturating_sub(1)
+            };
+        }
+        if e.total_refs() == 0 && !kept {
+            gone.push(table.remove(key).expect("present"));
+        }
+    }
     // Pointers elsewhere that point into this data lose their target.
-    let restores = table.detach_pointers_into(e.host, e.bytes);
+    let restores: Vec<Restore> = gone
+        .iter()
+        .flat_map(|e| table.detach_pointers_into(e.host, e.bytes))
+        .collect();
     drop(table);
     for r in restores {
         restore_pointer(op, &ctx, r)?;
     }
-    // Only the clause's section goes back (GCC copies [h, h+s) too): the rest of the entry may
-    // hold device data the program never asked for, over host data it has changed since.
-    release(op, &ctx, e, copyout.then_some((host, c.bytes)))
+    for e in gone {
+        // Only the clause's section goes back (GCC copies [h, h+s) too): the rest of the entry
+        // may hold device data the program never asked for, over host data it has changed
+        // since.
+        let from = host.max(e.host);
+        let to = (host + c.bytes).min(e.host + e.bytes);
+        release(
+            op,
+            &ctx,
+            e,
+            (copyout && from < to).then_some((from, to - from)),
+        )?;
+    }
+    Ok(())
 }
 
 /// Removes an entry whose references are gone: copy `copy_back` (a host section inside it)
@@ -368,6 +395,7 @@ fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) ->
                 },
             )?;
         }
+        let _release = crate::check::hooks::release_scope();
         download(op, ctx, host, e.dev_of(host), bytes, e.name)?;
     }
     if copy_back.is_none() {
@@ -375,11 +403,23 @@ fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) ->
             crate::dropped::check(op, &e, digest.clone())?;
         }
     }
+    if crate::check::on() {
+        // In queue order, after the copy back and before the memory is given back.
+        let (host, copied) = (e.host, copy_back.is_some());
+        op.rt.backend.host_fn(
+            op.q,
+            Box::new(move || crate::check::hooks::released(host, copied)),
+        )?;
+    }
     let d = info(e.host, e.bytes, e.dev, e.name);
     dispatch::data_point(acc_event_t::DELETE, ctx, &d);
-    if !e.mapped {
-        op.rt.backend.free(op.q, e.dev)?;
-        dispatch::data_point(acc_event_t::FREE, ctx, &d);
+    if let Some(a) = e.release_allocation() {
+        op.rt.backend.free(op.q, a.dev)?;
+        dispatch::data_point(
+            acc_event_t::FREE,
+            ctx,
+            &info(a.host, a.bytes, a.dev, e.name),
+        );
     }
     Ok(())
 }
@@ -446,6 +486,12 @@ const DETACH_NAME: *const c_char = c".detach.".as_ptr();
 /// address of what it points to (NULL stays NULL). Counted per pointer and target, as the
 /// specification says.
 pub fn attach(op: &Op, ctx: &EvCtx, ptr_addr: usize, _name: *const c_char) -> Result<()> {
+    attach_biased(op, ctx, ptr_addr, 0)
+}
+
+/// [`attach`] of a pointer to a section that starts `bias` bytes after where it points (GCC's
+/// attach kinds carry it: `attach(p[2:n])`).
+pub fn attach_biased(op: &Op, ctx: &EvCtx, ptr_addr: usize, bias: usize) -> Result<()> {
     if ptr_addr == 0 {
         return Err(AccError::InvalidArgument(
             "attach of a NULL pointer address".into(),
@@ -453,7 +499,7 @@ pub fn attach(op: &Op, ctx: &EvCtx, ptr_addr: usize, _name: *const c_char) -> Re
     }
     // SAFETY: the caller passes the address of a pointer variable (acc_attach's contract).
     let target = unsafe { *(ptr_addr as *const usize) };
-    let attached = op.rt.table().attach(ptr_addr, target);
+    let attached = op.rt.table().attach(ptr_addr, target, bias);
     match attached {
         None => Err(AccError::NotPresent {
             host: ptr_addr,
@@ -496,6 +542,9 @@ pub(crate) fn write_pointer(
     value: u64,
     name: *const c_char,
 ) -> Result<()> {
+    if crate::check::on() {
+        crate::check::hooks::pointer_written(ptr_addr);
+    }
     let d = info(ptr_addr, 8, slot_dev, name);
     let t = dispatch::data_start(acc_event_t::ENQUEUE_UPLOAD_START, ctx, &d);
     let r = op.rt.backend.write_u64(op.q, slot_dev, value);
@@ -544,7 +593,7 @@ pub fn map(op: &Op, host: usize, dev: u64, bytes: usize) -> Result<()> {
 /// acc_unmap_data.
 pub fn unmap(op: &Op, host: usize) -> Result<()> {
     let mut table = op.rt.table();
-    let ok = table.get(host).is_some_and(|e| e.mapped);
+    let ok = table.get(host).is_some_and(|e| e.mapped && !e.declared);
     if !ok {
         return Err(AccError::InvalidArgument(format!(
             "{host:#x} was not mapped by acc_map_data"

@@ -20,8 +20,11 @@ const PENDING: u64 = u64::MAX;
 /// A digest cell for a new copied-in entry, where the device's memory is readable and the
 /// check is not switched off (`ACCSHIM_NO_DROP_CHECK=1`).
 pub fn track(rt: &Runtime) -> Option<Arc<AtomicU64>> {
-    (rt.backend.device_memory_is_host_readable() && !crate::env::flag("ACCSHIM_NO_DROP_CHECK"))
-        .then(|| Arc::new(AtomicU64::new(PENDING)))
+    // The checker (src/check) reports dropped results itself, with the host's read of them.
+    (rt.backend.device_memory_is_host_readable()
+        && !crate::env::flag("ACCSHIM_NO_DROP_CHECK")
+        && !crate::check::on())
+    .then(|| Arc::new(AtomicU64::new(PENDING)))
 }
 
 /// FNV-1a over 8-byte words (and the tail bytes): quick enough to run beside a memcpy.
@@ -32,7 +35,10 @@ fn digest(p: *const u8, bytes: usize) -> u64 {
     unsafe {
         let words = bytes / 8;
         for i in 0..words {
-            h = (h ^ (p as *const u64).add(i).read_unaligned()).wrapping_mul(0x0000_0100_0000_01b3);
+            // Rotated first: a plain xor-multiply keeps a change of a word's top bit in the
+            // top bit only (negating an even number of doubles left the digest unchanged).
+            h = (h.rotate_left(23) ^ (p as *const u64).add(i).read_unaligned())
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15);
         }
         for i in words * 8..bytes {
             h = (h ^ u64::from(*p.add(i))).wrapping_mul(0x0000_0100_0000_01b3);

@@ -188,6 +188,8 @@ impl<T> OrFatal<T> for Result<T> {
 /// into C. A panic is the runtime's own fault, not the program's: it aborts.
 #[inline]
 pub(crate) fn guard<R>(name: &str, f: impl FnOnce() -> R) -> R {
+    // A fork waits until the call returns (src/fork.rs).
+    let _inside = crate::fork::enter();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => {

@@ -13,6 +13,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod backend;
+pub mod check;
 pub mod construct;
 pub mod data;
 pub mod dropped;
@@ -21,9 +22,11 @@ pub mod ending;
 pub mod env;
 pub mod error;
 pub mod ffi;
+pub mod fork;
 pub mod goacc;
 pub mod host_memory;
 pub mod loc;
+pub mod members;
 pub mod present;
 pub mod profiling;
 pub mod runtime;

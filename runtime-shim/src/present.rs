@@ -9,6 +9,7 @@
 use crate::error::AccError;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::ThreadId;
 
@@ -21,6 +22,9 @@ pub struct Entry {
     pub dynamic: u32,
     /// Created by acc_map_data: the device memory belongs to the user and is never freed here.
     pub mapped: bool,
+    /// A global under `acc declare` (src/goacc/globals.rs): present until the device shuts
+    /// down, whatever data exits say.
+    pub declared: bool,
     /// The clause text that created the entry, for events and messages.
     pub name: *const c_char,
     /// Pointers inside this entry attached to a device target (host address of the pointer ->
@@ -35,6 +39,40 @@ pub struct Entry {
     /// The host address of the Fortran array descriptor that points at this data (0 if none),
     /// to name the array in messages.
     pub descriptor: usize,
+    /// The device allocation this entry shares with the other members of a struct mapped
+    /// together (src/members.rs); None when the entry's device copy is an allocation of its own.
+    pub block: Option<Arc<DeviceBlock>>,
+}
+
+/// One device allocation holding the members of a struct mapped together, laid out as on the
+/// host from `host` on; each member has an entry of its own, and the allocation goes with the
+/// last of them.
+#[derive(Debug)]
+pub struct DeviceBlock {
+    pub dev: u64,
+    pub host: usize,
+    pub bytes: usize,
+    /// Member entries not yet removed.
+    members: AtomicUsize,
+}
+
+impl DeviceBlock {
+    pub fn new(dev: u64, host: usize, bytes: usize, members: usize) -> Arc<DeviceBlock> {
+        Arc::new(DeviceBlock {
+            dev,
+            host,
+            bytes,
+            members: AtomicUsize::new(members),
+        })
+    }
+}
+
+/// Device memory to free: its address, and the host range it held (for the free event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Allocation {
+    pub dev: u64,
+    pub host: usize,
+    pub bytes: usize,
 }
 
 // SAFETY: `name` points to a static NUL-terminated string (see crate::loc).
@@ -46,6 +84,9 @@ unsafe impl Send for Entry {}
 pub struct Attachment {
     pub count: u32,
     pub target: usize,
+    /// Where the data it was attached to was looked up: the target, or the start of the section
+    /// it was attached with (target + bias).
+    pub section: usize,
 }
 
 impl Entry {
@@ -58,11 +99,13 @@ impl Entry {
             structured: 0,
             dynamic: 0,
             mapped: false,
+            declared: false,
             name,
             attached: BTreeMap::new(),
             filling: None,
             digest: None,
             descriptor: 0,
+            block: None,
         }
     }
     pub fn end(&self) -> usize {
@@ -77,6 +120,26 @@ impl Entry {
     /// The device address of host address `host` inside this entry.
     pub fn dev_of(&self, host: usize) -> u64 {
         self.dev + (host - self.host) as u64
+    }
+    /// The device memory to free now that this entry has been removed from the table: none for
+    /// memory the program owns (acc_map_data), the shared block with the last of a struct's
+    /// members (none before), else the entry's own. Call once per removed entry.
+    pub fn release_allocation(&self) -> Option<Allocation> {
+        if self.mapped {
+            return None;
+        }
+        match &self.block {
+            None => Some(Allocation {
+                dev: self.dev,
+                host: self.host,
+                bytes: self.bytes,
+            }),
+            Some(b) => (b.members.fetch_sub(1, Ordering::AcqRel) == 1).then_some(Allocation {
+                dev: b.dev,
+                host: b.host,
+                bytes: b.bytes,
+            }),
+        }
     }
     /// The pointers attached inside this entry: (host address of the pointer, attachment).
     pub fn attachments(&self) -> impl Iterator<Item = (usize, Attachment)> + '_ {
@@ -201,6 +264,13 @@ impl PresentTable {
                         dev: e.dev_of(host),
                     });
                 }
+                if let Some(keys) = self.span(host, end) {
+                    let first = &self.map[&keys[0]];
+                    return Ok(Lookup::Present {
+                        key: keys[0],
+                        dev: first.dev_of(host),
+                    });
+                }
                 return Err(AccError::PartlyPresent {
                     host,
                     bytes,
@@ -211,6 +281,52 @@ impl PresentTable {
             }
         }
         Ok(Lookup::Absent)
+    }
+
+    /// The keys of the entries that hold `[host, end)` together, in address order, when they
+    /// are members of one struct mapped together and the range lies in their device block
+    /// (laid out as on the host; the bytes between the members, padding or members not
+    /// mapped, were copied in with the block: src/members.rs). The whole struct mapped after
+    /// its members (`enter data copyin(v.a[0:n], v.b[0:n])`, then `copyin(v)`) is present
+    /// then. None otherwise.
+    fn span(&self, host: usize, end: usize) -> Option<Vec<usize>> {
+        let (&k0, first) = self.map.range(..=host).next_back()?;
+        let block = first.block.as_ref()?;
+        if host < block.host || end > block.host + block.bytes {
+            return None;
+        }
+        let mut keys = vec![k0];
+        let after = first.end().max(host);
+        if after < end {
+            for (&k, e) in self.map.range(after..end) {
+                if !e.block.as_ref().is_some_and(|b| Arc::ptr_eq(b, block)) {
+                    return None;
+                }
+                keys.push(k);
+            }
+        }
+        (keys.len() > 1).then_some(keys)
+    }
+
+    /// The keys of the entries that hold `[host, host+bytes)`: the one that contains it, or the
+    /// struct members that hold it together (laid out in one device block, as `lookup` finds
+    /// them); none if it is not present.
+    pub fn holding(&self, host: usize, bytes: usize) -> Vec<usize> {
+        let Some(end) = host.checked_add(bytes.max(1)) else {
+            return Vec::new();
+        };
+        match self.containing(host) {
+            Some(e) if e.end() >= end => vec![e.host],
+            _ => self.span(host, end).unwrap_or_default(),
+        }
+    }
+
+    /// The first entry (by address) that overlaps `[host, end)`, if any.
+    pub fn first_overlapping(&self, host: usize, end: usize) -> Option<&Entry> {
+        if let Some(e) = self.containing(host) {
+            return Some(e);
+        }
+        self.map.range(host..end.max(host)).next().map(|(_, e)| e)
     }
 
     /// The entry that contains the single address `host`, if any.
@@ -288,12 +404,21 @@ impl PresentTable {
     /// The attach action for the pointer stored at host address `ptr_addr`, whose value is
     /// `target`: None if no entry contains the pointer; else, if the pointer is not attached to
     /// `target` yet, its device copy must get the device address of `target` (or NULL for a NULL
-    /// pointer); an error if `target` is not present.
-    pub fn attach(&mut self, ptr_addr: usize, target: usize) -> Option<Result<Attached, AccError>> {
+    /// pointer); an error if `target` is not present. With a `bias` (GCC's, for a section that
+    /// does not start where the pointer points: `p[2:n]` has 16), the data present is looked up
+    /// at `target + bias`, and the device pointer points as far before it as the host's does.
+    pub fn attach(
+        &mut self,
+        ptr_addr: usize,
+        target: usize,
+        bias: usize,
+    ) -> Option<Result<Attached, AccError>> {
+        let section = target.wrapping_add(bias);
         let target_dev = if target == 0 {
             Some(0)
         } else {
-            self.containing(target).map(|e| e.dev_of(target))
+            self.containing(section)
+                .map(|e| e.dev.wrapping_add(target.wrapping_sub(e.host) as u64))
         };
         let e = self.containing_mut(ptr_addr)?;
         let slot_dev = e.dev_of(ptr_addr);
@@ -305,15 +430,17 @@ impl PresentTable {
         }
         let Some(value) = target_dev else {
             return Some(Err(AccError::NotPresent {
-                host: target,
+                host: section,
                 bytes: 1,
                 name: "attach target".into(),
             }));
         };
-        if e.attached
-            .insert(ptr_addr, Attachment { count: 1, target })
-            .is_none()
-        {
+        let a = Attachment {
+            count: 1,
+            target,
+            section,
+        };
+        if e.attached.insert(ptr_addr, a).is_none() {
             self.attachments += 1;
         }
         Some(Ok(Attached::Write { slot_dev, value }))
@@ -352,7 +479,7 @@ impl PresentTable {
         for e in self.map.values_mut() {
             let (base, dev) = (e.host, e.dev);
             e.attached.retain(|&ptr_addr, a| {
-                let into = a.target >= host && a.target < end;
+                let into = a.section >= host && a.section < end;
                 if into {
                     restores.push(Restore {
                         ptr_addr,
@@ -448,16 +575,16 @@ mod tests {
         t.insert(entry(2000, 64, 9000)); // its first target
         t.insert(entry(3000, 64, 7000)); // its second target
         assert_eq!(
-            t.attach(1008, 2010),
+            t.attach(1008, 2010, 0),
             Some(Ok(Attached::Write {
                 slot_dev: 5008,
                 value: 9010
             }))
         );
-        assert_eq!(t.attach(1008, 2010), Some(Ok(Attached::Again)));
+        assert_eq!(t.attach(1008, 2010, 0), Some(Ok(Attached::Again)));
         // A new target starts the count again at one.
         assert_eq!(
-            t.attach(1008, 3000),
+            t.attach(1008, 3000, 0),
             Some(Ok(Attached::Write {
                 slot_dev: 5008,
                 value: 7000
@@ -473,18 +600,98 @@ mod tests {
         assert_eq!(t.detach(1008, false), None, "no longer attached");
         // NULL stays NULL; a target that is not present is an error; a pointer outside every entry, None.
         assert_eq!(
-            t.attach(1016, 0),
+            t.attach(1016, 0, 0),
             Some(Ok(Attached::Write {
                 slot_dev: 5016,
                 value: 0
             }))
         );
         assert!(matches!(
-            t.attach(1024, 4000),
+            t.attach(1024, 4000, 0),
             Some(Err(AccError::NotPresent { .. }))
         ));
-        assert_eq!(t.attach(500, 2000), None);
+        assert_eq!(t.attach(500, 2000, 0), None);
         assert_eq!(t.attachments, 1);
+    }
+
+    /// The entries of struct members mapped together at `host` (each `(offset, bytes)`), in
+    /// one device block at `dev`.
+    fn members(t: &mut PresentTable, host: usize, dev: u64, parts: &[(usize, usize)]) {
+        let end = parts.iter().map(|&(o, b)| o + b).max().unwrap();
+        let block = DeviceBlock::new(dev, host, end, parts.len());
+        for &(o, b) in parts {
+            let mut e = entry(host + o, b, dev + o as u64);
+            e.block = Some(Arc::clone(&block));
+            t.insert(e);
+        }
+    }
+
+    #[test]
+    fn a_struct_block_is_freed_with_its_last_member() {
+        let mut t = PresentTable::new();
+        members(&mut t, 1000, 5000, &[(0, 8), (16, 8)]);
+        // The gap between the members is not present.
+        assert_eq!(t.lookup(1008, 8, std::ptr::null()).unwrap(), Lookup::Absent);
+        let first = t.remove(1000).unwrap();
+        assert_eq!(
+            first.release_allocation(),
+            None,
+            "the other member still uses it"
+        );
+        let last = t.remove(1016).unwrap();
+        assert_eq!(
+            last.release_allocation(),
+            Some(Allocation {
+                dev: 5000,
+                host: 1000,
+                bytes: 24
+            })
+        );
+        let mut own = entry(3000, 8, 7000);
+        own.mapped = true;
+        assert_eq!(own.release_allocation(), None, "acc_map_data's memory");
+    }
+
+    #[test]
+    fn members_that_hold_a_range_together_are_present() {
+        let mut t = PresentTable::new();
+        members(&mut t, 1000, 5000, &[(0, 4), (8, 8)]);
+        assert_eq!(
+            t.lookup(1000, 16, std::ptr::null()).unwrap(),
+            Lookup::Present {
+                key: 1000,
+                dev: 5000
+            }
+        );
+        // Padding between members is in the block: the whole range is held by both.
+        assert_eq!(t.holding(1000, 16), vec![1000, 1008]);
+        assert_eq!(t.holding(1008, 8), vec![1008]);
+        // Past the block, or across members of different blocks, it is partly present.
+        assert!(t.lookup(1000, 24, std::ptr::null()).is_err());
+        members(&mut t, 1016, 6000, &[(0, 8)]);
+        assert!(t.lookup(1008, 16, std::ptr::null()).is_err());
+        assert!(t.holding(1008, 16).is_empty());
+    }
+
+    #[test]
+    fn a_biased_attach_finds_the_section_and_points_before_it() {
+        let mut t = PresentTable::new();
+        t.insert(entry(1000, 100, 5000)); // holds the pointer at 1008
+        t.insert(entry(2016, 480, 9016)); // p[2:60] of doubles, p = 2000
+                                          // The pointer's value (2000) is not present, its section's start (2016) is.
+        assert!(matches!(
+            t.attach(1008, 2000, 0),
+            Some(Err(AccError::NotPresent { .. }))
+        ));
+        assert_eq!(
+            t.attach(1008, 2000, 16),
+            Some(Ok(Attached::Write {
+                slot_dev: 5008,
+                value: 9000
+            }))
+        );
+        // Deleting the section detaches it.
+        assert_eq!(t.detach_pointers_into(2016, 480).len(), 1);
     }
 
     #[test]
@@ -492,9 +699,9 @@ mod tests {
         let mut t = PresentTable::new();
         t.insert(entry(1000, 100, 5000));
         t.insert(entry(2000, 64, 9000));
-        t.attach(1008, 2000).unwrap().unwrap();
-        t.attach(1016, 2060).unwrap().unwrap();
-        t.attach(1024, 0).unwrap().unwrap();
+        t.attach(1008, 2000, 0).unwrap().unwrap();
+        t.attach(1016, 2060, 0).unwrap().unwrap();
+        t.attach(1024, 0, 0).unwrap().unwrap();
         let mut r = t.detach_pointers_into(2000, 64);
         r.sort_by_key(|r| r.ptr_addr);
         assert_eq!(

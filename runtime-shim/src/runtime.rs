@@ -327,9 +327,17 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         present: Mutex::new(PresentTable::new()),
         backend,
     }));
+    // The program's `acc declare` globals are present from the start, as when libgomp loads
+    // the program's image.
+    crate::goacc::globals::load(&*rt.backend, t, &mut rt.table())?;
     let mut end_ctx = ctx;
     end_ctx.api = rt.backend.handles(None);
     CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+    crate::fork::on_fork(drain_before_fork, queue_workers_in_child);
+    crate::check::start(
+        t == crate::backend::ACC_DEVICE_EMULATED,
+        crate::backend::emulated::in_kernel,
+    );
     dispatch::other_end(acc_event_t::DEVICE_INIT_END, &end_ctx, ti);
     if !ATEXIT.swap(true, Ordering::AcqRel) {
         // Registered after the tools' own registration, so it runs before their atexit
@@ -346,12 +354,32 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
 /// queues drained, delete and free events for the data still present, device_shutdown end and
 /// runtime_shutdown, so that a tool sees the run end as after acc_shutdown. After a runtime
 /// error the program ends with nothing more done: the device may be mid-operation.
+/// Before a fork: the device's queued work done, so that no queue worker is inside a job.
+fn drain_before_fork() {
+    if let Some(rt) = current() {
+        for q in rt.backend.queues() {
+            let _ = rt.backend.wait(q);
+        }
+    }
+}
+
+/// In a fork's child: the queue workers are not there.
+fn queue_workers_in_child() {
+    if let Some(rt) = current() {
+        rt.backend.after_fork_in_child();
+    }
+}
+
 extern "C" fn at_exit() {
     if crate::ending::start_exit() || crate::ending::reporting() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
-        let Some(mut ctx) = tell_shutdown(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN) else {
+        let told = tell_shutdown(acc_construct_t::RUNTIME_API, &Loc::UNKNOWN);
+        if crate::check::on() {
+            check_at_exit();
+        }
+        let Some(mut ctx) = told else {
             return;
         };
         dispatch::other_end(acc_event_t::DEVICE_SHUTDOWN_END, &ctx.0, ctx.1);
@@ -381,6 +409,28 @@ fn tell_shutdown(construct: acc_construct_t, loc: &Loc) -> Option<(EvCtx, dispat
         }
     }
     Some((ctx, ti))
+}
+
+/// The checker's end: what the program left mapped, then its report.
+fn check_at_exit() {
+    let Some(rt) = current() else {
+        crate::check::hooks::at_exit(&[]);
+        return;
+    };
+    let table = rt.table();
+    let descriptors: std::collections::HashSet<usize> =
+        table.entries().map(|e| e.descriptor).collect();
+    let leftovers: Vec<crate::check::hooks::Leftover> = table
+        .entries()
+        .map(|e| crate::check::hooks::Leftover {
+            host: e.host,
+            bytes: e.bytes,
+            dynamic: e.dynamic,
+            incidental: e.mapped || e.declared || e.bytes <= 8 || descriptors.contains(&e.host),
+        })
+        .collect();
+    drop(table);
+    crate::check::hooks::at_exit(&leftovers);
 }
 
 fn leftover_info(e: &Entry) -> DataInfo {
@@ -569,8 +619,16 @@ fn release_leftovers(rt: &Runtime, ctx: &EvCtx, entries: Vec<Entry>) {
     for e in entries {
         let d = leftover_info(&e);
         dispatch::data_point(acc_event_t::DELETE, ctx, &d);
-        if !e.mapped && rt.backend.free(SYNC, e.dev).is_ok() {
-            dispatch::data_point(acc_event_t::FREE, ctx, &d);
+        if let Some(a) = e.release_allocation() {
+            if rt.backend.free(SYNC, a.dev).is_ok() {
+                let d = DataInfo {
+                    host_ptr: a.host as *const c_void,
+                    bytes: a.bytes,
+                    device_ptr: a.dev as usize as *const c_void,
+                    ..d
+                };
+                dispatch::data_point(acc_event_t::FREE, ctx, &d);
+            }
         }
     }
 }

@@ -222,10 +222,28 @@ fn sigkill_after_ready_keeps_what_finished_before_ready() {
         "{}",
         t.integrity
     );
-    assert!(
-        accprof_trace::live::live_path(&trace).exists(),
-        "a killed run leaves its live file"
+    let live = accprof_trace::live::live_path(&trace);
+    assert!(live.exists(), "a killed run leaves its live file");
+    // A `dir/*` glob gives the live file among the traces: it is read with its trace, and
+    // said so in one line, instead of failing the report.
+    let report = |files: &[&std::path::Path]| {
+        let o = Command::new(accprof_cli())
+            .args(["report", "-q"])
+            .args(files)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        o
+    };
+    let alone = report(&[&trace]);
+    let glob = report(&[&trace, &live]);
+    assert_eq!(glob.stdout, alone.stdout);
+    let note = format!(
+        "accprof: note: {}: the live file of {}, read with it",
+        live.display(),
+        trace.display()
     );
+    assert!(stderr(&glob).contains(&note), "{}", stderr(&glob));
 }
 
 #[test]

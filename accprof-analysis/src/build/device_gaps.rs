@@ -8,41 +8,11 @@
 //! Gaps are summed per (construct before, construct after), the place the advice points at.
 
 use super::{ConstructSpan, DeviceRecord};
-use crate::model::EventRef;
-use serde::Serialize;
+use crate::model::{DeviceGaps, EventRef, GapSite};
 use std::collections::HashMap;
 
 /// Gaps shorter than this are scheduling noise, not host work.
 const MIN_GAP_NS: u64 = 2_000;
-
-/// Where the device idled while the host worked between constructs.
-#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize)]
-pub struct DeviceGaps {
-    /// Time the device was busy (the union of its records).
-    pub busy_ns: u64,
-    /// From the first device record's start to the last one's end.
-    pub span_ns: u64,
-    /// Per pair of constructs, largest total first.
-    pub sites: Vec<GapSite>,
-}
-
-/// The gaps between the device work of one construct and that of the next.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
-pub struct GapSite {
-    /// Index in `Profile::constructs` of the construct whose device work came before the gap
-    /// (`None`: work no construct issued).
-    pub before: Option<usize>,
-    /// The construct whose device work ended the gap.
-    pub after: Option<usize>,
-    pub count: u64,
-    pub total_ns: u64,
-    pub max_ns: u64,
-    /// The longest gap, as the device record that ended it.
-    pub longest: Option<EventRef>,
-    /// Start of the first gap and end of the last, monotonic ns.
-    pub first_ns: u64,
-    pub last_ns: u64,
-}
 
 /// The gaps between device records, fed in rounds (the builder ties records to constructs a
 /// round at a time, so that it need not keep them all): each round is taken in start order and

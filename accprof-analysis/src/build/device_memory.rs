@@ -8,10 +8,9 @@
 //! twice). Memory stays bounded: the live allocations, a downsampled series and a snapshot of
 //! the largest arrays at the peak.
 
-use crate::model::EventRef;
+use crate::model::{DeviceMemory, EventRef, HeldArray};
 use accprof_abi::acc_event_t;
 use accprof_trace::{Event, EventFlags, Field, StrId, StringTable};
-use serde::Serialize;
 // Keyed by device pointers and device numbers, which no one picks to collide: the Fx hash,
 // as the rest of the builder.
 use rustc_hash::FxHashMap as HashMap;
@@ -21,42 +20,6 @@ use rustc_hash::FxHashMap as HashMap;
 const SERIES_POINTS: usize = 512;
 /// Arrays named at the peak, largest first.
 const ARRAYS_AT_PEAK: usize = 10;
-
-/// Device memory of one device, from the runtime's allocations.
-#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize)]
-pub struct DeviceMemory {
-    /// The device number the runtime reported (`None` when it gave none).
-    pub device: Option<i64>,
-    /// "alloc/free" or "create/delete": the events the figures come from.
-    pub events: &'static str,
-    /// The most bytes in use at once, and when (monotonic ns).
-    pub peak_bytes: u64,
-    pub peak_ns: u64,
-    /// How many allocations were live at the peak, and the largest of them.
-    pub arrays_at_peak: u64,
-    pub largest_at_peak: Vec<HeldArray>,
-    /// Bytes in use over time: (monotonic ns, bytes), each point the largest value of its span.
-    pub series: Vec<(u64, u64)>,
-    pub allocations: u64,
-    pub frees: u64,
-    /// Frees of a device pointer no recorded allocation gave (allocated before recording
-    /// began, or a runtime that names no device pointer): not counted.
-    pub unmatched_frees: u64,
-    /// Bytes still allocated when the trace ended.
-    pub in_use_at_end: u64,
-}
-
-/// One allocation live at the peak.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
-pub struct HeldArray {
-    /// The variable; else its host address, else its device address (what the runtime gave).
-    pub name: String,
-    pub bytes: u64,
-    /// Where it was allocated.
-    pub file: Option<String>,
-    pub line: Option<i64>,
-    pub allocated: EventRef,
-}
 
 #[derive(Clone, Copy, Debug)]
 struct Live {

@@ -470,9 +470,9 @@ fn index_spans(ts: &mut ThreadState) {
 
 /// Gives kernel records that do not say which call issued them the thread and time of the
 /// runtime's reported launch of the same kernel, at the end of the trace, for a builder the
-/// reader did not name kernels to (`kernel_names` does the same while streaming). libaccprof stops CUPTI's launch callback once
-/// the runtime reports launches through acc_prof (the callback cost about 0.6 us per launch on
-/// the H200); GCC, NVHPC and the shim report each launch with the kernel's name, which CUPTI's
+/// reader did not name kernels to (`kernel_names` does the same while streaming). libaccprof
+/// stops CUPTI's launch callback (a costly one) once the runtime reports launches through
+/// acc_prof; GCC, NVHPC and the shim report each launch with the kernel's name, which CUPTI's
 /// records carry too. Per name, the launches not already claimed by a record with its call are
 /// taken in host time order and the records in issue (correlation id) order; a record that
 /// started on the device before its candidate launch was issued is not that launch's, and stays
@@ -538,17 +538,4 @@ fn match_kernels_by_name(
         recs[i].thread = thread;
         recs[i].host_ns = start + (end - start) / 2;
     }
-}
-
-/// The host-reported operation of kind `want` whose callbacks enclose `t` on this thread.
-pub(super) fn find_op(ts: &ThreadState, t: u64, want: ChildKind) -> Option<OpSpan> {
-    let ops = &ts.op_spans;
-    let end = ops.partition_point(|o| o.start <= t);
-    // Operations of one kind do not overlap on a thread; look back over a few neighbours.
-    ops[..end]
-        .iter()
-        .rev()
-        .take(8)
-        .find(|o| o.kind == want && o.end >= t)
-        .copied()
 }

@@ -12,7 +12,6 @@
 //! record waits while that launch might not have arrived yet; one that started on the device
 //! before its candidate was issued is not that launch's and stays outside any construct.
 
-use super::device_records::find_op;
 use super::*;
 
 /// Launches of one kernel that wait for their records, at most; older ones leave the window

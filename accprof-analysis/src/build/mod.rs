@@ -31,8 +31,6 @@ use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_timeline::taxonomy::EventClass;
 use accprof_timeline::{is_async, DeviceOp};
 use accprof_trace::{device, Event, EventFlags, Field, StrId, StringTable};
-pub use device_gaps::{DeviceGaps, GapSite};
-pub use device_memory::{DeviceMemory, HeldArray};
 use nesting::share_overhead;
 use std::collections::VecDeque;
 
@@ -539,6 +537,19 @@ impl ProfileBuilder {
             }
         }
     }
+}
+
+/// The host-reported operation of kind `want` whose callbacks enclose `t` on this thread.
+fn find_op(ts: &ThreadState, t: u64, want: ChildKind) -> Option<OpSpan> {
+    let ops = &ts.op_spans;
+    let end = ops.partition_point(|o| o.start <= t);
+    // Operations of one kind do not overlap on a thread; look back over a few neighbours.
+    ops[..end]
+        .iter()
+        .rev()
+        .take(8)
+        .find(|o| o.kind == want && o.end >= t)
+        .copied()
 }
 
 #[cfg(test)]

@@ -57,7 +57,10 @@ pub fn render(args: &Args) -> Result<String, CliError> {
     } else {
         accprof_analysis::report::ranks::merge_ranks(&profiles)
     };
-    let findings = advise(&profile);
+    let mut findings = advise(&profile);
+    if let [trace] = args.traces.as_slice() {
+        crate::commands::check::advise_notes::annotate(trace, &profile, &mut findings);
+    }
     let text = match args.format {
         Format::Text => render_text(&profile, &findings),
         Format::Json => {

@@ -55,7 +55,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         });
         writeln!(out, "{line}")?;
     }
-    let mut progress = crate::progress::Progress::new(args.quiet);
+    let mut progress = crate::progress::ProgressBar::new(args.quiet);
     progress.phase(
         "dumping",
         std::fs::metadata(&args.trace).map_or(0, |m| m.len()),

@@ -12,8 +12,13 @@ mod draw;
 mod timeline;
 
 use crate::error::CliError;
+use accprof_analysis::Profile;
+use accprof_symbols::ResolvingReader;
+use accprof_timeline::layout::Stop;
+use accprof_timeline::{Late, Layout, LayoutConfig, TrackTable};
 use draw::Figure;
 use plotters::prelude::*;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 /// Draw a trace: time per construct (kernels, data, wait, init, host) and a timeline.
@@ -87,29 +92,42 @@ pub fn run(args: Args) -> Result<(), CliError> {
         (None, Some(p)) => ImageFormat::of_path(p)?,
         (None, None) => ImageFormat::Svg,
     };
+    let traces = super::traces_given(&args.traces)?;
     let output = args
         .output
         .clone()
-        .unwrap_or_else(|| args.traces[0].with_extension(format.extension()));
-    let fig = figure(&args)?;
+        .unwrap_or_else(|| traces[0].with_extension(format.extension()));
+    let fig = figure(&args, &traces)?;
     write_image(&output, format, &fig)?;
     eprintln!("accprof: wrote {}", output.display());
     Ok(())
 }
 
-fn figure(args: &Args) -> Result<Figure, CliError> {
-    // One pass over each trace gives both the timeline's slices and the breakdown's profile.
-    let (collected, mut profiles) = {
-        let mut progress = crate::progress::Progress::new(args.quiet);
-        crate::commands::export::collect_with_progress(&args.traces, true, &mut progress)?
+fn figure(args: &Args, traces: &[PathBuf]) -> Result<Figure, CliError> {
+    let mut progress = crate::progress::ProgressBar::new(args.quiet);
+    // One pass over each trace gives both the breakdown's profile and the timeline.
+    let mut cfg = LayoutConfig::default();
+    let read = loop {
+        match read(traces, &cfg, &mut progress)? {
+            Ok(read) => break read,
+            Err(late) => cfg = late.retry(&cfg, || 0),
+        }
     };
+    progress.finish();
+    let Read {
+        mut profiles,
+        processes,
+        bins,
+        tracks,
+        warnings: read_warnings,
+    } = read;
     let profile = if profiles.len() == 1 {
         profiles.pop().unwrap_or_default()
     } else {
         accprof_analysis::merge(&profiles)
     };
     // The profile repeats the reader's warnings (truncation, drops) with its own; say each once.
-    let mut warnings: Vec<String> = collected.warnings.clone();
+    let mut warnings: Vec<String> = read_warnings;
     for w in &profile.warnings {
         if !warnings.contains(w) {
             warnings.push(w.clone());
@@ -119,11 +137,7 @@ fn figure(args: &Args) -> Result<Figure, CliError> {
         eprintln!("accprof: warning: {w}");
     }
     let title = args.title.clone().unwrap_or_else(|| {
-        let names: Vec<&str> = collected
-            .processes
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect();
+        let names: Vec<&str> = processes.iter().map(String::as_str).collect();
         match names.as_slice() {
             [one] => format!("accprof: {one}"),
             many => format!("accprof: {} processes", many.len()),
@@ -149,16 +163,105 @@ fn figure(args: &Args) -> Result<Figure, CliError> {
         title,
         rows: breakdown::rows(&profile),
         sources,
-        timeline: timeline::build(collected, draw::PLOT_W),
+        timeline: {
+            let name = |trace: u16| processes[usize::from(trace)].clone();
+            let several = (processes.len() > 1).then_some(&name as &dyn Fn(u16) -> String);
+            bins.into_timeline(&tracks, draw::PLOT_W, several)
+        },
         notes,
     })
+}
+
+/// What one pass over the traces gave.
+struct Read {
+    /// Per trace, in the order given.
+    profiles: Vec<Profile>,
+    /// Per trace in rank order (the layout's numbering), its process's name.
+    processes: Vec<String>,
+    bins: timeline::Bins,
+    tracks: TrackTable,
+    warnings: Vec<String>,
+}
+
+/// Reads every trace (in MPI rank order) into its profile and the timeline's bins; a layout
+/// that did not fit asks to be read again ([`Late`]).
+fn read(
+    paths: &[PathBuf],
+    cfg: &LayoutConfig,
+    progress: &mut crate::progress::ProgressBar,
+) -> Result<Result<Read, Late>, CliError> {
+    let total: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    progress.phase("reading", total, true);
+    let mut readers = Vec::with_capacity(paths.len());
+    for p in paths {
+        readers.push(Some(ResolvingReader::open(p)?));
+    }
+    let mut order: Vec<usize> = (0..readers.len()).collect();
+    order.sort_by_key(|&i| {
+        let h = readers[i].as_ref().map(|r| r.header().mpi_rank);
+        (h.flatten().is_none(), h.flatten(), i)
+    });
+    let mut layout = Layout::new(cfg.clone());
+    let mut bins = timeline::Bins::new(draw::PLOT_W);
+    let mut profiles: Vec<Option<Profile>> = vec![None; paths.len()];
+    let mut processes = Vec::new();
+    let mut warnings = Vec::new();
+    let mut bytes_before = 0;
+    for &i in &order {
+        let Some(r) = readers[i].take() else { continue };
+        let label = paths[i].display().to_string();
+        processes.push(accprof_timeline::track::process_name(r.header(), &label));
+        layout.begin_trace(r.header());
+        let mut late = None;
+        let (profile, _) = Profile::read_beside(
+            label,
+            r,
+            0,
+            |_| {},
+            |events, bytes| {
+                progress.set(bytes_before + bytes);
+                for ev in events {
+                    if let Err(Stop::Late(l)) = layout.push(ev, &mut bins) {
+                        late = Some(l);
+                        return ControlFlow::Break(());
+                    }
+                }
+                ControlFlow::Continue(())
+            },
+        )?;
+        if let Some(l) = late {
+            return Ok(Err(l));
+        }
+        if let Err(Stop::Late(l)) = layout.end_trace(&mut bins) {
+            return Ok(Err(l));
+        }
+        bytes_before += std::fs::metadata(&paths[i]).map_or(0, |m| m.len());
+        warnings.extend(profile.warnings.iter().cloned());
+        profiles[i] = Some(profile);
+    }
+    let (tracks, _) = match layout.finish(&mut bins) {
+        Ok(done) => done,
+        Err(Stop::Late(l)) => return Ok(Err(l)),
+        Err(Stop::Sink(never)) => match never {},
+    };
+    Ok(Ok(Read {
+        profiles: profiles.into_iter().flatten().collect(),
+        processes,
+        bins,
+        tracks,
+        warnings,
+    }))
 }
 
 /// Draws to a temporary file beside `path` and renames it, so a failure leaves nothing behind.
 fn write_image(path: &Path, format: ImageFormat, fig: &Figure) -> Result<(), CliError> {
     register_font();
     // The bitmap backend picks its encoder from the extension, so the temporary keeps it.
-    let tmp = crate::commands::export::temporary_beside(path, &format!(".{}", format.extension()))?;
+    let tmp = crate::commands::temporary_beside(path, &format!(".{}", format.extension()))?;
     let size = (draw::WIDTH, fig.height());
     let drawn = match format {
         ImageFormat::Svg => {

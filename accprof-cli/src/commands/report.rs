@@ -87,8 +87,9 @@ pub fn write_output(path: Option<&Path>, text: &str) -> Result<(), CliError> {
 
 /// Reads every trace into a profile, printing each trace's warnings on stderr once.
 pub fn load_profiles(paths: &[PathBuf], quiet: bool) -> Result<Vec<Profile>, CliError> {
+    let paths = super::traces_given(paths)?;
     let mut out = Vec::with_capacity(paths.len());
-    for path in paths {
+    for path in &paths {
         let p = load_profile(path, quiet)?;
         for w in &p.warnings {
             eprintln!("accprof: warning: {w}");
@@ -125,7 +126,5 @@ pub fn load_profile(path: &Path, quiet: bool) -> Result<Profile, CliError> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let mut profile = result?;
-    accprof_analysis::source::close_regions(&mut profile);
-    Ok(profile)
+    Ok(result?)
 }

@@ -220,7 +220,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
 /// A program that was killed (or exec'd) ended without the tool's exit-time symbols chunk: add
 /// it now, while the binary is the one that ran, after folding its live file into the trace. A
 /// trace that has one is left alone.
-fn keep_source_lines(trace: &Path, quiet: bool) {
+pub(crate) fn keep_source_lines(trace: &Path, quiet: bool) {
     if std::env::var("ACCPROF_SYMBOLS").is_ok_and(|v| {
         matches!(
             v.trim().to_ascii_lowercase().as_str(),
@@ -319,7 +319,7 @@ fn exit_like(code: i32) -> Result<(), CliError> {
 }
 
 /// The program as the shell would find it: a path, or a name looked up in PATH.
-fn resolve_program(program: &str) -> Result<PathBuf, CliError> {
+pub(crate) fn resolve_program(program: &str) -> Result<PathBuf, CliError> {
     let is_exec = |p: &Path| {
         p.is_file()
             && p.metadata()
@@ -352,7 +352,7 @@ fn resolve_program(program: &str) -> Result<PathBuf, CliError> {
 }
 
 /// libaccprof.so: ACCPROF_LIB, else next to this binary (target/release), else ../lib.
-fn find_library() -> Result<PathBuf, CliError> {
+pub(crate) fn find_library() -> Result<PathBuf, CliError> {
     if let Some(p) = std::env::var_os("ACCPROF_LIB") {
         let p = PathBuf::from(p);
         return if p.is_file() {
@@ -380,7 +380,7 @@ fn find_library() -> Result<PathBuf, CliError> {
 }
 
 /// libaccshim.so: ACCPROF_SHIM_LIB, else next to this binary, else ../lib.
-fn find_shim() -> Result<PathBuf, CliError> {
+pub(crate) fn find_shim() -> Result<PathBuf, CliError> {
     if let Some(p) = std::env::var_os("ACCPROF_SHIM_LIB") {
         let p = PathBuf::from(p);
         return if p.is_file() {
@@ -412,7 +412,7 @@ fn absolute(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-fn prepend(lib: &Path, existing: Option<String>, sep: char) -> String {
+pub(crate) fn prepend(lib: &Path, existing: Option<String>, sep: char) -> String {
     match existing.filter(|e| !e.is_empty()) {
         Some(e) => format!("{}{sep}{e}", lib.display()),
         None => lib.display().to_string(),

@@ -28,6 +28,9 @@ pub struct Summary {
     pub processes: BTreeMap<i64, String>,
     /// Names of threads (tracks), by (pid, tid).
     pub threads: BTreeMap<(i64, i64), String>,
+    /// Names of threads in the order a viewer shows them: by their process's sort index, then
+    /// their own (thread ids are only handles).
+    pub shown: Vec<String>,
     /// Maximum nesting depth of complete slices over all tracks.
     pub max_depth: usize,
     /// Flow arrows (matched `s`/`f` pairs).
@@ -71,6 +74,8 @@ pub fn validate(json: &str) -> Result<Summary, String> {
     let mut last_counter: BTreeMap<(i64, String), i64> = BTreeMap::new();
     let mut flow_starts: BTreeMap<String, FlowEnd> = BTreeMap::new();
     let mut flow_ends: BTreeMap<String, FlowEnd> = BTreeMap::new();
+    let mut process_sort: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut thread_sort: BTreeMap<(i64, i64), i64> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
         let at = || format!("event {i} ({e})");
         let ph = e
@@ -106,9 +111,17 @@ pub fn validate(json: &str) -> Result<Summary, String> {
                     sum.threads.insert((pid, tid), n);
                 }
                 "process_sort_index" | "thread_sort_index" => {
-                    arg("sort_index")
+                    let index = arg("sort_index")
                         .and_then(|v| v.as_i64())
                         .ok_or_else(|| format!("{}: no integer args.sort_index", at()))?;
+                    match e.get("tid").and_then(Value::as_i64) {
+                        Some(tid) => {
+                            thread_sort.insert((pid, tid), index);
+                        }
+                        None => {
+                            process_sort.insert(pid, index);
+                        }
+                    }
                 }
                 _ => {}
             }
@@ -289,5 +302,16 @@ pub fn validate(json: &str) -> Result<Summary, String> {
             return Err(format!("track {t:?} has no thread_name metadata"));
         }
     }
+    let mut shown: Vec<(i64, i64, i64, i64, String)> = sum
+        .threads
+        .iter()
+        .map(|(&(pid, tid), name)| {
+            let p = process_sort.get(&pid).copied().unwrap_or(pid);
+            let t = thread_sort.get(&(pid, tid)).copied().unwrap_or(tid);
+            (p, pid, t, tid, name.clone())
+        })
+        .collect();
+    shown.sort();
+    sum.shown = shown.into_iter().map(|s| s.4).collect();
     Ok(sum)
 }

@@ -13,7 +13,7 @@ use accprof_trace::{device, Event};
 /// What a bar on the timeline is, at the granularity the legend shows.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 #[repr(u8)]
-pub enum Category {
+pub enum BarKind {
     Compute = 0,
     Launch = 1,
     Upload = 2,
@@ -38,99 +38,99 @@ pub enum Category {
 }
 
 /// How many categories there are (the length of per-category arrays).
-pub const CATEGORY_COUNT: usize = 14;
+pub const BAR_KIND_COUNT: usize = 14;
 
-impl Category {
-    pub const ALL: [Category; CATEGORY_COUNT] = [
-        Category::Compute,
-        Category::Launch,
-        Category::Upload,
-        Category::Download,
-        Category::Memory,
-        Category::Wait,
-        Category::Data,
-        Category::Update,
-        Category::Other,
-        Category::DeviceKernel,
-        Category::DeviceUpload,
-        Category::DeviceDownload,
-        Category::DeviceCopy,
-        Category::DeviceMemset,
+impl BarKind {
+    pub const ALL: [BarKind; BAR_KIND_COUNT] = [
+        BarKind::Compute,
+        BarKind::Launch,
+        BarKind::Upload,
+        BarKind::Download,
+        BarKind::Memory,
+        BarKind::Wait,
+        BarKind::Data,
+        BarKind::Update,
+        BarKind::Other,
+        BarKind::DeviceKernel,
+        BarKind::DeviceUpload,
+        BarKind::DeviceDownload,
+        BarKind::DeviceCopy,
+        BarKind::DeviceMemset,
     ];
 
     /// The category of an event: a device record by what the device did, a host (acc_prof)
     /// event by its kind.
-    pub fn of_event(ev: &Event) -> Category {
+    pub fn of_event(ev: &Event) -> BarKind {
         match DeviceOp::of(ev) {
-            Some(op) => Category::of_device(op),
-            None => Category::of(ev.kind),
+            Some(op) => BarKind::of_device(op),
+            None => BarKind::of(ev.kind),
         }
     }
 
     /// The category of a device record's operation.
-    pub fn of_device(op: DeviceOp) -> Category {
+    pub fn of_device(op: DeviceOp) -> BarKind {
         match op {
-            DeviceOp::Kernel => Category::DeviceKernel,
-            DeviceOp::Copy(Direction::HostToDevice) => Category::DeviceUpload,
-            DeviceOp::Copy(Direction::DeviceToHost) => Category::DeviceDownload,
-            DeviceOp::OtherCopy => Category::DeviceCopy,
-            DeviceOp::Memset => Category::DeviceMemset,
+            DeviceOp::Kernel => BarKind::DeviceKernel,
+            DeviceOp::Copy(Direction::HostToDevice) => BarKind::DeviceUpload,
+            DeviceOp::Copy(Direction::DeviceToHost) => BarKind::DeviceDownload,
+            DeviceOp::OtherCopy => BarKind::DeviceCopy,
+            DeviceOp::Memset => BarKind::DeviceMemset,
         }
     }
 
     /// The category of a host (acc_prof) event of `kind` (a device record's needs the record:
-    /// [`Category::of_event`]).
-    pub fn of(kind: acc_event_t) -> Category {
+    /// [`BarKind::of_event`]).
+    pub fn of(kind: acc_event_t) -> BarKind {
         use accprof_timeline::Category as Shared;
         match Shared::of(kind) {
-            _ if device::is_device_record(kind) => Category::Other,
-            Shared::Kernels => Category::Launch,
+            _ if device::is_device_record(kind) => BarKind::Other,
+            Shared::Kernels => BarKind::Launch,
             Shared::Data => match Direction::of_transfer(kind) {
-                Some(Direction::HostToDevice) => Category::Upload,
-                Some(Direction::DeviceToHost) => Category::Download,
-                None if kind == acc_event_t::UPDATE_START => Category::Update,
-                None => Category::Data,
+                Some(Direction::HostToDevice) => BarKind::Upload,
+                Some(Direction::DeviceToHost) => BarKind::Download,
+                None if kind == acc_event_t::UPDATE_START => BarKind::Update,
+                None => BarKind::Data,
             },
-            Shared::Wait => Category::Wait,
-            Shared::Init => Category::Other,
-            Shared::Host if kind == acc_event_t::COMPUTE_CONSTRUCT_START => Category::Compute,
+            Shared::Wait => BarKind::Wait,
+            Shared::Init => BarKind::Other,
+            Shared::Host if kind == acc_event_t::COMPUTE_CONSTRUCT_START => BarKind::Compute,
             // Device memory bookkeeping: the instants, but for the runtime's shutdown.
             Shared::Host if is_point(kind) && kind != acc_event_t::RUNTIME_SHUTDOWN => {
-                Category::Memory
+                BarKind::Memory
             }
-            Shared::Host => Category::Other,
+            Shared::Host => BarKind::Other,
         }
     }
 
     /// Whether bars of this category are device records (timed on the device).
     pub fn is_device(self) -> bool {
-        self as u8 >= Category::DeviceKernel as u8
+        self as u8 >= BarKind::DeviceKernel as u8
     }
 
-    pub fn from_u8(v: u8) -> Category {
-        Category::ALL
+    pub fn from_u8(v: u8) -> BarKind {
+        BarKind::ALL
             .get(v as usize)
             .copied()
-            .unwrap_or(Category::Other)
+            .unwrap_or(BarKind::Other)
     }
 
     /// The legend's word for it.
     pub fn label(self) -> &'static str {
         match self {
-            Category::Compute => "compute",
-            Category::Launch => "kernel",
-            Category::Upload => "upload",
-            Category::Download => "download",
-            Category::Memory => "alloc/free",
-            Category::Wait => "wait",
-            Category::Data => "enter/exit data",
-            Category::Update => "update",
-            Category::Other => "other",
-            Category::DeviceKernel => "kernel",
-            Category::DeviceUpload => "HtoD",
-            Category::DeviceDownload => "DtoH",
-            Category::DeviceCopy => "copy",
-            Category::DeviceMemset => "memset",
+            BarKind::Compute => "compute",
+            BarKind::Launch => "kernel",
+            BarKind::Upload => "upload",
+            BarKind::Download => "download",
+            BarKind::Memory => "alloc/free",
+            BarKind::Wait => "wait",
+            BarKind::Data => "enter/exit data",
+            BarKind::Update => "update",
+            BarKind::Other => "other",
+            BarKind::DeviceKernel => "kernel",
+            BarKind::DeviceUpload => "HtoD",
+            BarKind::DeviceDownload => "DtoH",
+            BarKind::DeviceCopy => "copy",
+            BarKind::DeviceMemset => "memset",
         }
     }
 }
@@ -150,13 +150,13 @@ pub const CODE_UNKNOWN: u8 = 255;
 const NVTX_CODES: u8 = 230;
 
 /// The kind column's code for an event of `kind` in category `cat`.
-pub fn kind_code(kind: acc_event_t, cat: Category) -> u8 {
+pub fn kind_code(kind: acc_event_t, cat: BarKind) -> u8 {
     match cat {
-        Category::DeviceKernel => CODE_KERNEL,
-        Category::DeviceUpload => CODE_HTOD,
-        Category::DeviceDownload => CODE_DTOH,
-        Category::DeviceCopy => CODE_COPY,
-        Category::DeviceMemset => CODE_MEMSET,
+        BarKind::DeviceKernel => CODE_KERNEL,
+        BarKind::DeviceUpload => CODE_HTOD,
+        BarKind::DeviceDownload => CODE_DTOH,
+        BarKind::DeviceCopy => CODE_COPY,
+        BarKind::DeviceMemset => CODE_MEMSET,
         _ if accprof_trace::nvtx::is_nvtx(kind) => {
             NVTX_CODES + (kind.0 - accprof_trace::nvtx::RANGE.0) as u8
         }
@@ -247,36 +247,33 @@ mod tests {
 
     #[test]
     fn every_start_and_point_event_has_a_category_and_round_trips() {
-        for c in Category::ALL {
-            assert_eq!(Category::from_u8(c as u8), c);
+        for c in BarKind::ALL {
+            assert_eq!(BarKind::from_u8(c as u8), c);
         }
         assert_eq!(
-            Category::of(acc_event_t::ENQUEUE_UPLOAD_START),
-            Category::Upload
+            BarKind::of(acc_event_t::ENQUEUE_UPLOAD_START),
+            BarKind::Upload
         );
-        assert_eq!(Category::of(acc_event_t::FREE), Category::Memory);
-        assert_eq!(Category::of(acc_event_t(999)), Category::Other);
+        assert_eq!(BarKind::of(acc_event_t::FREE), BarKind::Memory);
+        assert_eq!(BarKind::of(acc_event_t(999)), BarKind::Other);
         assert_eq!(
-            Category::of(acc_event_t::COMPUTE_CONSTRUCT_START),
-            Category::Compute
-        );
-        assert_eq!(
-            Category::of(acc_event_t::ENQUEUE_LAUNCH_START),
-            Category::Launch
+            BarKind::of(acc_event_t::COMPUTE_CONSTRUCT_START),
+            BarKind::Compute
         );
         assert_eq!(
-            Category::of(acc_event_t::ENQUEUE_DOWNLOAD_START),
-            Category::Download
+            BarKind::of(acc_event_t::ENQUEUE_LAUNCH_START),
+            BarKind::Launch
         );
-        assert_eq!(Category::of(acc_event_t::ENTER_DATA_START), Category::Data);
-        assert_eq!(Category::of(acc_event_t::UPDATE_START), Category::Update);
-        assert_eq!(Category::of(acc_event_t::WAIT_START), Category::Wait);
-        assert_eq!(Category::of(acc_event_t::CREATE), Category::Memory);
-        assert_eq!(Category::of(acc_event_t::RUNTIME_SHUTDOWN), Category::Other);
         assert_eq!(
-            Category::of(acc_event_t::DEVICE_INIT_START),
-            Category::Other
+            BarKind::of(acc_event_t::ENQUEUE_DOWNLOAD_START),
+            BarKind::Download
         );
+        assert_eq!(BarKind::of(acc_event_t::ENTER_DATA_START), BarKind::Data);
+        assert_eq!(BarKind::of(acc_event_t::UPDATE_START), BarKind::Update);
+        assert_eq!(BarKind::of(acc_event_t::WAIT_START), BarKind::Wait);
+        assert_eq!(BarKind::of(acc_event_t::CREATE), BarKind::Memory);
+        assert_eq!(BarKind::of(acc_event_t::RUNTIME_SHUTDOWN), BarKind::Other);
+        assert_eq!(BarKind::of(acc_event_t::DEVICE_INIT_START), BarKind::Other);
     }
 
     #[test]
@@ -294,36 +291,36 @@ mod tests {
         let copy = |copy_kind: u64| {
             let mut ev = Event::new(device::MEMCPY, 0);
             ev.set(accprof_trace::Field::CopyKind, copy_kind);
-            Category::of_event(&ev)
+            BarKind::of_event(&ev)
         };
-        assert_eq!(copy(htod), Category::DeviceUpload);
-        assert_eq!(copy(dtoh), Category::DeviceDownload);
-        assert_eq!(copy(device::COPY_DTOD), Category::DeviceCopy);
+        assert_eq!(copy(htod), BarKind::DeviceUpload);
+        assert_eq!(copy(dtoh), BarKind::DeviceDownload);
+        assert_eq!(copy(device::COPY_DTOD), BarKind::DeviceCopy);
         assert_eq!(
-            Category::of_event(&Event::new(device::KERNEL, 0)),
-            Category::DeviceKernel
+            BarKind::of_event(&Event::new(device::KERNEL, 0)),
+            BarKind::DeviceKernel
         );
         assert_eq!(
-            Category::of_event(&Event::new(device::MEMSET, 0)),
-            Category::DeviceMemset
+            BarKind::of_event(&Event::new(device::MEMSET, 0)),
+            BarKind::DeviceMemset
         );
         assert_eq!(
-            Category::of_event(&Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 0)),
-            Category::Upload
+            BarKind::of_event(&Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 0)),
+            BarKind::Upload
         );
-        assert!(Category::DeviceMemset.is_device() && !Category::Other.is_device());
+        assert!(BarKind::DeviceMemset.is_device() && !BarKind::Other.is_device());
         for (kind, cat) in [
-            (device::KERNEL, Category::DeviceKernel),
-            (device::MEMCPY, Category::DeviceDownload),
-            (device::MEMSET, Category::DeviceMemset),
+            (device::KERNEL, BarKind::DeviceKernel),
+            (device::MEMCPY, BarKind::DeviceDownload),
+            (device::MEMSET, BarKind::DeviceMemset),
         ] {
             let code = kind_code(kind, cat);
             assert!(is_device_code(code));
             assert_eq!(kind_of_code(code), kind);
         }
-        let code = kind_code(acc_event_t::ENQUEUE_LAUNCH_START, Category::Launch);
+        let code = kind_code(acc_event_t::ENQUEUE_LAUNCH_START, BarKind::Launch);
         assert!(!is_device_code(code));
         assert_eq!(kind_of_code(code), acc_event_t::ENQUEUE_LAUNCH_START);
-        assert_eq!(kind_code(acc_event_t(999), Category::Other), CODE_UNKNOWN);
+        assert_eq!(kind_code(acc_event_t(999), BarKind::Other), CODE_UNKNOWN);
     }
 }

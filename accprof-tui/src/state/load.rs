@@ -6,12 +6,13 @@
 //! memory: see [`Loader::fetch`].
 
 use crate::state::constructs::{EventKey, RowKey};
-use crate::state::kind::{kind_code, Category};
+use crate::state::kind::{kind_code, BarKind};
 use crate::state::profile_feed::{ProfileFeed, ProfileJob, TraceEnd};
 use crate::state::store::{LaneKind, Raw, Source, Store, NO_PARENT, NO_STR};
 use accprof_analysis::build::ConstructKey;
 use accprof_symbols::ResolvingReader;
 use accprof_symbols::Symbolizer;
+use accprof_timeline::layout::{shifted, wall_clock_shift};
 use accprof_timeline::taxonomy::is_async_value;
 use accprof_timeline::{is_enqueue, CompactEvent, DeviceRecord, EventClass, TrackKind};
 use accprof_trace::{device, Event, Field, StrId, StringTable, TraceError, TraceReader};
@@ -72,10 +73,40 @@ struct ChunkRef {
 /// The offset of a [`ChunkRef`] that stands for a feed's recovered events.
 const RECOVERED: u64 = u64::MAX;
 
+/// Why the details of a record cannot be shown.
+#[derive(Debug)]
+pub enum FetchError {
+    /// The loader holds no event for this record: a fault of the TUI's own, not the trace's.
+    NoRecord(u32),
+    /// Reading the event again from its trace failed.
+    Trace(TraceError),
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FetchError::NoRecord(rec) => write!(
+                f,
+                "the timeline lost track of event {rec}; its details cannot be shown (a fault of \
+                 accprof's, not of the trace)"
+            ),
+            FetchError::Trace(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<TraceError> for FetchError {
+    fn from(e: TraceError) -> Self {
+        FetchError::Trace(e)
+    }
+}
+
 /// Owns the open traces and feeds the store.
 pub struct Loader {
     feeds: Vec<Feed>,
     chunks: Vec<ChunkRef>,
+    /// Records read into the store so far.
+    records: u32,
     /// Lines for the status bar: truncated traces, dropped events, symbol problems.
     pub warnings: Vec<String>,
 }
@@ -99,11 +130,7 @@ impl Loader {
             let reader = ResolvingReader::open(path)?;
             let prefix = read_prefix(path, reader.bytes_read())?;
             let h = reader.header();
-            let shift = if h.start_unix_ns != 0 {
-                i128::from(h.start_unix_ns) - i128::from(h.start_monotonic_ns)
-            } else {
-                0
-            };
+            let shift = wall_clock_shift(h);
             let rank = h.mpi_rank.unwrap_or(i as u32);
             let device_activity = h
                 .extra
@@ -135,6 +162,7 @@ impl Loader {
         Ok(Self {
             feeds,
             chunks: Vec::new(),
+            records: 0,
             warnings: Vec::new(),
         })
     }
@@ -213,6 +241,7 @@ impl Loader {
         if added == 0 {
             feed.runs.pop();
         }
+        self.records = store.records.len() as u32;
         Ok(added)
     }
 
@@ -255,24 +284,18 @@ impl Loader {
     }
 
     /// Re-reads the full event behind record `rec`, with the string table to resolve its ids.
-    pub fn fetch(&mut self, rec: u32) -> Result<(Event, StringTable), TraceError> {
+    pub fn fetch(&mut self, rec: u32) -> Result<(Event, StringTable), FetchError> {
         let at = self.chunks.partition_point(|c| c.first_rec <= rec);
-        let Some(chunk) = at.checked_sub(1).map(|i| self.chunks[i]) else {
-            return Err(TraceError::Corrupt {
-                path: String::new(),
-                offset: 0,
-                what: format!("no event {rec}"),
-            });
-        };
+        let chunk = at
+            .checked_sub(1)
+            .map(|i| self.chunks[i])
+            .filter(|_| rec < self.records)
+            .ok_or(FetchError::NoRecord(rec))?;
         let feed = &mut self.feeds[chunk.feed as usize];
         let label = feed.path.display().to_string();
         if chunk.offset == RECOVERED {
             let ev = feed.recovered.get((rec - chunk.first_rec) as usize);
-            let ev = ev.copied().ok_or_else(|| TraceError::Corrupt {
-                path: label.clone(),
-                offset: 0,
-                what: format!("no recovered event {rec}"),
-            })?;
+            let ev = ev.copied().ok_or(FetchError::NoRecord(rec))?;
             return Ok((ev, feed.reader.strings().clone()));
         }
         let io = |source| TraceError::Io {
@@ -359,22 +382,12 @@ fn resolve_again(feed: &mut Feed, ev: &mut Event, strings: &mut StringTable) {
     }
 }
 
-/// The lane an event belongs on: its track in the shared vocabulary (device records on their
-/// stream, asynchronous enqueues on their queue, the rest on their thread), but a thread's
-/// synchronous device work stays on the thread's lane, nested under its constructs.
-pub fn lane_kind(ev: &Event) -> LaneKind {
-    match TrackKind::of_event(ev) {
-        TrackKind::DeviceSync { thread } => TrackKind::Host { thread },
-        kind => kind,
-    }
-}
-
 /// Reduces `ev` to the store's columns. The fields come from the shared [`CompactEvent`] (the
 /// form export and plot keep too), so that a name, a line, a parent construct or a clamped time
 /// means the same thing here as there; only the lane, the colour category and the table row are
 /// the TUI's own.
 fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
-    let shift = |t: u64| (i128::from(t) + feed.shift).clamp(0, i128::from(u64::MAX)) as u64;
+    let shift = |t: u64| shifted(t, feed.shift);
     let compact = CompactEvent::from_event(ev, feed.source as u16, 0, shift);
     let mut map = |id: Option<StrId>| -> u32 {
         let Some(id) = id else { return NO_STR };
@@ -411,7 +424,7 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     };
     let rec = store.records.len() as u32;
     let is_device = device::is_device_record(ev.kind);
-    let cat = Category::of_event(ev);
+    let cat = BarKind::of_event(ev);
     let r = &mut store.records;
     r.kind.push(kind_code(ev.kind, cat));
     r.parent.push(
@@ -446,11 +459,10 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     if let Some(d) = DeviceRecord::of(ev) {
         store.device.push(
             rec,
-            d.thread,
+            d,
             d.host_call_ns.map(shift),
             compact.start,
             compact.end,
-            d.op,
         );
     } else if let (Some(handle), Some(q)) =
         (ev.get(Field::AsyncHandle), ev.get_i64(Field::AsyncQueue))
@@ -458,10 +470,10 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
         // acc_async_sync names no queue.
         if is_async_value(q) && feed.last_stream_queue != Some((handle, q)) {
             feed.last_stream_queue = Some((handle, q));
-            store.stream_queues.insert((feed.source, handle), q);
+            store.names.note_stream_queue(feed.source as u16, handle, q);
         }
     }
-    let kind = lane_kind(ev);
+    let kind = TrackKind::of_event(ev);
     let lane = match feed.last_lane {
         Some((k, l))
             if k == kind

@@ -11,7 +11,6 @@
 //! stops, and the analysis reads the trace again once the timeline is up ([`ProfileJob::wait`]
 //! says `None`).
 
-use accprof_analysis::load::DEVICE_ACTIVITY_KEY;
 use accprof_analysis::{KernelNameNotes, Profile, ProfileBuilder, ProfileSource};
 use accprof_trace::{Event, Footer, Header, StrId, StringTable};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -87,18 +86,8 @@ impl ProfileFeed {
     pub fn start(path: String, header: &Header) -> Self {
         let (tx, rx) = sync_channel(QUEUED_BATCHES);
         let (spare_tx, spare) = channel();
-        let builder = builder_for(header);
-        let source = ProfileSource {
-            path,
-            exe: header.exe.clone(),
-            args: header.args.clone(),
-            pid: header.pid,
-            hostname: header.hostname.clone(),
-            mpi_rank: header.mpi_rank,
-            start_monotonic_ns: header.start_monotonic_ns,
-            clean_end: false,
-            cwd: accprof_analysis::source::working_directory(header),
-        };
+        let builder = ProfileBuilder::for_header(header);
+        let source = ProfileSource::of_header(path, header, false);
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
         let worker = std::thread::spawn(move || build(builder, source, rx, spare_tx, &stopped));
@@ -157,16 +146,6 @@ impl ProfileFeed {
     }
 }
 
-/// The builder a trace needs: with device records when the tool recorded device activity,
-/// preferring CUPTI's to CUDA events' when CUPTI recorded it (as `Profile::from_path` does).
-fn builder_for(h: &Header) -> ProfileBuilder {
-    match h.extra.iter().find(|(k, _)| k == DEVICE_ACTIVITY_KEY) {
-        Some((_, v)) if v.starts_with("cupti") => ProfileBuilder::with_cupti_records(),
-        Some(_) => ProfileBuilder::with_device_records(),
-        None => ProfileBuilder::new(),
-    }
-}
-
 fn build(
     mut b: ProfileBuilder,
     mut source: ProfileSource,
@@ -195,10 +174,9 @@ fn build(
                     .as_ref()
                     .map(|f| f.end_monotonic_ns)
                     .filter(|&e| source.start_monotonic_ns > 0 && e > source.start_monotonic_ns);
-                let mut p =
-                    b.finish_with_wall(&end.strings, wall.map(|e| e - source.start_monotonic_ns));
                 source.clean_end = end.footer.is_some();
-                p.sources.push(source);
+                let wall = wall.map(|e| e - source.start_monotonic_ns);
+                let mut p = b.finish_for(&end.strings, wall, source);
                 p.summary.dropped_events = end.dropped;
                 return Some(p);
             }

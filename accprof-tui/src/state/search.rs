@@ -9,7 +9,7 @@
 //! Matching goes string by string first (a trace has few distinct strings), then record by
 //! record over the compact columns, so filtering ten million events takes a fraction of a second.
 
-use crate::state::kind::Category;
+use crate::state::kind::BarKind;
 use crate::state::store::{Store, NO_STR};
 use crate::state::track::Track;
 
@@ -93,7 +93,7 @@ impl Filter {
                                 f.track.push(
                                     t.start[i],
                                     t.end[i],
-                                    Category::from_u8(t.cat[i]),
+                                    BarKind::from_u8(t.cat[i]),
                                     t.rec[i],
                                 );
                                 f.orig.push(i as u32);

@@ -5,11 +5,16 @@
 //! its placement (lane, row, start, end, category) in the lane's [`Track`]s and a few
 //! per-record fields (kind, name, source file and line). The details pane re-reads the full
 //! event from the file when one is selected (`Loader::fetch` in `state::load`).
+//!
+//! A lane is one track of accprof-timeline's layout (a host thread, its synchronous device
+//! work, an async queue, a device stream), named by the layout's rule; its rows are the
+//! layout's lanes and depths ([`accprof_timeline::lanes`]): the TUI keeps every event, so it
+//! places them whole, by the rules the streaming layout applies as they go.
 
-use crate::state::kind::Category;
+use crate::state::kind::BarKind;
 use crate::state::track::Track;
-use accprof_abi::ACC_ASYNC_NOVAL;
-use accprof_timeline::TrackKind;
+use accprof_timeline::lanes::Lanes;
+use accprof_timeline::{NameStyle, TrackKey, TrackKind, TrackTable};
 use std::collections::HashMap;
 
 /// "No string" in the per-record string columns.
@@ -20,9 +25,8 @@ pub const NO_LINE: i32 = accprof_timeline::compact::NONE_I32;
 /// "No parent construct" in the per-record parent column.
 pub const NO_PARENT: u8 = u8::MAX;
 
-/// Where a lane's events ran: a track of the shared vocabulary (host thread, async queue,
-/// device stream). A thread's synchronous device work (`TrackKind::DeviceSync`) is shown in that
-/// thread's lane, nested under the constructs that issued it (see `state::load::lane_kind`).
+/// Where a lane's events ran: a track of the shared vocabulary (host thread, a thread's
+/// synchronous device work, async queue, device stream).
 pub type LaneKind = TrackKind;
 
 /// One row group of the timeline.
@@ -31,7 +35,8 @@ pub struct Lane {
     /// The trace (rank) it belongs to, index into [`Store::sources`].
     pub source: usize,
     pub kind: LaneKind,
-    /// Rows by nesting depth: `tracks[0]` holds the outermost constructs.
+    /// Rows: per layout lane (slices that cross go to a further one), by nesting depth;
+    /// `tracks[0]` holds the outermost slices of the first lane.
     pub tracks: Vec<Track>,
     /// Events as read, kept only while following a growing trace, to rebuild the rows.
     raw: Vec<Raw>,
@@ -43,7 +48,7 @@ pub struct Raw {
     pub start: u64,
     pub end: u64,
     pub rec: u32,
-    pub cat: Category,
+    pub cat: BarKind,
 }
 
 /// One loaded trace.
@@ -133,10 +138,10 @@ pub struct Store {
     pub constructs: crate::state::constructs::ConstructTable,
     /// The device records' issuing thread and call time, to pair them with host events.
     pub device: crate::state::device::DeviceIndex,
-    /// (source, stream handle) -> async queue, from host events that name both: labels the
-    /// device lane of that stream "queue N (device)".
-    pub stream_queues: HashMap<(usize, u64), i64>,
-    /// Which categories occur, one bit per [`Category`] (the legend lists only those).
+    /// The lanes as the layout's tracks, for their names (a device stream's names the async
+    /// queues the host events say it serves).
+    pub names: TrackTable,
+    /// Which categories occur, one bit per [`BarKind`] (the legend lists only those).
     pub categories_seen: u32,
     /// Earliest start and latest end over all events (ns); `origin == end` when empty.
     pub origin: u64,
@@ -147,9 +152,9 @@ pub struct Store {
     lane_index: HashMap<(usize, LaneKind), usize>,
 }
 
-/// Identifies one event on the timeline.
+/// Identifies one bar on the timeline: an event's place in the store's rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EventRef {
+pub struct BarRef {
     pub lane: usize,
     pub track: usize,
     pub idx: usize,
@@ -172,6 +177,10 @@ impl Store {
         if let Some(&i) = self.lane_index.get(&(source, kind)) {
             return i;
         }
+        self.names.intern(TrackKey {
+            trace: source as u16,
+            kind,
+        });
         self.lanes.push(Lane {
             source,
             kind,
@@ -214,7 +223,7 @@ impl Store {
                             start: t.start[i],
                             end: t.end[i],
                             rec: t.rec[i],
-                            cat: Category::from_u8(t.cat[i]),
+                            cat: BarKind::from_u8(t.cat[i]),
                         });
                     }
                 }
@@ -227,15 +236,13 @@ impl Store {
         self.device.finish();
     }
 
-    /// Whether `source` has a host thread lane for `thread` (device records issued from a
-    /// thread without one came from a runtime's helper thread).
-    pub fn has_thread_lane(&self, source: usize, thread: i64) -> bool {
-        self.lane_index.contains_key(&(
-            source,
-            TrackKind::Host {
-                thread: Some(thread),
-            },
-        ))
+    /// Whether `thread` of `source` recorded OpenACC events (device records issued from a
+    /// thread that did not came from a runtime's helper thread).
+    pub fn reports_events(&self, source: usize, thread: i64) -> bool {
+        let thread = Some(thread);
+        [TrackKind::Host { thread }, TrackKind::DeviceSync { thread }]
+            .iter()
+            .any(|&kind| self.lane_index.contains_key(&(source, kind)))
     }
 
     /// The lane of `(source, kind)`, if it exists.
@@ -245,14 +252,13 @@ impl Store {
 
     fn sort_lanes(&mut self) {
         let ranks: Vec<u32> = self.sources.iter().map(|s| s.rank).collect();
-        // The shared display order: each thread's NVTX lane just above the thread's lane.
         let key = |l: &Lane| {
-            let order = accprof_timeline::TrackKey {
+            let track = TrackKey {
                 trace: 0,
                 kind: l.kind,
-            }
-            .display_order();
-            (ranks.get(l.source).copied().unwrap_or(0), l.source, order)
+            };
+            let rank = ranks.get(l.source).copied().unwrap_or(0);
+            (rank, l.source, track.display_order())
         };
         if self.lanes.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
             return;
@@ -266,31 +272,18 @@ impl Store {
             .collect();
     }
 
-    /// The lane's name in the left column, e.g. `thread 0`, `queue 1`, `r1 thread 0`,
-    /// `device stream 0x7`, `queue 1 (device)`.
+    /// The lane's name in the left column: its track's short name (`thread 0`,
+    /// `thread 0 (sync)`, `queue 1`, `device stream 0x7 (queue 1)`), after its rank's when
+    /// several traces are loaded (`r1 thread 0`).
     pub fn lane_label(&self, lane: usize) -> String {
         let l = &self.lanes[lane];
-        let what = match l.kind {
-            TrackKind::Host { thread: Some(t) } | TrackKind::DeviceSync { thread: Some(t) } => {
-                format!("thread {t}")
-            }
-            TrackKind::Host { thread: None } | TrackKind::DeviceSync { thread: None } => {
-                "thread ?".to_string()
-            }
-            TrackKind::Nvtx { thread: Some(t) } => format!("thread {t} NVTX"),
-            TrackKind::Nvtx { thread: None } => "NVTX".to_string(),
-            TrackKind::DeviceQueue {
-                queue: ACC_ASYNC_NOVAL,
-            } => "queue noval".to_string(),
-            TrackKind::DeviceQueue { queue } => format!("queue {queue}"),
-            TrackKind::DeviceStream { stream: None } => "device (no stream)".to_string(),
-            TrackKind::DeviceStream {
-                stream: Some(stream),
-            } => match self.stream_queues.get(&(l.source, stream)) {
-                Some(&ACC_ASYNC_NOVAL) => "queue noval (device)".to_string(),
-                Some(q) => format!("queue {q} (device)"),
-                None => format!("device stream {stream:#x}"),
-            },
+        let key = TrackKey {
+            trace: l.source as u16,
+            kind: l.kind,
+        };
+        let what = match self.names.get(&key) {
+            Some(t) => self.names.name(t, NameStyle::Short),
+            None => l.kind.name(&Default::default(), NameStyle::Short),
         };
         if self.sources.len() > 1 {
             format!("r{} {what}", self.sources[l.source].rank)
@@ -299,11 +292,11 @@ impl Store {
         }
     }
 
-    pub fn rec_of(&self, r: EventRef) -> u32 {
+    pub fn rec_of(&self, r: BarRef) -> u32 {
         self.lanes[r.lane].tracks[r.track].rec[r.idx]
     }
 
-    pub fn span_of(&self, r: EventRef) -> (u64, u64) {
+    pub fn span_of(&self, r: BarRef) -> (u64, u64) {
         let t = &self.lanes[r.lane].tracks[r.track];
         (t.start[r.idx], t.end[r.idx])
     }
@@ -354,10 +347,10 @@ impl Store {
     }
 
     /// Every event, as references, in no particular order (search and jumps).
-    pub fn refs(&self) -> impl Iterator<Item = EventRef> + '_ {
+    pub fn refs(&self) -> impl Iterator<Item = BarRef> + '_ {
         self.lanes.iter().enumerate().flat_map(|(lane, l)| {
             l.tracks.iter().enumerate().flat_map(move |(track, t)| {
-                (0..t.len()).map(move |idx| EventRef { lane, track, idx })
+                (0..t.len()).map(move |idx| BarRef { lane, track, idx })
             })
         })
     }
@@ -368,27 +361,29 @@ impl Store {
     }
 }
 
-/// Sorts a lane's events by start (outer before inner at equal starts) and deals them into rows
-/// by nesting depth. An event that starts before the enclosing one ends goes one row deeper, so
-/// every row holds disjoint events (what [`Track`] relies on).
+/// Sorts a lane's events by start (outer before inner at equal starts) and deals them into
+/// rows: the layout's lanes ([`Lanes`]), each by nesting depth, so that every row holds
+/// disjoint events (what [`Track`] relies on).
 fn nest(raw: &mut [Raw]) -> Vec<Track> {
     // The tool writes events when they end, so children come before their parent: nearly sorted
     // runs, which the stable sort handles in close to linear time.
     raw.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
-    let mut tracks: Vec<Track> = Vec::new();
-    // End times of the open enclosing events, outermost first.
-    let mut open: Vec<u64> = Vec::new();
+    let mut lanes = Lanes::default();
+    // Per (lane, depth), its row.
+    let mut rows: Vec<Vec<Track>> = Vec::new();
     for r in raw.iter() {
-        while open.last().is_some_and(|&end| end <= r.start) {
-            open.pop();
+        // A zero-length event holds nothing open, whatever its kind.
+        let p = lanes.place(r.start, r.end, r.start >= r.end);
+        let (lane, depth) = (usize::from(p.lane), usize::from(p.depth));
+        if rows.len() <= lane {
+            rows.resize_with(lane + 1, Vec::new);
         }
-        let depth = open.len();
-        if tracks.len() <= depth {
-            tracks.resize_with(depth + 1, Track::default);
+        if rows[lane].len() <= depth {
+            rows[lane].resize_with(depth + 1, Track::default);
         }
-        tracks[depth].push(r.start, r.end, r.cat, r.rec);
-        open.push(r.end.max(r.start));
+        rows[lane][depth].push(r.start, r.end, r.cat, r.rec);
     }
+    let mut tracks: Vec<Track> = rows.into_iter().flatten().collect();
     for t in &mut tracks {
         t.finish();
     }
@@ -404,7 +399,7 @@ mod tests {
             start,
             end,
             rec,
-            cat: Category::Compute,
+            cat: BarKind::Compute,
         }
     }
 
@@ -426,10 +421,19 @@ mod tests {
     }
 
     #[test]
-    fn overlapping_siblings_do_not_share_a_row() {
-        let mut evs = vec![raw(0, 50, 0), raw(40, 90, 1)];
+    fn crossing_siblings_go_to_a_row_of_a_further_lane() {
+        let mut evs = vec![
+            raw(0, 50, 0),
+            raw(40, 90, 1),
+            raw(45, 48, 2),
+            raw(60, 70, 3),
+        ];
         let tracks = nest(&mut evs);
-        assert_eq!(tracks.len(), 2);
-        assert_eq!(tracks[1].rec, [1]);
+        // The first lane: (0, 50) holding (45, 48), then (60, 70) once it ended; the second:
+        // (40, 90), which crosses (0, 50).
+        assert_eq!(tracks.len(), 3);
+        assert_eq!(tracks[0].rec, [0, 3]);
+        assert_eq!(tracks[1].rec, [2]);
+        assert_eq!(tracks[2].rec, [1]);
     }
 }

@@ -6,20 +6,20 @@
 //! per category, so the events fully inside a cell are summed by subtracting two prefix entries;
 //! only the partial blocks at the ends of the range (at most `2 * BLOCK` events) are scanned.
 
-use crate::state::kind::{Category, CATEGORY_COUNT};
+use crate::state::kind::{BarKind, BAR_KIND_COUNT};
 
 /// Events per prefix-sum block: bounds the scan per cell; memory is `72 / BLOCK` bytes per event.
 pub const BLOCK: usize = 64;
 
 /// Busy nanoseconds per category.
-pub type Totals = [u64; CATEGORY_COUNT];
+pub type Totals = [u64; BAR_KIND_COUNT];
 
 #[derive(Clone, Debug, Default)]
 pub struct Track {
     /// Start times, sorted ascending (ns on the store's clock).
     pub start: Vec<u64>,
     pub end: Vec<u64>,
-    /// [`Category`] as u8.
+    /// [`BarKind`] as u8.
     pub cat: Vec<u8>,
     /// The record id of each event (index into the store's per-record arrays).
     pub rec: Vec<u32>,
@@ -35,7 +35,7 @@ pub struct CellSummary {
     /// Busy time inside the cell, all categories together.
     pub covered_ns: u64,
     /// The category with the most busy time (of the first event when all are points).
-    pub dominant: Category,
+    pub dominant: BarKind,
     /// The event when exactly one overlaps the cell: its index in the track.
     pub sole: Option<usize>,
     /// The first event overlapping the cell, if any (for clicks and labels).
@@ -52,7 +52,7 @@ impl Track {
     }
 
     /// Appends an event; callers push in start order, then call [`Track::finish`].
-    pub fn push(&mut self, start: u64, end: u64, cat: Category, rec: u32) {
+    pub fn push(&mut self, start: u64, end: u64, cat: BarKind, rec: u32) {
         debug_assert!(self.start.last().is_none_or(|&s| s <= start));
         self.start.push(start);
         self.end.push(end.max(start));
@@ -65,7 +65,7 @@ impl Track {
         let n = self.len();
         self.prefix.clear();
         self.prefix.reserve(n / BLOCK + 1);
-        let mut acc: Totals = [0; CATEGORY_COUNT];
+        let mut acc: Totals = [0; BAR_KIND_COUNT];
         self.prefix.push(acc);
         for b in 0..n / BLOCK {
             for i in b * BLOCK..(b + 1) * BLOCK {
@@ -119,7 +119,7 @@ impl Track {
         let b = b.max(a + 1);
         let starts_in = self.first_starting_at(a);
         let i1 = self.first_starting_at(b);
-        let mut tot: Totals = [0; CATEGORY_COUNT];
+        let mut tot: Totals = [0; BAR_KIND_COUNT];
         let mut first = None;
         let mut count = 0usize;
         // Tracks hold disjoint events, so only the one just before `a` can reach into the cell.
@@ -141,14 +141,14 @@ impl Track {
         let first_i = first?;
         let covered_ns = tot.iter().sum();
         let dominant = if covered_ns == 0 {
-            Category::from_u8(self.cat[first_i])
+            BarKind::from_u8(self.cat[first_i])
         } else {
             let (c, _) = tot
                 .iter()
                 .enumerate()
                 .max_by_key(|&(c, v)| (*v, std::cmp::Reverse(c)))
                 .unwrap_or((0, &0));
-            Category::from_u8(c as u8)
+            BarKind::from_u8(c as u8)
         };
         Some(CellSummary {
             count: u32::try_from(count).unwrap_or(u32::MAX),
@@ -184,7 +184,7 @@ impl Track {
 mod tests {
     use super::*;
 
-    fn track(events: &[(u64, u64, Category)]) -> Track {
+    fn track(events: &[(u64, u64, BarKind)]) -> Track {
         let mut t = Track::default();
         for (i, &(s, e, c)) in events.iter().enumerate() {
             t.push(s, e, c, i as u32);
@@ -195,7 +195,7 @@ mod tests {
 
     /// Brute force: overlap of every event with the cell.
     fn brute(t: &Track, a: u64, b: u64) -> (usize, Totals) {
-        let mut tot = [0; CATEGORY_COUNT];
+        let mut tot = [0; BAR_KIND_COUNT];
         let mut n = 0;
         for i in 0..t.len() {
             let (s, e) = (t.start[i], t.end[i]);
@@ -214,13 +214,13 @@ mod tests {
         let mut evs = Vec::new();
         for i in 0..1000u64 {
             let c = if i % 3 == 0 {
-                Category::Upload
+                BarKind::Upload
             } else {
-                Category::Launch
+                BarKind::Launch
             };
             evs.push((i * 10, i * 10 + 7, c));
             if i % 5 == 0 {
-                evs.push((i * 10 + 8, i * 10 + 8, Category::Memory));
+                evs.push((i * 10 + 8, i * 10 + 8, BarKind::Memory));
             }
         }
         let t = track(&evs);
@@ -251,12 +251,12 @@ mod tests {
 
     #[test]
     fn a_long_event_fills_cells_it_spans_and_only_those() {
-        let t = track(&[(100, 1000, Category::Compute)]);
+        let t = track(&[(100, 1000, BarKind::Compute)]);
         assert_eq!(t.cell(0, 50), None);
         let c = t.cell(500, 600).unwrap();
         assert_eq!(
             (c.covered_ns, c.sole, c.dominant),
-            (100, Some(0), Category::Compute)
+            (100, Some(0), BarKind::Compute)
         );
         assert_eq!(t.cell(950, 1050).unwrap().covered_ns, 50);
         assert_eq!(t.cell(1000, 1100), None);
@@ -264,7 +264,7 @@ mod tests {
 
     #[test]
     fn event_near_prefers_the_event_under_the_point() {
-        let t = track(&[(0, 10, Category::Launch), (20, 30, Category::Upload)]);
+        let t = track(&[(0, 10, BarKind::Launch), (20, 30, BarKind::Upload)]);
         assert_eq!(t.event_near(5, 0), Some(0));
         assert_eq!(t.event_near(18, 5), Some(1));
         assert_eq!(t.event_near(15, 2), None);

@@ -1,11 +1,12 @@
 //! The side pane: every recorded field of the selected event, and what follows from them
 //! (duration, bandwidth, kernel geometry, source location).
 
-use crate::state::kind::Category;
+use crate::state::kind::BarKind;
 use crate::state::load::Loader;
 use crate::state::pairing;
-use crate::state::store::{EventRef, Store};
+use crate::state::store::{BarRef, Store};
 use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_timeline::device::{copy_direction_name, memory_kind_name, record_name};
 use accprof_timeline::format;
 use accprof_trace::model::FieldType;
 use accprof_trace::{Event, Field, StringTable};
@@ -69,37 +70,6 @@ fn field_value(ev: &Event, f: Field, strings: &StringTable) -> Option<String> {
     })
 }
 
-/// CUPTI's copy directions (`CUpti_ActivityMemcpyKind`), by number.
-fn copy_direction_name(d: u64) -> &'static str {
-    match d {
-        1 => "HtoD (host to device)",
-        2 => "DtoH (device to host)",
-        3 => "HtoA (host to array)",
-        4 => "AtoH (array to host)",
-        5 => "AtoA (array to array)",
-        6 => "AtoD (array to device)",
-        7 => "DtoA (device to array)",
-        8 => "DtoD (device to device)",
-        9 => "HtoH (host to host)",
-        10 => "PtoP (peer to peer)",
-        _ => "unknown",
-    }
-}
-
-/// CUPTI's memory kinds (`CUpti_ActivityMemoryKind`), by number.
-fn memory_kind_name(m: u64) -> &'static str {
-    match m {
-        1 => "pageable",
-        2 => "pinned",
-        3 => "device",
-        4 => "array",
-        5 => "managed",
-        6 => "device static",
-        7 => "managed static",
-        _ => "unknown",
-    }
-}
-
 /// A duration with where it was measured: `18.0 us [host]`, `241.3 us [device]`.
 pub fn timed(ns: u64, device: bool) -> String {
     format!(
@@ -138,7 +108,7 @@ fn kv(k: &str, v: String) -> Line<'static> {
 
 /// The pane's lines for the current selection.
 pub fn lines(
-    selected: Option<EventRef>,
+    selected: Option<BarRef>,
     details: Option<&Details>,
     store: &Store,
 ) -> Vec<Line<'static>> {
@@ -154,7 +124,7 @@ pub fn lines(
     let rec = store.rec_of(sel);
     let (start, end) = store.span_of(sel);
     let is_device =
-        Category::from_u8(store.lanes[sel.lane].tracks[sel.track].cat[sel.idx]).is_device();
+        BarKind::from_u8(store.lanes[sel.lane].tracks[sel.track].cat[sel.idx]).is_device();
     out.push(Line::from(Span::styled(
         store.label(rec),
         Style::default().add_modifier(Modifier::BOLD),
@@ -224,12 +194,12 @@ fn source_of(ev: &Event, strings: &StringTable) -> Option<String> {
 /// records of it exist.
 fn host_lines(
     store: &Store,
-    sel: EventRef,
+    sel: BarRef,
     ev: &Event,
     strings: &StringTable,
     out: &mut Vec<Line<'static>>,
 ) {
-    let work = pairing::device_work_of(store, sel, ev.thread().unwrap_or(0));
+    let work = pairing::device_work_of(store, sel);
     // The device's duration goes right under the host's.
     if !work.is_empty() {
         let dev_ns: u64 = work.iter().map(|r| r.duration()).sum();
@@ -292,17 +262,12 @@ fn host_lines(
 /// A device record: what ran, when the host asked for it, and the construct it belongs to.
 fn device_lines(
     store: &Store,
-    sel: EventRef,
+    sel: BarRef,
     ev: &Event,
     strings: &StringTable,
     out: &mut Vec<Line<'static>>,
 ) {
-    let op = match ev.kind {
-        accprof_trace::device::KERNEL => "kernel run",
-        accprof_trace::device::MEMCPY => "memcpy",
-        accprof_trace::device::MEMSET => "memset",
-        _ => "device record",
-    };
+    let op = record_name(ev.kind).unwrap_or("device record");
     out.push(kv("event", format!("{op} (kind {})", ev.kind.0)));
     if let Some(k) = strings.resolve(ev.kernel_name()) {
         out.push(kv("kernel", k.to_string()));
@@ -324,7 +289,8 @@ fn device_lines(
     }
     if let Some(ck) = ev.get(Field::CopyKind) {
         let (dir, src, dst) = accprof_trace::device::split_copy_kind(ck);
-        out.push(kv("direction", copy_direction_name(dir).to_string()));
+        let (word, words) = copy_direction_name(dir);
+        out.push(kv("direction", format!("{word} ({words})")));
         out.push(kv(
             "memory",
             format!("{} → {}", memory_kind_name(src), memory_kind_name(dst)),

@@ -16,7 +16,7 @@ pub mod timeline;
 pub mod viewport;
 
 use crate::action::Action;
-use crate::state::kind::Category;
+use crate::state::kind::BarKind;
 use crate::state::State;
 use accprof_timeline::format::{duration, thousands};
 use findings::FindingsView;
@@ -312,7 +312,7 @@ fn header(view: &View, state: &State) -> Line<'static> {
 /// The colour key. Host categories all, as long as the trace has no device records; with them,
 /// the categories that occur, host and device apart (both would not fit one line).
 fn legend(seen: u32) -> Line<'static> {
-    let has_device = Category::ALL
+    let has_device = BarKind::ALL
         .iter()
         .any(|c| c.is_device() && seen & (1 << *c as u32) != 0);
     let mut spans = vec![Span::raw(" ")];
@@ -320,7 +320,7 @@ fn legend(seen: u32) -> Line<'static> {
         spans.push(Span::styled("host: ", Style::default().fg(Color::DarkGray)));
     }
     let mut device_started = false;
-    for c in Category::ALL {
+    for c in BarKind::ALL {
         if has_device && seen & (1 << c as u32) == 0 || !has_device && c.is_device() {
             continue;
         }

@@ -251,6 +251,17 @@ pub trait Backend: Send + Sync {
     /// Waits for everything and releases the device.
     fn shutdown(&self);
 
+    /// The device address and size of the variable `name` of GCC's nvptx `image` (an `acc
+    /// declare` global), linking the image if it is not yet; None where the backend runs no
+    /// GCC images.
+    fn image_variable(&self, _image: &GccKernel, _name: &CStr) -> Result<Option<(u64, usize)>> {
+        Ok(None)
+    }
+
+    /// In the child of a fork (src/fork.rs), with every queue drained before it: the threads
+    /// that ran the queues' work are not in the child; give it its own.
+    fn after_fork_in_child(&self) {}
+
     /// Whether a device address is also a host pointer to the device copy's bytes (the emulated
     /// device), so that the runtime may read a device copy from a job run in queue order.
     fn device_memory_is_host_readable(&self) -> bool {

@@ -55,6 +55,11 @@ pub fn map(op: &Op, host: usize) -> Result<(Clause, u64)> {
     let c = clause(ClauseKind::Create);
     let slot = data::enter(op, &c, false)?.device_addr();
     data::write_pointer(op, &op.ctx, host, slot, target, c".attach.".as_ptr())?;
+    if crate::check::on() {
+        // On libgomp and a GPU the kernel would get the host's address: a finding, not a note.
+        crate::check::hooks::pointer_by_value(value, crate::loc::call_site());
+        return Ok((c, slot));
+    }
     say_once();
     Ok((c, slot))
 }

@@ -27,10 +27,10 @@ unsafe extern "C" fn call_construct_fn(
 ) -> f64 {
     // SAFETY: `user` is the OmpFn GCC passed to GOACC_parallel_keyed; `args` holds one 8-byte
     // slot per mapped variable, the layout GCC's function reads its data block with.
-    unsafe {
+    super::globals::with_device_copies(|| unsafe {
         let f: OmpFn = std::mem::transmute::<*mut c_void, OmpFn>(user);
         f(args as *mut c_void);
-    }
+    });
     0.0
 }
 
@@ -125,6 +125,11 @@ pub unsafe fn parallel(
         let r = rt.backend.launch(op.q, &spec, None);
         dispatch::launch_end(&implicit.ctx, &li, t);
         r?;
+        if op.q != SYNC && !on_gpu && super::globals::swapping() {
+            // The kernel swaps declared globals into the host's variables: the host must not
+            // run beside it (src/goacc/globals.rs).
+            rt.backend.wait(op.q)?;
+        }
         if op.q == SYNC {
             let t = dispatch::other_start(acc_event_t::WAIT_START, &implicit.ctx);
             let r = rt.backend.wait(SYNC);

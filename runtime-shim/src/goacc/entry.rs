@@ -235,7 +235,7 @@ extern "C" fn data_end(_regs: *const u64, _stack: *const u64, ret: usize) {
 }
 
 /// `GOACC_declare(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
-/// unsigned short *kinds)`: refused (see [`mapping::declare`]).
+/// unsigned short *kinds)`: a function's `acc declare` (see [`super::declare`]).
 #[no_mangle]
 pub unsafe extern "C" fn GOACC_declare(
     flags_m: c_int,
@@ -245,7 +245,7 @@ pub unsafe extern "C" fn GOACC_declare(
     kinds: *const u16,
 ) {
     guard("GOACC_declare", || {
-        mapping::declare(
+        super::declare::declare(
             !flags_m,
             &mapping::Vars::new(mapnum, hostaddrs, sizes, kinds),
         )

@@ -121,12 +121,6 @@ pub enum Undo {
     Free { dev: u64, host: usize, bytes: usize },
     /// An attached pointer.
     Detach(usize),
-    /// A struct's members mapped as one range (GOMP_MAP_STRUCT): the range's reference, and the
-    /// members copied back when it is the last one.
-    Struct {
-        range: Clause,
-        copy_back: Vec<(usize, usize)>,
-    },
 }
 
 /// A construct's mapped variables: the device addresses its function gets, and the undo list.
@@ -209,7 +203,8 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
         }
         let dev = match k {
             MapKind::STRUCT => {
-                map_struct(op, vars, i, &mut m, &mut created)?;
+                let undo = map_struct(op, vars, i, false, &mut m.devaddrs, &mut created)?;
+                m.undo.extend(undo.into_iter().map(Undo::Exit));
                 continue;
             }
             _ if data_clause(k).is_some() => {
@@ -249,13 +244,7 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
             },
             MapKind::POINTER => pointer(op, host, bytes, &created, &mut m)?,
             MapKind::ATTACH => {
-                if bytes != 0 {
-                    unsupported(
-                        "attach",
-                        &format!("an attachment with a bias of {bytes} bytes"),
-                    );
-                }
-                data::attach(op, &op.ctx, host, std::ptr::null())?;
+                data::attach_biased(op, &op.ctx, host, bytes)?;
                 m.undo.push(Undo::Detach(host));
                 host as u64
             }
@@ -323,119 +312,46 @@ fn struct_members(vars: &Vars) -> Vec<bool> {
     members
 }
 
-/// GOMP_MAP_STRUCT at `i`: its members, in address order, are mapped as one range from the
-/// first member's start to the last one's end (as libgomp maps them); where the range is new,
-/// the members with a `to` kind are uploaded, and those with a `from` kind go back when the
-/// range's last reference goes. Each member's device address is its place in the range.
+/// GOMP_MAP_STRUCT at `i`: its members (the `sizes[i]` entries after it) mapped together, with
+/// a structured or `dynamic` reference each (src/members.rs). Each member's device address is
+/// its place in the struct's device copy, and the struct's own entry stands for the struct's
+/// base address there (the construct function reaches the members through it). Returns the
+/// members' clauses, whose exits undo a construct's mapping.
 fn map_struct(
     op: &Op,
     vars: &Vars,
     i: usize,
-    m: &mut Mapped,
+    dynamic: bool,
+    devaddrs: &mut [Val],
     created: &mut Vec<(usize, usize)>,
-) -> Result<()> {
+) -> Result<Vec<Clause>> {
     let group: Vec<usize> = (i + 1..vars.len()).take(vars.size(i)).collect();
-    let Some(start) = group.iter().map(|&j| vars.host(j)).min() else {
-        return Ok(());
-    };
-    let end = group
-        .iter()
-        .map(|&j| vars.host(j) + vars.size(j))
-        .max()
-        .unwrap_or(start);
+    let mut members = Vec::with_capacity(group.len());
     for &j in &group {
         let k = vars.kind(j);
-        if !matches!(
-            data_clause(k),
-            Some(
-                ClauseKind::Create
-                    | ClauseKind::CopyIn
-                    | ClauseKind::CopyOut
-                    | ClauseKind::Copy
-                    | ClauseKind::Present
-            )
-        ) {
+        let Some(kind) = data_clause(k) else {
             unsupported(
                 "a struct's members",
                 &format!("member map kind {}", k.name()),
             );
+        };
+        members.push(clause(kind, vars.host(j), vars.size(j)));
+    }
+    let reached_from = (!dynamic).then(|| vars.host(i));
+    let g = crate::members::enter(op, &members, dynamic, reached_from)?;
+    if g.created {
+        created.extend(members.iter().map(|c| (c.host as usize, c.bytes)));
+    }
+    for (&j, &d) in group.iter().zip(&g.devs) {
+        if let Some(slot) = devaddrs.get_mut(j) {
+            *slot = Val(d);
         }
     }
-    let range = clause(ClauseKind::Create, start, end - start);
-    let was_absent = op.rt.table().lookup(start, end - start, std::ptr::null())? == Lookup::Absent;
-    let present_only = group
-        .iter()
-        .all(|&j| vars.kind(j) == MapKind::FORCE_PRESENT);
-    if was_absent && present_only {
-        return Err(AccError::NotPresent {
-            host: start,
-            bytes: end - start,
-            name: "struct members".into(),
-        });
+    if let (Some(&first), Some(slot)) = (group.first(), devaddrs.get_mut(i)) {
+        let offset = vars.host(i).wrapping_sub(vars.host(first)) as u64;
+        *slot = Val(g.devs[0].wrapping_add(offset));
     }
-    let dev = data::enter(op, &range, false)?.device_addr();
-    let copy = |j: usize, to: bool| {
-        matches!(
-            data_clause(vars.kind(j)),
-            Some(ClauseKind::CopyIn | ClauseKind::Copy)
-        ) && to
-            || matches!(
-                data_clause(vars.kind(j)),
-                Some(ClauseKind::CopyOut | ClauseKind::Copy)
-            ) && !to
-    };
-    if was_absent {
-        created.push((start, end - start));
-        for &j in group.iter().filter(|&&j| copy(j, true)) {
-            data::upload(
-                op,
-                &op.ctx,
-                vars.host(j),
-                dev + (vars.host(j) - start) as u64,
-                vars.size(j),
-                std::ptr::null(),
-            )?;
-        }
-    }
-    // The struct's own entry stands for its base address (the construct function reaches
-    // the members through it), at the same offset from the range's start as on the host.
-    for &j in group.iter().chain(std::iter::once(&i)) {
-        m.devaddrs[j] = Val(dev.wrapping_add(vars.host(j).wrapping_sub(start) as u64));
-    }
-    let copy_back = group
-        .iter()
-        .filter(|&&j| copy(j, false))
-        .map(|&j| (vars.host(j), vars.size(j)))
-        .collect();
-    m.undo.push(Undo::Struct { range, copy_back });
-    Ok(())
-}
-
-/// The exit of a struct group: its `from` members go back if this is the range's last reference.
-fn unmap_struct(op: &Op, range: &Clause, copy_back: &[(usize, usize)]) -> Result<()> {
-    let last = {
-        let table = op.rt.table();
-        match table.lookup(range.host as usize, range.bytes, std::ptr::null())? {
-            Lookup::Present { key, dev } => table
-                .get(key)
-                .filter(|e| e.total_refs() == 1 && !e.mapped)
-                .map(|_| dev),
-            Lookup::Absent => None,
-        }
-    };
-    if let Some(dev) = last {
-        for &(host, bytes) in copy_back {
-            data::download(
-                op,
-                &op.ctx,
-                host,
-                dev + (host - range.host as usize) as u64,
-                bytes,
-                std::ptr::null(),
-            )?;
-        }
-    }
-    data::exit(op, range, false, false)
+    Ok(members)
 }
 
 /// A firstprivate variable: a device copy of its own for the construct.
@@ -517,7 +433,6 @@ pub fn unmap_structured(op: &Op, m: &Mapped) -> Result<()> {
                 };
                 dispatch::data_point(acc_event_t::FREE, &op.ctx, &d);
             }
-            Undo::Struct { range, copy_back } => unmap_struct(op, range, copy_back)?,
             Undo::Detach(_) => {}
         }
     }
@@ -528,15 +443,6 @@ pub fn unmap_structured(op: &Op, m: &Mapped) -> Result<()> {
 /// addresses) or CUDA (GCC's nvptx kernels, src/backend/cuda/gcc_kernels.rs).
 pub fn device(construct: acc_construct_t, what: &str) -> &'static Runtime {
     let rt = runtime::get(construct, &NOWHERE);
-    let declared = super::images::declared_variables();
-    if declared > 0 {
-        // The construct functions read and write these globals' host copies directly (no
-        // address of them is passed), so the device copies a GPU would use cannot be emulated.
-        unsupported(
-            what,
-            &format!("running a program with {declared} global variable(s) under `acc declare` (its compiled code uses their host copies directly, so the device's own copies cannot be emulated)"),
-        );
-    }
     if rt.device_type != ACC_DEVICE_EMULATED && rt.device_type != accprof_abi::acc_device_t::NVIDIA
     {
         unsupported(
@@ -652,6 +558,8 @@ fn enter_kind(k: MapKind) -> bool {
             | MapKind::ATTACH
             | MapKind::POINTER
             | MapKind::TO_PSET
+            | MapKind::STRUCT
+            | MapKind::ZERO_LEN_ARRAY_SECTION
     )
 }
 
@@ -666,6 +574,8 @@ fn exit_kind(k: MapKind) -> bool {
             | MapKind::FORCE_DETACH
             | MapKind::POINTER
             | MapKind::TO_PSET
+            | MapKind::STRUCT
+            | MapKind::ZERO_LEN_ARRAY_SECTION
     )
 }
 
@@ -674,6 +584,13 @@ fn exit_kind(k: MapKind) -> bool {
 /// delete is RELEASE).
 pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
     vars.check(what, if exit { exit_kind } else { enter_kind });
+    if vars.is_empty() {
+        warn_no_variables(if exit {
+            "an exit data"
+        } else {
+            "an enter data"
+        });
+    }
     let construct = if exit {
         acc_construct_t::EXIT_DATA
     } else {
@@ -708,6 +625,9 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
             for i in order {
                 let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
                 match k {
+                    // Its members follow and are released one by one, as libgomp does (GCC 12
+                    // emits none in exit data).
+                    MapKind::STRUCT => {}
                     MapKind::DETACH | MapKind::FORCE_DETACH => data::detach(
                         &op,
                         &op.ctx,
@@ -735,18 +655,14 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
                 .filter(|&i| !attach(vars.kind(i)))
                 .chain((0..vars.len()).filter(|&i| attach(vars.kind(i))));
             let mut created: Vec<(usize, usize)> = Vec::new();
-            for i in order {
+            let members = struct_members(vars);
+            for i in order.filter(|&i| !members[i]) {
                 let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
                 match k {
-                    MapKind::ATTACH => {
-                        if bytes != 0 {
-                            unsupported(
-                                what,
-                                &format!("an attachment with a bias of {bytes} bytes"),
-                            );
-                        }
-                        data::attach(&op, &op.ctx, host, std::ptr::null())?
+                    MapKind::STRUCT => {
+                        map_struct(&op, vars, i, true, &mut [], &mut created)?;
                     }
+                    MapKind::ATTACH => data::attach_biased(&op, &op.ctx, host, bytes)?,
                     MapKind::POINTER => {
                         // A dynamic reference to the pointer variable; its device copy gets the
                         // target's device address as for a construct.
@@ -798,13 +714,64 @@ fn update_kind(k: MapKind) -> bool {
             | MapKind::FORCE_FROM
             | MapKind::POINTER
             | MapKind::TO_PSET
+            | MapKind::ALWAYS_POINTER
     )
+}
+
+/// GOMP_MAP_ALWAYS_POINTER after an update device (`update device(this->arr[0:n])` in a C++
+/// member function, a Fortran derived type's allocatable component): the pointer at
+/// `ptr_addr` is given, on the device, the device address of what it points to on the host
+/// (its data is looked up `bias` bytes further, where the section starts), as libgomp does
+/// after an update device. A pointer or data not present has nothing to point: nothing is
+/// done. (libgomp takes the device address of the entry before the pointer instead, which is
+/// the same for a C pointer, and the descriptor itself for a Fortran component.)
+fn always_pointer(op: &Op, ptr_addr: usize, bias: usize) -> Result<()> {
+    let (slot, value) = {
+        let table = op.rt.table();
+        let Some(slot) = table
+            .containing(ptr_addr)
+            .filter(|e| ptr_addr + 8 <= e.end())
+            .map(|e| e.dev_of(ptr_addr))
+        else {
+            return Ok(());
+        };
+        // SAFETY: GCC passes the address of a pointer (or of a Fortran descriptor, whose first
+        // word is its data's address) for this kind, inside data present on the device.
+        let target = unsafe { *(ptr_addr as *const usize) };
+        let Some(e) = table.containing(target.wrapping_add(bias)) else {
+            return Ok(());
+        };
+        (slot, e.dev.wrapping_add(target.wrapping_sub(e.host) as u64))
+    };
+    data::write_pointer(op, &op.ctx, ptr_addr, slot, value, c".attach.".as_ptr())
+}
+
+/// A data directive that reaches the runtime with no variable at all: GCC 12 leaves `acc
+/// declare` globals out of update and enter/exit data directives (it treats them as the
+/// device's own), so the directive moves nothing, on a GPU too. Said once per call site.
+fn warn_no_variables(what: &str) {
+    static WARNED: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+    let site = crate::loc::call_site();
+    {
+        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+        if warned.contains(&site) {
+            return;
+        }
+        warned.push(site);
+    }
+    eprintln!(
+        "accshim: warning: {what} directive{} reached the runtime with no variable: GCC 12 leaves `acc declare` globals out of update and enter/exit data directives, so it copies nothing (on a GPU too); acc_update_self/acc_update_device copy them",
+        crate::loc::describe_site(site)
+    );
 }
 
 /// GOACC_update. Without if_present GCC passes the FORCE_ kinds (the data must be present);
 /// with it, the plain ones (absent data is skipped).
 pub fn update(flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
     vars.check("update", update_kind);
+    if vars.is_empty() {
+        warn_no_variables("an update");
+    }
     if flags & FLAG_HOST_FALLBACK != 0 {
         let (start, end) = (acc_event_t::UPDATE_START, acc_event_t::UPDATE_END);
         super::fallback::on_host(acc_construct_t::UPDATE, start, end, || {});
@@ -815,17 +782,28 @@ pub fn update(flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
         let op = op_for(rt, acc_construct_t::UPDATE, false, &NOWHERE, async_ as i64)?;
         wait_clause(rt, acc_construct_t::UPDATE, waits, async_ as i64)?;
         let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
+        // Whether the data just before was copied to the device (an always_pointer after it
+        // points the device's pointer at it).
+        let mut updated_device = false;
         for i in 0..vars.len() {
             let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
             let kind = match k {
                 MapKind::TO | MapKind::FORCE_TO => ClauseKind::UpdateDevice,
                 MapKind::FROM | MapKind::FORCE_FROM => ClauseKind::UpdateSelf,
+                MapKind::ALWAYS_POINTER => {
+                    if std::mem::take(&mut updated_device) {
+                        always_pointer(&op, host, bytes)?;
+                    }
+                    continue;
+                }
                 // A Fortran array's descriptor (TO_PSET) and its data pointer (POINTER): only the
                 // data is updated, as libgomp does. The device's descriptor points at the device's
                 // data; the host's, copied over it, would send the next kernel to the host's data.
                 _ => continue,
             };
             let if_present = matches!(k, MapKind::TO | MapKind::FROM);
+            updated_device =
+                kind == ClauseKind::UpdateDevice && data::device_addr(op.rt, host).is_some();
             data::update(&op, &clause(kind, host, bytes), if_present)?;
         }
         dispatch::other_end(acc_event_t::UPDATE_END, &op.ctx, t);
@@ -851,16 +829,4 @@ pub fn wait(async_: i32, waits: &[i32]) {
         async_ as i64,
     )
     .or_fatal("wait", &NOWHERE)
-}
-
-/// GOACC_declare: `#pragma acc declare`. Its globals live in the offload image's variable table,
-/// and GCC's host-fallback code reads and writes the host globals themselves, so a device copy
-/// of its own cannot be given to it: refused rather than run with the host's data.
-pub fn declare(_flags: i32, vars: &Vars) {
-    let first = if vars.is_empty() {
-        "no clause".to_string()
-    } else {
-        vars.kind(0).name().to_string()
-    };
-    unsupported("#pragma acc declare", &format!("declare ({first}, {} variables: host-fallback code uses the host's copies, so no device copy can be emulated)", vars.len()))
 }

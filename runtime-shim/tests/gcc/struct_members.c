@@ -1,6 +1,7 @@
-/* Members of a struct in data clauses: GCC maps them as one GOMP_MAP_STRUCT group (the range
-   from the first member to the last), the member pointer's target as data of its own, and
-   attaches the pointer member on the device to it. */
+/* Members of a struct in data clauses: GCC maps them as one GOMP_MAP_STRUCT group (one device
+   copy from the first member to the last, each member present on its own), the member
+   pointer's target as data of its own, and attaches the pointer member on the device to it.
+   present(f) needs every member of f on the device: the data construct maps them all. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,7 +22,7 @@ int main (void)
   for (int i = 0; i < f.n; i++)
     f.v[i] *= f.scale;
   double s = 0;
-#pragma acc data copyin(f.v[0:f.n], f.n) copyout(f.sum)
+#pragma acc data copyin(f.v[0:f.n], f.n, f.scale) copyout(f.sum)
   {
 #pragma acc parallel loop reduction(+:s) present(f.v[0:f.n])
     for (int i = 0; i < f.n; i++)

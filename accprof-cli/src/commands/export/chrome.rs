@@ -1,49 +1,22 @@
-//! Writing the Chrome Trace Event JSON: metadata, slices, instants, flows and counters.
+//! Writing the Chrome Trace Event JSON: metadata, slices, instants, flows and counters, and the
+//! words a slice is named with (which the Perfetto export shares).
 //!
 //! Layout: `{"displayTimeUnit":"ns","traceEvents":[ ... ]}` with one event per line, so that the
 //! file stays readable with `grep` and diffs well. Times are microseconds (the format's unit)
 //! with three decimals, relative to the first event of the export.
 
-use super::counters::Series;
-use super::device::{
-    direction_label, direction_word, event_word, gb_per_s, human_bytes, memory_word, DeviceInfo,
-};
-use super::flows::Flow;
+use super::batch::{Batch, Output, Process, Summary};
+use super::counters::Counter;
 use super::json::{put_micros, put_str_body, Object};
-use super::slice::{Slice, NONE_I32, NONE_U32};
-use super::strings::Strings;
-use super::tracks::{ThreadIds, TrackTable};
+use super::strings::{Shipped, Strings};
 use accprof_abi::{acc_construct_t, acc_event_t};
-use accprof_trace::{device, EventFlags, Header, StringTable};
+use accprof_timeline::compact::{NONE_I32, NONE_U32};
+use accprof_timeline::device::{copy_direction_name, memory_kind_name, record_name};
+use accprof_timeline::format::{bytes_compact, gbps};
+use accprof_timeline::track::lane_name;
+use accprof_timeline::{CompactEvent as Slice, DeviceSlice, Flow, NameStyle, TrackTable};
+use accprof_trace::{device, EventFlags};
 use std::io::{self, Write};
-
-/// What the writer needs to know about one input trace.
-#[derive(Debug)]
-pub struct Process {
-    pub pid: u32,
-    pub name: String,
-    pub strings: StringTable,
-}
-
-impl Process {
-    /// "rank 3: laplace (pid 1234)", from what the header knows.
-    pub fn name_from(header: &Header, label: &str) -> String {
-        let exe = std::path::Path::new(&header.exe)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| label.to_string());
-        let who = if header.pid != 0 {
-            format!("{exe} (pid {})", header.pid)
-        } else {
-            exe
-        };
-        match header.mpi_rank {
-            Some(r) => format!("rank {r}: {who}"),
-            None => who,
-        }
-    }
-}
 
 /// Flushes the buffer to the output once it holds this much.
 const FLUSH_AT: usize = 1 << 20;
@@ -88,51 +61,20 @@ impl<W: Write> ChromeWriter<W> {
         Ok(self.out)
     }
 
-    /// Process and thread names and their sort order.
-    pub fn metadata(
-        &mut self,
-        processes: &[Process],
-        tracks: &TrackTable,
-        tids: &ThreadIds,
-    ) -> io::Result<()> {
-        self.metadata_with(processes, tracks, tids, |t, lane| tids.tid(t, lane))
+    /// The name of a process (`pid`) and its place among the processes (`index`).
+    pub fn process(&mut self, pid: u32, index: usize, name: &str) -> io::Result<()> {
+        self.meta(pid, None, "process_name", |o| o.str("name", name))?;
+        self.meta(pid, None, "process_sort_index", |o| {
+            o.u64("sort_index", index as u64)
+        })
     }
 
-    /// [`metadata`](Self::metadata) for slices written with the thread ids `tid_of` gave
-    /// their (track, lane): the tracks are still sorted in display order by their
-    /// `thread_sort_index`.
-    pub fn metadata_with(
-        &mut self,
-        processes: &[Process],
-        tracks: &TrackTable,
-        tids: &ThreadIds,
-        mut tid_of: impl FnMut(u32, u16) -> u32,
-    ) -> io::Result<()> {
-        for (i, p) in processes.iter().enumerate() {
-            self.meta(p.pid, None, "process_name", |o| o.str("name", &p.name))?;
-            self.meta(p.pid, None, "process_sort_index", |o| {
-                o.u64("sort_index", i as u64)
-            })?;
-        }
-        for &t in &tids.order {
-            let key = tracks.key(t);
-            let pid = processes[key.trace as usize].pid;
-            let label = tracks.label(t);
-            for lane in 0..tids.lanes(t) {
-                let tid = tid_of(t, lane);
-                let sort_index = tids.tid(t, lane);
-                let name = if lane == 0 {
-                    label.clone()
-                } else {
-                    format!("{label} (overlapping, lane {})", lane + 1)
-                };
-                self.meta(pid, Some(tid), "thread_name", |o| o.str("name", &name))?;
-                self.meta(pid, Some(tid), "thread_sort_index", |o| {
-                    o.u64("sort_index", u64::from(sort_index))
-                })?;
-            }
-        }
-        Ok(())
+    /// The name of thread `tid` of process `pid` and its place in the display order.
+    pub fn thread(&mut self, pid: u32, tid: u32, name: &str, sort_index: u64) -> io::Result<()> {
+        self.meta(pid, Some(tid), "thread_name", |o| o.str("name", name))?;
+        self.meta(pid, Some(tid), "thread_sort_index", |o| {
+            o.u64("sort_index", sort_index)
+        })
     }
 
     fn meta(
@@ -158,46 +100,25 @@ impl<W: Write> ChromeWriter<W> {
     }
 
     /// A complete slice (`X`), or an instant (`i`, thread-scoped) for a point event. A device
-    /// record comes with its [`DeviceInfo`] and the host slice that issued it, if known.
+    /// record comes with what it says and the slice that issued it, if known.
     pub fn slice<T: Strings + ?Sized>(
         &mut self,
         s: &Slice,
         pid: u32,
         strings: &T,
         tid: u32,
-        dev: Option<(&DeviceInfo, Option<&Slice>)>,
+        dev: Option<&DeviceSlice>,
     ) -> io::Result<()> {
         self.next()?;
         put_slice(&mut self.buf, self.zero, s, pid, strings, tid, dev);
         Ok(())
     }
 
-    /// Events formatted elsewhere by [`put_slice`], each after a `,\n`: for formatting on
-    /// several threads. At least one event must have been written before.
-    pub fn preformatted(&mut self, events: &[u8]) -> io::Result<()> {
-        debug_assert!(!self.first, "preformatted events start with a separator");
-        if self.buf.len() + events.len() >= FLUSH_AT {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-            // A large batch goes straight out rather than through the buffer.
-            if events.len() >= FLUSH_AT {
-                return self.out.write_all(events);
-            }
-        }
-        self.buf.extend_from_slice(events);
-        Ok(())
-    }
-
-    /// Whether no event has been written yet.
-    pub fn is_empty(&self) -> bool {
-        self.first
-    }
-
     /// A flow arrow (`s` at the issuing host slice, `f` bound to the enclosing device slice),
-    /// the pair sharing an id, name and category as the format asks.
-    pub fn flow(&mut self, f: &Flow, processes: &[Process]) -> io::Result<()> {
-        let pid = processes[f.trace as usize].pid;
-        for (ph, tid, ts) in [("s", f.src_tid, f.src_ts), ("f", f.dst_tid, f.dst_ts)] {
+    /// the pair sharing an id, name and category as the format asks; `tids` are the thread ids
+    /// of its two ends.
+    pub fn flow(&mut self, f: &Flow, pid: u32, tids: (u32, u32)) -> io::Result<()> {
+        for (ph, tid, ts) in [("s", tids.0, f.from.2), ("f", tids.1, f.to.2)] {
             self.next()?;
             let zero = self.zero;
             let mut o = Object::open(&mut self.buf);
@@ -212,19 +133,6 @@ impl<W: Write> ChromeWriter<W> {
             o.str("name", "issued");
             o.str("cat", "device");
             o.close();
-        }
-        Ok(())
-    }
-
-    /// A counter series (`C`) of each process.
-    pub fn counter(
-        &mut self,
-        name: &str,
-        series: &Series,
-        processes: &[Process],
-    ) -> io::Result<()> {
-        for &(ts, trace, value) in series {
-            self.counter_point(name, processes[trace as usize].pid, ts, value)?;
         }
         Ok(())
     }
@@ -246,6 +154,124 @@ impl<W: Write> ChromeWriter<W> {
     }
 }
 
+/// The JSON export's writing side: slices and counter values as they come, thread names at
+/// the end (they need every track's lanes; JSON allows metadata anywhere).
+pub struct JsonOutput<W: Write> {
+    w: ChromeWriter<W>,
+    /// Per trace, its process (once begun) and the strings shipped so far.
+    processes: Vec<Option<Process>>,
+    strings: Vec<Shipped>,
+    /// Per track, the tid of each lane, given on first use: dense from 1.
+    tids: Vec<Vec<u32>>,
+    next_tid: u32,
+    slices: usize,
+}
+
+impl<W: Write> JsonOutput<W> {
+    pub fn new(out: W, zero: u64) -> io::Result<Self> {
+        Ok(JsonOutput {
+            w: ChromeWriter::new(out, zero)?,
+            processes: Vec::new(),
+            strings: Vec::new(),
+            tids: Vec::new(),
+            next_tid: 1,
+            slices: 0,
+        })
+    }
+
+    /// The tid of (track, lane), given in order of first use.
+    fn tid(&mut self, track: u32, lane: u16) -> u32 {
+        let (t, l) = (track as usize, usize::from(lane));
+        if self.tids.len() <= t {
+            self.tids.resize_with(t + 1, Vec::new);
+        }
+        let lanes = &mut self.tids[t];
+        // Lanes open one after another, so this is lane `len` (a skipped one gets an id too).
+        while lanes.len() <= l {
+            lanes.push(self.next_tid);
+            self.next_tid += 1;
+        }
+        lanes[l]
+    }
+
+    fn pid(&self, trace: u16) -> u32 {
+        self.processes
+            .get(usize::from(trace))
+            .and_then(Option::as_ref)
+            .map_or(u32::from(trace) + 1, |p| p.pid)
+    }
+}
+
+impl<W: Write> Output<W> for JsonOutput<W> {
+    fn batch(&mut self, b: &Batch) -> io::Result<()> {
+        for (trace, p) in &b.processes {
+            let t = usize::from(*trace);
+            if self.processes.len() <= t {
+                self.processes.resize_with(t + 1, || None);
+                self.strings.resize_with(t + 1, Shipped::default);
+            }
+            self.processes[t] = Some(p.clone());
+        }
+        for (trace, id, text) in &b.strings {
+            self.strings[usize::from(*trace)].add(*id, text.clone());
+        }
+        for p in &b.slices {
+            let s = &p.s;
+            let tid = self.tid(s.track, s.lane);
+            let pid = self.pid(s.trace);
+            let dev = p.device(b);
+            self.w
+                .slice(s, pid, &self.strings[usize::from(s.trace)], tid, dev)?;
+            if let Some(f) = dev.and_then(|d| d.flow.as_ref()) {
+                let tids = (self.tid(f.from.0, f.from.1), self.tid(f.to.0, f.to.1));
+                self.w.flow(f, pid, tids)?;
+            }
+        }
+        self.slices += b.slices.len();
+        for &(trace, counter, ts, value) in &b.counters {
+            if counter == Counter::Moved {
+                continue;
+            }
+            let pid = self.pid(trace);
+            self.w.counter_point(counter.name(), pid, ts, value)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, tracks: Option<&TrackTable>) -> io::Result<(W, Summary)> {
+        let n = tracks.map_or(0, TrackTable::len);
+        if let Some(tracks) = tracks {
+            for (i, p) in self.processes.iter().enumerate() {
+                if let Some(p) = p {
+                    self.w.process(p.pid, i, &p.name)?;
+                }
+            }
+            // Thread ids are handles given in order of first use; the sort index puts the
+            // tracks in display order, each lane after the one before.
+            let mut sort_index = 1u64;
+            for t in tracks.display_order() {
+                let key = tracks.key(t);
+                let pid = self.pid(key.trace);
+                let name = tracks.name(t, NameStyle::Full);
+                for lane in 0..tracks.lanes(t) {
+                    let tid = self.tid(t, lane);
+                    self.w
+                        .thread(pid, tid, &lane_name(&name, lane), sort_index)?;
+                    sort_index += 1;
+                }
+            }
+        }
+        let out = self.w.finish()?;
+        Ok((
+            out,
+            Summary {
+                events: self.slices,
+                tracks: n,
+            },
+        ))
+    }
+}
+
 /// One slice event (see [`ChromeWriter::slice`]) into `buf`, times relative to `zero`.
 pub fn put_slice<T: Strings + ?Sized>(
     buf: &mut Vec<u8>,
@@ -254,7 +280,7 @@ pub fn put_slice<T: Strings + ?Sized>(
     pid: u32,
     strings: &T,
     tid: u32,
-    dev: Option<(&DeviceInfo, Option<&Slice>)>,
+    dev: Option<&DeviceSlice>,
 ) {
     let mut o = Object::open(buf);
     if s.is_point() {
@@ -272,7 +298,7 @@ pub fn put_slice<T: Strings + ?Sized>(
     let name = o.key("name");
     name.push(b'"');
     match dev {
-        Some((d, _)) => put_device_name(name, s, d, strings),
+        Some(d) => put_device_name(name, s, d, strings),
         None => put_name(name, s, strings),
     }
     name.push(b'"');
@@ -286,9 +312,9 @@ pub fn put_slice<T: Strings + ?Sized>(
     );
     let mut a = Object::open(o.key("args"));
     put_args(&mut a, s, strings);
-    if let Some((d, issuer)) = dev {
+    if let Some(d) = dev {
         put_device_args(&mut a, s, d);
-        if let Some(h) = issuer {
+        if let Some(h) = &d.issuer {
             let mut issued = Vec::new();
             put_name(&mut issued, h, strings);
             // Already escaped by put_name.
@@ -396,7 +422,7 @@ pub(super) fn construct_word(c: acc_construct_t) -> &'static str {
 pub(super) fn put_device_name<T: Strings + ?Sized>(
     out: &mut Vec<u8>,
     s: &Slice,
-    d: &DeviceInfo,
+    d: &DeviceSlice,
     strings: &T,
 ) {
     let var = strings.resolve(s.name_id());
@@ -404,13 +430,13 @@ pub(super) fn put_device_name<T: Strings + ?Sized>(
         device::KERNEL => put_str_body(out, var.unwrap_or("kernel")),
         device::MEMCPY => {
             out.extend_from_slice(b"memcpy");
-            if let Some(dir) = d.direction() {
+            if let Some(dir) = d.record.copy_direction() {
                 out.push(b' ');
-                out.extend_from_slice(direction_word(dir).as_bytes());
+                out.extend_from_slice(copy_direction_name(dir).0.as_bytes());
             }
             if let Some(b) = s.bytes() {
                 out.push(b' ');
-                out.extend_from_slice(human_bytes(b).as_bytes());
+                out.extend_from_slice(bytes_compact(b).as_bytes());
             }
             if let Some(v) = var {
                 out.push(b' ');
@@ -431,29 +457,29 @@ pub(super) fn device_category(kind: acc_event_t) -> &'static str {
 }
 
 /// What only a device record has: device times, the copy, the call that issued it.
-fn put_device_args(a: &mut Object, s: &Slice, d: &DeviceInfo) {
-    a.u64("device_start_ns", d.start_ns);
-    a.u64("device_end_ns", d.end_ns);
-    if let Some(gbs) = s.bytes().and_then(|b| gb_per_s(b, s.duration())) {
+fn put_device_args(a: &mut Object, s: &Slice, d: &DeviceSlice) {
+    let r = &d.record;
+    a.u64("device_start_ns", r.start_ns);
+    a.u64("device_end_ns", r.end_ns);
+    if let Some(gbs) = s.bytes().and_then(|b| gbps(b, s.duration())) {
         a.f64("GB_per_s", gbs);
     }
-    if let Some(dir) = d.direction() {
-        a.str("direction", direction_label(dir));
-        let (_, src, dst) = accprof_trace::device::split_copy_kind(d.copy_kind.unwrap_or(0));
-        a.str("src_memory", memory_word(src));
-        a.str("dst_memory", memory_word(dst));
+    if let (Some(dir), Some((src, dst))) = (r.copy_direction(), r.copy_memory()) {
+        a.str("direction", copy_direction_name(dir).1);
+        a.str("src_memory", memory_kind_name(src));
+        a.str("dst_memory", memory_kind_name(dst));
     }
-    if let Some(c) = d.correlation_id {
+    if let Some(c) = r.correlation {
         a.u64("correlation_id", c);
     }
-    if let Some(t) = d.host_call_ns {
+    if let Some(t) = r.host_call_ns {
         a.u64("host_call_ns", t);
-        a.i64("call_to_start_ns", d.start_ns as i64 - t as i64);
+        a.i64("call_to_start_ns", r.start_ns as i64 - t as i64);
     }
-    if let Some(t) = d.thread {
+    if let Some(t) = r.thread {
         a.i64("host_thread", t);
     }
-    match d.stream {
+    match r.stream {
         Some(h) => a.str("stream", &format!("{h:#x}")),
         None => a.str("stream", "none"),
     }
@@ -485,7 +511,7 @@ fn put_args<T: Strings + ?Sized>(a: &mut Object, s: &Slice, strings: &T) {
         "event",
         s.event()
             .name()
-            .or_else(|| event_word(s.event()))
+            .or_else(|| record_name(s.event()))
             .unwrap_or("unknown"),
     );
     if let Some(file) = strings.resolve(s.src_file_id()) {

@@ -1,44 +1,80 @@
-//! Counter tracks: device memory in use (from alloc/free) and bytes in flight (from transfers).
+//! Counter tracks of one trace: device memory in use (from alloc/free), bytes in flight and
+//! bytes moved so far (from transfers).
 //!
 //! Bytes in flight come from the device's own copies when a trace has device records (their
 //! times are when the copy engine moved the bytes), else from the runtime's upload and download
-//! events. Never both: they are the same transfers seen twice.
+//! events. Never both: they are the same transfers seen twice. The header says whether a trace
+//! was recorded with device activity; when the events say otherwise, [`Switch`] asks for the
+//! trace to be exported again the other way.
 //!
-//! Both are kept as +/- steps while reading and summed in time order at the end, because a trace
-//! holds events in the order each thread finished them, not in time order.
+//! Each counter is a series of +/- steps, put in time order as they stream by through a
+//! bounded window ([`StepWindow`]): a trace holds events in the order each thread finished them,
+//! not in time order.
 
 use accprof_abi::acc_event_t;
+use accprof_timeline::order::Late;
 use accprof_trace::{device, Event, EventFlags, Field};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
-/// One step of a counter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Step {
-    pub ts: u64,
-    pub trace: u16,
-    pub delta: i64,
+/// The counters an export writes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Counter {
+    /// Device memory in use (both formats).
+    Memory,
+    /// Bytes in flight (JSON).
+    InFlight,
+    /// Bytes moved so far (Perfetto, which shows it as what each transfer moved).
+    Moved,
 }
 
-/// The counters of one export, per trace.
-#[derive(Default, Debug)]
-pub struct Counters {
-    pub memory: Vec<Step>,
-    /// From the runtime's upload/download events.
-    in_flight_host: Vec<Step>,
-    /// From device copies between host and device.
-    in_flight_device: Vec<Step>,
-    /// Traces that hold device records.
-    device_traces: std::collections::BTreeSet<u16>,
+impl Counter {
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::Memory => "device memory in use",
+            Counter::InFlight => "bytes in flight",
+            Counter::Moved => "bytes moved",
+        }
+    }
+}
+
+/// The trace's bytes in flight must come from elsewhere than the export assumed: from its
+/// device copies (`true`) or its runtime's transfers (`false`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Switch(pub bool);
+
+/// The counters of one trace.
+#[derive(Debug)]
+pub struct TraceCounters {
+    /// Bytes in flight come from device copies.
+    from_device: bool,
+    memory: StepWindow,
+    in_flight: StepWindow,
+    moved: StepWindow,
     /// Bytes each live device allocation holds, for frees whose size the runtime did not give.
-    live: HashMap<(u16, u64), u64>,
+    live: FxHashMap<u64, u64>,
+    device_records: bool,
+    host_transfers: bool,
+    in_flight_released: bool,
 }
 
-/// A counter's value after each step, in time order: `(ts, trace, value)`.
-pub type Series = Vec<(u64, u16, i64)>;
+impl TraceCounters {
+    /// The counters of a trace whose bytes in flight come `from_device` copies, each through a
+    /// window of `capacity` steps.
+    pub fn new(from_device: bool, capacity: usize) -> Self {
+        TraceCounters {
+            from_device,
+            memory: StepWindow::new(capacity),
+            in_flight: StepWindow::new(capacity),
+            moved: StepWindow::new(capacity),
+            live: FxHashMap::default(),
+            device_records: false,
+            host_transfers: false,
+            in_flight_released: false,
+        }
+    }
 
-impl Counters {
-    /// Takes `ev`'s contribution; `start`/`end` are its times on the export's clock.
-    pub fn add(&mut self, ev: &Event, trace: u16, start: u64, end: u64) {
+    /// Takes `ev`'s steps; `start`/`end` are its times on the export's clock.
+    pub fn add(&mut self, ev: &Event, start: u64, end: u64) -> Result<(), CounterStop> {
         let bytes = || {
             if ev.flags().contains(EventFlags::BYTES_UNKNOWN) {
                 None
@@ -46,115 +82,112 @@ impl Counters {
                 ev.bytes()
             }
         };
-        let dev = ev.get(Field::DevicePtr);
         if device::is_device_record(ev.kind) {
-            self.device_traces.insert(trace);
+            if !self.device_records && !self.from_device {
+                if self.in_flight_released {
+                    return Err(CounterStop::Switch(Switch(true)));
+                }
+                // Bytes in flight come from the device's copies from now on.
+                self.from_device = true;
+                let capacity = self.in_flight.capacity;
+                self.in_flight = StepWindow::new(capacity);
+                self.moved = StepWindow::new(capacity);
+            }
+            self.device_records = true;
             let direction = ev
                 .get(Field::CopyKind)
                 .map(|k| device::split_copy_kind(k).0);
             if ev.kind == device::MEMCPY
                 && matches!(direction, Some(device::COPY_HTOD | device::COPY_DTOH))
             {
-                let Some(b) = bytes() else { return };
-                self.in_flight_device.push(Step {
-                    ts: start,
-                    trace,
-                    delta: b as i64,
-                });
-                self.in_flight_device.push(Step {
-                    ts: end,
-                    trace,
-                    delta: -(b as i64),
-                });
+                if let Some(b) = bytes() {
+                    self.transfer(start, end, b)?;
+                }
             }
-            return;
+            return Ok(());
         }
         match ev.kind {
             acc_event_t::ALLOC => {
-                let Some(b) = bytes() else { return };
-                if let Some(d) = dev {
-                    self.live.insert((trace, d), b);
+                let Some(b) = bytes() else { return Ok(()) };
+                if let Some(d) = ev.get(Field::DevicePtr) {
+                    self.live.insert(d, b);
                 }
-                self.memory.push(Step {
-                    ts: start,
-                    trace,
-                    delta: b as i64,
-                });
+                self.memory.push(start, b as i64)?;
             }
             acc_event_t::FREE => {
-                let known = dev.and_then(|d| self.live.remove(&(trace, d)));
-                let Some(b) = bytes().or(known) else { return };
-                self.memory.push(Step {
-                    ts: start,
-                    trace,
-                    delta: -(b as i64),
-                });
+                let known = ev.get(Field::DevicePtr).and_then(|d| self.live.remove(&d));
+                let Some(b) = bytes().or(known) else {
+                    return Ok(());
+                };
+                self.memory.push(start, -(b as i64))?;
             }
             acc_event_t::ENQUEUE_UPLOAD_START | acc_event_t::ENQUEUE_DOWNLOAD_START => {
-                let Some(b) = bytes() else { return };
-                self.in_flight_host.push(Step {
-                    ts: start,
-                    trace,
-                    delta: b as i64,
-                });
-                self.in_flight_host.push(Step {
-                    ts: end,
-                    trace,
-                    delta: -(b as i64),
-                });
+                self.host_transfers = true;
+                if !self.from_device {
+                    if let Some(b) = bytes() {
+                        self.transfer(start, end, b)?;
+                    }
+                }
             }
             _ => {}
         }
+        Ok(())
     }
 
-    /// Counts `trace` as one with device records before any is seen (its header says it was
-    /// recorded with device activity), so that its runtime transfers are left out from the start.
-    pub fn expect_device_records(&mut self, trace: u16) {
-        self.device_traces.insert(trace);
+    fn transfer(&mut self, start: u64, end: u64, bytes: u64) -> Result<(), Late> {
+        let b = bytes as i64;
+        self.in_flight.push(start, b)?;
+        self.in_flight.push(end, -b)?;
+        self.moved.push(start, b)
     }
 
-    /// The steps of "bytes in flight": per trace, its device copies if it has device records,
-    /// else its runtime transfers.
-    pub fn in_flight(&mut self) -> Vec<Step> {
-        // In place: a million-event export holds a few hundred thousand steps.
-        let mut steps = std::mem::take(&mut self.in_flight_host);
-        if !self.device_traces.is_empty() {
-            steps.retain(|s| !self.device_traces.contains(&s.trace));
-        }
-        steps.append(&mut self.in_flight_device);
-        steps
-    }
-
-    /// Running sums per trace, one point per distinct timestamp, in time order.
-    pub fn series(steps: &mut [Step]) -> Series {
-        // Within one timestamp, decrements first, so the value never spikes between two
-        // back-to-back transfers.
-        steps.sort_unstable_by_key(|s| (s.trace, s.ts, s.delta));
-        let mut out: Series = Vec::new();
-        let mut value = 0i64;
-        let mut trace = u16::MAX;
-        for s in steps.iter() {
-            if s.trace != trace {
-                trace = s.trace;
-                value = 0;
-            }
-            // A free of memory allocated before recording began would go negative: floor at 0.
-            value = (value + s.delta).max(0);
-            match out.last_mut() {
-                Some(last) if last.0 == s.ts && last.1 == s.trace => last.2 = value,
-                _ => out.push((s.ts, s.trace, value)),
+    /// Adds the values that are final to `out` (all of them when `all`): `(counter, time,
+    /// value)`.
+    pub fn release(&mut self, all: bool, out: &mut Vec<(Counter, u64, i64)>) {
+        for (counter, window) in [
+            (Counter::Memory, &mut self.memory),
+            (Counter::InFlight, &mut self.in_flight),
+            (Counter::Moved, &mut self.moved),
+        ] {
+            loop {
+                let next = if all { window.pop() } else { window.pop_over() };
+                let Some((ts, value)) = next else { break };
+                self.in_flight_released |= counter != Counter::Memory;
+                out.push((counter, ts, value));
             }
         }
-        out.sort_by_key(|&(ts, trace, _)| (ts, trace));
-        out
+    }
+
+    /// At the end of the trace: whether its bytes in flight came from the right place (a trace
+    /// recorded with device activity whose device recorded nothing has its runtime's).
+    pub fn check_end(&self) -> Result<(), Switch> {
+        if self.from_device && !self.device_records && self.host_transfers {
+            return Err(Switch(false));
+        }
+        Ok(())
+    }
+}
+
+/// Why counting stopped.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CounterStop {
+    /// A step came after a later one was written (a transfer longer than the window).
+    Late,
+    Switch(Switch),
+}
+
+impl From<Late> for CounterStop {
+    fn from(_: Late) -> Self {
+        CounterStop::Late
     }
 }
 
 /// A counter's steps put in time order as they stream by, with bounded memory: the last
 /// `capacity` steps are held sorted by (time, delta), and once more come in, the earliest
-/// timestamp's steps are summed into one value, as [`Counters::series`] sums them (decrements
-/// first, the value floored at 0). A step at or before a timestamp already summed is refused
-/// ([`accprof_timeline::order::Late`]).
+/// timestamp's steps are summed into one value (decrements first at one time, so the value
+/// never spikes between two back-to-back transfers; floored at 0, as a free of memory
+/// allocated before recording began would go below). A step at or before a timestamp already
+/// summed is refused ([`Late`]).
 #[derive(Debug)]
 pub struct StepWindow {
     /// Sorted by (ts, delta); steps mostly come in time order, so most go on the back.
@@ -174,9 +207,9 @@ impl StepWindow {
         }
     }
 
-    pub fn push(&mut self, ts: u64, delta: i64) -> Result<(), accprof_timeline::order::Late> {
+    pub fn push(&mut self, ts: u64, delta: i64) -> Result<(), Late> {
         if self.released.is_some_and(|r| ts <= r) {
-            return Err(accprof_timeline::order::Late);
+            return Err(Late);
         }
         let step = (ts, delta);
         if self.held.back().is_none_or(|&b| b <= step) {
@@ -217,61 +250,12 @@ impl StepWindow {
 mod tests {
     use super::*;
 
-    #[test]
-    fn running_sum_merges_equal_timestamps_and_floors_at_zero() {
-        let mut steps = vec![
-            Step {
-                ts: 10,
-                trace: 0,
-                delta: 100,
-            },
-            Step {
-                ts: 20,
-                trace: 0,
-                delta: -100,
-            },
-            Step {
-                ts: 20,
-                trace: 0,
-                delta: 50,
-            },
-            Step {
-                ts: 30,
-                trace: 0,
-                delta: -500,
-            },
-        ];
-        assert_eq!(
-            Counters::series(&mut steps),
-            [(10, 0, 100), (20, 0, 50), (30, 0, 0)]
-        );
+    fn drain(w: &mut StepWindow) -> Vec<(u64, i64)> {
+        std::iter::from_fn(|| w.pop()).collect()
     }
 
     #[test]
-    fn device_copies_replace_the_runtimes_transfers_of_their_trace() {
-        let mut c = Counters::default();
-        let mut up = Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 10);
-        up.end_ns = 50;
-        up.set(Field::Bytes, 100);
-        let mut copy = Event::new(device::MEMCPY, 20);
-        copy.end_ns = 40;
-        copy.set(Field::Bytes, 100);
-        copy.set(Field::CopyKind, device::copy_kind(1, 2, 3));
-        let mut d2d = copy;
-        d2d.set(Field::CopyKind, device::copy_kind(8, 3, 3));
-        // Trace 0 has device records; trace 1 only the runtime's events.
-        for (ev, trace) in [(&up, 0), (&copy, 0), (&d2d, 0), (&up, 1)] {
-            c.add(ev, trace, ev.start_ns, ev.end_ns);
-        }
-        let mut steps = c.in_flight();
-        assert_eq!(
-            Counters::series(&mut steps),
-            [(10, 1, 100), (20, 0, 100), (40, 0, 0), (50, 1, 0)]
-        );
-    }
-
-    #[test]
-    fn the_window_gives_the_series_of_the_whole_sort() {
+    fn the_window_sums_equal_timestamps_in_order_and_floors_at_zero() {
         let steps = [
             (30, -5),
             (10, 100),
@@ -281,41 +265,81 @@ mod tests {
             (35, -500),
             (50, 1),
         ];
-        let mut all: Vec<Step> = steps
-            .iter()
-            .map(|&(ts, delta)| Step {
-                ts,
-                trace: 0,
-                delta,
-            })
-            .collect();
-        let whole: Vec<(u64, i64)> = Counters::series(&mut all)
-            .into_iter()
-            .map(|(ts, _, v)| (ts, v))
-            .collect();
         let mut w = StepWindow::new(3);
         let mut got = Vec::new();
         for (ts, delta) in steps {
             w.push(ts, delta).unwrap();
             got.extend(w.pop_over());
         }
-        got.extend(std::iter::from_fn(|| w.pop()));
-        assert_eq!(got, whole);
+        got.extend(drain(&mut w));
+        assert_eq!(
+            got,
+            [(10, 100), (20, 50), (30, 45), (35, 0), (40, 7), (50, 8)]
+        );
         // 10 and 20 are summed already: a step there can no longer be placed.
+        let mut w = StepWindow::new(1);
+        for (ts, delta) in [(10, 1), (20, 1), (30, 1)] {
+            w.push(ts, delta).unwrap();
+            w.pop_over();
+        }
         assert!(w.push(20, 1).is_err());
     }
 
     #[test]
+    fn device_copies_replace_the_runtimes_transfers() {
+        let mut up = Event::new(acc_event_t::ENQUEUE_UPLOAD_START, 10);
+        up.end_ns = 50;
+        up.set(Field::Bytes, 100);
+        let mut copy = Event::new(device::MEMCPY, 20);
+        copy.end_ns = 40;
+        copy.set(Field::Bytes, 100);
+        copy.set(Field::CopyKind, device::copy_kind(1, 2, 3));
+        let mut d2d = copy;
+        d2d.set(Field::CopyKind, device::copy_kind(8, 3, 3));
+        let in_flight = |c: &mut TraceCounters| {
+            let mut out = Vec::new();
+            c.release(true, &mut out);
+            out.into_iter()
+                .filter(|v| v.0 == Counter::InFlight)
+                .map(|(_, ts, v)| (ts, v))
+                .collect::<Vec<_>>()
+        };
+        // Announced by the header: the copies count, the runtime's upload does not.
+        let mut c = TraceCounters::new(true, 16);
+        for ev in [&up, &copy, &d2d] {
+            c.add(ev, ev.start_ns, ev.end_ns).unwrap();
+        }
+        assert_eq!(in_flight(&mut c), [(20, 100), (40, 0)]);
+        // Not announced: the first record switches over while nothing was written yet.
+        let mut c = TraceCounters::new(false, 16);
+        for ev in [&up, &copy] {
+            c.add(ev, ev.start_ns, ev.end_ns).unwrap();
+        }
+        assert_eq!(in_flight(&mut c), [(20, 100), (40, 0)]);
+        // ... and asks for the export again once values were written.
+        let mut c = TraceCounters::new(false, 1);
+        c.add(&up, 10, 50).unwrap();
+        c.release(false, &mut Vec::new());
+        assert_eq!(c.add(&copy, 20, 40), Err(CounterStop::Switch(Switch(true))));
+        // Announced, but the device recorded nothing: the runtime's transfers after all.
+        let mut c = TraceCounters::new(true, 16);
+        c.add(&up, 10, 50).unwrap();
+        assert_eq!(c.check_end(), Err(Switch(false)));
+    }
+
+    #[test]
     fn a_free_without_size_uses_the_size_of_its_allocation() {
-        let mut c = Counters::default();
+        let mut c = TraceCounters::new(false, 16);
         let mut alloc = Event::new(acc_event_t::ALLOC, 5);
         alloc.set(Field::Bytes, 4096);
         alloc.set(Field::DevicePtr, 0xd000);
         let mut free = Event::new(acc_event_t::FREE, 9);
         free.set(Field::DevicePtr, 0xd000);
         free.add_flags(EventFlags::BYTES_UNKNOWN);
-        c.add(&alloc, 0, 5, 5);
-        c.add(&free, 0, 9, 9);
-        assert_eq!(Counters::series(&mut c.memory), [(5, 0, 4096), (9, 0, 0)]);
+        c.add(&alloc, 5, 5).unwrap();
+        c.add(&free, 9, 9).unwrap();
+        let mut out = Vec::new();
+        c.release(true, &mut out);
+        assert_eq!(out, [(Counter::Memory, 5, 4096), (Counter::Memory, 9, 0)]);
     }
 }

@@ -2,22 +2,26 @@
 //! [`accprof_perfetto::PerfettoWriter`]): the same tracks, lanes, slices, names, flows and
 //! counters as the Chrome JSON export, from the same laid-out slices.
 //!
+//! Tracks are made as they are first used: a process per trace; under it a thread track per
+//! host thread (its synchronous device work beneath it), a track per async queue, and a
+//! "device" group holding a track per stream. Lanes after the first become tracks of their own
+//! beside the first, named as the JSON export names them.
+//!
 //! Names, categories, source locations and string arguments are interned by the writer; this
 //! module keeps one handle per distinct value in its own tables (keyed by the trace's string ids,
 //! not by the formatted text, so that an event that repeats a known name costs a hash lookup).
-//! Memory beyond the collected slices is those tables, never a copy of the events.
 
+use super::batch::{Batch, Output, Process, Summary};
 use super::chrome;
-use super::counters::{Series, Step};
-use super::device::DeviceInfo;
-use super::slice::{Slice, NONE_I32, NONE_U32};
-use super::strings::Strings;
-use super::tracks::{ThreadIds, TrackKind};
-use super::Collected;
+use super::counters::Counter;
+use super::strings::{Shipped, Strings};
 use accprof_perfetto::{
     Arg, ArgNameId, ArgValue, CategoryId, CounterUnit, Event, FlowId, LocationId, NameId,
     PerfettoWriter, StringId, TrackId,
 };
+use accprof_timeline::compact::{NONE_I32, NONE_U32};
+use accprof_timeline::track::lane_name;
+use accprof_timeline::{CompactEvent as Slice, DeviceSlice, NameStyle, TrackKind, TrackTable};
 use accprof_trace::device;
 use std::io::{self, Write};
 
@@ -25,112 +29,275 @@ use std::io::{self, Write};
 /// SipHash's DoS resistance buys nothing and costs a third of the time.
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
-/// What was written, for the closing message and the progress bar.
-pub(super) struct Written {
-    pub events: usize,
-    pub tracks: usize,
+/// Per trace: its process, strings, process track, device group and counter tracks.
+#[derive(Default)]
+struct TraceOut {
+    process: Option<Process>,
+    strings: Shipped,
+    track: Option<TrackId>,
+    devices: Option<TrackId>,
+    /// Device memory in use, bytes moved; and the bytes moved so far, as last written.
+    counters: [Option<TrackId>; 2],
+    moved: i64,
 }
 
-/// Writes `c` (already laned, with `flows` linked) as a Perfetto trace; `progress` is told the
-/// number of slices written so far.
-pub(super) fn write<W: Write>(
-    c: &Collected,
-    tids: &ThreadIds,
-    counters: &[(&str, &Series)],
+/// The Perfetto export's writing side.
+pub struct PerfettoOutput<W: Write> {
+    w: PerfettoWriter<W>,
     zero: u64,
-    out: W,
-    progress: &mut dyn FnMut(usize),
-) -> io::Result<Written> {
-    let mut w = PerfettoWriter::new(out);
-    let tracks = make_tracks(&mut w, c, tids)?;
-    let mut names = Names::new(&mut w);
+    traces: Vec<TraceOut>,
+    names: Names,
+    /// Per export track: its key and name, and (once made) its parent and the Perfetto
+    /// track of each lane.
+    tracks: Vec<Option<(accprof_timeline::TrackKey, String)>>,
+    lanes: Vec<Option<(TrackId, Vec<TrackId>)>>,
+    /// Host threads' tracks, the parents of their synchronous device tracks.
+    threads: HashMap<(u16, Option<i64>), TrackId>,
+    /// Flows with one end written: the layout's number and the id given.
+    open_flows: HashMap<u64, FlowId>,
+    outs: Vec<FlowId>,
+    name_buf: Vec<u8>,
+    slices: usize,
+}
 
-    // One flow per device record whose issuing host slice is known; host slices in index order
-    // with the flows they start.
-    let mut flow_in: Vec<Option<FlowId>> = vec![None; c.device.len()];
-    let mut flow_out: Vec<(u32, FlowId)> = Vec::new();
-    for (k, d) in c.device.iter().enumerate() {
-        if let Some(h) = d.issued_by {
-            let f = w.new_flow();
-            flow_in[k] = Some(f);
-            flow_out.push((h, f));
+impl<W: Write> PerfettoOutput<W> {
+    pub fn new(out: W, zero: u64) -> Self {
+        let mut w = PerfettoWriter::new(out);
+        let names = Names::new(&mut w);
+        PerfettoOutput {
+            w,
+            zero,
+            traces: Vec::new(),
+            names,
+            tracks: Vec::new(),
+            lanes: Vec::new(),
+            threads: HashMap::default(),
+            open_flows: HashMap::default(),
+            outs: Vec::new(),
+            name_buf: Vec::new(),
+            slices: 0,
         }
     }
-    flow_out.sort_unstable_by_key(|&(h, f)| (h, f.get()));
-    let mut next_out = 0;
-    let mut outs: Vec<FlowId> = Vec::new();
-    let mut name_buf = Vec::new();
-    for (i, s) in c.slices.iter().enumerate() {
-        if i % (1 << 16) == 0 {
-            progress(i);
+
+    fn trace(&mut self, trace: u16) -> &mut TraceOut {
+        let t = usize::from(trace);
+        if self.traces.len() <= t {
+            self.traces.resize_with(t + 1, TraceOut::default);
         }
-        let p = &c.processes[s.trace as usize];
-        let dev = s.device_index().map(|k| &c.device[k]);
-        outs.clear();
-        while next_out < flow_out.len() && (flow_out[next_out].0 as usize) < i {
-            next_out += 1;
+        &mut self.traces[t]
+    }
+
+    fn process(&mut self, trace: u16) -> io::Result<TrackId> {
+        if let Some(p) = self.trace(trace).track {
+            return Ok(p);
         }
-        while next_out < flow_out.len() && flow_out[next_out].0 as usize == i {
-            outs.push(flow_out[next_out].1);
-            next_out += 1;
-        }
-        let ins: &[FlowId] = match s.device_index().and_then(|k| flow_in[k].as_ref()) {
-            Some(f) => std::slice::from_ref(f),
-            None => &[],
+        let (pid, name) = match &self.trace(trace).process {
+            Some(p) => (p.pid, p.name.clone()),
+            None => (u32::from(trace) + 1, String::new()),
         };
-        let track = tracks.slices[s.track as usize][usize::from(s.lane)];
-        put_slice(
-            &mut w,
-            &mut names,
-            Placed {
-                s,
-                dev,
-                track,
-                zero,
-            },
-            &p.strings,
-            &outs,
-            ins,
-            &mut name_buf,
-        )?;
+        let track = self.w.process(pid as i32, &name, &[])?;
+        self.trace(trace).track = Some(track);
+        Ok(track)
     }
-    progress(c.slices.len());
-    for (name, series) in counters {
-        // Per trace, its track and the value written last.
-        let mut by_trace: HashMap<u16, (TrackId, i64)> = HashMap::default();
-        let deltas = *name == BYTES_MOVED;
-        for &(ts, trace, value) in series.iter() {
-            let (track, last) = match by_trace.get_mut(&trace) {
-                Some(t) => t,
-                None => {
-                    let t = counter_track(&mut w, tracks.processes[trace as usize], name)?;
-                    by_trace.entry(trace).or_insert((t, 0))
+
+    /// The track of a host thread (made when first needed, by its slices or by its
+    /// synchronous device track's).
+    fn thread(&mut self, trace: u16, thread: Option<i64>) -> io::Result<TrackId> {
+        if let Some(&t) = self.threads.get(&(trace, thread)) {
+            return Ok(t);
+        }
+        let process = self.process(trace)?;
+        let name = TrackKind::Host { thread }.name(&Default::default(), NameStyle::Full);
+        let t = match thread {
+            Some(tid) => self.w.thread(process, tid, &name)?,
+            None => self.w.slice_track(process, &name)?,
+        };
+        self.threads.insert((trace, thread), t);
+        Ok(t)
+    }
+
+    /// The Perfetto track of `lane` of export track `track`, made on first use.
+    fn track(&mut self, track: u32, lane: u16) -> io::Result<TrackId> {
+        let t = track as usize;
+        if self.lanes.len() <= t {
+            self.lanes.resize_with(t + 1, || None);
+        }
+        let Some((key, name)) = self.tracks.get(t).cloned().flatten() else {
+            return Err(io::Error::other(format!("track {track} was never named")));
+        };
+        if self.lanes[t].is_none() {
+            let (parent, first) = match key.kind {
+                TrackKind::Host { thread } => {
+                    let process = self.process(key.trace)?;
+                    (process, self.thread(key.trace, thread)?)
+                }
+                // Under the thread they ran on: its synchronous device work, the program's
+                // NVTX ranges.
+                TrackKind::DeviceSync { thread } | TrackKind::Nvtx { thread } => {
+                    let parent = self.thread(key.trace, thread)?;
+                    (parent, self.w.slice_track(parent, &name)?)
+                }
+                TrackKind::DeviceQueue { .. } => {
+                    let process = self.process(key.trace)?;
+                    (process, self.w.slice_track(process, &name)?)
+                }
+                TrackKind::DeviceStream { .. } => {
+                    let group = match self.trace(key.trace).devices {
+                        Some(g) => g,
+                        None => {
+                            let process = self.process(key.trace)?;
+                            let g = self.w.slice_track(process, "device")?;
+                            self.trace(key.trace).devices = Some(g);
+                            g
+                        }
+                    };
+                    (group, self.w.slice_track(group, &name)?)
                 }
             };
-            let v = if deltas { value - *last } else { value };
-            *last = value;
-            w.counter(*track, ts.saturating_sub(zero), v)?;
+            self.lanes[t] = Some((parent, vec![first]));
+        }
+        let Some((parent, lanes)) = &mut self.lanes[t] else {
+            unreachable!("made above")
+        };
+        while lanes.len() <= usize::from(lane) {
+            let lane_track = self
+                .w
+                .slice_track(*parent, &lane_name(&name, lanes.len() as u16))?;
+            lanes.push(lane_track);
+        }
+        Ok(lanes[usize::from(lane)])
+    }
+
+    /// The id of the layout's flow `n`: given at its first end, forgotten at its second.
+    fn flow(&mut self, n: u64) -> FlowId {
+        match self.open_flows.remove(&n) {
+            Some(f) => f,
+            None => {
+                let f = self.w.new_flow();
+                self.open_flows.insert(n, f);
+                f
+            }
         }
     }
-    let (mut out, _) = w.finish()?;
-    out.flush()?;
-    Ok(Written {
-        events: c.slices.len(),
-        tracks: tracks.count,
-    })
+
+    fn counter(&mut self, trace: u16, counter: Counter) -> io::Result<TrackId> {
+        let which = usize::from(counter != Counter::Memory);
+        if let Some(t) = self.trace(trace).counters[which] {
+            return Ok(t);
+        }
+        let process = self.process(trace)?;
+        let t = match counter {
+            // Written as what each transfer moved: two points per transfer fewer than bytes in
+            // flight, to show what the slices of the copies already show.
+            Counter::Moved => {
+                self.w
+                    .delta_counter_track(process, counter.name(), CounterUnit::Bytes)?
+            }
+            _ => self
+                .w
+                .counter_track(process, counter.name(), CounterUnit::Bytes)?,
+        };
+        self.trace(trace).counters[which] = Some(t);
+        Ok(t)
+    }
+}
+
+impl<W: Write> Output<W> for PerfettoOutput<W> {
+    fn batch(&mut self, b: &Batch) -> io::Result<()> {
+        for (trace, p) in &b.processes {
+            self.trace(*trace).process = Some(p.clone());
+        }
+        for (track, key, name) in &b.tracks {
+            let t = *track as usize;
+            if self.tracks.len() <= t {
+                self.tracks.resize_with(t + 1, || None);
+            }
+            self.tracks[t] = Some((*key, name.clone()));
+        }
+        for (trace, id, text) in &b.strings {
+            self.trace(*trace).strings.add(*id, text.clone());
+        }
+        for p in &b.slices {
+            let s = &p.s;
+            let track = self.track(s.track, s.lane)?;
+            let d = p.device(b);
+            let ins = match d.and_then(|d| d.flow) {
+                Some(f) => vec![self.flow(f.id)],
+                None => Vec::new(),
+            };
+            let mut outs = std::mem::take(&mut self.outs);
+            outs.clear();
+            for &n in p.flows_out(b) {
+                outs.push(self.flow(n));
+            }
+            let at = Placed {
+                s,
+                dev: d,
+                track,
+                zero: self.zero,
+            };
+            let strings = &self.traces[usize::from(s.trace)].strings;
+            let r = put_slice(
+                &mut self.w,
+                &mut self.names,
+                at,
+                strings,
+                &outs,
+                &ins,
+                &mut self.name_buf,
+            );
+            self.outs = outs;
+            r?;
+        }
+        self.slices += b.slices.len();
+        for &(trace, counter, ts, value) in &b.counters {
+            let value = match counter {
+                Counter::Memory => value,
+                Counter::Moved => {
+                    let moved = &mut self.trace(trace).moved;
+                    let step = value - *moved;
+                    *moved = value;
+                    step
+                }
+                Counter::InFlight => continue,
+            };
+            let track = self.counter(trace, counter)?;
+            self.w.counter(track, ts.saturating_sub(self.zero), value)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, tracks: Option<&TrackTable>) -> io::Result<(W, Summary)> {
+        if tracks.is_some() {
+            // A trace with no events still names its process.
+            for trace in 0..self.traces.len() {
+                self.process(trace as u16)?;
+            }
+        }
+        let count = self.lanes.iter().flatten().map(|l| l.1.len()).sum();
+        let (mut out, _) = self.w.finish()?;
+        out.flush()?;
+        Ok((
+            out,
+            Summary {
+                events: self.slices,
+                tracks: count,
+            },
+        ))
+    }
 }
 
 /// A slice with what decides how it is written: its device record (if it is one), the
 /// Perfetto track of its lane, and the export's time zero.
-pub(super) struct Placed<'a> {
-    pub s: &'a Slice,
-    pub dev: Option<&'a DeviceInfo>,
-    pub track: TrackId,
-    pub zero: u64,
+struct Placed<'a> {
+    s: &'a Slice,
+    dev: Option<&'a DeviceSlice>,
+    track: TrackId,
+    zero: u64,
 }
 
 /// Writes one slice (or instant) with its name, category, location, args and flows.
-pub(super) fn put_slice<W: Write, T: Strings + ?Sized>(
+fn put_slice<W: Write, T: Strings + ?Sized>(
     w: &mut PerfettoWriter<W>,
     names: &mut Names,
     at: Placed<'_>,
@@ -150,7 +317,7 @@ pub(super) fn put_slice<W: Write, T: Strings + ?Sized>(
         name: names.arg_bytes,
         value: ArgValue::Uint(0),
     }; 8];
-    let n = names.args(w, s, &mut args);
+    let n = names.args(w, s, dev.is_some(), &mut args);
     let mut ev = Event::named(name)
         .category(category)
         .args(&args[..n])
@@ -164,127 +331,6 @@ pub(super) fn put_slice<W: Write, T: Strings + ?Sized>(
     } else {
         w.slice(track, s.start - zero, s.end - zero, &ev)
     }
-}
-
-/// The name of the counter of bytes moved so far, written as the bytes each transfer moved
-/// ([`PerfettoWriter::delta_counter_track`]).
-pub(super) const BYTES_MOVED: &str = "bytes moved";
-
-/// The counter track `name` of `process`: bytes moved is written as steps, any other as values.
-pub(super) fn counter_track<W: Write>(
-    w: &mut PerfettoWriter<W>,
-    process: TrackId,
-    name: &str,
-) -> io::Result<TrackId> {
-    if name == BYTES_MOVED {
-        w.delta_counter_track(process, name, CounterUnit::Bytes)
-    } else {
-        w.counter_track(process, name, CounterUnit::Bytes)
-    }
-}
-
-/// "bytes moved": per trace, the bytes transferred so far, at each transfer's start (the
-/// positive steps of bytes in flight), in time order.
-pub(super) fn bytes_moved(in_flight: &[Step]) -> Series {
-    let mut steps: Vec<Step> = in_flight.iter().copied().filter(|s| s.delta > 0).collect();
-    steps.sort_unstable_by_key(|s| (s.trace, s.ts));
-    let mut out: Series = Vec::new();
-    let mut total = 0i64;
-    let mut trace = u16::MAX;
-    for s in steps {
-        if s.trace != trace {
-            trace = s.trace;
-            total = 0;
-        }
-        total = total.saturating_add(s.delta);
-        match out.last_mut() {
-            Some(last) if last.0 == s.ts && last.1 == s.trace => last.2 = total,
-            _ => out.push((s.ts, s.trace, total)),
-        }
-    }
-    out.sort_by_key(|&(ts, trace, _)| (ts, trace));
-    out
-}
-
-struct Tracks {
-    processes: Vec<TrackId>,
-    /// Per export track, the Perfetto track of each lane.
-    slices: Vec<Vec<TrackId>>,
-    count: usize,
-}
-
-/// A process per trace; under it a thread track per host thread (its synchronous device work
-/// beneath it), a track per async queue, and a "device" group holding a track per stream. Lanes
-/// after the first become tracks of their own beside the first, named as the JSON export names
-/// them.
-fn make_tracks<W: Write>(
-    w: &mut PerfettoWriter<W>,
-    c: &Collected,
-    tids: &ThreadIds,
-) -> io::Result<Tracks> {
-    let mut processes = Vec::with_capacity(c.processes.len());
-    for p in &c.processes {
-        processes.push(w.process(p.pid as i32, &p.name, &[])?);
-    }
-    let mut slices: Vec<Vec<TrackId>> = vec![Vec::new(); c.tracks.len()];
-    let mut threads: HashMap<(u16, Option<i64>), TrackId> = HashMap::default();
-    let mut devices: HashMap<u16, TrackId> = HashMap::default();
-    let mut count = 0;
-    // Host threads first: their synchronous device tracks go under them.
-    let (host, other): (Vec<u32>, Vec<u32>) = tids
-        .order
-        .iter()
-        .partition(|&&t| matches!(c.tracks.key(t).kind, TrackKind::Host { .. }));
-    for t in host.into_iter().chain(other) {
-        let key = c.tracks.key(t);
-        let process = processes[key.trace as usize];
-        let label = c.tracks.label(t);
-        let (parent, first) = match key.kind {
-            TrackKind::Host { thread: Some(tid) } => {
-                let track = w.thread(process, tid, &label)?;
-                threads.insert((key.trace, Some(tid)), track);
-                (process, track)
-            }
-            TrackKind::Host { thread: None } => {
-                let track = w.slice_track(process, &label)?;
-                threads.insert((key.trace, None), track);
-                (process, track)
-            }
-            // Under the thread they ran on: its synchronous device work, the program's NVTX
-            // ranges.
-            TrackKind::DeviceSync { thread } | TrackKind::Nvtx { thread } => {
-                let parent = threads
-                    .get(&(key.trace, thread))
-                    .copied()
-                    .unwrap_or(process);
-                (parent, w.slice_track(parent, &label)?)
-            }
-            TrackKind::DeviceQueue { .. } => (process, w.slice_track(process, &label)?),
-            TrackKind::DeviceStream { .. } => {
-                let group = match devices.get(&key.trace) {
-                    Some(&g) => g,
-                    None => {
-                        let g = w.slice_track(process, "device")?;
-                        devices.insert(key.trace, g);
-                        g
-                    }
-                };
-                (group, w.slice_track(group, &label)?)
-            }
-        };
-        let lanes = &mut slices[t as usize];
-        lanes.push(first);
-        for lane in 1..tids.lanes(t) {
-            lanes
-                .push(w.slice_track(parent, &format!("{label} (overlapping, lane {})", lane + 1))?);
-        }
-        count += lanes.len();
-    }
-    Ok(Tracks {
-        processes,
-        slices,
-        count,
-    })
 }
 
 /// A slice's name as the JSON export shows it, up to the facts that make it.
@@ -313,7 +359,7 @@ struct LookKey {
 }
 
 /// What a slice's name (as the JSON export shows it) is made of.
-fn name_key(s: &Slice, dev: Option<&DeviceInfo>) -> NameKey {
+fn name_key(s: &Slice, dev: Option<&DeviceSlice>) -> NameKey {
     NameKey {
         trace: s.trace,
         kind: s.kind,
@@ -322,7 +368,7 @@ fn name_key(s: &Slice, dev: Option<&DeviceInfo>) -> NameKey {
         src_file: if dev.is_some() { NONE_U32 } else { s.src_file },
         line: if dev.is_some() { NONE_I32 } else { s.line },
         point: s.is_point(),
-        copy: dev.and_then(|d| d.copy_kind).unwrap_or(u64::MAX),
+        copy: dev.and_then(|d| d.record.copy_kind).unwrap_or(u64::MAX),
         bytes: if dev.is_some() && s.event() == device::MEMCPY {
             s.bytes
         } else {
@@ -332,7 +378,7 @@ fn name_key(s: &Slice, dev: Option<&DeviceInfo>) -> NameKey {
 }
 
 /// The export's tables of interned handles.
-pub(super) struct Names {
+struct Names {
     /// Name, category and location together: one lookup per event.
     looks: HashMap<LookKey, (NameId, CategoryId, Option<LocationId>)>,
     names: HashMap<NameKey, NameId>,
@@ -352,7 +398,7 @@ pub(super) struct Names {
 }
 
 impl Names {
-    pub(super) fn new<W: Write>(w: &mut PerfettoWriter<W>) -> Self {
+    fn new<W: Write>(w: &mut PerfettoWriter<W>) -> Self {
         Names {
             looks: HashMap::default(),
             names: HashMap::default(),
@@ -376,7 +422,7 @@ impl Names {
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
-        dev: Option<&DeviceInfo>,
+        dev: Option<&DeviceSlice>,
         strings: &T,
         buf: &mut Vec<u8>,
     ) -> (NameId, CategoryId, Option<LocationId>) {
@@ -403,7 +449,7 @@ impl Names {
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
-        dev: Option<&DeviceInfo>,
+        dev: Option<&DeviceSlice>,
         strings: &T,
         buf: &mut Vec<u8>,
     ) -> NameId {
@@ -475,6 +521,7 @@ impl Names {
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
+        device: bool,
         out: &mut [Arg<'a>; 8],
     ) -> usize {
         let mut n = 0;
@@ -521,8 +568,7 @@ impl Names {
         }
         // A construct's own slice is named after it; the operations inside (transfers,
         // launches, allocations) say which construct they belong to.
-        let inside =
-            accprof_timeline::is_enqueue(s.event()) || s.is_point() || s.device_index().is_some();
+        let inside = accprof_timeline::is_enqueue(s.event()) || s.is_point() || device;
         if let Some(c) = s.construct().filter(|_| inside) {
             let sid = *self
                 .constructs
@@ -559,41 +605,6 @@ fn unescape(json_body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bytes_moved_adds_up_each_traces_transfers() {
-        let steps = [
-            Step {
-                ts: 10,
-                trace: 0,
-                delta: 100,
-            },
-            Step {
-                ts: 20,
-                trace: 0,
-                delta: -100,
-            },
-            Step {
-                ts: 15,
-                trace: 1,
-                delta: 7,
-            },
-            Step {
-                ts: 30,
-                trace: 0,
-                delta: 50,
-            },
-            Step {
-                ts: 30,
-                trace: 0,
-                delta: 5,
-            },
-        ];
-        assert_eq!(
-            bytes_moved(&steps),
-            [(10, 0, 100), (15, 1, 7), (30, 0, 155)]
-        );
-    }
 
     #[test]
     fn escaped_names_come_back_as_text() {

@@ -1,9 +1,8 @@
 //! The strings a slice names (variable or kernel, source file, function) as the writers look
-//! them up: in the reader's whole table, or, when the export streams, in the copies shipped to
-//! the writing thread with the slices that first use them.
+//! them up: in the copies shipped to the writing thread with the events that first use them.
 
-use super::slice::Slice;
-use accprof_trace::{StrId, StringTable};
+use accprof_timeline::CompactEvent;
+use accprof_trace::{Event, StrId, StringTable};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Resolves a trace's string ids.
@@ -37,43 +36,40 @@ impl Strings for Shipped {
     }
 }
 
-/// The reading side: which strings were sent already.
+/// Which strings of one trace were sent to the writing thread already: the strings an event
+/// names are sent with the first event that names them, from the thread that decodes the trace
+/// (it has the trace's strings at hand as they are defined).
 #[derive(Default, Debug)]
 pub struct Shipping {
     sent: FxHashSet<u32>,
-    /// The ids checked last (sent already), to skip the set for runs of slices naming the
-    /// same strings.
+    /// The ids checked last (sent already), to skip the set for runs of events naming the same
+    /// strings.
     recent: [Option<u32>; 3],
+    /// Events that named a string the trace had not defined before them (a damaged trace):
+    /// written without it.
+    pub undefined: u64,
 }
 
-/// A slice names a string the trace has not defined (yet): its definition may come later in
-/// the file, so the slice cannot be written now.
-#[derive(Debug)]
-pub struct Undefined(pub u32);
-
 impl Shipping {
-    /// Adds to `out` the strings `s` names that were not sent before, with `s`'s trace (one
-    /// `Shipping` per trace: ids are the trace's).
-    pub fn ship(
-        &mut self,
-        s: &Slice,
-        table: &StringTable,
-        out: &mut Vec<(u16, u32, Box<str>)>,
-    ) -> Result<(), Undefined> {
-        let ids = [s.name_id(), s.src_file_id(), s.func_id()];
-        for (slot, id) in ids.into_iter().enumerate() {
+    /// The strings `ev` names that were not sent before, with their ids.
+    pub fn ship(&mut self, ev: &Event, table: &StringTable) -> Option<Vec<(u32, Box<str>)>> {
+        let mut out: Option<Vec<(u32, Box<str>)>> = None;
+        for (slot, id) in CompactEvent::strings_named(ev).into_iter().enumerate() {
             let Some(id) = id else { continue };
             if self.recent[slot] == Some(id.0) {
                 continue;
             }
             if !self.sent.contains(&id.0) {
-                let text = table.get(id).ok_or(Undefined(id.0))?;
-                out.push((s.trace, id.0, text.into()));
+                let Some(text) = table.get(id) else {
+                    self.undefined += 1;
+                    continue;
+                };
+                out.get_or_insert_with(Vec::new).push((id.0, text.into()));
                 self.sent.insert(id.0);
             }
             self.recent[slot] = Some(id.0);
         }
-        Ok(())
+        out
     }
 }
 
@@ -84,27 +80,23 @@ mod tests {
     use accprof_trace::{Event, Field};
 
     #[test]
-    fn each_string_is_shipped_once_and_an_undefined_one_is_refused() {
+    fn each_string_is_shipped_once_and_an_undefined_one_is_counted() {
         let mut table = StringTable::default();
         let file = table.intern("/src/laplace.c");
         let mut ev = Event::new(acc_event_t::COMPUTE_CONSTRUCT_START, 1);
         ev.set(Field::SrcFile, u64::from(file.0));
-        let s = Slice::from_event(&ev, 2, 0, |t| t);
-        let (mut shipping, mut out) = (Shipping::default(), Vec::new());
-        shipping.ship(&s, &table, &mut out).unwrap();
-        shipping.ship(&s, &table, &mut out).unwrap();
-        assert_eq!(out, [(2, file.0, "/src/laplace.c".into())]);
+        let mut shipping = Shipping::default();
+        let first = shipping.ship(&ev, &table).unwrap();
+        assert_eq!(first, [(file.0, "/src/laplace.c".into())]);
+        assert_eq!(shipping.ship(&ev, &table), None);
         let mut shipped = Shipped::default();
-        for (_, id, text) in out {
+        for (id, text) in first {
             shipped.add(id, text);
         }
-        assert_eq!(shipped.resolve(s.src_file_id()), Some("/src/laplace.c"));
-        // A string the trace has not defined (yet) cannot be written.
+        assert_eq!(shipped.resolve(Some(file)), Some("/src/laplace.c"));
+        // A string the trace has not defined (yet) is not sent, and is counted.
         ev.set(Field::FuncName, 7);
-        let s = Slice::from_event(&ev, 2, 0, |t| t);
-        assert!(matches!(
-            shipping.ship(&s, &table, &mut Vec::new()),
-            Err(Undefined(7))
-        ));
+        assert_eq!(shipping.ship(&ev, &table), None);
+        assert_eq!(shipping.undefined, 1);
     }
 }

@@ -5,9 +5,9 @@
 pub mod render;
 
 use crate::action::Action;
-use crate::state::kind::Category;
+use crate::state::kind::BarKind;
 use crate::state::search::Filter;
-use crate::state::store::{EventRef, LaneKind, Store};
+use crate::state::store::{BarRef, LaneKind, Store};
 use crate::state::track::Track;
 use crate::state::State;
 use crate::view::details::Details;
@@ -34,7 +34,7 @@ pub type Flash = Option<String>;
 #[derive(Debug)]
 pub struct TimelineView {
     pub viewport: Viewport,
-    pub selected: Option<EventRef>,
+    pub selected: Option<BarRef>,
     /// The full event behind the selection, as re-read from the file.
     pub details: Option<Details>,
     /// First row on screen.
@@ -98,16 +98,16 @@ impl TimelineView {
     }
 
     /// A shown index in a row to the event's reference.
-    fn shown_to_ref(&self, lane: usize, track: usize, shown: usize) -> EventRef {
+    fn shown_to_ref(&self, lane: usize, track: usize, shown: usize) -> BarRef {
         let idx = match &self.filter {
             Some(f) => f.lanes[lane][track].orig[shown] as usize,
             None => shown,
         };
-        EventRef { lane, track, idx }
+        BarRef { lane, track, idx }
     }
 
     /// The event's index among the shown events of its row, if shown.
-    fn ref_to_shown(&self, r: EventRef) -> Option<usize> {
+    fn ref_to_shown(&self, r: BarRef) -> Option<usize> {
         match &self.filter {
             Some(f) => f
                 .lanes
@@ -121,7 +121,7 @@ impl TimelineView {
     }
 
     /// The row index (display order) of a selection.
-    pub fn row_of(&self, r: EventRef) -> Option<usize> {
+    pub fn row_of(&self, r: BarRef) -> Option<usize> {
         self.rows
             .iter()
             .position(|&(l, t)| l == r.lane && t == r.track)
@@ -224,7 +224,7 @@ impl TimelineView {
     }
 
     /// Selects `r` and loads its details.
-    pub fn select(&mut self, r: EventRef, state: &mut State) {
+    pub fn select(&mut self, r: BarRef, state: &mut State) {
         self.selected = Some(r);
         if let Some(row) = self.row_of(r) {
             self.focus_row = row;
@@ -237,7 +237,7 @@ impl TimelineView {
     }
 
     /// Selects and reveals (pans to) an event.
-    fn go_to(&mut self, r: EventRef, state: &mut State) {
+    fn go_to(&mut self, r: BarRef, state: &mut State) {
         let (a, b) = state.store.span_of(r);
         self.viewport.reveal(a, b);
         self.select(r, state);
@@ -323,7 +323,7 @@ impl TimelineView {
         let same = |r: usize| {
             !construct || (recs.kind[r], recs.name[r], recs.file[r], recs.line[r]) == key
         };
-        let mut best: Option<(u64, EventRef)> = None;
+        let mut best: Option<(u64, BarRef)> = None;
         for &(lane, track) in &self.rows {
             let Some(tr) = self.shown_track(store, lane, track) else {
                 continue;
@@ -365,7 +365,7 @@ impl TimelineView {
                 let what = if construct {
                     "instance of this construct".to_string()
                 } else {
-                    Category::from_u8(cat).label().to_string()
+                    BarKind::from_u8(cat).label().to_string()
                 };
                 Some(format!(
                     "no {} {what}",
@@ -416,7 +416,7 @@ impl TimelineView {
     }
 
     /// Finds the record's event on the timeline.
-    pub fn find_rec(store: &Store, rec: u32) -> Option<EventRef> {
+    pub fn find_rec(store: &Store, rec: u32) -> Option<BarRef> {
         let src = usize::from(*store.records.source.get(rec as usize)?);
         for (li, l) in store.lanes.iter().enumerate() {
             if l.source != src {
@@ -424,7 +424,7 @@ impl TimelineView {
             }
             for (ti, t) in l.tracks.iter().enumerate() {
                 if let Some(i) = t.rec.iter().position(|&r| r == rec) {
-                    return Some(EventRef {
+                    return Some(BarRef {
                         lane: li,
                         track: ti,
                         idx: i,
@@ -495,14 +495,14 @@ pub struct Growth {
     selected: Option<(usize, LaneKind, u32)>,
 }
 
-fn find_in_lane(store: &Store, src: usize, kind: LaneKind, rec: u32) -> Option<EventRef> {
+fn find_in_lane(store: &Store, src: usize, kind: LaneKind, rec: u32) -> Option<BarRef> {
     let lane = store
         .lanes
         .iter()
         .position(|l| l.source == src && l.kind == kind)?;
     for (ti, t) in store.lanes[lane].tracks.iter().enumerate() {
         if let Some(i) = t.rec.iter().position(|&r| r == rec) {
-            return Some(EventRef {
+            return Some(BarRef {
                 lane,
                 track: ti,
                 idx: i,

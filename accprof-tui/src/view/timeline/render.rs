@@ -7,7 +7,7 @@
 //! its label.
 
 use super::TimelineView;
-use crate::state::kind::Category;
+use crate::state::kind::BarKind;
 use crate::state::store::Store;
 use crate::state::track::{CellSummary, Track};
 use crate::view::palette::color;
@@ -154,7 +154,7 @@ fn render_row(
             continue;
         }
         let text = store.label(t.rec[i]);
-        let cat = Category::from_u8(t.cat[i]);
+        let cat = BarKind::from_u8(t.cat[i]);
         let style = Style::default().fg(Color::Black).bg(color(cat));
         buf.set_stringn(x0 + first + 1, y, text, inner as usize, style);
     }

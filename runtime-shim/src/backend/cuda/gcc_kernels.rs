@@ -119,6 +119,19 @@ impl GccKernels {
         Ok((f, threads))
     }
 
+    /// The device address and size of the global `name` of `k`'s image (an `acc declare`
+    /// variable), as libgomp's plugin finds it when it loads the image.
+    pub fn variable(&self, k: &GccKernel, name: &std::ffi::CStr) -> Result<(u64, usize)> {
+        let module = self.module(k)?;
+        let (mut dev, mut bytes): (CUdeviceptr, usize) = (0, 0);
+        check(
+            // SAFETY: a loaded module, a NUL-terminated name and two out values.
+            unsafe { sys::cuModuleGetGlobal_v2(&mut dev, &mut bytes, module, name.as_ptr()) },
+            "cuModuleGetGlobal (an acc declare variable of GCC's image)",
+        )?;
+        Ok((dev, bytes))
+    }
+
     /// Copies `args` into `s`'s ring (in stream order) and returns their device address.
     fn args(&self, s: CUstream, args: &[u64]) -> Result<CUdeviceptr> {
         let bytes = (args.len() * 8).max(8);

@@ -1432,6 +1432,11 @@ impl Backend for Cuda {
         true
     }
 
+    fn image_variable(&self, image: &GccKernel, name: &CStr) -> Result<Option<(u64, usize)>> {
+        self.bind();
+        self.gcc.variable(image, name).map(Some)
+    }
+
     fn shutdown(&self) {
         self.bind();
         // SAFETY: shutdown runs with no other operation on this device; every handle freed here is

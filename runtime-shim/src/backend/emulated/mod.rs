@@ -14,6 +14,7 @@ mod queues;
 
 use crate::backend::deferred::Deferred;
 use crate::backend::*;
+use crate::check::hooks as check;
 use crate::error::AccError;
 use memory::{Block, Memory};
 use queues::{AsyncQueues, Job, Queue};
@@ -311,13 +312,18 @@ impl Backend for Emulated {
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         self.check_block(dev, bytes)?;
+        let checked = crate::check::hooks::on().then(crate::loc::call_site);
         if q != SYNC && bytes <= SNAPSHOT_MAX {
+            if let Some(site) = checked {
+                check::before_upload(host as usize, dev, bytes, site);
+            }
             // Small uploads on an async queue read the host bytes now: GCC's compute constructs
             // map their scalars (loop bounds, firstprivate values) from the caller's stack,
             // which changes before the queue runs the copy (libgomp copies them at once too).
             // SAFETY: the caller's host range, valid for the call.
             let copy = unsafe { std::slice::from_raw_parts(host, bytes) }.to_vec();
             let d = SendPtr(dev as usize);
+            let h = host as usize;
             return self.run(
                 q,
                 Box::new(move || {
@@ -325,6 +331,9 @@ impl Backend for Emulated {
                     // SAFETY: dev range checked above; the copy is ours.
                     unsafe {
                         std::ptr::copy_nonoverlapping(copy.as_ptr(), d.0 as *mut u8, copy.len())
+                    }
+                    if let Some(site) = checked {
+                        check::after_upload(h, d.0 as u64, bytes, site);
                     }
                 }),
             );
@@ -334,9 +343,15 @@ impl Backend for Emulated {
             q,
             Box::new(move || {
                 let (d, h) = (d, h);
+                if let Some(site) = checked {
+                    check::before_upload(h.0, d.0 as u64, bytes, site);
+                }
                 // SAFETY: dev range checked; the host range is the caller's, valid until the
                 // copy completes (the specification's rule for async copies).
                 unsafe { std::ptr::copy_nonoverlapping(h.0 as *const u8, d.0 as *mut u8, bytes) }
+                if let Some(site) = checked {
+                    check::after_upload(h.0, d.0 as u64, bytes, site);
+                }
             }),
         )
     }
@@ -344,12 +359,19 @@ impl Backend for Emulated {
     fn download(&self, q: QueueId, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         self.check_block(dev, bytes)?;
         let (d, h) = (SendPtr(dev as usize), SendPtr(host as usize));
+        let checked = crate::check::hooks::on().then(check::copy_site);
         self.run(
             q,
             Box::new(move || {
                 let (d, h) = (d, h);
+                if let Some(site) = checked {
+                    check::before_download(h.0, d.0 as u64, bytes, site);
+                }
                 // SAFETY: as in upload.
                 unsafe { std::ptr::copy_nonoverlapping(d.0 as *const u8, h.0 as *mut u8, bytes) }
+                if checked.is_some() {
+                    check::after_download(h.0, d.0 as u64, bytes);
+                }
             }),
         )
     }
@@ -381,10 +403,19 @@ impl Backend for Emulated {
         let (work, red) = (k.work, k.reduction);
         let cell = slot.map(|_| Arc::new(std::sync::atomic::AtomicU64::new(0)));
         let kernel_cell = cell.clone();
+        let checked = crate::check::hooks::on().then(crate::loc::call_site);
         self.run(
             q,
             Box::new(move || {
+                let checking = checked.map(|site| {
+                    let addrs: Vec<u64> = args.iter().map(|a| a.0).collect();
+                    let before = check::kernel_starts(&addrs, site);
+                    (addrs, site, before)
+                });
                 let v = run_kernel(&host, work, &args, red, threads);
+                if let Some((addrs, site, before)) = checking {
+                    check::kernel_ends(&addrs, site, before);
+                }
                 if let Some(c) = kernel_cell {
                     c.store(v.to_bits(), Ordering::Release);
                 }
@@ -469,6 +500,10 @@ impl Backend for Emulated {
 
     fn set_native_stream(&self, _q: QueueId, _stream: *mut c_void) -> bool {
         false
+    }
+
+    fn after_fork_in_child(&self) {
+        self.queues.forget_workers();
     }
 
     fn shutdown(&self) {

@@ -144,6 +144,17 @@ impl AsyncQueues {
     }
 }
 
+impl AsyncQueues {
+    /// In a forked child: the workers' threads are not there. Their handles and channels are
+    /// left alone (joining or detaching a thread of the parent would act on a stale id) and new
+    /// workers start when a queue is next used; the queues themselves, idle, stay.
+    pub fn forget_workers(&self) {
+        for w in self.lock().workers.iter_mut() {
+            std::mem::forget(w.take());
+        }
+    }
+}
+
 impl Worker {
     fn start(slot: usize) -> Result<Worker> {
         let (tx, rx) = unbounded::<(Arc<Queue>, Job)>();

