@@ -7,7 +7,8 @@
 # Arguments go to the solver: [n (3..NMAX)] [iterations]; default 1024 20 (NMAX 1024 here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p libaccprof -p accprof-cli -p accprof-tui -p runtime-shim --bins --lib
+echo "== building accprof (cargo build --release; the first build takes a few minutes)"
+cargo build --release -p libaccprof -p accprof-cli -p accprof-tui -p runtime-shim --bins --lib
 out=$(mktemp -d)
 accprof=target/release/accprof
 src=scripts/gpu/laplace.c
@@ -23,8 +24,10 @@ build -DDATA_REGION -o "$out/laplace_data"
 args=("${@:-1024}")
 [ $# -ge 2 ] || args+=(20)
 
-echo "== gcc -fopenacc $src; accprof run --runtime shim --report --advise -- ./laplace ${args[*]}"
-$accprof run --runtime shim --report --advise -o "$out/naive.trace" -- "$out/laplace" "${args[@]}"
+echo "== gcc -fopenacc $src; accprof run --runtime shim --content --report --advise -- ./laplace ${args[*]}"
+# --content hashes every transfer's bytes: the advice proves which copies were redundant and
+# chooses each array's clause from what the program needed.
+$accprof run --runtime shim --content --report --advise -o "$out/naive.trace" -- "$out/laplace" "${args[@]}"
 echo
 echo "== after the change: gcc -DDATA_REGION (#pragma acc data copy(A) create(Anew) around the loop)"
 $accprof run --runtime shim --advise -o "$out/data.trace" -- "$out/laplace_data" "${args[@]}"

@@ -30,7 +30,7 @@ fi
 [ "${1:-}" = run ] || { echo "usage: $0 stage [dir] | run [dir] [outdir]" >&2; exit 2; }
 OUT=${3:-${OUT:-/tmp/accprof-geometry}}
 mkdir -p "$OUT"
-# Run from the path the committed traces name (traces/gpu/bin/install.rs puts the program there).
+# Run from the path the committed traces name, so that `accprof symbolize` there resolves them.
 B=/tmp/accprof-gpu-bin
 mkdir -p $B && cp -r "$D"/. $B/
 export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

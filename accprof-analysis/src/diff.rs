@@ -61,9 +61,55 @@ pub struct SummaryDiff {
     pub untracked_ns: (u64, u64),
 }
 
+/// One time over every run of one side: its median and range.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
+pub struct Runs {
+    pub runs: usize,
+    pub median: u64,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Runs {
+    pub fn of(values: &[u64]) -> Runs {
+        let mut v = values.to_vec();
+        v.sort_unstable();
+        Runs {
+            runs: v.len(),
+            median: v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0),
+            min: v.first().copied().unwrap_or(0),
+            max: v.last().copied().unwrap_or(0),
+        }
+    }
+
+    /// Whether the change from `before` to `after` is inside the spread of the runs: their
+    /// ranges overlap. Unknown (`None`) with one run on a side.
+    pub fn within_noise(before: &Runs, after: &Runs) -> Option<bool> {
+        (before.runs > 1 && after.runs > 1)
+            .then_some(before.min <= after.max && after.min <= before.max)
+    }
+}
+
+/// The summary's times over every trace of each side (the same program run several times),
+/// to tell a change from run-to-run noise.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct Spread {
+    pub wall_ns: (Runs, Runs),
+    pub compute_ns: (Runs, Runs),
+    pub kernel_ns: (Runs, Runs),
+    pub transfer_ns: (Runs, Runs),
+    pub wait_ns: (Runs, Runs),
+    pub device_init_ns: (Runs, Runs),
+    pub untracked_ns: (Runs, Runs),
+}
+
 #[derive(Clone, PartialEq, Debug, Serialize)]
 pub struct ProfileDiff {
+    /// With several traces per side, the medians of the times (counts and bytes of the
+    /// representative runs, below).
     pub summary: SummaryDiff,
+    /// The spread of the times over each side's traces.
+    pub spread: Spread,
     /// Matched constructs, largest change in host time first.
     pub constructs: Vec<ConstructDiff>,
     pub variables: Vec<VariableDiff>,
@@ -208,6 +254,44 @@ fn transfers(c: &Construct) -> (u64, u64, u64) {
     (n1 + n2, b1 + b2, t1 + t2)
 }
 
+/// Compares several runs of each side: the summary's times are the medians over each side's
+/// traces, with their spread; constructs and variables are those of each side's run of median
+/// wall time.
+pub fn diff_runs(before: &[Profile], after: &[Profile]) -> Option<ProfileDiff> {
+    let median_run = |side: &[Profile]| -> Option<usize> {
+        let mut idx: Vec<usize> = (0..side.len()).collect();
+        idx.sort_by_key(|&i| side[i].summary.wall_ns);
+        idx.get(idx.len().checked_sub(1)? / 2).copied()
+    };
+    let (bi, ai) = (median_run(before)?, median_run(after)?);
+    let mut d = diff(&before[bi], &after[ai]);
+    let runs = |f: &dyn Fn(&Profile) -> u64| {
+        (
+            Runs::of(&before.iter().map(f).collect::<Vec<_>>()),
+            Runs::of(&after.iter().map(f).collect::<Vec<_>>()),
+        )
+    };
+    d.spread = Spread {
+        wall_ns: runs(&|p| p.summary.wall_ns),
+        compute_ns: runs(&|p| p.summary.compute.total_ns),
+        kernel_ns: runs(&|p| p.summary.kernels.total_ns),
+        transfer_ns: runs(&|p| p.summary.transfers_ns()),
+        wait_ns: runs(&|p| p.summary.waits.total_ns),
+        device_init_ns: runs(&|p| p.summary.device_init.total_ns),
+        untracked_ns: runs(&|p| p.summary.untracked_ns),
+    };
+    let m = |r: &(Runs, Runs)| (r.0.median, r.1.median);
+    let sp = &d.spread;
+    d.summary.wall_ns = m(&sp.wall_ns);
+    d.summary.compute_ns = m(&sp.compute_ns);
+    d.summary.kernel_ns = m(&sp.kernel_ns);
+    d.summary.transfer_ns = m(&sp.transfer_ns);
+    d.summary.wait_ns = m(&sp.wait_ns);
+    d.summary.device_init_ns = m(&sp.device_init_ns);
+    d.summary.untracked_ns = m(&sp.untracked_ns);
+    Some(d)
+}
+
 /// Matches the constructs and variables of `before` and `after`.
 pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
     let s = |p: &Profile| {
@@ -299,8 +383,20 @@ pub fn diff(before: &Profile, after: &Profile) -> ProfileDiff {
             .cmp(&x.time_ns.0.max(x.time_ns.1))
             .then(x.name.cmp(&y.name))
     });
+    let one = |v: u64| Runs::of(&[v]);
+    let pair = |t: (u64, u64)| (one(t.0), one(t.1));
+    let spread = Spread {
+        wall_ns: pair(summary.wall_ns),
+        compute_ns: pair(summary.compute_ns),
+        kernel_ns: pair(summary.kernel_ns),
+        transfer_ns: pair(summary.transfer_ns),
+        wait_ns: pair(summary.wait_ns),
+        device_init_ns: pair(summary.device_init_ns),
+        untracked_ns: pair(summary.untracked_ns),
+    };
     ProfileDiff {
         summary,
+        spread,
         constructs,
         variables,
     }
@@ -334,6 +430,7 @@ mod tests {
             p.variables.push(Variable {
                 name: var.into(),
                 named: true,
+                alloc_site: None,
                 host_ptr: None,
                 direction: Direction::HostToDevice,
                 count: 10,
@@ -341,6 +438,7 @@ mod tests {
                 time: Timing::host(),
                 host_time: Timing::host(),
                 samples: Vec::new(),
+                content: None,
             });
             p.transfer_sites.push(TransferSite {
                 construct: Some(i),

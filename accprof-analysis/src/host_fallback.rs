@@ -29,3 +29,21 @@ pub fn ran_on_host(p: &Profile) -> bool {
 
 /// The one line the report and advice print for a host-fallback run.
 pub const EXPLANATION: &str = "every construct ran on the host (the runtime's host fallback: no GPU, or built without an offload compiler): the host shares the program's memory, so no data transfer happens and none is shown; `accprof run --runtime shim` runs the same binary on an emulated discrete device and shows the transfers a GPU would make";
+
+/// `acc_device_t` 3: GCC's `acc_device_host_nonshm`, which the bundled runtime reports for its
+/// emulated device (separate memory on the host).
+pub const EMULATED_DEVICE_TYPE: i64 = 3;
+
+/// True when the run's compute constructs ran on the bundled runtime's emulated device: kernels
+/// run inside their launch call on host threads, and transfers copy between host buffers. Its
+/// times are not a GPU's.
+pub fn ran_on_emulated_device(p: &Profile) -> bool {
+    p.summary.device_records == 0
+        && p.constructs
+            .iter()
+            .any(|c| c.kind == ConstructKind::Compute)
+        && p.constructs
+            .iter()
+            .filter(|c| c.kind == ConstructKind::Compute)
+            .all(|c| c.location.device_type == Some(EMULATED_DEVICE_TYPE))
+}

@@ -139,10 +139,12 @@ impl Profile {
         let src = ProfileSource::of_header(label, reader.header(), footer_end.is_some());
         let mut p = b.finish_for(reader.strings(), wall, src);
         p.summary.dropped_events = reader.dropped_total();
-        p.warnings.extend(reader.truncation_warning());
+        let cut = reader.truncation_warning();
+        let ended = footer_end.is_some() || cut.is_some();
+        p.warnings.extend(cut);
         p.warnings.extend(reader.loss_warning());
         p.warnings.extend(reader.warnings().iter().cloned());
-        add_common_warnings(&mut p, footer_end.is_some());
+        add_common_warnings(&mut p, ended);
         p
     }
 
@@ -162,6 +164,7 @@ impl Profile {
         let src = ProfileSource::of_header(label.into(), &trace.header, footer_end.is_some());
         let mut p = b.finish_for(&trace.strings, wall_time(&trace.header, footer_end), src);
         p.summary.dropped_events = trace.dropped_total;
+        let ended = footer_end.is_some() || trace.truncation_warning.is_some();
         p.warnings.extend(trace.truncation_warning.iter().cloned());
         if let Some(w) = trace.integrity.loss_warning() {
             p.warnings.push(format!(
@@ -169,7 +172,7 @@ impl Profile {
                 p.sources.last().map_or("", |s| s.path.as_str())
             ));
         }
-        add_common_warnings(&mut p, footer_end.is_some());
+        add_common_warnings(&mut p, ended);
         p
     }
 }
@@ -226,13 +229,14 @@ fn builder_for(h: &Header) -> ProfileBuilder {
             .iter()
             .any(|(k, val)| k == DEVICE_ACTIVITY_KEY && val.starts_with(v))
     };
-    if activity("cupti") {
+    let b = if activity("cupti") {
         ProfileBuilder::with_cupti_records()
     } else if h.extra.iter().any(|(k, _)| k == DEVICE_ACTIVITY_KEY) {
         ProfileBuilder::with_device_records()
     } else {
         ProfileBuilder::new()
-    }
+    };
+    b.started_at(h.start_monotonic_ns)
 }
 
 fn wall_time(h: &Header, footer_end: Option<u64>) -> Option<u64> {
@@ -257,7 +261,8 @@ impl ProfileSource {
     }
 }
 
-fn add_common_warnings(p: &mut Profile, clean_end: bool) {
+/// `ended_said`: the trace has its end marker, or a warning already says how it was cut.
+fn add_common_warnings(p: &mut Profile, ended_said: bool) {
     let label = p.sources.last().map(|s| s.path.clone()).unwrap_or_default();
     if p.summary.dropped_events > 0 {
         p.warnings.push(format!(
@@ -265,7 +270,7 @@ fn add_common_warnings(p: &mut Profile, clean_end: bool) {
             p.summary.dropped_events
         ));
     }
-    if !clean_end && p.warnings.is_empty() {
+    if !ended_said {
         p.warnings.push(format!(
             "{label}: the trace has no end marker (the program crashed, was killed, or is still running); wall time is the span of the recorded events"
         ));

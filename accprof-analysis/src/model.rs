@@ -302,8 +302,13 @@ impl LaunchGeometry {
 pub struct Variable {
     /// The variable as the runtime named it, else `host 0x7f..+8 MiB`.
     pub name: String,
-    /// True when `name` came from the runtime (var_name), false when it is an address range.
+    /// True when `name` is the variable as the source writes it (from the runtime, or named by
+    /// accprof), false when it is an address range or a hint (`heap@x.c:3 (returned)`).
     pub named: bool,
+    /// For a heap block, its allocation's call site: variables named alike with different
+    /// sites are different arrays.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alloc_site: Option<u64>,
     pub host_ptr: Option<u64>,
     pub direction: Direction,
     pub count: u64,
@@ -313,6 +318,30 @@ pub struct Variable {
     /// Host time of the enqueue_upload / enqueue_download events (count 0 when none).
     pub host_time: Timing,
     pub samples: Vec<EventRef>,
+    /// What the hashes of its transfers' bytes showed, when the trace has them
+    /// (ACCPROF_CONTENT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<ContentStats>,
+}
+
+/// What the hashes of one variable's transfers (in one direction) showed: proof by content
+/// that a transfer was redundant.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct ContentStats {
+    /// Transfers whose bytes were hashed.
+    pub hashed: u64,
+    /// Uploads that carried the bytes the device last received or gave back (with a data
+    /// region keeping the array, it would have held them still).
+    pub already_held: u64,
+    /// Downloads that brought back the bytes the device was last given: it did not change them.
+    pub unchanged: u64,
+    /// How the array's first use on the device began: `Some(false)` when it was created there
+    /// without an upload (its first construct did not need the host's bytes), `Some(true)` when
+    /// it was uploaded; `None` when not known. Set on the first transfer's variable.
+    pub first_uploaded: Option<bool>,
+    /// After a first upload: whether the next download brought back bytes the device had
+    /// changed. Set on that download's variable.
+    pub first_changed: Option<bool>,
 }
 
 impl Variable {
@@ -387,6 +416,13 @@ pub struct SliceRuns {
 #[derive(Clone, PartialEq, Debug, Serialize)]
 pub struct AllocSite {
     pub construct: Option<usize>,
+    /// Where the program called the runtime API for these allocations (`acc_malloc`), outside
+    /// every construct.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<Location>,
+    /// The pointer the program stores the block in (`tmp` of `tmp = acc_malloc(...)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub bytes: Option<u64>,
     pub allocs: u64,
     pub frees: u64,

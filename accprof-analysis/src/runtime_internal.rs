@@ -48,6 +48,7 @@ pub fn fold(vars: &[Variable]) -> Vec<Variable> {
             None => folded.push(Variable {
                 name: NAME.to_string(),
                 named: false,
+                alloc_site: None,
                 host_ptr: None,
                 direction: v.direction,
                 count: v.count,
@@ -55,6 +56,7 @@ pub fn fold(vars: &[Variable]) -> Vec<Variable> {
                 time: v.time,
                 host_time: v.host_time,
                 samples: v.samples.clone(),
+                content: None,
             }),
         }
     }
@@ -71,6 +73,7 @@ mod tests {
         Variable {
             name: name.into(),
             named,
+            alloc_site: None,
             host_ptr: None,
             direction: Direction::HostToDevice,
             count,
@@ -78,6 +81,7 @@ mod tests {
             time: Default::default(),
             host_time: Default::default(),
             samples: Vec::new(),
+            content: None,
         }
     }
 

@@ -536,3 +536,40 @@ fn kernels_without_their_call_take_the_reported_launch_of_the_same_name() {
         "the copy before any construct, the library kernel, the extra kernel"
     );
 }
+
+/// NPB CG on an H200 gave one kernel record with zero timestamps: kept, it put a kernel at the
+/// clock's epoch, made the run span the machine's uptime and the advice promise "5005.9% of the
+/// run". Such a record is left out of every total and said in one line, and no saving exceeds
+/// the run.
+#[test]
+fn a_device_record_with_impossible_times_is_left_out_and_said() {
+    let (h, mut d) = naive(3, false);
+    let good = profile(false);
+    let mut zero = kernel(1_315_000, 0, 0);
+    zero.end_ns = 5_000_000;
+    zero.set(Field::CorrelationId, 77);
+    d.push(zero);
+    let f = write(&h, &d, true);
+    let p = Profile::from_path(f.path()).unwrap();
+    assert_eq!(p.summary.kernels, good.summary.kernels);
+    assert_eq!(p.summary.first_ns, good.summary.first_ns);
+    assert_eq!(p.summary.device_records, good.summary.device_records);
+    assert_eq!(
+        p.summary.device_records_outside,
+        good.summary.device_records_outside
+    );
+    let w: Vec<&String> = p
+        .warnings
+        .iter()
+        .filter(|w| w.contains("impossible times"))
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", p.warnings);
+    assert!(
+        w[0].contains("a kernel record, correlation id 77"),
+        "{}",
+        w[0]
+    );
+    for f in advise(&p) {
+        assert!(f.estimated_saving_ns <= p.summary.wall_ns, "{f:?}");
+    }
+}

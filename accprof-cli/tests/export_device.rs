@@ -3,10 +3,7 @@
 //! args, flow arrows from the host slice that issued them, and bytes in flight from the device's
 //! copies. Checked on the traces recorded on a real GPU (traces/gpu/) and on synthetic ones.
 
-#[path = "../../traces/gpu/bin/install.rs"]
-mod gcc_bins;
 mod tools;
-use gcc_bins::install_gcc_binaries;
 
 use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_trace::device::{self, COPY_DTOH, COPY_HTOD};
@@ -96,7 +93,6 @@ fn device_record_count(trace: &Path) -> usize {
 
 #[test]
 fn gpu_traces_put_every_device_record_on_a_stream_track_with_a_flow_from_its_host_slice() {
-    install_gcc_binaries();
     let dir = tempfile::tempdir().unwrap();
     for name in ["gcc_naive", "gcc_data", "shim_naive", "shim_data"] {
         let trace = gpu_trace(name);
@@ -172,7 +168,6 @@ fn gpu_traces_put_every_device_record_on_a_stream_track_with_a_flow_from_its_hos
 
 #[test]
 fn gcc_naive_names_copies_by_direction_size_and_array_and_ties_them_to_the_pragma_lines() {
-    install_gcc_binaries();
     let dir = tempfile::tempdir().unwrap();
     let (evs, sum) = export(&[&gpu_trace("gcc_naive")], dir.path());
     let threads: Vec<&str> = sum.shown.iter().map(String::as_str).collect();
@@ -267,7 +262,6 @@ fn gcc_naive_names_copies_by_direction_size_and_array_and_ties_them_to_the_pragm
 
 #[test]
 fn gcc_bytes_in_flight_come_from_the_device_copies_only() {
-    install_gcc_binaries();
     let dir = tempfile::tempdir().unwrap();
     let (evs, _) = export(&[&gpu_trace("gcc_naive")], dir.path());
     let counter: Vec<(f64, u64)> = evs
@@ -521,7 +515,6 @@ fn synthetic_device_records_get_stream_tracks_names_args_lanes_and_flows() {
 
 #[test]
 fn plot_shows_device_stream_lanes_and_labels_device_times() {
-    install_gcc_binaries();
     let dir = tempfile::tempdir().unwrap();
     for (trace, stream) in [
         (gpu_trace("gcc_naive"), "device stream 0x7"),

@@ -3,10 +3,7 @@
 //! grids and blocks as the device ran them, the device's limits, and the advice on the loop
 //! launched with `num_gangs(4)`.
 
-#[path = "../../traces/gpu/bin/install.rs"]
-mod gcc_bins;
 mod report_common;
-use gcc_bins::install_gcc_binaries;
 use report_common::*;
 use std::path::PathBuf;
 
@@ -104,7 +101,6 @@ fn kernels_show_the_geometry_the_program_asked_for_on_the_h100() {
 
 #[test]
 fn advise_names_the_num_gangs_line_and_the_idle_sms() {
-    install_gcc_binaries();
     let lines = pragma_lines();
     let a = json(&["advise", "--format", "json", &trace()]);
     let found: Vec<&serde_json::Value> = a["findings"]

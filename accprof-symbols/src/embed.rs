@@ -3,8 +3,8 @@
 //! program's normal exit, `accprof run` after a run that was killed, `accprof symbolize` for
 //! any trace.
 
-use crate::{unnamed_host_data, Symbolizer};
-use accprof_trace::symbols::{scan, Site};
+use crate::{unnamed_host_data, DataKind, Symbolizer};
+use accprof_trace::symbols::{scan, Site, VarKind};
 use accprof_trace::{Field, SymbolTable, TraceError, TraceReader, TraceWriter};
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom};
@@ -25,6 +25,9 @@ pub struct Symbolized {
     /// Events of a killed run folded in from its live file first
     /// ([`accprof_trace::fold::fold_into_trace`]).
     pub folded: u64,
+    /// The trace was of version 1, whose chunks cannot take one more: it was written again as
+    /// version 2, with the same header, strings, modules and events in the same order.
+    pub upgraded: bool,
 }
 
 /// Resolves every address the events of the trace at `path` use (call sites of events without
@@ -34,25 +37,37 @@ pub struct Symbolized {
 pub fn resolve_trace(path: &Path) -> Result<(SymbolTable, Vec<String>), TraceError> {
     let mut reader = TraceReader::open(path)?;
     let mut code = BTreeSet::new();
+    let mut allocations = BTreeSet::new();
     let mut data = BTreeSet::new();
+    let mut elsewhere = BTreeSet::new();
     while let Some(ev) = reader.next_event()? {
         if let (Some(ra), None) = (ev.get(Field::ReturnAddress), ev.get(Field::SrcFile)) {
             code.insert(ra);
+        }
+        if crate::unnamed_device_block(&ev) && ev.kind == accprof_abi::acc_event_t::ALLOC {
+            if let Some(ra) = ev.get(Field::ReturnAddress) {
+                allocations.insert(ra);
+            }
         }
         if unnamed_host_data(&ev) {
             match (ev.get(Field::AllocSite), ev.get(Field::HostPtr)) {
                 (Some(site), _) => {
                     code.insert(site);
+                    allocations.insert(site);
                 }
                 (None, Some(p)) => {
-                    data.insert(p);
+                    if reader.modules().iter().any(|m| m.contains(p)) {
+                        data.insert(p);
+                    } else if let Some(b) = ev.bytes() {
+                        elsewhere.insert((p, b));
+                    }
                 }
                 (None, None) => {}
             }
         }
     }
     let modules = reader.modules().to_vec();
-    let mut sym = Symbolizer::new(&modules);
+    let mut sym = Symbolizer::new(&modules).with_header(reader.header());
     let mut table = SymbolTable::default();
     for ra in code {
         let Some(i) = modules.iter().rposition(|m| m.contains(ra)) else {
@@ -77,13 +92,43 @@ pub fn resolve_trace(path: &Path) -> Result<(SymbolTable, Vec<String>), TraceErr
         let m = &modules[i];
         let probe = p - m.bias;
         if let Some(d) = sym.data_in_binary(m, probe) {
-            table
-                .module_mut(i as u32, &m.build_id)
-                .data
-                .insert(probe - d.offset, (d.size, d.name));
+            let entry = table.module_mut(i as u32, &m.build_id);
+            let at = probe - d.offset;
+            entry.kinds.insert(
+                at,
+                VarKind {
+                    element_bytes: d.element_bytes.unwrap_or(0),
+                    descriptor: d.kind == DataKind::Descriptor,
+                },
+            );
+            entry.data.insert(at, (d.size, d.name));
         }
     }
-    Ok((table, sym.warnings))
+    // The variables heap blocks were stored in, from the sources as they are now (the sites'
+    // order on their lines comes from the table just made).
+    let mut warnings = std::mem::take(&mut sym.warnings);
+    let mut sym = Symbolizer::new(&modules)
+        .with_symbols(&table)
+        .with_header(reader.header());
+    for site in allocations {
+        let Some(i) = modules.iter().rposition(|m| m.contains(site)) else {
+            continue;
+        };
+        let (_, name) = sym.allocation(site);
+        let m = &modules[i];
+        table
+            .module_mut(i as u32, &m.build_id)
+            .allocations
+            .insert(site - m.bias, name);
+    }
+    for (p, bytes) in elsewhere {
+        if let Some(d) = sym.resolve_stack(p, Some(bytes)) {
+            table.stack.insert(p, Some(d.name));
+        }
+    }
+    warnings.append(&mut sym.warnings);
+    warnings.dedup();
+    Ok((table, warnings))
 }
 
 /// Adds a symbols chunk to the finished trace at `path` (a program that has exited, or was
@@ -96,6 +141,11 @@ pub fn symbolize_file(path: &Path) -> Result<Symbolized, TraceError> {
         path: label.clone(),
         source,
     };
+    // Anything appended now would be followed by the running program's own chunks (its
+    // footer included), which would then read as damage.
+    if accprof_trace::live::being_written(path) {
+        return Err(TraceError::StillRunning { path: label });
+    }
     let folded = accprof_trace::fold::fold_into_trace(path)?;
     let found = scan(path)?;
     if found.symbols_chunks > 0 {
@@ -105,23 +155,26 @@ pub fn symbolize_file(path: &Path) -> Result<Symbolized, TraceError> {
             ..Symbolized::default()
         });
     }
-    if found.version < 2 {
-        return Err(TraceError::Corrupt {
-            path: label.clone(),
-            offset: 0,
-            what: "a version 1 trace cannot take a symbols chunk (its chunks have no sequence numbers)".into(),
-        });
-    }
     let size = std::fs::metadata(path).map_err(io)?.len();
     let (table, warnings) = resolve_trace(path)?;
+    let upgraded = found.version < 2 && !table.is_empty();
     let mut out = Symbolized {
         warnings,
         folded,
+        upgraded,
         ..Symbolized::default()
     };
     if table.is_empty() {
         return Ok(out);
     }
+    let (found, size) = if upgraded {
+        // Version 1 chunks have no sequence numbers: an appended chunk could not be told from
+        // a stale one. The same trace written again as version 2 can take it.
+        rewrite_as_current_version(path)?;
+        (scan(path)?, std::fs::metadata(path).map_err(io)?.len())
+    } else {
+        (found, size)
+    };
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
@@ -140,4 +193,49 @@ pub fn symbolize_file(path: &Path) -> Result<Symbolized, TraceError> {
     w.write_symbols(&table).map_err(io)?;
     out.entries = table.len();
     Ok(out)
+}
+
+/// Writes the finished trace at `path` again in the current format version: the same header,
+/// strings, modules, events (in their order, so that event numbers stay), drops and footer.
+fn rewrite_as_current_version(path: &Path) -> Result<(), TraceError> {
+    let label = path.display().to_string();
+    let io = |source| TraceError::Io {
+        path: label.clone(),
+        source,
+    };
+    let t = accprof_trace::Trace::load(path)?;
+    if let Some(w) = &t.truncation_warning {
+        return Err(TraceError::Corrupt {
+            path: label.clone(),
+            offset: 0,
+            what: format!("a damaged version 1 trace is not rewritten: {w}"),
+        });
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.v2.tmp",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    let file = std::fs::File::create(&tmp).map_err(io)?;
+    let mut w = TraceWriter::new(std::io::BufWriter::new(file), &t.header).map_err(io)?;
+    let strings: Vec<(accprof_trace::StrId, &[u8])> =
+        t.strings.iter().map(|(id, s)| (id, s.as_bytes())).collect();
+    let written = (|| {
+        w.write_strings(strings)?;
+        w.write_modules(&t.modules)?;
+        w.write_events(&t.events)?;
+        w.write_drops(&t.drops)?;
+        if let Some(f) = &t.footer {
+            w.write_footer(f)?;
+        }
+        w.flush()
+    })();
+    written.map_err(io)?;
+    drop(w);
+    std::fs::rename(&tmp, path).map_err(io)
 }

@@ -28,14 +28,21 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod data_label;
+pub mod dwarf_vars;
 mod embed;
 mod reader;
+pub mod source_names;
 
+pub use data_label::{base_name, is_source_text, DataKind, DataSymbol};
 pub use embed::{resolve_trace, symbolize_file, Symbolized};
 pub use reader::{ChunkIndex, ChunkReader, Resolve, ResolvingReader};
 
+use accprof_trace::symbols::AllocName;
 use accprof_trace::{Event, EventFlags, Field, Module, StringTable, SymbolTable, Trace};
+use source_names::Syntax;
 use std::collections::HashMap;
+use std::path::Path;
 
 /// Where a code address is, as far as the debug information tells.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -55,29 +62,6 @@ struct LoadedModule {
     data: Vec<(u64, u64, String)>,
 }
 
-/// A global or static variable holding an address.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DataSymbol {
-    pub name: String,
-    /// Where the address lies inside the variable.
-    pub offset: u64,
-    pub size: u64,
-}
-
-impl DataSymbol {
-    /// The variable's name, with the byte range when a transfer of `bytes` covers only part of
-    /// it (`A[+0x8000, 64 KiB]`): never more than the symbol table says.
-    pub fn label(&self, bytes: Option<u64>) -> String {
-        let name = fortran_source_name(&self.name);
-        match bytes {
-            Some(b) if self.offset == 0 && b == self.size => name.to_string(),
-            Some(b) => format!("{name}[+{:#x}, {b} bytes]", self.offset),
-            None if self.offset == 0 => name.to_string(),
-            None => format!("{name}[+{:#x}]", self.offset),
-        }
-    }
-}
-
 /// Resolves addresses against a trace's module map, caching both modules and answers.
 pub struct Symbolizer {
     modules: Vec<Module>,
@@ -90,6 +74,16 @@ pub struct Symbolizer {
     /// Problems worth one line to the user (a module that could not be read, a build id
     /// mismatch), each said once.
     warnings: Vec<String>,
+    /// Modules' variables as DWARF describes them, by path, read on first use.
+    vars: HashMap<String, dwarf_vars::DwarfVars>,
+    /// Source files by path, read on first use (`None`: not found).
+    sources: HashMap<String, Option<Vec<String>>>,
+    /// Where relative source paths may start: the program's working directory when it ran.
+    source_dirs: Vec<std::path::PathBuf>,
+    /// The main thread's stack as the tool library saw it at start (header key `stack`).
+    stack: Option<(u64, u64)>,
+    /// Per thread, the data regions entered and not yet exited: (file, function, line).
+    open_regions: HashMap<i64, Vec<(u64, u64, i64)>>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -109,7 +103,28 @@ impl Symbolizer {
             recorded: SymbolTable::default(),
             ordinals: HashMap::new(),
             warnings: Vec::new(),
+            vars: HashMap::new(),
+            sources: HashMap::new(),
+            source_dirs: Vec::new(),
+            stack: None,
+            open_regions: HashMap::new(),
         }
+    }
+
+    /// Reads what a trace's header says that naming needs: the working directory relative
+    /// source paths start from, and the main thread's stack.
+    pub fn with_header(mut self, h: &accprof_trace::Header) -> Self {
+        for (k, v) in &h.extra {
+            match k.as_str() {
+                "cwd" => self.source_dirs.push(v.into()),
+                STACK_KEY => self.stack = parse_range(v),
+                _ => {}
+            }
+        }
+        if let Some(dir) = std::path::Path::new(&h.exe).parent() {
+            self.source_dirs.push(dir.to_path_buf());
+        }
+        self
     }
 
     /// Answers from the trace's symbols chunks ([`accprof_trace::TraceReader::symbols`]), taken
@@ -230,7 +245,8 @@ impl Symbolizer {
     }
 
     /// The global or static variable that holds address `addr` in the profiled process, from
-    /// the symbol table of the module it lies in. Heap and stack addresses have none.
+    /// the module it lies in: its debug information (source names, element sizes, Fortran
+    /// descriptors), else its symbol table. Heap and stack addresses have none.
     pub fn resolve_data(&mut self, addr: u64) -> Option<DataSymbol> {
         let index = self.modules.iter().rposition(|m| m.contains(addr))?;
         let module = self.modules[index].clone();
@@ -239,73 +255,242 @@ impl Symbolizer {
             // The trace's table was made from these same events: an address it lacks lies
             // in no variable.
             let (a, size, name) = recorded.data_at(probe)?;
-            return Some(DataSymbol {
-                name: name.to_string(),
-                offset: probe - a,
-                size,
-            });
+            let mut sym = DataSymbol::variable(name, probe - a, size);
+            if let Some(k) = recorded.kinds.get(&a) {
+                sym.element_bytes = (k.element_bytes > 0).then_some(k.element_bytes);
+                if k.descriptor {
+                    sym.kind = DataKind::Descriptor;
+                }
+            }
+            sym.syntax = self.module_syntax(index);
+            return Some(sym);
         }
         self.data_in_binary(&module, probe)
     }
 
-    /// The variable at file address `probe` of `module`, from its symbol table on disk.
+    /// The variable at file address `probe` of `module`: from its DWARF, else its symbol table.
     pub(crate) fn data_in_binary(&mut self, module: &Module, probe: u64) -> Option<DataSymbol> {
+        let fortran = self.module_is_fortran(module);
         let loaded = self.load(module)?;
-        let i = loaded
-            .data
-            .partition_point(|(a, _, _)| *a <= probe)
-            .checked_sub(1)?;
-        let (a, size, name) = &loaded.data[i];
-        (probe < a + size).then(|| DataSymbol {
-            name: name.clone(),
-            offset: probe - a,
-            size: *size,
-        })
+        let from_symtab = (|| {
+            let i = loaded
+                .data
+                .partition_point(|(a, _, _)| *a <= probe)
+                .checked_sub(1)?;
+            let (a, size, name) = &loaded.data[i];
+            (probe < a + size).then(|| DataSymbol::variable(source_name(name), probe - a, *size))
+        })();
+        let vars = self.dwarf_vars(module)?;
+        let syntax = if fortran { Syntax::Fortran } else { Syntax::C };
+        if let Some((a, v)) = vars.static_at(probe) {
+            let size = v
+                .size
+                .or_else(|| from_symtab.as_ref().map(|s| s.size))
+                .unwrap_or(1);
+            return Some(DataSymbol {
+                kind: if v.descriptor {
+                    DataKind::Descriptor
+                } else {
+                    DataKind::Variable
+                },
+                element_bytes: v.element_bytes,
+                syntax,
+                ..DataSymbol::variable(&v.name, probe - a, size)
+            });
+        }
+        from_symtab.map(|s| DataSymbol { syntax, ..s })
     }
 
-    /// The heap block an event's host pointer lay in, named after its allocation site
-    /// (`Field::AllocSite`, recorded by libaccprof's allocation hooks): `heap@file.c:LINE`, or
-    /// `heap@module+0xoff` without debug information; `offset` and `size` as for a variable.
+    /// The heap block an event's host pointer lay in (`Field::AllocSite`, recorded by
+    /// libaccprof's allocation hooks), named after the pointer its allocation was stored in
+    /// (the allocation's statement in the source, or the trace's record of it); where none is
+    /// found, `heap@file.c:LINE` (or `heap@module+0xoff` without debug information) and why.
     pub fn resolve_heap(&mut self, ev: &Event) -> Option<DataSymbol> {
         let site = ev.get(Field::AllocSite)?;
         let base = ev.get(Field::AllocBase)?;
         let size = ev.get(Field::AllocBytes)?;
         let offset = ev.get(Field::HostPtr)?.checked_sub(base)?;
-        let loc = self.resolve_return_address(site);
-        let place = match loc
-            .as_ref()
-            .and_then(|l| Some((l.file.as_deref()?, l.line?)))
-        {
-            Some((file, line)) => {
-                let ordinal = self.ordinal_on_line(site);
-                let file = std::path::Path::new(file)
-                    .file_name()
-                    .map_or_else(|| file.to_string(), |f| f.to_string_lossy().into_owned());
-                match ordinal {
-                    Some(k) => format!("{file}:{line}#{k}"),
-                    None => format!("{file}:{line}"),
-                }
-            }
-            None => {
-                // No line: the module and the offset in it, which `addr2line -e` resolves on an
-                // unstripped copy.
-                let module = self.modules.iter().rev().find(|m| m.contains(site));
-                match module {
-                    Some(m) => format!("{}+{:#x}", file_name(&m.path), site - m.bias),
-                    None => format!("{site:#x}"),
-                }
-            }
-        };
-        Some(DataSymbol {
-            name: format!("heap@{place}"),
-            offset,
-            size,
+        let (hint, named) = self.allocation(site);
+        Some(match named {
+            AllocName::Named {
+                name,
+                extent,
+                element_bytes,
+                fortran,
+            } => DataSymbol {
+                name,
+                offset,
+                size,
+                kind: DataKind::Heap,
+                element_bytes,
+                extent,
+                syntax: if fortran { Syntax::Fortran } else { Syntax::C },
+            },
+            AllocName::Unnamed(why) => DataSymbol {
+                kind: DataKind::Unnamed(why),
+                ..DataSymbol::variable(&format!("heap@{hint}"), offset, size)
+            },
         })
     }
 
-    /// For a call site that shares its source line with other call sites the trace used (one
-    /// Fortran `allocate(a(n), b(n))` calls malloc once per array), its place among them in
-    /// code order, from 1; `None` when it is alone on its line. Known only from the trace's
+    /// The allocation at call site `site`: its place (`file.c:LINE`, `#k` for the k-th on a
+    /// line, or `module+0xoff`) and the variable it was stored in, or why there is none.
+    pub fn allocation(&mut self, site: u64) -> (String, AllocName) {
+        let index = self.modules.iter().rposition(|m| m.contains(site));
+        let loc = self.resolve_return_address(site);
+        let Some((file, line)) = loc.as_ref().and_then(|l| Some((l.file.clone()?, l.line?))) else {
+            // No line: the module and the offset in it, which `addr2line -e` resolves on an
+            // unstripped copy.
+            let hint = match index.map(|i| &self.modules[i]) {
+                Some(m) => format!("{}+{:#x}", file_name(&m.path), site - m.bias),
+                None => format!("{site:#x}"),
+            };
+            return (hint, AllocName::Unnamed("no line".into()));
+        };
+        let ordinal = self.ordinal_on_line(site);
+        let short = std::path::Path::new(&file)
+            .file_name()
+            .map_or_else(|| file.clone(), |f| f.to_string_lossy().into_owned());
+        let hint = match ordinal {
+            Some(k) => format!("{short}:{line}#{k}"),
+            None => format!("{short}:{line}"),
+        };
+        // What the trace recorded when the program ended, then the source as it is now.
+        let recorded = index.and_then(|i| {
+            let offset = site - self.modules[i].bias;
+            self.recorded.module(i)?.allocations.get(&offset).cloned()
+        });
+        let named = match recorded {
+            Some(r) => r,
+            None => self.name_allocation(index, &file, line, ordinal),
+        };
+        (hint, named)
+    }
+
+    /// The variable the allocation on `line` of `file` was stored in, from the source.
+    fn name_allocation(
+        &mut self,
+        module: Option<usize>,
+        file: &str,
+        line: u32,
+        ordinal: Option<usize>,
+    ) -> AllocName {
+        let syntax = Syntax::of(file);
+        let Some(lines) = self.source_lines(file) else {
+            return AllocName::Unnamed("no source".into());
+        };
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let t = match source_names::allocation_target(&refs, line as usize, syntax, ordinal) {
+            Ok(t) => t,
+            Err(u) => return AllocName::Unnamed(u.word().into()),
+        };
+        let element_bytes = t.element_bytes.or_else(|| {
+            let m = self.modules.get(module?)?.clone();
+            self.dwarf_vars(&m)?.element_bytes_of(&t.name)
+        });
+        AllocName::Named {
+            name: t.name,
+            extent: t.extent,
+            element_bytes,
+            fortran: syntax == Syntax::Fortran,
+        }
+    }
+
+    /// A stack array of the main thread (inside the stack range the trace's header gives) that
+    /// a transfer of `bytes` moved whole: named when the program's debug information has one
+    /// local array of that size.
+    pub fn resolve_stack(&mut self, addr: u64, bytes: Option<u64>) -> Option<DataSymbol> {
+        let (lo, hi) = self.stack?;
+        if addr < lo || addr >= hi {
+            return None;
+        }
+        // Unnamed stack memory keeps its address (`host 0x...`): readers know it as such.
+        let b = bytes.filter(|&b| b > 0)?;
+        let name = match self.recorded.stack.get(&addr) {
+            Some(name) => name.clone(),
+            None => self.stack_name(b),
+        }?;
+        Some(DataSymbol {
+            kind: DataKind::Stack,
+            syntax: self.module_syntax(0),
+            ..DataSymbol::variable(&name, 0, b)
+        })
+    }
+
+    /// The one local array of `bytes` bytes in the program (its first module).
+    pub(crate) fn stack_name(&mut self, bytes: u64) -> Option<String> {
+        let m = self.modules.first()?.clone();
+        match self.dwarf_vars(&m)?.locals_of_size(bytes).as_slice() {
+            [one] => Some(one.to_string()),
+            _ => None,
+        }
+    }
+
+    /// What the DWARF of `module` says of its variables, when it is the build that ran.
+    fn dwarf_vars(&mut self, module: &Module) -> Option<&dwarf_vars::DwarfVars> {
+        self.load(module)?;
+        Some(
+            self.vars
+                .entry(module.path.clone())
+                .or_insert_with(|| read_dwarf_vars(&module.path)),
+        )
+    }
+
+    /// The lines of source file `file`, found as [`Symbolizer::with_header`] says.
+    fn source_lines(&mut self, file: &str) -> Option<&Vec<String>> {
+        if !self.sources.contains_key(file) {
+            let path = std::path::Path::new(file);
+            let candidates: Vec<std::path::PathBuf> = if path.is_absolute() {
+                vec![path.to_path_buf()]
+            } else {
+                std::iter::once(path.to_path_buf())
+                    .chain(self.source_dirs.iter().map(|d| d.join(path)))
+                    .collect()
+            };
+            let text = candidates
+                .iter()
+                .find_map(|c| std::fs::read_to_string(c).ok())
+                .map(|t| t.lines().map(str::to_string).collect());
+            self.sources.insert(file.to_string(), text);
+        }
+        self.sources.get(file).and_then(Option::as_ref)
+    }
+
+    fn module_syntax(&self, index: usize) -> Syntax {
+        match self.modules.get(index) {
+            Some(m) if self.module_is_fortran_cached(m) => Syntax::Fortran,
+            _ => Syntax::C,
+        }
+    }
+
+    /// Whether a module's code is Fortran, judged by the source files of its call sites the
+    /// trace resolved.
+    fn module_is_fortran(&mut self, module: &Module) -> bool {
+        self.module_is_fortran_cached(module)
+    }
+
+    fn module_is_fortran_cached(&self, module: &Module) -> bool {
+        let index = self.modules.iter().position(|m| m.path == module.path);
+        let from_cache = self
+            .cache
+            .values()
+            .flatten()
+            .filter(|l| l.module == module.path)
+            .filter_map(|l| l.file.as_deref())
+            .chain(
+                index
+                    .and_then(|i| self.recorded.module(i))
+                    .into_iter()
+                    .flat_map(|m| m.sites.values().filter_map(|s| s.file.as_deref())),
+            )
+            .map(Syntax::of)
+            .collect::<Vec<_>>();
+        !from_cache.is_empty() && from_cache.iter().all(|s| *s == Syntax::Fortran)
+    }
+
+    /// For a call site that shares its source line with other call sites of its function that
+    /// the trace used (one Fortran `allocate(a(n), b(n))` calls malloc once per array), its
+    /// place among them in code order, from 1; `None` when it is alone on its line. Known only from the trace's
     /// symbols chunk, which lists every site the trace used.
     fn ordinal_on_line(&mut self, site: u64) -> Option<usize> {
         if let Some(&k) = self.ordinals.get(&site) {
@@ -320,7 +505,10 @@ impl Symbolizer {
             let same: Vec<u64> = table
                 .sites
                 .iter()
-                .filter(|(_, s)| s.file == me.file && s.line == me.line)
+                // One function's sites: a template's instantiations repeat the line's calls.
+                .filter(|(_, s)| {
+                    s.file == me.file && s.line == me.line && s.function == me.function
+                })
                 .map(|(&o, _)| o)
                 .collect();
             (same.len() > 1).then(|| same.iter().position(|&o| o == offset).map(|i| i + 1))?
@@ -339,11 +527,48 @@ impl Symbolizer {
         let Some(p) = ev.get(Field::HostPtr) else {
             return false;
         };
-        let Some(sym) = self.resolve_heap(ev).or_else(|| self.resolve_data(p)) else {
+        let Some(sym) = self
+            .resolve_heap(ev)
+            .or_else(|| self.resolve_data(p))
+            .or_else(|| self.resolve_stack(p, ev.bytes()))
+        else {
             return false;
         };
         let label = sym.label(ev.bytes());
         ev.set(Field::VarName, u64::from(strings.intern(&label).0));
+        ev.add_flags(EventFlags::ATTRIBUTED_NAME);
+        true
+    }
+
+    /// Names a device block the program allocated itself (`acc_malloc`, an `acc_ev_alloc` of
+    /// the runtime API with the call's return address) after the pointer the statement stores
+    /// it in (`double *tmp = acc_malloc(...)`), and its `acc_free(tmp)`. Sets `var_name` and
+    /// flags [`EventFlags::ATTRIBUTED_NAME`]. Returns whether it did.
+    pub fn annotate_device_block(&mut self, ev: &mut Event, strings: &mut StringTable) -> bool {
+        if !unnamed_device_block(ev) {
+            return false;
+        }
+        let Some(ra) = ev.get(Field::ReturnAddress) else {
+            return false;
+        };
+        let name = if ev.kind == accprof_abi::acc_event_t::ALLOC {
+            match self.allocation(ra).1 {
+                AllocName::Named { name, .. } => Some(name),
+                AllocName::Unnamed(_) => None,
+            }
+        } else {
+            self.resolve_return_address(ra)
+                .and_then(|l| Some((l.file?, l.line?)))
+                .and_then(|(file, line)| {
+                    let lines = self.source_lines(&file)?;
+                    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+                    source_names::freed_pointer(&refs, line as usize, Syntax::of(&file))
+                })
+        };
+        let Some(name) = name else {
+            return false;
+        };
+        ev.set(Field::VarName, u64::from(strings.intern(&name).0));
         ev.add_flags(EventFlags::ATTRIBUTED_NAME);
         true
     }
@@ -374,6 +599,59 @@ impl Symbolizer {
         }
         ev.add_flags(EventFlags::ATTRIBUTED_LOCATION);
         true
+    }
+}
+
+impl Symbolizer {
+    /// Puts the exit of a data region where the program closes it. GCC gives the runtime call
+    /// that ends a region no line of its own: the exit lands on the statement before, or, when
+    /// the region's end is its function's last statement and the call is a tail call, in the
+    /// caller. An exit whose resolved location is in another function than its entry's takes
+    /// the entry's file and function and, from the source, the region's closing line (else the
+    /// entry's line). Call for every event, in order, after [`Symbolizer::annotate`].
+    pub fn place_data_exit(&mut self, ev: &mut Event, strings: &mut StringTable) {
+        use accprof_abi::{acc_construct_t, acc_event_t};
+        let region = ev.get_i64(Field::ParentConstruct) == Some(i64::from(acc_construct_t::DATA.0));
+        if !region || ev.implicit() {
+            return;
+        }
+        let thread = ev.get_i64(Field::Thread).unwrap_or(-1);
+        let here = (
+            ev.get(Field::SrcFile),
+            ev.get(Field::FuncName),
+            ev.line_no(),
+        );
+        if ev.kind == acc_event_t::ENTER_DATA_START {
+            if let (Some(f), Some(func), Some(line)) = here {
+                self.open_regions
+                    .entry(thread)
+                    .or_default()
+                    .push((f, func, line));
+            }
+            return;
+        }
+        if ev.kind != acc_event_t::EXIT_DATA_START {
+            return;
+        }
+        let Some((file, func, line)) = self.open_regions.get_mut(&thread).and_then(Vec::pop) else {
+            return;
+        };
+        let attributed = ev.flags().contains(EventFlags::ATTRIBUTED_LOCATION);
+        if !attributed || here.1 == Some(func) {
+            return;
+        }
+        let end = strings
+            .resolve(Some(accprof_trace::StrId(file as u32)))
+            .map(str::to_string)
+            .and_then(|path| {
+                let syntax = Syntax::of(&path);
+                let lines = self.source_lines(&path)?;
+                let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+                source_names::data_region_end(&refs, usize::try_from(line).ok()?, syntax)
+            });
+        ev.set(Field::SrcFile, file);
+        ev.set(Field::FuncName, func);
+        ev.set_i64(Field::LineNo, end.map_or(line, |e| e as i64));
     }
 }
 
@@ -410,6 +688,15 @@ fn file_name(path: &str) -> String {
 fn open_module(module: &Module) -> Result<LoadedModule, String> {
     if module.path.is_empty() {
         return Err("the module has no path".into());
+    }
+    // The path comes from the trace: a FIFO there would hang every reader, a /proc file or a
+    // device would be read without end. A binary is a regular file with something in it.
+    let size = accprof_trace::files::open_regular(Path::new(&module.path))
+        .and_then(|f| f.metadata())
+        .map_err(|e| e.to_string())?
+        .len();
+    if size == 0 {
+        return Err("it is empty (a /proc or /sys file?), not a binary".into());
     }
     if !module.build_id.is_empty() {
         let on_disk = read_build_id(&module.path)?;
@@ -454,6 +741,34 @@ fn read_build_id(path: &str) -> Result<Option<Vec<u8>>, String> {
         .map(<[u8]>::to_vec))
 }
 
+/// The header key libaccprof writes with the main thread's stack range (`0xLO-0xHI`).
+pub const STACK_KEY: &str = "stack";
+
+fn parse_range(v: &str) -> Option<(u64, u64)> {
+    let (lo, hi) = v.split_once('-')?;
+    let num = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok();
+    Some((num(lo)?, num(hi)?))
+}
+
+/// A variable's name in the symbol table as its source writes it: a Fortran module's
+/// variable without gfortran's decoration, a C function's static without GCC's `.N` suffix.
+fn source_name(symbol: &str) -> &str {
+    let name = fortran_source_name(symbol);
+    match name.rsplit_once('.') {
+        Some((base, n)) if !base.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    }
+}
+
+fn read_dwarf_vars(path: &str) -> dwarf_vars::DwarfVars {
+    std::fs::File::open(path)
+        .ok()
+        // SAFETY: as in read_build_id.
+        .and_then(|f| unsafe { memmap2::Mmap::map(&f) }.ok())
+        .map(|map| dwarf_vars::read(&map))
+        .unwrap_or_default()
+}
+
 /// Resolves every event of a loaded trace that carries only a return address, and names the
 /// host side of unnamed transfers. Returns the warnings to show the user once each.
 pub fn annotate_trace(trace: &mut Trace) -> Vec<String> {
@@ -464,14 +779,28 @@ pub fn annotate_trace(trace: &mut Trace) -> Vec<String> {
     {
         return Vec::new();
     }
-    let mut sym = Symbolizer::new(&trace.modules).with_symbols(&trace.symbols);
+    let mut sym = Symbolizer::new(&trace.modules)
+        .with_symbols(&trace.symbols)
+        .with_header(&trace.header);
     for ev in &mut trace.events {
         sym.annotate(ev, &mut trace.strings);
+        sym.place_data_exit(ev, &mut trace.strings);
         if unnamed_host_data(ev) {
             sym.annotate_data(ev, &mut trace.strings);
         }
+        sym.annotate_device_block(ev, &mut trace.strings);
     }
     sym.warnings
+}
+
+/// A device allocation or free of the runtime API (`acc_malloc`, `acc_free`) with the call's
+/// return address and no name: the pointer it is stored in names it.
+pub fn unnamed_device_block(e: &Event) -> bool {
+    use accprof_abi::{acc_construct_t, acc_event_t as K};
+    matches!(e.kind, K::ALLOC | K::FREE)
+        && e.get(Field::VarName).is_none()
+        && e.get(Field::ReturnAddress).is_some()
+        && e.get_i64(Field::ParentConstruct) == Some(i64::from(acc_construct_t::RUNTIME_API.0))
 }
 
 /// An event whose host side has an address but no name (GCC names none; the OpenACC runtime
@@ -494,7 +823,57 @@ pub fn unnamed_host_data(e: &Event) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::fortran_source_name;
+    use super::*;
+
+    /// A data region's entry or exit at `line` of `function` in `file`, located by accprof.
+    fn region_event(
+        kind: accprof_abi::acc_event_t,
+        strings: &mut StringTable,
+        file: &str,
+        function: &str,
+        line: i64,
+    ) -> Event {
+        let mut e = Event::new(kind, 1);
+        e.set_i64(
+            Field::ParentConstruct,
+            i64::from(accprof_abi::acc_construct_t::DATA.0),
+        );
+        e.set_i64(Field::Thread, 0);
+        e.set(Field::SrcFile, u64::from(strings.intern(file).0));
+        e.set(Field::FuncName, u64::from(strings.intern(function).0));
+        e.set_i64(Field::LineNo, line);
+        e.add_flags(EventFlags::ATTRIBUTED_LOCATION);
+        e
+    }
+
+    #[test]
+    fn a_data_region_exit_a_tail_call_put_in_the_caller_goes_back_to_its_end_data() {
+        use accprof_abi::acc_event_t as K;
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("run.f90");
+        std::fs::write(
+            &src,
+            "subroutine run(n)\n  !$acc data copy(a)\n  call work(n)\n  !$acc end data\nend subroutine run\n",
+        )
+        .unwrap();
+        let file = src.display().to_string();
+        let mut strings = StringTable::default();
+        let mut sym = Symbolizer::new(&[]);
+        let mut enter = region_event(K::ENTER_DATA_START, &mut strings, &file, "run", 2);
+        sym.place_data_exit(&mut enter, &mut strings);
+        // The tail call's return address is the caller's.
+        let mut exit = region_event(K::EXIT_DATA_START, &mut strings, "main.f90", "p", 40);
+        sym.place_data_exit(&mut exit, &mut strings);
+        assert_eq!(strings.resolve(exit.src_file()), Some(&file[..]));
+        assert_eq!(strings.resolve(exit.func_name()), Some("run"));
+        assert_eq!(exit.line_no(), Some(4), "the END DATA line");
+        // An exit in its own function keeps its place.
+        let mut enter = region_event(K::ENTER_DATA_START, &mut strings, &file, "run", 2);
+        sym.place_data_exit(&mut enter, &mut strings);
+        let mut exit = region_event(K::EXIT_DATA_START, &mut strings, &file, "run", 3);
+        sym.place_data_exit(&mut exit, &mut strings);
+        assert_eq!(exit.line_no(), Some(3));
+    }
 
     #[test]
     fn fortran_module_procedures_go_by_their_source_names() {

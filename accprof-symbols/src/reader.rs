@@ -245,16 +245,36 @@ impl<R: Read> ResolvingReader<R> {
             && ev.get(Field::ReturnAddress).is_some()
             && ev.get(Field::SrcFile).is_none();
         let data = resolve.data_names && unnamed_host_data(ev) && !modules.is_empty();
-        if !(location || data) {
+        let device_block =
+            resolve.data_names && crate::unnamed_device_block(ev) && !modules.is_empty();
+        // Data regions' entries and exits, paired to place exits a tail call put in the caller.
+        let region = resolve.locations
+            && matches!(
+                ev.kind,
+                accprof_abi::acc_event_t::ENTER_DATA_START
+                    | accprof_abi::acc_event_t::EXIT_DATA_START
+            );
+        if !(location || data || region || device_block) {
             return Ok(true);
         }
-        let sym = symbolizer.get_or_insert_with(|| Symbolizer::new(modules).with_symbols(recorded));
+        let header = reader.header();
+        let sym = symbolizer.get_or_insert_with(|| {
+            Symbolizer::new(modules)
+                .with_symbols(recorded)
+                .with_header(header)
+        });
         sym.update_modules(modules);
         if location {
             sym.annotate(ev, reader.strings_mut());
         }
+        if region {
+            sym.place_data_exit(ev, reader.strings_mut());
+        }
         if data {
             sym.annotate_data(ev, reader.strings_mut());
+        }
+        if device_block {
+            sym.annotate_device_block(ev, reader.strings_mut());
         }
         Ok(true)
     }
@@ -414,6 +434,11 @@ impl<R: Read> ResolvingReader<R> {
     /// One line about a cut-off trace, if it was.
     pub fn truncation_warning(&self) -> Option<String> {
         self.reader.truncation_warning()
+    }
+
+    /// One line when the trace did not end cleanly: cut short, or without its end marker.
+    pub fn end_warning(&self) -> Option<String> {
+        self.reader.end_warning()
     }
 
     /// What is missing, duplicated or not recorded in the trace read so far.

@@ -13,6 +13,9 @@ pub enum TraceError {
     Foreign { path: String },
     /// Written by a newer accprof.
     UnsupportedVersion { path: String, version: u16 },
+    /// The program that writes the trace is still running (it holds the trace or its live
+    /// file locked): a change to the file now would be overwritten.
+    StillRunning { path: String },
     /// A chunk failed its checksum or did not decode.
     Corrupt {
         path: String,
@@ -36,6 +39,10 @@ impl fmt::Display for TraceError {
                 f,
                 "{path}: trace format version {version} is newer than this accprof reads (version {}); upgrade accprof",
                 crate::FORMAT_VERSION
+            ),
+            TraceError::StillRunning { path } => write!(
+                f,
+                "{path}: its program is still running (it holds the trace and its live file); try again once it has ended"
             ),
             TraceError::Corrupt { path, offset, what } => {
                 write!(f, "{path}: corrupt trace at byte {offset}: {what}")

@@ -69,8 +69,10 @@ impl Header {
         let mut h = Header::default();
         let mut cur = Cursor::new(payload);
         while !cur.is_empty() {
-            let k = String::from_utf8_lossy(cur.blob()?).into_owned();
-            let v = String::from_utf8_lossy(cur.blob()?).into_owned();
+            let text =
+                |b: &[u8]| crate::printable::printable(&String::from_utf8_lossy(b)).into_owned();
+            let k = text(cur.blob()?);
+            let v = text(cur.blob()?);
             let num = |v: &str| v.parse::<u64>().map_err(|_| Malformed);
             match k.as_str() {
                 "exe" => h.exe = v,

@@ -16,6 +16,9 @@
 //! - [`fold`]: a killed run's live file folded into its trace, so that the trace alone holds it.
 //! - [`symbols`]: [`SymbolTable`], the source lines and names of the trace's addresses, kept in
 //!   the trace so that it outlives its binary.
+//! - [`files`]: the files a trace names, opened as regular files only, never blocking.
+//! - [`printable`]: a trace's strings with the characters that act on a display escaped; the
+//!   reader hands out only such strings.
 //!
 //! The format is documented for people in docs/trace-format.md. This crate depends on nothing
 //! heavy: it is linked into the preloaded tool library.
@@ -25,12 +28,14 @@
 pub mod chunk;
 pub mod encode;
 pub mod error;
+pub mod files;
 pub mod fold;
 pub mod header;
 pub mod integrity;
 pub mod live;
 pub mod model;
 pub mod packed;
+pub mod printable;
 pub mod raw;
 pub mod reader;
 pub mod recover;

@@ -22,7 +22,6 @@
 //! This module is the layout, shared by the tool library that maps the file and by the reader;
 //! reading a killed run's file back is [`crate::recover`]'s.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
@@ -107,11 +106,17 @@ pub fn live_path(trace: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Whether the program writing the trace at `trace` is still running: it holds the trace or
+/// its live file locked (the tool library keeps both locked while the process lives).
+pub fn being_written(trace: &Path) -> bool {
+    in_use(&live_path(trace)) || in_use(trace)
+}
+
 /// Whether a live process still holds the live file (its writer is running: what the file
 /// holds is still on its way into the trace).
 pub fn in_use(path: &Path) -> bool {
     use std::os::unix::io::AsRawFd;
-    let Ok(f) = File::open(path) else {
+    let Ok(f) = crate::files::open_regular(path) else {
         return false;
     };
     // SAFETY: flock on a descriptor we own; the shared lock goes when `f` closes.
@@ -122,7 +127,8 @@ pub fn in_use(path: &Path) -> bool {
 pub fn is_live_file(path: &Path) -> bool {
     use std::io::Read;
     let mut magic = [0u8; 8];
-    File::open(path)
+    // Never anything but a regular file: a FIFO given to be streamed from must not be read.
+    crate::files::open_regular(path)
         .and_then(|mut f| f.read_exact(&mut magic))
         .is_ok_and(|()| magic == LIVE_MAGIC)
 }

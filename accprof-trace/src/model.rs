@@ -112,10 +112,13 @@ fields! {
     // started.
     NvtxRange = 45, "nvtx_range", Unsigned;
     NvtxParent = 46, "nvtx_parent", Unsigned;
+    // Transfers, when libaccprof hashes their bytes (ACCPROF_CONTENT): a 64-bit hash of the
+    // host bytes an upload carried or a synchronous download delivered.
+    ContentHash = 47, "content_hash", Pointer;
 }
 
 /// How many optional fields an event has.
-pub const FIELD_COUNT: usize = 47;
+pub const FIELD_COUNT: usize = 48;
 
 /// Records about the tool itself, with kinds outside the specification's numbers.
 pub mod tool {

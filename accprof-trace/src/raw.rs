@@ -25,6 +25,7 @@
 //! .. acc_event_info of the start (7 words, 3 for acc_other_event_info)   if INFO
 //! .. acc_api_info (5 words)                               if API
 //! .. acc_event_info of the end (as the start's)           if END_INFO
+//! .. the transfer's content hash (1 word)                 if HASH
 //! ```
 //!
 //! A copied structure keeps its `valid_bytes`; bytes beyond them are zero.
@@ -42,6 +43,8 @@ pub const PROF: u64 = 1 << 32;
 pub const INFO: u64 = 1 << 33;
 pub const API: u64 = 1 << 34;
 pub const END_INFO: u64 = 1 << 35;
+/// A transfer whose bytes were hashed (ACCPROF_CONTENT): the hash is the record's last word.
+pub const HASH: u64 = 1 << 36;
 /// Flags (bits 40-47 of word 0).
 pub const NO_START: u64 = 1 << 40;
 pub const NO_END: u64 = 1 << 41;
@@ -58,7 +61,7 @@ pub fn info_words(kind: acc_event_t) -> usize {
 pub const API_WORDS: usize = std::mem::size_of::<acc_api_info>() / 8;
 const FULL_INFO_WORDS: usize = std::mem::size_of::<acc_event_info>() / 8;
 /// The most words a record takes.
-pub const MAX_WORDS: usize = HEADER_WORDS + PROF_WORDS + 2 * FULL_INFO_WORDS + API_WORDS;
+pub const MAX_WORDS: usize = HEADER_WORDS + PROF_WORDS + 2 * FULL_INFO_WORDS + API_WORDS + 1;
 
 /// Word indices of the header.
 pub mod word {
@@ -89,6 +92,7 @@ pub fn len(head: u64) -> usize {
         + if head & INFO != 0 { info } else { 0 }
         + if head & API != 0 { API_WORDS } else { 0 }
         + if head & END_INFO != 0 { info } else { 0 }
+        + usize::from(head & HASH != 0)
 }
 
 /// Where each part of a record lies.
@@ -97,6 +101,7 @@ struct Parts<'a> {
     info: Option<&'a [u64]>,
     api: Option<&'a [u64]>,
     end_info: Option<&'a [u64]>,
+    hash: Option<u64>,
 }
 
 fn parts(words: &[u64]) -> Option<Parts<'_>> {
@@ -118,6 +123,7 @@ fn parts(words: &[u64]) -> Option<Parts<'_>> {
         info: take(INFO, info),
         api: take(API, API_WORDS),
         end_info: take(END_INFO, info),
+        hash: take(HASH, 1).map(|h| h[0]),
     })
 }
 
@@ -218,6 +224,9 @@ pub fn decode(words: &[u64], e: &mut Event) -> Option<usize> {
     let call_site = words[word::CALL_SITE];
     if call_site != 0 {
         e.set(Field::ReturnAddress, call_site);
+    }
+    if let Some(h) = p.hash {
+        e.set(Field::ContentHash, h);
     }
     if head & NO_START != 0 {
         flags = flags.union(EventFlags::NO_START);
@@ -493,6 +502,20 @@ mod tests {
         assert!(e.flags().contains(EventFlags::NO_END));
         assert_eq!(e.get(Field::ReturnAddress), Some(0x40_1234));
         assert_eq!(decode(&w[..w.len() - 1], &mut e), None, "cut short");
+        assert_eq!(e.get(Field::ContentHash), None);
+        // A hashed transfer: the hash is the last word, after every copied structure.
+        let kind = acc_event_t::ENQUEUE_UPLOAD_START;
+        let mut w = record(
+            kind,
+            PROF | INFO | HASH,
+            [0, 0],
+            &[words_of(&prof(kind)), words_of(&data(kind, 64, 0x1000))],
+        );
+        w.push(0xfeed_beef);
+        assert_eq!(decode(&w, &mut e), Some(w.len()));
+        assert_eq!(e.get(Field::ContentHash), Some(0xfeed_beef));
+        assert_eq!(e.bytes(), Some(64));
+        assert_eq!(decode(&w[..w.len() - 1], &mut e), None, "the hash word missing");
         assert_eq!(
             decode(&[5, 0, 0, 0], &mut e),
             None,

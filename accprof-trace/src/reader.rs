@@ -75,6 +75,9 @@ impl StringTable {
                 self.index.entry(x.clone()).or_insert(StrId(*i));
             }
         }
+        // Names read from binaries the trace names are no safer than its own strings.
+        let shown = crate::printable::printable(s);
+        let s: &str = &shown;
         if let Some(id) = self.index.get(s) {
             return *id;
         }
@@ -86,7 +89,7 @@ impl StringTable {
 
     fn define(&mut self, id: u32, bytes: &[u8]) {
         let i = id as usize;
-        let s: Box<str> = String::from_utf8_lossy(bytes).into();
+        let s: Box<str> = crate::printable::printable(&String::from_utf8_lossy(bytes)).into();
         if !self.index.is_empty() {
             self.index.entry(s.clone()).or_insert(StrId(id));
         }
@@ -176,11 +179,17 @@ impl TraceReader<BufReader<File>> {
             path: label.clone(),
             source,
         })?;
+        // A FIFO (a trace streamed to `accprof dump FIFO`) can be read once only: no looking
+        // ahead for symbols, no live file beside it.
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
         let mut r = Self::new(label, BufReader::with_capacity(1 << 20, file))?;
-        r.live = Some(crate::live::live_path(path));
-        // They come after the events they describe; a damaged file is reported by the stream.
-        if let Ok(scan) = crate::symbols::scan(path) {
-            r.symbols = scan.symbols;
+        if regular {
+            r.live = Some(crate::live::live_path(path));
+            // They come after the events they describe; a damaged file is reported by the
+            // stream.
+            if let Ok(scan) = crate::symbols::scan(path) {
+                r.symbols = scan.symbols;
+            }
         }
         Ok(r)
     }
@@ -370,7 +379,8 @@ impl<R: Read> TraceReader<R> {
             .map(|w| format!("{}: {w}", self.label))
     }
 
-    /// A warning for the user when the trace was cut short, else `None`.
+    /// A warning for the user when the trace was cut short in the middle of a chunk, else
+    /// `None`.
     pub fn truncation_warning(&self) -> Option<String> {
         (self.truncated_bytes() > 0).then(|| {
             format!(
@@ -379,6 +389,20 @@ impl<R: Read> TraceReader<R> {
                 self.truncated_bytes(),
                 self.offset
             )
+        })
+    }
+
+    /// A warning for the user when the trace did not end cleanly: cut in the middle of a chunk
+    /// ([`TraceReader::truncation_warning`]), or between two, without its end marker. Read the
+    /// trace to its end first; a view that follows a growing trace wants only the first.
+    pub fn end_warning(&self) -> Option<String> {
+        self.truncation_warning().or_else(|| {
+            self.footer.is_none().then(|| {
+                format!(
+                    "{}: the trace has no end marker (the program crashed, was killed, or is still running); showing what was recorded before that",
+                    self.label
+                )
+            })
         })
     }
 

@@ -102,7 +102,7 @@ impl Recovered {
 /// truncated file is an `Err` with one line saying why, never a panic or an allocation
 /// beyond the file's size.
 pub fn recover(path: &Path, pid: u32, written: &SlotsWritten) -> Result<Recovered, String> {
-    let f = File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let f = crate::files::open_regular(path).map_err(|e| format!("cannot read it: {e}"))?;
     let size = f
         .metadata()
         .map_err(|e| format!("cannot read it: {e}"))?

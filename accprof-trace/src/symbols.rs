@@ -53,6 +53,35 @@ pub struct ModuleSymbols {
     /// Global and static variables that held addresses the trace names: by address in the
     /// file, (size, name).
     pub data: BTreeMap<u64, (u64, String)>,
+    /// What the debug information says of those variables, by the same addresses.
+    pub kinds: BTreeMap<u64, VarKind>,
+    /// The variables heap blocks were stored in, by allocation call site (code address in the
+    /// file), as the allocation's statement wrote it when the program ended.
+    pub allocations: BTreeMap<u64, AllocName>,
+}
+
+/// A variable's element size and whether it is a Fortran allocatable's descriptor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VarKind {
+    /// 0: unknown.
+    pub element_bytes: u64,
+    pub descriptor: bool,
+}
+
+/// The variable a heap block was stored in, read from its allocation's statement, or why the
+/// statement names none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AllocName {
+    Named {
+        /// As the source writes it (`T`, `g->a`, `t`).
+        name: String,
+        /// The element count (`nx*ny`), or a Fortran array's shape.
+        extent: Option<String>,
+        element_bytes: Option<u64>,
+        fortran: bool,
+    },
+    /// Why not, in a word or two.
+    Unnamed(String),
 }
 
 impl ModuleSymbols {
@@ -67,11 +96,20 @@ impl ModuleSymbols {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SymbolTable {
     modules: BTreeMap<u32, ModuleSymbols>,
+    /// Stack addresses the trace's transfers moved, with the local array each was (`None`: no
+    /// one array of its size).
+    pub stack: BTreeMap<u64, Option<String>>,
 }
+
+/// The module index under which a symbols chunk keeps what later versions added (variable
+/// kinds, allocation names, stack arrays): a module entry whose build id is their encoding and
+/// which has no sites or variables, so that a reader that does not know it reads a module
+/// that no trace has.
+const NAMES_ENTRY: u32 = u32::MAX;
 
 impl SymbolTable {
     pub fn is_empty(&self) -> bool {
-        self.modules.is_empty()
+        self.modules.is_empty() && self.stack.is_empty()
     }
 
     /// The resolved addresses of the trace's module number `index` (in modules-chunk order).
@@ -81,18 +119,20 @@ impl SymbolTable {
 
     /// The entry of module `index`, made empty (with `build_id`) if there is none.
     pub fn module_mut(&mut self, index: u32, build_id: &[u8]) -> &mut ModuleSymbols {
-        self.modules.entry(index).or_insert_with(|| ModuleSymbols {
-            build_id: build_id.to_vec(),
-            ..ModuleSymbols::default()
-        })
+        let m = self.modules.entry(index).or_default();
+        if m.build_id.is_empty() {
+            m.build_id = build_id.to_vec();
+        }
+        m
     }
 
     /// Sites and variables over all modules.
     pub fn len(&self) -> usize {
         self.modules
             .values()
-            .map(|m| m.sites.len() + m.data.len())
-            .sum()
+            .map(|m| m.sites.len() + m.data.len() + m.allocations.len())
+            .sum::<usize>()
+            + self.stack.len()
     }
 
     /// The chunk payload.
@@ -105,7 +145,19 @@ impl SymbolTable {
                 .values()
                 .flat_map(|s| [s.file.as_deref(), s.function.as_deref()])
                 .flatten()
-                .chain(m.data.values().map(|(_, n)| n.as_str()));
+                .chain(m.data.values().map(|(_, n)| n.as_str()))
+                .chain(
+                    m.allocations
+                        .values()
+                        .flat_map(|a| match a {
+                            AllocName::Named { name, extent, .. } => {
+                                [Some(name.as_str()), extent.as_deref()]
+                            }
+                            AllocName::Unnamed(why) => [Some(why.as_str()), None],
+                        })
+                        .flatten(),
+                )
+                .chain(self.stack.values().flatten().map(String::as_str));
             for t in texts {
                 if !ids.contains_key(t) {
                     ids.insert(t, order.len() as u64);
@@ -141,7 +193,148 @@ impl SymbolTable {
                 put_u64(&mut out, id(name));
             }
         }
+        let names = self.encode_names(&id);
+        if !names.is_empty() {
+            put_u64(&mut out, u64::from(NAMES_ENTRY));
+            put_blob(&mut out, &names);
+            put_u64(&mut out, 0);
+            put_u64(&mut out, 0);
+        }
         out
+    }
+
+    /// The [`NAMES_ENTRY`] payload:
+    ///
+    /// ```text
+    /// per module with any, repeated:
+    ///     varint module
+    ///     varint n_kinds, per variable (ascending address):
+    ///         varint address delta, varint element_bytes, varint flags (1: descriptor)
+    ///     varint n_allocations, per call site (ascending offset):
+    ///         varint offset delta
+    ///         varint tag   0: unnamed, then varint reason
+    ///                      1: C, 2: Fortran, then varint name, varint extent + 1,
+    ///                         varint element_bytes (0: unknown)
+    /// varint 0xffffffff, then varint n_stack, per address (ascending):
+    ///     varint address delta, varint name + 1
+    /// ```
+    fn encode_names(&self, id: &dyn Fn(&str) -> u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (&index, m) in &self.modules {
+            if m.kinds.is_empty() && m.allocations.is_empty() {
+                continue;
+            }
+            put_u64(&mut out, u64::from(index));
+            put_u64(&mut out, m.kinds.len() as u64);
+            let mut prev = 0;
+            for (&addr, k) in &m.kinds {
+                put_u64(&mut out, addr - prev);
+                prev = addr;
+                put_u64(&mut out, k.element_bytes);
+                put_u64(&mut out, u64::from(k.descriptor));
+            }
+            put_u64(&mut out, m.allocations.len() as u64);
+            let mut prev = 0;
+            for (&offset, a) in &m.allocations {
+                put_u64(&mut out, offset - prev);
+                prev = offset;
+                match a {
+                    AllocName::Unnamed(why) => {
+                        put_u64(&mut out, 0);
+                        put_u64(&mut out, id(why));
+                    }
+                    AllocName::Named {
+                        name,
+                        extent,
+                        element_bytes,
+                        fortran,
+                    } => {
+                        put_u64(&mut out, if *fortran { 2 } else { 1 });
+                        put_u64(&mut out, id(name));
+                        put_u64(&mut out, extent.as_deref().map_or(0, |e| id(e) + 1));
+                        put_u64(&mut out, element_bytes.unwrap_or(0));
+                    }
+                }
+            }
+        }
+        if !self.stack.is_empty() {
+            put_u64(&mut out, u64::from(NAMES_ENTRY));
+            put_u64(&mut out, self.stack.len() as u64);
+            let mut prev = 0;
+            for (&addr, name) in &self.stack {
+                put_u64(&mut out, addr - prev);
+                prev = addr;
+                put_u64(&mut out, name.as_deref().map_or(0, |n| id(n) + 1));
+            }
+        }
+        out
+    }
+
+    fn absorb_names(
+        &mut self,
+        payload: &[u8],
+        text: &dyn Fn(u64) -> Result<String, Malformed>,
+    ) -> Result<(), Malformed> {
+        let mut cur = Cursor::new(payload);
+        while !cur.is_empty() {
+            let index = cur.u32()?;
+            if index == NAMES_ENTRY {
+                let n = cur.u64()?;
+                let mut addr = 0u64;
+                for _ in 0..n {
+                    addr = addr.checked_add(cur.u64()?).ok_or(Malformed)?;
+                    let name = match cur.u64()? {
+                        0 => None,
+                        i => Some(text(i - 1)?),
+                    };
+                    self.stack.insert(addr, name);
+                }
+                continue;
+            }
+            let m = self.modules.entry(index).or_default();
+            let kinds = cur.u64()?;
+            let mut addr = 0u64;
+            for _ in 0..kinds {
+                addr = addr.checked_add(cur.u64()?).ok_or(Malformed)?;
+                let element_bytes = cur.u64()?;
+                let descriptor = cur.u64()? & 1 == 1;
+                m.kinds.insert(
+                    addr,
+                    VarKind {
+                        element_bytes,
+                        descriptor,
+                    },
+                );
+            }
+            let allocations = cur.u64()?;
+            let mut offset = 0u64;
+            for _ in 0..allocations {
+                offset = offset.checked_add(cur.u64()?).ok_or(Malformed)?;
+                let a = match cur.u64()? {
+                    0 => AllocName::Unnamed(text(cur.u64()?)?),
+                    tag @ (1 | 2) => {
+                        let name = text(cur.u64()?)?;
+                        let extent = match cur.u64()? {
+                            0 => None,
+                            i => Some(text(i - 1)?),
+                        };
+                        let element_bytes = match cur.u64()? {
+                            0 => None,
+                            b => Some(b),
+                        };
+                        AllocName::Named {
+                            name,
+                            extent,
+                            element_bytes,
+                            fortran: tag == 2,
+                        }
+                    }
+                    _ => return Err(Malformed),
+                };
+                m.allocations.insert(offset, a);
+            }
+        }
+        Ok(())
     }
 
     /// Adds a chunk's payload (a later chunk's answer for an address wins).
@@ -167,6 +360,14 @@ impl SymbolTable {
         while !cur.is_empty() {
             let index = cur.u32()?;
             let build_id = cur.blob()?.to_vec();
+            if index == NAMES_ENTRY {
+                self.absorb_names(&build_id, &text)?;
+                // Its (empty) sites and variables.
+                if cur.u64()? != 0 || cur.u64()? != 0 {
+                    return Err(Malformed);
+                }
+                continue;
+            }
             let m = self.module_mut(index, &build_id);
             let sites = cur.u64()?;
             let mut offset = 0u64;
@@ -293,6 +494,26 @@ mod tests {
             },
         );
         m.data.insert(0x4000, (800, "A".into()));
+        m.kinds.insert(
+            0x4000,
+            VarKind {
+                element_bytes: 8,
+                descriptor: false,
+            },
+        );
+        m.allocations.insert(
+            0x1234,
+            AllocName::Named {
+                name: "T".into(),
+                extent: Some("nx*ny".into()),
+                element_bytes: Some(8),
+                fortran: false,
+            },
+        );
+        m.allocations
+            .insert(0x1300, AllocName::Unnamed("returned".into()));
+        t.stack.insert(0x7ffd_0000, Some("z".into()));
+        t.stack.insert(0x7ffd_8000, None);
         let mut back = SymbolTable::default();
         back.absorb(&t.encode()).unwrap();
         assert_eq!(back, t);

@@ -544,3 +544,64 @@ fn a_damaged_live_file_is_used_or_ignored_in_one_line_never_panics() {
     }
     assert!(used > 0 && ignored > 0, "{used} used, {ignored} ignored");
 }
+
+#[test]
+fn a_trace_cut_at_every_chunk_boundary_reads_and_says_it_has_no_end_marker() {
+    let (base, expected) = pristine();
+    let all = chunks(&base);
+    let mut last_events = 0;
+    for (i, &(at, len)) in all.iter().enumerate() {
+        let cut = &base[..at + len];
+        let mut r = TraceReader::new("cut.trace", cut).expect("the header is whole");
+        let mut events = 0;
+        while r.next_event().expect("reads").is_some() {
+            events += 1;
+        }
+        assert!(events >= last_events, "cut {i}: fewer events than before");
+        last_events = events;
+        let warning = r.end_warning();
+        if i + 1 == all.len() {
+            assert_eq!(events, expected);
+            assert_eq!(warning, None, "the whole trace");
+        } else {
+            let w = warning.unwrap_or_else(|| panic!("cut after chunk {i}: no warning"));
+            assert!(
+                w.starts_with("cut.trace: ") && w.contains("no end marker"),
+                "{w}"
+            );
+        }
+    }
+}
+
+#[test]
+fn strings_that_would_act_on_a_terminal_are_read_back_escaped() {
+    let hostile = "\x1b]0;owned\x07\x1b]52;c;ZWNobw==\x07\u{9b}2J\u{202e}\r\n";
+    let h = Header {
+        exe: format!("/bin/{hostile}"),
+        args: vec![hostile.into()],
+        hostname: hostile.into(),
+        ..header()
+    };
+    let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+    w.write_strings([(StrId(0), hostile.as_bytes())]).unwrap();
+    let mut e = Event::new(acc_event_t::COMPUTE_CONSTRUCT_START, 10);
+    e.set(Field::FuncName, 0);
+    w.write_events(&[e]).unwrap();
+    let bytes = w.into_inner();
+    let mut r = TraceReader::new("t", &bytes[..]).unwrap();
+    let ev = r.next_event().unwrap().unwrap();
+    let shown = [
+        r.strings().get(StrId(0)).unwrap().to_string(),
+        r.header().exe.clone(),
+        r.header().args[0].clone(),
+        r.header().hostname.clone(),
+    ];
+    for s in &shown {
+        assert!(
+            !s.chars().any(accprof_trace::printable::acts),
+            "{s:?} still acts on a terminal"
+        );
+        assert!(s.contains("\\x1b]0;owned\\x07"), "{s:?}: shown, escaped");
+    }
+    assert_eq!(ev.func_name(), Some(StrId(0)));
+}

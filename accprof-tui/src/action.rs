@@ -9,6 +9,8 @@ pub const PAN_STEP: f64 = 0.125;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Action {
     Quit,
+    /// Go to the event with this index in the first trace (the advice's `see: event #N`).
+    GotoEvent(u64),
     ToggleHelp,
     /// Zoom by a factor (< 1: in) around the selection or the centre.
     Zoom(f64),

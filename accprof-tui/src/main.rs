@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 ///   accprof-tui laplace.trace
 ///   accprof-tui rank0.trace rank1.trace      (one set of lanes per rank)
 ///   accprof-tui --follow run.trace           (while the program is still running)
+///   accprof-tui --event 58 laplace.trace     (at the event the advice names)
 ///
 /// Press ? inside for the keys; q quits.
 #[derive(Parser, Debug)]
@@ -31,6 +32,9 @@ struct Args {
     /// Keep reading the traces as the running program appends to them.
     #[arg(long)]
     follow: bool,
+    /// Open at this event of the first trace (the advice's `see: event #58`; inside, `/#58`).
+    #[arg(long, value_name = "N")]
+    event: Option<u64>,
 }
 
 /// How often a followed trace is checked for new events.
@@ -76,6 +80,7 @@ fn run(args: Args) -> Result<(), String> {
     }
     let mut app = App::new(state);
     app.start_analysis();
+    let mut goto = args.event;
 
     let (mut term, _guard) =
         terminal::enter().map_err(|e| format!("cannot use the terminal: {e}"))?;
@@ -84,6 +89,11 @@ fn run(args: Args) -> Result<(), String> {
     while !app.quit {
         term.draw(|f| view::draw(&mut app.view, &app.state, f))
             .map_err(|e| e.to_string())?;
+        // After the first frame, when the layout is known.
+        if let Some(n) = goto.take() {
+            app.apply(accprof_tui::action::Action::GotoEvent(n));
+            continue;
+        }
         // For the end-to-end test of terminal restoration on panic.
         if std::env::var_os("ACCPROF_TUI_PANIC_AFTER_DRAW").is_some() {
             panic!("panic requested by ACCPROF_TUI_PANIC_AFTER_DRAW");

@@ -288,3 +288,36 @@ fn help_explains_with_an_example() {
         "{s}"
     );
 }
+
+/// The advice says `see: event #N: accprof tui --event N TRACE`: the timeline opens with that
+/// event selected, and `/#N` goes to another.
+#[test]
+fn the_event_the_advice_names_is_one_flag_or_search_away() {
+    use accprof_abi::acc_event_t;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_trace(dir.path(), 40);
+    let t = accprof_trace::Trace::load(&trace).unwrap();
+    let nth = |kind: acc_event_t, k: usize| {
+        t.events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.kind == kind)
+            .nth(k)
+            .map(|(i, _)| i)
+            .unwrap()
+    };
+    let launch = nth(acc_event_t::ENQUEUE_LAUNCH_START, 5);
+    let upload = nth(acc_event_t::ENQUEUE_UPLOAD_START, 7);
+    let cmd = format!("{BIN} --event {launch} {}; sleep 30", trace.display());
+    let tmux = Tmux::start(&cmd);
+    tmux.wait_for("the launch selected", |s| {
+        s.contains(&format!("event #{launch}")) && s.contains("acc_ev_enqueue_launch")
+    });
+    tmux.send(&["/", &format!("#{upload}"), "Enter"]);
+    tmux.wait_for("the upload selected", |s| {
+        s.contains(&format!("event #{upload}")) && s.contains("acc_ev_enqueue_upload")
+    });
+    tmux.send(&["/", "#999999", "Enter"]);
+    tmux.wait_for("no such event", |s| s.contains("no event #999999"));
+    tmux.send(&["q"]);
+}

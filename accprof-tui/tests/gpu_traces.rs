@@ -4,9 +4,6 @@
 //! times from the analysis.
 
 mod common;
-#[path = "../../traces/gpu/bin/install.rs"]
-mod gcc_bins;
-use gcc_bins::install_gcc_binaries;
 
 use accprof_tui::app::App;
 use accprof_tui::state::kind::BarKind;
@@ -24,7 +21,6 @@ fn trace(name: &str) -> PathBuf {
 }
 
 fn open(name: &str) -> App {
-    install_gcc_binaries();
     common::open(&trace(name), false)
 }
 

@@ -319,3 +319,39 @@ fn several_traces_get_lanes_per_rank() {
         Some(accprof_abi::acc_event_t::ENQUEUE_LAUNCH_START)
     );
 }
+
+/// A trace without its end marker (a killed run, or one cut short) is said in the status bar,
+/// as every other command says it; not while following a trace whose program is running.
+#[test]
+fn a_trace_without_its_end_marker_is_said_unless_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.trace");
+    let mut s = synth::Synth::new(std::fs::File::create(&path).unwrap()).unwrap();
+    s.prologue().unwrap();
+    for i in 0..4 {
+        s.iteration(i).unwrap();
+    }
+    s.flush_events().unwrap();
+    let mut app = open(&path, false);
+    assert!(
+        app.state
+            .loader
+            .warnings
+            .iter()
+            .any(|w| w.contains("no end marker")),
+        "{:?}",
+        app.state.loader.warnings
+    );
+    assert!(screen(&mut app, 200, 30).contains("no end marker"));
+    let followed = open(&path, true);
+    assert!(
+        !followed
+            .state
+            .loader
+            .warnings
+            .iter()
+            .any(|w| w.contains("no end marker")),
+        "{:?}",
+        followed.state.loader.warnings
+    );
+}

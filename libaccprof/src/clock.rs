@@ -42,7 +42,7 @@ static DECIDED: OnceLock<()> = OnceLock::new();
 pub fn init() {
     DECIDED.get_or_init(|| {
         let tsc = cfg!(target_arch = "x86_64")
-            && std::env::var_os("ACCPROF_CLOCK").is_none_or(|v| v != "monotonic")
+            && crate::config::clock_setting() != Some(true)
             && std::fs::read_to_string(
                 "/sys/devices/system/clocksource/clocksource0/current_clocksource",
             )

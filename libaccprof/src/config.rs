@@ -4,6 +4,8 @@
 //! |---|---|
 //! | ACCPROF_OUT | trace file, or directory to put it in; `%p` is replaced by the pid, `%r` by the MPI rank, `%h` by the host name. Default `accprof.<exe>.<pid>.trace` in the working directory. Always created new: a taken name (a file, a link) gives `NAME.1.trace`, ... |
 //! | ACCPROF_QUIET=1 | print nothing at exit |
+//! | ACCPROF_DISABLE=1 | load but register with no runtime, record nothing (read at load and at registration) |
+//! | ACCPROF_CLOCK=monotonic | read CLOCK_MONOTONIC in every callback instead of the TSC (`auto`, default: the TSC when it is the system's clock source) |
 //! | ACCPROF_REPORT=1 / =FILE | print the text report to stderr at exit / write it to FILE |
 //! | ACCPROF_BUFFER_EVENTS | events per thread buffer at the typical packed size of 128 bytes (default 4096) |
 //! | ACCPROF_MAX_BUFFER_MB | memory for buffers waiting to be written, all threads (default 64) |
@@ -16,6 +18,12 @@
 //! | ACCPROF_SELF_TIME=1 | print at exit how long the application's threads spent inside accprof (OpenACC callbacks, CUPTI's driver callbacks): the tool's own overhead, measured directly |
 //! | ACCPROF_SYMBOLS=on/off | at a normal exit, resolve the trace's call sites and variables from the binaries and keep them in the trace (on, default), so that its lines outlive a rebuild; or leave that to `accprof symbolize` (off) |
 //! | ACCPROF_HEAP_MIN_BYTES | the smallest block recorded (default 65536); smaller ones cost two instructions and get no name |
+//! | ACCPROF_CONTENT=on/off | hash the host bytes of every transfer (off, default: it reads each transfer's bytes once more, about what the copy costs), so the advice can say which uploads carried bytes the device already held and choose copyin, copyout, copy or create per array |
+//!
+//! Every yes/no setting (ACCPROF_QUIET, ACCPROF_DISABLE, ACCPROF_SELF_TIME, and the `on`/`off`
+//! of the auto/on/off ones) takes the same spellings, in any case: `1`, `on`, `yes`, `true` and
+//! `0`, `off`, `no`, `false`. Empty is the same as unset. Anything else is said once, with the
+//! value, and the default is used.
 
 use std::path::PathBuf;
 
@@ -35,6 +43,8 @@ pub struct Config {
     pub cuda_events: Switch,
     /// Keep source lines and names in the trace at exit (ACCPROF_SYMBOLS).
     pub symbols: bool,
+    /// Hash the bytes of every transfer (ACCPROF_CONTENT).
+    pub content: bool,
     /// One line per setting that could not be used, said once when recording starts.
     pub problems: Vec<String>,
 }
@@ -83,6 +93,22 @@ impl Env {
         }
     }
 
+    /// A yes/no setting ([`flag`]); `default` when unset or unusable (said).
+    fn flag(&mut self, k: &str, default: bool) -> bool {
+        let v = self.var(k);
+        match flag(v.as_deref()) {
+            Some(b) => b.unwrap_or(default),
+            None => {
+                self.problems.push(format!(
+                    "{k}={} is not 1 or 0 (on/off, yes/no, true/false); using {}",
+                    v.unwrap_or_default(),
+                    u8::from(default)
+                ));
+                default
+            }
+        }
+    }
+
     fn switch(&mut self, k: &str) -> Switch {
         let v = self.var(k);
         match Switch::parse_strict(v.as_deref()) {
@@ -108,18 +134,31 @@ impl Config {
         let buffer_words = buffer_events * TYPICAL_PACKED_WORDS;
         let max_bytes = env.num("ACCPROF_MAX_BUFFER_MB", 64, 1, 1 << 16) << 20;
         let max_buffers = ((max_bytes as usize) / (buffer_words * 8)).max(4);
-        let report = env.var("ACCPROF_REPORT").and_then(|v| match v.as_str() {
-            "0" | "no" | "off" | "false" => None,
-            "1" | "yes" | "on" | "true" | "stderr" => Some(ReportTarget::Stderr),
-            path => Some(ReportTarget::File(PathBuf::from(path))),
-        });
+        let report = env
+            .var("ACCPROF_REPORT")
+            .and_then(|v| match flag(Some(&v)) {
+                Some(Some(false)) => None,
+                Some(Some(true)) => Some(ReportTarget::Stderr),
+                _ if v.trim().eq_ignore_ascii_case("stderr") => Some(ReportTarget::Stderr),
+                _ => Some(ReportTarget::File(PathBuf::from(v))),
+            });
         let max_wait_ms = env.num("ACCPROF_MAX_WAIT_MS", 100, 0, 60_000);
         let cupti = env.switch("ACCPROF_CUPTI");
         let cuda_events = env.switch("ACCPROF_CUDA_EVENTS");
         let symbols = env.switch("ACCPROF_SYMBOLS") != Switch::Off;
+        // Read where they act (the clock and the callbacks decide before this runs); checked
+        // here so that an unusable value is said once, with the others.
+        env.flag("ACCPROF_SELF_TIME", false);
+        if clock_setting().is_none() {
+            env.problems.push(format!(
+                "ACCPROF_CLOCK={} is not monotonic or auto; using auto",
+                env.var("ACCPROF_CLOCK").unwrap_or_default()
+            ));
+        }
+        let content = env.switch("ACCPROF_CONTENT") == Switch::On;
         Config {
             out: env.var("ACCPROF_OUT"),
-            quiet: env.var("ACCPROF_QUIET").is_some_and(|v| v != "0"),
+            quiet: env.flag("ACCPROF_QUIET", false),
             report,
             buffer_words,
             max_buffers,
@@ -127,8 +166,75 @@ impl Config {
             cupti,
             cuda_events,
             symbols,
+            content,
             problems: env.problems,
         }
+    }
+}
+
+/// A yes/no value: `Some(Some(b))` for one of the spellings, `Some(None)` for unset or empty
+/// (the setting's default), `None` for anything else.
+pub fn flag(v: Option<&str>) -> Option<Option<bool>> {
+    match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") => Some(None),
+        Some("1" | "on" | "yes" | "true") => Some(Some(true)),
+        Some("0" | "off" | "no" | "false") => Some(Some(false)),
+        _ => None,
+    }
+}
+
+/// A yes/no setting where it acts, without saying anything: `default` when unset or unusable
+/// (Config::from_env says an unusable value, once).
+pub fn flag_value(k: &str, default: bool) -> bool {
+    flag(std::env::var(k).ok().as_deref())
+        .flatten()
+        .unwrap_or(default)
+}
+
+/// ACCPROF_CLOCK: `Some(true)` for `monotonic`, `Some(false)` for auto (unset, empty, `auto`,
+/// `tsc`), `None` for anything else (auto, said by Config::from_env).
+pub fn clock_setting() -> Option<bool> {
+    match std::env::var("ACCPROF_CLOCK")
+        .ok()
+        .map(|v| v.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        None | Some("" | "auto" | "tsc") => Some(false),
+        Some("monotonic") => Some(true),
+        _ => None,
+    }
+}
+
+/// ACCPROF_DISABLE, read once: set to a spelling of yes, the library loads but registers with
+/// no runtime. A value that is no spelling of yes or no disables too (whoever set it meant
+/// something), and is said by [`say_disable_problem`].
+pub fn disabled() -> bool {
+    disable_setting().0
+}
+
+fn disable_setting() -> &'static (bool, Option<String>) {
+    static SETTING: std::sync::OnceLock<(bool, Option<String>)> = std::sync::OnceLock::new();
+    SETTING.get_or_init(|| {
+        let v = std::env::var("ACCPROF_DISABLE").ok();
+        match flag(v.as_deref()) {
+            Some(b) => (b.unwrap_or(false), None),
+            None => (
+                true,
+                Some(format!(
+                    "ACCPROF_DISABLE={} is not 1 or 0 (on/off, yes/no, true/false); disabled",
+                    v.unwrap_or_default()
+                )),
+            ),
+        }
+    })
+}
+
+/// Says an unusable ACCPROF_DISABLE once per process; called where a runtime is at hand, so
+/// that processes that never use OpenACC (a shell that starts the program) say nothing.
+pub fn say_disable_problem() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if let Some(p) = &disable_setting().1 {
+        SAID.call_once(|| eprintln!("accprof: {p}"));
     }
 }
 
@@ -172,12 +278,14 @@ pub enum Switch {
 impl Switch {
     /// The setting, or `None` for a value that is none of the spellings.
     pub fn parse_strict(v: Option<&str>) -> Option<Self> {
-        match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-            None | Some("" | "auto") => Some(Switch::Auto),
-            Some("on" | "1" | "yes" | "true") => Some(Switch::On),
-            Some("off" | "0" | "no" | "false") => Some(Switch::Off),
-            _ => None,
+        if v.is_some_and(|v| v.trim().eq_ignore_ascii_case("auto")) {
+            return Some(Switch::Auto);
         }
+        Some(match flag(v)? {
+            None => Switch::Auto,
+            Some(true) => Switch::On,
+            Some(false) => Switch::Off,
+        })
     }
 }
 
@@ -199,6 +307,28 @@ mod tests {
                 "ACCPROF_TEST_NUM_A=lots is not a whole number; using the default, 64",
                 "ACCPROF_TEST_NUM_B=3 is below the smallest value, 16; using 16"
             ]
+        );
+    }
+
+    #[test]
+    fn every_yes_no_setting_takes_the_same_spellings_and_empty_is_unset() {
+        for off in ["0", "off", "no", "false", "OFF", " No "] {
+            assert_eq!(flag(Some(off)), Some(Some(false)), "{off}");
+        }
+        for on in ["1", "on", "yes", "true", "TRUE"] {
+            assert_eq!(flag(Some(on)), Some(Some(true)), "{on}");
+        }
+        assert_eq!(flag(Some("")), Some(None));
+        assert_eq!(flag(None), Some(None));
+        assert_eq!(flag(Some("please")), None);
+        let mut env = Env::default();
+        std::env::set_var("ACCPROF_TEST_FLAG_A", "please");
+        std::env::set_var("ACCPROF_TEST_FLAG_B", "");
+        assert!(!env.flag("ACCPROF_TEST_FLAG_A", false));
+        assert!(env.flag("ACCPROF_TEST_FLAG_B", true), "empty: the default");
+        assert_eq!(
+            env.problems,
+            ["ACCPROF_TEST_FLAG_A=please is not 1 or 0 (on/off, yes/no, true/false); using 0"]
         );
     }
 

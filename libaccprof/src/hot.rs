@@ -4,7 +4,7 @@
 //! decide that with one load from one cache line: between two callbacks a program runs
 //! driver and kernel code that evicts the tool's data, and each line the tool touches then
 //! comes back from memory (docs/performance/libaccprof.md). So the recorder's state, the fork
-//! gate, the self-time switch and the clock's kind share this word; each owner changes only its
+//! gate, the self-time switch, the clock's kind and content hashing share this word; each owner changes only its
 //! own bits.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,6 +17,8 @@ pub const FORK_PENDING: u32 = 1 << 8;
 pub const SELF_TIME: u32 = 1 << 9;
 /// Timestamps are TSC ticks (the clock module's choice).
 pub const TSC: u32 = 1 << 10;
+/// ACCPROF_CONTENT is on: transfers' bytes are hashed (crate::content).
+pub const CONTENT: u32 = 1 << 11;
 
 #[repr(C, align(64))]
 struct Line(AtomicU32, AtomicU32);

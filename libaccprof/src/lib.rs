@@ -17,7 +17,8 @@
 //! - `nvtx`: the program's NVTX annotations (libaccprof is an NVTX tool).
 //! - [`api`]: every C symbol the library exports.
 //! - leaves: `clock`, `config`, `hot` (the word every callback reads first), `modules`,
-//!   `self_time`, `strings`, `unwind`.
+//!   `progress` (how far the final flush has got), `self_time`, `sink` (the trace file or stream
+//!   written to), `strings`, `unwind`.
 //!
 //! Rules the hot path keeps (the runtime calls us under its own global lock): no lock shared
 //! between threads, no allocation after warm-up, no call into the OpenACC runtime, and no panic
@@ -31,22 +32,26 @@
 pub mod api;
 mod clock;
 mod config;
+mod content;
 mod device;
 mod heap;
 mod hot;
 mod lifecycle;
 mod modules;
 mod nvtx;
+mod progress;
 mod record;
 mod recorder;
 mod registration;
 mod self_time;
+mod sink;
 mod strings;
 mod unwind;
 mod write;
 
 /// What benchmarks and tests drive: register with a fake runtime, call the callback, finish.
 pub mod bench {
+    pub use crate::content::hash as content_hash;
     pub use crate::lifecycle::finish;
     pub use crate::record::callback::on_event;
     pub use crate::registration::register_with;

@@ -28,7 +28,7 @@ pub fn init() {
     if READ.swap(true, Ordering::AcqRel) {
         return;
     }
-    let on = std::env::var("ACCPROF_SELF_TIME").is_ok_and(|v| !v.is_empty() && v != "0");
+    let on = crate::config::flag_value("ACCPROF_SELF_TIME", false);
     crate::hot::set(crate::hot::SELF_TIME, on);
 }
 

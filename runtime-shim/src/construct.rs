@@ -1,22 +1,18 @@
 //! The construct API: what a compiler emits for the OpenACC directives, callable by hand-lowered
 //! code from Rust (this module) and C (src/ffi/construct.rs, include/accshim.h).
 //!
-//! Each function dispatches the events the specification places at that directive:
-//! - data construct: enter_data start/end around its entry, exit_data start/end around its exit;
-//! - enter data / exit data directives: the same events, with dynamic reference counting;
-//! - update: update start/end with an upload or download per section;
-//! - parallel / kernels / serial: compute_construct start/end around device init (if first),
-//!   the implicit data region (enter_data/exit_data with implicit = 1), one enqueue_launch
-//!   start/end per kernel, and for synchronous constructs the implicit wait (wait start/end,
-//!   implicit = 1) before the exit data;
-//! - wait: wait start/end per queue waited for.
+//! Each function maps its clauses inside the event sequence of its directive (src/sequence.rs,
+//! shared with GCC's entry points and the runtime routines): the data construct, enter data
+//! and exit data (dynamic reference counting), update (an upload or download per section),
+//! parallel / kernels / serial (one enqueue_launch start/end per kernel), wait.
 
-use crate::backend::{HostKernel, LaunchSpec, QueueId, RedOp, RedSlot, Val, SYNC};
+use crate::backend::{HostKernel, LaunchSpec, RedOp, RedSlot, Val};
 use crate::data::{self, Clause, ClauseKind, Entered, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
 use crate::profiling::dispatch::{self, DataInfo, LaunchInfo};
 use crate::runtime::{self, op_for, Runtime, ACC_ASYNC_SYNC};
+use crate::sequence::{self, ComputeSteps, DataDirective, WaitClause};
 use accprof_abi::{acc_construct_t, acc_event_t};
 use std::ffi::{c_char, c_void, CStr};
 use std::ops::Range;
@@ -144,38 +140,7 @@ pub struct ComputeSpec {
     pub wait: Option<Vec<i64>>,
 }
 
-/// The `wait` directive or clause: with the host (when `async_` is acc_async_sync), dispatching
-/// wait start/end for each queue, or by making queue `async_` wait, without blocking the host.
-/// `queues` None means every queue.
-pub fn wait_on(
-    rt: &'static Runtime,
-    construct: acc_construct_t,
-    implicit: bool,
-    loc: &Loc,
-    queues: Option<&[i64]>,
-    async_: i64,
-) -> Result<()> {
-    let target = rt.queue_of(async_)?;
-    let list: Vec<(i64, QueueId)> = match queues {
-        Some(qs) => qs
-            .iter()
-            .map(|&a| rt.queue_of(a).map(|q| (a, q)))
-            .collect::<Result<_>>()?,
-        None => rt.backend.queues().into_iter().map(|q| (q, q)).collect(),
-    };
-    for (a, q) in list {
-        if target == SYNC {
-            let ctx = rt.ctx(construct, implicit, loc, a, q);
-            let t = dispatch::other_start(acc_event_t::WAIT_START, &ctx);
-            let r = rt.backend.wait(q);
-            dispatch::other_end(acc_event_t::WAIT_END, &ctx, t);
-            r?;
-        } else {
-            rt.backend.queue_wait(target, q)?;
-        }
-    }
-    Ok(())
-}
+pub use crate::sequence::wait_on;
 
 /// A data construct in progress; [`DataRegion::end`] (or drop) is its exit.
 pub struct DataRegion {
@@ -212,41 +177,27 @@ fn data_enter(
     wait: Option<&[i64]>,
 ) -> Result<Vec<(Clause, Entered)>> {
     let op = op_for(rt, acc_construct_t::DATA, false, &loc, async_)?;
-    if let Some(w) = wait {
-        wait_on(
-            rt,
-            acc_construct_t::DATA,
-            false,
-            &loc,
-            (!w.is_empty()).then_some(w),
-            async_,
-        )?;
-    }
-    let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
+    sequence::data_directive(&op, DataDirective::Enter, wait.into(), |op| {
+        enter_structured(op, clauses)
+    })
+}
+
+/// Structured references for a construct's clauses, attachments last.
+fn enter_structured(op: &Op, clauses: &[Clause]) -> Result<Vec<(Clause, Entered)>> {
     let mut entered = Vec::with_capacity(clauses.len());
     for c in attaches_last(clauses) {
-        entered.push((*c, data::enter(&op, c, false)?));
+        entered.push((*c, data::enter(op, c, false)?));
     }
-    dispatch::other_end(acc_event_t::ENTER_DATA_END, &op.ctx, t);
     Ok(entered)
 }
 
-fn data_exit(
-    rt: &'static Runtime,
-    loc: Loc,
-    entered: &[(Clause, Entered)],
-    async_: i64,
-    construct: acc_construct_t,
-    implicit: bool,
-) -> Result<()> {
-    let op = op_for(rt, construct, implicit, &loc, async_)?;
-    let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
+/// The structured references of [`enter_structured`] given up, last taken first.
+fn exit_structured(op: &Op, entered: &[(Clause, Entered)]) -> Result<()> {
     for (c, e) in entered.iter().rev() {
         if matches!(e, Entered::Mapped(_)) {
-            data::exit(&op, c, false, false)?;
+            data::exit(op, c, false, false)?;
         }
     }
-    dispatch::other_end(acc_event_t::EXIT_DATA_END, &op.ctx, t);
     Ok(())
 }
 
@@ -269,14 +220,12 @@ impl DataRegion {
         }
         self.ended = true;
         let loc = self.loc;
-        data_exit(
-            self.rt,
-            loc,
-            &self.entered,
-            self.async_,
-            acc_construct_t::DATA,
-            false,
-        )
+        (|| {
+            let op = op_for(self.rt, acc_construct_t::DATA, false, &loc, self.async_)?;
+            sequence::data_directive(&op, DataDirective::Exit, WaitClause::Absent, |op| {
+                exit_structured(op, &self.entered)
+            })
+        })()
         .or_fatal("end of data construct", &loc);
     }
 }
@@ -292,31 +241,21 @@ pub fn enter_data(loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]
     let rt = runtime::get(acc_construct_t::ENTER_DATA, &loc);
     (|| -> Result<()> {
         let op = op_for(rt, acc_construct_t::ENTER_DATA, false, &loc, async_)?;
-        if let Some(w) = wait {
-            wait_on(
-                rt,
-                acc_construct_t::ENTER_DATA,
-                false,
-                &loc,
-                (!w.is_empty()).then_some(w),
-                async_,
-            )?;
-        }
-        let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
-        for c in attaches_last(clauses) {
-            match c.kind {
-                ClauseKind::CopyIn | ClauseKind::Create | ClauseKind::Attach => {
-                    data::enter(&op, c, true)?;
-                }
-                k => {
-                    return Err(AccError::InvalidArgument(format!(
-                        "{k:?} is not allowed on enter data"
-                    )))
+        sequence::data_directive(&op, DataDirective::Enter, wait.into(), |op| {
+            for c in attaches_last(clauses) {
+                match c.kind {
+                    ClauseKind::CopyIn | ClauseKind::Create | ClauseKind::Attach => {
+                        data::enter(op, c, true)?;
+                    }
+                    k => {
+                        return Err(AccError::InvalidArgument(format!(
+                            "{k:?} is not allowed on enter data"
+                        )))
+                    }
                 }
             }
-        }
-        dispatch::other_end(acc_event_t::ENTER_DATA_END, &op.ctx, t);
-        Ok(())
+            Ok(())
+        })
     })()
     .or_fatal("enter data", &loc)
 }
@@ -326,31 +265,21 @@ pub fn exit_data(loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]>
     let rt = runtime::get(acc_construct_t::EXIT_DATA, &loc);
     (|| -> Result<()> {
         let op = op_for(rt, acc_construct_t::EXIT_DATA, false, &loc, async_)?;
-        if let Some(w) = wait {
-            wait_on(
-                rt,
-                acc_construct_t::EXIT_DATA,
-                false,
-                &loc,
-                (!w.is_empty()).then_some(w),
-                async_,
-            )?;
-        }
-        let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
-        for c in detaches_first(clauses) {
-            match c.kind {
-                ClauseKind::CopyOut | ClauseKind::Delete | ClauseKind::Detach => {
-                    data::exit(&op, c, true, finalize)?
-                }
-                k => {
-                    return Err(AccError::InvalidArgument(format!(
-                        "{k:?} is not allowed on exit data"
-                    )))
+        sequence::data_directive(&op, DataDirective::Exit, wait.into(), |op| {
+            for c in detaches_first(clauses) {
+                match c.kind {
+                    ClauseKind::CopyOut | ClauseKind::Delete | ClauseKind::Detach => {
+                        data::exit(op, c, true, finalize)?
+                    }
+                    k => {
+                        return Err(AccError::InvalidArgument(format!(
+                            "{k:?} is not allowed on exit data"
+                        )))
+                    }
                 }
             }
-        }
-        dispatch::other_end(acc_event_t::EXIT_DATA_END, &op.ctx, t);
-        Ok(())
+            Ok(())
+        })
     })()
     .or_fatal("exit data", &loc)
 }
@@ -360,22 +289,11 @@ pub fn update(loc: Loc, clauses: &[Clause], async_: i64, wait: Option<&[i64]>, i
     let rt = runtime::get(acc_construct_t::UPDATE, &loc);
     (|| -> Result<()> {
         let op = op_for(rt, acc_construct_t::UPDATE, false, &loc, async_)?;
-        if let Some(w) = wait {
-            wait_on(
-                rt,
-                acc_construct_t::UPDATE,
-                false,
-                &loc,
-                (!w.is_empty()).then_some(w),
-                async_,
-            )?;
-        }
-        let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
-        for c in clauses {
-            data::update(&op, c, if_present)?;
-        }
-        dispatch::other_end(acc_event_t::UPDATE_END, &op.ctx, t);
-        Ok(())
+        sequence::data_directive(&op, DataDirective::Update, wait.into(), |op| {
+            clauses
+                .iter()
+                .try_for_each(|c| data::update(op, c, if_present))
+        })
     })()
     .or_fatal("update", &loc)
 }
@@ -408,46 +326,21 @@ pub(crate) fn construct_name(k: acc_construct_t) -> &'static str {
 }
 
 fn compute_in(rt: &'static Runtime, spec: &ComputeSpec, kernels: &[Kernel]) -> Result<()> {
-    let loc = spec.loc;
-    let op = op_for(rt, spec.kind, false, &loc, spec.async_)?;
-    let t_cc = dispatch::other_start(acc_event_t::COMPUTE_CONSTRUCT_START, &op.ctx);
-    if let Some(w) = &spec.wait {
-        wait_on(
-            rt,
-            spec.kind,
-            false,
-            &loc,
-            (!w.is_empty()).then_some(w.as_slice()),
-            spec.async_,
-        )?;
-    }
-    // The implicit data region of the construct.
-    let mut implicit = op;
-    implicit.ctx.implicit = true;
-    let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &implicit.ctx);
-    let mut entered = Vec::with_capacity(spec.clauses.len());
-    for c in attaches_last(&spec.clauses) {
-        entered.push((*c, data::enter(&op, c, false)?));
-    }
-    dispatch::other_end(acc_event_t::ENTER_DATA_END, &implicit.ctx, t);
-
+    let op = op_for(rt, spec.kind, false, &spec.loc, spec.async_)?;
     let serial = spec.kind == acc_construct_t::SERIAL;
-    let unmapped = unmapped_sections(&entered);
-    let mut reductions = Vec::new();
-    for k in kernels {
-        reductions.extend(launch(&implicit, spec, k, serial, &unmapped)?);
-    }
-    copy_back_reductions(&implicit, reductions)?;
-
-    if op.q == SYNC {
-        let t = dispatch::other_start(acc_event_t::WAIT_START, &implicit.ctx);
-        let r = rt.backend.wait(SYNC);
-        dispatch::other_end(acc_event_t::WAIT_END, &implicit.ctx, t);
-        r?;
-    }
-    data_exit(rt, loc, &entered, spec.async_, spec.kind, true)?;
-    dispatch::other_end(acc_event_t::COMPUTE_CONSTRUCT_END, &op.ctx, t_cc);
-    Ok(())
+    let steps = ComputeSteps {
+        map: |op: &Op| enter_structured(op, &spec.clauses),
+        launch: |implicit: &Op, entered: &Vec<(Clause, Entered)>| {
+            let unmapped = unmapped_sections(entered);
+            let mut reductions = Vec::new();
+            for k in kernels {
+                reductions.extend(launch(implicit, spec, k, serial, &unmapped)?);
+            }
+            copy_back_reductions(implicit, reductions)
+        },
+        unmap: |implicit: &Op, entered: Vec<(Clause, Entered)>| exit_structured(implicit, &entered),
+    };
+    sequence::compute(&op, spec.wait.as_deref().into(), steps)
 }
 
 /// Default vector length when the construct gives none (NVHPC's default too).

@@ -1,10 +1,16 @@
 //! "Results dropped: a missing copyout?" On a device whose memory the host can read (the
 //! emulated device), data that is only ever copied in (copyin, not copy or copyout) gets a
 //! digest of its device copy when it is uploaded, computed in queue order after the upload; when
-//! the data is released without a copy back, a job in queue order digests the device copy again.
+//! the data is released without a copy back, a job digests the device copy again once the work
+//! queued before the release on every queue has run.
 //! A difference means the device changed data whose changes are now thrown away, which on a GPU
 //! is the classic missing `copyout`: one warning line per array, naming it and where the release
 //! was called from. Nothing is done on other devices.
+//!
+//! Only with `ACCSHIM_DROP_CHECK=1`: a program may drop a copied-in array's changes on purpose
+//! (a scratch array such as miniWeather's state_tmp, or the validation suite's tests that check
+//! copyin copies nothing back), and a plain run of a correct program stays quiet. `accprof
+//! check` (src/check) reports dropped results that the host then reads, which is the bug.
 
 use crate::backend::HostJob;
 use crate::error::Result;
@@ -18,11 +24,11 @@ use std::sync::{Arc, Mutex};
 const PENDING: u64 = u64::MAX;
 
 /// A digest cell for a new copied-in entry, where the device's memory is readable and the
-/// check is not switched off (`ACCSHIM_NO_DROP_CHECK=1`).
+/// check is asked for (`ACCSHIM_DROP_CHECK=1`).
 pub fn track(rt: &Runtime) -> Option<Arc<AtomicU64>> {
     // The checker (src/check) reports dropped results itself, with the host's read of them.
     (rt.backend.device_memory_is_host_readable()
-        && !crate::env::flag("ACCSHIM_NO_DROP_CHECK")
+        && crate::env::flag("ACCSHIM_DROP_CHECK")
         && !crate::check::on())
     .then(|| Arc::new(AtomicU64::new(PENDING)))
 }
@@ -62,7 +68,9 @@ pub fn record(op: &Op, dev: u64, bytes: usize, cell: Arc<AtomicU64>) -> Result<(
 /// Arrays already warned about (by host address), so that a loop warns once.
 static WARNED: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 
-/// Queues the comparison for an entry released without a copy back.
+/// Queues the comparison for an entry released without a copy back: after the work queued so
+/// far on every queue, which is what the release's free waits for (kernels on other queues may
+/// still be writing the device copy), and before the free.
 pub fn check(op: &Op, e: &Entry, cell: Arc<AtomicU64>) -> Result<()> {
     let (dev, host, bytes) = (Addr(e.dev as usize), e.host, e.bytes);
     let (name, descriptor) = (e.name_str(), e.descriptor);
@@ -96,7 +104,7 @@ pub fn check(op: &Op, e: &Entry, cell: Arc<AtomicU64>) -> Result<()> {
             );
         }
     });
-    op.rt.backend.host_fn(op.q, job)
+    op.rt.backend.host_fn_after_all(op.q, job)
 }
 
 /// The program's name for data the clause did not name: the global array at `host`, or the

@@ -6,6 +6,7 @@
 //!   registration entry points (src/ffi/prof.rs), and a construct API that hand-lowered directive
 //!   code calls, from Rust ([`construct`]) or C (include/accshim.h, src/ffi/construct.rs).
 //! - The present table with structured and dynamic reference counts (src/present.rs, src/data.rs).
+//! - The events of each directive, in order, for all three ways in (src/sequence.rs).
 //! - The profiling interface: tool loading, the callback registry and dispatch (src/profiling).
 //!
 //! See README.md for usage and for which events are dispatched where.
@@ -30,6 +31,7 @@ pub mod members;
 pub mod present;
 pub mod profiling;
 pub mod runtime;
+pub mod sequence;
 
 pub use backend::{RedOp, Val, ACC_DEVICE_EMULATED};
 pub use construct::{

@@ -140,7 +140,7 @@ def categorize(rec, notes):
     if not cats:
         return [], ""
     if "no_drop_check" in rec:
-        reasons.append(f"with ACCSHIM_NO_DROP_CHECK=1 the shim's run: {rec['no_drop_check']}")
+        reasons.append(f"with ACCSHIM_DROP_CHECK=0 the shim's run: {rec['no_drop_check']}")
     note, _ = note_for(rec["id"], notes, s, t)
     if note:
         if note[2]:

@@ -11,9 +11,12 @@
 #
 # What each check expects:
 # - pointers_by_value (miniWeather's shape: pointers GCC passes into kernels by value, update
-#   host async + wait): the shim on CUDA prints what libgomp's host fallback prints. libgomp on
-#   the GPU passes the host addresses to the kernels; its output is shown, not judged.
-# - release_under_async, async_update_host, construct_kinds: the same output on both.
+#   host async + wait) and kernels_by_value (a kernels construct's pointer variables, mapped
+#   whole): the shim on CUDA prints what libgomp's host fallback prints. libgomp on the GPU
+#   passes the host addresses to the kernels; its output is shown, not judged.
+# - release_under_async, async_update_host, construct_kinds, sync_after_async (copies back and
+#   a synchronous kernel right after async kernels, no wait; a store after an async update
+#   self): the same output on both.
 # - exit_during_constructs: 10 runs on the shim, each status 0, "main returns", nothing on stderr.
 # - error_after_output (kernels, update): status 1, the line printed before kept, one error line
 #   naming the directive and its source line.
@@ -27,8 +30,8 @@ stage)
   mkdir -p "$carry"
   root=$PWD
   src=$root/runtime-shim/tests/gcc
-  progs=(pointers_by_value.cpp release_under_async.c async_update_host.c construct_kinds.c
-    exit_during_constructs.c error_after_output.c)
+  progs=(pointers_by_value.cpp kernels_by_value.c release_under_async.c async_update_host.c
+    construct_kinds.c sync_after_async.c exit_during_constructs.c error_after_output.c)
   for p in "${progs[@]}"; do cp "$src/$p" "$carry/"; done
   cd "$carry"
   # Built where they run, their debug information naming the sources relative to that folder,
@@ -54,13 +57,15 @@ run)
   verdict() { if [ "$1" = 1 ]; then echo "ok    $2"; else echo "FAIL  $2"; fi; }
   same() { [ "$1" = "$2" ] && echo 1 || echo 0; }
 
-  want=$(gomp_host ./pointers_by_value 2>&1)
-  got=$(shim ./pointers_by_value 2>/dev/null)
-  verdict "$(same "$want" "$got")" "pointers_by_value: shim on CUDA = libgomp's host fallback"
-  [ "$want" = "$got" ] || { echo "  want: $want" | head -8; echo "  shim: $got" | head -8; }
-  echo "  (libgomp on the GPU, for the record: $(gomp ./pointers_by_value 2>&1 | tail -2 | tr '\n' ' '))"
+  for p in pointers_by_value kernels_by_value; do
+    want=$(gomp_host "./$p" 2>&1)
+    got=$(shim "./$p" 2>/dev/null)
+    verdict "$(same "$want" "$got")" "$p: shim on CUDA = libgomp's host fallback"
+    [ "$want" = "$got" ] || { echo "  want: $want" | head -8; echo "  shim: $got" | head -8; }
+    echo "  (libgomp on the GPU, for the record: $(gomp "./$p" 2>&1 | tail -2 | tr '\n' ' '))"
+  done
 
-  for p in release_under_async async_update_host construct_kinds; do
+  for p in release_under_async async_update_host construct_kinds sync_after_async; do
     g=$(gomp "./$p" 2>&1); s=$(shim "./$p" 2>/dev/null)
     verdict "$(same "$g" "$s")" "$p: the same output as libgomp on the GPU"
     [ "$g" = "$s" ] || { echo "  libgomp: $g" | head -6; echo "  shim:    $s" | head -6; }

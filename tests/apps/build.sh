@@ -49,6 +49,11 @@ build "$CXX" "${flags[@]}" -I"$here" "$here/stencil_main.cpp" "$here/stencil_flo
 build "$FC" "${flags[@]}" -J"$out" "$here/heat_mod.f90" "$here/heat_main.f90" -o "$out/heat"
 build "$FC" "${flags[@]}" "$here/jacobi_naive.f90" -o "$out/jacobi_naive"
 build "$FC" "${flags[@]}" -J"$out" "$here/relax_args.f90" -o "$out/relax_args"
+build "$CC" "${flags[@]}" "$here/heat_calls.c" -o "$out/heat_calls"
+build "$CC" "${flags[@]}" "$here/stack_arrays.c" -o "$out/stack_arrays"
+build "$CXX" "${flags[@]}" "$here/field_class.cpp" -o "$out/field_class"
+build "$FC" "${flags[@]}" -J"$out" "$here/fields_mod.f90" -o "$out/fields_mod"
+build "$CC" "${flags[@]}" "$here/scratch_malloc.c" -o "$out/scratch_malloc"
 if command -v mpicc > /dev/null; then
     build env OMPI_CC="$CC" mpicc "${flags[@]}" "$here/mpi_halo.c" -o "$out/mpi_halo" -lm
 else

@@ -1,7 +1,9 @@
 /* One seeded data-clause bug per run (argv[1] names it), and correct programs ("ok_*") that
    use data regions, updates and async queues: accprof check must find each bug with its kind,
-   array and line (the line marked BUG: with the kind), and nothing in the correct ones.
-   The arrays are global, so that they have their source names without debug information. */
+   array and line (the line marked BUG: with the case's name), and nothing in the correct ones.
+   The arrays are global, so that they have their source names without debug information;
+   the "small_" cases use arrays of a few KiB from malloc, which share their first and last
+   pages with each other and with malloc's own headers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +80,7 @@ int main (int argc, char **argv)
     {
 #pragma acc parallel loop copy(a, b) /* BUG:redundant_transfer */
       for (int i = 0; i < N; i++)
-        b[i] = a[i] + 1;
+        b[i] += a[i] + 1;
       s = b[100];
     }
   else if (!strcmp (which, "unused_transfer"))
@@ -90,6 +92,76 @@ int main (int argc, char **argv)
             b[i] += a[i];
         }
       s = b[100];
+    }
+  else if (!strcmp (which, "unused_upload"))
+    {
+#pragma acc parallel loop copyin(a) copy(b) /* BUG:unused_upload */
+      for (int i = 0; i < N; i++)
+        b[i] = 2 * a[i];
+      s = b[100];
+    }
+  else if (!strcmp (which, "small_stale_host_read"))
+    {
+      int m = 384;
+      double *p = malloc (m * sizeof *p), *q = malloc (m * sizeof *q);
+      for (int i = 0; i < m; i++)
+        p[i] = q[i] = i;
+#pragma acc data copy(p[0:m], q[0:m])
+      {
+#pragma acc parallel loop present(p[0:m], q[0:m])
+        for (int i = 0; i < m; i++)
+          q[i] += p[i];
+        s = q[m - 1]; /* BUG:small_stale_host_read */
+      }
+      free (p);
+      free (q);
+    }
+  else if (!strcmp (which, "small_stale_device_read"))
+    {
+      int m = 640;
+      double *p = malloc (m * sizeof *p), *q = malloc (m * sizeof *q);
+      for (int i = 0; i < m; i++)
+        p[i] = q[i] = i;
+#pragma acc data copyin(p[0:m]) copy(q[0:m])
+      {
+        p[0] = -1; /* BUG:small_stale_device_read */
+#pragma acc parallel loop present(p[0:m], q[0:m])
+        for (int i = 0; i < m; i++)
+          q[i] += p[i];
+      }
+      s = q[0];
+      free (p);
+      free (q);
+    }
+  else if (!strcmp (which, "ok_small"))
+    {
+      /* Correct use of small arrays side by side, with the host busy on their neighbours
+         (an unmapped array between them, malloc and free) while they are on the device. */
+      int m = 400;
+      double *p = malloc (m * sizeof *p), *w = malloc (m * sizeof *w),
+             *q = malloc (m * sizeof *q);
+      for (int i = 0; i < m; i++)
+        p[i] = q[i] = w[i] = i;
+#pragma acc data copy(p[0:m], q[0:m])
+      {
+        for (int it = 0; it < 3; it++)
+          {
+#pragma acc parallel loop present(p[0:m], q[0:m])
+            for (int i = 0; i < m; i++)
+              q[i] += p[i];
+            for (int i = 0; i < m; i++)
+              w[i] += 1;
+            free (malloc (100));
+#pragma acc update self(q[0:m])
+            s += q[m / 2] + w[0];
+            p[1] = s;
+#pragma acc update device(p[0:m])
+          }
+      }
+      s += p[1] + q[2];
+      free (p);
+      free (w);
+      free (q);
     }
   else if (!strcmp (which, "ok_region"))
     {

@@ -1,5 +1,5 @@
 // The C++ side of the checker's bug suite (see bugs.c): one seeded bug per run, named by
-// argv[1], and correct runs ("ok_*"); the line of each bug is marked BUG: with its kind.
+// argv[1], and correct runs ("ok_*"); the line of each bug is marked BUG: with its case.
 #include <cstdio>
 #include <cstring>
 
@@ -73,7 +73,7 @@ int main (int argc, char **argv)
 #pragma acc enter data copyin(v) // BUG:leak_at_exit
 #pragma acc parallel loop present(v)
       for (int i = 0; i < N; i++)
-        v[i] = i;
+        v[i] += i;
 #pragma acc update self(v)
       s = v[3];
     }
@@ -83,7 +83,7 @@ int main (int argc, char **argv)
       {
 #pragma acc parallel loop present(u, v)
         for (int i = 0; i < N; i++)
-          v[i] = u[i];
+          v[i] -= u[i];
 #pragma acc update device(u) // BUG:redundant_transfer
 #pragma acc parallel loop present(u, v)
         for (int i = 0; i < N; i++)
@@ -102,6 +102,14 @@ int main (int argc, char **argv)
           for (int i = 0; i < N; i++)
             v[i] += 1;
         }
+      s = v[3];
+    }
+  else if (!std::strcmp (which, "unused_upload"))
+    {
+      // The kernel only writes v: the copy in of v was for nothing (copyout would do).
+#pragma acc parallel loop copyin(u) copy(v) // BUG:unused_upload
+      for (int i = 0; i < N; i++)
+        v[i] = u[i] + 1;
       s = v[3];
     }
   else if (!std::strcmp (which, "ok_region"))

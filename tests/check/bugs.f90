@@ -1,6 +1,6 @@
 ! The Fortran side of the checker's bug suite (see bugs.c): one seeded bug per run, named by
 ! the first argument, and correct runs ("ok_*"); the line of each bug is marked BUG: with its
-! kind. The arrays are module variables, named in the program's symbol table.
+! case. The arrays are module variables, named in the program's symbol table.
 module fields
   implicit none
   integer, parameter :: n = 8192
@@ -65,6 +65,12 @@ program bugs
     !$acc parallel loop copy(y)
     do i = 1, n
       y(i) = y(i) + 1
+    end do
+    s = y(n)
+  case ('unused_upload')
+    !$acc parallel loop copyin(x) copy(y)  ! BUG:unused_upload
+    do i = 1, n
+      y(i) = 2 * x(i)
     end do
     s = y(n)
   case ('ok_region')

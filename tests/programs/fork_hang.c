@@ -1,12 +1,15 @@
 /* Measures how often a forked child hangs when another thread is inside OpenACC constructs at
    the fork. A second thread runs constructs without pause; the main thread forks FORKS
    children (first argument, default 200), each of which runs one construct and _exits. A child
-   not done within 2 s counts as hung and is killed. Prints "forks N hung H". */
+   not done within LIMIT seconds (second argument, default 2) counts as hung and is killed.
+   With a third argument "thread", each child runs its construct on a new thread of its own
+   instead of the one that forked. Prints "forks N hung H". */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +28,11 @@ static void *busy(void *arg) {
     return NULL;
 }
 
+static void *one_construct(void *arg) {
+    construct(arg);
+    return NULL;
+}
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -33,6 +41,8 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     int forks = argc > 1 ? atoi(argv[1]) : 200;
+    double limit = argc > 2 ? atof(argv[2]) : 2.0;
+    int on_new_thread = argc > 3 && strcmp(argv[3], "thread") == 0;
     double a[64] = {0};
     construct(a);
     pthread_t t;
@@ -42,10 +52,16 @@ int main(int argc, char **argv) {
         usleep(1000 + rand() % 1000);
         pid_t pid = fork();
         if (pid == 0) {
-            construct(a);
+            if (on_new_thread) {
+                pthread_t c;
+                pthread_create(&c, NULL, one_construct, a);
+                pthread_join(c, NULL);
+            } else {
+                construct(a);
+            }
             _exit(0);
         }
-        double deadline = now() + 2.0;
+        double deadline = now() + limit;
         int status, done = 0;
         while (now() < deadline) {
             if (waitpid(pid, &status, WNOHANG) == pid) {

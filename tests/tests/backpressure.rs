@@ -31,17 +31,29 @@ fn a_stalled_writer_drops_and_counts_instead_of_blocking() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Nobody reads the FIFO for the first 3 s: the writer blocks, buffers run out, and the
-    // threads must drop rather than wait. Then a reader drains it so the program can exit.
+    // The reader opens the FIFO but reads nothing for the first 3 s: the writer blocks on the
+    // full pipe, buffers run out, and the threads must drop rather than wait. Then it drains
+    // the FIFO so the program can exit.
     let reader = std::thread::spawn({
-        let fifo = fifo.clone();
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
         move || {
             std::thread::sleep(Duration::from_secs(3));
             let mut trace = Vec::new();
-            std::fs::File::open(&fifo)
-                .unwrap()
-                .read_to_end(&mut trace)
-                .unwrap();
+            let mut f = f;
+            let mut buf = vec![0u8; 1 << 16];
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(60) {
+                match f.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => trace.extend_from_slice(&buf[..n]),
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
             trace
         }
     });

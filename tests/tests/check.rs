@@ -1,7 +1,7 @@
 //! `accprof check` on the bug suite of tests/check: C, C++ and Fortran programs built by
 //! gcc/g++/gfortran -fopenacc, each run once per seeded bug (the bug's line is marked
-//! `BUG:<kind>` in the source) and once per correct variant (data regions, updates, async
-//! queues). Each bug must be found with its kind, array and line, and nothing else of another
+//! `BUG:<case>` in the source) and once per correct variant (data regions, updates, async
+//! queues, small arrays from malloc side by side). Each bug must be found with its kind, array and line, and nothing else of another
 //! kind; the correct runs must give no finding. Also: the program's output and exit status pass
 //! through, faults that are not the checker's reach the program's handlers (or kill it) as
 //! without it, the SARIF output validates against the official SARIF 2.1.0 schema, and
@@ -60,12 +60,12 @@ fn findings(o: &Output) -> Vec<Value> {
     v["findings"].as_array().expect("findings").clone()
 }
 
-/// The line marked `BUG:<kind>` in `src`.
-fn marked(src: &str, kind: &str) -> i64 {
+/// The line marked `BUG:<case>` in `src`.
+fn marked(src: &str, case: &str) -> i64 {
     let text = std::fs::read_to_string(check_dir().join(src)).unwrap();
-    let tag = format!("BUG:{kind}");
+    let tag = format!("BUG:{case}");
     text.lines()
-        .position(|l| l.contains(&tag))
+        .position(|l| l.split_whitespace().any(|w| w == tag))
         .unwrap_or_else(|| panic!("{src} marks no {tag}")) as i64
         + 1
 }
@@ -77,22 +77,41 @@ fn is_error(kind: &str) -> bool {
     )
 }
 
+/// A seeded bug: the case's name (argv[1], and its `BUG:` mark), the kind it must be found as,
+/// the array's name (None: a heap block, named by its allocation) and a piece of the fix.
+struct Bug {
+    case: &'static str,
+    kind: &'static str,
+    variable: Option<&'static str>,
+    fix: &'static str,
+}
+
+const fn bug(case: &'static str, kind: &'static str, variable: &'static str) -> Bug {
+    Bug {
+        case,
+        kind,
+        variable: Some(variable),
+        fix: "",
+    }
+}
+
 /// Runs every seeded bug of `src` (JSON output, the program's stdout before it) and every
 /// correct variant.
-fn suite(src: &str, variable: &dyn Fn(&str) -> &'static str, kinds: &[&str], correct: &[&str]) {
+fn suite(src: &str, bugs: &[Bug], correct: &[&str]) {
     let dir = scratch(&format!("check-{src}"));
     let prog = build(src, &dir);
-    for &kind in kinds {
-        let out = dir.join(format!("{kind}.json"));
+    for b in bugs {
+        let (case, kind) = (b.case, b.kind);
+        let out = dir.join(format!("{case}.json"));
         let o = check(
             &["--format", "json", "-o", out.to_str().unwrap()],
             &prog,
-            &[kind],
+            &[case],
         );
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(
-            stdout.starts_with(kind),
-            "{src} {kind}: the program's output passes through: {stdout}"
+            stdout.starts_with(case),
+            "{src} {case}: the program's output passes through: {stdout}"
         );
         let text = std::fs::read(&out).unwrap_or_default();
         let json = Output {
@@ -100,25 +119,28 @@ fn suite(src: &str, variable: &dyn Fn(&str) -> &'static str, kinds: &[&str], cor
             ..o.clone()
         };
         let found = findings(&json);
-        let line = marked(src, kind);
+        let line = marked(src, case);
         assert!(
             found.iter().any(|f| f["kind"] == kind
                 && f["line"] == line
-                && f["variable"] == variable(kind)
+                && b.variable.is_none_or(|v| f["variable"] == v)
                 && f["file"].as_str().is_some_and(|p| p.ends_with(src))
-                && f["fix"].as_str().is_some_and(|x| !x.is_empty())),
-            "{src} {kind}: expected {kind} of {} at line {line}: {found:#?}",
-            variable(kind)
+                && f["fix"]
+                    .as_str()
+                    .is_some_and(|x| !x.is_empty() && x.contains(b.fix))),
+            "{src} {case}: expected {kind} of {:?} at line {line} (fix with {:?}): {found:#?}",
+            b.variable,
+            b.fix
         );
         assert!(
             found.iter().all(|f| f["kind"] == kind),
-            "{src} {kind}: only the seeded kind: {found:#?}"
+            "{src} {case}: only the seeded kind: {found:#?}"
         );
         let want = if is_error(kind) { 1 } else { 0 };
         assert_eq!(
             o.status.code(),
             Some(want),
-            "{src} {kind}: exit status; {}",
+            "{src} {case}: exit status; {}",
             stderr(&o)
         );
     }
@@ -140,52 +162,80 @@ fn suite(src: &str, variable: &dyn Fn(&str) -> &'static str, kinds: &[&str], cor
     }
 }
 
-const ALL: [&str; 7] = [
-    "stale_host_read",
-    "stale_device_read",
-    "results_dropped",
-    "host_memory_in_kernel",
-    "leak_at_exit",
-    "redundant_transfer",
-    "unused_transfer",
-];
+/// The seven kinds, each seeded once in every language (the case named as its kind), with
+/// the array each suite seeds it on.
+fn every_kind(var: &dyn Fn(&str) -> &'static str) -> Vec<Bug> {
+    [
+        "stale_host_read",
+        "stale_device_read",
+        "results_dropped",
+        "host_memory_in_kernel",
+        "leak_at_exit",
+        "redundant_transfer",
+        "unused_transfer",
+    ]
+    .into_iter()
+    .map(|k| bug(k, k, var(k)))
+    .collect()
+}
 
 #[test]
 fn the_c_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are_clean() {
-    let var = |k: &str| match k {
+    let mut bugs = every_kind(&|k| match k {
         "unused_transfer" => "b",
         _ => "a",
-    };
+    });
+    bugs.extend([
+        // The upload half of unused_transfer: copy(b) where the kernel only writes b.
+        Bug {
+            fix: "copyout(b)",
+            ..bug("unused_upload", "unused_transfer", "b")
+        },
+        // Arrays of a few KiB from malloc, sharing pages.
+        Bug {
+            variable: None,
+            ..bug("small_stale_host_read", "stale_host_read", "")
+        },
+        Bug {
+            variable: None,
+            ..bug("small_stale_device_read", "stale_device_read", "")
+        },
+    ]);
     suite(
         "bugs.c",
-        &var,
-        &ALL,
-        &["ok_region", "ok_updates", "ok_async"],
+        &bugs,
+        &["ok_region", "ok_updates", "ok_async", "ok_small"],
     );
 }
 
 #[test]
 fn the_cpp_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are_clean() {
-    let var = |k: &str| match k {
+    let mut bugs = every_kind(&|k| match k {
         "leak_at_exit" | "unused_transfer" => "v",
         _ => "u",
-    };
-    suite("bugs.cpp", &var, &ALL, &["ok_region", "ok_async"]);
+    });
+    bugs.push(Bug {
+        fix: "copyout(v)",
+        ..bug("unused_upload", "unused_transfer", "v")
+    });
+    suite("bugs.cpp", &bugs, &["ok_region", "ok_async"]);
 }
 
 #[test]
 fn the_fortran_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are_clean() {
     // Fortran passes no pointer by value: its arrays are mapped with their descriptors.
-    let kinds: Vec<&str> = ALL
-        .iter()
-        .copied()
-        .filter(|k| *k != "host_memory_in_kernel")
-        .collect();
-    let var = |k: &str| match k {
+    let mut bugs: Vec<Bug> = every_kind(&|k| match k {
         "leak_at_exit" | "unused_transfer" => "y",
         _ => "x",
-    };
-    suite("bugs.f90", &var, &kinds, &["ok_region", "ok_updates"]);
+    })
+    .into_iter()
+    .filter(|b| b.kind != "host_memory_in_kernel")
+    .collect();
+    bugs.push(Bug {
+        fix: "!$acc parallel loop copyin(x) copyout(y)",
+        ..bug("unused_upload", "unused_transfer", "y")
+    });
+    suite("bugs.f90", &bugs, &["ok_region", "ok_updates"]);
 }
 
 #[test]

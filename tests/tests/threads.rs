@@ -50,3 +50,45 @@ fn four_threads_lose_nothing() {
             .all(|e| e.line_no() == Some(line)));
     }
 }
+
+/// Two threads on the bundled runtime: each thread's buffers reach the trace on their own, so
+/// the file holds one thread's allocations after the other's later ones. The report replays
+/// them in time order: it prints (it used to index out of bounds in the device-memory line),
+/// its series never goes back in time, and every allocation meets its free.
+#[test]
+fn the_report_of_two_threads_on_the_bundled_runtime_orders_device_memory_in_time() {
+    let dir = scratch("threads-report");
+    let exe = compile_c("threads.c", &dir, &["-g", "-pthread"]);
+    let trace = dir.join("two.trace");
+    let o = std::process::Command::new(accprof_cli())
+        .args(["run", "-q", "--runtime", "shim", "--report", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .args(["2", "200"])
+        .env_remove("LD_PRELOAD")
+        .env_remove("ACC_PROFLIB")
+        .output()
+        .expect("accprof runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("over time:"), "{}", stderr(&o));
+    let o = std::process::Command::new(accprof_cli())
+        .args(["report", "-q", "--format", "json"])
+        .arg(&trace)
+        .output()
+        .expect("accprof runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let d = &v["traces"][0]["profile"]["device_memory"][0];
+    let times: Vec<u64> = d["series"]
+        .as_array()
+        .expect("a series")
+        .iter()
+        .map(|p| p[0].as_u64().unwrap())
+        .collect();
+    assert!(times.len() > 2, "{d}");
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert_eq!(d["unmatched_frees"], 0, "{d}");
+    assert_eq!(d["in_use_at_end"], 0, "{d}");
+    assert_eq!(d["allocations"], d["frees"], "{d}");
+}

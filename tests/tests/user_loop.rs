@@ -242,17 +242,16 @@ fn advice_names_the_enclosing_loop_in_the_programs_language() {
     let c = stdout(&accprof(&dir, &["advise", "-q", "c.trace"]));
     // laplace.c: the while loop is lines 38-58; the constructs inside are at 41 and 50.
     assert!(
-        c.contains("wrap the loop at lines 38-58 in `#pragma acc data copy(A, Anew)`"),
+        c.contains("wrap the loop at laplace.c:38-58 (main) in `#pragma acc data copy(A, Anew)`"),
         "{c}"
     );
     assert!(!c.contains("!$acc"), "{c}");
     let f = stdout(&accprof(&dir, &["advise", "-q", "f.trace"]));
     // jacobi_naive.f90: the do while loop is lines 24-41; `allocate(a(n, m), anew(n, m))` at
-    // line 14 makes two arrays, told apart by their order on the line, both to keep on the
-    // device.
+    // line 14 makes two arrays, named by their order on the line, both to keep on the device.
     assert!(
         f.contains("[data_region]")
-            && f.contains("put `!$acc data copy(heap@jacobi_naive.f90:14#1, heap@jacobi_naive.f90:14#2)` before the loop at lines 24-41")
+            && f.contains("put `!$acc data copy(a, anew)` before the loop at jacobi_naive.f90:24-41 (jacobi_naive)")
             && f.contains("`!$acc end data`"),
         "{f}"
     );
@@ -294,11 +293,13 @@ fn advice_on_a_cpp_class_and_a_fortran_module_fits_their_structure() {
     profile(&dir, "shim", "h.trace", "./heat");
 
     let s = stdout(&accprof(&dir, &["advise", "-q", "s.trace"]));
-    // `u_` of Grid<double> is allocated at stencil.hpp:13; copied out where smooth's region
-    // closes (line 45) and in again by total's `kernels` (line 54).
+    // `u_` of Grid<double> is allocated at stencil.hpp:13 (`u_(new T[n])`); copied out where
+    // smooth's region closes (line 45) and in again by total's `kernels` (line 54). Grid<float>'s
+    // `u_` is another array, with a finding of its own.
     assert!(
         s.contains("[create_instead_of_copy]")
-            && s.contains("`#pragma acc enter data copyin(heap@stencil.hpp:13#1)`")
+            && s.contains("`#pragma acc enter data copyin(u_[0:n])`")
+            && s.contains("Grid<float>::smooth(int, float)")
             && s.contains("Grid<double>::smooth(int, double) and Grid<double>::total() const"),
         "{s}"
     );

@@ -8,11 +8,13 @@
 //!
 //! Each rule is an [`AdviceRule`] in a file of its own under [`rules`].
 
+pub(crate) mod clauses;
+pub(crate) mod placement;
 pub mod rules;
 
 use crate::model::*;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 /// Transfers smaller than this (reduction scalars, kernel arguments) are left to the runtime:
 /// the host usually needs them every iteration.
@@ -185,6 +187,13 @@ pub fn advise(p: &Profile) -> Vec<Finding> {
     for rule in RULES {
         rule.check(p, &mut claimed, &mut out);
     }
+    // No change saves more than the whole run took.
+    let wall = p.summary.wall_ns;
+    if wall > 0 {
+        for f in &mut out {
+            f.estimated_saving_ns = f.estimated_saving_ns.min(wall);
+        }
+    }
     out.sort_by(|a, b| {
         b.estimated_saving_ns
             .cmp(&a.estimated_saving_ns)
@@ -214,6 +223,81 @@ impl Claimed {
 pub(crate) struct VarTraffic<'a> {
     name: String,
     sites: Vec<&'a TransferSite>,
+    /// What the hashes of its transfers' bytes showed, both directions (all zero without).
+    content: VarContent,
+}
+
+/// What hashing the bytes of one array's transfers showed.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct VarContent {
+    uploads: u64,
+    uploads_held: u64,
+    downloads: u64,
+    downloads_unchanged: u64,
+    /// Whether the array's first use began with an upload (its construct read the host's
+    /// bytes), and whether that use changed it.
+    first_uploaded: Option<bool>,
+    first_changed: Option<bool>,
+}
+
+impl VarContent {
+    /// Sums the content statistics of the variables `sites` moved.
+    fn of(p: &Profile, sites: &[&TransferSite]) -> Self {
+        let mut seen: Vec<usize> = Vec::new();
+        let mut out = VarContent::default();
+        for s in sites {
+            if seen.contains(&s.variable) {
+                continue;
+            }
+            seen.push(s.variable);
+            let v = &p.variables[s.variable];
+            let Some(c) = v.content else { continue };
+            match v.direction {
+                Direction::HostToDevice => {
+                    out.uploads += c.hashed;
+                    out.uploads_held += c.already_held;
+                }
+                Direction::DeviceToHost => {
+                    out.downloads += c.hashed;
+                    out.downloads_unchanged += c.unchanged;
+                }
+            }
+            out.first_uploaded = out.first_uploaded.or(c.first_uploaded);
+            out.first_changed = out.first_changed.or(c.first_changed);
+        }
+        out
+    }
+
+    fn known(&self) -> bool {
+        self.uploads + self.downloads > 0
+    }
+
+    /// The evidence in words: `8 of 8 uploads carried bytes the device already held`.
+    pub(crate) fn describe(&self) -> Option<String> {
+        if !self.known() {
+            return None;
+        }
+        let mut parts = Vec::new();
+        if self.uploads > 0 {
+            parts.push(format!(
+                "{} of {} uploads carried bytes the device already held",
+                self.uploads_held, self.uploads
+            ));
+        }
+        if self.downloads > 0 {
+            parts.push(format!(
+                "{} of {} downloads brought back bytes the device had not changed",
+                self.downloads_unchanged, self.downloads
+            ));
+        }
+        Some(parts.join("; "))
+    }
+
+    /// Uploads after the first that carried bytes the device did not hold: the host changed
+    /// the array between them.
+    pub(crate) fn host_changes(&self) -> u64 {
+        (self.uploads - self.uploads_held).saturating_sub(1)
+    }
 }
 
 impl VarTraffic<'_> {
@@ -234,6 +318,32 @@ impl VarTraffic<'_> {
     fn bytes(&self) -> u64 {
         self.sites.iter().map(|s| s.bytes).sum()
     }
+    /// The data clause a data region should give this variable: from the content of its
+    /// transfers where the trace has their hashes (`used_after`: whether the program uses the
+    /// array after the region; `written_first`: whether its first construct assigns to it
+    /// before reading it; both from the source), else judged from its traffic.
+    fn clause_from(&self, used_after: Option<bool>, written_first: Option<bool>) -> &'static str {
+        let c = &self.content;
+        if !c.known() || c.first_uploaded.is_none() {
+            return self.clause();
+        }
+        if c.downloads_unchanged == c.downloads && c.first_uploaded == Some(true) {
+            // The device never changed it (or never gave it back): what goes in is all the
+            // program needed.
+            return "copyin";
+        }
+        match (c.first_uploaded, c.first_changed, used_after) {
+            // Its first construct did not read the host's bytes (it created the array), or
+            // rewrote it (its body assigns to it before reading it), and nothing after the
+            // region reads it: the device alone needs it.
+            (Some(false), _, Some(false)) => "create",
+            (Some(true), Some(true), Some(false)) if written_first == Some(true) => "create",
+            // Created by its first construct, and read after the region.
+            (Some(false), _, _) => "copyout",
+            _ => "copy",
+        }
+    }
+
     /// The data clause a data region should give this variable, judged from its traffic:
     /// moved both ways and first moved device->host (produced on the device) = a temporary.
     fn clause(&self) -> &'static str {
@@ -256,7 +366,10 @@ impl VarTraffic<'_> {
     /// Transfer time a data region removes: every transfer but the first upload and the last
     /// download that the clause keeps.
     fn saving(&self) -> u64 {
-        let clause = self.clause();
+        self.saving_with(self.clause())
+    }
+
+    fn saving_with(&self, clause: &str) -> u64 {
         let keep = |d: Direction, kept: bool| {
             let n = self.count(d);
             let t = self.time(d);
@@ -272,6 +385,16 @@ impl VarTraffic<'_> {
                 matches!(clause, "copy" | "copyout"),
             )
     }
+    /// The array's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its first transfer's site.
+    pub(crate) fn first_site(&self) -> Option<&TransferSite> {
+        self.sites.iter().min_by_key(|s| s.first_ns).copied()
+    }
+
     fn events(&self) -> Vec<EventRef> {
         let mut v: Vec<EventRef> = self
             .sites
@@ -287,15 +410,6 @@ impl VarTraffic<'_> {
         let e = self.sites.iter().map(|s| s.last_ns).max().unwrap_or(0);
         (s, e)
     }
-}
-
-pub(crate) fn clause_text(clauses: &BTreeMap<&str, Vec<String>>) -> String {
-    let order = ["copy", "copyin", "copyout", "create"];
-    order
-        .iter()
-        .filter_map(|k| clauses.get(k).map(|v| format!("{k}({})", v.join(", "))))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 pub(crate) fn construct_lines(cs: &[&Construct]) -> String {

@@ -1,16 +1,23 @@
 //! Device memory in use over time, per device: its high-water mark and the arrays holding the
 //! memory at that moment (Score-P's acc_mem_usage, with names).
 //!
-//! Fed from the runtime's allocation events in file order. An allocation is tracked by its
+//! Fed from the runtime's allocation events in file order, which is not time order: each
+//! thread's buffers reach the trace on their own, so one thread's allocations can follow
+//! another's later ones. The events are therefore replayed in time order through a bounded
+//! window ([`REORDER_WINDOW`] operations, far more than the threads' buffers hold between two
+//! writes); an operation that would still be out of order past it is counted at the latest time
+//! already replayed, so the series never runs backwards. An allocation is tracked by its
 //! device pointer, because a free need not repeat its size or host address (GCC's
 //! `acc_ev_free` has bytes = SIZE_MAX and host_ptr NULL). Alloc/free events are used when the
 //! trace has any; else create/delete (both describe one allocation, so the pair would count it
-//! twice). Memory stays bounded: the live allocations, a downsampled series and a snapshot of
-//! the largest arrays at the peak.
+//! twice). Memory stays bounded: the window, the live allocations, a downsampled series and a
+//! snapshot of the largest arrays at the peak.
 
 use crate::model::{DeviceMemory, EventRef, HeldArray};
 use accprof_abi::acc_event_t;
 use accprof_trace::{Event, EventFlags, Field, StrId, StringTable};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 // Keyed by device pointers and device numbers, which no one picks to collide: the Fx hash,
 // as the rest of the builder.
 use rustc_hash::FxHashMap as HashMap;
@@ -20,6 +27,69 @@ use rustc_hash::FxHashMap as HashMap;
 const SERIES_POINTS: usize = 512;
 /// Arrays named at the peak, largest first.
 const ARRAYS_AT_PEAK: usize = 10;
+/// Allocation operations held back to be replayed in time order. A thread's events reach the
+/// trace at the latest when its buffer (4096 events by default) fills or the tool's next sweep
+/// takes it; this covers that many allocations from each of a few dozen threads.
+const REORDER_WINDOW: usize = 1 << 16;
+
+/// What an allocation event says, kept while it waits in the reorder window.
+#[derive(Clone, Copy, Debug)]
+struct Op {
+    kind: acc_event_t,
+    /// None for an allocation of unknown size (not counted).
+    bytes: Option<u64>,
+    ptr: Option<u64>,
+    device: Option<i64>,
+    var: Option<StrId>,
+    host_ptr: Option<u64>,
+    file: Option<StrId>,
+    line: Option<i64>,
+    at: EventRef,
+}
+
+impl Op {
+    fn of(ev: &Event, at: EventRef) -> Self {
+        Op {
+            kind: ev.kind,
+            bytes: ev
+                .bytes()
+                .filter(|_| !ev.flags().contains(EventFlags::BYTES_UNKNOWN)),
+            ptr: ev.get(Field::DevicePtr),
+            device: ev.get_i64(Field::DeviceNumber),
+            var: ev.var_name(),
+            host_ptr: ev.get(Field::HostPtr),
+            file: ev.get_str(Field::SrcFile),
+            line: ev.line_no(),
+            at,
+        }
+    }
+
+    /// Time order; file order among operations at the same time.
+    fn order(&self) -> (u64, u64) {
+        (self.at.start_ns, self.at.index)
+    }
+}
+
+/// An operation in the window, ordered by [`Op::order`].
+#[derive(Debug)]
+struct Waiting(Op);
+
+impl PartialEq for Waiting {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.order() == other.0.order()
+    }
+}
+impl Eq for Waiting {}
+impl PartialOrd for Waiting {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Waiting {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.order().cmp(&other.0.order())
+    }
+}
 
 #[derive(Clone, Copy, Debug)]
 struct Live {
@@ -56,25 +126,19 @@ struct Tracker {
 }
 
 impl Tracker {
-    fn alloc(&mut self, ev: &Event, r: EventRef) {
-        let Some(bytes) = ev
-            .bytes()
-            .filter(|_| !ev.flags().contains(EventFlags::BYTES_UNKNOWN))
-        else {
+    fn alloc(&mut self, op: &Op) {
+        let (Some(bytes), Some(ptr)) = (op.bytes, op.ptr) else {
             return;
         };
-        let Some(ptr) = ev.get(Field::DevicePtr) else {
-            return;
-        };
-        let device = ev.get_i64(Field::DeviceNumber);
+        let (device, r) = (op.device, op.at);
         let live = Live {
             ptr,
             device,
             bytes,
-            var: ev.var_name(),
-            host_ptr: ev.get(Field::HostPtr),
-            file: ev.get_str(Field::SrcFile),
-            line: ev.line_no(),
+            var: op.var,
+            host_ptr: op.host_ptr,
+            file: op.file,
+            line: op.line,
             at: r,
         };
         // The same pointer again without a free between: the runtime reused it; replace.
@@ -92,16 +156,13 @@ impl Tracker {
         push_point(&mut d.series, r.start_ns, d.in_use);
     }
 
-    fn free(&mut self, ev: &Event, r: EventRef) {
-        let found = ev.get(Field::DevicePtr).and_then(|p| self.live.remove(&p));
+    fn free(&mut self, op: &Op) {
+        let found = op.ptr.and_then(|p| self.live.remove(&p));
         let Some(old) = found else {
-            *self
-                .unmatched
-                .entry(ev.get_i64(Field::DeviceNumber))
-                .or_default() += 1;
+            *self.unmatched.entry(op.device).or_default() += 1;
             return;
         };
-        self.release(old, r.start_ns);
+        self.release(old, op.at.start_ns);
         if let Some(d) = self.devices.get_mut(&old.device) {
             d.frees += 1;
         }
@@ -191,6 +252,9 @@ fn held(l: &Live, strings: &StringTable) -> HeldArray {
 
 fn push_point(series: &mut Vec<(u64, u64)>, t: u64, bytes: u64) {
     if let Some(last) = series.last_mut() {
+        // Never backwards: an operation that came too late for the reorder window is counted
+        // at the latest time replayed.
+        let t = t.max(last.0);
         if last.0 == t {
             last.1 = last.1.max(bytes);
             return;
@@ -211,22 +275,43 @@ fn push_point(series: &mut Vec<(u64, u64)>, t: u64, bytes: u64) {
 pub(crate) struct DeviceMemoryTracker {
     by_alloc: Tracker,
     by_create: Tracker,
+    /// Operations not replayed yet, earliest first.
+    window: BinaryHeap<Reverse<Waiting>>,
 }
 
 impl DeviceMemoryTracker {
     /// Takes `ev` if it allocates or frees device memory.
     pub(crate) fn feed(&mut self, ev: &Event, r: EventRef) {
-        match ev.kind {
-            acc_event_t::ALLOC => self.by_alloc.alloc(ev, r),
-            acc_event_t::FREE => self.by_alloc.free(ev, r),
-            acc_event_t::CREATE => self.by_create.alloc(ev, r),
-            acc_event_t::DELETE => self.by_create.free(ev, r),
+        if !matches!(
+            ev.kind,
+            acc_event_t::ALLOC | acc_event_t::FREE | acc_event_t::CREATE | acc_event_t::DELETE
+        ) {
+            return;
+        }
+        self.window.push(Reverse(Waiting(Op::of(ev, r))));
+        if self.window.len() > REORDER_WINDOW {
+            self.replay_earliest();
+        }
+    }
+
+    fn replay_earliest(&mut self) {
+        let Some(Reverse(Waiting(op))) = self.window.pop() else {
+            return;
+        };
+        match op.kind {
+            acc_event_t::ALLOC => self.by_alloc.alloc(&op),
+            acc_event_t::FREE => self.by_alloc.free(&op),
+            acc_event_t::CREATE => self.by_create.alloc(&op),
+            acc_event_t::DELETE => self.by_create.free(&op),
             _ => {}
         }
     }
 
     /// Per device, ordered by device number.
-    pub(crate) fn finish(self, strings: &StringTable) -> Vec<DeviceMemory> {
+    pub(crate) fn finish(mut self, strings: &StringTable) -> Vec<DeviceMemory> {
+        while !self.window.is_empty() {
+            self.replay_earliest();
+        }
         if self.by_alloc.devices.is_empty() {
             self.by_create.finish("create/delete", strings)
         } else {
@@ -337,6 +422,41 @@ mod tests {
             (m[0].events, m[0].peak_bytes, m[0].in_use_at_end),
             ("create/delete", 128, 64)
         );
+    }
+
+    #[test]
+    fn operations_are_replayed_in_time_order_whatever_the_file_order() {
+        // Two threads: the second one's buffer reaches the file after the first one's, though
+        // its allocation came first and overlapped the first one's.
+        let strings = StringTable::default();
+        let mut t = DeviceMemoryTracker::default();
+        for (kind, time, ptr, bytes) in [
+            (acc_event_t::ALLOC, 20, 0xa, Some(100)),
+            (acc_event_t::FREE, 40, 0xa, None),
+            (acc_event_t::ALLOC, 10, 0xb, Some(50)),
+            (acc_event_t::FREE, 30, 0xb, None),
+            // The first thread's pointer again, reused by the runtime after its free.
+            (acc_event_t::ALLOC, 50, 0xa, Some(10)),
+            (acc_event_t::FREE, 60, 0xa, None),
+        ] {
+            let (e, mut r) = ev(kind, time, ptr, bytes, None);
+            r.index = t.window.len() as u64;
+            t.feed(&e, r);
+        }
+        let d = &t.finish(&strings)[0];
+        assert_eq!((d.peak_bytes, d.peak_ns), (150, 20));
+        assert_eq!((d.unmatched_frees, d.in_use_at_end), (0, 0));
+        assert_eq!(
+            d.series,
+            [(10, 50), (20, 150), (30, 100), (40, 0), (50, 10), (60, 0)]
+        );
+    }
+
+    #[test]
+    fn an_operation_later_than_the_window_never_takes_the_series_back() {
+        let mut series = vec![(100, 5)];
+        push_point(&mut series, 90, 7);
+        assert_eq!(series, [(100, 7)]);
     }
 
     #[test]

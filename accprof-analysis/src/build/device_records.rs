@@ -65,6 +65,7 @@ impl ProfileBuilder {
             bytes: ev.bytes(),
             host_ptr: ev.get(Field::HostPtr),
             var: ev.var_name(),
+            alloc_site: ev.get(Field::AllocSite).unwrap_or(0),
             kernel: ev.kernel_name(),
         });
         // Records matched by name at the end wait for it all; a round would only sort them
@@ -301,7 +302,7 @@ impl ProfileBuilder {
                 bytes: d.bytes,
                 host_ptr: d.host_ptr,
                 var: match (d.var, d.host_ptr) {
-                    (Some(n), _) => VarId::Name(n),
+                    (Some(n), _) => VarId::Name(n, d.alloc_site),
                     (None, Some(p)) => VarId::Host {
                         ptr: p,
                         bytes: d.bytes.unwrap_or(0),
@@ -315,6 +316,9 @@ impl ProfileBuilder {
                 is_async: false,
                 overhead_ns: 0,
                 host_timed: false,
+                api_call: None,
+                content: None,
+                device_ptr: None,
                 device_ns: Some(dur(d.r)),
             };
             self.resolve(d.thread, c, inst, vec![leaf]);

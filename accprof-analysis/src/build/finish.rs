@@ -48,6 +48,18 @@ impl ProfileBuilder {
         profile.device_gaps = std::mem::take(&mut self.device_gaps).finish();
         profile.devices = devices;
         let launch_geometry = std::mem::take(&mut self.launch_geometry);
+        if let (n @ 1.., Some((kind, correlation))) = self.impossible_records {
+            let what = match kind {
+                device::KERNEL => "kernel record",
+                device::MEMCPY => "copy record",
+                device::MEMSET => "memset record",
+                _ => "device record",
+            };
+            let id = correlation.map_or(String::new(), |c| format!(", correlation id {c}"));
+            profile.warnings.push(format!(
+                "{n} device record(s) had impossible times (the first: a {what}{id}, with a zero timestamp, an end before its start, or a start before the trace began); they are left out of every total"
+            ));
+        }
         if self.device_rounds.late > 0 {
             profile.warnings.push(format!(
                 "{} device record(s) arrived after accprof had let go of the constructs open when they were issued (records come in CUPTI's buffers, roughly in issue order); they were counted outside any construct",
@@ -126,19 +138,42 @@ impl ProfileBuilder {
             .into_iter()
             .map(|(id, mut v)| {
                 v.name = var_label(id, strings);
+                // A name the source writes; not a hint such as `heap@x.c:3 (returned)`.
+                v.named = matches!(id, VarId::Name(..)) && accprof_symbols::is_source_text(&v.name);
+                v.content = None;
+                v.alloc_site = match id {
+                    VarId::Name(_, site) if site != 0 => Some(site),
+                    _ => None,
+                };
                 v
             })
             .collect();
+        for (v, c) in profile.variables.iter_mut().zip(&self.variable_content) {
+            v.content = (c.hashed > 0).then_some(*c);
+        }
         profile.transfer_sites = self.sites;
         profile.roundtrips = self.roundtrips;
+        // Runs over neighbouring objects (separate variables side by side in memory, as a
+        // code's global scalars are) are no slices of one array.
+        let one_array = |names: &Vec<StrId>| {
+            let bases: std::collections::BTreeSet<&str> = names
+                .iter()
+                .filter_map(|n| strings.get(*n))
+                .map(accprof_symbols::base_name)
+                .collect();
+            bases.len() <= 1
+        };
         profile.slice_runs = self
             .slices
             .into_iter()
-            .map(|(id, mut s)| {
+            .zip(self.slice_names)
+            .filter(|(_, names)| one_array(names))
+            .map(|((id, mut s), _)| {
                 s.array = match id {
-                    VarId::Name(n) => {
+                    VarId::Name(n, _) => {
                         let full = strings.get(n).unwrap_or("?");
-                        full.split('[').next().unwrap_or(full).to_string()
+                        s.named = accprof_symbols::is_source_text(full);
+                        accprof_symbols::base_name(full).to_string()
                     }
                     VarId::Host { ptr, .. } => format!("host array near {ptr:#x}"),
                     VarId::Unknown => "?".into(),
@@ -147,6 +182,17 @@ impl ProfileBuilder {
             })
             .collect();
         profile.allocs = self.allocs;
+        for (a, call) in profile.allocs.iter_mut().zip(self.alloc_calls) {
+            if let Some((file, func, line, var)) = call {
+                a.call = Some(Location {
+                    file: name(file),
+                    function: name(func),
+                    line,
+                    ..Location::default()
+                });
+                a.name = name(var);
+            }
+        }
         (profile.nvtx_ranges, profile.nvtx_marks) = self.nvtx.finish(strings);
         profile
     }
@@ -154,7 +200,7 @@ impl ProfileBuilder {
 
 fn var_label(id: VarId, strings: &StringTable) -> String {
     match id {
-        VarId::Name(n) => strings.get(n).unwrap_or("?").to_string(),
+        VarId::Name(n, _) => strings.get(n).unwrap_or("?").to_string(),
         VarId::Host { ptr, bytes } => format!("host {ptr:#x}+{}", crate::format::bytes(bytes)),
         VarId::Unknown => "(unknown variable)".into(),
     }

@@ -94,9 +94,11 @@ impl ConstructKey {
 }
 
 /// A variable as the builder identifies it: by name when the runtime gave one, else by host range.
+/// A heap block's name comes with its allocation call site (0 for other memory): two blocks the
+/// source names alike (a template's `u_` for `float` and for `double`) are two arrays.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum VarId {
-    Name(StrId),
+    Name(StrId, u64),
     Host { ptr: u64, bytes: u64 },
     Unknown,
 }
@@ -121,6 +123,13 @@ struct Leaf {
     host_timed: bool,
     /// The device's time for it, when it came from a device record.
     device_ns: Option<u64>,
+    /// For an allocation or free the program called the runtime API for (`acc_malloc`): the
+    /// call's file and function (its line is `line`).
+    api_call: Option<(Option<StrId>, Option<StrId>)>,
+    /// The hash of the host bytes a transfer moved, when the tool hashed them.
+    content: Option<u64>,
+    /// The device address of an allocation or free.
+    device_ptr: Option<u64>,
 }
 
 impl Leaf {
@@ -195,7 +204,17 @@ struct SliceRun {
     first: EventRef,
     last: EventRef,
     array: VarId,
+    /// The first few names the run's transfers carried: adjacent transfers of different
+    /// variables (`c1`, `c2`) are neighbouring objects, not slices of one array.
+    names: [Option<StrId>; SLICE_NAMES_KEPT],
 }
+
+/// Where the program called the runtime API for an allocation: file, function, line and the
+/// pointer it stored the block in.
+type ApiCall = (Option<StrId>, Option<StrId>, Option<i64>, Option<StrId>);
+
+/// How many of a run's names [`SliceRun`] keeps.
+const SLICE_NAMES_KEPT: usize = 8;
 
 /// A construct instance on a thread, kept (in device mode) to tie device records to it.
 #[derive(Clone, Copy, Debug)]
@@ -243,6 +262,8 @@ struct DeviceRecord {
     bytes: Option<u64>,
     host_ptr: Option<u64>,
     var: Option<StrId>,
+    /// The heap block's allocation call site, if any.
+    alloc_site: u64,
     kernel: Option<StrId>,
 }
 
@@ -313,6 +334,11 @@ struct ConstructAcc {
 pub struct ProfileBuilder {
     /// The trace holds device records: keep construct and operation spans to tie them to.
     device_mode: bool,
+    /// When the trace started (its header), to tell device records with impossible times.
+    trace_start_ns: Option<u64>,
+    /// Device records with impossible times, left out of everything: (count, the first's
+    /// kind and correlation id).
+    impossible_records: (u64, Option<(acc_event_t, Option<u64>)>),
     /// CUPTI recorded this run: device records from CUDA events (ACCPROF_CUDA_EVENTS=on beside
     /// CUPTI, a comparison mode) time the same work again and are set aside, counted here.
     cuda_event_records_set_aside: u64,
@@ -321,6 +347,13 @@ pub struct ProfileBuilder {
     device_totals: DeviceTotals,
     kernel_device: Vec<Timing>,
     variable_device: Vec<Timing>,
+    /// Per variable: what the hashes of its transfers' bytes showed.
+    variable_content: Vec<ContentStats>,
+    /// Per host range: the hash of the bytes the device last received or gave back.
+    device_held: HashMap<(u64, u64), u64>,
+    /// Per host range seen: whether its first use's download is still to come (it began with
+    /// an upload).
+    first_use_open: HashMap<(u64, u64), bool>,
     site_device: Vec<Timing>,
     index: u64,
     threads: HashMap<i64, ThreadState>,
@@ -335,11 +368,21 @@ pub struct ProfileBuilder {
     roundtrips: Vec<Roundtrip>,
     roundtrip_index: HashMap<(u32, Option<u32>, Option<u32>), usize>,
     slices: Vec<(VarId, SliceRuns)>,
+    /// Per entry of `allocs`: the runtime API call (file, function, line, pointer) of an
+    /// allocation the program made itself (`acc_malloc`).
+    alloc_calls: Vec<Option<ApiCall>>,
+    /// Per entry of `slices`: names its runs' transfers carried (a few).
+    slice_names: Vec<Vec<StrId>>,
     slice_index: HashMap<(Option<u32>, Direction, VarId), usize>,
     /// Slice runs left open by device records, closed at the end.
     close_run_later: Vec<SliceRun>,
     allocs: Vec<AllocSite>,
-    alloc_index: HashMap<(Option<u64>, Option<u64>), usize>,
+    /// By host array, size and, for the program's own allocations (`acc_malloc`), the line of
+    /// the call: two `acc_malloc`s of one size at two lines are two arrays.
+    alloc_index: HashMap<(Option<u64>, Option<u64>, Option<i64>), usize>,
+    /// Per device block the program allocated itself: the line of its `acc_malloc`, which its
+    /// `acc_free` (at a line of its own) releases.
+    api_alloc_line: HashMap<u64, Option<i64>>,
     summary: Summary,
     /// Constructs that enclosed operations already accounted outside any construct (see
     /// [`MAX_PENDING`]).
@@ -371,6 +414,25 @@ impl ProfileBuilder {
             device_mode: true,
             ..Self::default()
         }
+    }
+
+    /// Times no device record can have: zero (CUPTI left a record's timestamps unset), an end
+    /// before its start, or a start long before the trace began. Counting one would put work at
+    /// the epoch of the clock and stretch every total that spans it.
+    fn impossible_times(&self, ev: &Event) -> bool {
+        const SLACK_NS: u64 = 1_000_000_000;
+        ev.start_ns == 0
+            || ev.end_ns == 0
+            || ev.end_ns < ev.start_ns
+            || self
+                .trace_start_ns
+                .is_some_and(|t| ev.start_ns.saturating_add(SLACK_NS) < t)
+    }
+
+    /// Tells the builder when the trace started (its header's `start_monotonic_ns`).
+    pub fn started_at(mut self, start_monotonic_ns: u64) -> Self {
+        self.trace_start_ns = (start_monotonic_ns > 0).then_some(start_monotonic_ns);
+        self
     }
 
     /// Like [`with_device_records`](Self::with_device_records), for a trace where CUPTI recorded
@@ -409,6 +471,12 @@ impl ProfileBuilder {
         // stay the OpenACC events'), but kept for the table of NVTX ranges.
         if accprof_trace::nvtx::is_nvtx(ev.kind) {
             self.nvtx.feed(ev);
+            return;
+        }
+        if device::is_device_record(ev.kind) && self.impossible_times(ev) {
+            let (n, first) = &mut self.impossible_records;
+            *n += 1;
+            first.get_or_insert((ev.kind, ev.get(Field::CorrelationId)));
             return;
         }
         let s = &mut self.summary;
@@ -454,7 +522,7 @@ impl ProfileBuilder {
             .filter(|_| !ev.flags().contains(EventFlags::BYTES_UNKNOWN));
         let host_ptr = ev.get(Field::HostPtr);
         let var = match (ev.var_name(), host_ptr) {
-            (Some(n), _) => VarId::Name(n),
+            (Some(n), _) => VarId::Name(n, ev.get(Field::AllocSite).unwrap_or(0)),
             (None, Some(p)) => VarId::Host {
                 ptr: p,
                 bytes: bytes.unwrap_or(0),
@@ -476,6 +544,12 @@ impl ProfileBuilder {
             overhead_ns: 0,
             host_timed: true,
             device_ns: None,
+            content: ev.get(Field::ContentHash),
+            device_ptr: ev.get(Field::DevicePtr),
+            api_call: (matches!(kind, ChildKind::Alloc | ChildKind::Free)
+                && ev.get_i64(Field::ParentConstruct)
+                    == Some(i64::from(acc_construct_t::RUNTIME_API.0)))
+            .then(|| (ev.src_file(), ev.func_name())),
         }
     }
 

@@ -19,7 +19,8 @@ impl ProfileBuilder {
             var,
             Variable {
                 name: String::new(),
-                named: matches!(var, VarId::Name(_)),
+                named: matches!(var, VarId::Name(..)),
+                alloc_site: None,
                 host_ptr,
                 direction: dir,
                 count: 0,
@@ -27,9 +28,11 @@ impl ProfileBuilder {
                 time: Timing::host(),
                 host_time: Timing::host(),
                 samples: Vec::new(),
+                content: None,
             },
         ));
         self.variable_device.push(Timing::device());
+        self.variable_content.push(ContentStats::default());
         i
     }
 
@@ -69,6 +72,7 @@ impl ProfileBuilder {
             leaf.add_times(&mut v.time, &mut self.variable_device[vi as usize]);
             push_sample(&mut v.samples, leaf.r);
         }
+        self.note_content(vi, dir, leaf);
         // Per construct and variable.
         let si = match self.site_index.get(&(c, vi)) {
             Some(&i) => i,
@@ -156,6 +160,43 @@ impl ProfileBuilder {
         (vi, si as u32)
     }
 
+    /// What the hash of a transfer's bytes shows: an upload of bytes the device already held,
+    /// a download of bytes the device did not change.
+    fn note_content(&mut self, vi: u32, dir: Direction, leaf: &Leaf) {
+        let (Some(h), Some(p), Some(b)) = (leaf.content, leaf.host_ptr, leaf.bytes) else {
+            if let (Some(p), Some(b)) = (leaf.host_ptr, leaf.bytes) {
+                // Unhashed: what the device holds there is unknown from now on.
+                self.device_held.remove(&(p, b));
+            }
+            return;
+        };
+        let held = self.device_held.insert((p, b), h);
+        let first = !self.first_use_open.contains_key(&(p, b));
+        let c = &mut self.variable_content[vi as usize];
+        c.hashed += 1;
+        let same = held == Some(h);
+        if first {
+            c.first_uploaded = Some(dir == Direction::HostToDevice);
+        }
+        match dir {
+            Direction::HostToDevice => {
+                if same {
+                    c.already_held += 1;
+                }
+                self.first_use_open.entry((p, b)).or_insert(true);
+            }
+            Direction::DeviceToHost => {
+                if same {
+                    c.unchanged += 1;
+                }
+                // The first download after the first upload tells whether that use changed it.
+                if self.first_use_open.insert((p, b), false) == Some(true) {
+                    c.first_changed = Some(!same);
+                }
+            }
+        }
+    }
+
     /// Consecutive transfers of adjacent host ranges by one construct in one direction form a
     /// run; a long run could have been one transfer of the whole array.
     pub(super) fn track_slices(
@@ -167,7 +208,7 @@ impl ProfileBuilder {
     ) {
         let bytes = leaf.bytes.unwrap_or(0);
         let array = match leaf.var {
-            VarId::Name(n) => VarId::Name(n),
+            VarId::Name(n, site) => VarId::Name(n, site),
             _ => VarId::Unknown,
         };
         let ts = self.threads.entry(thread).or_default();
@@ -182,8 +223,15 @@ impl ProfileBuilder {
             }
             _ => false,
         };
+        let name = match leaf.var {
+            VarId::Name(n, _) => Some(n),
+            _ => None,
+        };
         if continues {
             let run = ts.run.as_mut().expect("checked above");
+            if let Some(slot) = run.names.iter_mut().find(|k| k.is_none() || **k == name) {
+                *slot = name;
+            }
             run.count += 1;
             run.bytes += bytes;
             run.time.add(leaf.best_ns());
@@ -212,6 +260,11 @@ impl ProfileBuilder {
                     VarId::Unknown => VarId::Host { ptr: p, bytes: 0 },
                     a => a,
                 },
+                names: {
+                    let mut names = [None; SLICE_NAMES_KEPT];
+                    names[0] = name;
+                    names
+                },
             });
         }
         if let Some(run) = finished {
@@ -235,7 +288,7 @@ impl ProfileBuilder {
                         construct: run.construct.map(|c| c as usize),
                         direction: run.dir,
                         array: String::new(),
-                        named: matches!(run.array, VarId::Name(_)),
+                        named: matches!(run.array, VarId::Name(..)),
                         runs: 0,
                         transfers: 0,
                         bytes: 0,
@@ -245,9 +298,16 @@ impl ProfileBuilder {
                         samples: Vec::new(),
                     },
                 ));
+                self.slice_names.push(Vec::new());
                 i
             }
         };
+        let names = &mut self.slice_names[i];
+        for n in run.names.iter().flatten() {
+            if names.len() < SLICE_NAMES_KEPT && !names.contains(n) {
+                names.push(*n);
+            }
+        }
         let s = &mut self.slices[i].1;
         s.runs += 1;
         s.transfers += run.count;

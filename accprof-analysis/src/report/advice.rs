@@ -29,7 +29,9 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
         );
         return out;
     }
-    let total: u64 = findings.iter().map(|f| f.estimated_saving_ns).sum();
+    // Savings that overlap can add up past the run; none can save more than the run took.
+    let sum: u64 = findings.iter().map(|f| f.estimated_saving_ns).sum();
+    let total = if wall > 0 { sum.min(wall) } else { sum };
     let _ = writeln!(
         out,
         "{} finding(s), ordered by the time they would save (estimates from host-side times; wall time {}).\n",
@@ -54,7 +56,13 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
             let _ = writeln!(out, "             {d}");
         }
         if f.estimated_saving_ns == 0 {
-            let _ = writeln!(out, "   saving:   none estimated (a note: the change moves time, it does not remove it)");
+            let why = match f.rule {
+                crate::advise::Rule::InitEarly => {
+                    "a note: the change moves time, it does not remove it"
+                }
+                _ => "the trace does not measure what the change removes",
+            };
+            let _ = writeln!(out, "   saving:   none estimated ({why})");
         } else {
             let _ = writeln!(
                 out,
@@ -65,20 +73,36 @@ pub fn render_text(p: &Profile, findings: &[Finding]) -> String {
         }
         let _ = writeln!(out, "   change:   {}", f.change);
         if let Some(e) = f.events.first() {
+            let trace = match p.sources.as_slice() {
+                [one] => format!(" {}", one.path),
+                _ => String::new(),
+            };
+            let more = match f.events.len() - 1 {
+                0 => String::new(),
+                n => format!(" (and {n} more)"),
+            };
             let _ = writeln!(
                 out,
-                "   see:      event #{} (and {} more) in `accprof tui`",
-                e.index,
-                f.events.len() - 1
+                "   see:      event #{}{more}: `accprof tui --event {}{trace}`",
+                e.index, e.index
             );
         }
         out.push('\n');
     }
-    let _ = writeln!(
-        out,
-        "Together about {} ({}) if the savings do not overlap.",
-        duration(total),
-        percent(total, wall)
-    );
+    if total < sum {
+        let _ = writeln!(
+            out,
+            "Together at most the run's {}: the savings overlap (they add up to {}).",
+            duration(total),
+            duration(sum)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Together about {} ({}) if the savings do not overlap.",
+            duration(total),
+            percent(total, wall)
+        );
+    }
     out
 }

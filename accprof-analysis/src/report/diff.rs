@@ -1,6 +1,6 @@
 //! The comparison of two profiles as text (`accprof diff`).
 
-use crate::diff::{ConstructDiff, ProfileDiff};
+use crate::diff::{ConstructDiff, ProfileDiff, Runs};
 use crate::format::{bytes, duration, thousands};
 use std::fmt::Write;
 
@@ -36,35 +36,93 @@ fn location(c: &ConstructDiff) -> String {
 /// The comparison as text.
 pub fn render_text(before: &str, after: &str, d: &ProfileDiff) -> String {
     let mut out = String::new();
+    let sp = &d.spread;
+    let runs = (sp.wall_ns.0.runs, sp.wall_ns.1.runs);
+    let several = runs.0 > 1 && runs.1 > 1;
     let _ = writeln!(
         out,
-        "before: {before}\nafter:  {after}\nAll times [host].\n"
+        "before: {before}\nafter:  {after}\nAll times [host]{}.\n",
+        if several {
+            format!(
+                "; medians of {} and {} runs, with their range (min-max)",
+                runs.0, runs.1
+            )
+        } else {
+            String::new()
+        }
     );
     let s = &d.summary;
-    let _ = writeln!(
-        out,
-        "{:<26} {:>14} {:>14} {:>9}",
-        "", "before", "after", "change"
-    );
-    type Row = (&'static str, (u64, u64), fn(u64) -> String);
-    let rows: [Row; 9] = [
-        ("wall time", s.wall_ns, duration),
-        ("compute constructs", s.compute_ns, duration),
-        ("kernel launches", s.kernel_ns, duration),
-        ("data transfers", s.transfer_ns, duration),
-        ("transfers", s.transfers, thousands),
-        ("bytes transferred", s.transfer_bytes, bytes),
-        ("waits", s.wait_ns, duration),
-        ("device initialization", s.device_init_ns, duration),
-        ("untracked host time", s.untracked_ns, duration),
-    ];
-    for (name, (b, a), f) in rows {
+    if several {
         let _ = writeln!(
             out,
-            "{name:<26} {:>14} {:>14} {:>9}",
-            f(b),
-            f(a),
-            change(b, a)
+            "{:<26} {:>14} {:>14} {:>9}  {:>21} {:>21}  verdict",
+            "", "before", "after", "change", "range before", "range after"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<26} {:>14} {:>14} {:>9}",
+            "", "before", "after", "change"
+        );
+    }
+    type Row<'a> = (
+        &'static str,
+        (u64, u64),
+        fn(u64) -> String,
+        Option<&'a (Runs, Runs)>,
+    );
+    let rows: [Row; 9] = [
+        ("wall time", s.wall_ns, duration, Some(&sp.wall_ns)),
+        (
+            "compute constructs",
+            s.compute_ns,
+            duration,
+            Some(&sp.compute_ns),
+        ),
+        (
+            "kernel launches",
+            s.kernel_ns,
+            duration,
+            Some(&sp.kernel_ns),
+        ),
+        (
+            "data transfers",
+            s.transfer_ns,
+            duration,
+            Some(&sp.transfer_ns),
+        ),
+        ("transfers", s.transfers, thousands, None),
+        ("bytes transferred", s.transfer_bytes, bytes, None),
+        ("waits", s.wait_ns, duration, Some(&sp.wait_ns)),
+        (
+            "device initialization",
+            s.device_init_ns,
+            duration,
+            Some(&sp.device_init_ns),
+        ),
+        (
+            "untracked host time",
+            s.untracked_ns,
+            duration,
+            Some(&sp.untracked_ns),
+        ),
+    ];
+    for (name, (b, a), f, spread) in rows {
+        let mut line = format!("{name:<26} {:>14} {:>14} {:>9}", f(b), f(a), change(b, a));
+        if let (true, Some((rb, ra))) = (several, spread) {
+            let range = |r: &Runs| format!("{}-{}", duration(r.min), duration(r.max));
+            let verdict = match Runs::within_noise(rb, ra) {
+                Some(true) if b != a => "within run-to-run noise",
+                _ => "",
+            };
+            line.push_str(&format!("  {:>21} {:>21}  {verdict}", range(rb), range(ra)));
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if !several {
+        let _ = writeln!(
+            out,
+            "\nOne run per side: times vary from run to run (on a busy machine by tens of percent), so a change in a time may be noise; counts and bytes do not vary. For medians and their spread, give several traces per side: accprof diff B1 B2 B3 -- A1 A2 A3."
         );
     }
     let _ =

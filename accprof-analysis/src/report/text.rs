@@ -20,6 +20,9 @@ What the times measure: every time is marked [host] or [device].
            records when the trace has them; preferred wherever they exist, as NV_ACC_TIME does.
   NV_ACC_TIME prints device times from CUPTI; a [host] total is the host's view of the same work.";
 
+/// What the times of a run on the bundled runtime's emulated device are.
+pub const EMULATED: &str = "this run's device was accprof's emulated one (separate memory on the host): each kernel ran inside its launch call on host threads, and each transfer copied between host buffers; the times show where a GPU run would copy and launch, not how long a GPU would take";
+
 /// Renders the whole report.
 pub fn render(sections: &[Section], merged: Option<&Profile>, opts: ReportOptions) -> String {
     let mut out = String::new();
@@ -81,6 +84,9 @@ pub fn render_profile(out: &mut String, p: &Profile, opts: ReportOptions) {
     if p.is_empty() {
         out.push_str("\nThe trace holds no OpenACC events: the program ran no OpenACC construct while the tool was loaded.\n");
         return;
+    }
+    if crate::host_fallback::ran_on_emulated_device(p) {
+        let _ = writeln!(out, "Emulated device: {}", EMULATED);
     }
     summary(out, p);
     top_constructs(out, p, opts.top);
@@ -170,13 +176,20 @@ fn sparkline(series: &[(u64, u64)], max: u64, width: usize) -> String {
         '\u{2581}', '\u{2582}', '\u{2583}', '\u{2584}', '\u{2585}', '\u{2586}', '\u{2587}',
         '\u{2588}',
     ];
-    let (Some(first), Some(last)) = (series.first(), series.last()) else {
+    let (Some(first), Some(last)) = (
+        series.iter().map(|p| p.0).min(),
+        series.iter().map(|p| p.0).max(),
+    ) else {
         return String::new();
     };
-    let span = (last.0 - first.0).max(1);
+    if width == 0 {
+        return String::new();
+    }
+    let span = (last - first).max(1);
     let mut cols = vec![None::<u64>; width];
     for &(t, v) in series {
-        let c = (((t - first.0) as u128 * (width as u128 - 1)) / span as u128) as usize;
+        let c = (((t - first) as u128 * (width as u128 - 1)) / span as u128) as usize;
+        let c = c.min(width - 1);
         cols[c] = Some(cols[c].map_or(v, |m: u64| m.max(v)));
     }
     // A column with no change holds the value before it.
@@ -188,7 +201,7 @@ fn sparkline(series: &[(u64, u64)], max: u64, width: usize) -> String {
             if v == 0 {
                 ' '
             } else {
-                BLOCKS[((v as u128 * 7) / max.max(1) as u128) as usize]
+                BLOCKS[(((v as u128 * 7) / max.max(1) as u128) as usize).min(7)]
             }
         })
         .collect()
@@ -246,6 +259,17 @@ fn summary(out: &mut String, p: &Profile) {
                 format!("{} launches", thousands(s.kernels_host.count)),
             );
         }
+    } else if crate::host_fallback::ran_on_emulated_device(p) {
+        // The emulated device runs each kernel inside its launch call.
+        row(
+            out,
+            "kernels [host, emulated]",
+            s.kernels.total_ns,
+            format!(
+                "{} launches, each running its kernel on host threads: not a GPU's time",
+                thousands(s.kernels.count)
+            ),
+        );
     } else {
         row(
             out,
@@ -557,12 +581,16 @@ fn variables(out: &mut String, p: &Profile) {
 }
 
 fn device_label(c: &Construct) -> String {
-    let dev = c.location.device_type.map(|t| {
-        acc_device_t(t as i32)
-            .name()
-            .map(|n| n.trim_start_matches("acc_device_").to_uppercase())
-            .unwrap_or_else(|| format!("device type {t}"))
-    });
+    let dev = c
+        .location
+        .device_type
+        .map(|t| match acc_device_t(t as i32).name() {
+            Some(n) => n.trim_start_matches("acc_device_").to_uppercase(),
+            None if t == crate::host_fallback::EMULATED_DEVICE_TYPE => {
+                "EMULATED (accprof's bundled runtime, host_nonshm)".to_string()
+            }
+            None => format!("acc_device_t {t} (a number the runtime's openacc.h defines)"),
+        });
     match (dev, c.location.device_number) {
         (Some(d), Some(n)) => format!("{d}  devicenum={n}"),
         (Some(d), None) => d,
@@ -817,5 +845,24 @@ fn child_order(k: ChildKind) -> u8 {
         ChildKind::Download => 5,
         ChildKind::Delete => 6,
         ChildKind::Free => 7,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sparkline;
+
+    #[test]
+    fn a_sparkline_takes_points_in_any_order() {
+        let s = sparkline(&[(50, 4), (10, 8), (30, 0), (90, 8)], 8, 5);
+        assert_eq!(s.chars().count(), 5);
+        // A column without a point holds the value before it.
+        assert_eq!(s, "\u{2588} \u{2584}\u{2584}\u{2588}");
+        assert_eq!(sparkline(&[], 1, 5), "");
+        assert_eq!(
+            sparkline(&[(1, 9)], 1, 3).chars().count(),
+            3,
+            "a value above max"
+        );
     }
 }

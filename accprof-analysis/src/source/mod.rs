@@ -6,7 +6,10 @@
 //! against the current directory and then the profiled executable's directory. A file that
 //! cannot be read simply gives no answer: advice then falls back to what the trace alone says.
 
+mod calls;
 mod scan;
+
+pub use calls::callable_name;
 
 use crate::model::Profile;
 use std::path::{Path, PathBuf};
@@ -82,10 +85,85 @@ pub fn locate(p: &Profile, file: &str) -> Option<PathBuf> {
         .find(|c| c.is_file())
 }
 
+/// Source files larger than this are not read (the largest generated sources are a few MB).
+const MAX_SOURCE_BYTES: u64 = 64 << 20;
+
+/// The program's source files at hand: the files its constructs are in, and the other source
+/// files of their directories (where the calls that repeat the constructs may be).
+pub fn program_files(p: &Profile) -> Vec<String> {
+    const MAX_FILES: usize = 512;
+    let mut files: Vec<String> = Vec::new();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for c in &p.constructs {
+        let Some(f) = c.location.file.as_deref() else {
+            continue;
+        };
+        if files.iter().any(|k| k == f) {
+            continue;
+        }
+        if let Some(path) = locate(p, f) {
+            files.push(f.to_string());
+            if let Some(d) = path.parent() {
+                if !dirs.iter().any(|k| k == d) {
+                    dirs.push(d.to_path_buf());
+                }
+            }
+        }
+    }
+    for d in dirs {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut names: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && is_source_file(p))
+            .collect();
+        names.sort();
+        for n in names {
+            if files.len() >= MAX_FILES {
+                return files;
+            }
+            let s = n.display().to_string();
+            let known = files.iter().any(|k| locate(p, k).is_some_and(|l| l == n));
+            if !known {
+                files.push(s);
+            }
+        }
+    }
+    files
+}
+
+fn is_source_file(path: &Path) -> bool {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    matches!(
+        ext.as_str(),
+        "c" | "h"
+            | "cc"
+            | "cpp"
+            | "cxx"
+            | "hpp"
+            | "hh"
+            | "hxx"
+            | "f"
+            | "for"
+            | "ftn"
+            | "f77"
+            | "f90"
+            | "f95"
+            | "f03"
+            | "f08"
+    )
+}
+
 /// The text of `file`, when it is at hand.
 pub fn read(p: &Profile, file: &str) -> Option<SourceText> {
     let path = locate(p, file)?;
-    let text = std::fs::read_to_string(path).ok()?;
+    // The name comes from the trace: a regular file only, and no larger than a source file.
+    let bytes = accprof_trace::files::read_regular(&path, MAX_SOURCE_BYTES).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     Some(SourceText::new(Language::of(file), &text))
 }
 

@@ -26,6 +26,16 @@ impl SourceText {
         }
     }
 
+    /// The file's lines.
+    pub(crate) fn lines(&self) -> &[String] {
+        &self.lines
+    }
+
+    /// The C/C++ code of each line, comments, strings and preprocessor lines blanked.
+    pub(crate) fn code_lines(&self) -> Vec<String> {
+        self.c_code()
+    }
+
     fn line(&self, n: i64) -> Option<&str> {
         usize::try_from(n - 1)
             .ok()
@@ -91,6 +101,66 @@ impl SourceText {
                     .map(|l| l.end)
             }
         }
+    }
+
+    /// Whether the construct whose directive is on `line` writes `name` before anything in it
+    /// reads it: the first time its body mentions the array (as a whole word), it assigns to an
+    /// element (`Anew[j][i] = ...`, `tnew(i, j) = ...`). `None` when the body does not mention
+    /// it or its end is not found.
+    pub fn written_before_read(&self, line: i64, name: &str) -> Option<bool> {
+        let end = self.region_end(line)?;
+        let first = self.directive_last_line(line) + 1;
+        let fortran = self.language == Language::Fortran;
+        let code = if fortran {
+            self.lines.clone()
+        } else {
+            self.c_code()
+        };
+        let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        for n in first..=end {
+            let Some(l) = code.get((n - 1) as usize) else {
+                break;
+            };
+            let l = if fortran {
+                l.split('!').next().unwrap_or("").to_ascii_lowercase()
+            } else {
+                l.clone()
+            };
+            let want = if fortran {
+                name.to_ascii_lowercase()
+            } else {
+                name.to_string()
+            };
+            for (i, _) in l.match_indices(&want) {
+                let before = &l[..i];
+                let after = &l[i + want.len()..];
+                if before.ends_with(is_word) || after.starts_with(is_word) {
+                    continue;
+                }
+                // Past the element's subscripts: `[j][i]`, `(i, j)`.
+                let mut rest = after.trim_start();
+                while let Some(open) = rest.chars().next().filter(|c| *c == '[' || *c == '(') {
+                    let close = if open == '[' { ']' } else { ')' };
+                    let mut depth = 0;
+                    let mut cut = rest.len();
+                    for (k, c) in rest.char_indices() {
+                        if c == open {
+                            depth += 1;
+                        } else if c == close {
+                            depth -= 1;
+                            if depth == 0 {
+                                cut = k + 1;
+                                break;
+                            }
+                        }
+                    }
+                    rest = rest[cut..].trim_start();
+                }
+                let assigned = rest.starts_with('=') && !rest.starts_with("==");
+                return Some(assigned);
+            }
+        }
+        None
     }
 
     /// The directive on `line` with its continuation lines, as one string.
@@ -382,6 +452,23 @@ mod tests {
     }
 
     const F: &str = "program p\n  do while (err > 1.0)\n    !$acc parallel loop &\n    !$acc& async(2)\n    do j = 1, m\n    end do\n    !$acc kernels\n    do j = 1, m\n    enddo\n    !$acc end kernels\n  end do\nend program p\n";
+
+    #[test]
+    fn arrays_written_before_read_in_a_construct() {
+        let c = "#pragma acc parallel loop\nfor (j = 1; j < n; j++) {\n    Anew[j][i] = 0.25 * A[j][i+1];\n    err = fmax(err, Anew[j][i] - A[j][i]);\n}\n";
+        let s = SourceText::new(Language::C, c);
+        assert_eq!(s.written_before_read(1, "Anew"), Some(true));
+        assert_eq!(s.written_before_read(1, "A"), Some(false));
+        assert_eq!(s.written_before_read(1, "B"), None);
+        let k = "#pragma acc kernels\n{\nfor (;;) Anew[j] = A[j+1];\nfor (;;) A[j] = Anew[j];\n}\n";
+        let s = SourceText::new(Language::C, k);
+        assert_eq!(s.written_before_read(1, "A"), Some(false));
+        assert_eq!(s.written_before_read(1, "Anew"), Some(true));
+        let f = "!$acc parallel loop\ndo j = 2, n\n  TNEW(i, j) = t(i, j)\nend do\n";
+        let s = SourceText::new(Language::Fortran, f);
+        assert_eq!(s.written_before_read(1, "tnew"), Some(true));
+        assert_eq!(s.written_before_read(1, "t"), Some(false));
+    }
 
     #[test]
     fn fortran_loops_and_end_directives() {

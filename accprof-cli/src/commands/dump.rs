@@ -76,7 +76,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         eprintln!("accprof: warning: {w}");
     }
     for w in reader
-        .truncation_warning()
+        .end_warning()
         .into_iter()
         .chain(reader.loss_warning())
     {

@@ -54,6 +54,12 @@ pub struct Args {
     /// libaccshim.so is looked for in ACCPROF_SHIM_LIB, else next to this binary.
     #[arg(long, value_enum, default_value = "default", value_name = "RUNTIME")]
     pub runtime: Runtime,
+    /// Hash the bytes of every transfer (ACCPROF_CONTENT=on), so that the advice proves which
+    /// copies carried bytes the device already held and chooses copyin, copyout, copy or create
+    /// per array from what the program needed. It reads each transfer's bytes once more: about
+    /// what the copy costs (docs/performance/content-hash.md).
+    #[arg(long)]
+    pub content: bool,
     /// The program to run and its arguments.
     #[arg(
         trailing_var_arg = true,
@@ -113,6 +119,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
     // accprof prints the summary itself, after the program's last line.
     cmd.env("ACCPROF_QUIET", "1");
     cmd.env_remove("ACCPROF_REPORT");
+    if args.quiet && args.runtime == Runtime::Shim {
+        // The bundled runtime's banner ("accshim: using emulated device ...") is accprof's too.
+        cmd.env("ACCSHIM_QUIET", "1");
+    }
+    if args.content {
+        cmd.env("ACCPROF_CONTENT", "on");
+    }
 
     // Ctrl-C goes to the whole foreground group, the program included: accprof waits for it
     // to end and then reports. Signals aimed at accprof alone are passed on.
@@ -181,6 +194,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if !args.quiet {
         let what = if traces.len() == 1 {
             "trace".to_string()
+        } else if one_process(&traces) {
+            format!(
+                "{} traces (one per program image: it ran exec)",
+                traces.len()
+            )
         } else {
             format!("{} traces (one per MPI rank)", traces.len())
         };
@@ -215,6 +233,19 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
     }
     exit_like(code)
+}
+
+/// Whether all `traces` are one process's (its images, when it ran exec).
+fn one_process(traces: &[PathBuf]) -> bool {
+    let pids: std::collections::BTreeSet<Option<u32>> = traces
+        .iter()
+        .map(|t| {
+            accprof_trace::TraceReader::open(t)
+                .ok()
+                .map(|r| r.header().pid)
+        })
+        .collect();
+    pids.len() == 1
 }
 
 /// A program that was killed (or exec'd) ended without the tool's exit-time symbols chunk: add
@@ -429,9 +460,9 @@ pub(crate) fn prepend(lib: &Path, existing: Option<String>, sep: char) -> String
 /// every trace of the output's pattern that began after the run did and names an MPI rank, in
 /// rank order.
 fn expected_traces(out: &str, pid: u32, started_unix_ns: u64) -> Vec<PathBuf> {
-    let own = expected_trace_path(out, pid, started_unix_ns);
-    if own.exists() {
-        return vec![own];
+    let own = expected_trace_paths(out, pid, started_unix_ns);
+    if !own.is_empty() {
+        return own;
     }
     let fresh_rank = |path: &Path| {
         accprof_trace::TraceReader::open(path).ok().and_then(|r| {
@@ -504,19 +535,22 @@ fn rank_pattern(out: &str) -> (PathBuf, String, String) {
     }
 }
 
-fn expected_trace_path(out: &str, pid: u32, started_unix_ns: u64) -> PathBuf {
+/// The traces of process `pid` (one per program image: a program that runs exec, keeping its
+/// pid, writes one trace per image), in the order the images ran.
+fn expected_trace_paths(out: &str, pid: u32, started_unix_ns: u64) -> Vec<PathBuf> {
     let expanded = out.replace("%p", &pid.to_string());
     let p = PathBuf::from(&expanded);
-    let ours = |path: &Path| {
-        accprof_trace::TraceReader::open(path).is_ok_and(|r| {
+    let start_of = |path: &Path| {
+        accprof_trace::TraceReader::open(path).ok().and_then(|r| {
             let h = r.header();
             // Slack for the clocks' granularity between two processes' reads.
-            h.pid == pid && h.start_unix_ns + 1_000_000_000 >= started_unix_ns
+            (h.pid == pid && h.start_unix_ns + 1_000_000_000 >= started_unix_ns)
+                .then_some(h.start_unix_ns)
         })
     };
-    if out.ends_with('/') || p.is_dir() {
+    let candidates: Vec<PathBuf> = if out.ends_with('/') || p.is_dir() {
         // accprof.<exe>.<pid>.trace, or accprof.<exe>.<pid>.<n>.trace when that was taken.
-        let mut found: Vec<PathBuf> = std::fs::read_dir(&p)
+        std::fs::read_dir(&p)
             .into_iter()
             .flatten()
             .filter_map(|e| e.ok())
@@ -525,18 +559,22 @@ fn expected_trace_path(out: &str, pid: u32, started_unix_ns: u64) -> PathBuf {
                 let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
                 name.is_some_and(|n| n.contains(&format!(".{pid}.")) && n.ends_with(".trace"))
             })
-            .collect();
-        found.sort_by_key(|f| f.as_os_str().len());
-        return found.iter().find(|f| ours(f)).cloned().unwrap_or(p);
-    }
-    if ours(&p) {
-        return p;
-    }
-    (1..=100)
-        .map(|n| numbered(&p, n))
-        .take_while(|c| c.symlink_metadata().is_ok())
-        .find(|c| ours(c))
-        .unwrap_or(p)
+            .collect()
+    } else {
+        std::iter::once(p.clone())
+            .chain(
+                (1..=100)
+                    .map(|n| numbered(&p, n))
+                    .take_while(|c| c.symlink_metadata().is_ok()),
+            )
+            .collect()
+    };
+    let mut found: Vec<(u64, PathBuf)> = candidates
+        .into_iter()
+        .filter_map(|c| Some((start_of(&c)?, c)))
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, c)| c).collect()
 }
 
 /// `dir/name.trace` as `dir/name.N.trace` (`name.N` without an extension): libaccprof's other

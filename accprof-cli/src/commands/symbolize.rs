@@ -51,6 +51,9 @@ pub fn symbolize(trace: &Path) -> Result<String, CliError> {
             done.entries
         )
     };
+    if done.upgraded {
+        line.push_str("; the version 1 trace was written again as version 2 to take them (same events, same numbers)");
+    }
     if done.folded > 0 {
         line.push_str(&format!(
             "; {} events of the killed run folded in from its live file, which is removed",

@@ -109,6 +109,9 @@ pub struct Loader {
     records: u32,
     /// Lines for the status bar: truncated traces, dropped events, symbol problems.
     pub warnings: Vec<String>,
+    /// Whether a trace without its end marker is warned about (not while following a trace
+    /// whose program is still running).
+    pub warn_no_end_marker: bool,
 }
 
 impl std::fmt::Debug for Loader {
@@ -164,6 +167,7 @@ impl Loader {
             chunks: Vec::new(),
             records: 0,
             warnings: Vec::new(),
+            warn_no_end_marker: true,
         })
     }
 
@@ -248,7 +252,11 @@ impl Loader {
     fn refresh_warnings(&mut self) {
         self.warnings.clear();
         for f in &self.feeds {
-            self.warnings.extend(f.reader.truncation_warning());
+            self.warnings.extend(if self.warn_no_end_marker {
+                f.reader.end_warning()
+            } else {
+                f.reader.truncation_warning()
+            });
             self.warnings.extend(f.reader.loss_warning());
             if f.reader.dropped_total() > 0 {
                 self.warnings.push(format!(

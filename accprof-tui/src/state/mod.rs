@@ -50,6 +50,7 @@ impl State {
     ) -> Result<Self, accprof_trace::TraceError> {
         let mut store = Store::new(follow);
         let mut loader = Loader::open(paths, &mut store, !follow && profile_feed::spare_core())?;
+        loader.warn_no_end_marker = !follow;
         loader.poll(&mut store, progress)?;
         let analysis = Analysis::with_profiles(loader.finish_profiles());
         Ok(State {

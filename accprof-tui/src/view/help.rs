@@ -24,7 +24,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("click", "select the event under the pointer"),
     (
         "/",
-        "search & filter: file, file:line, line, variable, kernel",
+        "search & filter: file, file:line, line, variable, kernel; #58 goes to event 58",
     ),
     ("Esc", "clear the filter / selection, close a panel"),
     (

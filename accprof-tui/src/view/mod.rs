@@ -87,9 +87,14 @@ impl View {
             }
             Action::SearchSubmit => {
                 if let Mode::Search(q) = std::mem::replace(&mut self.mode, Mode::Timeline) {
-                    self.flash = self.timeline.set_filter(&state.store, &q);
+                    // `#58`: the event the advice points at, not a filter.
+                    match q.trim().strip_prefix('#').map(|n| n.trim().parse::<u64>()) {
+                        Some(Ok(n)) => self.goto_event(n, state),
+                        _ => self.flash = self.timeline.set_filter(&state.store, &q),
+                    }
                 }
             }
+            Action::GotoEvent(n) => self.goto_event(n, state),
             Action::Escape if self.mode != Mode::Timeline => self.mode = Mode::Timeline,
             Action::OpenTable => {
                 self.table.refresh(state);
@@ -126,6 +131,17 @@ impl View {
             _ => self.flash = self.timeline.apply(action, state, &g),
         }
         self.timeline.settle(action, &state.store, &g);
+    }
+
+    /// Jumps to event `n` of the first trace (as the advice and `accprof dump` number them).
+    fn goto_event(&mut self, n: u64, state: &mut State) {
+        match state.loader.rec_for(0, n) {
+            Some(rec) if self.timeline.jump_to(rec, state, &self.geometry) => {
+                self.mode = Mode::Timeline;
+                self.flash = Some(format!("event #{n}"));
+            }
+            _ => self.flash = Some(format!("no event #{n} in the first trace")),
+        }
     }
 
     /// Jumps from the table row or finding with the cursor to its event on the timeline.

@@ -135,35 +135,84 @@ pub fn counts() -> (u64, u64) {
     )
 }
 
-/// Header keys describing heap naming, when it is on.
+/// Header keys describing how host memory can be named: the main thread's stack (readers
+/// name stack arrays that transfers moved), and heap naming when it is on.
 pub fn header_keys() -> Vec<(String, String)> {
+    let mut keys: Vec<(String, String)> = main_stack()
+        .map(|(lo, hi)| {
+            (
+                accprof_symbols::STACK_KEY.to_string(),
+                format!("{lo:#x}-{hi:#x}"),
+            )
+        })
+        .into_iter()
+        .collect();
     if !active() {
-        return Vec::new();
+        return keys;
     }
-    vec![(
+    keys.push((
         "heap_names".into(),
         format!(
             "blocks of at least {} bytes",
             MIN_BYTES_SET.load(Ordering::Relaxed)
         ),
-    )]
+    ));
+    keys
+}
+
+/// The address range the main thread's stack can take: its mapping in /proc/self/maps, grown
+/// down to its limit. Read once, when the trace is created, never on an event.
+fn main_stack() -> Option<(u64, u64)> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[stack]"))?;
+    let (lo, hi) = line.split_whitespace().next()?.split_once('-')?;
+    let lo = u64::from_str_radix(lo, 16).ok()?;
+    let hi = u64::from_str_radix(hi, 16).ok()?;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct we pass.
+    let grown = if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } == 0
+        && limit.rlim_cur != libc::RLIM_INFINITY
+    {
+        hi.saturating_sub(limit.rlim_cur)
+    } else {
+        lo
+    };
+    Some((grown.min(lo), hi))
 }
 
 /// The threshold init chose (MIN_BYTES drops to "off" after a loss).
 static MIN_BYTES_SET: AtomicUsize = AtomicUsize::new(0);
 
+/// What is wrong with the heap settings, read at load and said when recording starts: once
+/// per recording process, and never by processes that load the library but use no OpenACC
+/// (a shell or launcher that starts the program).
+static PROBLEMS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The heap settings' problems, once.
+pub fn take_problems() -> Vec<String> {
+    PROBLEMS
+        .lock()
+        .map(|mut p| std::mem::take(&mut *p))
+        .unwrap_or_default()
+}
+
 /// Turns recording on per ACCPROF_HEAP. Runs at library load (below), before `main`.
 fn init() {
     let (cfg, problems) = HeapConfig::from_env();
-    for p in problems {
-        eprintln!("accprof: {p}");
+    if let Ok(mut said) = PROBLEMS.lock() {
+        *said = problems;
     }
-    if cfg.mode == Switch::Off || std::env::var_os("ACCPROF_DISABLE").is_some_and(|v| v != "0") {
+    if cfg.mode == Switch::Off || crate::config::disabled() {
         return;
     }
     if !hooks_are_the_process_malloc() {
         if cfg.mode == Switch::On {
-            eprintln!("accprof: ACCPROF_HEAP=on, but this process's malloc is not libaccprof's (it names heap blocks only when loaded with LD_PRELOAD); heap blocks are not named");
+            if let Ok(mut said) = PROBLEMS.lock() {
+                said.push("ACCPROF_HEAP=on, but this process's malloc is not libaccprof's (it names heap blocks only when loaded with LD_PRELOAD); heap blocks are not named".into());
+            }
         }
         return;
     }

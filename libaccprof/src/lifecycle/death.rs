@@ -45,9 +45,17 @@ const REQUESTS: [c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::S
 const REQUEST_EXEC: u8 = 200;
 const REQUEST_EXIT: u8 = 201;
 
-/// How long a dying thread waits for the flush: long enough for a few hundred MB of
-/// buffers, short enough that a stuck disk does not keep a crashed program alive.
+/// How long a dying thread waits for the flush to take its next step (a thread's buffer, a
+/// chunk written: each far shorter). A flush that does not move waits on a lock the dying
+/// thread holds (the allocator's, for a program that dies inside malloc or free) and never
+/// will: the process goes on dying, and what was not written is in the live file.
+const STALL_MS: i64 = 250;
+/// How long a dying thread waits for the flush in all, however it moves: long enough for a
+/// few hundred MB of buffers, short enough that a slow disk does not keep a crashed program
+/// alive.
 const FLUSH_WAIT_MS: i64 = 10_000;
+/// How often a waiting thread looks at the flush's progress.
+const LOOK_EVERY_MS: i64 = 20;
 
 /// Write end of the request pipe and read end of the reply pipe; -1 until armed.
 static REQUEST_FD: AtomicI32 = AtomicI32::new(-1);
@@ -84,9 +92,9 @@ pub fn arm() {
         return;
     }
     let (request_read, reply_write) = (request[0], reply[1]);
-    let spawned = std::thread::Builder::new()
-        .name("accprof-finisher".into())
-        .spawn(move || finisher(request_read, reply_write));
+    let spawned = super::threads::spawn("accprof-finisher", move || {
+        finisher(request_read, reply_write)
+    });
     if spawned.is_err() {
         eprintln!("accprof: cannot start the crash-flush thread; a crash or exec loses the last buffered events");
         return;
@@ -177,41 +185,61 @@ fn flush_from_anywhere(request: u8) {
     if unsafe { libc::write(request_fd, (&request as *const u8).cast(), 1) } != 1 {
         return;
     }
-    let deadline = now_ms() + FLUSH_WAIT_MS;
-    loop {
-        let left = deadline - now_ms();
-        if left <= 0 {
-            return;
-        }
+    wait_for_flush(|slice_ms| {
         let mut pfd = libc::pollfd {
             fd: reply_fd,
             events: libc::POLLIN,
             revents: 0,
         };
         // SAFETY: polls one descriptor of ours.
-        let r = unsafe { libc::poll(&mut pfd, 1, left.min(i64::from(i32::MAX)) as c_int) };
+        let r = unsafe { libc::poll(&mut pfd, 1, slice_ms as c_int) };
         if r > 0 {
             let mut byte = 0u8;
             // SAFETY: reads one byte into our buffer.
             unsafe { libc::read(reply_fd, (&mut byte as *mut u8).cast(), 1) };
-            return;
+            return true;
         }
-        if r == 0 || errno() != libc::EINTR {
-            return;
-        }
-    }
+        // An error other than an interruption: nothing to wait for.
+        r < 0 && errno() != libc::EINTR
+    });
 }
 
 /// Waits, bounded, for a flush another thread asked for. Async-signal-safe.
 fn wait_until_done() {
-    let deadline = now_ms() + FLUSH_WAIT_MS;
-    while !DONE.load(Ordering::Acquire) && now_ms() < deadline {
+    wait_for_flush(|slice_ms| {
+        if DONE.load(Ordering::Acquire) {
+            return true;
+        }
         let ts = libc::timespec {
             tv_sec: 0,
-            tv_nsec: 1_000_000,
+            tv_nsec: slice_ms * 1_000_000,
         };
         // SAFETY: nanosleep is async-signal-safe and reads our struct.
         unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+        DONE.load(Ordering::Acquire)
+    });
+}
+
+/// Calls `wait(slice_ms)` (which waits at most that long and says whether the flush is over)
+/// until the flush is over, it has not moved for [`STALL_MS`], or [`FLUSH_WAIT_MS`] have
+/// passed. Async-signal-safe.
+fn wait_for_flush(mut wait: impl FnMut(i64) -> bool) {
+    let start = now_ms();
+    let mut seen = crate::progress::steps();
+    let mut moved_at = start;
+    loop {
+        let now = now_ms();
+        let p = crate::progress::steps();
+        if p != seen {
+            seen = p;
+            moved_at = now;
+        }
+        if now - start >= FLUSH_WAIT_MS || now - moved_at >= STALL_MS {
+            return;
+        }
+        if wait(LOOK_EVERY_MS) {
+            return;
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 //! final flush through a thread of ours, asked from the dying thread async-signal-safely.
 
 pub mod death;
+pub mod threads;
 
 use crate::config::Config;
 use crate::device::{cuda_events, cupti};
@@ -52,9 +53,14 @@ pub fn on_registered(how: &str) {
 }
 
 fn start() {
+    // CUPTI starts threads of its own here: they too leave the program's signals alone.
+    threads::with_signals_blocked(start_recording);
+}
+
+fn start_recording() {
     crate::clock::init();
     let config = Config::from_env();
-    for p in &config.problems {
+    for p in crate::heap::take_problems().iter().chain(&config.problems) {
         eprintln!("accprof: {p}");
     }
     let cupti_mode = config.cupti;
@@ -73,6 +79,13 @@ fn start() {
         header.extra.extend(keys);
     }
     header.extra.extend(crate::heap::header_keys());
+    crate::content::set(config.content);
+    if config.content {
+        header.extra.push((
+            "content_hashes".into(),
+            "uploads; synchronous downloads".into(),
+        ));
+    }
     // The trace is created here, before this first event is buffered: its live file must
     // exist before any thread takes a buffer, for the buffers to be the live file's slots.
     let opened = collector::Opened::create(&config, &header);
@@ -95,9 +108,7 @@ fn start() {
     let Some(rec) = recorder::install(rec) else {
         return;
     };
-    let spawned = std::thread::Builder::new()
-        .name("accprof-writer".into())
-        .spawn(move || collector::run(rec, rx, opened));
+    let spawned = threads::spawn("accprof-writer", move || collector::run(rec, rx, opened));
     if spawned.is_err() {
         eprintln!("accprof: cannot start the trace writer thread; this run is not recorded");
         recorder::set_state(State::Disabled);
@@ -133,7 +144,11 @@ extern "C" fn after_fork_in_parent() {
 
 extern "C" fn in_forked_child() {
     recorder::fork_gate::set_pending(false);
+    crate::registration::quiet_libgomp_in_forked_child(
+        crate::record::callback::this_thread_recorded(),
+    );
     live::forget_in_child();
+    crate::write::create::forget_in_child();
     // The child has no writer thread; recording there would fill buffers nobody drains.
     recorder::set_state(State::Disabled);
 }
@@ -202,6 +217,7 @@ pub fn finish_as(ending: Ending) {
     };
     // Device records still in CUPTI's buffers go to the collector before its final flush.
     cupti::flush();
+    crate::progress::note();
     crate::record::callback::finish_current_thread(rec);
     crate::record::callback::flush_orphans(rec);
     // Callbacks that saw the state before it changed finish their event; the writer then
@@ -215,6 +231,9 @@ pub fn finish_as(ending: Ending) {
             DEATH_WAIT
         },
     );
+    // A FIFO's reader that never came is not waited for any more.
+    collector::program_ending();
+    crate::progress::note();
     let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
     if rec.tx.send(Message::Shutdown(reply_tx)).is_err() {
         return;
@@ -229,6 +248,11 @@ pub fn finish_as(ending: Ending) {
             return;
         }
     };
+    if ending == Ending::Exit {
+        crate::write::symbols::append_at_exit(&rec.config, &summary);
+    }
+    // After the symbols, so that it counts the events threads still running at exit added
+    // meanwhile.
     say_where(rec, &summary, ending);
     // Asked for explicitly: printed even with ACCPROF_QUIET.
     if let Some(line) = crate::self_time::line() {
@@ -237,7 +261,6 @@ pub fn finish_as(ending: Ending) {
     if ending != Ending::Exit {
         return;
     }
-    crate::write::symbols::append_at_exit(&rec.config, &summary);
     if let (Some(target), Some(path)) = (&rec.config.report, &summary.path) {
         crate::write::output::run_report(target, path);
     }
@@ -256,13 +279,23 @@ fn say_where(rec: &Recorder, s: &Summary, ending: Ending) {
     }
     match &s.path {
         Some(p) => {
-            let mut line = format!("accprof: {} events recorded to {}", s.events, p.display());
+            let late = recorder::late::written();
+            let mut line = format!(
+                "accprof: {} events recorded to {}",
+                s.events + late,
+                p.display()
+            );
             match ending {
                 Ending::Exit => {}
                 Ending::Signal(sig) => {
                     line.push_str(&format!(" before {}", death::signal_name(sig)))
                 }
                 Ending::Replaced(how) => line.push_str(&format!(" before {how}")),
+            }
+            if late > 0 {
+                line.push_str(&format!(
+                    " ({late} of them after the exit began, from threads still running; they add more until the process ends)"
+                ));
             }
             if s.dropped > 0 {
                 line.push_str(&format!(

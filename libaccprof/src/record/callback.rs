@@ -387,3 +387,9 @@ pub fn flush_orphans(rec: &Recorder) {
         }
     }
 }
+
+/// Whether the calling thread has recorded an event (it has state of its own). Reads atomics
+/// and a thread-local only: safe in a forked child's fork handler.
+pub fn this_thread_recorded() -> bool {
+    !current().is_null()
+}

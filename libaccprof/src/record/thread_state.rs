@@ -117,6 +117,11 @@ impl ThreadState {
             &mut self.last_tid,
             enclosing,
         );
+        o.hash = None;
+        if crate::content::on() {
+            // An upload's bytes are what the runtime is about to copy: hashed now.
+            o.hash = crate::content::hash_record(&o.words[..o.len], false);
+        }
         if let Some(c) = self.cuda.as_mut() {
             c.on_start(inc.kind, self.open.depth - 1, inc.api.as_ref());
         }
@@ -134,7 +139,12 @@ impl ThreadState {
             // Some runtimes fill a field only at the end (bytes of a download).
             complete(o, inc, &mut self.strings);
         }
-        emit(&self.slot, rec, &o.words, o.len);
+        if crate::content::on() && o.hash.is_none() {
+            // A synchronous download's bytes are what it delivered: hashed now.
+            o.hash = crate::content::hash_record(&o.words[..o.len], true);
+        }
+        let len = o.sealed();
+        emit(&self.slot, rec, &o.words, len);
         if let Some(c) = self.cuda.as_mut() {
             if let Some(e) = o.as_event() {
                 c.on_end(start_kind, i, &e);
@@ -149,6 +159,9 @@ impl ThreadState {
         let threads = (self.os_tid, self.nvtx.top());
         fill(o, inc, &mut self.strings, threads, &mut self.last_tid, 0);
         o.words[word::END] = inc.now;
+        if self.open.depth == 0 && wants_api_call_site(&o.words) {
+            api_call_site(o, inc.kind);
+        }
         emit(&self.slot, rec, &o.words, o.len);
     }
 
@@ -171,7 +184,8 @@ impl ThreadState {
         let o = &mut self.open.entries[0];
         o.words[word::END] = now.max(o.words[word::START]);
         o.words[word::HEAD] |= raw::NO_END;
-        emit(&self.slot, rec, &o.words, o.len);
+        let len = o.sealed();
+        emit(&self.slot, rec, &o.words, len);
         self.open.close(0);
         if let Some(c) = self.cuda.as_mut() {
             c.shift_down();
@@ -217,7 +231,8 @@ impl ThreadState {
         for o in &mut self.open.entries[..self.open.depth] {
             o.words[word::END] = now.max(o.words[word::START]);
             o.words[word::HEAD] |= raw::NO_END;
-            emit(&self.slot, rec, &o.words, o.len);
+            let len = o.sealed();
+            emit(&self.slot, rec, &o.words, len);
         }
         self.open.depth = 0;
     }
@@ -368,15 +383,35 @@ struct Open {
     /// The start carried every field its end could add (so the end's information is not
     /// copied).
     complete: bool,
+    /// The hash of the transfer's bytes (ACCPROF_CONTENT), written as the record's last word
+    /// when it is emitted: the end's information, when copied, comes before it.
+    hash: Option<u64>,
 }
 
 const NO_OPEN: Open = Open {
     words: [0; raw::MAX_WORDS],
     len: 0,
     complete: true,
+    hash: None,
 };
 
 impl Open {
+    /// The record's length once its hash, if any, is its last word.
+    #[inline(always)]
+    fn sealed(&mut self) -> usize {
+        match self.hash {
+            None => self.len,
+            Some(h) => self.seal_hash(h),
+        }
+    }
+
+    #[cold]
+    fn seal_hash(&mut self, h: u64) -> usize {
+        self.words[self.len] = h;
+        self.words[word::HEAD] |= raw::HASH;
+        self.len + 1
+    }
+
     /// The event this record reads as (for the rare paths that need it on this thread).
     fn as_event(&self) -> Option<Event> {
         let mut e = Event::default();
@@ -638,6 +673,31 @@ fn publish_tid(last: &mut i64, tid: i64) {
     crate::recorder::thread_id::set_current_thread_id(tid);
 }
 
+/// A device allocation or free the program asked for itself (`acc_malloc`, `acc_free`), from
+/// its point record: its call site names the pointer and the loop that repeats it. Rare next to
+/// construct events, and outside every directive, so the stack walk costs nothing on their path.
+#[inline(always)]
+fn wants_api_call_site(w: &Words) -> bool {
+    matches!(
+        raw::kind_of(w[word::HEAD]),
+        acc_event_t::ALLOC | acc_event_t::FREE
+    ) && w[word::FILE_FUNC] & 0xffff_ffff == 0
+        && w[word::HEAD] & raw::INFO != 0
+        // parent_construct, the low half of the event information's second word (zero when
+        // valid_bytes did not cover it).
+        && w[INFO_AT + at::IMPLICIT] as u32 as i32 == accprof_abi::acc_construct_t::RUNTIME_API.0
+}
+
+/// Where the event information lies in a record (after acc_prof_info, always copied).
+const INFO_AT: usize = raw::HEADER_WORDS + PROF_WORDS;
+
+#[cold]
+fn api_call_site(o: &mut Open, kind: acc_event_t) {
+    if let Some(ra) = crate::unwind::caller_return_address(kind.0 as u32) {
+        o.words[word::CALL_SITE] = ra;
+    }
+}
+
 /// Construct-level starts: the events a user reads by source line.
 fn wants_call_site(kind: acc_event_t) -> bool {
     matches!(
@@ -710,6 +770,11 @@ mod tests {
             8 * at::IMPLICIT + 4
         );
         assert_eq!(offset_of!(acc_data_event_info, var_name), 8 * at::NAME);
+        assert_eq!(
+            offset_of!(acc_data_event_info, parent_construct),
+            8 * at::IMPLICIT,
+            "wants_api_call_site reads it from the low half"
+        );
         assert_eq!(offset_of!(acc_launch_event_info, kernel_name), 8 * at::NAME);
         assert_eq!(offset_of!(acc_data_event_info, bytes), 8 * 4);
         assert_eq!(offset_of!(acc_data_event_info, host_ptr), 8 * 5);

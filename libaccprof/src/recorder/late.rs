@@ -5,8 +5,16 @@
 //! What cannot be kept is counted and written into the trace as a lost-events record.
 
 use accprof_trace::{Event, LostReason, TraceWriter};
-use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+
+/// Events written after the footer, for the exit line.
+static WRITTEN: AtomicU64 = AtomicU64::new(0);
+
+/// Events written after the footer so far (threads still running at exit go on adding).
+pub fn written() -> u64 {
+    WRITTEN.load(Ordering::Relaxed)
+}
 
 /// Events kept while the writer finishes: about 20 MB at most.
 const MAX_WAITING: usize = 1 << 16;
@@ -29,7 +37,7 @@ static LATE: Mutex<Late> = Mutex::new(Late {
 });
 
 struct LateWriter {
-    writer: TraceWriter<File>,
+    writer: TraceWriter<crate::sink::TraceFile>,
     clock: crate::clock::Converter,
 }
 
@@ -40,10 +48,15 @@ impl LateWriter {
         e.start_ns = self.clock.to_ns(e.start_ns);
         e.end_ns = self.clock.to_ns(e.end_ns);
         let strings = crate::strings::take_new();
-        self.writer
+        let ok = self
+            .writer
             .write_strings(strings.iter().map(|(id, b)| (*id, &b[..])))
             .is_ok()
-            && self.writer.write_events(&[e]).is_ok()
+            && self.writer.write_events(&[e]).is_ok();
+        if ok {
+            WRITTEN.fetch_add(1, Ordering::Relaxed);
+        }
+        ok
     }
 }
 
@@ -69,7 +82,10 @@ pub fn write_late(e: Event) {
 
 /// Where the collector leaves the writer after the footer: the events that waited are written,
 /// and the count of those that could not wait.
-pub fn hand_over_late_writer(writer: TraceWriter<File>, clock: crate::clock::Converter) {
+pub fn hand_over_late_writer(
+    writer: TraceWriter<crate::sink::TraceFile>,
+    clock: crate::clock::Converter,
+) {
     let Ok(mut late) = LATE.lock() else { return };
     let late = &mut *late;
     let mut w = LateWriter { writer, clock };
@@ -91,7 +107,7 @@ pub fn hand_over_late_writer(writer: TraceWriter<File>, clock: crate::clock::Con
 /// Runs `f` on the trace's writer once the footer is written, as late events are: under their
 /// lock, so that chunks never interleave and sequence numbers go on. `None` when there is no
 /// writer (the final flush failed).
-pub fn with_writer<T>(f: impl FnOnce(&mut TraceWriter<File>) -> T) -> Option<T> {
+pub fn with_writer<T>(f: impl FnOnce(&mut TraceWriter<crate::sink::TraceFile>) -> T) -> Option<T> {
     let mut late = LATE.lock().ok()?;
     late.writer.as_mut().map(|w| f(&mut w.writer))
 }

@@ -71,19 +71,20 @@ pub fn create(trace: &Path, slot_count: usize, slot_words: usize) -> Result<(), 
     let fd = file.into_raw_fd();
     // SAFETY: system calls on the descriptor we just created; the mapping is checked.
     let base = unsafe {
-        let ok = libc::ftruncate(fd, len as libc::off_t) == 0
-            && libc::posix_fallocate(fd, 0, slots_offset as libc::off_t) == 0;
-        let p = if ok {
-            libc::mmap(
+        let p = match size_file(fd, len, slots_offset) {
+            Ok(()) => libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
                 fd,
                 0,
-            )
-        } else {
-            libc::MAP_FAILED
+            ),
+            Err(e) => {
+                libc::close(fd);
+                let _ = std::fs::remove_file(&path);
+                return Err(say(e));
+            }
         };
         if p == libc::MAP_FAILED {
             let e = io::Error::last_os_error();
@@ -127,6 +128,33 @@ pub fn create(trace: &Path, slot_count: usize, slot_words: usize) -> Result<(), 
         .store(u64::from_le_bytes(layout::LIVE_MAGIC), Ordering::Release);
     let _ = LIVE.set(live);
     Ok(())
+}
+
+/// Gives the new file its length (sparse) and the disk space of its header and strings.
+/// A length past the process's file size limit (`ulimit -f`) is refused here: growing the
+/// file there would raise SIGXFSZ on the program's thread, which ends the process.
+fn size_file(fd: libc::c_int, len: usize, allocated: usize) -> io::Result<()> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes our struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0
+        && limit.rlim_cur != libc::RLIM_INFINITY
+        && len as u64 > limit.rlim_cur
+    {
+        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    }
+    // SAFETY: ftruncate on our descriptor.
+    if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // posix_fallocate returns its error; it does not set errno.
+    // SAFETY: fallocate on our descriptor, within its length.
+    match unsafe { libc::posix_fallocate(fd, 0, allocated as libc::off_t) } {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
 }
 
 fn create_new(path: &Path) -> io::Result<std::fs::File> {

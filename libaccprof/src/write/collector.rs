@@ -11,12 +11,13 @@
 use crate::recorder::late;
 use crate::recorder::message::{DeviceBatch, Message, Summary};
 use crate::recorder::Recorder;
+use crate::sink::TraceFile;
+use crate::write::create::{self, Created};
 use accprof_trace::packed::{SharedBuffer, Unpack};
 use accprof_trace::{Event, Field, Footer, Header, Module, PackedEvents, StrId, TraceWriter};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use std::fs::File;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 const SWEEP_EVERY: Duration = Duration::from_millis(200);
@@ -30,7 +31,7 @@ const CUDA_EVENTS_EXIT_WAIT: Duration = Duration::from_secs(2);
 
 struct Collector {
     clock: crate::clock::Converter,
-    writer: Option<TraceWriter<File>>,
+    writer: Option<TraceWriter<TraceFile>>,
     path: Option<PathBuf>,
     /// Set after the first failure to create or write the file; later batches are counted only.
     failed: Option<String>,
@@ -48,19 +49,27 @@ struct Collector {
 /// The trace file as created when recording started, or why it could not be.
 pub struct Opened {
     path: PathBuf,
-    /// `None` for a FIFO or device to stream to: opening one waits for its reader, which the
-    /// writer thread does, not the program's.
-    result: Option<std::io::Result<crate::write::output::Created>>,
+    /// `None` for a FIFO or device to stream to: the writer thread opens it (waiting for a
+    /// FIFO's reader), never the program's.
+    result: Option<std::io::Result<Created>>,
     header: Header,
+}
+
+/// Set when the program is ending: the writer stops waiting for a FIFO's reader.
+static ENDING: AtomicBool = AtomicBool::new(false);
+
+/// The program is ending: nothing is to be waited for any more.
+pub fn program_ending() {
+    ENDING.store(true, Ordering::Release);
 }
 
 impl Opened {
     /// Creates the trace file `cfg` names (or the first free name beside it).
     pub fn create(cfg: &crate::config::Config, header: &Header) -> Self {
         let path = crate::write::output::trace_path(cfg);
-        let stream_ok = crate::write::output::named_by_user(cfg);
-        let result = (!(stream_ok && crate::write::output::is_stream(&path)))
-            .then(|| crate::write::output::create(&path, header, stream_ok));
+        let stream = crate::write::output::named_by_user(cfg)
+            && create::stream_at(&path) == create::Stream::Ours;
+        let result = (!stream).then(|| create::create(&path, header));
         Self {
             path,
             result,
@@ -145,6 +154,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, opened: Opened) {
                 // What the threads committed since: every buffer read in place.
                 c.sweep(rec);
                 c.write_names();
+                crate::progress::note();
                 // What the device has not finished yet: bounded, the program is exiting.
                 let cuda = crate::device::cuda_events::collect_all(CUDA_EVENTS_EXIT_WAIT);
                 c.write_cuda_events(cuda);
@@ -218,6 +228,7 @@ impl Collector {
                     None => Ok(()),
                 })
                 .and_then(|_| w.write_events(events));
+            crate::progress::note();
             match r {
                 Ok(()) => self.events += n,
                 Err(e) => self.fail(format!("cannot write the trace: {e}; recording stopped"), n),
@@ -271,12 +282,16 @@ impl Collector {
             result,
             header,
         } = opened;
-        let result = result.unwrap_or_else(|| crate::write::output::create(&path, &header, true));
+        let result = result.unwrap_or_else(|| {
+            create::open_stream(&path, &header, || ENDING.load(Ordering::Acquire))
+        });
         match result {
             Ok(c) => {
                 if let Some(note) = c.note {
                     eprintln!("accprof: {note}");
                 }
+                self.modules = c.modules;
+                create::hold(c.writer.get_ref());
                 self.writer = Some(c.writer);
                 self.path = Some(c.path);
             }
@@ -294,7 +309,12 @@ impl Collector {
         // Said once, now, while the user can still connect it with what the program prints.
         eprintln!("accprof: {message}");
         self.failed = Some(message);
-        self.writer = None;
+        if let Some(w) = self.writer.take() {
+            // A chunk the disk took only part of reads as a run killed mid-write: the trace
+            // ends where its last whole chunk ends instead.
+            let whole = w.bytes_written();
+            w.into_inner().cut_to(whole);
+        }
         self.dropped += lost;
     }
 

@@ -41,7 +41,7 @@ pub fn append_at_exit(config: &Config, summary: &Summary) {
         eprintln!("accprof: source lines not kept in {}: {e}", path.display());
     }
     // With the tool's other self-measurements: what keeping the lines cost the exit.
-    if std::env::var("ACCPROF_SELF_TIME").is_ok_and(|v| !v.is_empty() && v != "0") {
+    if crate::config::flag_value("ACCPROF_SELF_TIME", false) {
         eprintln!(
             "accprof: self time: {} call sites and variables resolved into the trace at exit in {:.1} ms",
             table.len(),

@@ -2,8 +2,10 @@
 //! semantics; a backend only allocates, copies, launches and orders work on queues.
 //!
 //! Queues: `SYNC` (-2) is the synchronous queue (work on it is complete when the call returns,
-//! and it is not ordered with the async queues, as the specification allows); any other value is
-//! an async queue, created on first use, whose work runs in submission order.
+//! and a copy or kernel on it runs after the work queued so far on every async queue, as on
+//! CUDA's legacy default stream, where libgomp runs its synchronous work); any other value is
+//! an async queue, created on first use, whose work runs in submission order. An async copy to
+//! the host is complete when the call returns, as CUDA's copies into pageable memory are.
 
 pub mod cuda;
 pub(crate) mod deferred;
@@ -15,6 +17,33 @@ use accprof_abi::acc_device_t;
 use std::ffi::{c_char, c_void, CStr};
 use std::ops::Range;
 use std::sync::Arc;
+
+/// Starts a long-lived thread of the runtime's own (an async queue's worker, a staging
+/// thread) with every signal blocked, from its first instruction on (the mask is inherited from
+/// this thread, blocked for the time of the spawn): the program's signals reach the program's
+/// threads as they would without the runtime's. A program that blocks SIGTERM and takes it
+/// with `sigwait` would otherwise have it delivered to a worker, whose default action ends the
+/// process.
+pub fn spawn_worker<F, T>(name: String, f: F) -> std::io::Result<std::thread::JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    // SAFETY: sigset_t is plain data initialised by sigfillset; pthread_sigmask changes only
+    // this thread's mask and is restored below.
+    let old = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        (libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) == 0).then_some(old)
+    };
+    let spawned = std::thread::Builder::new().name(name).spawn(f);
+    if let Some(old) = old {
+        // SAFETY: restores the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    }
+    spawned
+}
 
 pub type QueueId = i64;
 /// The synchronous queue.
@@ -233,6 +262,15 @@ pub trait Backend: Send + Sync {
     }
     /// Runs `job` on the host after the work queued on `q` so far.
     fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()>;
+    /// Runs `job` on the host in `q`'s order, once the work queued so far on every queue has
+    /// run too: the work that memory released now waits for before it is given back
+    /// ([`Backend::free`]). Queue `q`'s later work waits for it.
+    fn host_fn_after_all(&self, q: QueueId, job: HostJob) -> Result<()> {
+        for other in self.queues() {
+            self.queue_wait(q, other)?;
+        }
+        self.host_fn(q, job)
+    }
 
     /// Blocks until `q` is empty.
     fn wait(&self, q: QueueId) -> Result<()>;

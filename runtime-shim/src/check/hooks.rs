@@ -3,8 +3,13 @@
 //! queue's copy is checked when it copies), mappings on the program's thread.
 
 use super::guard::{self, Watch};
+use super::origin;
+use super::pages;
 use super::state::{self, access_of, Finding, HostAccess, Place, Released, State, Tracked};
+use super::upload_watch::{self, Verdict};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 static ON: AtomicBool = AtomicBool::new(false);
 
@@ -23,12 +28,28 @@ pub(super) fn enable() {
 const WASTE_MIN_BYTES: usize = 4096;
 
 fn same(host: usize, dev: u64, bytes: usize) -> bool {
+    let _open = guard::window(host, host + bytes);
     // SAFETY: the host range is the program's mapped data (readable: the caller lifted any
     // guard that forbids reading) and the device range is the emulated device's copy of it.
     unsafe {
         std::slice::from_raw_parts(host as *const u8, bytes)
             == std::slice::from_raw_parts(dev as usize as *const u8, bytes)
     }
+}
+
+/// Whether some page of the array holds the same bytes in both copies.
+fn some_page_unchanged(host: usize, dev: u64, bytes: usize) -> bool {
+    let p = pages::page_size();
+    let mut at = host;
+    while at < host + bytes {
+        let end = ((at / p) + 1) * p;
+        let n = end.min(host + bytes) - at;
+        if same(at, dev + (at - host) as u64, n) {
+            return true;
+        }
+        at += n;
+    }
+    false
 }
 
 fn digest(dev: u64, bytes: usize) -> u64 {
@@ -47,43 +68,44 @@ fn digest(dev: u64, bytes: usize) -> u64 {
 
 fn lift(t: &mut Tracked) {
     if let Some((slot, _)) = t.guard.take() {
-        guard::release(slot);
+        release_slot(t.host, slot);
     }
 }
 
-/// The pages to guard for an array: every page it touches, but only its whole pages when it
-/// is on a thread's stack (the pages at its ends hold live frames, which must never fault).
-fn pages(host: usize, bytes: usize, on_stack: bool) -> Option<(usize, usize)> {
-    if on_stack {
-        guard::interior(host, bytes)
-    } else {
-        guard::covering(host, bytes)
+/// Shared first or last pages (bit 0, bit 1) that guards of the array at a host address gave
+/// up because a neighbour there was too busy: its next guards leave them out from the start.
+static NOISY: Mutex<BTreeMap<usize, u8>> = Mutex::new(BTreeMap::new());
+
+/// Frees a guard's slot, remembering the shared pages it gave up.
+fn release_slot(host: usize, slot: usize) {
+    let given = guard::given_up(slot);
+    guard::release(slot);
+    if given != 0 {
+        *NOISY
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(host)
+            .or_default() |= given;
     }
 }
 
-/// The pages to guard for the array at `host`, less a first or last page it shares with
-/// another array the checker watches (one guard per page: a second would undo the first's
-/// protection).
-fn own_pages(st: &State, host: usize, bytes: usize, on_stack: bool) -> Option<(usize, usize)> {
-    if on_stack {
-        // Never: a frame that returns leaves the pages to the next frames (the exit's own),
-        // and a fault on the page a signal frame would go to cannot be handled.
+/// Arrays smaller than this are checked by content only: a guard on a scalar's page would
+/// trap every access to the variables beside it.
+const GUARD_MIN_BYTES: usize = 256;
+
+/// The pages to guard for the array at `host`, and the shared first or last page to leave
+/// out (bit 0, bit 1) because earlier guards found them too busy; None when it is not guarded:
+/// on a thread's stack (a frame that returns leaves the pages to the next frames, and a fault
+/// on the page a signal frame would go to cannot be handled), or too small.
+fn guard_pages(host: usize, bytes: usize, on_stack: bool) -> Option<((usize, usize), u8)> {
+    // Constant data (in a read-only mapping) cannot change, and its pages must stay
+    // read-only after a guard.
+    if on_stack || bytes < GUARD_MIN_BYTES || crate::host_memory::is_read_only(host) {
         return None;
     }
-    let (mut s, mut e) = pages(host, bytes, on_stack)?;
-    let p = guard::page_size();
-    let shared = |lo: usize, hi: usize| {
-        let other = |h: usize, b: usize| h != host && h < hi && h + b.max(1) > lo;
-        st.tracked.values().any(|t| other(t.host, t.bytes))
-            || st.released.values().any(|r| other(r.host, r.bytes))
-    };
-    if s < host && shared(s, s + p) {
-        s += p;
-    }
-    if e > host + bytes && e > s && shared(e - p, e) {
-        e -= p;
-    }
-    (e > s).then_some((s, e))
+    let pages = pages::covering(host, bytes)?;
+    let noisy = NOISY.lock().unwrap_or_else(|e| e.into_inner());
+    Some((pages, noisy.get(&host).copied().unwrap_or(0)))
 }
 
 /// Guards the host copy of the tracked array at `key` with `watch`.
@@ -91,12 +113,13 @@ fn arm(st: &mut State, key: usize, watch: Watch) {
     let Some(t) = st.tracked.get(&key) else {
         return;
     };
-    let p = own_pages(st, t.host, t.bytes, t.on_stack);
+    let p = guard_pages(t.host, t.bytes, t.on_stack);
     let t = st.tracked.get_mut(&key).expect("present");
     lift(t);
-    if let Some(p) = p {
+    if let Some((pages, skip)) = p {
         let dev = if watch == Watch::Stale { t.dev } else { 0 };
-        t.guard = guard::arm(p, (t.host, t.host + t.bytes), watch, dev).map(|slot| (slot, watch));
+        t.guard = guard::arm(pages, (t.host, t.host + t.bytes), watch, dev, skip)
+            .map(|slot| (slot, watch));
     }
 }
 
@@ -146,9 +169,9 @@ fn harvest(st: &mut State) {
         }
         t.guard = None;
         let (at, write, who, time_ns) = access_of(slot);
-        guard::release(slot);
+        release_slot(t.host, slot);
         match who {
-            guard::WHO_KERNEL => found.push(Finding {
+            origin::KERNEL => found.push(Finding {
                 kind: "host_memory_in_kernel",
                 host: t.host,
                 bytes: t.bytes,
@@ -157,8 +180,9 @@ fn harvest(st: &mut State) {
                 construct: Place::Unknown,
                 other: Place::Unknown,
                 write,
+                detail: "",
             }),
-            guard::WHO_HOST => {
+            origin::HOST => {
                 seen.push(HostAccess {
                     host: t.host,
                     bytes: t.bytes,
@@ -176,6 +200,7 @@ fn harvest(st: &mut State) {
                         construct: t.changed_by.clone().unwrap_or_default(),
                         other: Place::Unknown,
                         write,
+                        detail: "",
                     }),
                     Watch::Synced => t.host_wrote = Some((at, write)),
                     Watch::Released => {}
@@ -194,8 +219,8 @@ fn harvest(st: &mut State) {
         let r = st.released.remove(&k).expect("listed");
         let slot = r.guard.expect("fired");
         let (at, write, who, time_ns) = access_of(slot);
-        guard::release(slot);
-        if who != guard::WHO_HOST {
+        release_slot(r.host, slot);
+        if who != origin::HOST {
             continue;
         }
         seen.push(HostAccess {
@@ -217,6 +242,7 @@ fn harvest(st: &mut State) {
                 construct: kernel,
                 other: at,
                 write,
+                detail: "",
             });
         }
     }
@@ -231,7 +257,7 @@ fn harvest(st: &mut State) {
 /// with the results it lost) is a finding.
 /// `uploads`: the clause copies the host's data in.
 pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, site: usize) {
-    let _runtime = guard::runtime_scope();
+    let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
     let overlapping: Vec<usize> = st
@@ -243,7 +269,7 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
     for k in overlapping {
         let r = st.released.remove(&k).expect("listed");
         if let Some(slot) = r.guard {
-            guard::release(slot);
+            release_slot(r.host, slot);
         }
         if !uploads {
             continue;
@@ -259,6 +285,7 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
                 construct: kernel,
                 other: Place::Call(site),
                 write: false,
+                detail: "",
             });
         } else if let Some(download) = r.download.filter(|_| r.bytes >= WASTE_MIN_BYTES) {
             st.add(Finding {
@@ -270,6 +297,7 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
                 construct: Place::Call(site),
                 other: Place::Unknown,
                 write: false,
+                detail: "",
             });
         }
     }
@@ -296,11 +324,15 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
 }
 
 /// Before a copy host -> device (queue order).
-pub fn before_upload(host: usize, dev: u64, bytes: usize, site: usize) {
-    let _runtime = guard::runtime_scope();
+/// Returns the pages to keep open while the copy reads the host's bytes.
+pub fn before_upload(host: usize, dev: u64, bytes: usize, site: usize) -> guard::Window {
+    let _runtime = origin::runtime_scope();
+    let copy = guard::window(host, host + bytes);
     let mut st = state::lock();
     harvest(&mut st);
-    let Some(t) = st.tracked_at(host) else { return };
+    let Some(t) = st.tracked_at(host) else {
+        return copy;
+    };
     if t.guard.is_some_and(|(_, w)| w == Watch::Stale) {
         lift(t);
     }
@@ -316,13 +348,15 @@ pub fn before_upload(host: usize, dev: u64, bytes: usize, site: usize) {
             construct: Place::Unknown,
             other: Place::Unknown,
             write: false,
+            detail: "",
         });
     }
+    copy
 }
 
 /// After a copy host -> device: the copies agree on the range.
 pub fn after_upload(host: usize, _dev: u64, bytes: usize, site: usize) {
-    let _runtime = guard::runtime_scope();
+    let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     let Some(t) = st.tracked_at(host) else { return };
     t.defined = true;
@@ -365,11 +399,14 @@ pub fn copy_site() -> usize {
 
 /// Before a copy device -> host: lifts the guard (the copy writes the host's pages) and finds
 /// a copy of what the host already holds.
-pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) {
-    let _runtime = guard::runtime_scope();
+/// Returns the pages to keep open while the copy writes the host's bytes.
+pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) -> guard::Window {
+    let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
-    let Some(t) = st.tracked_at(host) else { return };
+    let Some(t) = st.tracked_at(host) else {
+        return guard::window(host, host + bytes);
+    };
     lift(t);
     let at = if site == 0 {
         t.mapped_at.clone()
@@ -390,13 +427,15 @@ pub fn before_download(host: usize, dev: u64, bytes: usize, site: usize) {
             construct: kernel.unwrap_or_default(),
             other: Place::Unknown,
             write: true,
+            detail: "",
         });
     }
+    guard::window(host, host + bytes)
 }
 
 /// After a copy device -> host.
 pub fn after_download(host: usize, _dev: u64, bytes: usize) {
-    let _runtime = guard::runtime_scope();
+    let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     let Some(t) = st.tracked_at(host) else { return };
     if host == t.host && bytes >= t.bytes {
@@ -422,31 +461,53 @@ fn used_by(st: &State, args: &[u64]) -> Vec<usize> {
         .collect()
 }
 
-/// Digests of the device copies of never-filled arrays a kernel is given, taken before it runs.
-pub type Before = Vec<(usize, u64)>;
+/// What the checker notes before a kernel runs, for [`kernel_ends`].
+#[derive(Default)]
+pub struct Before {
+    /// Digests of the device copies of never-filled arrays the kernel is given.
+    digests: Vec<(usize, u64)>,
+    /// Uploads watched for the kernel's first accesses: (array, watch, the upload).
+    watched: Vec<(usize, usize, Place)>,
+    /// Big uploads first compared with what the kernel left: (array, the upload's key).
+    compared: Vec<(usize, UploadKey)>,
+}
+
+/// An upload as the checker judges it: (the upload's place, the kernel's, the bytes).
+pub type UploadKey = (usize, usize, usize);
+
+/// Uploads of at most this many bytes are watched the first time; a bigger one (a fault per
+/// page) only when the first kernel changed every one of its pages, the next time it comes.
+const WATCH_AT_ONCE_BYTES: usize = 256 * 1024;
+
+impl Before {
+    /// The kernel must run on one thread: an upload it uses is watched access by access.
+    pub fn serial(&self) -> bool {
+        !self.watched.is_empty()
+    }
+}
 
 /// Before a kernel runs (queue order): a device copy it uses that the host changed since the
-/// copies last agreed is stale.
+/// copies last agreed is stale; an upload it uses that no kernel read yet is watched.
 pub fn kernel_starts(args: &[u64], site: usize) -> Before {
-    let _runtime = guard::runtime_scope();
+    let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
-    let mut before = Vec::new();
+    let mut before = Before::default();
     let mut found = Vec::new();
     for host in used_by(&st, args) {
         let t = st.tracked.get_mut(&host).expect("listed");
-        t.pending_upload = None;
+        let upload = t.pending_upload.take();
         if !t.defined {
-            before.push((host, digest(t.dev, t.bytes)));
+            before.digests.push((host, digest(t.dev, t.bytes)));
             continue;
         }
         // Where a kernel changed the device copy, content cannot tell which side changed.
         let comparable = !t.holds_pointers
             && t.changed_by.is_none()
             && !t.guard.is_some_and(|(_, w)| w == Watch::Stale);
-        // Only a host write a guard saw: an unguarded copy (on the stack, or sharing its pages)
-        // may have been uploaded from a snapshot (an async queue's small copies are taken
-        // when queued), which the host may change at once, as it may.
+        // Only a host write a guard saw: an unguarded copy (on the stack, too small to
+        // guard) may have been uploaded from a snapshot (an async queue's small copies are
+        // taken when queued), which the host may change at once, as it may.
         if comparable && t.host_wrote.is_some() && !same(t.host, t.dev, t.bytes) {
             let at = t.host_wrote.take().map(|(p, _)| p).unwrap_or_default();
             found.push(Finding {
@@ -458,16 +519,45 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
                 construct: Place::Call(site),
                 other: Place::Unknown,
                 write: true,
+                detail: "",
             });
             // Reported once: the copies are taken to differ from here on.
             t.from_host = false;
             lift(t);
+            continue;
+        }
+        // An upload is judged once per place (a loop repeats it): the first kernel to use it
+        // says whether it read what was sent.
+        let Some(upload) = upload.filter(|_| t.bytes >= WASTE_MIN_BYTES && !t.holds_pointers)
+        else {
+            continue;
+        };
+        let (dev, bytes) = (t.dev as usize, t.bytes);
+        let key = (place_key(&upload), site, bytes);
+        if st.judged.contains(&key) {
+            continue;
+        }
+        if bytes > WATCH_AT_ONCE_BYTES && !st.every_page_changed.contains(&key) {
+            before.compared.push((host, key));
+            continue;
+        }
+        if let Some(w) = upload_watch::arm(dev, bytes) {
+            st.judged.insert(key);
+            before.watched.push((host, w, upload));
         }
     }
     for f in found {
         st.add(f);
     }
     before
+}
+
+fn place_key(p: &Place) -> usize {
+    match p {
+        Place::Call(ra) => *ra,
+        Place::Access { pc, .. } => *pc,
+        Place::Unknown => 0,
+    }
 }
 
 /// The copies agree now: an array no guard keeps as it is gets a digest of its device copy,
@@ -492,8 +582,46 @@ fn changed_on_device(t: &Tracked) -> bool {
 /// After a kernel ran: a device copy it changed is newer than the host's, which the host must
 /// not read (or write) until a copy back.
 pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
-    let _runtime = guard::runtime_scope();
+    let _runtime = origin::runtime_scope();
     let mut st = state::lock();
+    for (host, watch, upload) in before.watched {
+        // First: the device copy is open again for the comparisons below.
+        if upload_watch::finish(watch) == Verdict::Overwritten {
+            let Some(t) = st.tracked.get(&host) else {
+                continue;
+            };
+            let f = Finding {
+                kind: "unused_transfer",
+                host,
+                bytes: t.bytes,
+                name: t.name.clone(),
+                at: upload,
+                construct: Place::Call(site),
+                other: Place::Unknown,
+                write: false,
+                detail: "upload_overwritten",
+            };
+            st.add(f);
+        }
+    }
+    for (host, key) in before.compared {
+        // The host's copy still holds what was uploaded while its guard is unfired: a page
+        // the kernel left as it was was not overwritten, and the upload was needed.
+        let Some(t) = st.tracked.get(&host) else {
+            continue;
+        };
+        let intact = t
+            .guard
+            .is_some_and(|(g, w)| w == Watch::Synced && !guard::fired(g));
+        if !intact {
+            continue;
+        }
+        if some_page_unchanged(t.host, t.dev, t.bytes) {
+            st.judged.insert(key);
+        } else {
+            st.every_page_changed.insert(key);
+        }
+    }
     for host in used_by(&st, args) {
         let t = st.tracked.get_mut(&host).expect("listed");
         if t.holds_pointers {
@@ -501,6 +629,7 @@ pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
         }
         if !t.defined {
             let changed = before
+                .digests
                 .iter()
                 .find(|(h, _)| *h == host)
                 .is_some_and(|&(_, d)| d != digest(t.dev, t.bytes));
@@ -528,7 +657,7 @@ pub fn kernel_ends(args: &[u64], site: usize, before: Before) {
 /// An entry leaves the device (queue order, before its memory is freed): its copy back, if
 /// any, has run. The array stays watched until the host touches it or maps it again.
 pub fn released(host: usize, copied_back: bool) {
-    let _runtime = guard::runtime_scope();
+    let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
     let Some(mut t) = st.tracked.remove(&host) else {
@@ -541,10 +670,9 @@ pub fn released(host: usize, copied_back: bool) {
         .filter(|_| changed_on_device(&t))
         .map(|kernel| (t.mapped_at.clone(), kernel));
     lift(&mut t);
-    let watched = own_pages(&st, t.host, t.bytes, t.on_stack);
-    let whole = watched.is_some_and(|(s, e)| s <= t.host && e >= t.host + t.bytes);
+    let watched = guard_pages(t.host, t.bytes, t.on_stack);
     let mut dropped = dropped;
-    if !whole {
+    if watched.is_none_or(|(_, skip)| skip != 0) {
         // No guard sees every host read of the lost results: reported now.
         if let Some((release, kernel)) = dropped.take() {
             st.add(Finding {
@@ -556,14 +684,14 @@ pub fn released(host: usize, copied_back: bool) {
                 construct: kernel,
                 other: Place::Unknown,
                 write: false,
+                detail: "",
             });
         }
     }
-    if watched.is_none() {
+    let Some((pages, skip)) = watched else {
         return;
-    }
-    let p = watched.expect("checked");
-    let slot = guard::arm(p, (t.host, t.host + t.bytes), Watch::Released, 0);
+    };
+    let slot = guard::arm(pages, (t.host, t.host + t.bytes), Watch::Released, 0, skip);
     st.released.insert(
         host,
         Released {
@@ -580,7 +708,7 @@ pub fn released(host: usize, copied_back: bool) {
 /// A kernel given a host pointer by value (GCC's firstprivate) that points into `target`'s
 /// host copy: on a GPU it would dereference host memory.
 pub fn pointer_by_value(target: usize, site: usize) {
-    let _runtime = guard::runtime_scope();
+    let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     let Some(t) = st.tracked_at(target) else {
         return;
@@ -594,6 +722,7 @@ pub fn pointer_by_value(target: usize, site: usize) {
         construct: Place::Call(site),
         other: Place::Unknown,
         write: false,
+        detail: "",
     };
     st.add(f);
 }
@@ -602,7 +731,7 @@ pub fn pointer_by_value(target: usize, site: usize) {
 /// (attach, a Fortran descriptor's data pointer): the array holding it is left out of content
 /// comparisons.
 pub fn pointer_written(ptr_addr: usize) {
-    let _runtime = guard::runtime_scope();
+    let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     if let Some(t) = st.tracked_at(ptr_addr) {
         t.holds_pointers = true;
@@ -623,7 +752,7 @@ pub struct Leftover {
 /// At exit: data still mapped by enter data is left behind. Lifts every guard (the exit's own
 /// code may touch any array) and writes the report.
 pub fn at_exit(leftovers: &[Leftover]) {
-    let _runtime = guard::runtime_scope();
+    let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     harvest(&mut st);
     let mut found = Vec::new();
@@ -640,6 +769,7 @@ pub fn at_exit(leftovers: &[Leftover]) {
             construct: Place::Unknown,
             other: Place::Unknown,
             write: false,
+            detail: "",
         });
     }
     for f in found {
@@ -648,11 +778,10 @@ pub fn at_exit(leftovers: &[Leftover]) {
     for t in st.tracked.values_mut() {
         lift(t);
     }
-    for r in st.released.values() {
+    for r in std::mem::take(&mut st.released).into_values() {
         if let Some(slot) = r.guard {
-            guard::release(slot);
+            release_slot(r.host, slot);
         }
     }
-    st.released.clear();
     super::report::write(&st);
 }

@@ -14,16 +14,24 @@
 //! the host copies ([`guard`]) that see the program's first access to an array in a state that
 //! matters: stale after a kernel (no access allowed), in sync (no write allowed), released (any
 //! access noted). The first access is enough: each guard costs at most one fault, whatever
-//! the program does after. Arrays without a whole page inside are checked by content only.
+//! the program does after. Arrays that share pages are guarded together, each fault attributed
+//! by its address, and an access that means nothing to the guards is let through for one
+//! instruction ([`step`]). A kernel's first accesses to an upload ([`upload_watch`]) tell an
+//! upload it overwrote before reading.
 //!
 //! What was found is written to FILE as JSON when the program exits ([`report`]), with source
 //! lines from the program's debug information; `accprof check` names the arrays and prints it.
 
+mod cpu;
 pub mod guard;
 pub mod hooks;
+mod origin;
+mod pages;
 pub mod report;
 pub mod signals;
 mod state;
+mod step;
+mod upload_watch;
 
 pub use hooks::on;
 
@@ -46,9 +54,9 @@ pub fn start(emulated: bool, in_kernel: fn() -> bool) {
     report::set_path(std::path::PathBuf::from(path));
     let (own, program) = report::code_ranges();
     if let Some((s, e)) = own {
-        guard::set_own_text(s, e);
+        origin::set_own_text(s, e);
     }
-    guard::set_program_text(&program);
-    guard::set_kernel_probe(in_kernel);
+    origin::set_program_text(&program);
+    origin::set_kernel_probe(in_kernel);
     hooks::enable();
 }

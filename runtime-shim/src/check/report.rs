@@ -4,7 +4,7 @@
 //!
 //! ```json
 //! {"accshim_check": 1, "program": "/path/app", "pid": 123,
-//!  "findings": [{"kind": "stale_host_read", "host": "0x7f..", "bytes": 800, "name": "a",
+//!  "findings": [{"kind": "stale_host_read", "detail": "", "host": "0x7f..", "bytes": 800, "name": "a",
 //!                "at": {"file": "a.c", "line": 12}, "construct": {...}, "other": {...},
 //!                "write": false}],
 //!  "host_accesses": [{"host": "0x7f..", "bytes": 800, "at": {...}, "write": false,
@@ -14,7 +14,7 @@
 //! `at`, `construct` and `other` are absent where unknown. `name` is the clause's text, or the
 //! symbol-table name of a global or module array, or empty.
 
-use super::guard;
+use super::origin;
 use super::state::{Place, State};
 use std::ffi::CStr;
 use std::path::PathBuf;
@@ -110,7 +110,7 @@ fn resolve(p: &Place) -> Option<(String, u32)> {
         Place::Unknown => return None,
         Place::Call(ra) => crate::loc::source_line(*ra),
         Place::Access { pc, stack } => {
-            if guard::is_program_code(*pc) {
+            if origin::is_program_code(*pc) {
                 // The faulting instruction itself: source_line looks one byte before.
                 crate::loc::source_line(pc + 1)
             } else {
@@ -181,8 +181,9 @@ pub fn write(st: &State) {
         };
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
         out.push_str(&format!(
-            "{{\"kind\": {}, \"host\": \"{:#x}\", \"bytes\": {}, \"name\": {}{}{}{}, \"write\": {}}}",
+            "{{\"kind\": {}, \"detail\": {}, \"host\": \"{:#x}\", \"bytes\": {}, \"name\": {}{}{}{}, \"write\": {}}}",
             json_str(f.kind),
+            json_str(f.detail),
             f.host,
             f.bytes,
             json_str(&name),

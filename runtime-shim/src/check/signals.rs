@@ -1,26 +1,30 @@
-//! The checker's SIGSEGV and SIGBUS handler, and the chain to the handlers installed before and
-//! after it.
+//! The checker's SIGSEGV, SIGBUS and SIGTRAP handlers, and the chain to the handlers installed
+//! before and after them.
 //!
-//! The handler sees every fault first. A fault in a guard (src/check/guard.rs) is resolved and
-//! the access retried; any other goes to the next handler: the one the program (or libaccprof,
-//! or a language runtime) installed, or the default action, so that a crash is the crash it
-//! would have been. A later `sigaction` or `signal` for these two signals while checking would
-//! replace the handler and leave the guards' faults to code that does not know them: the shim
-//! exports both functions, and while checking it keeps such a handler as the next one (and
-//! answers queries with it), as a debugger's or sanitizer's runtime does. Without checking they
-//! pass straight to the C library's.
+//! The handler sees every fault first. A fault in a guard (src/check/guard.rs,
+//! src/check/upload_watch.rs) is resolved and the access retried; any other goes to the next
+//! handler: the one the program (or libaccprof, or a language runtime) installed, or the default
+//! action, so that a crash is the crash it would have been. SIGTRAP ends an access let through
+//! for one instruction (src/check/step.rs); any other trap goes on the same way. A later
+//! `sigaction` or `signal` for these signals while checking would replace the handler and leave
+//! the guards' faults to code that does not know them: the shim exports both functions, and
+//! while checking it keeps such a handler as the next one (and answers queries with it), as a
+//! debugger's or sanitizer's runtime does. Without checking they pass straight to the C
+//! library's.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// The handler the program would have now, one per guarded signal (SIGSEGV, SIGBUS).
-struct Next([UnsafeCell<libc::sigaction>; 2]);
+/// The handler the program would have now, one per signal the checker handles (SIGSEGV,
+/// SIGBUS, SIGTRAP).
+struct Next([UnsafeCell<libc::sigaction>; 3]);
 // SAFETY: written under NEXT_LOCK by `install` and the interposed sigaction; read by the
 // handler, which may see a half-written entry only if the program installs a handler while
 // another thread faults, a race the program has without the checker too.
 unsafe impl Sync for Next {}
 static NEXT: Next = Next([
+    UnsafeCell::new(zeroed_action()),
     UnsafeCell::new(zeroed_action()),
     UnsafeCell::new(zeroed_action()),
 ]);
@@ -36,6 +40,7 @@ fn index(sig: c_int) -> Option<usize> {
     match sig {
         libc::SIGSEGV => Some(0),
         libc::SIGBUS => Some(1),
+        libc::SIGTRAP if super::cpu::CAN_STEP => Some(2),
         _ => None,
     }
 }
@@ -65,14 +70,19 @@ pub fn install() -> bool {
         return false;
     };
     let _lock = NEXT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    for sig in [libc::SIGSEGV, libc::SIGBUS] {
-        let i = index(sig).expect("guarded signal");
+    for sig in [libc::SIGSEGV, libc::SIGBUS, libc::SIGTRAP] {
+        let Some(i) = index(sig) else { continue };
         // SAFETY: the old action goes into our slot; our action is a valid handler that runs
         // on an alternate stack where the thread has one (a stack overflow stays the program's).
+        // It leaves the signal unblocked: the program's own handler, which it calls, may touch
+        // a guarded page (a counter beside a guarded array), and a fault with the signal
+        // blocked would end the process. A fault inside the program's handler that is not the
+        // checker's then reaches that handler again instead of ending the process at once.
         unsafe {
             let mut act: libc::sigaction = std::mem::zeroed();
             act.sa_sigaction = on_signal as *const () as usize;
-            act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
+            act.sa_flags =
+                libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART | libc::SA_NODEFER;
             libc::sigemptyset(&mut act.sa_mask);
             if real(sig, &act, NEXT.0[i].get()) != 0 {
                 return false;
@@ -84,8 +94,24 @@ pub fn install() -> bool {
 }
 
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    if sig == libc::SIGTRAP {
+        // SAFETY: the kernel's context for this signal.
+        if let Some(pages) = unsafe { super::step::finish(ctx) } {
+            for page in pages.into_iter().filter(|&p| p != 0) {
+                if !super::upload_watch::restore(page) {
+                    super::guard::restore(page);
+                }
+            }
+            return;
+        }
+        chain(sig, info, ctx);
+        return;
+    }
     // SAFETY: the kernel's arguments for an SA_SIGINFO handler.
-    let ours = unsafe { (*info).si_code > 0 && super::guard::on_fault(info, ctx) };
+    let ours = unsafe {
+        (*info).si_code > 0
+            && (super::upload_watch::on_fault(info, ctx) || super::guard::on_fault(info, ctx))
+    };
     if ours {
         return;
     }
@@ -98,16 +124,19 @@ fn chain(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: see `Next`.
     let next = unsafe { *NEXT.0[i].get() };
     let h = next.sa_sigaction;
+    if sig == libc::SIGTRAP && h == libc::SIG_IGN {
+        return;
+    }
     if h == libc::SIG_DFL || h == libc::SIG_IGN {
         // The default action: put it back and let the fault happen again (or, for a signal
-        // sent by kill, send it again), which now ends the process as it would have.
+        // sent by kill or a trap, send it again), which now ends the process as it would have.
         let Some(real) = real_sigaction() else { return };
         // SAFETY: restores the default disposition; async-signal-safe.
         unsafe {
             let mut dfl: libc::sigaction = std::mem::zeroed();
             dfl.sa_sigaction = libc::SIG_DFL;
             real(sig, &dfl, std::ptr::null_mut());
-            if (*info).si_code <= 0 {
+            if (*info).si_code <= 0 || sig == libc::SIGTRAP {
                 libc::raise(sig);
             }
         }

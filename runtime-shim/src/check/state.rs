@@ -1,7 +1,7 @@
 //! What the checker knows: the arrays on the device, the arrays released from it that it still
 //! watches, the host accesses it saw, and the findings.
 
-use super::guard;
+use super::{guard, origin};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
@@ -36,6 +36,9 @@ pub struct Finding {
     pub other: Place,
     /// Whether the access at `at` was a write.
     pub write: bool,
+    /// Which case of its kind, where a kind has several ("upload_overwritten": an upload the
+    /// kernel overwrote before reading, the upload half of unused_transfer); else empty.
+    pub detail: &'static str,
 }
 
 /// A host access the guards saw (the first after a release or a sync), for `accprof advise`.
@@ -106,6 +109,10 @@ pub struct State {
     pub released: BTreeMap<usize, Released>,
     pub findings: Vec<Finding>,
     pub accesses: Vec<HostAccess>,
+    /// Uploads whose first use was judged: (the upload's place, the kernel's, the bytes).
+    pub judged: std::collections::HashSet<(usize, usize, usize)>,
+    /// Big uploads whose first kernel changed every page: watched the next time they come.
+    pub every_page_changed: std::collections::HashSet<(usize, usize, usize)>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -149,7 +156,10 @@ impl State {
     /// place (a loop repeats its bugs).
     pub fn add(&mut self, f: Finding) {
         let same = |g: &Finding| {
-            g.kind == f.kind && g.host == f.host && place_key(&g.at) == place_key(&f.at)
+            g.kind == f.kind
+                && g.detail == f.detail
+                && g.host == f.host
+                && place_key(&g.at) == place_key(&f.at)
         };
         if !self.findings.iter().any(same) {
             self.findings.push(f);
@@ -162,7 +172,7 @@ fn place_key(p: &Place) -> usize {
         Place::Unknown => 0,
         Place::Call(r) => *r,
         Place::Access { pc, stack } => {
-            if guard::is_program_code(*pc) {
+            if origin::is_program_code(*pc) {
                 *pc
             } else {
                 stack.first().copied().unwrap_or(*pc)

@@ -1,5 +1,5 @@
 //! The OpenACC runtime library routines (specification chapter 3) with their C names and
-//! signatures. Data routines dispatch the same events as the directives, with
+//! signatures. Data routines dispatch the same events as the directives (src/sequence.rs), with
 //! parent_construct = acc_construct_runtime_api: enter_data start/end around acc_copyin and
 //! acc_create, exit_data start/end around acc_copyout and acc_delete, update start/end around
 //! acc_update_*, and alloc/create/upload/download/delete/free inside.
@@ -12,6 +12,7 @@ use crate::loc::Loc;
 use crate::present::Lookup;
 use crate::profiling::dispatch::{self, DataInfo};
 use crate::runtime::{self, ACC_ASYNC_SYNC};
+use crate::sequence::{self, DataDirective, WaitClause};
 use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
 use std::ffi::{c_char, c_int, c_void};
 
@@ -207,7 +208,7 @@ pub extern "C" fn acc_wait(a: c_int) {
     run("acc_wait", || {
         runtime::check_async(a as i64)?;
         let rt = runtime::get(API, &NOWHERE);
-        crate::construct::wait_on(rt, API, false, &NOWHERE, Some(&[a as i64]), ACC_ASYNC_SYNC)
+        sequence::wait_on(rt, API, false, &NOWHERE, Some(&[a as i64]), ACC_ASYNC_SYNC)
     })
 }
 
@@ -221,7 +222,7 @@ pub extern "C" fn acc_wait_async(a: c_int, on: c_int) {
     run("acc_wait_async", || {
         runtime::check_async(a as i64)?;
         let rt = runtime::get(API, &NOWHERE);
-        crate::construct::wait_on(rt, API, false, &NOWHERE, Some(&[a as i64]), on as i64)
+        sequence::wait_on(rt, API, false, &NOWHERE, Some(&[a as i64]), on as i64)
     })
 }
 
@@ -231,7 +232,7 @@ pub extern "C" fn acc_wait_all() {
         let Some(rt) = runtime::current() else {
             return Ok(());
         };
-        crate::construct::wait_on(rt, API, false, &NOWHERE, None, ACC_ASYNC_SYNC)
+        sequence::wait_on(rt, API, false, &NOWHERE, None, ACC_ASYNC_SYNC)
     })
 }
 
@@ -244,7 +245,7 @@ pub extern "C" fn acc_async_wait_all() {
 pub extern "C" fn acc_wait_all_async(on: c_int) {
     run("acc_wait_all_async", || {
         let rt = runtime::get(API, &NOWHERE);
-        crate::construct::wait_on(rt, API, false, &NOWHERE, None, on as i64)
+        sequence::wait_on(rt, API, false, &NOWHERE, None, on as i64)
     })
 }
 
@@ -382,9 +383,9 @@ fn enter_api(
             host_range(h, bytes, "data_arg", false)?;
         }
         let op = op(async_)?;
-        let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
-        let e = data::enter(&op, &clause(kind, h, bytes), true)?;
-        dispatch::other_end(acc_event_t::ENTER_DATA_END, &op.ctx, t);
+        let e = sequence::data_directive(&op, DataDirective::Enter, WaitClause::Absent, |op| {
+            data::enter(op, &clause(kind, h, bytes), true)
+        })?;
         Ok(e.device_addr() as usize as *mut c_void)
     })
 }
@@ -405,10 +406,9 @@ fn exit_api(
             host_range(h, bytes, "data_arg", true)?;
         }
         let op = op(async_)?;
-        let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
-        data::exit(&op, &clause(kind, h, bytes), true, finalize)?;
-        dispatch::other_end(acc_event_t::EXIT_DATA_END, &op.ctx, t);
-        Ok(())
+        sequence::data_directive(&op, DataDirective::Exit, WaitClause::Absent, |op| {
+            data::exit(op, &clause(kind, h, bytes), true, finalize)
+        })
     })
 }
 
@@ -419,10 +419,9 @@ fn update_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize
         }
         host_range(h, bytes, "data_arg", kind == ClauseKind::UpdateSelf)?;
         let op = op(async_)?;
-        let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
-        data::update(&op, &clause(kind, h, bytes), false)?;
-        dispatch::other_end(acc_event_t::UPDATE_END, &op.ctx, t);
-        Ok(())
+        sequence::data_directive(&op, DataDirective::Update, WaitClause::Absent, |op| {
+            data::update(op, &clause(kind, h, bytes), false)
+        })
     })
 }
 
@@ -808,13 +807,19 @@ pub extern "C" fn acc_memcpy_d2d_async(
     memcpy_d2d("acc_memcpy_d2d_async", dst, src, bytes, dev_dst, dev_src, a)
 }
 
+/// acc_attach and acc_detach: the routines of `enter data attach(p)` and `exit data detach(p)`,
+/// with their events.
 fn attach_api(what: &str, p: *mut *mut c_void, a: c_int, detach: bool, finalize: bool) {
     run(what, || {
         let op = op(a)?;
         if detach {
-            data::detach(&op, &op.ctx, p as usize, std::ptr::null(), finalize)
+            sequence::data_directive(&op, DataDirective::Exit, WaitClause::Absent, |op| {
+                data::detach(op, &op.ctx, p as usize, std::ptr::null(), finalize)
+            })
         } else {
-            data::attach(&op, &op.ctx, p as usize, std::ptr::null())
+            sequence::data_directive(&op, DataDirective::Enter, WaitClause::Absent, |op| {
+                data::attach(op, &op.ctx, p as usize, std::ptr::null())
+            })
         }
     })
 }

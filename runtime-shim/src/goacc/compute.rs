@@ -4,14 +4,15 @@
 //! addresses libgomp's host fallback would pass: data semantics are a discrete GPU's.
 
 use super::mapping::{
-    self, map_structured, unmap_structured, unsupported, Vars, FLAG_HOST_FALLBACK, NOWHERE,
+    self, map_structured, unmap_structured, unsupported, Mapped, Vars, FLAG_HOST_FALLBACK, NOWHERE,
 };
 use super::varargs::LaunchTags;
 use crate::backend::{HostKernel, LaunchSpec, Val, SYNC};
 use crate::error::Result;
 use crate::profiling::dispatch::{self, LaunchInfo};
-use crate::runtime::op_for;
-use accprof_abi::{acc_construct_t, acc_device_t, acc_event_t};
+use crate::runtime::{op_for, Op};
+use crate::sequence::{self, ComputeSteps};
+use accprof_abi::{acc_construct_t, acc_device_t};
 use std::ffi::{c_void, CStr};
 
 /// The offloaded function's type: it takes the array of (device) addresses.
@@ -59,8 +60,7 @@ pub unsafe fn parallel(
         // if(false): the construct runs on the host with the host's data, as libgomp does, and
         // is reported as running there.
         let mut host: Vec<usize> = (0..vars.len()).map(|i| vars.host(i)).collect();
-        let end = acc_event_t::COMPUTE_CONSTRUCT_END;
-        super::fallback::on_host(construct, acc_event_t::COMPUTE_CONSTRUCT_START, end, || {
+        super::fallback::compute_on_host(construct, || {
             // SAFETY: `f` is GCC's construct function (the caller's contract).
             unsafe { std::mem::transmute::<usize, OmpFn>(f)(host.as_mut_ptr().cast()) }
         });
@@ -72,80 +72,89 @@ pub unsafe fn parallel(
         .map_or(crate::runtime::ACC_ASYNC_SYNC, i64::from);
     (|| -> Result<()> {
         let op = op_for(rt, construct, false, &NOWHERE, async_)?;
-        let t_cc = dispatch::other_start(acc_event_t::COMPUTE_CONSTRUCT_START, &op.ctx);
-        mapping::wait_clause(rt, construct, &tags.waits, async_)?;
-        let mut implicit = op;
-        implicit.ctx.implicit = true;
-        let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &implicit.ctx);
-        let mapped = map_structured(&op, &vars)?;
-        dispatch::other_end(acc_event_t::ENTER_DATA_END, &implicit.ctx, t);
-        for &p in &mapped.absent_pointers {
-            eprintln!(
-                "accshim: warning: the construct's function gets NULL for the pointer {p:#x}: the data it points to is not on the device (a missing data clause?); on a GPU the kernel would fault there"
-            );
-        }
-
-        let name = super::names::kernel_name(f);
-        // Dimensions given at run time, else those GCC compiled into the nvptx image; 0 where
-        // the device would decide (the event then carries none: see LaunchInfo).
-        let compiled = super::images::compiled_dims(f).unwrap_or([0; 3]);
-        let pick = |d: usize| if tags.dims[d] != 0 { tags.dims[d] } else { u32::from(compiled[d]) };
-        let (g, w, v) = (pick(0), pick(1), pick(2));
-        let on_gpu = rt.device_type == acc_device_t::NVIDIA;
-        let gcc = if on_gpu {
-            match super::images::nvptx_kernel(f) {
-                Some(k) => Some(k),
-                None => unsupported(
-                    "compute construct",
-                    &format!("running {} on the CUDA device without its nvptx image (build with -foffload=nvptx-none, or run with ACC_DEVICE_TYPE=emulated)", name.to_string_lossy()),
-                ),
-            }
-        } else {
-            None
+        let steps = ComputeSteps {
+            map: |op: &Op| map_structured(op, &vars),
+            launch: |implicit: &Op, mapped: &Mapped| launch(implicit, f, &tags, mapped),
+            unmap: |implicit: &Op, mapped: Mapped| unmap_structured(implicit, &mapped),
         };
-        // On the GPU the launch is named as the device names the kernel (the nvptx entry,
-        // `main$_omp_fn$0`), as libgomp's plugin names it: a tool matches its device records
-        // (CUPTI's kernel names) to the launch by that name.
-        let name = gcc.as_ref().map_or(name, |k| k.entry);
-        let spec = LaunchSpec {
-            name,
-            host: (!on_gpu).then_some(HostKernel::C { f: call_construct_fn, user: f }),
-            cuda_src: None,
-            cuda_len: 0,
-            work: 1,
-            gangs: g,
-            workers: w,
-            vector: v,
-            args: mapped.devaddrs.clone(),
-            reduction: None,
-            gcc,
-        };
-        let li = LaunchInfo { kernel_name: name.as_ptr(), num_gangs: g as usize, num_workers: w as usize, vector_length: v as usize };
-        let t = dispatch::launch_start(&implicit.ctx, &li);
-        let r = rt.backend.launch(op.q, &spec, None);
-        dispatch::launch_end(&implicit.ctx, &li, t);
-        r?;
-        if op.q != SYNC && !on_gpu && super::globals::swapping() {
-            // The kernel swaps declared globals into the host's variables: the host must not
-            // run beside it (src/goacc/globals.rs).
-            rt.backend.wait(op.q)?;
-        }
-        if op.q == SYNC {
-            let t = dispatch::other_start(acc_event_t::WAIT_START, &implicit.ctx);
-            let r = rt.backend.wait(SYNC);
-            dispatch::other_end(acc_event_t::WAIT_END, &implicit.ctx, t);
-            r?;
-        }
-        let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &implicit.ctx);
-        unmap_structured(&implicit, &mapped)?;
-        dispatch::other_end(acc_event_t::EXIT_DATA_END, &implicit.ctx, t);
-        dispatch::other_end(acc_event_t::COMPUTE_CONSTRUCT_END, &op.ctx, t_cc);
-        Ok(())
+        mapping::with_wait_clause(&tags.waits, |wait| sequence::compute(&op, wait, steps))
     })()
     .unwrap_or_else(|e| {
         let kind = super::directive::compute_kind(crate::loc::call_site());
         crate::error::fatal(&e, crate::construct::construct_name(kind), &NOWHERE)
     })
+}
+
+/// Launches the construct function `f` on `op`'s queue (implicit) with the device addresses
+/// of `mapped`.
+fn launch(op: &Op, f: usize, tags: &LaunchTags, mapped: &Mapped) -> Result<()> {
+    let rt = op.rt;
+    for &p in &mapped.absent_pointers {
+        eprintln!(
+            "accshim: warning: the construct's function gets NULL for the pointer {p:#x}: the data it points to is not on the device (a missing data clause?); on a GPU the kernel would fault there"
+        );
+    }
+
+    let name = super::names::kernel_name(f);
+    // Dimensions given at run time, else those GCC compiled into the nvptx image; 0 where
+    // the device would decide (the event then carries none: see LaunchInfo).
+    let compiled = super::images::compiled_dims(f).unwrap_or([0; 3]);
+    let pick = |d: usize| {
+        if tags.dims[d] != 0 {
+            tags.dims[d]
+        } else {
+            u32::from(compiled[d])
+        }
+    };
+    let (g, w, v) = (pick(0), pick(1), pick(2));
+    let on_gpu = rt.device_type == acc_device_t::NVIDIA;
+    let gcc = if on_gpu {
+        match super::images::nvptx_kernel(f) {
+            Some(k) => Some(k),
+            None => unsupported(
+                "compute construct",
+                &format!("running {} on the CUDA device without its nvptx image (build with -foffload=nvptx-none, or run with ACC_DEVICE_TYPE=emulated)", name.to_string_lossy()),
+            ),
+        }
+    } else {
+        None
+    };
+    // On the GPU the launch is named as the device names the kernel (the nvptx entry,
+    // `main$_omp_fn$0`), as libgomp's plugin names it: a tool matches its device records
+    // (CUPTI's kernel names) to the launch by that name.
+    let name = gcc.as_ref().map_or(name, |k| k.entry);
+    let spec = LaunchSpec {
+        name,
+        host: (!on_gpu).then_some(HostKernel::C {
+            f: call_construct_fn,
+            user: f,
+        }),
+        cuda_src: None,
+        cuda_len: 0,
+        work: 1,
+        gangs: g,
+        workers: w,
+        vector: v,
+        args: mapped.devaddrs.clone(),
+        reduction: None,
+        gcc,
+    };
+    let li = LaunchInfo {
+        kernel_name: name.as_ptr(),
+        num_gangs: g as usize,
+        num_workers: w as usize,
+        vector_length: v as usize,
+    };
+    let t = dispatch::launch_start(&op.ctx, &li);
+    let r = rt.backend.launch(op.q, &spec, None);
+    dispatch::launch_end(&op.ctx, &li, t);
+    r?;
+    if op.q != SYNC && !on_gpu && super::globals::swapping() {
+        // The kernel swaps declared globals into the host's variables: the host must not
+        // run beside it (src/goacc/globals.rs).
+        rt.backend.wait(op.q)?;
+    }
+    Ok(())
 }
 
 /// A kernel name for `CStr` users that need one before any lookup.

@@ -15,9 +15,9 @@ use super::kinds::MapKind;
 use super::mapping::{self, Vars, FLAG_HOST_FALLBACK, NOWHERE};
 use crate::data::{self, Clause, ClauseKind, Op};
 use crate::error::{AccError, OrFatal, Result};
-use crate::profiling::dispatch;
 use crate::runtime::op_for;
-use accprof_abi::{acc_construct_t, acc_event_t};
+use crate::sequence::{self, DataDirective, WaitClause};
+use accprof_abi::acc_construct_t;
 use std::cell::RefCell;
 
 fn declare_kind(k: MapKind) -> bool {
@@ -77,17 +77,14 @@ pub fn declare(flags: i32, vars: &Vars) {
             &NOWHERE,
             crate::runtime::ACC_ASYNC_SYNC,
         )?;
-        let (start, end) = if exit {
-            (acc_event_t::EXIT_DATA_START, acc_event_t::EXIT_DATA_END)
+        let directive = if exit {
+            DataDirective::Exit
         } else {
-            (acc_event_t::ENTER_DATA_START, acc_event_t::ENTER_DATA_END)
+            DataDirective::Enter
         };
-        let t = dispatch::other_start(start, &op.ctx);
-        for i in 0..vars.len() {
-            one(&op, vars.kind(i), vars.host(i), vars.size(i))?;
-        }
-        dispatch::other_end(end, &op.ctx, t);
-        Ok(())
+        sequence::data_directive(&op, directive, WaitClause::Absent, |op| {
+            (0..vars.len()).try_for_each(|i| one(op, vars.kind(i), vars.host(i), vars.size(i)))
+        })
     })()
     .or_fatal("declare", &NOWHERE)
 }

@@ -6,7 +6,6 @@
 
 use super::kinds::MapKind;
 use crate::backend::{Val, ACC_DEVICE_EMULATED};
-use crate::construct::wait_on;
 use crate::data::{self, Clause, ClauseKind, Entered, Op};
 use crate::error::{AccError, OrFatal, Result};
 use crate::loc::Loc;
@@ -14,6 +13,7 @@ use crate::present::Lookup;
 use crate::profiling::dispatch::{self, DataInfo};
 use crate::runtime::op_for;
 use crate::runtime::{self, Runtime};
+use crate::sequence::{self, wait_on, DataDirective, WaitClause};
 use accprof_abi::{acc_construct_t, acc_event_t};
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -208,12 +208,22 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
                 continue;
             }
             _ if data_clause(k).is_some() => {
-                let c = clause(data_clause(k).expect("checked"), host, bytes);
+                let kind = data_clause(k).expect("checked");
+                let c = clause(kind, host, bytes);
                 let was_absent = host != 0
                     && bytes != 0
                     && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
-                if super::by_value::candidate(k == MapKind::TO, bytes, was_absent) {
-                    by_value.push(i);
+                // GOMP_MAP_FORCE_TO is a copyin clause the program wrote, never a by-value one;
+                // data that a pointer entry right after it points to (a Fortran dummy argument,
+                // `*level` then `level`) is the pointer's target, mapped before it.
+                let by_value_kind = k != MapKind::FORCE_TO && k != MapKind::TO_PSET;
+                let pointed_to = i + 1 < vars.len()
+                    && matches!(vars.kind(i + 1), MapKind::POINTER | MapKind::ATTACH);
+                if by_value_kind
+                    && !pointed_to
+                    && super::by_value::candidate(kind, bytes, was_absent)
+                {
+                    by_value.push((i, kind));
                     continue;
                 }
                 let e = data::enter(op, &c, false)?;
@@ -267,8 +277,8 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
         };
         m.devaddrs[i] = Val(dev);
     }
-    for i in by_value {
-        let (c, dev) = super::by_value::map(op, vars.host(i))?;
+    for (i, kind) in by_value {
+        let (c, dev) = super::by_value::map(op, vars.host(i), kind)?;
         m.undo.push(Undo::Exit(c));
         created.push((vars.host(i), 8));
         m.devaddrs[i] = Val(dev);
@@ -462,18 +472,15 @@ fn wait_list(waits: &[i32]) -> Option<Vec<i64>> {
     }
 }
 
-/// The wait clause of a directive: `waits` before the directive's work, on `async_`.
-pub fn wait_clause(
-    rt: &'static Runtime,
-    construct: acc_construct_t,
-    waits: &[i32],
-    async_: i64,
-) -> Result<()> {
+/// `f` given the wait clause that GCC's wait list `waits` stands for (none when empty).
+pub fn with_wait_clause<T>(waits: &[i32], f: impl FnOnce(WaitClause) -> T) -> T {
     if waits.is_empty() {
-        return Ok(());
+        return f(WaitClause::Absent);
     }
-    let list = wait_list(waits);
-    wait_on(rt, construct, false, &NOWHERE, list.as_deref(), async_)
+    match wait_list(waits) {
+        None => f(WaitClause::All),
+        Some(list) => f(WaitClause::Queues(&list)),
+    }
 }
 
 struct Region {
@@ -492,11 +499,10 @@ pub fn data_start(flags: i32, vars: Vars) {
     if flags & FLAG_HOST_FALLBACK != 0 {
         // if(false): no device data; host_data gets the host addresses it already has. The
         // region's events are still reported, with the host as the device (as libgomp does).
-        let (start, end) = (acc_event_t::ENTER_DATA_START, acc_event_t::ENTER_DATA_END);
-        super::fallback::on_host(acc_construct_t::DATA, start, end, || {});
+        super::fallback::data_on_host(acc_construct_t::DATA, DataDirective::Enter);
         REGIONS.with(|r| {
             r.borrow_mut().push(Region {
-                op: host_op(),
+                op: super::fallback::host_op(acc_construct_t::DATA),
                 mapped: Mapped {
                     devaddrs: Vec::new(),
                     undo: Vec::new(),
@@ -515,23 +521,14 @@ pub fn data_start(flags: i32, vars: Vars) {
             &NOWHERE,
             crate::runtime::ACC_ASYNC_SYNC,
         )?;
-        let t = dispatch::other_start(acc_event_t::ENTER_DATA_START, &op.ctx);
-        let mapped = map_structured(&op, &vars)?;
-        dispatch::other_end(acc_event_t::ENTER_DATA_END, &op.ctx, t);
+        let mapped =
+            sequence::data_directive(&op, DataDirective::Enter, WaitClause::Absent, |op| {
+                map_structured(op, &vars)
+            })?;
         Ok(Region { op, mapped })
     })()
     .or_fatal("data construct", &NOWHERE);
     REGIONS.with(|r2| r2.borrow_mut().push(r));
-}
-
-/// An Op for a region that maps nothing (if(false)): its events say it ran on the host.
-fn host_op() -> Op {
-    let rt = device(acc_construct_t::DATA, "data construct");
-    Op {
-        rt,
-        ctx: super::fallback::host_ctx(acc_construct_t::DATA),
-        q: crate::backend::SYNC,
-    }
 }
 
 /// GOACC_data_end.
@@ -542,10 +539,10 @@ pub fn data_end() {
             "the end of a data construct that was never entered on this thread",
         );
     };
-    let op = r.op;
-    let t = dispatch::other_start(acc_event_t::EXIT_DATA_START, &op.ctx);
-    unmap_structured(&op, &r.mapped).or_fatal("end of data construct", &NOWHERE);
-    dispatch::other_end(acc_event_t::EXIT_DATA_END, &op.ctx, t);
+    sequence::data_directive(&r.op, DataDirective::Exit, WaitClause::Absent, |op| {
+        unmap_structured(op, &r.mapped)
+    })
+    .or_fatal("end of data construct", &NOWHERE);
 }
 
 fn enter_kind(k: MapKind) -> bool {
@@ -596,113 +593,111 @@ pub fn enter_exit(what: &str, exit: bool, flags: i32, vars: &Vars, async_: i32, 
     } else {
         acc_construct_t::ENTER_DATA
     };
+    let directive = if exit {
+        DataDirective::Exit
+    } else {
+        DataDirective::Enter
+    };
     if flags & FLAG_HOST_FALLBACK != 0 {
-        let (start, end) = if exit {
-            (acc_event_t::EXIT_DATA_START, acc_event_t::EXIT_DATA_END)
-        } else {
-            (acc_event_t::ENTER_DATA_START, acc_event_t::ENTER_DATA_END)
-        };
-        super::fallback::on_host(construct, start, end, || {});
+        super::fallback::data_on_host(construct, directive);
         return;
     }
     let rt = device(construct, what);
     (|| -> Result<()> {
         let op = op_for(rt, construct, false, &NOWHERE, async_ as i64)?;
-        wait_clause(rt, construct, waits, async_ as i64)?;
-        let (start, end) = if exit {
-            (acc_event_t::EXIT_DATA_START, acc_event_t::EXIT_DATA_END)
-        } else {
-            (acc_event_t::ENTER_DATA_START, acc_event_t::ENTER_DATA_END)
-        };
-        let t = dispatch::other_start(start, &op.ctx);
-        if exit {
-            // Detachments first: a pointer's device copy holds its host value again before the
-            // data holding it is copied back.
-            let detach = |k: MapKind| matches!(k, MapKind::DETACH | MapKind::FORCE_DETACH);
-            let order = (0..vars.len())
-                .filter(|&i| detach(vars.kind(i)))
-                .chain((0..vars.len()).filter(|&i| !detach(vars.kind(i))));
-            for i in order {
-                let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
-                match k {
-                    // Its members follow and are released one by one, as libgomp does (GCC 12
-                    // emits none in exit data).
-                    MapKind::STRUCT => {}
-                    MapKind::DETACH | MapKind::FORCE_DETACH => data::detach(
-                        &op,
-                        &op.ctx,
-                        host,
-                        std::ptr::null(),
-                        k == MapKind::FORCE_DETACH,
-                    )?,
-                    MapKind::POINTER => {
-                        data::exit(&op, &clause(ClauseKind::Delete, host, 8), true, false)?
-                    }
-                    _ => {
-                        let kind = if matches!(k, MapKind::FROM | MapKind::FORCE_FROM) {
-                            ClauseKind::CopyOut
-                        } else {
-                            ClauseKind::Delete
-                        };
-                        let finalize = matches!(k, MapKind::FORCE_FROM | MapKind::DELETE);
-                        data::exit(&op, &clause(kind, host, bytes), true, finalize)?
-                    }
+        with_wait_clause(waits, |wait| {
+            sequence::data_directive(&op, directive, wait, |op| enter_exit_vars(op, exit, vars))
+        })
+    })()
+    .or_fatal(if exit { "exit data" } else { "enter data" }, &NOWHERE)
+}
+
+/// The variables of an enter or exit data directive, with dynamic references.
+fn enter_exit_vars(op: &Op, exit: bool, vars: &Vars) -> Result<()> {
+    if exit {
+        // Detachments first: a pointer's device copy holds its host value again before the
+        // data holding it is copied back.
+        let detach = |k: MapKind| matches!(k, MapKind::DETACH | MapKind::FORCE_DETACH);
+        let order = (0..vars.len())
+            .filter(|&i| detach(vars.kind(i)))
+            .chain((0..vars.len()).filter(|&i| !detach(vars.kind(i))));
+        for i in order {
+            let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
+            match k {
+                // Its members follow and are released one by one, as libgomp does (GCC 12
+                // emits none in exit data).
+                MapKind::STRUCT => {}
+                MapKind::DETACH | MapKind::FORCE_DETACH => data::detach(
+                    op,
+                    &op.ctx,
+                    host,
+                    std::ptr::null(),
+                    k == MapKind::FORCE_DETACH,
+                )?,
+                MapKind::POINTER => {
+                    data::exit(op, &clause(ClauseKind::Delete, host, 8), true, false)?
+                }
+                _ => {
+                    let kind = if matches!(k, MapKind::FROM | MapKind::FORCE_FROM) {
+                        ClauseKind::CopyOut
+                    } else {
+                        ClauseKind::Delete
+                    };
+                    let finalize = matches!(k, MapKind::FORCE_FROM | MapKind::DELETE);
+                    data::exit(op, &clause(kind, host, bytes), true, finalize)?
                 }
             }
-        } else {
-            let attach = |k: MapKind| k == MapKind::ATTACH;
-            let order = (0..vars.len())
-                .filter(|&i| !attach(vars.kind(i)))
-                .chain((0..vars.len()).filter(|&i| attach(vars.kind(i))));
-            let mut created: Vec<(usize, usize)> = Vec::new();
-            let members = struct_members(vars);
-            for i in order.filter(|&i| !members[i]) {
-                let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
-                match k {
-                    MapKind::STRUCT => {
-                        map_struct(&op, vars, i, true, &mut [], &mut created)?;
+        }
+    } else {
+        let attach = |k: MapKind| k == MapKind::ATTACH;
+        let order = (0..vars.len())
+            .filter(|&i| !attach(vars.kind(i)))
+            .chain((0..vars.len()).filter(|&i| attach(vars.kind(i))));
+        let mut created: Vec<(usize, usize)> = Vec::new();
+        let members = struct_members(vars);
+        for i in order.filter(|&i| !members[i]) {
+            let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
+            match k {
+                MapKind::STRUCT => {
+                    map_struct(op, vars, i, true, &mut [], &mut created)?;
+                }
+                MapKind::ATTACH => data::attach_biased(op, &op.ctx, host, bytes)?,
+                MapKind::POINTER => {
+                    // A dynamic reference to the pointer variable; its device copy gets the
+                    // target's device address as for a construct.
+                    let mut m = Mapped {
+                        devaddrs: Vec::new(),
+                        undo: Vec::new(),
+                        absent_pointers: Vec::new(),
+                    };
+                    pointer(op, host, bytes, &created, &mut m)?;
+                    // pointer() took a structured reference: make it a dynamic one.
+                    if let Some(e) = op.rt.table().containing_mut(host) {
+                        e.structured = e.structured.saturating_sub(1);
+                        e.dynamic += 1;
                     }
-                    MapKind::ATTACH => data::attach_biased(&op, &op.ctx, host, bytes)?,
-                    MapKind::POINTER => {
-                        // A dynamic reference to the pointer variable; its device copy gets the
-                        // target's device address as for a construct.
-                        let mut m = Mapped {
-                            devaddrs: Vec::new(),
-                            undo: Vec::new(),
-                            absent_pointers: Vec::new(),
-                        };
-                        pointer(&op, host, bytes, &created, &mut m)?;
-                        // pointer() took a structured reference: make it a dynamic one.
-                        if let Some(e) = op.rt.table().containing_mut(host) {
-                            e.structured = e.structured.saturating_sub(1);
-                            e.dynamic += 1;
-                        }
+                }
+                _ => {
+                    let kind = if matches!(k, MapKind::ALLOC | MapKind::FORCE_ALLOC) {
+                        ClauseKind::Create
+                    } else {
+                        ClauseKind::CopyIn
+                    };
+                    let was_absent = host != 0
+                        && bytes != 0
+                        && op.rt.table().lookup(host, bytes, std::ptr::null())? == Lookup::Absent;
+                    if was_absent {
+                        created.push((host, bytes));
                     }
-                    _ => {
-                        let kind = if matches!(k, MapKind::ALLOC | MapKind::FORCE_ALLOC) {
-                            ClauseKind::Create
-                        } else {
-                            ClauseKind::CopyIn
-                        };
-                        let was_absent = host != 0
-                            && bytes != 0
-                            && op.rt.table().lookup(host, bytes, std::ptr::null())?
-                                == Lookup::Absent;
-                        if was_absent {
-                            created.push((host, bytes));
-                        }
-                        data::enter(&op, &clause(kind, host, bytes), true)?;
-                        if k == MapKind::TO_PSET {
-                            descriptor_mapped(&op, host, was_absent);
-                        }
+                    data::enter(op, &clause(kind, host, bytes), true)?;
+                    if k == MapKind::TO_PSET {
+                        descriptor_mapped(op, host, was_absent);
                     }
                 }
             }
         }
-        dispatch::other_end(end, &op.ctx, t);
-        Ok(())
-    })()
-    .or_fatal(if exit { "exit data" } else { "enter data" }, &NOWHERE)
+    }
+    Ok(())
 }
 
 fn update_kind(k: MapKind) -> bool {
@@ -773,43 +768,46 @@ pub fn update(flags: i32, vars: &Vars, async_: i32, waits: &[i32]) {
         warn_no_variables("an update");
     }
     if flags & FLAG_HOST_FALLBACK != 0 {
-        let (start, end) = (acc_event_t::UPDATE_START, acc_event_t::UPDATE_END);
-        super::fallback::on_host(acc_construct_t::UPDATE, start, end, || {});
+        super::fallback::data_on_host(acc_construct_t::UPDATE, DataDirective::Update);
         return;
     }
     let rt = device(acc_construct_t::UPDATE, "update");
     (|| -> Result<()> {
         let op = op_for(rt, acc_construct_t::UPDATE, false, &NOWHERE, async_ as i64)?;
-        wait_clause(rt, acc_construct_t::UPDATE, waits, async_ as i64)?;
-        let t = dispatch::other_start(acc_event_t::UPDATE_START, &op.ctx);
-        // Whether the data just before was copied to the device (an always_pointer after it
-        // points the device's pointer at it).
-        let mut updated_device = false;
-        for i in 0..vars.len() {
-            let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
-            let kind = match k {
-                MapKind::TO | MapKind::FORCE_TO => ClauseKind::UpdateDevice,
-                MapKind::FROM | MapKind::FORCE_FROM => ClauseKind::UpdateSelf,
-                MapKind::ALWAYS_POINTER => {
-                    if std::mem::take(&mut updated_device) {
-                        always_pointer(&op, host, bytes)?;
-                    }
-                    continue;
-                }
-                // A Fortran array's descriptor (TO_PSET) and its data pointer (POINTER): only the
-                // data is updated, as libgomp does. The device's descriptor points at the device's
-                // data; the host's, copied over it, would send the next kernel to the host's data.
-                _ => continue,
-            };
-            let if_present = matches!(k, MapKind::TO | MapKind::FROM);
-            updated_device =
-                kind == ClauseKind::UpdateDevice && data::device_addr(op.rt, host).is_some();
-            data::update(&op, &clause(kind, host, bytes), if_present)?;
-        }
-        dispatch::other_end(acc_event_t::UPDATE_END, &op.ctx, t);
-        Ok(())
+        with_wait_clause(waits, |wait| {
+            sequence::data_directive(&op, DataDirective::Update, wait, |op| update_vars(op, vars))
+        })
     })()
     .or_fatal("update", &NOWHERE)
+}
+
+/// The variables of an update directive.
+fn update_vars(op: &Op, vars: &Vars) -> Result<()> {
+    // Whether the data just before was copied to the device (an always_pointer after it
+    // points the device's pointer at it).
+    let mut updated_device = false;
+    for i in 0..vars.len() {
+        let (k, host, bytes) = (vars.kind(i), vars.host(i), vars.size(i));
+        let kind = match k {
+            MapKind::TO | MapKind::FORCE_TO => ClauseKind::UpdateDevice,
+            MapKind::FROM | MapKind::FORCE_FROM => ClauseKind::UpdateSelf,
+            MapKind::ALWAYS_POINTER => {
+                if std::mem::take(&mut updated_device) {
+                    always_pointer(op, host, bytes)?;
+                }
+                continue;
+            }
+            // A Fortran array's descriptor (TO_PSET) and its data pointer (POINTER): only the
+            // data is updated, as libgomp does. The device's descriptor points at the device's
+            // data; the host's, copied over it, would send the next kernel to the host's data.
+            _ => continue,
+        };
+        let if_present = matches!(k, MapKind::TO | MapKind::FROM);
+        updated_device =
+            kind == ClauseKind::UpdateDevice && data::device_addr(op.rt, host).is_some();
+        data::update(op, &clause(kind, host, bytes), if_present)?;
+    }
+    Ok(())
 }
 
 /// GOACC_wait: no queues means all of them.

@@ -60,11 +60,12 @@ int main (int argc, char **argv)
     {
       setenv ("ACCSHIM_EMU_QUEUE_THREADS", "1", 1);
       acc_copyin (x, sizeof x);
-      /* Queue 1: slow kernel, then its copy back; queue 2 waits for queue 1, then queue 3
-         for queue 2, and the host for queue 3. */
+      /* Queue 1: slow kernel, then its copy back (done when the call returns, as CUDA's into
+         pageable memory); queue 2 waits for queue 1, then queue 3 for queue 2, and the host
+         for queue 3. */
       slow_inc_async (1);
-      acc_update_self_async (x, sizeof x, 1);
       printf ("queue 1 busy: %d, queue 4 idle: %d\n", !acc_async_test (1), acc_async_test (4));
+      acc_update_self_async (x, sizeof x, 1);
       acc_wait_async (1, 2);
       acc_wait_async (2, 3);
       acc_wait (3);

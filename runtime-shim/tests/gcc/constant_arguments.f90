@@ -1,7 +1,9 @@
 ! Constants passed by reference to a routine whose kernels construct uses them: a PARAMETER
 ! and literals land in read-only memory, and GCC maps a scalar dummy argument that a kernels
 ! construct uses `force_tofrom` (scalars in kernels are implicitly copy), so the runtime copies
-! them back at the construct's end. Writing them back would fault.
+! them back at the construct's end. Writing them back would fault. The copyin of an 8-byte
+! dummy argument (`*level`, then the pointer `level` that points to it) in a parallel construct
+! maps the data before the pointer.
 module shapes
   implicit none
   integer, parameter :: g_rect = 1, g_circ = 2
@@ -20,6 +22,10 @@ contains
       if (geometry .eq. shape .and. j .gt. (x_min + x_max) / 2) field(j) = edge
     end do
 !$acc end kernels
+!$acc parallel loop copyin(level) present(field)
+    do j = x_min, x_min + 1
+      field(j) = field(j) + level
+    end do
 !$acc end data
   end subroutine
 end module

@@ -69,8 +69,21 @@ fn launch_geometry(p: &Profile, out: &mut Vec<Finding>) {
         let sm = device.multiprocessors;
         if g.blocks.max < sm {
             let gangs = g.blocks.max;
-            let clause = match k.num_gangs {
-                Some(r) if r.max == gangs => format!("remove its `num_gangs({gangs})` clause"),
+            // What the directive asks for, where the source says: NPB CG's `gang(...)
+            // vector(1024)` asks for no gang count, and runs one gang all the same.
+            let asks = match (c.location.file.as_deref(), c.location.line) {
+                (Some(f), Some(l)) => crate::source::read_matching(p, f, &[l])
+                    .map(|s| s.directive_has_clause(l, "num_gangs")),
+                _ => None,
+            };
+            let clause = match (asks, k.num_gangs) {
+                (Some(true), _) => format!("remove its `num_gangs({gangs})` clause"),
+                (Some(false), _) => format!(
+                    "its directive asks for no gang count, so the compiler chose {gangs}: put `gang` on the outermost loop (not an inner one), or `collapse` the loops under it, so that gangs have iterations to share"
+                ),
+                (None, Some(r)) if r.max == gangs => format!(
+                    "if its directive has a `num_gangs({gangs})` clause, remove it; otherwise put `gang` on the outermost loop"
+                ),
                 _ => "give it more gangs".into(),
             };
             out.push(finding(
@@ -226,11 +239,43 @@ mod tests {
         );
         assert_eq!(f[0].location.line, Some(15));
         assert!(
-            f[0].change.contains("remove its `num_gangs(4)` clause"),
+            f[0].change.contains("a `num_gangs(4)` clause, remove it"),
             "{}",
             f[0].change
         );
         assert_eq!(f[0].estimated_saving_ns, 5 * (9 * MS - 3 * US) / 132 * 128);
+    }
+
+    /// The launch's gang count read against the directive: NPB CG's `gang vector(1024)` asks
+    /// for none, so there is no `num_gangs` clause to remove.
+    #[test]
+    fn the_advice_follows_what_the_directive_asks_for() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, directive, want) in [
+            (
+                "cg.c",
+                "#pragma acc parallel loop gang vector(1024)",
+                "asks for no gang count",
+            ),
+            (
+                "few.c",
+                "#pragma acc parallel loop num_gangs(1)",
+                "remove its `num_gangs(1)` clause",
+            ),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(
+                &path,
+                format!("{}{directive}\nfor (;;) ;\n", "\n".repeat(14)),
+            )
+            .unwrap();
+            let mut p = run(1, 1024, 1, 1024, 20, true);
+            p.constructs
+                .iter_mut()
+                .for_each(|c| c.location.file = Some(path.display().to_string()));
+            let f = findings(&LaunchGeometryRule, &p);
+            assert!(f[0].change.contains(want), "{name}: {}", f[0].change);
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use crate::advise::*;
 use crate::format::{bytes, duration};
 use crate::model::*;
+use crate::source::{directive, Language};
 
 /// The rule's checker, for [`AdviceRule`].
 #[derive(Debug, Default)]
@@ -59,11 +60,30 @@ fn whole_array(p: &Profile, out: &mut Vec<Finding>) {
                 )],
             },
             estimated_saving_ns: saving,
-            change: format!(
-                "copy the whole array in one transfer: replace the per-slice {clause} of {a} with one `{clause}({a}[0:n])` covering all {} per run (tip 9)",
-                bytes(per_run),
-                a = s.array
-            ),
+            change: {
+                // Fortran moves a whole array by its name; C and C++ need the section, which
+                // only the program knows (the runs cover this many bytes).
+                let file = c.and_then(|c| c.location.file.as_deref());
+                let item = match Language::of(file.unwrap_or("")) {
+                    Language::Fortran => format!("{clause}({})", s.array),
+                    Language::C => format!("{clause}({}[...])", s.array),
+                };
+                let whole = match c.map(|c| c.kind) {
+                    // An update is a directive of its own; a copy is a clause of its construct.
+                    Some(ConstructKind::Update) => format!("`{}`", directive(file, &item)),
+                    _ => format!("`{item}` on the construct"),
+                };
+                let whole = if item.contains("[...]") {
+                    format!("{whole} (with the section the runs cover)")
+                } else {
+                    whole
+                };
+                format!(
+                    "copy the whole array in one transfer: replace the per-slice {clause} of {a} with one {whole}, {} per run (tip 9)",
+                    bytes(per_run),
+                    a = s.array
+                )
+            },
             events: s.samples.clone(),
             time_ranges: vec![(s.first_ns, s.last_ns)],
         });
@@ -109,6 +129,59 @@ mod tests {
         assert_eq!(rules_of(&f), [Rule::WholeArray]);
         assert_eq!(f[0].evidence.count, 16);
         assert_eq!(f[0].evidence.bytes, 16 * 4096);
+    }
+
+    /// Adjacent transfers of separate variables (NPB SP's global scalars `c1`, `c2`, ... side
+    /// by side in memory) are no slices of one array.
+    #[test]
+    fn silent_on_neighbouring_variables() {
+        let mut r = Run::new();
+        r.compute(42, 10 * MS, 0, |r, t| {
+            (0..32u64)
+                .map(|i| {
+                    r.transfer(
+                        acc_event_t::ENQUEUE_UPLOAD_START,
+                        t + i * 10 * US,
+                        t + i * 10 * US + 5 * US,
+                        42,
+                        &format!("c{i}"),
+                        4096,
+                        0x7f00_0000 + i * 4096,
+                    )
+                })
+                .collect()
+        });
+        let wall = r.now;
+        assert!(findings(&WholeArray, &r.profile(wall)).is_empty());
+    }
+
+    #[test]
+    fn slices_of_one_array_are_named_by_their_sections() {
+        let mut r = Run::new();
+        r.compute(42, 10 * MS, 0, |r, t| {
+            (0..16u64)
+                .map(|i| {
+                    r.transfer(
+                        acc_event_t::ENQUEUE_UPLOAD_START,
+                        t + i * 10 * US,
+                        t + i * 10 * US + 5 * US,
+                        42,
+                        &format!("T[{}:512]", i * 512),
+                        4096,
+                        0x7f00_0000 + i * 4096,
+                    )
+                })
+                .collect()
+        });
+        let wall = r.now;
+        let f = findings(&WholeArray, &r.profile(wall));
+        assert_eq!(rules_of(&f), [Rule::WholeArray]);
+        assert!(f[0].title.starts_with("T moved in 16"), "{}", f[0].title);
+        assert!(
+            f[0].change.contains("`copyin(T[...])` on the construct"),
+            "{}",
+            f[0].change
+        );
     }
 
     #[test]

@@ -120,8 +120,7 @@ impl Line {
     }
     /// The line's text, if the file is there.
     fn text(&self) -> Option<String> {
-        std::fs::read_to_string(&self.file)
-            .ok()?
+        read_source(&self.file)?
             .lines()
             .nth(self.line.checked_sub(1)? as usize)
             .map(str::to_string)
@@ -187,6 +186,8 @@ impl Report {
                 construct: Line::of(f, "construct"),
                 other: Line::of(f, "other"),
                 write: f.get("write").and_then(Value::as_bool).unwrap_or(false),
+                upload_overwritten: f.get("detail").and_then(Value::as_str)
+                    == Some("upload_overwritten"),
             };
             findings.push(explain(kind, variable, bytes, raw));
         }
@@ -211,6 +212,8 @@ struct Raw {
     construct: Option<Line>,
     other: Option<Line>,
     write: bool,
+    /// unused_transfer's upload half: the kernel overwrote the upload before reading it.
+    upload_overwritten: bool,
 }
 
 /// The names of the run's arrays by host address, as `accprof report` and `advise` name them
@@ -253,7 +256,7 @@ fn section(variable: &str, bytes: u64, source: Option<&Line>, lang: Lang) -> Str
     if !plain || lang == Lang::Fortran {
         return variable.to_string();
     }
-    let Some(text) = source.and_then(|l| std::fs::read_to_string(&l.file).ok()) else {
+    let Some(text) = source.and_then(|l| read_source(&l.file)) else {
         return variable.to_string();
     };
     for (ty, size) in [
@@ -281,14 +284,15 @@ fn at(l: &Option<Line>) -> String {
         .map_or("an unknown line".into(), |l| format!("line {}", l.line))
 }
 
-/// The directive at `line` with `clause` added (or its copy-kind clause for the array changed
-/// to `clause`'s), as the fix for a construct's data clauses.
+/// The directive at `line` with `var` given `clause`: taken out of the clause it is in among
+/// `replacing` (the clause dropped when it names nothing else), or added to the directive when
+/// it is in none of them, as the fix for a construct's data clauses.
 fn with_clause(
     line: &Option<Line>,
     lang: Lang,
     var: &str,
     clause: &str,
-    replacing: &str,
+    replacing: &[&str],
 ) -> String {
     let text = line
         .as_ref()
@@ -296,15 +300,128 @@ fn with_clause(
         .map(|t| t.trim().to_string());
     match text {
         Some(t) if t.contains("acc") => {
-            let from = format!("{replacing}({var}");
-            if !replacing.is_empty() && t.contains(&from) {
-                t.replace(&from, &format!("{clause}({var}"))
-            } else {
-                format!("{} {clause}({var})", t.trim_end_matches('\\').trim_end())
+            let (directive, comment) = split_comment(&t, lang);
+            let directive = directive.trim_end_matches('\\').trim_end();
+            let moved = replacing
+                .iter()
+                .find_map(|from| take_from_clause(directive, from, var));
+            let fixed = match moved {
+                Some((rest, item)) => format!("{rest} {clause}({item})"),
+                None => format!("{directive} {clause}({var})"),
+            };
+            match comment {
+                Some(c) => format!("{fixed} {c}"),
+                None => fixed,
             }
         }
         _ => lang.directive(&format!("data {clause}({var})")),
     }
+}
+
+/// A directive line's text and its trailing comment, if any.
+fn split_comment(t: &str, lang: Lang) -> (&str, Option<&str>) {
+    let at = match lang {
+        Lang::C => t.find("/*").or_else(|| t.find("//")),
+        // The directive's own `!$acc` is not a comment.
+        Lang::Fortran => t
+            .char_indices()
+            .skip(1)
+            .find(|&(i, c)| c == '!' && !t[i..].starts_with("!$acc"))
+            .map(|(i, _)| i),
+    };
+    match at {
+        Some(i) => (t[..i].trim_end(), Some(t[i..].trim())),
+        None => (t, None),
+    }
+}
+
+/// The directive with `var` taken out of its `clause(...)` list, and the list's item that
+/// named it (`b` or `b[0:n]`); None when no such clause names it.
+fn take_from_clause(directive: &str, clause: &str, var: &str) -> Option<(String, String)> {
+    let base = |item: &str| {
+        item.trim()
+            .split(['[', '(', ':'])
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    let want = base(var);
+    let mut from = 0;
+    while let Some(k) = directive[from..].find(&format!("{clause}(")) {
+        let start = from + k;
+        // A whole word: `copy(` is not the end of `pcopy(`.
+        let whole = start == 0
+            || !directive[..start]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        let open = start + clause.len();
+        let close = matching_paren(directive, open)?;
+        if whole {
+            let items = split_items(&directive[open + 1..close]);
+            if let Some(i) = items.iter().position(|it| base(it) == want) {
+                let item = items[i].trim().to_string();
+                let rest: Vec<&str> = items
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != i)
+                    .map(|(_, it)| it.trim())
+                    .collect();
+                let replaced = if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!("{clause}({})", rest.join(", "))
+                };
+                let out = format!(
+                    "{}{}{}",
+                    &directive[..start],
+                    replaced,
+                    &directive[close + 1..]
+                );
+                let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+                return Some((out, item));
+            }
+        }
+        from = close + 1;
+    }
+    None
+}
+
+/// The index of the parenthesis closing the one at `open`.
+fn matching_paren(s: &str, open: usize) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in s[open..].char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A clause's list split at its top-level commas (`a[0:n], b` is two items).
+fn split_items(list: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&list[start..]);
+    items
 }
 
 fn explain(kind: Kind, variable: String, bytes: u64, r: Raw) -> Finding {
@@ -341,14 +458,14 @@ fn explain(kind: Kind, variable: String, bytes: u64, r: Raw) -> Finding {
                 if r.other.is_some() { "then uses" } else { "keeps" },
                 at(&r.other)
             ),
-            with_clause(&r.at, lang, &x, "copy", "copyin"),
+            with_clause(&r.at, lang, &x, "copy", &["copyin", "pcopyin", "present_or_copyin"]),
         ),
         Kind::HostMemoryInKernel => (
             format!(
                 "the kernel at {} is given the host address of {v} (GCC passes a pointer it does not map by value): on a GPU it dereferences host memory, which faults or reads the host's copy",
                 at(&r.construct.clone().or(r.at.clone()))
             ),
-            with_clause(&r.construct.clone().or(r.at.clone()), lang, &x, "present", ""),
+            with_clause(&r.construct.clone().or(r.at.clone()), lang, &x, "present", &[]),
         ),
         Kind::LeakAtExit => (
             format!(
@@ -368,7 +485,7 @@ fn explain(kind: Kind, variable: String, bytes: u64, r: Raw) -> Finding {
                     if update {
                         format!("remove {}", lang.directive(&format!("update self({x})")))
                     } else {
-                        with_clause(&r.at, lang, &x, "copyin", "copy")
+                        with_clause(&r.at, lang, &x, "copyin", &["copy", "pcopy", "present_or_copy"])
                     },
                 )
             } else {
@@ -380,6 +497,28 @@ fn explain(kind: Kind, variable: String, bytes: u64, r: Raw) -> Finding {
                     format!("remove {}", lang.directive(&format!("update device({x})"))),
                 )
             }
+        }
+        Kind::UnusedTransfer if r.upload_overwritten => {
+            // copy(x) wants copyout(x); copyin(x) (or an update device) wants create(x).
+            let copy_clause = r.at.as_ref().and_then(Line::text).is_some_and(|t| {
+                take_from_clause(split_comment(t.trim(), lang).0, "copy", v).is_some()
+                    || take_from_clause(split_comment(t.trim(), lang).0, "pcopy", v).is_some()
+            });
+            let update = r.at.as_ref().and_then(Line::text).is_some_and(|t| t.contains("update"));
+            (
+                format!(
+                    "{v} is copied to the device at {} and the kernel at {} overwrites it before reading it: the copy in moves {bytes} bytes for nothing",
+                    at(&r.at),
+                    at(&r.construct)
+                ),
+                if update {
+                    format!("remove {}", lang.directive(&format!("update device({x})")))
+                } else if copy_clause {
+                    with_clause(&r.at, lang, &x, "copyout", &["copy", "pcopy", "present_or_copy"])
+                } else {
+                    with_clause(&r.at, lang, &x, "create", &["copyin", "pcopyin", "present_or_copyin"])
+                },
+            )
         }
         Kind::UnusedTransfer => (
             format!(
@@ -412,4 +551,11 @@ pub fn beside(trace: &Path) -> PathBuf {
     let mut s = trace.as_os_str().to_owned();
     s.push(".check.json");
     PathBuf::from(s)
+}
+
+/// A source file a finding names, if it is a regular file of at most 64 MiB: the name comes
+/// with the trace, and a FIFO or a /proc file there must not hang or flood the command.
+fn read_source(file: &str) -> Option<String> {
+    let bytes = accprof_trace::files::read_regular(Path::new(file), 64 << 20).ok()?;
+    String::from_utf8(bytes).ok()
 }

@@ -420,7 +420,7 @@ fn read_trace(
         Err(Stop::Sink(WriterGone)) => return Ok(TraceEnd::WriterGone),
     }
     let mut warnings = Vec::new();
-    warnings.extend(r.truncation_warning());
+    warnings.extend(r.end_warning());
     warnings.extend(r.loss_warning());
     warnings.extend(r.warnings().iter().cloned());
     if r.dropped_total() > 0 {

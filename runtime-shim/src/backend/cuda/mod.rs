@@ -1,9 +1,13 @@
 //! The CUDA backend, through cudarc's dynamically loaded driver API (no toolkit at build time).
 //!
 //! - One primary context per device; it is made current on whichever thread calls in.
-//! - Queues are non-blocking CUDA streams created on first use; the synchronous queue is its own
-//!   stream whose work the runtime waits for (never the legacy default stream, which would
-//!   serialise with everything).
+//! - Queues are CUDA streams created on first use, blocking ones as libgomp's are (ordered with
+//!   CUDA's legacy default stream); the synchronous queue is a non-blocking stream of its own
+//!   whose work the runtime waits for. Before each synchronous copy or kernel it waits for an
+//!   event recorded on the legacy stream, that is for the work queued so far on every queue:
+//!   libgomp runs its synchronous copies and kernels on the legacy stream itself, and programs
+//!   that read results without the wait the specification asks for get them there (the
+//!   synchronous stream, not the legacy one, keeps other libraries' legacy-stream work out).
 //! - Kernels are CUDA C, compiled once by NVRTC (for the device's compute capability) with a small
 //!   prelude of reduction helpers, and cached by source address; PTX text is loaded as is.
 //! - Copies of large pageable buffers go through pinned buffers, copied by several host threads
@@ -390,6 +394,9 @@ pub struct Cuda {
     driver: i32,
     arch: &'static str,
     sync_stream: CUstream,
+    /// Recorded on the legacy default stream before a synchronous operation, which waits for
+    /// it ([`Cuda::join_queues`]).
+    join: P,
     streams: Mutex<HashMap<QueueId, (P, bool)>>, // stream, owned by us
     functions: Mutex<HashMap<(usize, usize), P>>,
     staging: Mutex<Option<Staging>>,
@@ -518,6 +525,11 @@ impl Cuda {
                 sys::cuStreamCreate(&mut sync_stream, 1 /* NON_BLOCKING */),
                 "cuStreamCreate",
             )?;
+            let mut join: CUevent = std::ptr::null_mut();
+            check(
+                sys::cuEventCreate(&mut join, 2 /* DISABLE_TIMING */),
+                "cuEventCreate",
+            )?;
             let stage = StageConfig::from_env();
             Ok(Cuda {
                 ordinal: num,
@@ -527,6 +539,7 @@ impl Cuda {
                 driver,
                 arch,
                 sync_stream,
+                join: P(join as usize),
                 streams: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
                 staging: Mutex::new(None),
@@ -562,10 +575,50 @@ impl Cuda {
             return Ok(s.0 as CUstream);
         }
         let mut s: CUstream = std::ptr::null_mut();
+        // CU_STREAM_DEFAULT: a blocking stream, as libgomp's queues are.
         // SAFETY: `s` is a local out-parameter; the context is current (bound by the caller).
-        check(unsafe { sys::cuStreamCreate(&mut s, 1) }, "cuStreamCreate")?;
+        let r = unsafe { sys::cuStreamCreate(&mut s, 0) };
+        check(r, "cuStreamCreate")?;
         m.insert(q, (P(s as usize), true));
         Ok(s)
+    }
+
+    /// The stream of an operation on `q`; on the synchronous queue, ordered after the work
+    /// queued so far on every async queue first.
+    fn op_stream(&self, q: QueueId) -> Result<CUstream> {
+        let s = self.stream(q)?;
+        if q == SYNC {
+            self.join_queues()?;
+        }
+        Ok(s)
+    }
+
+    /// Makes the synchronous stream wait for the work queued so far on the async queues'
+    /// streams: an event recorded on the legacy default stream completes once the blocking
+    /// streams' earlier work has (CUDA's implicit synchronisation), and the synchronous stream
+    /// waits for it without blocking the host. One event serves every caller: a wait takes the
+    /// event's latest record, which is at least as late as the caller's own. Nothing is done
+    /// before the first async queue exists.
+    fn join_queues(&self) -> Result<()> {
+        if self
+            .streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+        {
+            return Ok(());
+        }
+        /// CU_STREAM_LEGACY: the legacy default stream, whatever the per-thread setting.
+        const LEGACY: CUstream = 1 as CUstream;
+        let e = self.join.0 as CUevent;
+        // SAFETY: `e` is our event (destroyed only at shutdown), the synchronous stream ours.
+        unsafe {
+            check(sys::cuEventRecord(e, LEGACY), "cuEventRecord")?;
+            check(
+                sys::cuStreamWaitEvent(self.sync_stream, e, 0),
+                "cuStreamWaitEvent",
+            )
+        }
     }
 
     /// An event recorded now on each stream with work not yet done: once all have completed,
@@ -1150,7 +1203,7 @@ impl Backend for Cuda {
 
     fn upload(&self, q: QueueId, dev: u64, host: *const u8, bytes: usize) -> Result<()> {
         self.bind();
-        let s = self.stream(q)?;
+        let s = self.op_stream(q)?;
         if bytes >= STAGE_MIN && !self.direct(q, host as usize, bytes) {
             self.staged_upload(s, dev, host, bytes)?;
         } else {
@@ -1166,7 +1219,7 @@ impl Backend for Cuda {
 
     fn download(&self, q: QueueId, host: *mut u8, dev: u64, bytes: usize) -> Result<()> {
         self.bind();
-        let s = self.stream(q)?;
+        let s = self.op_stream(q)?;
         if bytes >= STAGE_MIN && !self.direct(q, host as usize, bytes) {
             // Pageable downloads are synchronous for the host anyway; staged, they run at
             // several times the driver's pageable rate.
@@ -1183,7 +1236,7 @@ impl Backend for Cuda {
 
     fn copy_d2d(&self, q: QueueId, dst: u64, src: u64, bytes: usize) -> Result<()> {
         self.bind();
-        let s = self.stream(q)?;
+        let s = self.op_stream(q)?;
         check(
             // SAFETY: both ranges are device allocations of `bytes` bytes (the runtime's contract); `s` is our stream.
             unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, s) },
@@ -1194,7 +1247,7 @@ impl Backend for Cuda {
 
     fn launch(&self, q: QueueId, k: &LaunchSpec, slot: Option<RedSlot>) -> Result<Option<u64>> {
         self.bind();
-        let s = self.stream(q)?;
+        let s = self.op_stream(q)?;
         if let Some(g) = &k.gcc {
             let args: Vec<u64> = k.args.iter().map(|v| v.0).collect();
             self.gcc
@@ -1481,6 +1534,7 @@ impl Backend for Cuda {
                 pins.release_all(&PinDriver);
             }
             sys::cuStreamDestroy_v2(self.sync_stream);
+            sys::cuEventDestroy_v2(self.join.0 as CUevent);
             sys::cuDevicePrimaryCtxRelease_v2(self.dev);
         }
         BOUND.with(|b| b.set(0));

@@ -48,13 +48,11 @@ impl StagePool {
             .map(|i| {
                 let (jobs, rx) = crossbeam_channel::unbounded::<Message>();
                 let init = init.clone();
-                let handle = std::thread::Builder::new()
-                    .name(format!("accshim-stage{i}"))
-                    .spawn(move || {
-                        init();
-                        serve(rx, warm)
-                    })
-                    .expect("spawn staging thread");
+                let handle = crate::backend::spawn_worker(format!("accshim-stage{i}"), move || {
+                    init();
+                    serve(rx, warm)
+                })
+                .expect("spawn staging thread");
                 Worker { jobs, handle }
             })
             .collect();

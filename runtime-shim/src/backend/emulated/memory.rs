@@ -14,7 +14,8 @@
 //! back on shutdown and before a mapping that fails.
 //!
 //! Small blocks stay with the allocator: a page each would waste memory and mappings on
-//! programs with many small present entries.
+//! programs with many small present entries. Under the data-clause checker every block of a
+//! page or more is a mapping (src/check/upload_watch.rs guards a device copy's pages).
 
 use std::alloc::Layout;
 use std::collections::HashMap;
@@ -57,7 +58,14 @@ struct Cache {
 impl Memory {
     /// A block of `size` (> 0) bytes, or None when the system has no memory for it.
     pub fn alloc(&self, size: usize) -> Option<(*mut u8, Block)> {
-        if size < MAP_MIN {
+        // The checker watches a kernel's accesses to a device copy by its pages, which must
+        // then be the copy's alone.
+        let map_min = if crate::check::on() {
+            page_size()
+        } else {
+            MAP_MIN
+        };
+        if size < map_min {
             let layout = Layout::from_size_align(size, ALIGN).ok()?;
             // SAFETY: size > 0 (the caller's contract).
             let p = unsafe { std::alloc::alloc(layout) };

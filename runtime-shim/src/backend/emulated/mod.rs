@@ -7,7 +7,7 @@
 //! - Kernels are host functions, split over the machine's cores when the loop is long enough.
 //! - Async queues run their jobs in order on a bounded set of worker threads (queue q on worker
 //!   (q + 1) mod the number of workers; see queues.rs); the synchronous queue runs work on the
-//!   calling thread.
+//!   calling thread, once the async queues' work queued before it has run.
 
 mod memory;
 mod queues;
@@ -95,9 +95,14 @@ impl Emulated {
         }
     }
 
-    /// Runs `job` now (sync queue) or in order on an async queue.
+    /// Runs `job` in order on an async queue, or now on the synchronous queue once the work
+    /// queued so far on every async queue has run: the synchronous queue is CUDA's legacy
+    /// default stream to libgomp on a GPU, where its copies and kernels wait for the async
+    /// queues' streams, and programs that read results without the wait the specification asks
+    /// for (a data region's copyout right after async kernels) get those results there.
     fn run(&self, q: QueueId, job: Job) -> Result<()> {
         if q == SYNC {
+            self.queues.join_all();
             job();
             Ok(())
         } else {
@@ -314,14 +319,13 @@ impl Backend for Emulated {
         self.check_block(dev, bytes)?;
         let checked = crate::check::hooks::on().then(crate::loc::call_site);
         if q != SYNC && bytes <= SNAPSHOT_MAX {
-            if let Some(site) = checked {
-                check::before_upload(host as usize, dev, bytes, site);
-            }
+            let window = checked.map(|site| check::before_upload(host as usize, dev, bytes, site));
             // Small uploads on an async queue read the host bytes now: GCC's compute constructs
             // map their scalars (loop bounds, firstprivate values) from the caller's stack,
             // which changes before the queue runs the copy (libgomp copies them at once too).
             // SAFETY: the caller's host range, valid for the call.
             let copy = unsafe { std::slice::from_raw_parts(host, bytes) }.to_vec();
+            drop(window);
             let d = SendPtr(dev as usize);
             let h = host as usize;
             return self.run(
@@ -343,12 +347,11 @@ impl Backend for Emulated {
             q,
             Box::new(move || {
                 let (d, h) = (d, h);
-                if let Some(site) = checked {
-                    check::before_upload(h.0, d.0 as u64, bytes, site);
-                }
+                let window = checked.map(|site| check::before_upload(h.0, d.0 as u64, bytes, site));
                 // SAFETY: dev range checked; the host range is the caller's, valid until the
                 // copy completes (the specification's rule for async copies).
                 unsafe { std::ptr::copy_nonoverlapping(h.0 as *const u8, d.0 as *mut u8, bytes) }
+                drop(window);
                 if let Some(site) = checked {
                     check::after_upload(h.0, d.0 as u64, bytes, site);
                 }
@@ -364,16 +367,23 @@ impl Backend for Emulated {
             q,
             Box::new(move || {
                 let (d, h) = (d, h);
-                if let Some(site) = checked {
-                    check::before_download(h.0, d.0 as u64, bytes, site);
-                }
+                let window =
+                    checked.map(|site| check::before_download(h.0, d.0 as u64, bytes, site));
                 // SAFETY: as in upload.
                 unsafe { std::ptr::copy_nonoverlapping(d.0 as *const u8, h.0 as *mut u8, bytes) }
+                drop(window);
                 if checked.is_some() {
                     check::after_download(h.0, d.0 as u64, bytes);
                 }
             }),
-        )
+        )?;
+        // An async copy into pageable memory (all of the host's, here) is done when the call
+        // returns on CUDA: a program that writes the memory next, or whose stack frame holding
+        // it returns, keeps what it wrote.
+        if let Some(queue) = (q != SYNC).then(|| self.queues.get(q)).flatten() {
+            queue.wait_for(queue.submitted());
+        }
+        Ok(())
     }
 
     fn copy_d2d(&self, q: QueueId, dst: u64, src: u64, bytes: usize) -> Result<()> {
@@ -412,6 +422,11 @@ impl Backend for Emulated {
                     let before = check::kernel_starts(&addrs, site);
                     (addrs, site, before)
                 });
+                // A kernel whose upload is watched access by access runs on one thread.
+                let threads = match &checking {
+                    Some((_, _, before)) if before.serial() => 1,
+                    _ => threads,
+                };
                 let v = run_kernel(&host, work, &args, red, threads);
                 if let Some((addrs, site, before)) = checking {
                     check::kernel_ends(&addrs, site, before);
@@ -454,6 +469,26 @@ impl Backend for Emulated {
 
     fn host_fn(&self, q: QueueId, job: HostJob) -> Result<()> {
         self.run(q, job)
+    }
+
+    fn host_fn_after_all(&self, q: QueueId, job: HostJob) -> Result<()> {
+        if q == SYNC {
+            // After every queue's work already (see run).
+            return self.run(q, job);
+        }
+        // The queues busy now and their counts, as free() takes them. Every job counted is in
+        // its worker's channel before this one (queues::Queue::push), so on a worker they
+        // share this job comes after them: no worker waits for a job queued behind its own.
+        let busy = self.queues.busy();
+        self.run(
+            q,
+            Box::new(move || {
+                for (queue, target) in busy {
+                    queue.wait_for(target);
+                }
+                job()
+            }),
+        )
     }
 
     fn wait(&self, q: QueueId) -> Result<()> {

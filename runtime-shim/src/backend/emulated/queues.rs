@@ -12,12 +12,18 @@
 use crate::backend::QueueId;
 use crate::error::{AccError, Result};
 use crossbeam_channel::{unbounded, Sender};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 pub type Job = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    /// This thread is a queue worker (see [`AsyncQueues::join_all`]).
+    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+}
 
 /// Worker threads unless `ACCSHIM_EMU_QUEUE_THREADS` says otherwise.
 const DEFAULT_WORKERS: usize = 16;
@@ -126,6 +132,19 @@ impl AsyncQueues {
             .collect()
     }
 
+    /// Blocks until the work submitted so far to every queue has run: what a synchronous
+    /// operation waits for first, as CUDA's legacy default stream waits for the blocking
+    /// streams libgomp's queues use. A job running on a worker does not wait (it would wait for
+    /// itself).
+    pub fn join_all(&self) {
+        if ON_WORKER.with(Cell::get) {
+            return;
+        }
+        for (queue, target) in self.busy() {
+            queue.wait_for(target);
+        }
+    }
+
     /// Forgets the queues and ends the workers, joining them once they have run what was
     /// submitted (outside the lock, which a last job might want).
     pub fn shut_down(&self) {
@@ -158,27 +177,26 @@ impl AsyncQueues {
 impl Worker {
     fn start(slot: usize) -> Result<Worker> {
         let (tx, rx) = unbounded::<(Arc<Queue>, Job)>();
-        let thread = std::thread::Builder::new()
-            .name(format!("accshim-q{slot}"))
-            .spawn(move || {
-                for (queue, job) in rx {
-                    // A panicking job must not kill the worker (waiters would hang): the
-                    // runtime reports it and aborts, as for any device failure.
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
-                        eprintln!(
-                            "accshim: a kernel or host function panicked on async queue {}",
-                            queue.id
-                        );
-                        std::process::abort();
-                    }
-                    queue.complete_one();
+        let thread = crate::backend::spawn_worker(format!("accshim-q{slot}"), move || {
+            ON_WORKER.with(|w| w.set(true));
+            for (queue, job) in rx {
+                // A panicking job must not kill the worker (waiters would hang): the
+                // runtime reports it and aborts, as for any device failure.
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                    eprintln!(
+                        "accshim: a kernel or host function panicked on async queue {}",
+                        queue.id
+                    );
+                    std::process::abort();
                 }
-            })
-            .map_err(|e| {
-                AccError::Device(format!(
-                    "cannot start a thread for the emulated device's async queues: {e}"
-                ))
-            })?;
+                queue.complete_one();
+            }
+        })
+        .map_err(|e| {
+            AccError::Device(format!(
+                "cannot start a thread for the emulated device's async queues: {e}"
+            ))
+        })?;
         Ok(Worker { tx, thread })
     }
 }

@@ -1,0 +1,75 @@
+//! Data clauses a user can paste: the arrays as the program's source writes them, in its
+//! language, and only those. Memory the trace could not name (`heap@util.c:12 (returned)`,
+//! `host 0x7ffd...`) is never put in a clause: the advice names it in words instead.
+
+use crate::source::Language;
+use accprof_symbols::{base_name, is_source_text};
+use std::collections::BTreeMap;
+
+/// How `name` goes into a data clause of `lang`, if it can: C and C++ as the name is (a
+/// pointer with its section, `T[0:nx*ny]`); Fortran whole arrays by their name (`t`), sections
+/// as written (`t(1:10)`).
+pub(crate) fn clause_item(name: &str, lang: Language) -> Option<String> {
+    if !is_source_text(name) {
+        return None;
+    }
+    Some(match lang {
+        Language::C => name.to_string(),
+        // A C-style section cannot be Fortran (a runtime's name for it, or a C file's array).
+        Language::Fortran if name.contains('[') => base_name(name).to_string(),
+        Language::Fortran => name.to_string(),
+    })
+}
+
+/// `copy(A) copyin(B) create(C)` from clause name -> items, in the order OpenACC guides write
+/// them.
+pub(crate) fn clause_text(clauses: &BTreeMap<&str, Vec<String>>) -> String {
+    let order = ["copy", "copyin", "copyout", "create"];
+    order
+        .iter()
+        .filter_map(|k| {
+            clauses
+                .get(k)
+                .filter(|v| !v.is_empty())
+                .map(|v| format!("{k}({})", v.join(", ")))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The sentence for memory no clause can name: what it is, and what the user adds for it.
+pub(crate) fn unnamed_note(unnamed: &[String]) -> String {
+    if unnamed.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; {} moved the same way but has no name a clause can take (the label says what it is and why): add it to the clause under the name your code holds it by",
+        unnamed.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_source_names_go_into_clauses_in_their_language() {
+        assert_eq!(
+            clause_item("T[0:nx*ny]", Language::C).as_deref(),
+            Some("T[0:nx*ny]")
+        );
+        assert_eq!(clause_item("t", Language::Fortran).as_deref(), Some("t"));
+        assert_eq!(
+            clause_item("a[0:n]", Language::Fortran).as_deref(),
+            Some("a")
+        );
+        assert_eq!(clause_item("heap@x.c:3 (returned)", Language::C), None);
+        assert_eq!(clause_item("host 0x7ffd0000+64 KiB", Language::C), None);
+        assert_eq!(clause_item("t (descriptor)", Language::Fortran), None);
+        let mut c = BTreeMap::new();
+        c.insert("create", vec!["Anew".to_string()]);
+        c.insert("copy", vec!["A".to_string()]);
+        c.insert("copyin", vec![]);
+        assert_eq!(clause_text(&c), "copy(A) create(Anew)");
+    }
+}
