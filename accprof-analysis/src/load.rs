@@ -296,7 +296,7 @@ fn merge_nvtx(out: &mut Profile, p: &Profile) {
         }
     }
     out.nvtx_ranges
-        .sort_by(|a, b| b.time.total_ns.cmp(&a.time.total_ns));
+        .sort_by_key(|r| std::cmp::Reverse(r.time.total_ns));
     for m in &p.nvtx_marks {
         match out
             .nvtx_marks

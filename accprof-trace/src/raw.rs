@@ -515,7 +515,11 @@ mod tests {
         assert_eq!(decode(&w, &mut e), Some(w.len()));
         assert_eq!(e.get(Field::ContentHash), Some(0xfeed_beef));
         assert_eq!(e.bytes(), Some(64));
-        assert_eq!(decode(&w[..w.len() - 1], &mut e), None, "the hash word missing");
+        assert_eq!(
+            decode(&w[..w.len() - 1], &mut e),
+            None,
+            "the hash word missing"
+        );
         assert_eq!(
             decode(&[5, 0, 0, 0], &mut e),
             None,

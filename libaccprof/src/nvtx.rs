@@ -301,25 +301,28 @@ unsafe fn attrs_of(a: *const EventAttributes, domain: Option<u32>) -> Option<Nvt
     let size = usize::from(unsafe { (*a).size });
     let covers = |offset: usize, len: usize| size >= offset + len;
     use std::mem::offset_of;
-    // SAFETY (each read below): the field lies within the `size` bytes the program filled.
     let category = if covers(offset_of!(EventAttributes, category), 4) {
+        // SAFETY: the field lies within the `size` bytes the program filled.
         unsafe { (*a).category }
     } else {
         0
     };
     let color = if covers(offset_of!(EventAttributes, color), 4) {
+        // SAFETY: the fields lie within the `size` bytes the program filled.
         let (t, c) = unsafe { ((*a).color_type, (*a).color) };
         (t == COLOR_ARGB).then_some(c)
     } else {
         None
     };
     let payload = if covers(offset_of!(EventAttributes, payload), 8) {
+        // SAFETY: the fields lie within the `size` bytes the program filled.
         let (t, v) = unsafe { ((*a).payload_type, (*a).payload) };
         (t > 0).then_some((v, t as u32))
     } else {
         None
     };
     let message = if covers(offset_of!(EventAttributes, message), 8) {
+        // SAFETY: the fields lie within the `size` bytes the program filled.
         let (t, m) = unsafe { ((*a).message_type, (*a).message) };
         // SAFETY: as the program's NVTX call promises for each message type.
         unsafe { message_of(t, m) }

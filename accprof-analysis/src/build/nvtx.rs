@@ -87,7 +87,7 @@ impl NvtxRanges {
                 }
             })
             .collect();
-        rows.sort_by(|a, b| b.time.total_ns.cmp(&a.time.total_ns));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.time.total_ns));
         let mut marks: Vec<NvtxMarkRow> = self
             .marks
             .into_iter()

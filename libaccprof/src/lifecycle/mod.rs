@@ -10,6 +10,7 @@
 //! final flush through a thread of ours, asked from the dying thread async-signal-safely.
 
 pub mod death;
+pub mod forked_child;
 pub mod threads;
 
 use crate::config::Config;
@@ -144,9 +145,7 @@ extern "C" fn after_fork_in_parent() {
 
 extern "C" fn in_forked_child() {
     recorder::fork_gate::set_pending(false);
-    crate::registration::quiet_libgomp_in_forked_child(
-        crate::record::callback::this_thread_recorded(),
-    );
+    forked_child::quiet_libgomp(crate::record::callback::this_thread_recorded());
     live::forget_in_child();
     crate::write::create::forget_in_child();
     // The child has no writer thread; recording there would fill buffers nobody drains.
