@@ -6,8 +6,16 @@
 #   bash scripts/gpu/overhead.sh stage            # builds into .device-carry/overhead
 #   BASE_LIB=/path/libaccprof.so bash scripts/gpu/overhead.sh stage   # also stages another
 #                                                 # build, run beside this one as "base"
-# There (carry .device-carry/overhead; one call takes about 6 minutes at REPS=15):
+#   BASE_REV=<commit> bash scripts/gpu/overhead.sh stage   # builds that commit's libaccprof
+#                                                 # (in /tmp, a few minutes) and stages it as "base"
+# There (carry .device-carry/overhead, 20 MB):
 #   bash scripts/gpu/overhead.sh run [REPS]
+# It stops starting paired repetitions once BUDGET_S seconds (default 420) have passed since it
+# began, so that one call with timeout_s 540 ends with its summary; each section's line says
+# how many seconds had passed. On the 2-core development machine (no GPU: host fallback,
+# N=256 ITERS=100) the sections before the pairs took 47 s; on the GPU host a 4096^2 run is a
+# CUDA start-up plus 0.2-0.8 s of loop, so a repetition (three GCC and three shim runs with
+# "base") takes seconds and the budget cuts whatever of the 15 does not fit.
 #
 # It prints, in order:
 #  1. the host: CPU model, cores, clocksource, GPU;
@@ -35,7 +43,14 @@ if [ "${1:-}" = stage ]; then
   rm -rf $D && mkdir -p $D/lib $D/harness
   cp target/release/libaccprof.so target/release/libaccshim.so "$bench" $D/
   mv $D/$(basename "$bench") $D/hot_path
-  [ -n "${BASE_LIB:-}" ] && cp "$BASE_LIB" $D/libaccprof_base.so
+  if [ -n "${BASE_REV:-}" ]; then
+    src=$(mktemp -d)
+    git archive "$BASE_REV" | tar -x -C "$src"
+    (cd "$src" && CARGO_TARGET_DIR=${BASE_TARGET:-/tmp/accprof-base-target} cargo build --release -p libaccprof --lib)
+    BASE_LIB=${BASE_TARGET:-/tmp/accprof-base-target}/release/libaccprof.so
+    rm -rf "$src"
+  fi
+  [ -n "${BASE_LIB:-}" ] && cp "$BASE_LIB" $D/libaccprof_base.so && strip $D/libaccprof_base.so
   OFF=(-O2 -g -fopenacc -foffload=nvptx-none "-foffload-options=-misa=sm_80 -lm")
   gcc "${OFF[@]}" -DDATA_REGION scripts/gpu/laplace.c -o $D/gcc_laplace_data -lm
   cp -L /usr/lib/x86_64-linux-gnu/libgomp.so.1 /usr/lib/x86_64-linux-gnu/libgomp-plugin-nvptx.so.1 $D/lib/
@@ -45,13 +60,15 @@ if [ "${1:-}" = stage ]; then
     gcc -O2 -g -shared -fPIC -o $B/libfakeacc.so $H/fake_runtime.c
     gcc -O2 -g -shared -fPIC -o $B/libstoretool.so $H/store_tool.c
     gcc -O2 -g -o $B/harness $H/harness.c -L$B -lfakeacc -Wl,-rpath,"\$ORIGIN" -ldl'
-  strip $D/libaccprof.so $D/libaccshim.so
+  strip $D/libaccprof.so $D/libaccshim.so $D/hot_path
   du -sh $D
   exit 0
 fi
 
 [ "${1:-}" = run ] || { echo "usage: $0 stage | run [REPS]" >&2; exit 2; }
 REPS=${2:-${REPS:-15}}
+BUDGET_S=${BUDGET_S:-420}
+SECONDS=0
 B=/tmp/accprof-overhead
 rm -rf $B && cp -r $D $B && D=$B
 export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -63,7 +80,7 @@ grep -m1 'model name' /proc/cpuinfo
 echo "cores: $(nproc); clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU seen"
 
-echo "== C harness on the host CPU (ns per callback; 'added' is over the empty callback)"
+echo "== [${SECONDS}s] C harness on the host CPU (ns per callback; 'added' is over the empty callback)"
 export ACCPROF_OUT=$T/h.trace ACCPROF_QUIET=1 ACCPROF_SYMBOLS=off
 TOOLS=(store=$D/harness/libstoretool.so accprof=$D/libaccprof.so)
 [ $HAVE_BASE = 1 ] && TOOLS+=(base=$D/libaccprof_base.so)
@@ -74,13 +91,13 @@ for shape in shim gcc; do
     rm -f $T/h*.trace
   done
 done
-echo "== an NVTX push+pop and a mark, no tool and accprof (3 runs)"
+echo "== [${SECONDS}s] an NVTX push+pop and a mark, no tool and accprof (3 runs)"
 for r in 1 2 3; do
   $D/harness/nvtx_cost 1000000
   LD_PRELOAD=$D/libaccprof.so $D/harness/nvtx_cost 1000000
   rm -f $T/h*.trace
 done
-echo "== hot-path benchmark (3 runs)"
+echo "== [${SECONDS}s] hot-path benchmark (3 runs)"
 for r in 1 2 3; do (cd $T && $D/hot_path --bench) | grep -E "added|thread CPU|two threads|read back"; done
 unset ACCPROF_OUT ACCPROF_QUIET ACCPROF_SYMBOLS
 
@@ -99,7 +116,7 @@ shim_run() { # config -> the same binary on the bundled runtime
 }
 lib() { [ "$1" = base ] && echo libaccprof_base.so || echo libaccprof.so; }
 
-echo "== ACCPROF_SELF_TIME (CUPTI and CUDA events off), $N^2, $ITERS iterations"
+echo "== [${SECONDS}s] ACCPROF_SELF_TIME (CUPTI and CUDA events off), $N^2, $ITERS iterations"
 for prog in gcc shim; do
   for r in 1 2 3; do
     for cfg in accprof $([ $HAVE_BASE = 1 ] && echo base); do
@@ -110,11 +127,13 @@ for prog in gcc shim; do
   done
 done
 
-echo "== paired repetitions ($REPS), $N^2, $ITERS iterations"
+echo "== [${SECONDS}s] paired repetitions (up to $REPS, until ${BUDGET_S}s), $N^2, $ITERS iterations"
 order=(none accprof); [ $HAVE_BASE = 1 ] && order+=(base)
 k=${#order[@]}
-for prog in gcc shim; do
-  for r in $(seq $REPS); do
+# GCC's and the shim's repetitions interleaved, so that a budget cut leaves both with as many.
+for r in $(seq $REPS); do
+  [ $SECONDS -ge $BUDGET_S ] && { echo "budget: stopped before repetition $r" >&2; break; }
+  for prog in gcc shim; do
     rot=$(( (r - 1) % k ))
     for cfg in "${order[@]:rot}" "${order[@]:0:rot}"; do
       t0=$(date +%s%N)
@@ -150,4 +169,5 @@ for prog in ("gcc", "shim"):
                   f"paired: median {st.median(diffs):+.2f}%, quartiles {q(diffs, .25):+.2f}% .. {q(diffs, .75):+.2f}%, "
                   f"range {min(diffs):+.2f}% .. {max(diffs):+.2f}%  (target <= 1%)")
 PY
+echo "== [${SECONDS}s] done"
 rm -rf $T
