@@ -311,9 +311,6 @@ struct ThreadState {
     flushed_last_start: Option<u64>,
 }
 
-/// An allocation by host array, size and, for the program's own (`acc_malloc`), its line.
-type AllocKey = (Option<u64>, Option<u64>, Option<i64>);
-
 #[derive(Debug)]
 struct ConstructAcc {
     key: ConstructKey,
