@@ -398,7 +398,7 @@ impl<R: Read> TraceReader<R> {
     pub fn truncation_warning(&self) -> Option<String> {
         (self.truncated_bytes() > 0).then(|| {
             format!(
-                "{}: the trace ends in the middle of a chunk ({} bytes cut at byte {}); the program was probably killed. Showing what was recorded before that.",
+                "{}: the trace ends in the middle of a chunk ({} bytes cut at byte {}); the program was probably killed, or its disk filled. Showing what was recorded before that.",
                 self.label,
                 self.truncated_bytes(),
                 self.offset
