@@ -41,7 +41,7 @@ type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 const HOLD: usize = 1 << 16;
 /// Counter values waiting for a slice to carry them, at most; past it the earliest gets a
 /// packet of its own.
-const WAITING: usize = 1 << 17;
+const WAITING: usize = 1 << 19;
 
 /// Per trace: its process, strings, process track, device group and counter tracks.
 #[derive(Default)]
