@@ -75,6 +75,7 @@ def decode(path):
     counters = {}
     definitions = {k: 0 for k in ("names", "categories", "arg_names", "strings", "locations", "redefined")}
     track_events = 0
+    carried = 0  # counter values carried by other events
 
     for packet in trace.packet:
         if not packet.HasField("trusted_packet_sequence_id"):
@@ -181,6 +182,7 @@ def decode(path):
         # Counter values carried by any event (extra_counter_values), for the packet's counter
         # tracks or else the sequence's.
         extra = list(ev.extra_counter_values)
+        carried += len(extra)
         if extra:
             uuids = list(ev.extra_counter_track_uuids) or seq.default_counters
             if len(extra) > len(uuids):
@@ -272,6 +274,7 @@ def decode(path):
         "tracks": list(tracks.values()),
         "slices": slices,
         "counters": counters,
+        "carried_counter_values": carried,
         "flows": flows,
     }
 

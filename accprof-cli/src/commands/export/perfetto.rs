@@ -14,8 +14,10 @@
 //! Counter values ride on the slice or instant that starts at their time (TrackEvent's
 //! `extra_counter_values`: a few bytes instead of a packet of their own). A counter's value is
 //! final only once its window has passed ([`super::counters`]), later than the layout hands out
-//! most slices, so slices are held here, up to [`HOLD`] of them, for their values to come; a
-//! value no slice carried gets a packet of its own on its counter's track.
+//! most slices (and sooner than others on traces of many threads), so slices are held here for
+//! their values to come and values wait for their slices, each up to a bound
+//! ([`HOLD_PER_STEP`], [`WAITING_PER_STEP`]); a value no slice carried gets a packet of its own
+//! on its counter's track.
 
 use super::batch::{Batch, Output, Process, Summary};
 use super::chrome;
@@ -35,13 +37,16 @@ use std::io::{self, Write};
 /// SipHash's DoS resistance buys nothing and costs a third of the time.
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
-/// Slices held for the counter values at their start times, at most. The counters' windows
-/// release a value after thousands of later steps of its counter, which a trace of transfers
-/// reaches within about as many slices.
-const HOLD: usize = 1 << 16;
-/// Counter values waiting for a slice to carry them, at most; past it the earliest gets a
-/// packet of its own.
-const WAITING: usize = 1 << 19;
+/// Slices held for the counter values at their start times, at most, per step of the counters'
+/// window (8 per step: 65,536 slices for the default window of 8192 steps). A window releases a
+/// value after that many later steps of its counter, which a trace of transfers reaches within
+/// a few times as many slices.
+const HOLD_PER_STEP: usize = 8;
+/// Counter values waiting for a slice to carry them, at most, per step of the counters' window
+/// (524,288 by default); past it the earliest gets a packet of its own. Values mostly wait here
+/// rather than slices in the hold where many threads make the layout's windows slow to release
+/// slices (64 threads: about 550,000 packets after their values).
+const WAITING_PER_STEP: usize = 64;
 
 /// Per trace: its process, strings, process track, device group and counter tracks.
 #[derive(Default)]
@@ -84,10 +89,15 @@ pub struct PerfettoOutput<W: Write> {
     /// Counter values no slice has carried yet, by time and counter track uuid.
     waiting: std::collections::BTreeMap<(u64, u64), CounterValue>,
     carried: Vec<CounterValue>,
+    /// Slices held and counter values waiting, at most.
+    hold: usize,
+    waiting_max: usize,
 }
 
 impl<W: Write> PerfettoOutput<W> {
-    pub fn new(out: W, zero: u64) -> Self {
+    /// The output of a Perfetto trace to `out`, times from `zero`, counters through windows of
+    /// `steps` steps.
+    pub fn new(out: W, zero: u64, steps: usize) -> Self {
         let mut w = PerfettoWriter::new(out);
         let names = Names::new(&mut w);
         PerfettoOutput {
@@ -105,6 +115,8 @@ impl<W: Write> PerfettoOutput<W> {
             held: Held::default(),
             waiting: std::collections::BTreeMap::new(),
             carried: Vec::new(),
+            hold: steps.saturating_mul(HOLD_PER_STEP),
+            waiting_max: steps.saturating_mul(WAITING_PER_STEP),
         }
     }
 
@@ -337,10 +349,10 @@ impl<W: Write> Output<W> for PerfettoOutput<W> {
                 CounterValue { track, value },
             );
         }
-        while self.held.slices.len() > HOLD {
+        while self.held.slices.len() > self.hold {
             self.write_held()?;
         }
-        while self.waiting.len() > WAITING {
+        while self.waiting.len() > self.waiting_max {
             self.write_waiting()?;
         }
         Ok(())
@@ -691,5 +703,86 @@ mod tests {
     fn escaped_names_come_back_as_text() {
         assert_eq!(unescape(br#"a \"b\" c\\d"#), r#"a "b" c\d"#);
         assert_eq!(unescape(b"plain"), "plain");
+    }
+
+    /// Values that come after their slices were written get packets of their own, the others
+    /// ride on their slices; Perfetto's protos read every value back at its time either way.
+    #[test]
+    fn counter_values_too_late_for_their_slice_are_written_on_their_own() {
+        use accprof_abi::acc_event_t;
+        use accprof_timeline::{TrackKey, TrackKind};
+        use accprof_trace::{Event as TraceEvent, Field};
+        let decoder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../accprof-perfetto/tests/decode_trace.py");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("late.pftrace");
+        // A counter window of 1 step: 8 slices held, 64 values waiting.
+        let mut out = PerfettoOutput::new(std::fs::File::create(&path).unwrap(), 0, 1);
+        let mut b = Batch::default();
+        b.processes.push((
+            0,
+            Process {
+                pid: 7,
+                name: "p".into(),
+            },
+        ));
+        let key = TrackKey {
+            trace: 0,
+            kind: TrackKind::Host { thread: Some(1) },
+        };
+        b.tracks.push((0, key, "host thread 1".into()));
+        let uploads = 20u64;
+        for i in 0..uploads {
+            let mut ev = TraceEvent::new(acc_event_t::ENQUEUE_UPLOAD_START, 100 * (i + 1));
+            ev.end_ns = 100 * (i + 1) + 50;
+            ev.set(Field::Bytes, 10);
+            b.slices.push(super::super::batch::Placed {
+                s: Slice::from_event(&ev, 0, 0, |t| t),
+                device: NONE_U32,
+                flows: (0, 0),
+            });
+        }
+        out.batch(&b).unwrap();
+        b.clear();
+        // Bytes moved so far at each upload, after 12 of the slices were written.
+        for i in 0..uploads {
+            let value = 10 * (i as i64 + 1);
+            b.counters.push((0, Counter::Moved, 100 * (i + 1), value));
+        }
+        out.batch(&b).unwrap();
+        out.finish(None).unwrap();
+
+        let Ok(run) = std::process::Command::new("python3")
+            .arg(&decoder)
+            .arg(&path)
+            .output()
+        else {
+            return;
+        };
+        if run.status.code() == Some(3) && std::env::var("CI").as_deref() != Ok("true") {
+            // No perfetto package here (CI installs it).
+            return;
+        }
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let decoded: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        let values: Vec<(u64, i64)> = decoded["counters"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|v| v.as_array().unwrap().clone())
+            .map(|v| (v[0].as_u64().unwrap(), v[1].as_i64().unwrap()))
+            .collect();
+        let expected: Vec<(u64, i64)> = (0..uploads)
+            .map(|i| (100 * (i + 1), 10 * (i as i64 + 1)))
+            .collect();
+        assert_eq!(values, expected);
+        assert_eq!(
+            decoded["carried_counter_values"], 8,
+            "the slices still held"
+        );
     }
 }
