@@ -424,7 +424,7 @@ fn put_slice<W: Write, T: Strings + ?Sized>(
         name: names.arg_bytes,
         value: ArgValue::Uint(0),
     }; 8];
-    let n = names.args(s, queue, &mut args);
+    let n = names.args(s, dev.is_some(), queue, &mut args);
     let mut ev = Event::named(name)
         .category(category)
         .args(&args[..n])
@@ -623,13 +623,22 @@ impl Names {
     /// category nor its track says: bytes, launch geometry (when it changed, see
     /// [`Self::new_geometry`]), async and async queue (see [`async_args`]). `queue` is the
     /// queue of the slice's track when it is an async queue's.
-    fn args<'a>(&mut self, s: &Slice, queue: Option<i64>, out: &mut [Arg<'a>; 8]) -> usize {
+    fn args<'a>(
+        &mut self,
+        s: &Slice,
+        device: bool,
+        queue: Option<i64>,
+        out: &mut [Arg<'a>; 8],
+    ) -> usize {
         let mut n = 0;
         let mut push = |a: Arg<'a>| {
             out[n] = a;
             n += 1;
         };
-        if let Some(b) = s.bytes() {
+        // A device copy's name states its size ([`chrome::put_device_name`]); exactly, unless
+        // it is rounded to a tenth of its unit, and then the argument still gives it.
+        let named = |b: u64| device && s.event() == device::MEMCPY && names_exactly(b);
+        if let Some(b) = s.bytes().filter(|&b| !named(b)) {
             push(Arg {
                 name: self.arg_bytes,
                 value: ArgValue::Uint(b),
@@ -670,6 +679,15 @@ impl Names {
     }
 }
 
+/// Whether [`accprof_timeline::format::bytes_compact`] writes `b` without rounding: under a
+/// KiB, or a whole number of its unit.
+fn names_exactly(b: u64) -> bool {
+    [1u64 << 30, 1 << 20, 1 << 10]
+        .into_iter()
+        .find(|&unit| b >= unit)
+        .is_none_or(|unit| b.is_multiple_of(unit))
+}
+
 /// The `async` and `async_queue` args Perfetto writes. Synchronous work (acc_async_sync, most
 /// events) is what its track already says, and an async queue's track is named by its number:
 /// only an asynchronous event carries them, and not a value its queue track names (on the track
@@ -703,6 +721,17 @@ mod tests {
     fn escaped_names_come_back_as_text() {
         assert_eq!(unescape(br#"a \"b\" c\\d"#), r#"a "b" c\d"#);
         assert_eq!(unescape(b"plain"), "plain");
+    }
+
+    #[test]
+    fn a_device_copy_whose_name_states_its_size_exactly_carries_no_bytes_argument() {
+        use accprof_timeline::format::bytes_compact;
+        for b in [0, 1000, 1024, 8 << 20, 3 << 30] {
+            assert!(names_exactly(b), "{b}: {}", bytes_compact(b));
+        }
+        for b in [1025, (8 << 20) + 1, 1536] {
+            assert!(!names_exactly(b), "{b}: {}", bytes_compact(b));
+        }
     }
 
     /// Values that come after their slices were written get packets of their own, the others
