@@ -29,6 +29,14 @@ static void scale (double *p, int n)
     p[i] *= 2;
 }
 
+/* A second kernel given the same pointer by value: the same cause as scale's. */
+static void shift (double *p, int n)
+{
+#pragma acc parallel loop default(present) /* BUG:by_value_again */
+  for (int i = 0; i < n; i++)
+    p[i] += 1;
+}
+
 int main (int argc, char **argv)
 {
   const char *which = argc > 1 ? argv[1] : "ok_region";
@@ -67,6 +75,16 @@ int main (int argc, char **argv)
     {
 #pragma acc data copy(a)
       scale (a, N);
+      s = a[100];
+    }
+  else if (!strcmp (which, "by_value_twice"))
+    {
+#pragma acc data copy(a)
+      {
+        scale (a, N);
+        shift (a, N);
+        scale (a, N);
+      }
       s = a[100];
     }
   else if (!strcmp (which, "leak_at_exit"))

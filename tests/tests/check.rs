@@ -255,6 +255,49 @@ fn text_output_has_one_block_per_finding_and_the_exit_status_is_the_programs() {
 }
 
 #[test]
+fn findings_of_one_cause_are_one_finding_with_every_place() {
+    // One pointer passed by value to two kernels (one of them run twice): one finding of `a`
+    // that lists both kernels, in JSON and in text.
+    let dir = scratch("check-group");
+    let prog = build("bugs.c", &dir);
+    let o = check(&["--format", "json"], &prog, &["by_value_twice"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json = Output {
+        stdout: stdout[stdout.find('{').expect("JSON")..]
+            .as_bytes()
+            .to_vec(),
+        ..o.clone()
+    };
+    let found = findings(&json);
+    let (first, again) = (
+        marked("bugs.c", "host_memory_in_kernel"),
+        marked("bugs.c", "by_value_again"),
+    );
+    assert_eq!(found.len(), 1, "one finding: {found:#?}");
+    let f = &found[0];
+    assert_eq!(f["kind"], "host_memory_in_kernel", "{f:#?}");
+    assert_eq!(f["variable"], "a", "{f:#?}");
+    assert_eq!(f["occurrences"], 2, "{f:#?}");
+    let constructs: Vec<i64> = f["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter_map(|l| l["construct_line"].as_i64())
+        .collect();
+    assert_eq!(constructs, vec![first, again], "{f:#?}");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = check(&[], &prog, &["by_value_twice"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("1 finding(s)")
+            && err.contains(&format!(
+                "the same at 1 more kernel given it (2 in all): {again}"
+            )),
+        "{err}"
+    );
+}
+
+#[test]
 fn faults_that_are_not_the_checkers_reach_the_programs_handlers_or_kill_it_as_without_it() {
     let dir = scratch("check-faults");
     let prog = build("own_handler.c", &dir);
@@ -315,7 +358,13 @@ fn sarif_output_validates_against_the_official_sarif_2_1_0_schema() {
     }
     let dir = scratch("check-sarif");
     let prog = build("bugs.c", &dir);
-    for case in ["stale_device_read", "unused_transfer", "ok_region"] {
+    // by_value_twice: one result for one cause, its other kernels as related locations.
+    for case in [
+        "stale_device_read",
+        "unused_transfer",
+        "by_value_twice",
+        "ok_region",
+    ] {
         let path = dir.join(format!("{case}.sarif"));
         let o = check(
             &["--format", "sarif", "-o", path.to_str().unwrap()],
@@ -337,10 +386,10 @@ fn sarif_output_validates_against_the_official_sarif_2_1_0_schema() {
             .unwrap();
         assert!(v.status.success(), "{case}: {}", stderr(&v));
         let said = String::from_utf8_lossy(&v.stdout);
-        let want = if case.starts_with("ok") {
-            "0 \n".to_string()
-        } else {
-            format!("1 {case}\n")
+        let want = match case {
+            "ok_region" => "0 \n".to_string(),
+            "by_value_twice" => "1 host_memory_in_kernel\n".to_string(),
+            _ => format!("1 {case}\n"),
         };
         assert_eq!(said, want, "{case}");
     }
