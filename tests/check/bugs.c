@@ -181,6 +181,36 @@ int main (int argc, char **argv)
       free (w);
       free (q);
     }
+  else if (!strcmp (which, "ok_scratch"))
+    {
+      /* Scratch arrays from malloc changed on the device and never read back, released while
+         the host maps a block that needs a fresh look at its memory map (mmap'ed by malloc):
+         no finding, as the host never reads the lost values. */
+      int m = 10000;
+      double *p = malloc (m * sizeof *p), *q = malloc (m * sizeof *q);
+      for (int i = 0; i < m; i++)
+        p[i] = q[i] = i;
+#pragma acc data copyin(p[0:m], q[0:m])
+      {
+#pragma acc parallel loop present(p[0:m], q[0:m])
+        for (int i = 0; i < m; i++)
+          {
+            p[i] += q[i];
+            q[i] *= 2;
+          }
+        int big = 1 << 20;
+        double *r = malloc (big * sizeof *r);
+        for (int i = 0; i < big; i++)
+          r[i] = 1;
+#pragma acc parallel loop copy(r[0:big])
+        for (int i = 0; i < big; i++)
+          r[i] += 1;
+        s = r[big - 1];
+        free (r);
+      }
+      free (p);
+      free (q);
+    }
   else if (!strcmp (which, "ok_region"))
     {
 #pragma acc data copy(a) create(b)
