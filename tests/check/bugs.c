@@ -87,6 +87,20 @@ int main (int argc, char **argv)
       }
       s = a[100];
     }
+  else if (!strcmp (which, "dropped_unwatched"))
+    {
+      /* Scratch results on the stack (no page guard sees the host's reads) dropped on
+         purpose: a warning that says so, not an error. */
+      double t[64];
+      for (int i = 0; i < 64; i++)
+        t[i] = i;
+#pragma acc parallel loop copyin(t) /* BUG:dropped_unwatched */
+      for (int i = 0; i < 64; i++)
+        t[i] *= 2;
+      s = 1;
+    }
+  else if (!strcmp (which, "no_construct"))
+    s = 1;
   else if (!strcmp (which, "leak_at_exit"))
     {
 #pragma acc enter data copyin(a) /* BUG:leak_at_exit */

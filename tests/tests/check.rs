@@ -255,6 +255,19 @@ fn text_output_has_one_block_per_finding_and_the_exit_status_is_the_programs() {
             && err.contains("fix: #pragma acc update self(a)"),
         "{err}"
     );
+    // Results dropped where the host's later reads cannot be watched: a warning, exit 0.
+    let o = check(&[], &prog, &["dropped_unwatched"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: results_dropped of t at bugs.c:")
+            && err.contains("could not be watched"),
+        "{err}"
+    );
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // No construct ran: nothing to check, the program's status.
+    let o = check(&[], &prog, &["no_construct"]);
+    assert!(stderr(&o).contains("nothing checked"), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // A program that fails keeps its own status; an unknown case exits 2.
     let o = check(&[], &prog, &["no_such_case"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

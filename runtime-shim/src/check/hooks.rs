@@ -681,7 +681,7 @@ pub fn released(host: usize, copied_back: bool) {
         pages > usize::from(skip & 1) + usize::from(skip >> 1 & 1)
     });
     if !interior {
-        // No guard sees the host's reads of the lost results: reported now.
+        // No guard sees the host's reads of the lost results: reported now, as unwatched.
         if let Some((release, kernel)) = dropped.take() {
             st.add(Finding {
                 kind: "results_dropped",
@@ -692,7 +692,7 @@ pub fn released(host: usize, copied_back: bool) {
                 construct: kernel,
                 other: Place::Unknown,
                 write: false,
-                detail: "",
+                detail: "unwatched",
             });
         }
     }

@@ -149,6 +149,9 @@ pub struct Finding {
     /// The other places of the same cause, in the order the run met them: one finding for
     /// one fix (see [`group`]).
     pub also: Vec<Place>,
+    /// Lost results whose later use by the host could not be watched (an array on the stack
+    /// or too small for a page guard): the program is wrong only if it reads them.
+    pub unconfirmed: bool,
 }
 
 /// Where one occurrence of a finding's cause showed.
@@ -159,6 +162,16 @@ pub struct Place {
 }
 
 impl Finding {
+    /// How much it matters: its kind's level, a warning for lost results nobody was seen to
+    /// read (correct programs drop scratch results on purpose).
+    pub fn level(&self) -> super::Level {
+        if self.unconfirmed {
+            super::Level::Warning
+        } else {
+            self.kind.level()
+        }
+    }
+
     /// Every place of the finding, its own first.
     pub fn places(&self) -> impl Iterator<Item = Place> + '_ {
         std::iter::once(Place {
@@ -261,6 +274,7 @@ impl Report {
                 write: f.get("write").and_then(Value::as_bool).unwrap_or(false),
                 upload_overwritten: f.get("detail").and_then(Value::as_str)
                     == Some("upload_overwritten"),
+                unwatched: f.get("detail").and_then(Value::as_str) == Some("unwatched"),
             };
             findings.push((host, explain(kind, name, bytes, raw)));
         }
@@ -281,8 +295,8 @@ impl Report {
             .collect();
         let mut findings = group(findings);
         findings.sort_by(|a, b| {
-            (b.kind.level(), &a.at.as_ref().map(|l| (&l.file, l.line)))
-                .cmp(&(a.kind.level(), &b.at.as_ref().map(|l| (&l.file, l.line))))
+            (b.level(), &a.at.as_ref().map(|l| (&l.file, l.line)))
+                .cmp(&(a.level(), &b.at.as_ref().map(|l| (&l.file, l.line))))
         });
         Ok(Report {
             program: v
@@ -303,6 +317,8 @@ struct Raw {
     write: bool,
     /// unused_transfer's upload half: the kernel overwrote the upload before reading it.
     upload_overwritten: bool,
+    /// results_dropped where no guard could see the host's later reads.
+    unwatched: bool,
 }
 
 fn at(l: &Option<Line>) -> String {
@@ -350,12 +366,19 @@ fn explain(kind: Kind, name: Name, bytes: u64, r: Raw) -> Finding {
             ),
             directive("update device({})"),
         ),
-        Kind::ResultsDropped => (
+        Kind::ResultsDropped if r.unwatched => (
             format!(
-                "the kernel at {} changes the device copy of {v}, and it is released at {} without a copy back; the host {} the old values at {}",
+                "the kernel at {} changes the device copy of {v}, and it is released at {} without a copy back: if the host uses {v} after that, it sees the old values (its reads could not be watched: the array is on the stack or smaller than a page)",
                 at(&r.construct),
                 at(&r.at),
-                if r.other.is_some() { "then uses" } else { "keeps" },
+            ),
+            moved(&r.at, "copy", &["copyin", "pcopyin", "present_or_copyin"]),
+        ),
+        Kind::ResultsDropped => (
+            format!(
+                "the kernel at {} changes the device copy of {v}, and it is released at {} without a copy back; the host then uses the old values at {}",
+                at(&r.construct),
+                at(&r.at),
                 at(&r.other)
             ),
             moved(&r.at, "copy", &["copyin", "pcopyin", "present_or_copyin"]),
@@ -427,6 +450,7 @@ fn explain(kind: Kind, name: Name, bytes: u64, r: Raw) -> Finding {
     Finding {
         kind,
         variable: name.variable,
+        unconfirmed: kind == Kind::ResultsDropped && r.unwatched,
         at: r.at,
         construct: r.construct,
         message,

@@ -120,6 +120,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
         (None, Some(s)) => 128 + s,
         _ => 1,
     };
+    if code == 0 && !report_path.exists() {
+        // A program that ran no construct on the device (only runtime routines, or its host
+        // path) has nothing to check: that is no failure of the program's.
+        eprintln!(
+            "accprof check: {}: nothing checked (no OpenACC construct ran on the emulated device, or the program ended without exit())",
+            exe.display()
+        );
+        return Ok(());
+    }
     let text = std::fs::read_to_string(&report_path).map_err(|_| {
         let how = match status.signal() {
             Some(s) => format!("was killed by signal {s}"),
@@ -148,10 +157,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Format::Sarif => render::sarif(&report),
     };
     write(args.output.as_ref(), args.format, &out)?;
-    let failed = report
-        .findings
-        .iter()
-        .any(|f| f.kind.level() >= args.fail_on);
+    let failed = report.findings.iter().any(|f| f.level() >= args.fail_on);
     if code != 0 {
         std::process::exit(code);
     }

@@ -12,7 +12,7 @@ pub fn text(r: &Report) -> String {
             "accprof check: {program}: no data-clause problem found on the emulated device\n"
         );
     }
-    let count = |l: super::Level| r.findings.iter().filter(|f| f.kind.level() == l).count();
+    let count = |l: super::Level| r.findings.iter().filter(|f| f.level() == l).count();
     let mut out = format!(
         "accprof check: {program}: {} finding(s): {} error(s), {} warning(s), {} note(s)\n",
         r.findings.len(),
@@ -24,7 +24,7 @@ pub fn text(r: &Report) -> String {
         let place = f.at.as_ref().or(f.construct.as_ref()).map(|l| l.short());
         out.push_str(&format!(
             "\n{}: {} of {}{}\n  {}\n{}  fix: {}\n",
-            f.kind.level().name(),
+            f.level().name(),
             f.kind.id(),
             f.variable,
             place.map_or(String::new(), |p| format!(" at {p}")),
@@ -106,7 +106,7 @@ pub fn json(r: &Report) -> String {
                 .collect();
             json!({
                 "kind": f.kind.id(),
-                "level": f.kind.level().name(),
+                "level": f.level().name(),
                 "variable": f.variable,
                 "file": file,
                 "line": line,
@@ -163,7 +163,7 @@ pub fn sarif(r: &Report) -> String {
             let mut res = json!({
                 "ruleId": f.kind.id(),
                 "ruleIndex": index,
-                "level": f.kind.level().name(),
+                "level": f.level().name(),
                 "message": { "text": format!("{} Fix: {}", capital(&f.message), f.fix) },
                 "properties": { "variable": f.variable, "fix": f.fix }
             });
