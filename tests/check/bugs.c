@@ -99,6 +99,22 @@ int main (int argc, char **argv)
         t[i] *= 2;
       s = 1;
     }
+  else if (!strcmp (which, "async_stale"))
+    {
+      /* Two kernels at once on two queues, each changing its own array: the stale read of c
+         is the kernel on queue 2's, not the one running beside it. */
+#pragma acc data copy(a, c)
+      {
+#pragma acc parallel loop present(a) async(1)
+        for (int i = 0; i < N; i++)
+          a[i] += 1;
+#pragma acc parallel loop present(c) async(2) /* BUG:async_kernel_c */
+        for (int i = 0; i < N; i++)
+          c[i] += 1;
+#pragma acc wait
+        s = c[100]; /* BUG:async_stale */
+      }
+    }
   else if (!strcmp (which, "no_construct"))
     s = 1;
   else if (!strcmp (which, "leak_at_exit"))

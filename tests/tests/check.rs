@@ -317,6 +317,33 @@ fn findings_of_one_cause_are_one_finding_with_every_place() {
 }
 
 #[test]
+fn a_stale_read_is_credited_to_the_async_kernel_that_changed_the_array() {
+    // Kernels on two queues at once, each changing its own array: the stale read of `c`
+    // names c's kernel, not the one beside it.
+    let dir = scratch("check-async");
+    let prog = build("bugs.c", &dir);
+    let o = check(&["--format", "json"], &prog, &["async_stale"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json = Output {
+        stdout: stdout[stdout.find('{').expect("JSON")..]
+            .as_bytes()
+            .to_vec(),
+        ..o.clone()
+    };
+    let found = findings(&json);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["kind"], "stale_host_read", "{f:#?}");
+    assert_eq!(f["variable"], "c", "{f:#?}");
+    assert_eq!(f["line"], marked("bugs.c", "async_stale"), "{f:#?}");
+    assert_eq!(
+        f["construct_line"],
+        marked("bugs.c", "async_kernel_c"),
+        "{f:#?}"
+    );
+}
+
+#[test]
 fn faults_that_are_not_the_checkers_reach_the_programs_handlers_or_kill_it_as_without_it() {
     let dir = scratch("check-faults");
     let prog = build("own_handler.c", &dir);
