@@ -75,9 +75,7 @@ const STAGE_TAIL: usize = STAGE_PIECE;
 /// machine) each thread's copy speed holds the DMA back, and non-temporal stores with a
 /// prefetch copy 2.7x faster per thread (10 against 3.8 GB/s); once all run, host memory is
 /// the limit, and demoted lines, which the DMA reads from the cache, spare it
-/// (docs/performance/shim.md: +1.9 GB/s at 64 MiB over 9 paired measurements,
-/// nothing beyond the spread at 256 MiB). Checked again once the threads were kept warm
-/// ([`STAGE_WARM_US`]): without the head 42.0-44.7 against 43.6-44.8, so it stays.
+/// (docs/performance/shim.md has the paired measurements, with and without warm threads).
 const STAGE_NT_HEAD: usize = 16 << 20;
 /// Non-temporal copies prefetch their source this far ahead (`ACCSHIM_STAGE_PREFETCH`, 0: no
 /// prefetch; stage_copy::copy_to_staging says why).
@@ -416,8 +414,8 @@ pub struct Cuda {
     /// The threads that copy between pageable memory and the staging buffers: started with the
     /// device (so that they are asleep and settled before the first copy, as when the upload
     /// figures were measured) and ended, joined, at shutdown, so that none outlives the device
-    /// (each acc_init/acc_shutdown cycle on the H100 left 16 behind when the pool lived as long
-    /// as the process). Used only under the `staging` lock.
+    /// and acc_init/acc_shutdown cycles leave no threads behind. Used only under the `staging`
+    /// lock.
     pool: Mutex<Option<StagePool>>,
     /// GCC-compiled programs' nvptx kernels (gcc_kernels.rs).
     gcc: gcc_kernels::GccKernels,

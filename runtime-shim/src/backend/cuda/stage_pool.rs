@@ -91,8 +91,7 @@ impl StagePool {
 
 impl Drop for StagePool {
     /// Closes every thread's channel, wakes the threads (those in a warm window exit now rather
-    /// than at its end) and joins them: a device that is shut down leaves no thread behind
-    /// (each acc_init/acc_shutdown cycle on the H100 left 16 before).
+    /// than at its end) and joins them: a device that is shut down leaves no thread behind.
     fn drop(&mut self) {
         let handles: Vec<JoinHandle<()>> = self.workers.drain(..).map(|w| w.handle).collect();
         for h in &handles {
