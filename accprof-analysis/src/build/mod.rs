@@ -319,6 +319,9 @@ struct ConstructAcc {
     device: Vec<Timing>,
 }
 
+/// An allocation site's key: host array, size and the line of the program's `acc_malloc`.
+type AllocKey = (Option<u64>, Option<u64>, Option<i64>);
+
 /// Builds a [`Profile`] from events fed one at a time.
 ///
 /// ```
@@ -378,7 +381,7 @@ pub struct ProfileBuilder {
     allocs: Vec<AllocSite>,
     /// By host array, size and, for the program's own allocations (`acc_malloc`), the line of
     /// the call: two `acc_malloc`s of one size at two lines are two arrays.
-    alloc_index: HashMap<(Option<u64>, Option<u64>, Option<i64>), usize>,
+    alloc_index: HashMap<AllocKey, usize>,
     /// Per device block the program allocated itself: the line of its `acc_malloc`, which its
     /// `acc_free` (at a line of its own) releases.
     api_alloc_line: HashMap<u64, Option<i64>>,

@@ -1,8 +1,8 @@
 //! The directives a fix writes: an array as a clause takes it, and a directive of the program
 //! with one array moved from one clause to another (`copy(a, b)` to `copy(a) copyout(b)`).
 
-use super::findings::{Lang, Line};
 use super::names::Name;
+use super::source::{Lang, Line};
 use accprof_analysis::advise::clauses::clause_item;
 use accprof_symbols::base_name;
 
@@ -15,7 +15,7 @@ pub fn item(name: &Name, bytes: u64, source: Option<&Line>, lang: Lang) -> Optio
     if lang == Lang::Fortran || clause.contains(['[', '(']) {
         return Some(clause);
     }
-    let text = source.and_then(|l| super::findings::read_source(&l.file));
+    let text = source.and_then(|l| super::source::read_source(&l.file));
     Some(
         text.and_then(|t| pointer_section(&t, &clause, bytes))
             .unwrap_or(clause),

@@ -3,8 +3,8 @@
 
 use super::clauses;
 use super::names::{Name, Names};
+use super::source::{Lang, Line};
 use crate::error::CliError;
-use accprof_analysis::source::Language;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -73,64 +73,6 @@ impl Kind {
             Kind::RedundantTransfer => "a transfer moved bytes the destination already held",
             Kind::UnusedTransfer => "a transfer whose data was not read before it went back",
         }
-    }
-}
-
-/// The program's language, from a source file's extension: the fix's directive syntax.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lang {
-    C,
-    Fortran,
-}
-
-impl Lang {
-    fn of(file: &str) -> Lang {
-        match Language::of(file) {
-            Language::Fortran => Lang::Fortran,
-            Language::C => Lang::C,
-        }
-    }
-    pub fn language(self) -> Language {
-        match self {
-            Lang::Fortran => Language::Fortran,
-            Lang::C => Language::C,
-        }
-    }
-    pub fn directive(self, body: &str) -> String {
-        match self {
-            Lang::C => format!("#pragma acc {body}"),
-            Lang::Fortran => format!("!$acc {body}"),
-        }
-    }
-}
-
-/// A source line.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct Line {
-    pub file: String,
-    pub line: u32,
-}
-
-impl Line {
-    fn of(v: &Value, key: &str) -> Option<Line> {
-        let o = v.get(key)?;
-        Some(Line {
-            file: o.get("file")?.as_str()?.to_string(),
-            line: u32::try_from(o.get("line")?.as_u64()?).ok()?,
-        })
-    }
-    pub fn short(&self) -> String {
-        let f = Path::new(&self.file)
-            .file_name()
-            .map_or(self.file.clone(), |n| n.to_string_lossy().into_owned());
-        format!("{f}:{}", self.line)
-    }
-    /// The line's text, if the file is there.
-    pub fn text(&self) -> Option<String> {
-        read_source(&self.file)?
-            .lines()
-            .nth(self.line.checked_sub(1)? as usize)
-            .map(str::to_string)
     }
 }
 
@@ -471,11 +413,4 @@ pub fn beside(trace: &Path) -> PathBuf {
     let mut s = trace.as_os_str().to_owned();
     s.push(".check.json");
     PathBuf::from(s)
-}
-
-/// A source file a finding names, if it is a regular file of at most 64 MiB: the name comes
-/// with the trace, and a FIFO or a /proc file there must not hang or flood the command.
-pub(super) fn read_source(file: &str) -> Option<String> {
-    let bytes = accprof_trace::files::read_regular(Path::new(file), 64 << 20).ok()?;
-    String::from_utf8(bytes).ok()
 }

@@ -11,6 +11,7 @@ mod clauses;
 mod findings;
 mod names;
 mod render;
+mod source;
 
 use crate::commands::run::{find_library, find_shim, keep_source_lines, prepend, resolve_program};
 use crate::error::CliError;

@@ -1,6 +1,7 @@
 //! The checker's findings as text (one block per finding), JSON, or SARIF 2.1.0.
 
-use super::findings::{Finding, Kind, Line, Place, Report};
+use super::findings::{Finding, Kind, Place, Report};
+use super::source::Line;
 use serde_json::{json, Value};
 
 pub fn text(r: &Report) -> String {
@@ -132,7 +133,7 @@ fn uri(file: &str) -> String {
     }
 }
 
-fn location(l: &super::findings::Line, id: usize, text: &str) -> Value {
+fn location(l: &Line, id: usize, text: &str) -> Value {
     json!({
         "id": id,
         "physicalLocation": {
