@@ -304,6 +304,13 @@ fn findings_of_one_cause_are_one_finding_with_every_place() {
         .filter_map(|l| l["construct_line"].as_i64())
         .collect();
     assert_eq!(constructs, vec![first, again], "{f:#?}");
+    // The kernels' function holds `a` as `p`: the fix does not name `a` in its clause.
+    let fix = f["fix"].as_str().unwrap_or("");
+    assert!(
+        fix.contains("present(...)")
+            && fix.ends_with("for a (under the name the kernel's function holds it by)"),
+        "{fix}"
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let o = check(&[], &prog, &["by_value_twice"]);
     let err = stderr(&o);

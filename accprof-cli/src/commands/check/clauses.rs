@@ -106,6 +106,32 @@ pub fn names_in(line: Option<&Line>, lang: Lang, clause: &str, var: &str) -> boo
         .is_some_and(|t| take_from_clause(split_comment(t.trim(), lang).0, clause, var).is_some())
 }
 
+/// Whether the construct at `line` names `var` in its directive or in the loop under it (the
+/// lines up to the first blank one, at most 40): a kernel in a function that takes the array
+/// as a pointer parameter names it otherwise.
+pub fn kernel_names(line: &Line, var: &str) -> bool {
+    let Some(text) = super::source::read_source(&line.file) else {
+        // Without the source, the array's own name is the best guess.
+        return true;
+    };
+    let start = (line.line as usize).saturating_sub(1);
+    text.lines()
+        .skip(start)
+        .take(40)
+        .take_while(|l| !l.trim().is_empty())
+        .any(|l| names_word(l, base_name(var)))
+}
+
+/// Whether `text` holds `word` as a whole identifier.
+fn names_word(text: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    !word.is_empty()
+        && text.match_indices(word).any(|(i, _)| {
+            !text[..i].chars().next_back().is_some_and(ident)
+                && !text[i + word.len()..].chars().next().is_some_and(ident)
+        })
+}
+
 /// A directive line's text and its trailing comment, if any.
 fn split_comment(t: &str, lang: Lang) -> (&str, Option<&str>) {
     let at = match lang {
@@ -226,6 +252,13 @@ mod tests {
             split_comment("!$acc data copy(y)  ! BUG: here", Lang::Fortran),
             ("!$acc data copy(y)", Some("! BUG: here"))
         );
+    }
+
+    #[test]
+    fn a_name_is_a_whole_identifier() {
+        assert!(names_word("    p[i] *= 2;", "p"));
+        assert!(!names_word("    pq[i] *= 2;", "p"));
+        assert!(!names_word("  for (int i = 0; i < n; i++)", "a"));
     }
 
     #[test]

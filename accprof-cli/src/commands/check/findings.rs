@@ -332,7 +332,19 @@ fn explain(kind: Kind, name: Name, bytes: u64, r: Raw) -> Finding {
                     "the kernel at {} is given the host address of {v} (GCC passes a pointer it does not map by value): on a GPU it dereferences host memory, which faults or reads the host's copy",
                     at(&construct)
                 ),
-                moved(&construct, "present", &[]),
+                if construct
+                    .as_ref()
+                    .is_none_or(|l| clauses::kernel_names(l, v))
+                {
+                    moved(&construct, "present", &[])
+                } else {
+                    // The kernel's function holds the array under another name (a pointer
+                    // parameter): a clause naming `v` there would not compile.
+                    format!(
+                        "{} for {v} (under the name the kernel's function holds it by)",
+                        clauses::moved(construct.as_ref(), lang, "...", "present", &[])
+                    )
+                },
             )
         }
         Kind::LeakAtExit => (
