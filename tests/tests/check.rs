@@ -19,6 +19,11 @@ fn check_dir() -> PathBuf {
 /// Builds a suite program. -fno-crossjumping: at -O2 GCC merges identical call sequences of
 /// different directives, and their lines with them (gfortran's select case does it).
 fn build(src: &str, dir: &Path) -> PathBuf {
+    build_with(src, dir, &[])
+}
+
+/// [`build`] with `extra` flags.
+fn build_with(src: &str, dir: &Path, extra: &[&str]) -> PathBuf {
     let path = check_dir().join(src);
     let compiler = match path.extension().and_then(|e| e.to_str()) {
         Some("c") => "gcc",
@@ -28,7 +33,9 @@ fn build(src: &str, dir: &Path) -> PathBuf {
     let exe = dir.join(src.replace('.', "_"));
     // gfortran writes module files into the current directory unless told: keep them in `dir`.
     let o = Command::new(compiler)
-        .args(["-g", "-O2", "-fno-crossjumping", "-fopenacc", "-o"])
+        .args(["-g", "-O2", "-fno-crossjumping", "-fopenacc"])
+        .args(extra)
+        .arg("-o")
         .arg(&exe)
         .arg(&path)
         .current_dir(dir)
@@ -347,6 +354,39 @@ fn a_stale_read_is_credited_to_the_async_kernel_that_changed_the_array() {
         f["construct_line"],
         marked("bugs.c", "async_kernel_c"),
         "{f:#?}"
+    );
+}
+
+#[test]
+fn openmp_threads_running_constructs_are_checked_each_on_its_own_arrays() {
+    // Four host threads, each with its own data region and kernels: clean when correct, and
+    // the one thread's stale read found at its line.
+    let dir = scratch("check-omp");
+    let prog = build_with("omp_threads.c", &dir, &["-fopenmp", "-foffload=disable"]);
+    let o = check(&["--format", "json"], &prog, &["ok"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json = Output {
+        stdout: stdout[stdout.find('{').expect("JSON")..]
+            .as_bytes()
+            .to_vec(),
+        ..o.clone()
+    };
+    assert_eq!(findings(&json), Vec::<Value>::new(), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = check(&["--format", "json"], &prog, &["stale_host_read"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json = Output {
+        stdout: stdout[stdout.find('{').expect("JSON")..]
+            .as_bytes()
+            .to_vec(),
+        ..o.clone()
+    };
+    let found = findings(&json);
+    assert!(
+        found.len() == 1
+            && found[0]["kind"] == "stale_host_read"
+            && found[0]["line"] == marked("omp_threads.c", "stale_host_read"),
+        "{found:#?}"
     );
 }
 
