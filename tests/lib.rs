@@ -106,7 +106,8 @@ pub fn run_profiled(
     cmd.args(args)
         .env("ACCPROF_OUT", trace)
         .env_remove("LD_PRELOAD")
-        .env_remove("ACC_PROFLIB");
+        .env_remove("ACC_PROFLIB")
+        .env_remove("NVTX_INJECTION64_PATH");
     if matches!(load, Load::Preload | Load::Both) {
         cmd.env("LD_PRELOAD", &lib);
     }

@@ -77,6 +77,12 @@ impl<'a> ProfView<'a> {
         self.valid
     }
 
+    /// The structure viewed (its first `valid_bytes` bytes are readable).
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const acc_prof_info {
+        self.ptr
+    }
+
     guarded_fields! { acc_prof_info;
         version: c_int,
         device_type: acc_device_t,
@@ -134,6 +140,18 @@ impl<'a> EventView<'a> {
         parent_construct: acc_construct_t,
         implicit: c_int,
         tool_info: *mut c_void,
+    }
+
+    /// The structure viewed (its first `valid_bytes` bytes are readable).
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const acc_event_info {
+        self.ptr
+    }
+
+    /// The kind of information this is (the member of the union the event uses).
+    #[inline(always)]
+    pub fn info_kind(&self) -> EventInfoKind {
+        self.kind
     }
 
     /// The data event's fields, when this is a data event.
@@ -222,6 +240,12 @@ impl<'a> ApiView<'a> {
     /// The bytes the runtime says it filled.
     pub fn valid_bytes(&self) -> usize {
         self.valid
+    }
+
+    /// The structure viewed (its first `valid_bytes` bytes are readable).
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const acc_api_info {
+        self.ptr
     }
 
     guarded_fields! { acc_api_info;

@@ -280,6 +280,35 @@ fn add_common_warnings(p: &mut Profile, ended_said: bool) {
 /// Merges profiles (one per MPI rank or process) into one: constructs, kernels and variables
 /// with the same identity are summed. Wall time is the longest of the inputs; the untracked time
 /// is the smallest (the ranks ran side by side).
+/// Adds `p`'s NVTX ranges and marks to `out`'s, by domain and name.
+fn merge_nvtx(out: &mut Profile, p: &Profile) {
+    for r in &p.nvtx_ranges {
+        match out
+            .nvtx_ranges
+            .iter_mut()
+            .find(|o| (&o.domain, &o.name, o.start_end) == (&r.domain, &r.name, r.start_end))
+        {
+            Some(o) => {
+                o.time.merge(&r.time);
+                o.inside.add(&r.inside);
+            }
+            None => out.nvtx_ranges.push(r.clone()),
+        }
+    }
+    out.nvtx_ranges
+        .sort_by_key(|r| std::cmp::Reverse(r.time.total_ns));
+    for m in &p.nvtx_marks {
+        match out
+            .nvtx_marks
+            .iter_mut()
+            .find(|o| (&o.domain, &o.name) == (&m.domain, &m.name))
+        {
+            Some(o) => o.count += m.count,
+            None => out.nvtx_marks.push(m.clone()),
+        }
+    }
+}
+
 pub fn merge(profiles: &[Profile]) -> Profile {
     let mut out = Profile::default();
     let mut cidx: HashMap<(ConstructKind, Option<String>, Location), usize> = HashMap::new();
@@ -485,6 +514,7 @@ pub fn merge(profiles: &[Profile]) -> Profile {
             o.frees += a.frees;
             o.overhead_ns += a.overhead_ns;
         }
+        merge_nvtx(&mut out, p);
     }
     out
 }

@@ -512,6 +512,68 @@ impl ProfileSource {
     }
 }
 
+/// What happened inside an NVTX range (its inner ranges included).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct NvtxWork {
+    /// Host time of the OpenACC constructs (compute, data, update, wait, init ...).
+    pub openacc_ns: u64,
+    /// Transfers the runtime reported (enqueue upload/download): count, bytes, host time.
+    pub transfers: u64,
+    pub transfer_bytes: u64,
+    pub transfer_ns: u64,
+    /// Copies the device made (CUPTI's records): count, bytes, device time.
+    pub device_copies: u64,
+    pub device_copy_bytes: u64,
+    pub device_copy_ns: u64,
+    /// Kernels' device time (CUPTI's records).
+    pub kernel_ns: u64,
+}
+
+impl NvtxWork {
+    pub fn add(&mut self, o: &NvtxWork) {
+        self.openacc_ns += o.openacc_ns;
+        self.transfers += o.transfers;
+        self.transfer_bytes += o.transfer_bytes;
+        self.transfer_ns += o.transfer_ns;
+        self.device_copies += o.device_copies;
+        self.device_copy_bytes += o.device_copy_bytes;
+        self.device_copy_ns += o.device_copy_ns;
+        self.kernel_ns += o.kernel_ns;
+    }
+}
+
+/// One NVTX range of the program (by domain and message), all its instances.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+pub struct NvtxRangeRow {
+    /// `None`: NVTX's default domain.
+    pub domain: Option<String>,
+    pub name: String,
+    /// A start/end range (not nested; `inside` is not counted for it).
+    pub start_end: bool,
+    /// Its instances' durations.
+    pub time: Timing,
+    /// What happened inside its push/pop instances.
+    pub inside: NvtxWork,
+}
+
+impl NvtxRangeRow {
+    /// "domain: name", or the name alone in the default domain.
+    pub fn label(&self) -> String {
+        match &self.domain {
+            Some(d) => format!("{d}: {}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// One NVTX mark (by domain and message) and how often it was made.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct NvtxMarkRow {
+    pub domain: Option<String>,
+    pub name: String,
+    pub count: u64,
+}
+
 /// Everything the report, advice and diff need from one trace (or several merged).
 #[derive(Clone, PartialEq, Debug, Default, Serialize)]
 pub struct Profile {
@@ -533,6 +595,11 @@ pub struct Profile {
     /// The limits of the devices kernels ran on (traces with CUPTI's device properties).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<crate::occupancy::DeviceLimits>,
+    /// The program's NVTX ranges and marks (traces of programs that use NVTX).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nvtx_ranges: Vec<NvtxRangeRow>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nvtx_marks: Vec<NvtxMarkRow>,
     /// Problems the user should know about (truncated trace, dropped events).
     pub warnings: Vec<String>,
 }

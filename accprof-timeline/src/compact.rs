@@ -102,6 +102,8 @@ impl CompactEvent {
     pub fn strings_named(ev: &Event) -> [Option<StrId>; 3] {
         let name = if ev.kind == acc_event_t::ENQUEUE_LAUNCH_START || ev.kind == device::KERNEL {
             Field::KernelName
+        } else if accprof_trace::nvtx::is_nvtx(ev.kind) {
+            Field::NvtxMessage
         } else {
             Field::VarName
         };

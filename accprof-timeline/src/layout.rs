@@ -296,6 +296,10 @@ impl Layout {
 
     /// Takes in the next event of the trace begun last.
     pub fn push<S: Sink>(&mut self, ev: &Event, sink: &mut S) -> Result<(), Stop<S::Error>> {
+        if accprof_trace::nvtx::is_name(ev.kind) {
+            // A name the program gave an NVTX category or its thread: no slice.
+            return Ok(());
+        }
         let trace = (self.traces.len() - 1) as u16;
         let shift = self.traces[trace as usize].shift;
         let mut s = CompactEvent::from_event(ev, trace, 0, |t| shifted(t, shift));

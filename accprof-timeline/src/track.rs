@@ -14,6 +14,8 @@ use std::collections::BTreeSet;
 pub enum TrackKind {
     /// Constructs, waits and instants of one host thread (`None`: the runtime gave no thread id).
     Host { thread: Option<i64> },
+    /// The program's own NVTX ranges and marks on one host thread (shown just above it).
+    Nvtx { thread: Option<i64> },
     /// Synchronous uploads, downloads and launches issued by one host thread.
     DeviceSync { thread: Option<i64> },
     /// Work on one async queue, whichever thread enqueued it.
@@ -49,6 +51,9 @@ impl TrackKind {
         if device::is_device_record(kind) {
             return TrackKind::DeviceStream { stream };
         }
+        if accprof_trace::nvtx::is_nvtx(kind) {
+            return TrackKind::Nvtx { thread };
+        }
         if !is_enqueue(kind) {
             return TrackKind::Host { thread };
         }
@@ -61,10 +66,13 @@ impl TrackKind {
     }
 
     /// The thread whose call stack the track's slices come from: a host thread's own
-    /// track and its synchronous device work (one thread's callbacks, so they nest).
+    /// track, its synchronous device work (one thread's callbacks, so they nest) and the NVTX
+    /// ranges it opened.
     pub fn thread(&self) -> Option<Option<i64>> {
         match *self {
-            TrackKind::Host { thread } | TrackKind::DeviceSync { thread } => Some(thread),
+            TrackKind::Host { thread }
+            | TrackKind::DeviceSync { thread }
+            | TrackKind::Nvtx { thread } => Some(thread),
             TrackKind::DeviceQueue { .. } | TrackKind::DeviceStream { .. } => None,
         }
     }
@@ -78,6 +86,9 @@ impl TrackKind {
             (NameStyle::Full, TrackKind::Host { thread: t }) => {
                 format!("host thread {}", thread(t))
             }
+            (NameStyle::Full, TrackKind::Nvtx { thread: t }) => {
+                format!("host thread {}: NVTX ranges", thread(t))
+            }
             (NameStyle::Full, TrackKind::DeviceSync { thread: t }) => {
                 format!("host thread {}: device (synchronous)", thread(t))
             }
@@ -85,6 +96,9 @@ impl TrackKind {
                 format!("device: async queue {}", queue_word(*queue))
             }
             (NameStyle::Short, TrackKind::Host { thread: t }) => format!("thread {}", thread(t)),
+            (NameStyle::Short, TrackKind::Nvtx { thread: t }) => {
+                format!("thread {} NVTX", thread(t))
+            }
             (NameStyle::Short, TrackKind::DeviceSync { thread: t }) => {
                 format!("thread {} (sync)", thread(t))
             }
@@ -136,12 +150,14 @@ pub struct TrackKey {
 }
 
 impl TrackKey {
-    /// The order tracks are shown in: per trace, each host thread just before its synchronous
-    /// device track, then the async queues, then the device streams (what the device did).
+    /// The order tracks are shown in: per trace, each host thread's NVTX ranges, the thread,
+    /// its synchronous device track, then the async queues, then the device streams (what the
+    /// device did).
     pub fn display_order(&self) -> (u16, u8, Option<i64>, u8) {
         match self.kind {
-            TrackKind::Host { thread } => (self.trace, 0, thread, 0),
-            TrackKind::DeviceSync { thread } => (self.trace, 0, thread, 1),
+            TrackKind::Nvtx { thread } => (self.trace, 0, thread, 0),
+            TrackKind::Host { thread } => (self.trace, 0, thread, 1),
+            TrackKind::DeviceSync { thread } => (self.trace, 0, thread, 2),
             TrackKind::DeviceQueue { queue } => (self.trace, 1, Some(queue), 0),
             // Stream handles are ids or addresses: their order as unsigned numbers is kept.
             TrackKind::DeviceStream { stream } => {

@@ -4,8 +4,10 @@
 //!   and flags.
 //! - [`header`]: who made the trace ([`Header`]), the loaded modules ([`Module`]) and the clean
 //!   end marker ([`Footer`]).
-//! - [`packed`]: [`PackedEvents`], events with only their set fields, as the tool library
-//!   buffers them between the recording threads and its writer thread.
+//! - [`packed`]: [`PackedEvents`], the buffers the tool library's recording threads fill and
+//!   its writer thread empties, and events with only their set fields.
+//! - [`raw`]: the records those buffers hold: events with the runtime's structures copied as
+//!   they were, read into [`Event`]s here.
 //! - [`writer`]: [`TraceWriter`], which appends self-contained chunks; used by the tool library.
 //! - [`reader`]: [`TraceReader`], which streams events back, and [`Trace`], which loads a whole file.
 //! - [`chunk`]: the file header and the chunk headers that frame every chunk.
@@ -34,6 +36,7 @@ pub mod live;
 pub mod model;
 pub mod packed;
 pub mod printable;
+pub mod raw;
 pub mod reader;
 pub mod recover;
 pub mod symbols;
@@ -43,7 +46,7 @@ pub mod writer;
 pub use error::TraceError;
 pub use header::{Footer, Header, Module};
 pub use integrity::Integrity;
-pub use model::{device, Event, EventFlags, Field, StrId};
+pub use model::{device, nvtx, Event, EventFlags, Field, StrId};
 pub use packed::PackedEvents;
 pub use reader::{StringTable, Trace, TraceReader};
 pub use symbols::SymbolTable;
@@ -52,4 +55,6 @@ pub use writer::{LostReason, TraceWriter};
 /// The first eight bytes of every trace file.
 pub const FILE_MAGIC: [u8; 8] = *b"ACCPROF\0";
 /// The format version this crate writes. Readers accept this and every older version.
-pub const FORMAT_VERSION: u16 = 2;
+/// Version 3 added the NVTX kinds and fields ([`nvtx`], [`Field::NvtxMessage`] ...); the chunks
+/// are laid out as in version 2.
+pub const FORMAT_VERSION: u16 = 3;

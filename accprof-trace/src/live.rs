@@ -15,8 +15,8 @@
 //!       first anchor (ticks, ns), current anchor index, anchor pairs [(ticks, ns); 2]
 //! 4096  strings: records of [len + 1] [id | 1 << 63 once committed] [bytes, padded to 8]
 //! ...   slots: each a 64-byte header (generation, thread, committed words, reserved) and
-//!       `slot words` words of packed events (crate::packed), of which `committed words`
-//!       are complete
+//!       `slot words` words of events (raw records, crate::raw; packed events, crate::packed,
+//!       in version 1), of which `committed words` are complete
 //! ```
 //!
 //! This module is the layout, shared by the tool library that maps the file and by the reader;
@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
 pub const LIVE_MAGIC: [u8; 8] = *b"ACCLIVE\0";
-pub const LIVE_VERSION: u64 = 1;
+/// Version 2: slots hold raw records (crate::raw); version 1 files (packed events) still read.
+pub const LIVE_VERSION: u64 = 2;
 /// Bytes of the file header; the strings start here.
 pub const HEADER_BYTES: usize = 4096;
 /// Bytes of a slot's header.
@@ -74,7 +75,21 @@ pub struct SlotHeader {
     pub thread: AtomicU64,
     /// Words of complete events, published after each event.
     pub committed_words: AtomicU64,
-    pub reserved: [u64; 5],
+    /// The first: how many committed words the recording process's writer thread has taken
+    /// into the trace (its own bookkeeping; a reader goes by the slot-written records).
+    pub reserved: [AtomicU64; 5],
+}
+
+impl SlotHeader {
+    /// A header of nothing: generation 0, nothing committed.
+    pub const fn empty() -> SlotHeader {
+        SlotHeader {
+            generation: AtomicU64::new(0),
+            thread: AtomicU64::new(0),
+            committed_words: AtomicU64::new(0),
+            reserved: [const { AtomicU64::new(0) }; 5],
+        }
+    }
 }
 
 const _: () = assert!(std::mem::size_of::<SlotHeader>() == SLOT_HEADER_BYTES);

@@ -98,13 +98,27 @@ fields! {
     SharedMem = 37, "shared_mem_bytes", Unsigned;
     // [`device::PROPERTIES`] only: the device's limits as `key=value` lines.
     DeviceProperties = 38, "device_properties", String;
+    // The program's NVTX annotations ([`nvtx`] kinds): the range's or mark's message, the
+    // domain it was given in (absent: the default domain), its category, its colour (ARGB)
+    // and its payload (as the program's 64 bits, with the NVTX payload type).
+    NvtxMessage = 39, "nvtx_message", String;
+    NvtxDomain = 40, "nvtx_domain", String;
+    NvtxCategory = 41, "nvtx_category", Unsigned;
+    NvtxColor = 42, "nvtx_color", Unsigned;
+    NvtxPayload = 43, "nvtx_payload", Unsigned;
+    NvtxPayloadType = 44, "nvtx_payload_type", Unsigned;
+    // A push/pop range's instance number (on [`nvtx::RANGE`]), and the instance of the range
+    // around it; on any other event, the innermost push/pop range open on its thread when it
+    // started.
+    NvtxRange = 45, "nvtx_range", Unsigned;
+    NvtxParent = 46, "nvtx_parent", Unsigned;
     // Transfers, when libaccprof hashes their bytes (ACCPROF_CONTENT): a 64-bit hash of the
     // host bytes an upload carried or a synchronous download delivered.
-    ContentHash = 39, "content_hash", Pointer;
+    ContentHash = 47, "content_hash", Pointer;
 }
 
 /// How many optional fields an event has.
-pub const FIELD_COUNT: usize = 40;
+pub const FIELD_COUNT: usize = 48;
 
 /// Records about the tool itself, with kinds outside the specification's numbers.
 pub mod tool {
@@ -114,6 +128,43 @@ pub mod tool {
     /// `bytes` holds how many (a count of records, not bytes). From then on the tool names no
     /// heap block, since a lost free could make a stale name.
     pub const HEAP_RECORDS_LOST: acc_event_t = acc_event_t(1100);
+}
+
+/// The program's own NVTX annotations, recorded through NVTX's tool interface (the program
+/// and its libraries call nvtxRangePush/Pop, nvtxRangeStart/End, nvtxMark..., with the
+/// header-only nvtx3 API). Kinds outside the specification's numbers; [`super::Field::Thread`]
+/// is the thread that opened the range (the id its OpenACC events carry), and the NVTX fields
+/// ([`super::Field::NvtxMessage`] ...) say what the program said.
+pub mod nvtx {
+    use accprof_abi::acc_event_t;
+
+    /// A push/pop range: nested on its thread, `start_ns` at the push, `end_ns` at the pop.
+    pub const RANGE: acc_event_t = acc_event_t(1201);
+    /// A start/end range: not nested, possibly ended on another thread than it started on.
+    pub const START_END: acc_event_t = acc_event_t(1202);
+    /// A mark: one instant.
+    pub const MARK: acc_event_t = acc_event_t(1203);
+    /// A point event naming a category: [`super::Field::NvtxCategory`] (in
+    /// [`super::Field::NvtxDomain`]) is called [`super::Field::NvtxMessage`].
+    pub const CATEGORY_NAME: acc_event_t = acc_event_t(1204);
+    /// A point event naming an OS thread: [`super::Field::Thread`] is called
+    /// [`super::Field::NvtxMessage`].
+    pub const THREAD_NAME: acc_event_t = acc_event_t(1205);
+
+    /// Whether `kind` is one of the NVTX kinds.
+    pub fn is_nvtx(kind: acc_event_t) -> bool {
+        (RANGE.0..=THREAD_NAME.0).contains(&kind.0)
+    }
+
+    /// Whether `kind` names a category or a thread (no activity: timelines leave it out).
+    pub fn is_name(kind: acc_event_t) -> bool {
+        kind == CATEGORY_NAME || kind == THREAD_NAME
+    }
+
+    /// Whether `kind` is a range (push/pop or start/end).
+    pub fn is_range(kind: acc_event_t) -> bool {
+        kind == RANGE || kind == START_END
+    }
 }
 
 /// Device records: what the device did (from CUPTI's activity API), with device timestamps.

@@ -1,4 +1,7 @@
-//! Events packed for the trip from a recording thread to the writer thread.
+//! The buffers between a recording thread and the writer thread, and packed events.
+//!
+//! The tool library's recording threads fill them with raw records (crate::raw); events
+//! packed as below are what earlier versions wrote, still read from their live files.
 //!
 //! An [`Event`] is about 300 bytes because it has a slot for every field, but a runtime fills
 //! a dozen of them. Copying the whole event into a thread's buffer was the largest single cost
@@ -18,30 +21,40 @@ use std::sync::atomic::Ordering;
 const HEADER_WORDS: usize = 4;
 /// The most words one event can take (every field set).
 pub const MAX_EVENT_WORDS: usize = HEADER_WORDS + FIELD_COUNT;
+// A buffer with room for a packed event has room for a raw record.
+const _: () = assert!(crate::raw::MAX_WORDS <= MAX_EVENT_WORDS);
 
 /// A bounded buffer of packed events.
 ///
-/// The words live either on the heap or in a slot of the live file (crate::live), a shared
-/// file mapping that the kernel keeps when the process is killed: there, every push also
-/// publishes the committed length in the slot's header, so a reader recovering a killed run
-/// trusts exactly the events that were complete.
+/// Every buffer has a 64-byte header of the live file's slot layout (crate::live::SlotHeader)
+/// before its words: in a slot of the live file, a shared file mapping that the kernel keeps
+/// when the process is killed, or on the heap when there is no live file. Every push
+/// publishes the committed length in the header (a release store), so that a reader (the
+/// writer thread while the owner goes on filling the buffer, or a reader recovering a killed
+/// run) trusts exactly the events that were complete.
+// repr(C): what a push reads comes first, in one cache line with whatever precedes it.
+#[repr(C)]
 #[derive(Debug)]
 pub struct PackedEvents {
-    /// The first word: of `heap`'s allocation, or of a mapped slot.
+    /// The first word, just after the header.
     ptr: std::ptr::NonNull<u64>,
     /// Words written.
     used: usize,
     cap: usize,
+    header: std::ptr::NonNull<crate::live::SlotHeader>,
     events: usize,
-    /// Owns the words when they are on the heap (its own length stays 0: `used` counts).
+    /// The live-file slot the words are in; `None` on the heap.
+    slot: Option<u32>,
+    /// Owns the header and the words when they are on the heap (its own length stays 0).
     _heap: Vec<u64>,
-    /// The slot header of mapped words.
-    slot: Option<MappedSlot>,
 }
 
 // SAFETY: the words are owned by this value alone: its heap allocation, or a mapped slot
 // that the tool's pool hands to one owner at a time.
 unsafe impl Send for PackedEvents {}
+
+/// The header of a buffer without words (`PackedEvents::default`): nothing committed, ever.
+static NO_WORDS: crate::live::SlotHeader = crate::live::SlotHeader::empty();
 
 impl Default for PackedEvents {
     fn default() -> Self {
@@ -51,29 +64,38 @@ impl Default for PackedEvents {
             cap: 0,
             events: 0,
             _heap: Vec::new(),
+            header: std::ptr::NonNull::from(&NO_WORDS),
             slot: None,
         }
     }
 }
 
-/// Where a mapped buffer publishes what it holds (crate::live's slot header).
-#[derive(Clone, Copy, Debug)]
-pub struct MappedSlot {
-    header: std::ptr::NonNull<crate::live::SlotHeader>,
-    index: u32,
-}
+/// Words of a buffer's header.
+const HEADER_WORDS_OF_BUFFER: usize = crate::live::SLOT_HEADER_BYTES / 8;
 
 impl PackedEvents {
-    /// An empty buffer of `words` words (at least room for one event of every field).
+    /// An empty buffer of `words` words on the heap (at least room for one event of every
+    /// field).
     pub fn with_capacity_words(words: usize) -> Self {
-        let mut heap = Vec::with_capacity(words.max(MAX_EVENT_WORDS));
+        let words = words.max(MAX_EVENT_WORDS);
+        let mut heap: Vec<u64> = vec![0; HEADER_WORDS_OF_BUFFER + words];
+        // SAFETY: a Vec's pointer is never null, and it holds the header's words first.
+        let base = unsafe { std::ptr::NonNull::new_unchecked(heap.as_mut_ptr()) };
+        // SAFETY: the header's 8 words are in the allocation, 8-byte aligned, zeroed (a valid
+        // SlotHeader: its atomics are plain u64s).
+        let header = base.cast::<crate::live::SlotHeader>();
+        // SAFETY: as above; generation 1 marks a buffer in use.
+        unsafe { header.as_ref() }
+            .generation
+            .store(1, Ordering::Relaxed);
         Self {
-            // SAFETY: a Vec's pointer is never null.
-            ptr: unsafe { std::ptr::NonNull::new_unchecked(heap.as_mut_ptr()) },
+            // SAFETY: the words follow the header inside the allocation.
+            ptr: unsafe { base.add(HEADER_WORDS_OF_BUFFER) },
             used: 0,
-            cap: heap.capacity(),
+            cap: words,
             events: 0,
             _heap: heap,
+            header,
             slot: None,
         }
     }
@@ -91,35 +113,63 @@ impl PackedEvents {
         index: u32,
     ) -> Self {
         // SAFETY: the caller's contract.
-        unsafe { header.as_ref() }
-            .committed_words
-            .store(0, Ordering::Release);
+        let h = unsafe { header.as_ref() };
+        h.committed_words.store(0, Ordering::Release);
+        h.reserved[CONSUMED].store(0, Ordering::Relaxed);
         Self {
             ptr: data,
             used: 0,
             cap: words,
             events: 0,
             _heap: Vec::new(),
-            slot: Some(MappedSlot { header, index }),
+            header,
+            slot: Some(index),
         }
+    }
+
+    fn header(&self) -> &crate::live::SlotHeader {
+        // SAFETY: the header lives as long as the buffer (its heap allocation, or the
+        // mapping `in_slot`'s contract keeps), or it is the static empty one.
+        unsafe { self.header.as_ref() }
     }
 
     /// The live-file slot the words are in and its generation (which the next
     /// [`clear`](Self::clear) bumps), for the writer's slot-written record; `None` on the heap.
     pub fn slot(&self) -> Option<(u32, u64)> {
         let s = self.slot?;
-        // SAFETY: `in_slot`'s contract keeps the header mapped while we live.
-        let h = unsafe { s.header.as_ref() };
-        Some((s.index, h.generation.load(Ordering::Acquire)))
+        Some((s, self.header().generation.load(Ordering::Acquire)))
+    }
+
+    /// The header, for an owner publishing which buffer it fills (SharedBuffer::from_raw).
+    pub fn header_ptr(&self) -> *mut crate::live::SlotHeader {
+        self.header.as_ptr()
+    }
+
+    /// Writes every page of the words once, so that whoever fills the buffer takes no page
+    /// faults (a live-file slot's pages are new pages of a shared file mapping).
+    pub fn touch_pages(&mut self) {
+        let mut i = 0;
+        while i < self.cap {
+            // SAFETY: `i` is inside the words; nothing is committed yet, so nobody reads them.
+            unsafe { std::ptr::write_volatile(self.ptr.as_ptr().add(i), 0) };
+            i += 512;
+        }
+    }
+
+    /// What another thread may read while the owner goes on filling the buffer.
+    pub fn shared(&self) -> SharedBuffer {
+        SharedBuffer {
+            header: self.header,
+            words: self.ptr,
+            cap: self.cap,
+            slot: self.slot,
+        }
     }
 
     /// Records the thread that fills a mapped buffer (for a reader of the live file).
     pub fn set_owner(&self, thread: i64) {
-        if let Some(s) = self.slot {
-            // SAFETY: as in `slot`.
-            unsafe { s.header.as_ref() }
-                .thread
-                .store(thread as u64, Ordering::Relaxed);
+        if self.cap > 0 {
+            self.header().thread.store(thread as u64, Ordering::Relaxed);
         }
     }
 
@@ -157,15 +207,96 @@ impl PackedEvents {
             }
             self.used = len + k;
         }
-        self.events += 1;
-        if let Some(s) = self.slot {
-            // The event's words are written: from now on a reader of the live file may
-            // take it. SAFETY: as in `slot`.
-            unsafe { s.header.as_ref() }
-                .committed_words
-                .store(self.used as u64, Ordering::Release);
-        }
+        self.publish();
         true
+    }
+
+    /// Appends a raw record (crate::raw) of `len` words, copied from the first `len` of
+    /// `words`. Returns false (and leaves the buffer as it was) when there is no room.
+    #[inline]
+    pub fn push_raw(&mut self, words: &[u64; crate::raw::MAX_WORDS], len: usize) -> bool {
+        if !self.has_room() {
+            return false;
+        }
+        // SAFETY: `has_room` guarantees MAX_EVENT_WORDS >= raw::MAX_WORDS free words; all of
+        // `words` is copied (one copy of a constant size, whatever the record's length: fewer
+        // instructions than a copy of `len` words), only `len` committed.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                words.as_ptr(),
+                self.ptr.as_ptr().add(self.used),
+                crate::raw::MAX_WORDS,
+            )
+        };
+        self.used += len.min(crate::raw::MAX_WORDS);
+        self.publish();
+        true
+    }
+
+    /// Appends an event from its parts: `values` are its set fields' values in field order,
+    /// one per bit of `mask`. Returns false (and leaves the buffer as it was) when there is
+    /// no room.
+    #[inline]
+    pub fn push_parts(
+        &mut self,
+        kind: acc_event_t,
+        start: u64,
+        end: u64,
+        mask: u64,
+        values: &[u64],
+    ) -> bool {
+        debug_assert_eq!(values.len(), mask.count_ones() as usize);
+        if !self.has_room() || values.len() > FIELD_COUNT {
+            return false;
+        }
+        // SAFETY: `has_room` guarantees MAX_EVENT_WORDS free words, and HEADER_WORDS plus at
+        // most FIELD_COUNT values fit them.
+        unsafe {
+            let p = self.ptr.as_ptr().add(self.used);
+            p.write(u64::from(kind.0 as u32));
+            p.add(1).write(start);
+            p.add(2).write(end);
+            p.add(3).write(mask);
+            // A loop rather than memcpy: a dozen words, and no call.
+            let to = p.add(HEADER_WORDS);
+            for (i, &v) in values.iter().enumerate() {
+                to.add(i).write(v);
+            }
+        }
+        self.used += HEADER_WORDS + values.len();
+        self.publish();
+        true
+    }
+
+    /// The free words after the committed ones, at least [`MAX_EVENT_WORDS`] of them, for an
+    /// event built in place; `None` when the buffer has no room. Finish with
+    /// [`commit_in_place`](Self::commit_in_place).
+    #[inline]
+    pub fn spare(&mut self) -> Option<&mut [u64; MAX_EVENT_WORDS]> {
+        if !self.has_room() {
+            return None;
+        }
+        // SAFETY: `has_room` guarantees MAX_EVENT_WORDS free words from `used`, which no
+        // reader looks at before they are committed.
+        Some(unsafe { &mut *(self.ptr.as_ptr().add(self.used) as *mut [u64; MAX_EVENT_WORDS]) })
+    }
+
+    /// Commits the event written into [`spare`](Self::spare): a packed event (kind, start,
+    /// end, mask, then one word per bit of the mask) of `words` words.
+    #[inline]
+    pub fn commit_in_place(&mut self, words: usize) {
+        debug_assert!(words <= MAX_EVENT_WORDS && self.used + words <= self.cap);
+        self.used += words;
+        self.publish();
+    }
+
+    /// One more event is complete: from now on a reader may take it.
+    #[inline]
+    fn publish(&mut self) {
+        self.events += 1;
+        self.header()
+            .committed_words
+            .store(self.used as u64, Ordering::Release);
     }
 
     /// Asks the CPU to fetch the next `lines` cache lines this buffer will be written at, so
@@ -205,10 +336,10 @@ impl PackedEvents {
     pub fn clear(&mut self) {
         self.used = 0;
         self.events = 0;
-        if let Some(s) = self.slot {
-            // SAFETY: as in `slot`.
-            let h = unsafe { s.header.as_ref() };
+        if self.cap > 0 {
+            let h = self.header();
             h.committed_words.store(0, Ordering::Release);
+            h.reserved[CONSUMED].store(0, Ordering::Relaxed);
             h.generation.fetch_add(1, Ordering::AcqRel);
         }
     }
@@ -232,16 +363,127 @@ impl PackedEvents {
     /// (zeroing and copying 300 bytes) cost it more time and memory bandwidth, which the
     /// recording threads share.
     pub fn unpack_into(&self, out: &mut Vec<Event>) {
-        let mut u = self.iter();
+        self.iter().unpack_into(out);
+    }
+}
+
+impl Unpack<'_> {
+    /// Unpacks every event left into `out` (replacing its contents), reusing the events
+    /// already there (see [`PackedEvents::unpack_into`]).
+    pub fn unpack_into(mut self, out: &mut Vec<Event>) {
         let mut n = 0;
-        while let Some(p) = u.next_parts() {
+        loop {
             if n == out.len() {
                 out.push(Event::default());
             }
-            p.write_to(&mut out[n]);
+            if !self.next_into(&mut out[n]) {
+                break;
+            }
             n += 1;
         }
         out.truncate(n);
+    }
+
+    /// The next event into `e`: a raw record (crate::raw) or a packed event. False at the end
+    /// or at words that do not decode.
+    fn next_into(&mut self, e: &mut Event) -> bool {
+        match self.words.first() {
+            None => false,
+            Some(&head) if crate::raw::is_raw(head) => match crate::raw::decode(self.words, e) {
+                Some(n) => {
+                    self.words = &self.words[n..];
+                    true
+                }
+                None => false,
+            },
+            Some(_) => match self.next_parts() {
+                Some(p) => {
+                    p.write_to(e);
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+}
+
+/// The header word, among a slot header's reserved ones, where the writer keeps how many
+/// committed words it has written into the trace already (crate::live::SlotHeader::reserved).
+const CONSUMED: usize = 0;
+
+/// A buffer as the writer thread sees it while its owner goes on filling it: the words
+/// committed so far, and how many of them the writer has taken already. Valid as long as the
+/// buffer is not given back for reuse, which only the writer does.
+#[derive(Clone, Copy, Debug)]
+pub struct SharedBuffer {
+    header: std::ptr::NonNull<crate::live::SlotHeader>,
+    words: std::ptr::NonNull<u64>,
+    cap: usize,
+    slot: Option<u32>,
+}
+
+// SAFETY: only committed words (published with a release store, never written again until
+// the buffer is cleared) are read through it, and the writer's own counter is an atomic.
+unsafe impl Send for SharedBuffer {}
+// SAFETY: as above.
+unsafe impl Sync for SharedBuffer {}
+
+impl SharedBuffer {
+    /// The buffer whose header is at `header`, with `cap` words just after it.
+    ///
+    /// # Safety
+    /// `header` is a buffer's header (PackedEvents::header_ptr) of a buffer of `cap` words,
+    /// and the buffer is not cleared or freed while the value is used.
+    pub unsafe fn from_raw(
+        header: *mut crate::live::SlotHeader,
+        cap: usize,
+        slot: Option<u32>,
+    ) -> Self {
+        // SAFETY: the caller's contract; the words follow the 64-byte header.
+        unsafe {
+            Self {
+                header: std::ptr::NonNull::new_unchecked(header),
+                words: std::ptr::NonNull::new_unchecked(header.add(1) as *mut u64),
+                cap,
+                slot,
+            }
+        }
+    }
+
+    fn header(&self) -> &crate::live::SlotHeader {
+        // SAFETY: the buffer is not given back while this value is used (its contract).
+        unsafe { self.header.as_ref() }
+    }
+
+    /// The committed words the writer has not taken yet, and where they end (for
+    /// [`taken_to`](Self::taken_to)).
+    pub fn untaken(&self) -> (&[u64], usize) {
+        let committed =
+            (self.header().committed_words.load(Ordering::Acquire) as usize).min(self.cap);
+        let taken =
+            (self.header().reserved[CONSUMED].load(Ordering::Relaxed) as usize).min(committed);
+        // SAFETY: words up to `committed` were written and published by the owner, and are
+        // not written again until the buffer is cleared, which only follows this use.
+        let words = unsafe {
+            std::slice::from_raw_parts(self.words.as_ptr().add(taken), committed - taken)
+        };
+        (words, committed)
+    }
+
+    /// The writer has taken the words up to `end`.
+    pub fn taken_to(&self, end: usize) {
+        self.header().reserved[CONSUMED].store(end as u64, Ordering::Relaxed);
+    }
+
+    /// The live-file slot and its generation; `None` on the heap.
+    pub fn slot(&self) -> Option<(u32, u64)> {
+        let s = self.slot?;
+        Some((s, self.header().generation.load(Ordering::Acquire)))
+    }
+
+    /// The same buffer (by its header).
+    pub fn same_as(&self, other: &PackedEvents) -> bool {
+        self.header == other.header
     }
 }
 
@@ -310,8 +552,7 @@ impl Iterator for Unpack<'_> {
 
     fn next(&mut self) -> Option<Event> {
         let mut e = Event::default();
-        self.next_parts()?.write_to(&mut e);
-        Some(e)
+        self.next_into(&mut e).then_some(e)
     }
 }
 

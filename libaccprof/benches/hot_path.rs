@@ -2,7 +2,9 @@
 //! registered callback directly, against an empty callback in the same run.
 //!
 //! Run: `cargo bench -p libaccprof --bench hot_path` (add `-- --events N` to change the size).
-//! Prints: ns per callback for an empty callback and for ours (launch and transfer pairs);
+//! Prints: ns per callback for an empty callback and for ours (launch and transfer pairs), in
+//! wall-clock time and in the thread's CPU time (which load from other processes inflates
+//! less);
 //! events per second from 2 threads, with the count read back from the trace; bytes per event
 //! on disk. Results go in docs/PERFORMANCE.md.
 
@@ -99,6 +101,18 @@ fn infos(kind: acc_event_t) -> Infos {
     Infos { prof, info, api }
 }
 
+/// CPU time of the calling thread, in seconds: unlike wall-clock time, not inflated when
+/// other processes take the CPU (the development machine is shared).
+fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 /// Calls `cb` for `pairs` start/end pairs alternating launches and uploads; returns seconds.
 fn drive(cb: Callback, pairs: usize) -> f64 {
     let mut evs = [
@@ -157,8 +171,19 @@ fn main() {
     let pairs = 1_000_000;
     drive(ours, 100_000);
     drive(empty_callback, 100_000);
-    let base = median((0..5).map(|_| drive(empty_callback, pairs)).collect());
-    let tool = median((0..5).map(|_| drive(ours, pairs)).collect());
+    let (mut base, mut tool, mut base_cpu, mut tool_cpu) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..5 {
+        for (cb, wall, cpu) in [
+            (empty_callback as Callback, &mut base, &mut base_cpu),
+            (ours, &mut tool, &mut tool_cpu),
+        ] {
+            let c0 = thread_cpu();
+            wall.push(drive(cb, pairs));
+            cpu.push(thread_cpu() - c0);
+        }
+    }
+    let (base, tool) = (median(base), median(tool));
+    let (base_cpu, tool_cpu) = (median(base_cpu), median(tool_cpu));
     let calls = (pairs * 2) as f64;
     println!(
         "single thread, {} callbacks per round, median of 5:",
@@ -176,6 +201,12 @@ fn main() {
         "  added by accprof    {:7.1} ns per callback ({:.1} ns per recorded event = start+end)",
         (tool - base) / calls * 1e9,
         (tool - base) / (calls / 2.0) * 1e9
+    );
+    println!(
+        "  thread CPU time: empty {:.1}, accprof {:.1}, added {:.1} ns per callback",
+        base_cpu / calls * 1e9,
+        tool_cpu / calls * 1e9,
+        (tool_cpu - base_cpu) / calls * 1e9
     );
 
     // Two threads at full speed: throughput, and nothing may be lost.

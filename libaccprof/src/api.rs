@@ -18,6 +18,19 @@ pub unsafe extern "C" fn acc_register_library(
     });
 }
 
+/// The entry point of an NVTX tool: nvtx3 calls it in each module that uses NVTX, when
+/// NVTX_INJECTION64_PATH names this library (crate::nvtx).
+///
+/// # Safety
+/// Called by nvtx3 with the module's nvtxGetExportTable.
+#[no_mangle]
+pub unsafe extern "C" fn InitializeInjectionNvtx2(
+    get_export_table: Option<unsafe extern "C" fn(u32) -> *const std::ffi::c_void>,
+) -> std::ffi::c_int {
+    // SAFETY: forwarded from nvtx3.
+    std::panic::catch_unwind(|| unsafe { crate::nvtx::attach(get_export_table) }).unwrap_or(0)
+}
+
 /// exec and `_exit` end the process without atexit: the final flush runs first (see
 /// `lifecycle::death`), async-signal-safely, so these may be called from signal
 /// handlers and vfork children as the C library's may. The variadic `execl*` functions are not

@@ -48,6 +48,7 @@ pub fn init() {
             )
             .is_ok_and(|s| s.trim() == "tsc");
         USE_TSC.store(tsc, Ordering::Relaxed);
+        crate::hot::set(crate::hot::TSC, tsc);
     });
 }
 
@@ -66,6 +67,19 @@ pub fn now() -> u64 {
         // SAFETY: rdtsc has no preconditions on x86-64.
         return unsafe { core::arch::x86_64::_rdtsc() };
     }
+    monotonic_ns()
+}
+
+/// [`now`] for a callback that has read the hot word already: TSC ticks when its TSC bit is
+/// set.
+#[inline(always)]
+pub fn now_for(hot_word: u32) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if hot_word & crate::hot::TSC != 0 {
+        // SAFETY: rdtsc has no preconditions on x86-64.
+        return unsafe { core::arch::x86_64::_rdtsc() };
+    }
+    let _ = hot_word;
     monotonic_ns()
 }
 

@@ -13,19 +13,38 @@
 
 use accprof_abi::acc_event_t;
 use accprof_trace::{Event, EventFlags, Field};
-use std::sync::atomic::{AtomicBool, Ordering};
 
-static ON: AtomicBool = AtomicBool::new(false);
-
-/// Turns hashing on or off (recording start, from ACCPROF_CONTENT).
+/// Turns hashing on or off (recording start, from ACCPROF_CONTENT). A bit of the word every
+/// callback reads first, so that off costs no other cache line.
 pub fn set(on: bool) {
-    ON.store(on, Ordering::Relaxed);
+    crate::hot::set(crate::hot::CONTENT, on);
 }
 
 /// Whether transfers are hashed.
 #[inline(always)]
 pub fn on() -> bool {
-    ON.load(Ordering::Relaxed)
+    crate::hot::load() & crate::hot::CONTENT != 0
+}
+
+/// The hash of a transfer's bytes, from its raw record as a callback buffers it
+/// (accprof_trace::raw), when the record is one to hash now: an upload at its start
+/// (`at_end` false), a synchronous download at its end. Reads the record's fields as the
+/// writer will, so that the same checks apply to the pointer and size.
+#[cold]
+pub fn hash_record(words: &[u64], at_end: bool) -> Option<u64> {
+    let kind = accprof_trace::raw::kind_of(*words.first()?);
+    let wanted = match kind {
+        acc_event_t::ENQUEUE_UPLOAD_START => !at_end,
+        acc_event_t::ENQUEUE_DOWNLOAD_START => at_end,
+        _ => false,
+    };
+    if !wanted {
+        return None;
+    }
+    let mut e = Event::default();
+    accprof_trace::raw::decode(words, &mut e)?;
+    hash_transfer(&mut e, at_end);
+    e.get(Field::ContentHash)
 }
 
 /// The async value of a synchronous operation (OpenACC's `acc_async_sync`).

@@ -14,9 +14,11 @@
 //! - `lifecycle`: start on the first event, flush at runtime shutdown and exit, fork handling,
 //!   the one line printed at exit, ACCPROF_REPORT.
 //! - `registration`: how the callback gets registered (the spec's way and libgomp's).
+//! - `nvtx`: the program's NVTX annotations (libaccprof is an NVTX tool).
 //! - [`api`]: every C symbol the library exports.
-//! - leaves: `clock`, `config`, `modules`, `progress` (how far the final flush has got),
-//!   `self_time`, `sink` (the trace file or stream written to), `strings`, `unwind`.
+//! - leaves: `clock`, `config`, `hot` (the word every callback reads first), `modules`,
+//!   `progress` (how far the final flush has got), `self_time`, `sink` (the trace file or stream
+//!   written to), `strings`, `unwind`.
 //!
 //! Rules the hot path keeps (the runtime calls us under its own global lock): no lock shared
 //! between threads, no allocation after warm-up, no call into the OpenACC runtime, and no panic
@@ -33,8 +35,10 @@ mod config;
 mod content;
 mod device;
 mod heap;
+mod hot;
 mod lifecycle;
 mod modules;
+mod nvtx;
 mod progress;
 mod record;
 mod recorder;

@@ -23,6 +23,46 @@ pub fn module_range_of(addr: *const c_void) -> Option<(u64, u64)> {
         .map(|m| (m.start, m.end))
 }
 
+/// The address ranges of every loaded module's read-only segments (a program's string
+/// literals lie there), and the loader's counts of modules loaded and unloaded so far (from
+/// `size`-checked dl_phdr_info fields).
+pub fn read_only_segments() -> (Vec<(u64, u64)>, (u64, u64)) {
+    let mut out = (Vec::new(), (0, 0));
+    // SAFETY: the callback only reads the phdr info the loader hands it and pushes to `out`.
+    unsafe { libc::dl_iterate_phdr(Some(collect_read_only), &mut out as *mut _ as *mut c_void) };
+    out
+}
+
+/// The loader's counts of modules loaded and unloaded so far: when the second moves, a
+/// module's read-only memory may have been replaced.
+pub fn load_counts() -> (u64, u64) {
+    read_only_segments().1
+}
+
+type ReadOnly = (Vec<(u64, u64)>, (u64, u64));
+
+unsafe extern "C" fn collect_read_only(
+    info: *mut libc::dl_phdr_info,
+    size: usize,
+    data: *mut c_void,
+) -> c_int {
+    // SAFETY: the loader passes a valid info of `size` bytes for the duration of the call,
+    // and `data` is ours.
+    let (info, out) = unsafe { (&*info, &mut *(data as *mut ReadOnly)) };
+    if size >= std::mem::offset_of!(libc::dl_phdr_info, dlpi_tls_modid) {
+        out.1 = (info.dlpi_adds, info.dlpi_subs);
+    }
+    for i in 0..info.dlpi_phnum as usize {
+        // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
+        let ph = unsafe { &*info.dlpi_phdr.add(i) };
+        if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_W == 0 && ph.p_memsz > 0 {
+            let start = info.dlpi_addr + ph.p_vaddr;
+            out.0.push((start, start + ph.p_memsz));
+        }
+    }
+    0
+}
+
 unsafe extern "C" fn collect(
     info: *mut libc::dl_phdr_info,
     _size: usize,

@@ -16,14 +16,10 @@
 
 use accprof_abi::{acc_event_t, acc_prof_reg, acc_register_t};
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
 /// The `acc_prof_register` functions we have registered with.
 static REGISTERED_WITH: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-/// libgomp's `acc_prof_unregister`, when libgomp is the runtime we registered with: found
-/// here, because a forked child may not look it up (see [`quiet_libgomp_in_forked_child`]).
-static LIBGOMP_UNREGISTER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Registers our callback for every event through `reg`, once per runtime.
 pub fn register_with(reg: acc_prof_reg, how: &str) {
@@ -65,36 +61,7 @@ fn remember_libgomp_unregister() {
     // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches the global scope.
     let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"acc_prof_unregister".as_ptr()) };
     if !sym.is_null() && is_libgomp(sym) {
-        LIBGOMP_UNREGISTER.store(sym, Ordering::Release);
-    }
-}
-
-/// In a forked child, on its only thread, when that thread ran OpenACC constructs in the
-/// parent: turns libgomp's callback dispatch off for the thread (the specification's
-/// per-thread toggle, `acc_prof_unregister(acc_ev_none, NULL, acc_toggle_per_thread)`).
-///
-/// libgomp dispatches every event under one global lock and has no fork handler for it: a
-/// child forked while another thread was dispatching inherits the lock held by a thread that
-/// does not exist there, and its first construct waits forever. With dispatch off for the
-/// thread, libgomp checks the thread's flag before it takes the lock, so the child's
-/// constructs never reach it. The toggle itself takes no lock and allocates nothing for a
-/// thread libgomp knows already; a thread that never ran a construct is left alone (the
-/// toggle would initialise libgomp's device there). Threads the child starts later are not
-/// covered. The child records nothing in any case (lifecycle).
-pub fn quiet_libgomp_in_forked_child(thread_ran_constructs: bool) {
-    let f = LIBGOMP_UNREGISTER.load(Ordering::Acquire);
-    if f.is_null() || !thread_ran_constructs {
-        return;
-    }
-    // SAFETY: libgomp's acc_prof_unregister, found by remember_libgomp_unregister; with
-    // acc_ev_none, a NULL callback and acc_toggle_per_thread it only clears a flag of the
-    // calling thread's libgomp state.
-    unsafe {
-        let unregister = std::mem::transmute::<
-            *mut c_void,
-            unsafe extern "C" fn(acc_event_t, accprof_abi::acc_prof_callback, acc_register_t),
-        >(f);
-        unregister(acc_event_t::NONE, None, acc_register_t::TOGGLE_PER_THREAD);
+        crate::lifecycle::forked_child::remember_libgomp_unregister(sym);
     }
 }
 
@@ -103,6 +70,11 @@ extern "C" fn on_load() {
     let _ = std::panic::catch_unwind(|| {
         if loaded_into_executable() {
             return;
+        }
+        // Before the program runs: nvtx3 looks for its tool at the first NVTX call. Disabled,
+        // the program's NVTX calls stay the no-ops they are without a tool.
+        if !crate::config::disabled() {
+            crate::nvtx::offer_to_program();
         }
         // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches the global scope.
         let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"acc_prof_register".as_ptr()) };

@@ -4,13 +4,22 @@
 //! own tables), so the cache is keyed by pointer. A pointer can be reused for a different string
 //! (a freed and reallocated name), so a hit is confirmed by comparing the bytes, stopping at the
 //! first difference so we never read past the string's terminator. A miss allocates (warm-up)
-//! and takes a process-wide id; the definition travels with the thread's next batch.
+//! and takes a process-wide id.
+//!
+//! The recording threads put a small direct-mapped table in front ([`ThreadStrings`]): one
+//! cache line per string, no hashing of the key beyond a multiply. A string in a read-only
+//! segment of a loaded module (a literal: NVHPC's and GCC's names, file names) cannot change
+//! while the module stays loaded, so its hits skip the comparison; the writer thread watches
+//! the loader's count of unloaded modules and, when it moves, makes every thread compare
+//! again ([`crate::hot::bump_strings_epoch`]). New definitions wait for the writer thread in
+//! one list ([`take_new`]) and go into the live file at once.
 
 use accprof_trace::StrId;
 use std::collections::HashMap;
 use std::ffi::c_char;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::Mutex;
 
 /// Ids are process-wide so that batches from different threads can be written in any order.
 static NEXT_ID: AtomicU32 = AtomicU32::new(0);
@@ -78,6 +87,184 @@ impl StringCache {
         self.by_ptr.insert(p as usize, (id, stored.into()));
         Some(id)
     }
+}
+
+/// Definitions of strings first used by recording threads, until the writer takes them: it
+/// takes them before it reads any event (so an event never comes before its names).
+static NEW: Mutex<Vec<(StrId, Box<[u8]>)>> = Mutex::new(Vec::new());
+
+/// The definitions added since the last call (writer thread, late path).
+pub fn take_new() -> Vec<(StrId, Box<[u8]>)> {
+    NEW.lock()
+        .map(|mut v| std::mem::take(&mut *v))
+        .unwrap_or_default()
+}
+
+/// Makes new definitions known: to the writer, and to the live file at once (a reader
+/// recovering a killed run needs them before the events that use them).
+#[cold]
+fn define(defs: &mut Vec<(StrId, Box<[u8]>)>) {
+    if let Some(live) = crate::recorder::live::get() {
+        for (id, bytes) in defs.iter() {
+            live.add_string(id.0, bytes);
+        }
+    }
+    if let Ok(mut v) = NEW.lock() {
+        v.append(defs);
+    }
+}
+
+/// Texts defined by [`define_text`], so that the same text keeps one id.
+static TEXTS: Mutex<Option<HashMap<Box<[u8]>, StrId>>> = Mutex::new(None);
+
+/// The id of `text`, defined once for the whole process: for strings that have no lasting
+/// address to key on (NVTX's wide strings, domain names, registered strings). Takes a lock:
+/// for calls a program makes a few times, not per event.
+pub fn define_text(text: &[u8]) -> StrId {
+    let text = &text[..text.len().min(MAX_LEN)];
+    let Ok(mut map) = TEXTS.lock() else {
+        return StrId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+    };
+    let map = map.get_or_insert_with(HashMap::new);
+    if let Some(&id) = map.get(text) {
+        return id;
+    }
+    let id = StrId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+    map.insert(text.into(), id);
+    define(&mut vec![(id, text.into())]);
+    id
+}
+
+/// Sorted, non-overlapping address ranges of the loaded modules' read-only segments, as last
+/// published (leaked: replaced only when the loader's module list changes, rarely).
+static READ_ONLY: AtomicPtr<Vec<(u64, u64)>> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Publishes the read-only ranges (registration, and the writer when modules changed).
+pub fn publish_read_only(mut ranges: Vec<(u64, u64)>) {
+    ranges.sort_unstable();
+    let p = Box::into_raw(Box::new(ranges));
+    // The previous list is leaked: a recording thread may be reading it.
+    READ_ONLY.store(p, Ordering::Release);
+}
+
+/// Whether the NUL-terminated string at `p` of `len` bytes lies in a read-only segment.
+fn read_only(p: usize, len: usize) -> bool {
+    let ranges = READ_ONLY.load(Ordering::Acquire);
+    if ranges.is_null() {
+        return false;
+    }
+    // SAFETY: published lists are never freed.
+    let ranges = unsafe { &*ranges };
+    let (a, b) = (p as u64, (p + len + 1) as u64);
+    let i = ranges.partition_point(|&(s, _)| s <= a);
+    i > 0 && ranges[i - 1].1 >= b
+}
+
+/// Entries of a thread's table (32 bytes each): far more strings than a runtime passes.
+const ENTRIES: usize = 256;
+
+/// One string a thread has seen, found by its pointer.
+#[derive(Clone, Copy)]
+struct Entry {
+    ptr: usize,
+    id: u32,
+    /// The strings epoch at which the string was found read-only (its hits need no
+    /// comparison while the epoch stays); 0: compare on every hit.
+    trusted: u32,
+    /// Its bytes, NUL included, in the thread's [`StringCache`] (stable: boxed).
+    stored: *const u8,
+    stored_len: usize,
+}
+
+const EMPTY: Entry = Entry {
+    ptr: 0,
+    id: 0,
+    trusted: 0,
+    stored: std::ptr::null(),
+    stored_len: 0,
+};
+
+/// A recording thread's strings: a direct-mapped table in front of a [`StringCache`].
+pub struct ThreadStrings {
+    entries: Box<[Entry]>,
+    all: StringCache,
+    defs: Vec<(StrId, Box<[u8]>)>,
+}
+
+// SAFETY: the raw pointers in `entries` point into `all`'s boxed strings, which move with it.
+unsafe impl Send for ThreadStrings {}
+
+impl Default for ThreadStrings {
+    fn default() -> Self {
+        Self {
+            entries: vec![EMPTY; ENTRIES].into_boxed_slice(),
+            all: StringCache::default(),
+            defs: Vec::new(),
+        }
+    }
+}
+
+impl ThreadStrings {
+    /// The id of the NUL-terminated string at `p`; `None` for NULL.
+    ///
+    /// # Safety
+    /// `p` is NULL or points at a NUL-terminated string that stays valid during the call.
+    #[inline]
+    pub unsafe fn intern(&mut self, p: *const c_char) -> Option<StrId> {
+        if p.is_null() {
+            return None;
+        }
+        let key = p as usize;
+        let e = &self.entries[slot_of(key)];
+        if e.ptr == key {
+            if e.trusted == crate::hot::strings_epoch() {
+                return Some(StrId(e.id));
+            }
+            // SAFETY: `stored` points at `stored_len` bytes owned by `all` (see Entry), and
+            // `p` is the caller's string.
+            if unsafe { same_c_string(p, std::slice::from_raw_parts(e.stored, e.stored_len)) } {
+                return Some(StrId(e.id));
+            }
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.miss(p) }
+    }
+
+    #[cold]
+    #[inline(never)]
+    unsafe fn miss(&mut self, p: *const c_char) -> Option<StrId> {
+        // SAFETY: forwarded from the caller.
+        let id = unsafe { self.all.intern(p, &mut self.defs) }?;
+        if !self.defs.is_empty() {
+            define(&mut self.defs);
+        }
+        let key = p as usize;
+        let (stored, stored_len) = self
+            .all
+            .by_ptr
+            .get(&key)
+            .map(|(_, b)| (b.as_ptr(), b.len()))
+            .unwrap_or((std::ptr::null(), 0));
+        let trusted = if read_only(key, stored_len.saturating_sub(1)) {
+            crate::hot::strings_epoch()
+        } else {
+            0
+        };
+        self.entries[slot_of(key)] = Entry {
+            ptr: key,
+            id: id.0,
+            trusted,
+            stored,
+            stored_len,
+        };
+        Some(id)
+    }
+}
+
+/// The table entry of a pointer: the high bits of a multiplicative hash.
+#[inline(always)]
+fn slot_of(key: usize) -> usize {
+    ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % ENTRIES
 }
 
 /// Whether the C string at `p` equals `stored` (which keeps its NUL terminator), reading no

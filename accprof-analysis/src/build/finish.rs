@@ -193,6 +193,7 @@ impl ProfileBuilder {
                 a.name = name(var);
             }
         }
+        (profile.nvtx_ranges, profile.nvtx_marks) = self.nvtx.finish(strings);
         profile
     }
 }

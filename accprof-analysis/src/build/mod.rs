@@ -23,6 +23,7 @@ mod geometry;
 mod kernel_names;
 mod kernels;
 mod nesting;
+mod nvtx;
 mod transfers;
 
 use crate::model::*;
@@ -319,7 +320,8 @@ struct ConstructAcc {
     device: Vec<Timing>,
 }
 
-/// An allocation site's key: host array, size and the line of the program's `acc_malloc`.
+/// An allocation site's key: host array, bytes, and the line of the program's own
+/// `acc_malloc` (None for the runtime's allocations).
 type AllocKey = (Option<u64>, Option<u64>, Option<i64>);
 
 /// Builds a [`Profile`] from events fed one at a time.
@@ -397,6 +399,8 @@ pub struct ProfileBuilder {
     device_properties: Vec<(i64, StrId)>,
     device_rounds: device_records::DeviceRounds,
     kernel_names: kernel_names::KernelNames,
+    /// The program's NVTX ranges and what happened inside them.
+    nvtx: nvtx::NvtxRanges,
 }
 
 impl ProfileBuilder {
@@ -467,6 +471,12 @@ impl ProfileBuilder {
             end_ns: ev.end_ns.max(ev.start_ns),
         };
         self.index += 1;
+        // The program's own annotations: not OpenACC activity (the summary's span and counts
+        // stay the OpenACC events'), but kept for the table of NVTX ranges.
+        if accprof_trace::nvtx::is_nvtx(ev.kind) {
+            self.nvtx.feed(ev);
+            return;
+        }
         if device::is_device_record(ev.kind) && self.impossible_times(ev) {
             let (n, first) = &mut self.impossible_records;
             *n += 1;
@@ -481,6 +491,7 @@ impl ProfileBuilder {
         s.events += 1;
         let thread = ev.thread().unwrap_or(-1);
         self.device_memory.feed(ev, r);
+        self.nvtx.feed(ev);
         if ev.kind == device::PROPERTIES {
             self.note_device_properties(ev);
             return;

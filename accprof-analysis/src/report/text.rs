@@ -90,6 +90,7 @@ pub fn render_profile(out: &mut String, p: &Profile, opts: ReportOptions) {
     }
     summary(out, p);
     top_constructs(out, p, opts.top);
+    nvtx_ranges(out, p, opts.top);
     variables(out, p);
     device_memory(out, p);
     nv_acc_time(out, p);
@@ -438,6 +439,112 @@ fn top_constructs(out: &mut String, p: &Profile, n: usize) {
             duration(c.time.total_ns.checked_div(times.max(1)).unwrap_or(0))
         );
     }
+}
+
+/// The program's NVTX ranges: what each phase took, how much of it was OpenACC, and the
+/// transfers and device work inside it.
+fn nvtx_ranges(out: &mut String, p: &Profile, n: usize) {
+    if p.nvtx_ranges.is_empty() && p.nvtx_marks.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nNVTX ranges: the program's own phases [host] (a range includes the ranges inside it)"
+    );
+    let label = |r: &NvtxRangeRow| {
+        let l = r.label();
+        if r.start_end {
+            format!("{l} (start/end)")
+        } else {
+            l
+        }
+    };
+    let rows: Vec<&NvtxRangeRow> = p.nvtx_ranges.iter().take(n.max(1) * 2).collect();
+    let w = rows
+        .iter()
+        .map(|r| label(r).chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(24, 48);
+    let device = rows
+        .iter()
+        .any(|r| r.inside.device_copies > 0 || r.inside.kernel_ns > 0);
+    let mut line = format!(
+        "  {:<w$} {:>7} {:>11} {:>7} {:>11} {:>11}  {:<24}",
+        "range", "count", "total", "%wall", "OpenACC", "outside", "transfers [host]"
+    );
+    if device {
+        let _ = write!(line, "  {:<24} {:>11}", "copies [device]", "kernels");
+    }
+    let _ = writeln!(out, "{}", line.trim_end());
+    for r in rows {
+        let w_ = &r.inside;
+        let (acc, outside) = if r.start_end {
+            ("-".to_string(), "-".to_string())
+        } else {
+            (
+                duration(w_.openacc_ns),
+                duration(r.time.total_ns.saturating_sub(w_.openacc_ns)),
+            )
+        };
+        let transfers = if w_.transfers == 0 {
+            "-".to_string()
+        } else {
+            format!(
+                "{} {}, {}",
+                thousands(w_.transfers),
+                bytes(w_.transfer_bytes),
+                duration(w_.transfer_ns)
+            )
+        };
+        let mut line = format!(
+            "  {:<w$} {:>7} {:>11} {:>7} {:>11} {:>11}  {:<24}",
+            label(r),
+            thousands(r.time.count),
+            duration(r.time.total_ns),
+            percent(r.time.total_ns, p.summary.wall_ns),
+            acc,
+            outside,
+            transfers
+        );
+        if device {
+            let copies = if w_.device_copies == 0 {
+                "-".to_string()
+            } else {
+                format!(
+                    "{} {}, {}",
+                    thousands(w_.device_copies),
+                    bytes(w_.device_copy_bytes),
+                    duration(w_.device_copy_ns)
+                )
+            };
+            let _ = write!(line, "  {:<24} {:>11}", copies, duration(w_.kernel_ns));
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if p.nvtx_ranges.len() > n.max(1) * 2 {
+        let _ = writeln!(
+            out,
+            "  ... and {} more ranges",
+            p.nvtx_ranges.len() - n.max(1) * 2
+        );
+    }
+    if !p.nvtx_marks.is_empty() {
+        let marks: Vec<String> = p
+            .nvtx_marks
+            .iter()
+            .take(8)
+            .map(|m| {
+                let name = match &m.domain {
+                    Some(d) => format!("{d}: {}", m.name),
+                    None => m.name.clone(),
+                };
+                format!("{name} x{}", thousands(m.count))
+            })
+            .collect();
+        let _ = writeln!(out, "  marks: {}", marks.join(", "));
+    }
+    out.push_str("  \"outside\": the range's time not spent in OpenACC constructs: the program's own host work\n");
 }
 
 fn variables(out: &mut String, p: &Profile) {

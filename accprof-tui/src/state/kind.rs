@@ -146,6 +146,8 @@ const CODE_COPY: u8 = DEVICE_CODES + 3;
 const CODE_MEMSET: u8 = DEVICE_CODES + 4;
 /// An event number that fits no code.
 pub const CODE_UNKNOWN: u8 = 255;
+/// The program's NVTX kinds (accprof_trace::nvtx, 1201 up) get the codes from here up.
+const NVTX_CODES: u8 = 230;
 
 /// The kind column's code for an event of `kind` in category `cat`.
 pub fn kind_code(kind: acc_event_t, cat: BarKind) -> u8 {
@@ -155,9 +157,12 @@ pub fn kind_code(kind: acc_event_t, cat: BarKind) -> u8 {
         BarKind::DeviceDownload => CODE_DTOH,
         BarKind::DeviceCopy => CODE_COPY,
         BarKind::DeviceMemset => CODE_MEMSET,
+        _ if accprof_trace::nvtx::is_nvtx(kind) => {
+            NVTX_CODES + (kind.0 - accprof_trace::nvtx::RANGE.0) as u8
+        }
         _ => u8::try_from(kind.0)
             .ok()
-            .filter(|&k| k < DEVICE_CODES)
+            .filter(|&k| k < NVTX_CODES)
             .unwrap_or(CODE_UNKNOWN),
     }
 }
@@ -168,6 +173,9 @@ pub fn kind_of_code(code: u8) -> acc_event_t {
         CODE_KERNEL => device::KERNEL,
         CODE_HTOD | CODE_DTOH | CODE_COPY => device::MEMCPY,
         CODE_MEMSET => device::MEMSET,
+        c if (NVTX_CODES..DEVICE_CODES).contains(&c) => {
+            acc_event_t(accprof_trace::nvtx::RANGE.0 + i32::from(c - NVTX_CODES))
+        }
         c => acc_event_t(i32::from(c)),
     }
 }
@@ -225,6 +233,10 @@ pub fn short_kind_name(kind: acc_event_t, parent: Option<i64>) -> &'static str {
         acc_event_t::FREE => "free",
         acc_event_t::CREATE => "create",
         acc_event_t::DELETE => "delete",
+        accprof_trace::nvtx::RANGE | accprof_trace::nvtx::START_END => "NVTX",
+        accprof_trace::nvtx::MARK => "NVTX mark",
+        accprof_trace::nvtx::CATEGORY_NAME => "NVTX category",
+        accprof_trace::nvtx::THREAD_NAME => "NVTX thread name",
         _ => "event",
     }
 }

@@ -19,7 +19,6 @@
 //! recovered from the live file (recorder::live, docs/trace-format.md).
 
 use super::Ending;
-use crate::recorder::slots::{Batch, Slot};
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 use std::mem::MaybeUninit;
@@ -248,22 +247,6 @@ fn wait_for_flush(mut wait: impl FnMut(i64) -> bool) {
 /// recording. Async-signal-safe (exec may be called from a signal handler or a vfork child).
 pub fn before_replaced(exit: bool) {
     flush_from_anywhere(if exit { REQUEST_EXIT } else { REQUEST_EXEC });
-}
-
-/// Runs `f` on a slot's batch if its owner lets go of it within a few milliseconds; false if
-/// it does not (it died or was stopped while writing its buffer).
-pub fn with_batch_bounded(slot: &Slot, f: impl FnOnce(&mut Batch)) -> bool {
-    let mut f = Some(f);
-    for _ in 0..1000 {
-        if slot
-            .try_with_batch(|b| (f.take().expect("called once"))(b))
-            .is_some()
-        {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_micros(10));
-    }
-    false
 }
 
 extern "C" fn on_fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {

@@ -10,6 +10,7 @@
 //! final flush through a thread of ours, asked from the dying thread async-signal-safely.
 
 pub mod death;
+pub mod forked_child;
 pub mod threads;
 
 use crate::config::Config;
@@ -19,7 +20,6 @@ use crate::recorder::message::{Message, Summary};
 use crate::recorder::slots::{Pool, Registry};
 use crate::recorder::{self, Recorder, State};
 use crate::write::collector;
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, Once};
 use std::time::Duration;
 
@@ -30,6 +30,9 @@ static REGISTRATION: Mutex<String> = Mutex::new(String::new());
 pub fn on_registered(how: &str) {
     // Before the runtime can call us: every timestamp must be read with the same clock.
     crate::clock::init();
+    crate::self_time::init();
+    // Strings in read-only segments need no comparison when seen again (crate::strings).
+    crate::strings::publish_read_only(crate::modules::read_only_segments().0);
     if let Ok(mut r) = REGISTRATION.lock() {
         if r.is_empty() {
             r.push_str(how);
@@ -106,9 +109,7 @@ fn start_recording() {
     let Some(rec) = recorder::install(rec) else {
         return;
     };
-    let spawned = threads::spawn("accprof-writer", move || {
-        collector::run(rec, rx, tx, opened)
-    });
+    let spawned = threads::spawn("accprof-writer", move || collector::run(rec, rx, opened));
     if spawned.is_err() {
         eprintln!("accprof: cannot start the trace writer thread; this run is not recorded");
         recorder::set_state(State::Disabled);
@@ -134,12 +135,7 @@ extern "C" fn before_fork() {
         recorder::fork_gate::set_pending(true);
         // A callback that looked at the gate just before it closed is still short of setting
         // its slot's flag for a few instructions: the first wait covers it, the flags the rest.
-        let start = std::time::Instant::now();
-        while start.elapsed() < FORK_MIN_WAIT
-            || (rec.registry.any_in_callback() != Some(false) && start.elapsed() < FORK_WAIT)
-        {
-            std::hint::spin_loop();
-        }
+        wait_for_callbacks(rec, FORK_WAIT);
     });
 }
 
@@ -149,9 +145,7 @@ extern "C" fn after_fork_in_parent() {
 
 extern "C" fn in_forked_child() {
     recorder::fork_gate::set_pending(false);
-    crate::registration::quiet_libgomp_in_forked_child(
-        crate::record::callback::this_thread_recorded(),
-    );
+    forked_child::quiet_libgomp(crate::record::callback::this_thread_recorded());
     live::forget_in_child();
     crate::write::create::forget_in_child();
     // The child has no writer thread; recording there would fill buffers nobody drains.
@@ -160,6 +154,22 @@ extern "C" fn in_forked_child() {
 
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(finish);
+}
+
+/// How long the exit flush waits for callbacks that began before it to finish their event.
+const EXIT_WAIT: Duration = Duration::from_millis(100);
+/// The same when the process is dying (a fatal signal, exec, `_exit`).
+const DEATH_WAIT: Duration = Duration::from_millis(2);
+
+/// Waits at least FORK_MIN_WAIT (a callback that read the state just before it changed sets
+/// its flag within a few instructions) and at most `bound` until no thread is in a callback.
+fn wait_for_callbacks(rec: &Recorder, bound: Duration) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < FORK_MIN_WAIT
+        || (rec.registry.any_in_callback() != Some(false) && start.elapsed() < bound)
+    {
+        std::hint::spin_loop();
+    }
 }
 
 /// How the process is ending, for the final flush.
@@ -209,21 +219,20 @@ pub fn finish_as(ending: Ending) {
     crate::progress::note();
     crate::record::callback::finish_current_thread(rec);
     crate::record::callback::flush_orphans(rec);
-    for slot in rec.registry.snapshot() {
-        let take = |batch: &mut crate::recorder::slots::Batch| {
-            crate::recorder::message::ship(batch, &rec.tx);
-            slot.closed.store(true, Ordering::Release);
-        };
+    // Callbacks that saw the state before it changed finish their event; the writer then
+    // reads every thread's buffer in place. A thread stopped inside a callback (a signal
+    // ending) is not waited for long: what it committed before is read all the same.
+    wait_for_callbacks(
+        rec,
         if ending == Ending::Exit {
-            slot.with_batch(|batch, _| take(batch));
-        } else if !death::with_batch_bounded(&slot, take) {
-            // The thread died (or stopped) inside its buffer: what it holds cannot be read
-            // safely. Its earlier batches are written.
-            continue;
-        }
-        crate::progress::note();
-    }
+            EXIT_WAIT
+        } else {
+            DEATH_WAIT
+        },
+    );
+    // A FIFO's reader that never came is not waited for any more.
     collector::program_ending();
+    crate::progress::note();
     let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
     if rec.tx.send(Message::Shutdown(reply_tx)).is_err() {
         return;

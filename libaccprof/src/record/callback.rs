@@ -1,27 +1,120 @@
 //! The one callback registered for every event.
+//!
+//! The common case (recording, no fork pending, not measuring itself) reads one word
+//! (crate::hot), the clock, and one thread-local pointer to the thread's state; anything else
+//! takes [`slow`]: the first event of the process or of a thread, a fork, ACCPROF_SELF_TIME,
+//! events after the exit flush, a callback re-entered on its thread.
 
+use crate::hot;
 use crate::record::thread_state::{Incoming, ThreadState};
 use crate::recorder::{self, fork_gate, Recorder};
 use accprof_abi::read::{ApiView, EventView, ProfView};
 use accprof_abi::{acc_api_info, acc_event_info, acc_prof_info};
-use std::cell::RefCell;
-use std::sync::atomic::Ordering;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 thread_local! {
-    static THREAD: RefCell<Option<ThreadStateGuard>> = const { RefCell::new(None) };
+    /// The thread's state, once it has recorded an event; null before, and after the thread
+    /// began to end. Read when [`THREADS`] has no entry for the thread.
+    static CURRENT: Cell<*mut ThreadState> = const { Cell::new(std::ptr::null_mut()) };
+    /// Owns the thread's state and retires it when the thread ends (set up on the thread's
+    /// first event, off the common path).
+    static OWNER: RefCell<Option<ThreadStateGuard>> = const { RefCell::new(None) };
+}
+
+/// The recording threads' states, found by the thread pointer (the x86-64 ABI keeps it at
+/// `%fs:0`; a register read, where reaching a thread-local variable from a shared library
+/// calls into the loader and reads two or three cache lines of its tables: about five lines
+/// per callback when the caches are cold). Direct-mapped: a thread whose entry another thread
+/// holds uses [`CURRENT`]. Each entry is claimed and released by its own thread only.
+struct Entry {
+    thread: AtomicUsize,
+    state: AtomicPtr<ThreadState>,
+}
+
+const THREADS: usize = 1024;
+static BY_THREAD: [Entry; THREADS] = [const {
+    Entry {
+        thread: AtomicUsize::new(0),
+        state: AtomicPtr::new(std::ptr::null_mut()),
+    }
+}; THREADS];
+
+/// The calling thread's thread pointer (never 0 for a running thread).
+#[inline(always)]
+fn thread_pointer() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let tp: usize;
+        // SAFETY: %fs:0 holds the thread pointer itself (x86-64 ELF TLS ABI); the read has no
+        // side effects.
+        unsafe {
+            std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags))
+        };
+        tp
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+#[inline(always)]
+fn entry_of(tp: usize) -> &'static Entry {
+    &BY_THREAD[((tp as u64 >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % THREADS]
+}
+
+/// The calling thread's state: from [`BY_THREAD`], else from [`CURRENT`]; null if none.
+#[inline(always)]
+fn current() -> *mut ThreadState {
+    let tp = thread_pointer();
+    let e = entry_of(tp);
+    if tp != 0 && e.thread.load(Ordering::Relaxed) == tp {
+        return e.state.load(Ordering::Relaxed);
+    }
+    CURRENT.try_with(Cell::get).unwrap_or(std::ptr::null_mut())
+}
+
+/// Makes `st` the calling thread's state (CURRENT, and BY_THREAD if its entry is free).
+fn set_current(st: *mut ThreadState) {
+    let _ = CURRENT.try_with(|c| c.set(st));
+    let tp = thread_pointer();
+    let e = entry_of(tp);
+    if tp == 0 {
+        return;
+    }
+    if st.is_null() {
+        if e.thread.load(Ordering::Relaxed) == tp {
+            e.state.store(std::ptr::null_mut(), Ordering::Relaxed);
+            e.thread.store(0, Ordering::Release);
+        }
+    } else if e
+        .thread
+        .compare_exchange(0, tp, Ordering::AcqRel, Ordering::Relaxed)
+        .is_ok()
+    {
+        e.state.store(st, Ordering::Release);
+    }
 }
 
 /// Events recorded on threads whose own state was unavailable (see `record_orphan`).
 static ORPHANS: Mutex<Option<ThreadState>> = Mutex::new(None);
 
-/// Retires the thread's slot when the thread ends, so its last events are written.
-struct ThreadStateGuard(ThreadState);
+/// The thread's state, freed after it is retired when the thread ends.
+struct ThreadStateGuard(*mut ThreadState);
 
 impl Drop for ThreadStateGuard {
     fn drop(&mut self) {
+        // Later events of this thread (other thread-local destructors calling the runtime)
+        // are orphans.
+        set_current(std::ptr::null_mut());
+        // SAFETY: made by Box::into_raw in `thread_state`, released only here; CURRENT no
+        // longer points at it, and no callback of this thread is running (destructors run
+        // after the thread's code).
+        let mut st = unsafe { Box::from_raw(self.0) };
         if let Some(rec) = recorder::recorder() {
-            self.0.retire(rec);
+            st.retire(rec);
         }
     }
 }
@@ -36,45 +129,95 @@ pub unsafe extern "C" fn on_event(
     info: *mut acc_event_info,
     api: *mut acc_api_info,
 ) {
-    // A thread is forking: return before anything, so that the runtime's lock (held around
-    // this call) is let go as soon as it can be (recorder::fork_gate).
-    if fork_gate::pending() {
-        fork_gate::skip();
-        return;
+    let word = hot::load();
+    if word & !(hot::TSC | hot::SELF_TIME) != recorder::State::Recording as u32 {
+        // SAFETY: forwarded.
+        return unsafe { slow(word, prof, info, api) };
     }
-    // Time first: everything after this is our own overhead, not the runtime's.
-    let now = crate::clock::now();
-    let t0 = crate::self_time::begin();
-    // A panic must never unwind into the runtime's C frames; if one happens we lose this event.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: forwarded from our caller's contract.
-        unsafe { record(now, prof, info, api) }
-    }));
-    crate::self_time::end_openacc(t0);
+    if word & hot::SELF_TIME != 0 {
+        // SAFETY: forwarded.
+        return unsafe { timed(word, prof, info, api) };
+    }
+    // SAFETY: forwarded.
+    unsafe { common(word, prof, info, api) }
 }
 
-unsafe fn record(
-    now: u64,
+/// The common case, timed (ACCPROF_SELF_TIME).
+#[cold]
+#[inline(never)]
+unsafe fn timed(
+    word: u32,
     prof: *mut acc_prof_info,
     info: *mut acc_event_info,
     api: *mut acc_api_info,
 ) {
-    // The first event starts recording (creating the trace and its live file): that is the
-    // tool's time, not the runtime's, so the event is timed again after it.
-    let starting = recorder::state() == recorder::State::Registered;
-    let Some(rec) = recorder::recorder_for_event() else {
-        return;
+    let t0 = crate::self_time::begin();
+    // SAFETY: forwarded.
+    unsafe { common(word, prof, info, api) };
+    crate::self_time::end_openacc(t0);
+}
+
+/// Recording, no fork pending: the thread's state, if it has one, takes the event.
+#[inline(always)]
+unsafe fn common(
+    word: u32,
+    prof: *mut acc_prof_info,
+    info: *mut acc_event_info,
+    api: *mut acc_api_info,
+) {
+    // Time first: everything after this is our own overhead, not the runtime's.
+    let now = crate::clock::now_for(word);
+    let st = current();
+    // SAFETY: a non-null CURRENT is this thread's live state; the flag below keeps a
+    // re-entered callback (a signal handler calling the runtime) from using it twice.
+    let Some(st) = (unsafe { st.as_mut() }) else {
+        // SAFETY: forwarded.
+        return unsafe { slow(word, prof, info, api) };
     };
-    let now = if starting { crate::clock::now() } else { now };
+    let slot = st.slot();
+    if slot.in_callback.load(Ordering::Relaxed) {
+        // SAFETY: forwarded.
+        return unsafe { slow(word, prof, info, api) };
+    }
+    slot.in_callback.store(true, Ordering::Relaxed);
+    // Looked at again now that the flag is set: a thread about to fork or exit sets its bit,
+    // waits, then reads the flags (recorder::fork_gate, lifecycle::finish_as).
+    if hot::load() & hot::STATE_MASK != recorder::State::Recording as u32 || fork_gate::pending() {
+        st.slot().in_callback.store(false, Ordering::Relaxed);
+        // SAFETY: forwarded.
+        return unsafe { slow(hot::load(), prof, info, api) };
+    }
+    // A panic must never unwind into the runtime's C frames; if one happens we lose this event.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: forwarded from our caller's contract.
+        if let Some(inc) = unsafe { incoming(now, prof, info, api) } {
+            if let Some(rec) = recorder::recorder() {
+                st.handle(rec, &inc);
+            }
+        }
+    }));
+    st.slot().in_callback.store(false, Ordering::Release);
+}
+
+/// The runtime's structures, as views.
+///
+/// # Safety
+/// As for [`on_event`].
+#[inline(always)]
+unsafe fn incoming<'a>(
+    now: u64,
+    prof: *mut acc_prof_info,
+    info: *mut acc_event_info,
+    api: *mut acc_api_info,
+) -> Option<Incoming<'a>> {
     // SAFETY: the runtime's pointers are valid for valid_bytes, or NULL, through the callback.
-    let Some(prof) = (unsafe { ProfView::new(prof) }) else {
-        return;
-    };
+    let prof = unsafe { ProfView::new(prof) }?;
     let kind = prof.event_type();
+    let shape = kind.shape();
     // SAFETY: as above.
     let info = unsafe { EventView::new(info, kind) };
     // An end event takes its handles from its start; only starts and points read them.
-    let api = if kind.shape() == accprof_abi::EventShape::End {
+    let api = if shape == accprof_abi::EventShape::End {
         None
     } else {
         // SAFETY: as above.
@@ -84,46 +227,147 @@ unsafe fn record(
         // Before the launch reaches the driver, so that CUPTI's callback already skips it.
         crate::device::cupti::runtime_reports_launches();
     }
-    let inc = Incoming {
+    Some(Incoming {
         now,
         kind,
+        shape,
         prof,
         info,
         api,
+    })
+}
+
+/// Everything but the common case.
+#[cold]
+#[inline(never)]
+unsafe fn slow(
+    word: u32,
+    prof: *mut acc_prof_info,
+    info: *mut acc_event_info,
+    api: *mut acc_api_info,
+) {
+    // A thread is forking: return before anything, so that the runtime's lock (held around
+    // this call) is let go as soon as it can be (recorder::fork_gate).
+    if word & hot::FORK_PENDING != 0 {
+        fork_gate::skip();
+        return;
+    }
+    let now = crate::clock::now_for(word);
+    let t0 = crate::self_time::begin();
+    let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: forwarded from our caller's contract.
+        unsafe { record(now, prof, info, api) }
+    }));
+    if started.unwrap_or(false) {
+        crate::self_time::end_start(t0);
+    } else {
+        crate::self_time::end_openacc(t0);
+    }
+}
+
+/// Records an event off the common path; true when this event started recording.
+unsafe fn record(
+    now: u64,
+    prof: *mut acc_prof_info,
+    info: *mut acc_event_info,
+    api: *mut acc_api_info,
+) -> bool {
+    // The first event starts recording (creating the trace and its live file): that is the
+    // tool's time, not the runtime's, so the event is timed again after it.
+    let starting = recorder::state() == recorder::State::Registered;
+    let Some(rec) = recorder::recorder_for_event() else {
+        return false;
     };
-    let handled = THREAD.try_with(|cell| match cell.try_borrow_mut() {
-        Ok(mut st) => {
-            let st = st.get_or_insert_with(|| ThreadStateGuard(ThreadState::new(rec)));
-            let slot = st.0.slot();
-            slot.in_callback.store(true, Ordering::Relaxed);
-            if fork_gate::pending() {
-                slot.in_callback.store(false, Ordering::Relaxed);
-                fork_gate::skip();
-                return true;
-            }
-            st.0.handle(rec, &inc);
-            st.0.slot().in_callback.store(false, Ordering::Release);
-            true
+    let now = if starting { crate::clock::now() } else { now };
+    // SAFETY: forwarded.
+    let Some(inc) = (unsafe { incoming(now, prof, info, api) }) else {
+        return starting;
+    };
+    let handled = thread_state(rec).is_some_and(|st| {
+        let slot = st.slot();
+        if slot.in_callback.load(Ordering::Relaxed) {
+            // Re-entered on this thread (a signal handler calling the runtime).
+            return false;
         }
-        // Re-entered on this thread (a signal handler calling the runtime): not recordable.
-        Err(_) => false,
+        slot.in_callback.store(true, Ordering::Relaxed);
+        if fork_gate::pending() {
+            slot.in_callback.store(false, Ordering::Relaxed);
+            fork_gate::skip();
+            return true;
+        }
+        st.handle(rec, &inc);
+        st.slot().in_callback.store(false, Ordering::Release);
+        true
     });
-    if !matches!(handled, Ok(true)) {
+    if !handled {
         record_orphan(rec, &inc);
     }
+    starting
+}
+
+/// Runs `f` on the calling thread's state as a callback would (starting recording on the first
+/// event, keeping out of a fork's way, never re-entered), with the time now: for the program's
+/// NVTX calls. `None` when nothing may be recorded now.
+pub fn with_recording_thread<R>(
+    f: impl FnOnce(&mut ThreadState, &Recorder, u64) -> R,
+) -> Option<R> {
+    let word = hot::load();
+    if word & hot::FORK_PENDING != 0 {
+        return None;
+    }
+    let now = crate::clock::now_for(word);
+    let rec = recorder::recorder_for_event()?;
+    let st = thread_state(rec)?;
+    let slot = st.slot();
+    if slot.in_callback.load(Ordering::Relaxed) {
+        return None;
+    }
+    slot.in_callback.store(true, Ordering::Relaxed);
+    let r = if fork_gate::pending() {
+        None
+    } else {
+        Some(f(st, rec, now))
+    };
+    st.slot().in_callback.store(false, Ordering::Release);
+    r
+}
+
+/// The calling thread's state, made on its first event; `None` while the thread ends.
+fn thread_state(rec: &Recorder) -> Option<&'static mut ThreadState> {
+    let p = current();
+    if !p.is_null() {
+        // SAFETY: a non-null CURRENT is this thread's live state; callers use it for one
+        // callback, and re-entry is refused through its slot's flag.
+        return Some(unsafe { &mut *p });
+    }
+    // The guard's destructor must be able to run: it cannot once the thread is ending.
+    OWNER
+        .try_with(|o| {
+            let mut o = o.try_borrow_mut().ok()?;
+            if o.is_some() {
+                // Retired already: the thread is ending.
+                return None;
+            }
+            let p = Box::into_raw(Box::new(ThreadState::new(rec)));
+            *o = Some(ThreadStateGuard(p));
+            set_current(p);
+            // SAFETY: just made; owned by the guard until the thread ends.
+            Some(unsafe { &mut *p })
+        })
+        .ok()
+        .flatten()
 }
 
 /// Flushes and closes the calling thread's state at exit (the main thread's TLS destructors do
 /// not run at `exit`).
 pub fn finish_current_thread(rec: &Recorder) {
-    let _ = THREAD.try_with(|cell| {
-        if let Ok(mut st) = cell.try_borrow_mut() {
-            if let Some(st) = st.as_mut() {
-                st.0.close_open(rec, crate::clock::now());
-                st.0.flush(rec);
-            }
-        }
-    });
+    let p = current();
+    // SAFETY: a non-null CURRENT is this thread's live state, and this thread is not inside
+    // a callback (it is running the exit flush).
+    if let Some(st) = unsafe { p.as_mut() } {
+        st.close_open(rec, crate::clock::now());
+        st.flush(rec);
+    }
 }
 
 /// Records an event from a thread whose own state cannot be used (its thread-local storage is
@@ -144,10 +388,8 @@ pub fn flush_orphans(rec: &Recorder) {
     }
 }
 
-/// Whether the calling thread has recorded an event (it has state of its own). Reads a
-/// thread-local only: safe in a forked child's fork handler.
+/// Whether the calling thread has recorded an event (it has state of its own). Reads atomics
+/// and a thread-local only: safe in a forked child's fork handler.
 pub fn this_thread_recorded() -> bool {
-    THREAD
-        .try_with(|cell| cell.try_borrow().is_ok_and(|st| st.is_some()))
-        .unwrap_or(false)
+    !current().is_null()
 }

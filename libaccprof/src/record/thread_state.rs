@@ -1,17 +1,23 @@
-//! What each recording thread keeps: its slot, the constructs it has open, its string cache.
+//! What each recording thread keeps: its slot, the constructs it has open, its strings.
 //!
 //! A start event is held on the thread's open stack until its end event arrives; then the two
-//! are joined into one [`Event`] and buffered. Runtimes nest events properly on a thread, but
-//! not always (an end without its start, a start never ended), so matching searches the stack
-//! from the top and every odd case is kept and flagged rather than dropped.
+//! are joined into one record and buffered. Runtimes nest events properly on a thread, but not
+//! always (an end without its start, a start never ended), so matching searches the stack from
+//! the top and every odd case is kept and flagged rather than dropped.
+//!
+//! A callback copies the runtime's structures as they are into the record (accprof_trace::raw)
+//! and interns their strings; the writer thread reads the fields from the copies. Reading,
+//! testing and packing each field here cost four times the instructions (docs/performance/
+//! libaccprof.md): this runs on the program's thread, under the runtime's lock.
 
-use crate::recorder::message::{ship, Message};
+use crate::record::nvtx::{self, NvtxAttrs, NvtxThread};
 use crate::recorder::slots::Slot;
 use crate::recorder::{self, late, Recorder};
-use crate::strings::StringCache;
+use crate::strings::ThreadStrings;
 use accprof_abi::read::{ApiView, EventView, ProfView};
 use accprof_abi::{acc_device_api, acc_event_t, EventInfoKind, EventShape};
-use accprof_trace::{Event, EventFlags, Field, StrId};
+use accprof_trace::raw::{self, word};
+use accprof_trace::Event;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -19,30 +25,30 @@ use std::sync::Arc;
 /// out as unfinished so the stack stays bounded.
 const MAX_OPEN: usize = 128;
 
+type Words = [u64; raw::MAX_WORDS];
+
+// repr(C): the fields every callback reads first, in the first cache line.
+#[repr(C)]
 pub struct ThreadState {
     slot: Arc<Slot>,
     open: OpenStack,
-    /// Where point events and unmatched ends are built (reused, like the open stack's events).
-    scratch: Event,
-    fields: FieldReader,
-    /// CUDA events around launches and copies, when they are in use (cuda_events).
-    cuda: Option<crate::device::cuda_events::pending::ThreadEvents>,
-}
-
-/// Copies runtime fields into events, interning their strings.
-struct FieldReader {
-    strings: StringCache,
-    /// Strings first seen since the last event was buffered.
-    new_strings: Vec<(StrId, Box<[u8]>)>,
     os_tid: i64,
     /// The thread id last published to [`crate::recorder::thread_id::current_thread_id`].
     last_tid: i64,
+    strings: ThreadStrings,
+    /// CUDA events around launches and copies, when they are in use (cuda_events).
+    cuda: Option<crate::device::cuda_events::pending::ThreadEvents>,
+    /// Where a point event or an unmatched end is built.
+    scratch: Open,
+    /// The program's NVTX ranges open on this thread.
+    nvtx: NvtxThread,
 }
 
 /// The fields of one callback, as read from the runtime's structures.
 pub struct Incoming<'a> {
     pub now: u64,
     pub kind: acc_event_t,
+    pub shape: EventShape,
     pub prof: ProfView<'a>,
     pub info: Option<EventView<'a>>,
     pub api: Option<ApiView<'a>>,
@@ -57,102 +63,132 @@ impl ThreadState {
         Self {
             slot,
             open: OpenStack::default(),
-            scratch: Event::default(),
-            fields: FieldReader {
-                strings: StringCache::default(),
-                new_strings: Vec::new(),
-                os_tid,
-                last_tid: i64::MIN,
-            },
+            os_tid,
+            last_tid: i64::MIN,
+            strings: ThreadStrings::default(),
             cuda: crate::device::cuda_events::thread_events(),
+            scratch: NO_OPEN,
+            nvtx: NvtxThread::default(),
         }
     }
 
     /// This thread's buffer slot.
+    #[inline(always)]
     pub fn slot(&self) -> &Slot {
         &self.slot
     }
 
-    /// Records one callback. Events are built in place (a start on the open stack, anything
-    /// else in `scratch`), reusing the memory of earlier events, and copied once, into the
-    /// batch, packed: only the fields set (accprof_trace::packed).
+    /// Records one callback.
+    #[inline(always)]
     pub fn handle(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
-        match inc.kind.shape() {
-            EventShape::Start => {
-                if self.open.len() >= MAX_OPEN {
-                    let oldest = self.open.remove_to_spare(0);
-                    oldest.end_ns = inc.now;
-                    oldest.add_flags(EventFlags::NO_END);
-                    emit_into(&self.slot, &mut self.fields.new_strings, rec, oldest);
-                    if let Some(c) = self.cuda.as_mut() {
-                        c.shift_down();
-                    }
-                }
-                // An event the runtime calls implicit (the implicit enter/exit data of a compute
-                // construct, the device init of a first construct) comes from the directive that
-                // is open around it: take that directive's call site instead of walking the
-                // stack again. The walk is what the tool costs most per construct (~0.5-1.5 us).
-                let enclosing_call_site = self.open.top().and_then(|p| p.get(Field::ReturnAddress));
-                let e = self.open.push(inc.kind, inc.now);
-                self.fields.fill(e, inc, false);
-                if crate::content::on() {
-                    crate::content::hash_transfer(e, false);
-                }
-                if wants_call_site(inc.kind) && e.get(Field::SrcFile).is_none() {
-                    let call_site = match enclosing_call_site {
-                        Some(ra) if e.implicit() => Some(ra),
-                        _ => crate::unwind::caller_return_address(inc.kind.0 as u32),
-                    };
-                    if let Some(ra) = call_site {
-                        e.set(Field::ReturnAddress, ra);
-                    }
-                }
-                if let Some(c) = self.cuda.as_mut() {
-                    c.on_start(inc.kind, self.open.len() - 1, inc.api.as_ref());
-                }
-            }
-            EventShape::End => {
-                let start_kind = inc.kind.partner();
-                match self.open.find_last(start_kind) {
-                    Some(i) => {
-                        let e = self.open.get_mut(i);
-                        e.end_ns = inc.now.max(e.start_ns);
-                        // Some runtimes fill a field only at the end (bytes of a download).
-                        self.fields.fill(e, inc, true);
-                        if crate::content::on() {
-                            crate::content::hash_transfer(e, true);
-                        }
-                        let e = self.open.remove_to_spare(i);
-                        emit_into(&self.slot, &mut self.fields.new_strings, rec, e);
-                        if let Some(c) = self.cuda.as_mut() {
-                            c.on_end(start_kind, i, e);
-                        }
-                    }
-                    None => {
-                        self.scratch.reset(start_kind, inc.now, inc.now);
-                        self.fields.fill(&mut self.scratch, inc, false);
-                        self.scratch.add_flags(EventFlags::NO_START);
-                        emit_into(&self.slot, &mut self.fields.new_strings, rec, &self.scratch);
-                    }
-                }
-            }
-            EventShape::Point | EventShape::Unknown => {
-                self.scratch.reset(inc.kind, inc.now, inc.now);
-                self.fields.fill(&mut self.scratch, inc, false);
-                if self.open.len() == 0 && wants_api_call_site(&self.scratch) {
-                    if let Some(ra) = crate::unwind::caller_return_address(inc.kind.0 as u32) {
-                        self.scratch.set(Field::ReturnAddress, ra);
-                    }
-                }
-                emit_into(&self.slot, &mut self.fields.new_strings, rec, &self.scratch);
-            }
+        match inc.shape {
+            EventShape::Start => self.start(rec, inc),
+            EventShape::End => self.end(rec, inc),
+            EventShape::Point | EventShape::Unknown => self.point(rec, inc),
         }
         if inc.kind == acc_event_t::DEVICE_SHUTDOWN_START && self.cuda.is_some() {
             self.before_device_shutdown(rec, inc);
         }
         if inc.kind == acc_event_t::RUNTIME_SHUTDOWN {
-            self.flush(rec);
             rec.request_flush();
+        }
+    }
+
+    #[inline]
+    fn start(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
+        if self.open.depth >= MAX_OPEN {
+            self.give_up_oldest(rec, inc.now);
+        }
+        // An event the runtime calls implicit (the implicit enter/exit data of a compute
+        // construct, the device init of a first construct) comes from the directive that is
+        // open around it: take that directive's call site instead of finding it again.
+        let enclosing = self
+            .open
+            .depth
+            .checked_sub(1)
+            .map_or(0, |i| self.open.entries[i].words[word::CALL_SITE]);
+        let o = &mut self.open.entries[self.open.depth];
+        self.open.depth += 1;
+        fill(
+            o,
+            inc,
+            &mut self.strings,
+            (self.os_tid, self.nvtx.top()),
+            &mut self.last_tid,
+            enclosing,
+        );
+        o.hash = None;
+        if crate::content::on() {
+            // An upload's bytes are what the runtime is about to copy: hashed now.
+            o.hash = crate::content::hash_record(&o.words[..o.len], false);
+        }
+        if let Some(c) = self.cuda.as_mut() {
+            c.on_start(inc.kind, self.open.depth - 1, inc.api.as_ref());
+        }
+    }
+
+    #[inline]
+    fn end(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
+        let start_kind = inc.kind.partner();
+        let Some(i) = self.open.find_last(start_kind) else {
+            return self.unmatched_end(rec, inc, start_kind);
+        };
+        let o = &mut self.open.entries[i];
+        o.words[word::END] = inc.now.max(o.words[word::START]);
+        if !o.complete {
+            // Some runtimes fill a field only at the end (bytes of a download).
+            complete(o, inc, &mut self.strings);
+        }
+        if crate::content::on() && o.hash.is_none() {
+            // A synchronous download's bytes are what it delivered: hashed now.
+            o.hash = crate::content::hash_record(&o.words[..o.len], true);
+        }
+        let len = o.sealed();
+        emit(&self.slot, rec, &o.words, len);
+        if let Some(c) = self.cuda.as_mut() {
+            if let Some(e) = o.as_event() {
+                c.on_end(start_kind, i, &e);
+            }
+        }
+        self.open.close(i);
+    }
+
+    #[inline]
+    fn point(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
+        let o = &mut self.scratch;
+        let threads = (self.os_tid, self.nvtx.top());
+        fill(o, inc, &mut self.strings, threads, &mut self.last_tid, 0);
+        o.words[word::END] = inc.now;
+        if self.open.depth == 0 && wants_api_call_site(&o.words) {
+            api_call_site(o, inc.kind);
+        }
+        emit(&self.slot, rec, &o.words, o.len);
+    }
+
+    /// An end whose start this thread never saw: kept, flagged, at the end's time, with what
+    /// the end event carries.
+    #[cold]
+    fn unmatched_end(&mut self, rec: &Recorder, inc: &Incoming<'_>, start_kind: acc_event_t) {
+        let o = &mut self.scratch;
+        let threads = (self.os_tid, self.nvtx.top());
+        fill(o, inc, &mut self.strings, threads, &mut self.last_tid, 0);
+        o.words[word::HEAD] =
+            o.words[word::HEAD] & !0xffff_ffff | u64::from(start_kind.0 as u32) | raw::NO_START;
+        o.words[word::END] = inc.now;
+        emit(&self.slot, rec, &o.words, o.len);
+    }
+
+    /// The stack is full: the oldest open event is written out as unfinished.
+    #[cold]
+    fn give_up_oldest(&mut self, rec: &Recorder, now: u64) {
+        let o = &mut self.open.entries[0];
+        o.words[word::END] = now.max(o.words[word::START]);
+        o.words[word::HEAD] |= raw::NO_END;
+        let len = o.sealed();
+        emit(&self.slot, rec, &o.words, len);
+        self.open.close(0);
+        if let Some(c) = self.cuda.as_mut() {
+            c.shift_down();
         }
     }
 
@@ -169,37 +205,36 @@ impl ThreadState {
         let Some(ctx) = a.context_handle().filter(|p| !p.is_null()) else {
             return;
         };
-        // The names the records use travel in this thread's batch: send it first.
-        self.flush(rec);
         let events = crate::device::cuda_events::device_shutdown(ctx as usize);
         if !events.is_empty() {
-            let _ = rec.tx.send(Message::CudaEvents(events));
+            let _ = rec
+                .tx
+                .send(crate::recorder::message::Message::CudaEvents(events));
         }
     }
 
     /// Hands this thread's buffer to the collector now.
     pub fn flush(&mut self, rec: &Recorder) {
-        let new_strings = &mut self.fields.new_strings;
-        self.slot.with_batch(|batch, _| {
-            if !new_strings.is_empty() {
-                new_strings_to_live_file(new_strings);
-            }
-            batch.strings.append(new_strings);
-            ship(batch, &rec.tx);
-        });
+        // SAFETY: this thread state owns its slot's buffer.
+        unsafe { self.slot.ship(&rec.tx) };
     }
 
-    /// Writes out constructs still open (the program is ending inside them) as unfinished.
+    /// Writes out constructs and NVTX ranges still open (the program is ending inside them)
+    /// as unfinished.
     pub fn close_open(&mut self, rec: &Recorder, now: u64) {
         if let Some(c) = self.cuda.as_mut() {
             c.abandon_open();
         }
-        while self.open.len() > 0 {
-            let e = self.open.remove_to_spare(0);
-            e.end_ns = now.max(e.start_ns);
-            e.add_flags(EventFlags::NO_END);
-            emit_into(&self.slot, &mut self.fields.new_strings, rec, e);
+        for e in self.nvtx.close_all(now) {
+            emit_event(&self.slot, rec, &e);
         }
+        for o in &mut self.open.entries[..self.open.depth] {
+            o.words[word::END] = now.max(o.words[word::START]);
+            o.words[word::HEAD] |= raw::NO_END;
+            let len = o.sealed();
+            emit(&self.slot, rec, &o.words, len);
+        }
+        self.open.depth = 0;
     }
 
     /// At thread exit: everything goes to the collector, and the slot is retired.
@@ -210,286 +245,460 @@ impl ThreadState {
     }
 }
 
-/// Appends `e` to the slot's batch, shipping the batch when full; after exit, writes it late.
-#[inline]
-fn emit_into(slot: &Slot, new_strings: &mut Vec<(StrId, Box<[u8]>)>, rec: &Recorder, e: &Event) {
-    let late = slot.with_batch(|batch, closed| {
-        // `closed` covers threads swept at exit; `finished` covers state created after it
-        // (glibc runs thread-local destructors before atexit handlers, so a runtime's own
-        // exit handler can call us on a thread whose state was already retired).
-        if closed || recorder::finished() {
-            return true;
+impl ThreadState {
+    /// The thread id this thread's events carry (the runtime's, else the OS's).
+    fn thread_id(&self) -> i64 {
+        if self.last_tid != i64::MIN {
+            self.last_tid
+        } else {
+            self.os_tid
         }
-        if !new_strings.is_empty() {
-            new_strings_to_live_file(new_strings);
-            batch.strings.append(new_strings);
+    }
+
+    /// nvtxRangePush: opens a range on this thread; its level in its domain.
+    pub fn nvtx_push(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) -> i32 {
+        let thread = self.thread_id();
+        let (given_up, level) = self.nvtx.push(&mut self.strings, now, thread, attrs);
+        crate::recorder::thread_id::set_current_nvtx_range(self.nvtx.top());
+        if let Some(e) = given_up {
+            emit_event(&self.slot, rec, &e);
         }
-        if !batch.events.push(e) {
-            ship(batch, &rec.tx);
-            match rec.pool.take() {
-                Some(buf) => {
-                    buf.set_owner(slot.thread);
-                    batch.events = buf;
-                }
-                None => {
-                    slot.dropped.fetch_add(1, Ordering::Relaxed);
-                    return false;
-                }
+        level
+    }
+
+    /// nvtxRangePop: closes the innermost range of `domain`; its level, or -1 when none was
+    /// open (as nvtx3 says an error).
+    pub fn nvtx_pop(&mut self, rec: &Recorder, now: u64, domain: Option<u32>) -> i32 {
+        let popped = self.nvtx.pop(now, domain);
+        crate::recorder::thread_id::set_current_nvtx_range(self.nvtx.top());
+        match popped {
+            Some((e, level)) => {
+                emit_event(&self.slot, rec, &e);
+                level
             }
-            // A fresh buffer always has room for one event.
-            batch.events.push(e);
+            None => -1,
         }
-        // The next event is copied to fresh lines of the buffer, which the writer thread last
-        // read: fetched now, they arrive while the program runs instead of during the next
-        // callback (about 30 ns less per callback on the H200 machine, docs/performance/libaccprof.md).
-        batch.events.prefetch_next(3);
-        false
-    });
-    if late {
-        let mut e = *e;
-        e.add_flags(EventFlags::AFTER_SHUTDOWN);
-        late::write_late(new_strings, e);
+    }
+
+    /// nvtxMark.
+    pub fn nvtx_mark(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) {
+        let thread = self.thread_id();
+        let e = nvtx::build(
+            &mut self.strings,
+            accprof_trace::nvtx::MARK,
+            now,
+            thread,
+            attrs,
+        );
+        emit_event(&self.slot, rec, &e);
+    }
+
+    /// nvtxRangeStart: a range any thread may end; its id.
+    pub fn nvtx_start(&mut self, now: u64, attrs: &NvtxAttrs) -> u64 {
+        let thread = self.thread_id();
+        let mut e = nvtx::build(
+            &mut self.strings,
+            accprof_trace::nvtx::START_END,
+            now,
+            thread,
+            attrs,
+        );
+        let top = self.nvtx.top();
+        if top != 0 {
+            e.set(accprof_trace::Field::NvtxParent, u64::from(top));
+        }
+        nvtx::start(e)
+    }
+
+    /// nvtxRangeEnd, on whichever thread ends the range.
+    pub fn nvtx_end(&mut self, rec: &Recorder, now: u64, id: u64) {
+        if let Some(e) = nvtx::end(id, now) {
+            emit_event(&self.slot, rec, &e);
+        }
     }
 }
 
-/// The events a thread has started and not yet ended, innermost last.
-///
-/// The events stay allocated when they end: the next start reuses one with [`Event::reset`],
-/// which clears only the fields that were set, instead of building a 300-byte event and
-/// moving it onto the stack (two copies of five cache lines per callback).
-#[derive(Default)]
+/// Appends an event built whole (NVTX ranges and marks: their own path, a few per construct
+/// at most) to the slot's buffer, packed; after the exit flush, writes it late.
+fn emit_event(slot: &Slot, rec: &Recorder, e: &Event) {
+    if recorder::finished() {
+        let mut e = *e;
+        e.add_flags(accprof_trace::EventFlags::AFTER_SHUTDOWN);
+        return late::write_late(e);
+    }
+    // SAFETY: only the thread state owning the slot emits into it.
+    if unsafe { slot.buffer() }.push(e) {
+        return;
+    }
+    // SAFETY: as above.
+    if !unsafe { slot.next_buffer(&rec.pool, &rec.tx) } {
+        slot.dropped.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    // SAFETY: as above; a fresh buffer has room for one event.
+    unsafe { slot.buffer() }.push(e);
+}
+
+/// Appends a record to the slot's buffer, taking a fresh buffer when it is full; after the exit
+/// flush, writes it late.
+#[inline]
+fn emit(slot: &Slot, rec: &Recorder, words: &Words, len: usize) {
+    if recorder::finished() {
+        return emit_late(words, len);
+    }
+    // SAFETY: only the thread state owning the slot emits into it.
+    let buf = unsafe { slot.buffer() };
+    if !buf.push_raw(words, len) {
+        // SAFETY: as above.
+        if !unsafe { slot.next_buffer(&rec.pool, &rec.tx) } {
+            slot.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // A fresh buffer always has room for one record.
+        // SAFETY: as above.
+        unsafe { slot.buffer() }.push_raw(words, len);
+    }
+    // The next record is copied to fresh lines of the buffer, which the writer thread last
+    // read: fetched now, they arrive while the program runs instead of during the next
+    // callback (about 30 ns less per callback on the H200 machine, docs/performance/libaccprof.md).
+    // SAFETY: as above.
+    unsafe { slot.buffer() }.prefetch_next(4);
+}
+
+#[cold]
+fn emit_late(words: &Words, len: usize) {
+    let mut e = Event::default();
+    if raw::decode(&words[..len], &mut e).is_some() {
+        e.add_flags(accprof_trace::EventFlags::AFTER_SHUTDOWN);
+        late::write_late(e);
+    }
+}
+
+/// A start event waiting for its end, as the record it will be.
+#[derive(Clone, Copy)]
+struct Open {
+    words: Words,
+    /// Words of `words` in use.
+    len: usize,
+    /// The start carried every field its end could add (so the end's information is not
+    /// copied).
+    complete: bool,
+    /// The hash of the transfer's bytes (ACCPROF_CONTENT), written as the record's last word
+    /// when it is emitted: the end's information, when copied, comes before it.
+    hash: Option<u64>,
+}
+
+const NO_OPEN: Open = Open {
+    words: [0; raw::MAX_WORDS],
+    len: 0,
+    complete: true,
+    hash: None,
+};
+
+impl Open {
+    /// The record's length once its hash, if any, is its last word.
+    #[inline(always)]
+    fn sealed(&mut self) -> usize {
+        match self.hash {
+            None => self.len,
+            Some(h) => self.seal_hash(h),
+        }
+    }
+
+    #[cold]
+    fn seal_hash(&mut self, h: u64) -> usize {
+        self.words[self.len] = h;
+        self.words[word::HEAD] |= raw::HASH;
+        self.len + 1
+    }
+
+    /// The event this record reads as (for the rare paths that need it on this thread).
+    fn as_event(&self) -> Option<Event> {
+        let mut e = Event::default();
+        raw::decode(&self.words[..self.len], &mut e).map(|_| e)
+    }
+}
+
+/// The events a thread has started and not yet ended, innermost last. Entries are reused:
+/// a start writes only the words of its record.
 struct OpenStack {
-    /// `events[..depth]` are open; the rest are spares.
-    events: Vec<Event>,
+    entries: Box<[Open]>,
     depth: usize,
 }
 
-impl OpenStack {
-    fn len(&self) -> usize {
-        self.depth
-    }
-
-    fn top(&self) -> Option<&Event> {
-        self.depth.checked_sub(1).map(|i| &self.events[i])
-    }
-
-    /// Opens an event of `kind` at `now` and returns it to be filled.
-    #[inline]
-    fn push(&mut self, kind: acc_event_t, now: u64) -> &mut Event {
-        if self.depth == self.events.len() {
-            self.events.push(Event::default());
+impl Default for OpenStack {
+    fn default() -> Self {
+        Self {
+            entries: vec![NO_OPEN; MAX_OPEN].into_boxed_slice(),
+            depth: 0,
         }
-        let e = &mut self.events[self.depth];
-        self.depth += 1;
-        e.reset(kind, now, now);
-        e
     }
+}
 
+impl OpenStack {
     /// The innermost open event of `kind`.
-    fn find_last(&self, kind: acc_event_t) -> Option<usize> {
-        self.events[..self.depth]
-            .iter()
-            .rposition(|o| o.kind == kind)
-    }
-
-    fn get_mut(&mut self, i: usize) -> &mut Event {
-        &mut self.events[i]
-    }
-
-    /// Closes the `i`th open event, keeping the order of the others, and returns it: it stays
-    /// valid until the next push.
     #[inline]
-    fn remove_to_spare(&mut self, i: usize) -> &mut Event {
+    fn find_last(&self, kind: acc_event_t) -> Option<usize> {
+        let want = u64::from(kind.0 as u32);
+        self.entries[..self.depth]
+            .iter()
+            .rposition(|o| o.words[word::HEAD] & 0xffff_ffff == want)
+    }
+
+    /// Closes the `i`th open event, keeping the order of the others.
+    #[inline]
+    fn close(&mut self, i: usize) {
         // Ends come innermost first; only a runtime that nests oddly makes this move events.
         if i + 1 < self.depth {
-            self.events[i..self.depth].rotate_left(1);
+            self.entries[i..self.depth].rotate_left(1);
         }
         self.depth -= 1;
-        &mut self.events[self.depth]
     }
 }
 
-impl FieldReader {
-    /// Copies what the runtime filled into `e`. With `only_missing` (an end event completing
-    /// its start), fields already set stay, and nothing is read when nothing is missing.
-    #[inline]
-    fn fill(&mut self, e: &mut Event, inc: &Incoming<'_>, only_missing: bool) {
-        let p = &inc.prof;
-        if only_missing {
-            // The common case: the start event carried everything its end could add.
-            let wanted = match inc.kind.info_kind() {
-                EventInfoKind::Data => DATA_FIELDS,
-                EventInfoKind::Launch => LAUNCH_FIELDS,
-                EventInfoKind::Other => 0,
-            };
-            if e.present_mask() & wanted == wanted {
-                return;
+/// Copies `N` words of the structure at `p` (of which the runtime filled `valid` bytes) to
+/// `to`: all of it at once when valid_bytes covers it (the usual case: a few 16-byte moves),
+/// else the bytes covered and zeros after (a reader then sees exactly what the runtime filled).
+/// Returns whether the whole structure was covered.
+///
+/// # Safety
+/// `p` points at a structure of `N` words of which at least `valid` bytes are readable.
+#[inline(always)]
+unsafe fn copy_struct<const N: usize>(to: &mut [u64], p: *const u8, valid: usize) -> bool {
+    let to = &mut to[..N];
+    if valid < N * 8 {
+        // SAFETY: forwarded.
+        unsafe { copy_part(to, p, valid) };
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
+        let (src, dst) = (p as *const __m128i, to.as_mut_ptr() as *mut __m128i);
+        for i in 0..N / 2 {
+            // SAFETY: the whole structure is readable and `to` holds N words; unaligned
+            // 16-byte moves (SSE2, always there on x86-64).
+            unsafe { _mm_storeu_si128(dst.add(i), _mm_loadu_si128(src.add(i))) };
+        }
+        if N % 2 == 1 {
+            // SAFETY: as above, the last word.
+            to[N - 1] = unsafe { (p as *const u64).add(N - 1).read_unaligned() };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (i, w) in to.iter_mut().enumerate() {
+        // SAFETY: the whole structure is readable.
+        *w = unsafe { (p as *const u64).add(i).read_unaligned() };
+    }
+    true
+}
+
+#[cold]
+unsafe fn copy_part(to: &mut [u64], p: *const u8, valid: usize) {
+    to.fill(0);
+    let n = valid.min(to.len() * 8);
+    // SAFETY: the caller's contract: `valid` bytes readable; `to` holds at least `n` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(p, to.as_mut_ptr() as *mut u8, n) };
+}
+
+/// Copies the event information of an event of `kind` (7 words, or 3 for the other events);
+/// returns the words copied and whether the runtime filled all of them.
+///
+/// # Safety
+/// As for [`copy_struct`], for the member of acc_event_info that `kind` uses.
+#[inline(always)]
+unsafe fn copy_info(to: &mut [u64], i: &EventView<'_>) -> (usize, bool) {
+    let (p, valid) = (i.as_ptr() as *const u8, i.valid_bytes());
+    // SAFETY: forwarded.
+    unsafe {
+        match i.info_kind() {
+            EventInfoKind::Other => (OTHER_WORDS, copy_struct::<OTHER_WORDS>(to, p, valid)),
+            _ => (INFO_WORDS, copy_struct::<INFO_WORDS>(to, p, valid)),
+        }
+    }
+}
+
+const PROF_WORDS: usize = raw::PROF_WORDS;
+const API_WORDS: usize = raw::API_WORDS;
+const INFO_WORDS: usize = std::mem::size_of::<accprof_abi::acc_event_info>() / 8;
+const OTHER_WORDS: usize = std::mem::size_of::<accprof_abi::acc_other_event_info>() / 8;
+/// Word indices inside copied structures (x86-64 C layout, checked by a test).
+mod at {
+    /// acc_prof_info: thread_id is the high half of word 2; the two strings.
+    pub const SRC_FILE: usize = 5;
+    pub const FUNC_NAME: usize = 6;
+    /// acc_*_event_info: implicit is the high half of word 1; the name (var_name or
+    /// kernel_name), then bytes / host_ptr / device_ptr or the three launch sizes.
+    pub const IMPLICIT: usize = 1;
+    pub const NAME: usize = 3;
+}
+
+/// Makes `o` the record of the event `inc` (its start and, for a point event, its end).
+#[inline(always)]
+fn fill(
+    o: &mut Open,
+    inc: &Incoming<'_>,
+    strings: &mut ThreadStrings,
+    (os_tid, nvtx_range): (i64, u32),
+    last_tid: &mut i64,
+    enclosing: u64,
+) {
+    let kind = inc.kind;
+    let w = &mut o.words;
+    w[word::START] = inc.now;
+    let mut at = raw::HEADER_WORDS;
+    let mut parts = raw::PROF;
+    let p = &inc.prof;
+    let prof_at = at;
+    // SAFETY: the view's pointer covers `valid_bytes` bytes (its constructor's contract).
+    let whole_prof = unsafe {
+        copy_struct::<PROF_WORDS>(&mut w[at..], p.as_ptr() as *const u8, p.valid_bytes())
+    };
+    at += PROF_WORDS;
+    let (mut name, mut implicit) = (None, false);
+    o.complete = kind.info_kind() == EventInfoKind::Other;
+    if let Some(i) = &inc.info {
+        let info_at = at;
+        // SAFETY: as above.
+        let (n, whole) = unsafe { copy_info(&mut w[at..], i) };
+        at += n;
+        parts |= raw::INFO;
+        if whole {
+            // Read from the copy: the fields lie where a test checks.
+            let iw = &w[info_at..info_at + n];
+            implicit = iw[at::IMPLICIT] >> 32 != 0;
+            if n == INFO_WORDS {
+                let p = iw[at::NAME] as *const std::ffi::c_char;
+                o.complete = match i.info_kind() {
+                    // var_name, bytes (SIZE_MAX: unknown), host_ptr, device_ptr.
+                    EventInfoKind::Data => {
+                        !p.is_null() && iw[4] != u64::MAX && iw[5] != 0 && iw[6] != 0
+                    }
+                    // kernel_name and the three sizes (SIZE_MAX: unknown).
+                    _ => !p.is_null() && iw[4..7].iter().all(|&v| v != u64::MAX),
+                };
+                name = intern(strings, Some(p));
             }
         } else {
-            let tid = match p.thread_id() {
-                Some(t) if t >= 0 => {
-                    e.set_i64(Field::Thread, i64::from(t));
-                    i64::from(t)
-                }
-                _ => {
-                    e.set_i64(Field::Thread, self.os_tid);
-                    e.add_flags(EventFlags::OS_THREAD_ID);
-                    self.os_tid
-                }
-            };
-            if tid != self.last_tid {
-                self.last_tid = tid;
-                crate::recorder::thread_id::set_current_thread_id(tid);
-            }
-            if let Some(v) = p.version() {
-                e.set_i64(Field::Version, i64::from(v));
-            }
-            if let Some(v) = p.device_type() {
-                e.set_i64(Field::DeviceType, i64::from(v.0));
-            }
-            if let Some(v) = p.device_number() {
-                e.set_i64(Field::DeviceNumber, i64::from(v));
-            }
-            if let Some(v) = p.async_() {
-                e.set_i64(Field::Async, v as i64);
-            }
-            if let Some(v) = p.async_queue() {
-                e.set_i64(Field::AsyncQueue, v as i64);
-            }
-            // Runtimes say "unknown line" with -1 (GCC) or 0.
-            for (f, v) in [
-                (Field::LineNo, p.line_no()),
-                (Field::EndLineNo, p.end_line_no()),
-                (Field::FuncLineNo, p.func_line_no()),
-                (Field::FuncEndLineNo, p.func_end_line_no()),
-            ] {
-                if let Some(l) = v.filter(|&l| l > 0) {
-                    e.set_i64(f, i64::from(l));
-                }
-            }
-            self.set_string(e, Field::SrcFile, p.src_file());
-            self.set_string(e, Field::FuncName, p.func_name());
-            if let Some(a) = &inc.api {
-                if let Some(api) = a.device_api().filter(|&d| d != acc_device_api::NONE) {
-                    e.set_i64(Field::DeviceApi, i64::from(api.0));
-                    set_ptr(e, Field::DeviceHandle, a.device_handle());
-                    set_ptr(e, Field::ContextHandle, a.context_handle());
-                    set_ptr(e, Field::AsyncHandle, a.async_handle());
-                }
-            }
-        }
-        let Some(i) = &inc.info else { return };
-        let missing = |e: &Event, f: Field| !only_missing || e.get(f).is_none();
-        if missing(e, Field::ParentConstruct) {
-            if let Some(v) = i.parent_construct() {
-                e.set_i64(Field::ParentConstruct, i64::from(v.0));
-            }
-        }
-        if missing(e, Field::Implicit) {
-            if let Some(v) = i.implicit() {
-                e.set_i64(Field::Implicit, i64::from(v));
-            }
-        }
-        if let Some(d) = i.data() {
-            if missing(e, Field::VarName) {
-                self.set_string(e, Field::VarName, d.var_name());
-            }
-            if missing(e, Field::Bytes) {
-                match d.bytes() {
-                    // libgomp passes SIZE_MAX on free: the size is not known.
-                    Some(usize::MAX) => e.add_flags(EventFlags::BYTES_UNKNOWN),
-                    Some(b) => e.set(Field::Bytes, b as u64),
-                    None => {}
-                }
-            }
-            if missing(e, Field::HostPtr) {
-                set_ptr(e, Field::HostPtr, d.host_ptr());
-            }
-            if missing(e, Field::DevicePtr) {
-                set_ptr(e, Field::DevicePtr, d.device_ptr());
-            }
-        } else if let Some(l) = i.launch() {
-            if missing(e, Field::KernelName) {
-                self.set_string(e, Field::KernelName, l.kernel_name());
-            }
-            for (f, v) in [
-                (Field::NumGangs, l.num_gangs()),
-                (Field::NumWorkers, l.num_workers()),
-                (Field::VectorLength, l.vector_length()),
-            ] {
-                if let Some(v) = v.filter(|&v| v != usize::MAX) {
-                    if missing(e, f) {
-                        e.set(f, v as u64);
-                    }
-                }
-            }
+            implicit = i.implicit().is_some_and(|v| v != 0);
+            name = intern_name(strings, i);
+            o.complete = false;
         }
     }
-
-    #[inline]
-    fn set_string(&mut self, e: &mut Event, f: Field, p: Option<*const std::ffi::c_char>) {
-        let Some(p) = p else { return };
-        // SAFETY: the runtime hands us NUL-terminated strings that live through the callback.
-        if let Some(id) = unsafe { self.strings.intern(p, &mut self.new_strings) } {
-            e.set(f, u64::from(id.0));
-        }
+    if let Some(a) = &inc.api {
+        // SAFETY: as above.
+        unsafe { copy_struct::<API_WORDS>(&mut w[at..], a.as_ptr() as *const u8, a.valid_bytes()) };
+        at += API_WORDS;
+        parts |= raw::API;
     }
+    let (src, func) = if whole_prof {
+        let pw = &w[prof_at..prof_at + PROF_WORDS];
+        (
+            intern(strings, Some(pw[at::SRC_FILE] as *const std::ffi::c_char)),
+            intern(strings, Some(pw[at::FUNC_NAME] as *const std::ffi::c_char)),
+        )
+    } else {
+        (
+            intern(strings, p.src_file()),
+            intern(strings, p.func_name()),
+        )
+    };
+    w[word::FILE_FUNC] = id_word(src) | id_word(func) << 32;
+    w[word::NAMES] = id_word(name);
+    w[word::OS_THREAD] = u64::from(os_tid as u32) | u64::from(nvtx_range) << 32;
+    let tid = match p.thread_id() {
+        Some(t) if t >= 0 => i64::from(t),
+        _ => os_tid,
+    };
+    if tid != *last_tid {
+        publish_tid(last_tid, tid);
+    }
+    w[word::CALL_SITE] = if src.is_none() && wants_call_site(kind) {
+        if enclosing != 0 && implicit {
+            enclosing
+        } else {
+            crate::unwind::caller_return_address(kind.0 as u32).unwrap_or(0)
+        }
+    } else {
+        0
+    };
+    w[word::HEAD] = raw::TAG | parts | u64::from(kind.0 as u32);
+    o.len = at;
 }
 
-/// Strings first used by the event being buffered (warm-up): their definitions go into the
-/// live file before the event, for a reader recovering a killed run; the trace gets them with
-/// the thread's batch.
+/// The variable or kernel name of a partly filled event information.
 #[cold]
-fn new_strings_to_live_file(defs: &[(StrId, Box<[u8]>)]) {
-    if let Some(live) = crate::recorder::live::get() {
-        for (id, bytes) in defs {
-            live.add_string(id.0, bytes);
-        }
+fn intern_name(strings: &mut ThreadStrings, i: &EventView<'_>) -> Option<u32> {
+    match i.info_kind() {
+        EventInfoKind::Data => intern(strings, i.data().and_then(|d| d.var_name())),
+        EventInfoKind::Launch => intern(strings, i.launch().and_then(|l| l.kernel_name())),
+        EventInfoKind::Other => None,
     }
 }
 
-#[inline]
-fn set_ptr(e: &mut Event, f: Field, p: Option<*const std::ffi::c_void>) {
-    if let Some(p) = p.filter(|p| !p.is_null()) {
-        e.set(f, p as u64);
+/// An end event completing its start: the end's information goes into the record, for the
+/// fields the start lacked (rare: most runtimes fill everything at the start).
+#[cold]
+fn complete(o: &mut Open, inc: &Incoming<'_>, strings: &mut ThreadStrings) {
+    let Some(i) = &inc.info else { return };
+    let n = raw::info_words(inc.kind);
+    if o.words[word::HEAD] & raw::END_INFO != 0 || o.len + n > raw::MAX_WORDS {
+        return;
     }
+    let at = o.len;
+    // SAFETY: the view's pointer covers `valid_bytes` bytes.
+    let _ = unsafe { copy_info(&mut o.words[at..], i) };
+    let name = intern_name(strings, i);
+    o.words[word::NAMES] |= id_word(name) << 32;
+    o.words[word::HEAD] |= raw::END_INFO;
+    o.len = at + n;
 }
 
-const fn mask(fields: &[Field]) -> u64 {
-    let mut m = 0;
-    let mut i = 0;
-    while i < fields.len() {
-        m |= 1 << fields[i] as u64;
-        i += 1;
-    }
-    m
+/// A string id as a record stores it: id + 1, 0 for none.
+#[inline(always)]
+fn id_word(id: Option<u32>) -> u64 {
+    id.map_or(0, |i| u64::from(i) + 1)
 }
 
-/// Fields a data event's start usually carries; an end adds nothing when all are there.
-const DATA_FIELDS: u64 = mask(&[
-    Field::Bytes,
-    Field::HostPtr,
-    Field::DevicePtr,
-    Field::VarName,
-]);
-const LAUNCH_FIELDS: u64 = mask(&[
-    Field::KernelName,
-    Field::NumGangs,
-    Field::NumWorkers,
-    Field::VectorLength,
-]);
+#[inline(always)]
+fn intern(strings: &mut ThreadStrings, p: Option<*const std::ffi::c_char>) -> Option<u32> {
+    let p = p?;
+    // SAFETY: the runtime hands us NUL-terminated strings that live through the callback.
+    unsafe { strings.intern(p) }.map(|id| id.0)
+}
+
+#[cold]
+fn publish_tid(last: &mut i64, tid: i64) {
+    *last = tid;
+    crate::recorder::thread_id::set_current_thread_id(tid);
+}
+
+/// A device allocation or free the program asked for itself (`acc_malloc`, `acc_free`), from
+/// its point record: its call site names the pointer and the loop that repeats it. Rare next to
+/// construct events, and outside every directive, so the stack walk costs nothing on their path.
+#[inline(always)]
+fn wants_api_call_site(w: &Words) -> bool {
+    matches!(
+        raw::kind_of(w[word::HEAD]),
+        acc_event_t::ALLOC | acc_event_t::FREE
+    ) && w[word::FILE_FUNC] & 0xffff_ffff == 0
+        && w[word::HEAD] & raw::INFO != 0
+        // parent_construct, the low half of the event information's second word (zero when
+        // valid_bytes did not cover it).
+        && w[INFO_AT + at::IMPLICIT] as u32 as i32 == accprof_abi::acc_construct_t::RUNTIME_API.0
+}
+
+/// Where the event information lies in a record (after acc_prof_info, always copied).
+const INFO_AT: usize = raw::HEADER_WORDS + PROF_WORDS;
+
+#[cold]
+fn api_call_site(o: &mut Open, kind: acc_event_t) {
+    if let Some(ra) = crate::unwind::caller_return_address(kind.0 as u32) {
+        o.words[word::CALL_SITE] = ra;
+    }
+}
 
 /// Construct-level starts: the events a user reads by source line.
-/// A device allocation or free the program asked for itself (`acc_malloc`, `acc_free`): its
-/// call site names the pointer and the loop that repeats it. Rare next to construct events, and
-/// outside every directive, so the stack walk costs nothing on their path.
-fn wants_api_call_site(e: &Event) -> bool {
-    matches!(e.kind, acc_event_t::ALLOC | acc_event_t::FREE)
-        && e.get(Field::SrcFile).is_none()
-        && e.get_i64(Field::ParentConstruct)
-            == Some(i64::from(accprof_abi::acc_construct_t::RUNTIME_API.0))
-}
-
 fn wants_call_site(kind: acc_event_t) -> bool {
     matches!(
         kind,
@@ -506,34 +715,79 @@ fn wants_call_site(kind: acc_event_t) -> bool {
 mod tests {
     use super::*;
 
+    fn open(kind: i32, start: u64) -> Open {
+        let mut o = NO_OPEN;
+        o.words[word::HEAD] = raw::TAG | u64::from(kind as u32);
+        o.words[word::START] = start;
+        o.len = raw::HEADER_WORDS;
+        o
+    }
+
     #[test]
-    fn the_open_stack_reuses_events_without_their_old_fields() {
+    fn the_open_stack_keeps_order_when_an_inner_end_is_missing() {
         let mut s = OpenStack::default();
         for (k, t) in [(16, 1), (10, 2), (20, 3)] {
-            s.push(acc_event_t(k), t).set(Field::Bytes, t * 100);
+            s.entries[s.depth] = open(k, t);
+            s.depth += 1;
         }
         assert_eq!(s.find_last(acc_event_t(10)), Some(1));
         // An end that is not the innermost (odd nesting): the others keep their order.
-        let e = s.remove_to_spare(1);
-        assert_eq!((e.kind, e.get(Field::Bytes)), (acc_event_t(10), Some(200)));
-        assert_eq!(s.len(), 2);
-        assert_eq!(s.top().map(|e| e.kind), Some(acc_event_t(20)));
+        s.close(1);
+        assert_eq!(s.depth, 2);
+        assert_eq!(s.find_last(acc_event_t(20)), Some(1));
         assert_eq!(s.find_last(acc_event_t(16)), Some(0));
         assert_eq!(
             s.find_last(acc_event_t(10)),
             None,
             "closed events are not found"
         );
-        // The next start takes a spare: same memory, none of its fields.
-        let e = s.push(acc_event_t(22), 9);
+    }
+
+    #[test]
+    fn a_structure_the_runtime_filled_in_part_is_copied_in_part() {
+        let src: [u64; 3] = [u64::MAX; 3];
+        let mut to = [7u64; 3];
+        // SAFETY: `src` is 24 readable bytes.
+        assert!(!unsafe { copy_struct::<3>(&mut to, src.as_ptr() as *const u8, 12) });
+        assert_eq!(to, [u64::MAX, 0xffff_ffff, 0], "12 bytes, then zeros");
+        // SAFETY: as above.
+        assert!(unsafe { copy_struct::<3>(&mut to, src.as_ptr() as *const u8, 24) });
+        assert_eq!(to, [u64::MAX; 3]);
+    }
+
+    #[test]
+    fn the_copied_words_hold_the_fields_where_the_callback_reads_them() {
+        use accprof_abi::*;
+        use std::mem::offset_of;
+        assert_eq!(offset_of!(acc_prof_info, src_file), 8 * at::SRC_FILE);
+        assert_eq!(offset_of!(acc_prof_info, func_name), 8 * at::FUNC_NAME);
         assert_eq!(
-            (e.kind, e.start_ns, e.end_ns, e.get(Field::Bytes)),
-            (acc_event_t(22), 9, 9, None)
+            offset_of!(acc_other_event_info, implicit),
+            8 * at::IMPLICIT + 4
         );
-        assert_eq!(s.events.len(), 3, "no new event was allocated");
-        while s.len() > 0 {
-            s.remove_to_spare(s.len() - 1);
-        }
-        assert!(s.top().is_none());
+        assert_eq!(
+            offset_of!(acc_data_event_info, implicit),
+            8 * at::IMPLICIT + 4
+        );
+        assert_eq!(offset_of!(acc_data_event_info, var_name), 8 * at::NAME);
+        assert_eq!(
+            offset_of!(acc_data_event_info, parent_construct),
+            8 * at::IMPLICIT,
+            "wants_api_call_site reads it from the low half"
+        );
+        assert_eq!(offset_of!(acc_launch_event_info, kernel_name), 8 * at::NAME);
+        assert_eq!(offset_of!(acc_data_event_info, bytes), 8 * 4);
+        assert_eq!(offset_of!(acc_data_event_info, host_ptr), 8 * 5);
+        assert_eq!(offset_of!(acc_data_event_info, device_ptr), 8 * 6);
+        assert_eq!(offset_of!(acc_launch_event_info, num_gangs), 8 * 4);
+        assert_eq!(offset_of!(acc_launch_event_info, vector_length), 8 * 6);
+        assert_eq!(
+            INFO_WORDS,
+            raw::info_words(acc_event_t::ENQUEUE_LAUNCH_START)
+        );
+        assert_eq!(
+            OTHER_WORDS,
+            raw::info_words(acc_event_t::COMPUTE_CONSTRUCT_START)
+        );
     }
 }

@@ -7,15 +7,14 @@
 //! counted and written as lost), and the forking thread waits, briefly, for the callbacks
 //! already running to end.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-static PENDING: AtomicBool = AtomicBool::new(false);
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Whether a fork is pending: the callback should skip this event.
 #[inline]
 pub fn pending() -> bool {
-    PENDING.load(Ordering::Relaxed)
+    crate::hot::load() & crate::hot::FORK_PENDING != 0
 }
 
 /// Counts an event skipped because a fork was pending.
@@ -30,5 +29,5 @@ pub fn take_skipped() -> u64 {
 }
 
 pub fn set_pending(on: bool) {
-    PENDING.store(on, Ordering::SeqCst);
+    crate::hot::set(crate::hot::FORK_PENDING, on);
 }

@@ -4,7 +4,7 @@
 //! they are appended straight to the file, after the footer, by whichever thread has them.
 //! What cannot be kept is counted and written into the trace as a lost-events record.
 
-use accprof_trace::{Event, LostReason, StrId, TraceWriter};
+use accprof_trace::{Event, LostReason, TraceWriter};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -19,12 +19,10 @@ pub fn written() -> u64 {
 /// Events kept while the writer finishes: about 20 MB at most.
 const MAX_WAITING: usize = 1 << 16;
 
-type Strings = Vec<(StrId, Box<[u8]>)>;
-
 struct Late {
     writer: Option<LateWriter>,
-    /// Events that arrived before the writer was handed over, with the strings they define.
-    waiting: Vec<(Strings, Event)>,
+    /// Events that arrived before the writer was handed over.
+    waiting: Vec<Event>,
     /// Events that could not be kept, not yet written as a lost-events record.
     lost: u64,
     /// The writer is gone for good (the final flush failed or timed out).
@@ -44,10 +42,12 @@ struct LateWriter {
 }
 
 impl LateWriter {
-    /// Writes one event (times still in the hot path's unit); false when the file refuses.
-    fn write(&mut self, strings: &Strings, mut e: Event) -> bool {
+    /// Writes one event (times still in the hot path's unit), after the names the recording
+    /// threads defined since the writer thread last took them; false when the file refuses.
+    fn write(&mut self, mut e: Event) -> bool {
         e.start_ns = self.clock.to_ns(e.start_ns);
         e.end_ns = self.clock.to_ns(e.end_ns);
+        let strings = crate::strings::take_new();
         let ok = self
             .writer
             .write_strings(strings.iter().map(|(id, b)| (*id, &b[..])))
@@ -60,21 +60,22 @@ impl LateWriter {
     }
 }
 
-/// Appends one event after the final flush (under a lock: the program is exiting).
-pub fn write_late(new_strings: &mut Strings, e: Event) {
+/// Appends one event after the final flush (under a lock: the program is exiting). Its names
+/// are taken when it is written: by then the writer thread has taken those of the events it
+/// wrote.
+pub fn write_late(e: Event) {
     let Ok(mut late) = LATE.lock() else { return };
-    let strings = std::mem::take(new_strings);
     let late = &mut *late;
     match late.writer.as_mut() {
         Some(w) => {
-            if !w.write(&strings, e) {
+            if !w.write(e) {
                 // The file refuses: nothing more can be written, this count included.
                 late.lost += 1;
                 late.writer = None;
                 late.closed = true;
             }
         }
-        None if !late.closed && late.waiting.len() < MAX_WAITING => late.waiting.push((strings, e)),
+        None if !late.closed && late.waiting.len() < MAX_WAITING => late.waiting.push(e),
         None => late.lost += 1,
     }
 }
@@ -88,8 +89,8 @@ pub fn hand_over_late_writer(
     let Ok(mut late) = LATE.lock() else { return };
     let late = &mut *late;
     let mut w = LateWriter { writer, clock };
-    for (strings, e) in std::mem::take(&mut late.waiting) {
-        if !w.write(&strings, e) {
+    for e in std::mem::take(&mut late.waiting) {
+        if !w.write(e) {
             late.lost += 1;
         }
     }

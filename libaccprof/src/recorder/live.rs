@@ -226,6 +226,14 @@ impl LiveFile {
         }
     }
 
+    /// The index of the slot whose header is at `header`, if it is one of this file's.
+    pub fn slot_index_of(&self, header: *const SlotHeader) -> Option<u32> {
+        let off = (header as usize).checked_sub(self.base.as_ptr() as usize + self.slots_offset)?;
+        let stride = layout::slot_stride(self.slot_words);
+        let i = off / stride;
+        (off % stride == 0 && i < self.slot_count).then_some(i as u32)
+    }
+
     /// Appends a string definition (at warm-up: a string's first use). Lock-free: the space
     /// is reserved with one atomic add; the id word, written last, commits it.
     pub fn add_string(&self, id: u32, bytes: &[u8]) {

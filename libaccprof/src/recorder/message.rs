@@ -1,13 +1,14 @@
 //! What flows from the recording threads, CUPTI and CUDA events to the writer thread, and what
 //! the writer reports back at exit.
 
-use crate::recorder::slots::Batch;
-use accprof_trace::{Event, StrId};
+use accprof_trace::{Event, PackedEvents, StrId};
 use crossbeam_channel::Sender;
 use std::path::PathBuf;
 
 pub enum Message {
-    Batch(Batch),
+    /// A thread's buffer, full or at the thread's end: what the writer has not taken from it
+    /// in place yet is to be written, then the buffer given back.
+    Batch(PackedEvents),
     /// Device records from CUPTI: already on CLOCK_MONOTONIC, and not from the buffer pool.
     Device(DeviceBatch),
     /// Device records from CUDA events: device times on CLOCK_MONOTONIC, `host_call_ns` still
@@ -37,17 +38,4 @@ pub struct Summary {
     pub error: Option<String>,
     /// Writing failed at some point: the trace is incomplete.
     pub failed: bool,
-}
-
-/// Sends the slot's current batch (if not empty) to the collector, leaving an empty batch with
-/// no buffer: the owner gets a fresh one from the pool on its next event. Must be called with
-/// `busy` held, so that the order of one thread's batches on the channel is the order in which
-/// they were filled.
-pub fn ship(batch: &mut Batch, tx: &Sender<Message>) {
-    if batch.events.is_empty() && batch.strings.is_empty() {
-        return;
-    }
-    let b = std::mem::take(batch);
-    // The collector lives until exit; if it is gone, the events are lost with the process.
-    let _ = tx.send(Message::Batch(b));
 }

@@ -19,7 +19,7 @@ use crate::config::Config;
 use crossbeam_channel::Sender;
 use message::Message;
 use slots::{Pool, Registry};
-use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Once, OnceLock};
 
 /// The tool's life in the process: registered, recording, finished (or disabled in a child).
@@ -33,7 +33,6 @@ pub enum State {
     Disabled = 4,
 }
 
-static STATE: AtomicU8 = AtomicU8::new(State::Idle as u8);
 static RECORDER: OnceLock<Recorder> = OnceLock::new();
 static START: Once = Once::new();
 /// What starts recording on the first event (lifecycle's start), set at registration.
@@ -69,7 +68,7 @@ impl Recorder {
 }
 
 pub fn state() -> State {
-    match STATE.load(Ordering::Acquire) {
+    match crate::hot::state() {
         0 => State::Idle,
         1 => State::Registered,
         2 => State::Recording,
@@ -79,14 +78,12 @@ pub fn state() -> State {
 }
 
 pub fn set_state(s: State) {
-    STATE.store(s as u8, Ordering::Release);
+    crate::hot::set_state(s as u8);
 }
 
 /// Moves from `from` to `to`; false when the state was not `from`.
 pub fn transition(from: State, to: State) -> bool {
-    STATE
-        .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
-        .is_ok()
+    crate::hot::transition(from as u8, to as u8)
 }
 
 /// Remembers how recording starts; called at registration, before the first event.
@@ -112,7 +109,7 @@ pub fn recorder_for_event() -> Option<&'static Recorder> {
     const RECORDING: u8 = State::Recording as u8;
     const FINISHED: u8 = State::Finished as u8;
     const REGISTERED: u8 = State::Registered as u8;
-    match STATE.load(Ordering::Acquire) {
+    match crate::hot::state() {
         RECORDING | FINISHED => RECORDER.get(),
         REGISTERED => {
             if let Some(start) = STARTER.get() {
@@ -127,5 +124,5 @@ pub fn recorder_for_event() -> Option<&'static Recorder> {
 /// Whether the exit flush has run: later events go straight to the file.
 #[inline]
 pub fn finished() -> bool {
-    STATE.load(Ordering::Relaxed) == State::Finished as u8
+    crate::hot::load() & crate::hot::STATE_MASK == State::Finished as u32
 }

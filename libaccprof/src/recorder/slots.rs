@@ -1,26 +1,24 @@
 //! Per-thread event buffers, and the pool they are recycled through.
 //!
-//! Each recording thread owns one [`Slot`]. The owner fills its buffer without any lock shared
-//! with other threads: the slot's `busy` flag is only ever contended by the collector, which
-//! takes partly filled buffers every few hundred milliseconds (so that `--follow` sees events
-//! land) and at exit. A full buffer is handed to the collector over a channel and replaced from
-//! the pool; memory is bounded by the pool's size. The pool's buffers are slots of the live
-//! file when there is one (super::live), so a killed program loses nothing buffered.
+//! Each recording thread owns one [`Slot`] and fills its buffer without any lock or atomic
+//! read-modify-write: every event publishes the buffer's committed length with a release store
+//! (accprof_trace::packed), and the writer thread reads what is committed in place, while the
+//! owner goes on filling the rest ([`Slot::current`]): every few hundred milliseconds (so that
+//! `--follow` sees events land), at exit, and when a process dies. A full buffer is handed to
+//! the writer over a channel and replaced from the pool; memory is bounded by the pool's size.
+//! Only the writer gives buffers back, so a buffer it reads in place cannot be reused under
+//! it. The pool's buffers are slots of the live file when there is one (super::live), so a
+//! killed program loses nothing committed.
 
-use accprof_trace::{PackedEvents, StrId};
+use super::message::Message;
+use accprof_trace::live::SlotHeader;
+use accprof_trace::packed::SharedBuffer;
+use accprof_trace::PackedEvents;
 use crossbeam_channel::{Receiver, Sender};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// What one thread hands the collector: events (packed: only their set fields), and the
-/// strings first used by them.
-#[derive(Debug, Default)]
-pub struct Batch {
-    pub events: PackedEvents,
-    pub strings: Vec<(StrId, Box<[u8]>)>,
-}
 
 /// The buffers not in use, and how many exist.
 #[derive(Debug)]
@@ -68,11 +66,9 @@ impl Pool {
         if let Ok(v) = self.free_rx.try_recv() {
             return Some(v);
         }
-        let n = self.allocated.fetch_add(1, Ordering::Relaxed);
-        if n < self.max_buffers {
-            return Some(self.new_buffer());
+        if let Some(v) = self.allocate() {
+            return Some(v);
         }
-        self.allocated.fetch_sub(1, Ordering::Relaxed);
         if self.starved.load(Ordering::Relaxed) {
             return None;
         }
@@ -83,6 +79,16 @@ impl Pool {
         got
     }
 
+    /// A new buffer while under the limit.
+    fn allocate(&self) -> Option<PackedEvents> {
+        let n = self.allocated.fetch_add(1, Ordering::Relaxed);
+        if n < self.max_buffers {
+            return Some(self.new_buffer());
+        }
+        self.allocated.fetch_sub(1, Ordering::Relaxed);
+        None
+    }
+
     /// A new buffer: the live file's next slot, else (no live file, no slot left, or the
     /// disk refuses the slot's space) one on the heap, which a killed run loses.
     #[cold]
@@ -90,6 +96,20 @@ impl Pool {
         self.live
             .and_then(|l| l.slot(self.next_slot.fetch_add(1, Ordering::Relaxed)))
             .unwrap_or_else(|| PackedEvents::with_capacity_words(self.buffer_words))
+    }
+
+    /// Writer thread: keeps one new buffer ready, given its disk space and its pages, so that
+    /// a recording thread whose buffer fills up never waits for the file system or takes
+    /// page faults on fresh pages of the live file (about 2 us each on a virtual machine).
+    pub fn prime(&self) {
+        if !self.free_rx.is_empty() {
+            return;
+        }
+        let Some(mut v) = self.allocate() else { return };
+        v.touch_pages();
+        if self.free_tx.try_send(v).is_err() {
+            self.allocated.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// Returns a written buffer for reuse.
@@ -104,73 +124,110 @@ impl Pool {
             self.allocated.fetch_sub(1, Ordering::Relaxed);
         }
     }
+
+    /// The buffer whose header is `header`, as the writer reads it in place.
+    fn shared(&self, header: *mut SlotHeader) -> SharedBuffer {
+        let slot = self.live.and_then(|l| l.slot_index_of(header));
+        // SAFETY: `header` is the header of one of this pool's buffers (all of
+        // `buffer_words` words), published by its owner and not given back yet (only the
+        // writer, the caller, gives buffers back).
+        unsafe { SharedBuffer::from_raw(header, self.buffer_words, slot) }
+    }
 }
 
-/// One thread's buffer. Written by its owner; taken by the collector under `busy`.
+/// One recording thread's buffer and what other threads need to know of it.
+#[repr(C)]
 #[derive(Debug)]
 pub struct Slot {
-    busy: AtomicBool,
-    batch: UnsafeCell<Batch>,
+    /// The owner is inside a callback (read by a thread about to fork or exit).
+    pub in_callback: AtomicBool,
+    /// The owner's buffer: only the owner touches it ([`Slot::buffer`]).
+    buf: UnsafeCell<PackedEvents>,
+    /// The header of the owner's buffer, for the writer's in-place reads; null while the owner
+    /// changes buffers and after it shipped its last.
+    current: AtomicPtr<SlotHeader>,
     /// Events this thread could not buffer, not yet reported to the collector.
     pub dropped: AtomicU64,
     /// The owner thread has ended; the collector removes the slot after its last sweep.
     pub dead: AtomicBool,
-    /// Set at exit after the final sweep: later events take the late path.
-    pub closed: AtomicBool,
-    /// The owner is inside a callback (read by a thread about to fork, `fork_gate`).
-    pub in_callback: AtomicBool,
     pub thread: i64,
 }
 
-// SAFETY: `batch` is only touched while `busy` is held (see `with_batch`).
+// SAFETY: `buf` is touched by its owner thread only (`buffer`'s contract); everything else is
+// atomic or immutable.
 unsafe impl Sync for Slot {}
+// SAFETY: as above.
+unsafe impl Send for Slot {}
 
 impl Slot {
     pub fn new(thread: i64) -> Self {
         Self {
-            busy: AtomicBool::new(false),
-            batch: UnsafeCell::new(Batch::default()),
+            in_callback: AtomicBool::new(false),
+            buf: UnsafeCell::new(PackedEvents::default()),
+            current: AtomicPtr::new(std::ptr::null_mut()),
             dropped: AtomicU64::new(0),
             dead: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
-            in_callback: AtomicBool::new(false),
             thread,
         }
     }
 
-    /// Runs `f` on the batch with `busy` held. Spins while the collector holds it, which it
-    /// does only for the time of a pointer swap.
-    #[inline]
-    pub fn with_batch<R>(&self, f: impl FnOnce(&mut Batch, bool) -> R) -> R {
-        while self
-            .busy
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            std::hint::spin_loop();
-        }
-        // SAFETY: `busy` gives us exclusive access until we release it below.
-        let r = f(
-            unsafe { &mut *self.batch.get() },
-            self.closed.load(Ordering::Relaxed),
-        );
-        self.busy.store(false, Ordering::Release);
-        r
+    /// The owner's buffer.
+    ///
+    /// # Safety
+    /// Called by the slot's owner only (the thread that records into it, or whoever holds
+    /// the orphan state's lock), with no other reference from this call alive.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn buffer(&self) -> &mut PackedEvents {
+        // SAFETY: the caller's contract: one owner, one reference at a time.
+        unsafe { &mut *self.buf.get() }
     }
 
-    /// The collector's side: takes the batch if the owner is not writing right now.
-    pub fn try_with_batch<R>(&self, f: impl FnOnce(&mut Batch) -> R) -> Option<R> {
-        if self
-            .busy
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            return None;
+    /// Owner: hands the buffer (full, or at the thread's end) to the writer and takes a fresh
+    /// one; false when none could be had (the caller counts the event dropped).
+    ///
+    /// # Safety
+    /// As for [`buffer`](Self::buffer).
+    #[cold]
+    pub unsafe fn next_buffer(&self, pool: &Pool, tx: &Sender<Message>) -> bool {
+        // SAFETY: forwarded.
+        unsafe { self.ship(tx) };
+        let Some(fresh) = pool.take() else {
+            return false;
+        };
+        fresh.set_owner(self.thread);
+        let header = fresh.header_ptr();
+        // SAFETY: forwarded.
+        *unsafe { self.buffer() } = fresh;
+        self.current.store(header, Ordering::Release);
+        true
+    }
+
+    /// Owner: hands the buffer to the writer (if it holds anything), leaving none.
+    ///
+    /// # Safety
+    /// As for [`buffer`](Self::buffer).
+    pub unsafe fn ship(&self, tx: &Sender<Message>) {
+        // Unpublished first: once the writer has the buffer through the channel it may give
+        // it back, and its sweeps must not find it here then.
+        self.current.store(std::ptr::null_mut(), Ordering::Release);
+        // SAFETY: forwarded.
+        let b = std::mem::take(unsafe { self.buffer() });
+        if b.capacity_words() > 0 {
+            // The collector lives until exit; if it is gone, the events go with the process.
+            let _ = tx.send(Message::Batch(b));
         }
-        // SAFETY: as in `with_batch`.
-        let r = f(unsafe { &mut *self.batch.get() });
-        self.busy.store(false, Ordering::Release);
-        Some(r)
+    }
+
+    /// Writer: the owner's buffer, to read what is committed in place.
+    pub fn current(&self, pool: &Pool) -> Option<SharedBuffer> {
+        let h = self.current.load(Ordering::Acquire);
+        (!h.is_null()).then(|| pool.shared(h))
+    }
+
+    /// Whether the owner shipped its last buffer.
+    fn shipped_all(&self) -> bool {
+        self.current.load(Ordering::Acquire).is_null()
     }
 }
 
@@ -196,16 +253,15 @@ impl Registry {
     }
 
     /// A snapshot of the slots, pruning those whose thread ended and that hold nothing more:
-    /// no buffered events and no drops still to be reported (a thread that dropped events and
-    /// then ended must still have them counted).
+    /// their last buffer shipped and no drops still to be reported (a thread that dropped
+    /// events and then ended must still have them counted).
     pub fn snapshot(&self) -> Vec<Arc<Slot>> {
         match self.slots.lock() {
             Ok(mut v) => {
                 v.retain(|s| {
                     let finished = s.dead.load(Ordering::Acquire)
                         && s.dropped.load(Ordering::Acquire) == 0
-                        && s.try_with_batch(|b| b.events.is_empty() && b.strings.is_empty())
-                            .unwrap_or(false);
+                        && s.shipped_all();
                     !finished
                 });
                 v.clone()

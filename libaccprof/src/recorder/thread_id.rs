@@ -23,3 +23,19 @@ pub fn current_thread_id() -> i64 {
 pub fn set_current_thread_id(tid: i64) {
     let _ = THREAD_ID.try_with(|c| c.set(tid));
 }
+
+thread_local! {
+    /// The innermost NVTX push/pop range open on this thread (0: none), for device records
+    /// issued from it.
+    static NVTX_RANGE: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The innermost NVTX push/pop range open on the calling thread (0: none).
+pub fn current_nvtx_range() -> u32 {
+    NVTX_RANGE.try_with(Cell::get).unwrap_or(0)
+}
+
+/// Publishes the innermost NVTX push/pop range open on this thread.
+pub fn set_current_nvtx_range(instance: u32) {
+    let _ = NVTX_RANGE.try_with(|c| c.set(instance));
+}

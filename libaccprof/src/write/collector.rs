@@ -2,19 +2,20 @@
 //!
 //! The file is created when recording starts, at the first event (a program that records
 //! nothing leaves no file). The writer records the module map whenever an event points into a
-//! module it has not written yet, sweeps partly filled thread buffers every 200 ms so that a
-//! following reader sees events land, writes drop counts as it learns them, and at shutdown
-//! the footer. Before the events of a buffer that is a live-file slot it writes which slot and
-//! generation they are, and empties the slot only after (recorder::live).
+//! module it has not written yet, reads what the threads committed to their buffers every
+//! 200 ms, in place (recorder::slots), so that a following reader sees events land, writes
+//! drop counts as it learns them, and at shutdown the footer. Before the events of a buffer
+//! that is a live-file slot it writes which slot and generation they are, and empties the slot
+//! only after (recorder::live).
 
 use crate::recorder::late;
-use crate::recorder::message::{ship, DeviceBatch, Message, Summary};
-use crate::recorder::slots::Batch;
+use crate::recorder::message::{DeviceBatch, Message, Summary};
 use crate::recorder::Recorder;
 use crate::sink::TraceFile;
 use crate::write::create::{self, Created};
-use accprof_trace::{Event, Field, Footer, Header, Module, StrId, TraceWriter};
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use accprof_trace::packed::{SharedBuffer, Unpack};
+use accprof_trace::{Event, Field, Footer, Header, Module, PackedEvents, StrId, TraceWriter};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -41,6 +42,8 @@ struct Collector {
     heap: crate::heap::Namer,
     /// A thread batch's events, unpacked; reused so that the writer allocates once.
     unpacked: Vec<Event>,
+    /// The loader's counts of modules loaded and unloaded, when last looked at.
+    load_counts: (u64, u64),
 }
 
 /// The trace file as created when recording started, or why it could not be.
@@ -82,12 +85,7 @@ impl Opened {
     }
 }
 
-pub fn run(
-    rec: &'static Recorder,
-    rx: Receiver<Message>,
-    self_tx: Sender<Message>,
-    opened: Opened,
-) {
+pub fn run(rec: &'static Recorder, rx: Receiver<Message>, opened: Opened) {
     // Our own buffers are no application arrays.
     crate::heap::ignore_this_thread();
     crate::recorder::set_writer_tid();
@@ -101,6 +99,7 @@ pub fn run(
         dropped: 0,
         heap: crate::heap::Namer::new(),
         unpacked: Vec::new(),
+        load_counts: crate::modules::load_counts(),
     };
     // The file was created with the first event (so that a process that records holds it from
     // then on, and its live file exists before any buffer is taken); said from here.
@@ -112,6 +111,7 @@ pub fn run(
     // its first 200 ms still has its ticks converted from anchors some distance apart.
     let mut wait = FIRST_SWEEP;
     let mut device_flushed = std::time::Instant::now();
+    rec.pool.prime();
     loop {
         let got = rx.recv_timeout(wait);
         wait = SWEEP_EVERY;
@@ -134,11 +134,12 @@ pub fn run(
                 // it, so that they queue behind the batches defining their names.
                 let cuda = crate::device::cuda_events::collect();
                 c.heap.drain(&mut c.clock);
-                c.sweep(rec, &self_tx);
-                if !cuda.is_empty() {
-                    let _ = self_tx.send(Message::CudaEvents(cuda));
-                }
+                c.sweep(rec);
+                c.write_cuda_events(cuda);
+                c.write_names();
                 c.write_drops(rec);
+                c.watch_modules();
+                rec.pool.prime();
             }
             Ok(Message::Shutdown(reply)) => {
                 // Everything shipped before the shutdown message is already queued behind it.
@@ -150,6 +151,9 @@ pub fn run(
                         _ => {}
                     }
                 }
+                // What the threads committed since: every buffer read in place.
+                c.sweep(rec);
+                c.write_names();
                 crate::progress::note();
                 // What the device has not finished yet: bounded, the program is exiting.
                 let cuda = crate::device::cuda_events::collect_all(CUDA_EVENTS_EXIT_WAIT);
@@ -165,20 +169,28 @@ pub fn run(
 }
 
 impl Collector {
-    fn write_batch(&mut self, rec: &Recorder, b: Batch) {
-        if b.events.is_empty() && b.strings.is_empty() {
-            rec.pool.give_back(b.events);
+    /// A thread's buffer handed over: what it holds that is not in the trace yet, then the
+    /// buffer goes back to the pool (its live-file slot emptied only once its events are in
+    /// the trace).
+    fn write_batch(&mut self, rec: &Recorder, b: PackedEvents) {
+        self.write_untaken(b.shared());
+        rec.pool.give_back(b);
+    }
+
+    /// Writes the events committed to `buf` since the writer last took from it.
+    fn write_untaken(&mut self, buf: SharedBuffer) {
+        let (words, end) = buf.untaken();
+        if words.is_empty() {
             return;
         }
         let mut events = std::mem::take(&mut self.unpacked);
-        b.events.unpack_into(&mut events);
+        Unpack::from_words(words).unpack_into(&mut events);
         for e in &mut events {
             e.start_ns = self.clock.to_ns(e.start_ns);
             e.end_ns = self.clock.to_ns(e.end_ns);
         }
-        // Given back (and its live-file slot emptied) only once its events are in the trace.
-        self.write_events(&mut events, &b.strings, b.events.slot());
-        rec.pool.give_back(b.events);
+        self.write_events(&mut events, &[], buf.slot());
+        buf.taken_to(end);
         self.unpacked = events;
     }
 
@@ -199,10 +211,17 @@ impl Collector {
     ) {
         let n = events.len() as u64;
         self.name_heap_blocks(events);
+        // Names the recording threads defined before the events that use them: taken first.
+        let thread_strings = crate::strings::take_new();
         if let Some(w) = self.writer.as_mut() {
             let new_modules = modules_to_record(&mut self.modules, events);
             let r = w
-                .write_strings(strings.iter().map(|(id, s)| (*id, &s[..])))
+                .write_strings(
+                    thread_strings
+                        .iter()
+                        .chain(strings)
+                        .map(|(id, s)| (*id, &s[..])),
+                )
                 .and_then(|_| w.write_modules(&new_modules))
                 .and_then(|_| match slot {
                     Some((index, generation)) => w.write_slot_written(index, generation, n),
@@ -216,6 +235,17 @@ impl Collector {
             }
         } else {
             self.dropped += n;
+        }
+    }
+
+    /// The names the program gave NVTX categories and threads (on CLOCK_MONOTONIC already).
+    fn write_names(&mut self) {
+        let events = crate::nvtx::take_names();
+        if !events.is_empty() {
+            self.write_device_batch(DeviceBatch {
+                events,
+                strings: Vec::new(),
+            });
         }
     }
 
@@ -288,13 +318,30 @@ impl Collector {
         self.dropped += lost;
     }
 
-    /// Takes partly filled buffers from threads that are not writing right now.
-    fn sweep(&mut self, rec: &Recorder, self_tx: &Sender<Message>) {
+    /// Writes what each thread committed to its buffer since the last sweep, in place: the
+    /// thread keeps its buffer (buffers it handed over earlier are already written: the
+    /// channel delivered them before this sweep).
+    fn sweep(&mut self, rec: &Recorder) {
         for slot in rec.registry.snapshot() {
-            // Sent to ourselves through the channel, so that it queues behind any batch that
-            // thread shipped earlier and the thread's order is kept.
-            slot.try_with_batch(|b| ship(b, self_tx));
+            if let Some(buf) = slot.current(&rec.pool) {
+                self.write_untaken(buf);
+            }
         }
+    }
+
+    /// When a module was unloaded, read-only strings the threads trust without comparing may
+    /// have been replaced: they compare again (crate::strings). New modules' read-only
+    /// segments are published so that their strings are trusted.
+    fn watch_modules(&mut self) {
+        let counts = crate::modules::load_counts();
+        if counts == self.load_counts {
+            return;
+        }
+        if counts.1 != self.load_counts.1 {
+            crate::hot::bump_strings_epoch();
+        }
+        self.load_counts = counts;
+        crate::strings::publish_read_only(crate::modules::read_only_segments().0);
     }
 
     fn write_drops(&mut self, rec: &Recorder) {

@@ -6,8 +6,8 @@
 //! may also hold malloc's own headers or variables nobody mapped), so a fault is attributed by
 //! its address: to the guarded array that holds it, whose watch decides; an access that means
 //! nothing to that array, or that falls outside every guarded array, is let through for one
-//! instruction without lifting anything ([`super::step`]). A page's protection is the most
-//! restrictive that the guards over it want ([`super::pages`] serializes the changes).
+//! instruction without lifting anything (`super::step`). A page's protection is the most
+//! restrictive that the guards over it want (`super::pages` serializes the changes).
 //!
 //! The handler runs on the faulting thread, inside any code (malloc, a lock holder, a kernel of
 //! the emulated device), so it allocates nothing and calls only async-signal-safe functions: it
@@ -95,7 +95,7 @@ pub struct Access {
     pub pc: AtomicUsize,
     pub addr: AtomicUsize,
     pub write: AtomicU8,
-    /// Who made it: [`origin::HOST`], [`origin::KERNEL`] or [`origin::RUNTIME`].
+    /// Who made it: `origin::HOST`, `origin::KERNEL` or `origin::RUNTIME`.
     pub who: AtomicU8,
     pub time_ns: AtomicU64,
     pub stack: [AtomicUsize; STACK_WORDS],

@@ -16,7 +16,7 @@
 //! access noted). The first access is enough: each guard costs at most one fault, whatever
 //! the program does after. Arrays that share pages are guarded together, each fault attributed
 //! by its address, and an access that means nothing to the guards is let through for one
-//! instruction ([`step`]). A kernel's first accesses to an upload ([`upload_watch`]) tell an
+//! instruction (`step`). A kernel's first accesses to an upload (`upload_watch`) tell an
 //! upload it overwrote before reading.
 //!
 //! What was found is written to FILE as JSON when the program exits ([`report`]), with source

@@ -354,6 +354,15 @@ pub(super) fn put_name<T: Strings + ?Sized>(out: &mut Vec<u8>, s: &Slice, string
         acc_event_t::DELETE => "delete",
         acc_event_t::ALLOC => "alloc",
         acc_event_t::FREE => "free",
+        // The program's NVTX ranges and marks: named as the program named them.
+        other if accprof_trace::nvtx::is_nvtx(other) => {
+            match var {
+                Some(m) => put_str_body(out, m),
+                None if other == accprof_trace::nvtx::MARK => out.extend_from_slice(b"NVTX mark"),
+                None => out.extend_from_slice(b"NVTX range"),
+            }
+            return;
+        }
         other => {
             out.extend_from_slice(other.name().unwrap_or("unknown event").as_bytes());
             if other.name().is_none() {
@@ -491,6 +500,7 @@ pub(super) fn category(kind: acc_event_t) -> &'static str {
         acc_event_t::CREATE | acc_event_t::DELETE | acc_event_t::ALLOC | acc_event_t::FREE => {
             "memory"
         }
+        k if accprof_trace::nvtx::is_nvtx(k) => "nvtx",
         _ => "other",
     }
 }

@@ -131,7 +131,9 @@ impl<W: Write> PerfettoOutput<W> {
                     let process = self.process(key.trace)?;
                     (process, self.thread(key.trace, thread)?)
                 }
-                TrackKind::DeviceSync { thread } => {
+                // Under the thread they ran on: its synchronous device work, the program's
+                // NVTX ranges.
+                TrackKind::DeviceSync { thread } | TrackKind::Nvtx { thread } => {
                     let parent = self.thread(key.trace, thread)?;
                     (parent, self.w.slice_track(parent, &name)?)
                 }

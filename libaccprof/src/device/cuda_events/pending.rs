@@ -52,6 +52,8 @@ pub struct Pair {
     /// Kernel name or variable name (string id).
     pub name: Option<u64>,
     pub host_ptr: Option<u64>,
+    /// The program's NVTX range the host event was recorded in.
+    pub nvtx_range: Option<u64>,
 }
 
 /// A start event recorded, waiting for the operation's end.
@@ -175,6 +177,7 @@ impl ThreadEvents {
             bytes: e.bytes(),
             name,
             host_ptr: e.get(Field::HostPtr),
+            nvtx_range: e.get(Field::NvtxRange),
         };
         if let Err(err) = self.tx.try_send(pair) {
             let p = err.into_inner();

@@ -18,6 +18,9 @@ pub fn to_event(p: &Pair, start_ns: u64, end_ns: u64) -> Event {
     e.set(Field::AsyncHandle, p.stream as u64);
     e.set_i64(Field::Thread, p.thread);
     e.set(Field::HostCallNs, p.host_start);
+    if let Some(r) = p.nvtx_range {
+        e.set(Field::NvtxRange, r);
+    }
     e.add_flags(EventFlags::FROM_CUDA_EVENTS);
     match p.op {
         Op::Kernel => {
@@ -65,6 +68,7 @@ mod tests {
             bytes: Some(4096),
             name: Some(12),
             host_ptr: Some(0xabc0),
+            nvtx_range: None,
         }
     }
 

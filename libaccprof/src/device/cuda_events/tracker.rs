@@ -198,6 +198,7 @@ mod tests {
             bytes: None,
             name: Some(3),
             host_ptr: None,
+            nvtx_range: None,
         }
     }
 

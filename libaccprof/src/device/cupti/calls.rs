@@ -21,6 +21,8 @@ pub struct Call {
     /// Source and destination of a 1-D copy, as the call named them.
     pub src: Option<u64>,
     pub dst: Option<u64>,
+    /// The program's innermost NVTX push/pop range open on the thread (0: none).
+    pub nvtx_range: u32,
 }
 
 /// What a driver function is, for the callback.
@@ -251,6 +253,7 @@ mod tests {
             host_ns: 10,
             src: Some(1),
             dst: Some(2),
+            nvtx_range: 0,
         };
         t.note(5, c);
         assert_eq!(t.pending(), 1);

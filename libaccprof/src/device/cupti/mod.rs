@@ -279,6 +279,7 @@ unsafe extern "C" fn on_driver_call(
             host_ns: crate::clock::monotonic_ns(),
             src,
             dst,
+            nvtx_range: crate::recorder::thread_id::current_nvtx_range(),
         };
         s.calls.note(d.correlation_id, call);
     });

@@ -130,6 +130,9 @@ impl Activity {
         if let Some(c) = call {
             e.set_i64(Field::Thread, c.thread);
             e.set(Field::HostCallNs, c.host_ns);
+            if c.nvtx_range != 0 {
+                e.set(Field::NvtxRange, u64::from(c.nvtx_range));
+            }
         }
         match *self {
             Activity::Kernel {
@@ -242,6 +245,7 @@ mod tests {
             host_ns: 500,
             src: Some(0x5555_0000),
             dst: Some(0xd000),
+            nvtx_range: 4,
         };
         let e = a.to_event(Some(&call), |t| t + 100, None);
         assert_eq!(e.kind, device::MEMCPY);

@@ -1,0 +1,36 @@
+#!/bin/bash
+# Builds and runs the C harness (harness.c) against libaccprof and the reference tools.
+#   bash libaccprof/benches/harness/run.sh [LIB] [ROUNDS]
+# LIB: the libaccprof.so to measure (default target/release/libaccprof.so); more tools as
+# NAME=PATH in TOOLS. Prints, for both event shapes, warm and cold, ns per callback.
+# Set PRELOAD=1 to have libaccprof LD_PRELOADed (static TLS, as with `accprof run`) rather
+# than dlopened (ACC_PROFLIB's way).
+set -eu
+cd "$(dirname "$0")/../../.."
+LIB=$(realpath "${1:-target/release/libaccprof.so}")
+ROUNDS=${2:-7}
+B=${HARNESS_BUILD:-target/harness}
+mkdir -p $B
+H=libaccprof/benches/harness
+gcc -O2 -g -shared -fPIC -o $B/libfakeacc.so $H/fake_runtime.c
+gcc -O2 -g -shared -fPIC -o $B/libstoretool.so $H/store_tool.c
+gcc -O2 -g -o $B/harness $H/harness.c -L$B -lfakeacc -Wl,-rpath,'$ORIGIN' -ldl
+export ACCPROF_OUT=${ACCPROF_OUT:-/tmp/accprof-harness-$$.trace} ACCPROF_QUIET=1 ACCPROF_SYMBOLS=off
+PRE=()
+[ "${PRELOAD:-0}" = 1 ] && PRE=(env LD_PRELOAD="$LIB")
+# What an NVTX call costs with accprof as the program's NVTX tool (nvtx_cost.c), when NVIDIA's
+# nvtx3 headers are installed (pip install nvidia-nvtx; or NVTX_INCLUDE).
+INC=${NVTX_INCLUDE:-$(python3 -c "import sysconfig, glob; print((glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/*/include') or [''])[0])" 2>/dev/null)}
+if [ -n "$INC" ] && [ -f "$INC/nvtx3/nvToolsExt.h" ]; then
+  gcc -O2 -g -fopenacc -foffload=disable -I"$INC" -o $B/nvtx_cost $H/nvtx_cost.c -ldl
+  $B/nvtx_cost 200000
+  LD_PRELOAD="$LIB" $B/nvtx_cost 200000
+  rm -f "$ACCPROF_OUT"
+fi
+for shape in shim gcc; do
+  for mode in warm cold; do
+    n=2000000; [ $mode = cold ] && n=5600
+    "${PRE[@]}" $B/harness $shape $mode $n $ROUNDS store=$B/libstoretool.so accprof=$LIB ${TOOLS:-}
+    rm -f "$ACCPROF_OUT"
+  done
+done

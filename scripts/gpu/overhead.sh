@@ -1,0 +1,173 @@
+#!/bin/bash
+# What accprof costs a GPU program with CUPTI off, and what one callback costs on the GPU
+# machine's host CPU (issue 33's figures; docs/performance/libaccprof.md has the results).
+#
+# Here (gcc-12-offload-nvptx installed):
+#   bash scripts/gpu/overhead.sh stage            # builds into .device-carry/overhead
+#   BASE_LIB=/path/libaccprof.so bash scripts/gpu/overhead.sh stage   # also stages another
+#                                                 # build, run beside this one as "base"
+#   BASE_REV=<commit> bash scripts/gpu/overhead.sh stage   # builds that commit's libaccprof
+#                                                 # (in /tmp, a few minutes) and stages it as "base"
+# There (carry .device-carry/overhead, 20 MB):
+#   bash scripts/gpu/overhead.sh run [REPS]
+# It stops starting paired repetitions once BUDGET_S seconds (default 420) have passed since it
+# began, so that one call with timeout_s 540 ends with its summary; each section's line says
+# how many seconds had passed. On the 2-core development machine (no GPU: host fallback,
+# N=256 ITERS=100) the sections before the pairs took 47 s; on the GPU host a 4096^2 run is a
+# CUDA start-up plus 0.2-0.8 s of loop, so a repetition (three GCC and three shim runs with
+# "base") takes seconds and the budget cuts whatever of the 15 does not fit.
+#
+# It prints, in order:
+#  1. the host: CPU model, cores, clocksource, GPU;
+#  2. the C harness (libaccprof/benches/harness) on the host CPU: ns added per callback,
+#     warm and with 4 MiB written between callbacks, for the shim's events and GCC's; what an
+#     NVTX push+pop and a mark cost with accprof; and the hot-path benchmark: ns per callback
+#     and callbacks per second from 2 threads, read back;
+#  3. ACCPROF_SELF_TIME: accprof's own time per callback on the program's thread, GCC's
+#     data-region Laplace (4096^2, ITERS iterations) on libgomp and on the bundled runtime;
+#  4. REPS paired repetitions of the same runs, no tool against accprof with CUPTI and CUDA
+#     events off (and "base" when staged), the configurations interleaved with a rotating start:
+#     the solver loop's time (" total:") and the whole run's, as medians, as the median of the
+#     per-repetition differences, and their spread.
+# Run it on more than one machine start: a start's figure moves by about a point.
+set -u
+D=.device-carry/overhead
+N=${N:-4096}
+ITERS=${ITERS:-1000}
+
+if [ "${1:-}" = stage ]; then
+  set -e
+  cargo build --release -p libaccprof -p runtime-shim --lib
+  cargo bench -p libaccprof --bench hot_path --no-run 2> /tmp/overhead-bench.log
+  bench=$(grep -o 'target/release/deps/hot_path-[0-9a-f]*' /tmp/overhead-bench.log | tail -1)
+  rm -rf $D && mkdir -p $D/lib $D/harness
+  cp target/release/libaccprof.so target/release/libaccshim.so "$bench" $D/
+  mv $D/$(basename "$bench") $D/hot_path
+  if [ -n "${BASE_REV:-}" ]; then
+    src=$(mktemp -d)
+    git archive "$BASE_REV" | tar -x -C "$src"
+    (cd "$src" && CARGO_TARGET_DIR=${BASE_TARGET:-/tmp/accprof-base-target} cargo build --release -p libaccprof --lib)
+    BASE_LIB=${BASE_TARGET:-/tmp/accprof-base-target}/release/libaccprof.so
+    rm -rf "$src"
+  fi
+  [ -n "${BASE_LIB:-}" ] && cp "$BASE_LIB" $D/libaccprof_base.so && strip $D/libaccprof_base.so
+  OFF=(-O2 -g -fopenacc -foffload=nvptx-none "-foffload-options=-misa=sm_80 -lm")
+  gcc "${OFF[@]}" -DDATA_REGION scripts/gpu/laplace.c -o $D/gcc_laplace_data -lm
+  cp -L /usr/lib/x86_64-linux-gnu/libgomp.so.1 /usr/lib/x86_64-linux-gnu/libgomp-plugin-nvptx.so.1 $D/lib/
+  INC=${NVTX_INCLUDE:-$(python3 -c "import sysconfig, glob; print(glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/*/include')[0])")}
+  gcc -O2 -g -fopenacc -foffload=disable -I"$INC" -o $D/harness/nvtx_cost libaccprof/benches/harness/nvtx_cost.c -ldl
+  HARNESS_BUILD=$D/harness bash -c 'H=libaccprof/benches/harness; B=$HARNESS_BUILD
+    gcc -O2 -g -shared -fPIC -o $B/libfakeacc.so $H/fake_runtime.c
+    gcc -O2 -g -shared -fPIC -o $B/libstoretool.so $H/store_tool.c
+    gcc -O2 -g -o $B/harness $H/harness.c -L$B -lfakeacc -Wl,-rpath,"\$ORIGIN" -ldl'
+  strip $D/libaccprof.so $D/libaccshim.so $D/hot_path
+  du -sh $D
+  exit 0
+fi
+
+[ "${1:-}" = run ] || { echo "usage: $0 stage | run [REPS]" >&2; exit 2; }
+REPS=${2:-${REPS:-15}}
+BUDGET_S=${BUDGET_S:-420}
+SECONDS=0
+B=/tmp/accprof-overhead
+rm -rf $B && cp -r $D $B && D=$B
+export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+T=$(mktemp -d)
+HAVE_BASE=0; [ -f $D/libaccprof_base.so ] && HAVE_BASE=1
+
+echo "== host: $(date -u +%Y-%m-%dT%H:%MZ)"
+grep -m1 'model name' /proc/cpuinfo
+echo "cores: $(nproc); clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU seen"
+
+echo "== [${SECONDS}s] C harness on the host CPU (ns per callback; 'added' is over the empty callback)"
+export ACCPROF_OUT=$T/h.trace ACCPROF_QUIET=1 ACCPROF_SYMBOLS=off
+TOOLS=(store=$D/harness/libstoretool.so accprof=$D/libaccprof.so)
+[ $HAVE_BASE = 1 ] && TOOLS+=(base=$D/libaccprof_base.so)
+for shape in shim gcc; do
+  for mode in warm cold; do
+    n=2000000; [ $mode = cold ] && n=5600
+    $D/harness/harness $shape $mode $n 7 "${TOOLS[@]}"
+    rm -f $T/h*.trace
+  done
+done
+echo "== [${SECONDS}s] an NVTX push+pop and a mark, no tool and accprof (3 runs)"
+for r in 1 2 3; do
+  $D/harness/nvtx_cost 1000000
+  LD_PRELOAD=$D/libaccprof.so $D/harness/nvtx_cost 1000000
+  rm -f $T/h*.trace
+done
+echo "== [${SECONDS}s] hot-path benchmark (3 runs)"
+for r in 1 2 3; do (cd $T && $D/hot_path --bench) | grep -E "added|thread CPU|two threads|read back"; done
+unset ACCPROF_OUT ACCPROF_QUIET ACCPROF_SYMBOLS
+
+gcc_run() { # config -> runs GCC's Laplace on libgomp
+  case $1 in
+    none) $D/gcc_laplace_data $N $ITERS ;;
+    *) ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=off ACCPROF_QUIET=1 ACCPROF_OUT=$T/o.trace LD_PRELOAD=$D/$(lib $1) $D/gcc_laplace_data $N $ITERS ;;
+  esac
+}
+shim_run() { # config -> the same binary on the bundled runtime
+  case $1 in
+    none) ACCSHIM_QUIET=1 LD_PRELOAD=$D/libaccshim.so $D/gcc_laplace_data $N $ITERS ;;
+    *) ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=off ACCPROF_QUIET=1 ACCPROF_OUT=$T/o.trace ACCSHIM_QUIET=1 \
+         LD_PRELOAD="$D/libaccshim.so $D/$(lib $1)" $D/gcc_laplace_data $N $ITERS ;;
+  esac
+}
+lib() { [ "$1" = base ] && echo libaccprof_base.so || echo libaccprof.so; }
+
+echo "== [${SECONDS}s] ACCPROF_SELF_TIME (CUPTI and CUDA events off), $N^2, $ITERS iterations"
+for prog in gcc shim; do
+  for r in 1 2 3; do
+    for cfg in accprof $([ $HAVE_BASE = 1 ] && echo base); do
+      line=$(ACCPROF_SELF_TIME=1 ${prog}_run $cfg 2>&1 | grep -E 'total:|time inside' | tr '\n' ' ')
+      echo "$prog $cfg: $line"
+      rm -f $T/o*.trace
+    done
+  done
+done
+
+echo "== [${SECONDS}s] paired repetitions (up to $REPS, until ${BUDGET_S}s), $N^2, $ITERS iterations"
+order=(none accprof); [ $HAVE_BASE = 1 ] && order+=(base)
+k=${#order[@]}
+# GCC's and the shim's repetitions interleaved, so that a budget cut leaves both with as many.
+for r in $(seq $REPS); do
+  [ $SECONDS -ge $BUDGET_S ] && { echo "budget: stopped before repetition $r" >&2; break; }
+  for prog in gcc shim; do
+    rot=$(( (r - 1) % k ))
+    for cfg in "${order[@]:rot}" "${order[@]:0:rot}"; do
+      t0=$(date +%s%N)
+      out=$(${prog}_run $cfg 2>&1)
+      t1=$(date +%s%N)
+      loop=$(echo "$out" | awk '/ total: /{print $2}')
+      echo "$prog $r $cfg ${loop:-nan} $(( (t1 - t0) / 1000 ))"
+      rm -f $T/o*.trace
+    done
+  done
+done | tee $T/pairs.txt > /dev/null
+python3 - $T/pairs.txt <<'PY'
+import collections, statistics as st, sys
+d = collections.defaultdict(dict)
+for line in open(sys.argv[1]):
+    prog, r, cfg, loop, wall_us = line.split()
+    d[(prog, int(r))][cfg] = (float(loop), int(wall_us) / 1e6)
+cfgs = sorted({c for v in d.values() for c in v} - {"none"})
+def q(v, p):
+    v = sorted(v); i = (len(v) - 1) * p; lo = int(i); hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (i - lo)
+for prog in ("gcc", "shim"):
+    reps = [v for (p, _), v in sorted(d.items()) if p == prog and "none" in v and all(c in v for c in cfgs)]
+    if not reps:
+        continue
+    for what, i in (("loop", 0), ("wall", 1)):
+        none = [x["none"][i] for x in reps]
+        print(f"{prog} {what}: no tool median {st.median(none):.4f} s (min {min(none):.4f}, max {max(none):.4f}), {len(reps)} repetitions")
+        for c in cfgs:
+            v = [x[c][i] for x in reps]
+            diffs = [(x[c][i] - x["none"][i]) / x["none"][i] * 100 for x in reps]
+            print(f"  {c}: median {st.median(v):.4f} s, {(st.median(v) / st.median(none) - 1) * 100:+.2f}% of medians; "
+                  f"paired: median {st.median(diffs):+.2f}%, quartiles {q(diffs, .25):+.2f}% .. {q(diffs, .75):+.2f}%, "
+                  f"range {min(diffs):+.2f}% .. {max(diffs):+.2f}%  (target <= 1%)")
+PY
+echo "== [${SECONDS}s] done"
+rm -rf $T
