@@ -93,8 +93,8 @@ for shape in shim gcc; do
 done
 echo "== [${SECONDS}s] an NVTX push+pop and a mark, no tool and accprof (3 runs)"
 for r in 1 2 3; do
-  $D/harness/nvtx_cost 1000000
-  LD_PRELOAD=$D/libaccprof.so $D/harness/nvtx_cost 1000000
+  ACC_DEVICE_TYPE=host $D/harness/nvtx_cost 1000000
+  ACC_DEVICE_TYPE=host LD_PRELOAD=$D/libaccprof.so $D/harness/nvtx_cost 1000000
   rm -f $T/h*.trace
 done
 echo "== [${SECONDS}s] hot-path benchmark (3 runs)"
