@@ -59,12 +59,17 @@ fn real_laplace_and_async_pipeline_export_valid_traces() {
         // Launches carry their kernel's geometry and transfers their variable and size.
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let evs = v["traceEvents"].as_array().unwrap();
+        // The first category is the slice's kind; tags (implicit, construct=...) follow.
+        let kind = |e: &serde_json::Value| -> String {
+            let cat = e["cat"].as_str().unwrap_or_default();
+            cat.split(',').next().unwrap_or_default().to_string()
+        };
         assert!(
             evs.iter()
-                .any(|e| e["cat"] == "kernel" && e["args"]["num_gangs"].is_u64()),
+                .any(|e| kind(e) == "kernel" && e["args"]["num_gangs"].is_u64()),
             "{example}"
         );
-        assert!(evs.iter().any(|e| e["cat"] == "transfer"
+        assert!(evs.iter().any(|e| kind(e) == "transfer"
             && e["args"]["bytes"].is_u64()
             && e["args"]["var"].is_string()));
         let svg = dir.path().join(format!("{example}.svg"));

@@ -1,6 +1,6 @@
 //! What one slice or instant carries, in the writer's interned handles.
 
-use crate::ids::{ArgNameId, CategoryId, FlowId, LocationId, NameId, StringId};
+use crate::ids::{ArgNameId, CategoryId, FlowId, LocationId, NameId, StringId, TrackId};
 
 /// The description of a slice or an instant. Build one per call; it borrows its arguments and
 /// flows, so writing an event allocates nothing.
@@ -19,6 +19,9 @@ pub struct Event<'a> {
     pub flows_out: &'a [FlowId],
     /// Flows that end at this slice.
     pub flows_in: &'a [FlowId],
+    /// Counter values from the event's time on, carried by its packet (TrackEvent's
+    /// `extra_counter_values`) instead of a packet of their own on each counter's track.
+    pub counters: &'a [CounterValue],
 }
 
 impl<'a> Event<'a> {
@@ -31,6 +34,7 @@ impl<'a> Event<'a> {
             args: &[],
             flows_out: &[],
             flows_in: &[],
+            counters: &[],
         }
     }
 
@@ -63,6 +67,22 @@ impl<'a> Event<'a> {
         self.flows_in = flows;
         self
     }
+
+    /// The same event carrying these counters' values at its time (its start, for a slice).
+    pub fn counters(mut self, counters: &'a [CounterValue]) -> Self {
+        self.counters = counters;
+        self
+    }
+}
+
+/// The value of a counter track (made by
+/// [`counter_track`](crate::PerfettoWriter::counter_track)) from an event's time on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterValue {
+    /// The counter track.
+    pub track: TrackId,
+    /// Its value.
+    pub value: i64,
 }
 
 /// One named value of an event (a Perfetto debug annotation).

@@ -49,6 +49,6 @@ mod intern;
 mod protos;
 mod writer;
 
-pub use event::{Arg, ArgValue, CounterUnit, Event};
+pub use event::{Arg, ArgValue, CounterUnit, CounterValue, Event};
 pub use ids::{ArgNameId, CategoryId, FlowId, LocationId, NameId, StringId, TrackId};
 pub use writer::{PerfettoWriter, Stats};

@@ -50,6 +50,9 @@ enum TrackKind {
 /// The state of one packet sequence (one per track with events).
 struct Sequence {
     id: u32,
+    /// The counter tracks whose values an event carries without naming them, in this order
+    /// (its `TrackEventDefaults.extra_counter_track_uuids`).
+    counters: Vec<u64>,
     /// The time the delta-encoded clock stands at.
     last_ts: u64,
     names: Seen,
@@ -67,6 +70,8 @@ struct Track {
     /// Ends of the slices given to [`PerfettoWriter::slice`] that are still open, innermost
     /// last.
     open_ends: Vec<u64>,
+    /// For a process: its counter tracks, in the order they were made.
+    counters: Vec<u64>,
 }
 
 /// Counts of what a writer has written.
@@ -247,27 +252,15 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// A counter track under `parent` (for example `bytes moved` or `device memory in use`).
+    /// Its values are absolute: written by [`counter`](Self::counter) on its own sequence, or
+    /// carried by a slice or instant of any track at the same time ([`Event::counters`]).
     pub fn counter_track(
         &mut self,
         parent: TrackId,
         name: &str,
         unit: CounterUnit,
     ) -> io::Result<TrackId> {
-        self.new_counter_track(parent, name, unit, false)
-    }
-
-    /// A counter track under `parent` whose values are the changes since the previous value
-    /// (`CounterDescriptor.is_incremental`): trace_processor adds them up, in the order they
-    /// are written, into the values it shows. For a counter that only grows by small steps
-    /// (bytes moved so far), a step is a shorter varint than the running total. Give its
-    /// values in time order.
-    pub fn delta_counter_track(
-        &mut self,
-        parent: TrackId,
-        name: &str,
-        unit: CounterUnit,
-    ) -> io::Result<TrackId> {
-        self.new_counter_track(parent, name, unit, true)
+        self.new_counter_track(parent, name, unit)
     }
 
     fn new_counter_track(
@@ -275,7 +268,6 @@ impl<W: Write> PerfettoWriter<W> {
         parent: TrackId,
         name: &str,
         unit: CounterUnit,
-        incremental: bool,
     ) -> io::Result<TrackId> {
         let parent_track = self.track(parent)?;
         if parent_track.kind == TrackKind::Counter {
@@ -286,6 +278,7 @@ impl<W: Write> PerfettoWriter<W> {
         }
         let process = parent_track.process;
         let uuid = self.new_track(TrackKind::Counter, Some(process));
+        self.tracks[process as usize - 1].counters.push(uuid);
         let unit = match unit {
             CounterUnit::Bytes => counter_descriptor::Unit::SizeBytes,
             CounterUnit::Count => counter_descriptor::Unit::Count,
@@ -299,7 +292,6 @@ impl<W: Write> PerfettoWriter<W> {
             )),
             counter: Some(CounterDescriptor {
                 unit: Some(unit as i32),
-                is_incremental: incremental.then_some(true),
                 ..Default::default()
             }),
             ..Default::default()
@@ -392,6 +384,7 @@ impl<W: Write> PerfettoWriter<W> {
             process: process.unwrap_or(uuid),
             sequence: None,
             open_ends: Vec::new(),
+            counters: Vec::new(),
         });
         uuid
     }
@@ -465,11 +458,18 @@ impl<W: Write> PerfettoWriter<W> {
         self.write_packet(&packet)
     }
 
-    /// The first packet of a track's sequence: clears the incremental state, makes the track
-    /// and the delta-encoded clock the sequence's defaults, and starts that clock at `ts`.
+    /// The first packet of a track's sequence: clears the incremental state, makes the track,
+    /// the delta-encoded clock and (on a slice track) its process's counter tracks made so far
+    /// the sequence's defaults, and starts that clock at `ts`.
     fn start_sequence(&mut self, index: usize, ts: u64) -> io::Result<()> {
         let id = self.next_sequence;
         self.next_sequence += 1;
+        let counters = match self.tracks[index].kind {
+            TrackKind::Slices => self.tracks[self.tracks[index].process as usize - 1]
+                .counters
+                .clone(),
+            _ => Vec::new(),
+        };
         let packet = TracePacket {
             data: Some(trace_packet::Data::ClockSnapshot(ClockSnapshot {
                 clocks: vec![
@@ -495,6 +495,7 @@ impl<W: Write> PerfettoWriter<W> {
                 timestamp_clock_id: Some(INCREMENTAL_CLOCK),
                 track_event_defaults: Some(TrackEventDefaults {
                     track_uuid: Some(index as u64 + 1),
+                    extra_counter_track_uuids: counters.clone(),
                 }),
             }),
             first_packet_on_sequence: Some(true),
@@ -503,6 +504,7 @@ impl<W: Write> PerfettoWriter<W> {
         self.write_packet(&packet)?;
         self.tracks[index].sequence = Some(Sequence {
             id,
+            counters,
             last_ts: ts,
             names: Seen::default(),
             categories: Seen::default(),
@@ -546,6 +548,8 @@ impl<W: Write> PerfettoWriter<W> {
         te.debug_annotations.clear();
         te.flow_ids.clear();
         te.terminating_flow_ids.clear();
+        te.extra_counter_track_uuids.clear();
+        te.extra_counter_values.clear();
         te.counter_value_field = counter;
 
         if let Some(event) = event {
@@ -625,6 +629,20 @@ impl<W: Write> PerfettoWriter<W> {
             te.flow_ids.extend(event.flows_out.iter().map(|f| f.0));
             te.terminating_flow_ids
                 .extend(event.flows_in.iter().map(|f| f.0));
+            // The sequence's default counter tracks go unnamed when the event's are the first
+            // of them, in order.
+            let named = event.counters.len() > sequence.counters.len()
+                || event
+                    .counters
+                    .iter()
+                    .zip(&sequence.counters)
+                    .any(|(c, &d)| c.track.0 != d);
+            for c in event.counters {
+                if named {
+                    te.extra_counter_track_uuids.push(c.track.0);
+                }
+                te.extra_counter_values.push(c.value);
+            }
         }
 
         // Delta-encoded on the sequence's clock; a time before the last one on this track is
@@ -689,6 +707,9 @@ impl<W: Write> PerfettoWriter<W> {
                     .get(iid)
                     .ok_or_else(|| unknown("string", iid))?;
             }
+        }
+        for c in event.counters {
+            self.counter_track_index(c.track)?;
         }
         Ok(())
     }
@@ -841,6 +862,70 @@ mod tests {
         // Threads take their process's pid.
         assert!(w.thread(second, 80, "main").is_ok());
         assert_eq!(w.process_pid(second).unwrap(), 8);
+    }
+
+    #[test]
+    fn counter_values_ride_on_events_and_name_their_tracks_only_off_the_sequence_defaults() {
+        use crate::event::CounterValue;
+        let mut w = PerfettoWriter::new(Vec::new());
+        let p = w.process(1, "p", &[]).unwrap();
+        let moved = w
+            .counter_track(p, "bytes moved", CounterUnit::Bytes)
+            .unwrap();
+        let memory = w
+            .counter_track(p, "device memory in use", CounterUnit::Bytes)
+            .unwrap();
+        let t = w.thread(p, 1, "t").unwrap();
+        let n = w.name("n");
+        let at = |track, value| CounterValue { track, value };
+        w.slice(t, 10, 20, &Event::named(n).counters(&[at(moved, 5)]))
+            .unwrap();
+        w.instant(t, 30, &Event::named(n).counters(&[at(memory, 7)]))
+            .unwrap();
+        w.instant(
+            t,
+            35,
+            &Event::named(n).counters(&[at(moved, 9), at(memory, 3)]),
+        )
+        .unwrap();
+        let err = w
+            .instant(t, 40, &Event::named(n).counters(&[at(t, 1)]))
+            .unwrap_err();
+        assert!(message(err).contains("needs a counter track"));
+        let (bytes, _) = w.finish().unwrap();
+        let trace = protos::Trace::decode(bytes.as_slice()).unwrap();
+        let defaults = trace
+            .packet
+            .iter()
+            .find_map(|p| {
+                p.trace_packet_defaults
+                    .as_ref()?
+                    .track_event_defaults
+                    .clone()
+            })
+            .unwrap();
+        assert_eq!(defaults.extra_counter_track_uuids, [moved.0, memory.0]);
+        let carried: Vec<_> = trace
+            .packet
+            .iter()
+            .filter_map(|p| match &p.data {
+                Some(trace_packet::Data::TrackEvent(te)) if !te.extra_counter_values.is_empty() => {
+                    Some((
+                        te.extra_counter_track_uuids.clone(),
+                        te.extra_counter_values.clone(),
+                    ))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            carried,
+            [
+                (vec![], vec![5]),
+                (vec![memory.0], vec![7]),
+                (vec![], vec![9, 3]),
+            ]
+        );
     }
 
     /// Counts what reaches the output, to show the trace is streamed rather than held.

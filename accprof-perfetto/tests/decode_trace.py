@@ -35,6 +35,7 @@ class Sequence:
     def clear(self):
         self.tables = {k: {} for k in ("names", "categories", "arg_names", "strings", "locations")}
         self.default_track = None
+        self.default_counters = []
         self.default_clock = None
         self.incremental = {}  # clock id -> current value
         self.valid = True
@@ -74,6 +75,7 @@ def decode(path):
     counters = {}
     definitions = {k: 0 for k in ("names", "categories", "arg_names", "strings", "locations", "redefined")}
     track_events = 0
+    carried = 0  # counter values carried by other events
 
     for packet in trace.packet:
         if not packet.HasField("trusted_packet_sequence_id"):
@@ -86,8 +88,11 @@ def decode(path):
             d = packet.trace_packet_defaults
             if d.HasField("timestamp_clock_id"):
                 seq.default_clock = d.timestamp_clock_id
-            if d.HasField("track_event_defaults") and d.track_event_defaults.HasField("track_uuid"):
-                seq.default_track = d.track_event_defaults.track_uuid
+            if d.HasField("track_event_defaults"):
+                e = d.track_event_defaults
+                if e.HasField("track_uuid"):
+                    seq.default_track = e.track_uuid
+                seq.default_counters = list(e.extra_counter_track_uuids)
         if packet.sequence_flags & SEQ_NEEDS_INCREMENTAL_STATE and not seq.valid:
             raise TraceError(f"packet on sequence {seq_id} needs incremental state that was never cleared")
         if packet.HasField("interned_data"):
@@ -126,9 +131,11 @@ def decode(path):
             elif d.HasField("thread"):
                 t.update(kind="thread", pid=d.thread.pid, tid=d.thread.tid, name=d.thread.thread_name)
             elif d.HasField("counter"):
+                # trace_processor adds up an incremental counter's values only on the sequence
+                # that described it.
                 t.update(kind="counter", name=d.name,
                          unit=pb.CounterDescriptor.Unit.Name(d.counter.unit),
-                         incremental=d.counter.is_incremental)
+                         incremental=d.counter.is_incremental, sequence=seq_id)
             else:
                 t.update(kind="track", name=d.name)
             if t["parent"] is not None and t["parent"] not in tracks:
@@ -158,16 +165,34 @@ def decode(path):
             raise TraceError(f"event on track {track}, which has no descriptor")
         kind = pb.TrackEvent.Type.Name(ev.type)
 
-        if kind == "TYPE_COUNTER":
-            if tracks[track]["kind"] != "counter":
-                raise TraceError(f"counter value on non-counter track {track}")
-            which = ev.WhichOneof("counter_value_field")
-            value = getattr(ev, which)
-            series = counters.setdefault(str(track), [])
-            if tracks[track].get("incremental"):
+        def count(uuid, value):
+            t = tracks.get(uuid)
+            if t is None or t["kind"] != "counter":
+                raise TraceError(f"counter value on track {uuid}, which is no counter track")
+            series = counters.setdefault(str(uuid), [])
+            if t["incremental"]:
+                if t["sequence"] != seq_id:
+                    raise TraceError(f"incremental counter {uuid} given a value on sequence {seq_id}, "
+                                     f"not on the sequence that described it ({t['sequence']}): "
+                                     "trace_processor drops it")
                 # trace_processor adds up an incremental counter's values in sequence order.
                 value += series[-1][1] if series else 0
             series.append([ts, value])
+
+        # Counter values carried by any event (extra_counter_values), for the packet's counter
+        # tracks or else the sequence's.
+        extra = list(ev.extra_counter_values)
+        carried += len(extra)
+        if extra:
+            uuids = list(ev.extra_counter_track_uuids) or seq.default_counters
+            if len(extra) > len(uuids):
+                raise TraceError("more extra_counter_values than extra_counter_track_uuids")
+            for uuid, value in zip(uuids, extra):
+                count(uuid, value)
+
+        if kind == "TYPE_COUNTER":
+            which = ev.WhichOneof("counter_value_field")
+            count(track, getattr(ev, which))
             continue
         if kind == "TYPE_SLICE_END":
             stack = open_slices.get(track)
@@ -218,6 +243,12 @@ def decode(path):
     for track, stack in open_slices.items():
         if stack:
             raise TraceError(f"{len(stack)} slices never ended on track {track}")
+    for uuid, series in counters.items():
+        # trace_processor sorts every value by time; two at one time on one track is ambiguous.
+        series.sort(key=lambda v: v[0])
+        for a, b in zip(series, series[1:]):
+            if a[0] == b[0]:
+                raise TraceError(f"counter {uuid} has two values at {a[0]}")
 
     starts, ends = {}, {}
     for index, s in enumerate(slices):
@@ -243,6 +274,7 @@ def decode(path):
         "tracks": list(tracks.values()),
         "slices": slices,
         "counters": counters,
+        "carried_counter_values": carried,
         "flows": flows,
     }
 

@@ -69,6 +69,12 @@ pub fn check_consistent(views: &[ViewFigures]) -> Result<usize, String> {
 /// announces device activity and every transfer and launch has its device record. Every view
 /// that closes regions (report, advise, diff, plot, the TUI's analysis) must put the exit at 50.
 pub fn data_region_trace(dir: &std::path::Path) -> std::path::PathBuf {
+    data_region_trace_with(dir, true)
+}
+
+/// [`data_region_trace`], with its device records and the header's device activity when
+/// `device`, else its host events only (views count those rows themselves).
+pub fn data_region_trace_with(dir: &std::path::Path, device: bool) -> std::path::PathBuf {
     use crate::builder::{construct, TraceBuilder};
     use accprof_abi::{acc_construct_t, acc_event_t};
     use accprof_trace::{device, Field};
@@ -89,9 +95,11 @@ pub fn data_region_trace(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::write(&src, text).expect("the source is written");
     let file = src.to_str().expect("a UTF-8 path");
     let mut s = TraceBuilder::new("/bench/region", 7, None);
-    s.header
-        .extra
-        .push(("device_activity".into(), "cupti".into()));
+    if device {
+        s.header
+            .extra
+            .push(("device_activity".into(), "cupti".into()));
+    }
     let mib = 1u64 << 20;
     let at = |s: &mut TraceBuilder, line: i64| {
         s.at(file, "main", line);
@@ -99,6 +107,13 @@ pub fn data_region_trace(dir: &std::path::Path) -> std::path::PathBuf {
             .last_mut()
             .expect("an event")
             .set_i64(Field::EndLineNo, line);
+    };
+    // The region's transfers name it as their parent construct, as runtimes report them.
+    let of_region = |s: &mut TraceBuilder| {
+        construct(
+            s.events.last_mut().expect("an event"),
+            acc_construct_t::DATA,
+        );
     };
     s.transfer(
         acc_event_t::ENQUEUE_UPLOAD_START,
@@ -110,6 +125,7 @@ pub fn data_region_trace(dir: &std::path::Path) -> std::path::PathBuf {
         None,
     );
     at(&mut s, 30);
+    of_region(&mut s);
     construct(
         s.ev(acc_event_t::ENTER_DATA_START, 1_000, 5_000, 0),
         acc_construct_t::DATA,
@@ -132,11 +148,17 @@ pub fn data_region_trace(dir: &std::path::Path) -> std::path::PathBuf {
         None,
     );
     at(&mut s, 45);
+    of_region(&mut s);
     construct(
         s.ev(acc_event_t::EXIT_DATA_START, 10_000, 14_000, 0),
         acc_construct_t::DATA,
     );
     at(&mut s, 45);
+    let trace = dir.join("region.trace");
+    if !device {
+        s.write(&trace);
+        return trace;
+    }
     s.device_copy(
         2_600,
         3_600,
@@ -156,7 +178,6 @@ pub fn data_region_trace(dir: &std::path::Path) -> std::path::PathBuf {
         8 * mib,
         Some("A"),
     );
-    let trace = dir.join("region.trace");
     s.write(&trace);
     trace
 }

@@ -420,6 +420,23 @@ fn data_region_ends_read_the_same_in_the_tui_as_in_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let trace = accprof_testkit::consistency::data_region_trace(dir.path());
     built_once_equals_report_profile(&trace);
+    data_region_lines_agree(&trace);
+}
+
+/// The same region without device records: the table counts its transfer rows from the host
+/// events, which the runtime reported at the exit's line inside the region, and still names
+/// the closing line.
+#[test]
+fn data_region_ends_of_host_rows_read_the_same_in_the_tui_as_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = accprof_testkit::consistency::data_region_trace_with(dir.path(), false);
+    data_region_lines_agree(&trace);
+}
+
+/// The report's data region lines are the lines of the TUI table's upload and download rows of
+/// the region's array, and the exit is at the block's closing line.
+fn data_region_lines_agree(trace: &Path) {
+    let trace = trace.to_path_buf();
     let key = "data region lines";
     let lines = |v: Vec<u64>| {
         let mut v = v;

@@ -36,8 +36,11 @@ pub fn is_read_only(addr: usize) -> bool {
         return false;
     }
     let mut maps = MAPPINGS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(m) = find(&maps, addr) {
-        return !m.writable;
+    // A writable mapping stays so; one read as read-only may have been a heap page under a
+    // guard of the checker's at the time the maps were read (the kernel splits a mapping by
+    // protection), so that answer is read again.
+    if find(&maps, addr).is_some_and(|m| m.writable) {
+        return false;
     }
     *maps = std::fs::read_to_string("/proc/self/maps")
         .map(|text| parse(&text))

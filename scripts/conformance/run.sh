@@ -11,7 +11,9 @@
 # It fetches nothing: the suite's checkout is given, and its files stay outside this repository.
 # Builds are kept in --work (default /tmp/accprof-conformance) and reused while their command and
 # source are unchanged, so a rerun after a runtime change only runs. Not part of CI (it is long).
-# Options: python3 scripts/conformance/conformance.py --help.
+# Options: python3 scripts/conformance/conformance.py --help. After a run,
+# `python3 scripts/conformance/check_suite.py` runs `accprof check` on every subtest libgomp
+# passes and lists the findings (docs/performance/check-suite.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ $# -lt 1 || $1 == -* ]]; then

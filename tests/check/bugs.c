@@ -29,6 +29,14 @@ static void scale (double *p, int n)
     p[i] *= 2;
 }
 
+/* A second kernel given the same pointer by value: the same cause as scale's. */
+static void shift (double *p, int n)
+{
+#pragma acc parallel loop default(present) /* BUG:by_value_again */
+  for (int i = 0; i < n; i++)
+    p[i] += 1;
+}
+
 int main (int argc, char **argv)
 {
   const char *which = argc > 1 ? argv[1] : "ok_region";
@@ -69,6 +77,46 @@ int main (int argc, char **argv)
       scale (a, N);
       s = a[100];
     }
+  else if (!strcmp (which, "by_value_twice"))
+    {
+#pragma acc data copy(a)
+      {
+        scale (a, N);
+        shift (a, N);
+        scale (a, N);
+      }
+      s = a[100];
+    }
+  else if (!strcmp (which, "dropped_unwatched"))
+    {
+      /* Scratch results on the stack (no page guard sees the host's reads) dropped on
+         purpose: a warning that says so, not an error. */
+      double t[64];
+      for (int i = 0; i < 64; i++)
+        t[i] = i;
+#pragma acc parallel loop copyin(t) /* BUG:dropped_unwatched */
+      for (int i = 0; i < 64; i++)
+        t[i] *= 2;
+      s = 1;
+    }
+  else if (!strcmp (which, "async_stale"))
+    {
+      /* Two kernels at once on two queues, each changing its own array: the stale read of c
+         is the kernel on queue 2's, not the one running beside it. */
+#pragma acc data copy(a, c)
+      {
+#pragma acc parallel loop present(a) async(1)
+        for (int i = 0; i < N; i++)
+          a[i] += 1;
+#pragma acc parallel loop present(c) async(2) /* BUG:async_kernel_c */
+        for (int i = 0; i < N; i++)
+          c[i] += 1;
+#pragma acc wait
+        s = c[100]; /* BUG:async_stale */
+      }
+    }
+  else if (!strcmp (which, "no_construct"))
+    s = 1;
   else if (!strcmp (which, "leak_at_exit"))
     {
 #pragma acc enter data copyin(a) /* BUG:leak_at_exit */
@@ -161,6 +209,36 @@ int main (int argc, char **argv)
       s += p[1] + q[2];
       free (p);
       free (w);
+      free (q);
+    }
+  else if (!strcmp (which, "ok_scratch"))
+    {
+      /* Scratch arrays from malloc changed on the device and never read back, released while
+         the host maps a block that needs a fresh look at its memory map (mmap'ed by malloc):
+         no finding, as the host never reads the lost values. */
+      int m = 10000;
+      double *p = malloc (m * sizeof *p), *q = malloc (m * sizeof *q);
+      for (int i = 0; i < m; i++)
+        p[i] = q[i] = i;
+#pragma acc data copyin(p[0:m], q[0:m])
+      {
+#pragma acc parallel loop present(p[0:m], q[0:m])
+        for (int i = 0; i < m; i++)
+          {
+            p[i] += q[i];
+            q[i] *= 2;
+          }
+        int big = 1 << 20;
+        double *r = malloc (big * sizeof *r);
+        for (int i = 0; i < big; i++)
+          r[i] = 1;
+#pragma acc parallel loop copy(r[0:big])
+        for (int i = 0; i < big; i++)
+          r[i] += 1;
+        s = r[big - 1];
+        free (r);
+      }
+      free (p);
       free (q);
     }
   else if (!strcmp (which, "ok_region"))

@@ -19,6 +19,11 @@ fn check_dir() -> PathBuf {
 /// Builds a suite program. -fno-crossjumping: at -O2 GCC merges identical call sequences of
 /// different directives, and their lines with them (gfortran's select case does it).
 fn build(src: &str, dir: &Path) -> PathBuf {
+    build_with(src, dir, &[])
+}
+
+/// [`build`] with `extra` flags.
+fn build_with(src: &str, dir: &Path, extra: &[&str]) -> PathBuf {
     let path = check_dir().join(src);
     let compiler = match path.extension().and_then(|e| e.to_str()) {
         Some("c") => "gcc",
@@ -28,7 +33,9 @@ fn build(src: &str, dir: &Path) -> PathBuf {
     let exe = dir.join(src.replace('.', "_"));
     // gfortran writes module files into the current directory unless told: keep them in `dir`.
     let o = Command::new(compiler)
-        .args(["-g", "-O2", "-fno-crossjumping", "-fopenacc", "-o"])
+        .args(["-g", "-O2", "-fno-crossjumping", "-fopenacc"])
+        .args(extra)
+        .arg("-o")
         .arg(&exe)
         .arg(&path)
         .current_dir(dir)
@@ -204,7 +211,13 @@ fn the_c_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are
     suite(
         "bugs.c",
         &bugs,
-        &["ok_region", "ok_updates", "ok_async", "ok_small"],
+        &[
+            "ok_region",
+            "ok_updates",
+            "ok_async",
+            "ok_small",
+            "ok_scratch",
+        ],
     );
 }
 
@@ -249,9 +262,132 @@ fn text_output_has_one_block_per_finding_and_the_exit_status_is_the_programs() {
             && err.contains("fix: #pragma acc update self(a)"),
         "{err}"
     );
+    // Results dropped where the host's later reads cannot be watched: a warning, exit 0.
+    let o = check(&[], &prog, &["dropped_unwatched"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: results_dropped of t at bugs.c:")
+            && err.contains("could not be watched"),
+        "{err}"
+    );
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // No construct ran: nothing to check, the program's status.
+    let o = check(&[], &prog, &["no_construct"]);
+    assert!(stderr(&o).contains("nothing checked"), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // A program that fails keeps its own status; an unknown case exits 2.
     let o = check(&[], &prog, &["no_such_case"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn findings_of_one_cause_are_one_finding_with_every_place() {
+    // One pointer passed by value to two kernels (one of them run twice): one finding of `a`
+    // that lists both kernels, in JSON and in text.
+    let dir = scratch("check-group");
+    let prog = build("bugs.c", &dir);
+    let o = check(&["--format", "json"], &prog, &["by_value_twice"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json = Output {
+        stdout: stdout[stdout.find('{').expect("JSON")..]
+            .as_bytes()
+            .to_vec(),
+        ..o.clone()
+    };
+    let found = findings(&json);
+    let (first, again) = (
+        marked("bugs.c", "host_memory_in_kernel"),
+        marked("bugs.c", "by_value_again"),
+    );
+    assert_eq!(found.len(), 1, "one finding: {found:#?}");
+    let f = &found[0];
+    assert_eq!(f["kind"], "host_memory_in_kernel", "{f:#?}");
+    assert_eq!(f["variable"], "a", "{f:#?}");
+    assert_eq!(f["occurrences"], 2, "{f:#?}");
+    let constructs: Vec<i64> = f["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter_map(|l| l["construct_line"].as_i64())
+        .collect();
+    assert_eq!(constructs, vec![first, again], "{f:#?}");
+    // The kernels' function holds `a` as `p`: the fix does not name `a` in its clause.
+    let fix = f["fix"].as_str().unwrap_or("");
+    assert!(
+        fix.contains("present(...)")
+            && fix.ends_with("for a (under the name the kernel's function holds it by)"),
+        "{fix}"
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = check(&[], &prog, &["by_value_twice"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("1 finding(s)")
+            && err.contains(&format!(
+                "the same at 1 more kernel given it (2 in all): {again}"
+            )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_stale_read_is_credited_to_the_async_kernel_that_changed_the_array() {
+    // Kernels on two queues at once, each changing its own array: the stale read of `c`
+    // names c's kernel, not the one beside it.
+    let dir = scratch("check-async");
+    let prog = build("bugs.c", &dir);
+    let o = check(&["--format", "json"], &prog, &["async_stale"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json = Output {
+        stdout: stdout[stdout.find('{').expect("JSON")..]
+            .as_bytes()
+            .to_vec(),
+        ..o.clone()
+    };
+    let found = findings(&json);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["kind"], "stale_host_read", "{f:#?}");
+    assert_eq!(f["variable"], "c", "{f:#?}");
+    assert_eq!(f["line"], marked("bugs.c", "async_stale"), "{f:#?}");
+    assert_eq!(
+        f["construct_line"],
+        marked("bugs.c", "async_kernel_c"),
+        "{f:#?}"
+    );
+}
+
+#[test]
+fn openmp_threads_running_constructs_are_checked_each_on_its_own_arrays() {
+    // Four host threads, each with its own data region and kernels: clean when correct, and
+    // the one thread's stale read found at its line.
+    let dir = scratch("check-omp");
+    let prog = build_with("omp_threads.c", &dir, &["-fopenmp", "-foffload=disable"]);
+    let o = check(&["--format", "json"], &prog, &["ok"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json = Output {
+        stdout: stdout[stdout.find('{').expect("JSON")..]
+            .as_bytes()
+            .to_vec(),
+        ..o.clone()
+    };
+    assert_eq!(findings(&json), Vec::<Value>::new(), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = check(&["--format", "json"], &prog, &["stale_host_read"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json = Output {
+        stdout: stdout[stdout.find('{').expect("JSON")..]
+            .as_bytes()
+            .to_vec(),
+        ..o.clone()
+    };
+    let found = findings(&json);
+    assert!(
+        found.len() == 1
+            && found[0]["kind"] == "stale_host_read"
+            && found[0]["line"] == marked("omp_threads.c", "stale_host_read"),
+        "{found:#?}"
+    );
 }
 
 #[test]
@@ -315,7 +451,13 @@ fn sarif_output_validates_against_the_official_sarif_2_1_0_schema() {
     }
     let dir = scratch("check-sarif");
     let prog = build("bugs.c", &dir);
-    for case in ["stale_device_read", "unused_transfer", "ok_region"] {
+    // by_value_twice: one result for one cause, its other kernels as related locations.
+    for case in [
+        "stale_device_read",
+        "unused_transfer",
+        "by_value_twice",
+        "ok_region",
+    ] {
         let path = dir.join(format!("{case}.sarif"));
         let o = check(
             &["--format", "sarif", "-o", path.to_str().unwrap()],
@@ -337,10 +479,10 @@ fn sarif_output_validates_against_the_official_sarif_2_1_0_schema() {
             .unwrap();
         assert!(v.status.success(), "{case}: {}", stderr(&v));
         let said = String::from_utf8_lossy(&v.stdout);
-        let want = if case.starts_with("ok") {
-            "0 \n".to_string()
-        } else {
-            format!("1 {case}\n")
+        let want = match case {
+            "ok_region" => "0 \n".to_string(),
+            "by_value_twice" => "1 host_memory_in_kernel\n".to_string(),
+            _ => format!("1 {case}\n"),
         };
         assert_eq!(said, want, "{case}");
     }

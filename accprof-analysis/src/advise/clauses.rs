@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 /// How `name` goes into a data clause of `lang`, if it can: C and C++ as the name is (a
 /// pointer with its section, `T[0:nx*ny]`); Fortran whole arrays by their name (`t`), sections
 /// as written (`t(1:10)`).
-pub(crate) fn clause_item(name: &str, lang: Language) -> Option<String> {
+pub fn clause_item(name: &str, lang: Language) -> Option<String> {
     if !is_source_text(name) {
         return None;
     }

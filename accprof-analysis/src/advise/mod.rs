@@ -8,7 +8,7 @@
 //!
 //! Each rule is an [`AdviceRule`] in a file of its own under [`rules`].
 
-pub(crate) mod clauses;
+pub mod clauses;
 pub(crate) mod placement;
 pub mod rules;
 

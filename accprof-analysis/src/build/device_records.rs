@@ -10,6 +10,14 @@
 //! records come roughly in issue order, so memory stays bounded whatever the trace's length. A
 //! record whose call falls before what was dropped is counted as late (a warning says how many)
 //! instead of being tied to the wrong construct.
+//!
+//! The innermost construct open at a call is found by the timeline's own sweep
+//! ([`innermost_open`]), the one the layout uses. The record kept here is not the timeline's
+//! `DeviceRecord`: the profile ties a record to an operation on its thread's construct stack
+//! (or, for a runtime's helper thread, on any thread's), gives a kernel record without its call
+//! the middle of the launch its name matched as its call, and keeps what the totals need and a
+//! timeline does not (the event's reference for samples, the variable, host address and
+//! allocation site of a copy, the kernel's name).
 
 use super::kernel_names::CLOCK_SLACK_NS;
 use super::*;

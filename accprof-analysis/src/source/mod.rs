@@ -178,51 +178,91 @@ pub fn read_matching(p: &Profile, file: &str, directive_lines: &[i64]) -> Option
         .then_some(src)
 }
 
-/// Gives data regions the closing line of their block from the source, where the file is at
-/// hand: an entry row without an end line gets the line of its region's `}` (or `!$acc end
-/// data`), and an exit row that the runtime placed on a statement inside the region (GCC: its
-/// line table's last statement, or the loop header after the pragma) moves to that closing line.
-pub fn close_regions(p: &mut Profile) {
-    use crate::model::ConstructKind;
-    let mut cache: std::collections::HashMap<String, Option<SourceText>> =
-        std::collections::HashMap::new();
-    // (file, function, entry line, closing line) of every data region entry.
-    let mut regions: Vec<(String, Option<String>, i64, i64)> = Vec::new();
-    for i in 0..p.constructs.len() {
-        let c = &p.constructs[i];
-        let (Some(file), Some(line)) = (c.location.file.clone(), c.location.line) else {
-            continue;
-        };
-        if c.kind != ConstructKind::Data || c.reached == 0 {
-            continue;
+/// The data regions of a profile whose source is at hand, each from its directive's line to the
+/// closing line of its block (`}` or `!$acc end data`): where every view puts a region's exit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegionEnds {
+    /// (file, function, directive line, closing line).
+    regions: Vec<(String, Option<String>, i64, i64)>,
+}
+
+impl RegionEnds {
+    /// The regions of `p`'s data constructs that were entered, read from their sources.
+    pub fn of(p: &Profile) -> RegionEnds {
+        use crate::model::ConstructKind;
+        let mut cache: std::collections::HashMap<String, Option<SourceText>> =
+            std::collections::HashMap::new();
+        let mut regions = Vec::new();
+        for c in &p.constructs {
+            let (Some(file), Some(line)) = (c.location.file.as_deref(), c.location.line) else {
+                continue;
+            };
+            if c.kind != ConstructKind::Data || c.reached == 0 {
+                continue;
+            }
+            let src = cache
+                .entry(file.to_owned())
+                .or_insert_with(|| read(p, file));
+            let Some(end) = src
+                .as_ref()
+                .filter(|s| s.is_directive(line))
+                .and_then(|s| s.region_end(line))
+            else {
+                continue;
+            };
+            regions.push((file.to_owned(), c.location.function.clone(), line, end));
         }
-        let src = cache.entry(file.clone()).or_insert_with(|| read(p, &file));
-        let Some(end) = src
-            .as_ref()
-            .filter(|s| s.is_directive(line))
-            .and_then(|s| s.region_end(line))
-        else {
-            continue;
-        };
-        regions.push((file, c.location.function.clone(), line, end));
-        let c = &mut p.constructs[i];
-        if c.location.end_line.is_none() {
-            c.location.end_line = Some(end);
-        }
+        RegionEnds { regions }
     }
-    for c in p
-        .constructs
-        .iter_mut()
-        .filter(|c| c.kind == ConstructKind::Data && c.reached == 0)
-    {
+
+    /// The closing line of the region that begins at `line` of `file`, if one does.
+    pub fn closing_of(&self, file: &str, line: i64) -> Option<i64> {
+        self.regions
+            .iter()
+            .find(|(f, _, start, _)| f == file && *start == line)
+            .map(|r| r.3)
+    }
+
+    /// Where a data region's exit that the runtime reported at `line` (in `function`, when
+    /// known) belongs: the closing line of the innermost region holding that line strictly
+    /// inside it (GCC reports an exit at its line table's last statement, or the loop header
+    /// after the pragma). None for a line where a region begins (a nested region's entry) or
+    /// outside every region.
+    pub fn exit_line(&self, file: &str, function: Option<&str>, line: i64) -> Option<i64> {
+        let same = |f: &String, func: &Option<String>| {
+            f == file && function.is_none_or(|name| func.as_deref() == Some(name))
+        };
+        if self
+            .regions
+            .iter()
+            .any(|(f, func, start, _)| same(f, func) && *start == line)
+        {
+            return None;
+        }
+        self.regions
+            .iter()
+            .filter(|(f, func, start, end)| same(f, func) && *start < line && line < *end)
+            .min_by_key(|(_, _, start, end)| end - start)
+            .map(|r| r.3)
+    }
+}
+
+/// Gives data regions the closing line of their block from the source, where the file is at
+/// hand ([`RegionEnds`]): an entry row without an end line gets the line of its region's `}`
+/// (or `!$acc end data`), and an exit row that the runtime placed on a statement inside the
+/// region moves to that closing line ([`RegionEnds::exit_line`]).
+pub fn close_regions(p: &mut Profile) {
+    let ends = RegionEnds::of(p);
+    for c in &mut p.constructs {
         let (Some(file), Some(line)) = (c.location.file.as_deref(), c.location.line) else {
             continue;
         };
-        let inside = regions.iter().find(|(f, func, start, end)| {
-            f == file && *func == c.location.function && *start < line && line < *end
-        });
-        if let Some((_, _, _, end)) = inside {
-            c.location.line = Some(*end);
+        if c.is_exit_only() {
+            if let Some(end) = ends.exit_line(file, c.location.function.as_deref(), line) {
+                c.location.line = Some(end);
+            }
+        } else if c.kind == crate::model::ConstructKind::Data && c.location.end_line.is_none() {
+            c.location.end_line = ends.closing_of(file, line);
         }
     }
 }

@@ -199,6 +199,10 @@ pub struct TrackEvent {
     pub r#type: ::core::option::Option<i32>,
     #[prost(uint64, optional, tag = "11")]
     pub track_uuid: ::core::option::Option<u64>,
+    #[prost(uint64, repeated, packed = "false", tag = "31")]
+    pub extra_counter_track_uuids: ::prost::alloc::vec::Vec<u64>,
+    #[prost(int64, repeated, packed = "false", tag = "12")]
+    pub extra_counter_values: ::prost::alloc::vec::Vec<i64>,
     #[prost(fixed64, repeated, packed = "false", tag = "47")]
     pub flow_ids: ::prost::alloc::vec::Vec<u64>,
     #[prost(fixed64, repeated, packed = "false", tag = "48")]
@@ -281,10 +285,12 @@ pub mod track_event {
         SourceLocationIid(u64),
     }
 }
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct TrackEventDefaults {
     #[prost(uint64, optional, tag = "11")]
     pub track_uuid: ::core::option::Option<u64>,
+    #[prost(uint64, repeated, packed = "false", tag = "31")]
+    pub extra_counter_track_uuids: ::prost::alloc::vec::Vec<u64>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct EventCategory {
@@ -313,7 +319,7 @@ pub struct InternedData {
     #[prost(message, repeated, tag = "29")]
     pub debug_annotation_string_values: ::prost::alloc::vec::Vec<InternedString>,
 }
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct TracePacketDefaults {
     #[prost(uint32, optional, tag = "58")]
     pub timestamp_clock_id: ::core::option::Option<u32>,

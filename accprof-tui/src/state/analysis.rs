@@ -8,17 +8,19 @@ use crate::state::load::Loader;
 use crate::state::profile_feed::ProfileJob;
 use crate::state::store::Store;
 use crate::state::table::{profile_rows, ProfileRow, TableRow};
+use accprof_analysis::source::RegionEnds;
 use accprof_analysis::{advise, Profile};
 use accprof_timeline::format::duration;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, TryRecvError};
 
 /// Per trace (source index), its findings and its profile's kernel and transfer rows (for traces
-/// with device records); or the error that stopped the analysis.
+/// with device records), and each trace's data regions; or the error that stopped the analysis.
 type JobResult = Result<
     (
         Vec<(usize, accprof_analysis::Finding)>,
         Vec<(usize, ProfileRow)>,
+        Vec<RegionEnds>,
     ),
     String,
 >;
@@ -33,6 +35,9 @@ pub struct Analysis {
     pub profile_rows: Vec<TableRow>,
     /// Why `profile_rows` is missing when the analysis failed.
     pub error: Option<String>,
+    /// Per trace (source index), its data regions as its profile closed them, for the table's
+    /// host rows of their exits; empty until the analysis is done.
+    pub region_ends: Vec<RegionEnds>,
     job: Option<Receiver<JobResult>>,
     /// Profiles built while the traces were read, for the first analysis.
     built: Vec<ProfileJob>,
@@ -45,6 +50,7 @@ impl Default for Analysis {
             note: "No findings.".into(),
             profile_rows: Vec::new(),
             error: None,
+            region_ends: Vec::new(),
             job: None,
             built: Vec::new(),
         }
@@ -112,7 +118,8 @@ impl Analysis {
 
     fn take(&mut self, res: JobResult, loader: &Loader) {
         match res {
-            Ok((list, rows)) => {
+            Ok((list, rows, region_ends)) => {
+                self.region_ends = region_ends;
                 self.findings = list
                     .into_iter()
                     .map(|(src, f)| convert(loader, src, &f))
@@ -142,9 +149,11 @@ fn spawn(profiles: Vec<ProfileSource>, device: Vec<bool>) -> Receiver<JobResult>
     std::thread::spawn(move || {
         let mut all = Vec::new();
         let mut rows = Vec::new();
+        let mut region_ends = Vec::new();
         for (i, profile) in profiles.into_iter().enumerate() {
             match profile() {
                 Ok(profile) => {
+                    region_ends.push(RegionEnds::of(&profile));
                     all.extend(advise(&profile).into_iter().map(|f| (i, f)));
                     if device.get(i).copied().unwrap_or(false) {
                         rows.extend(profile_rows(&profile).into_iter().map(|r| (i, r)));
@@ -157,7 +166,7 @@ fn spawn(profiles: Vec<ProfileSource>, device: Vec<bool>) -> Receiver<JobResult>
             }
         }
         all.sort_by_key(|f| std::cmp::Reverse(f.1.estimated_saving_ns));
-        let _ = tx.send(Ok((all, rows)));
+        let _ = tx.send(Ok((all, rows, region_ends)));
     });
     rx
 }

@@ -307,10 +307,12 @@ impl Store {
 
     /// `file:line`, with the file's directory dropped, when the record has a location.
     pub fn location(&self, rec: u32) -> Option<String> {
-        let r = rec as usize;
-        let file = self.str(self.records.file[r])?;
+        self.location_at(rec, self.records.line[rec as usize])
+    }
+
+    fn location_at(&self, rec: u32, line: i32) -> Option<String> {
+        let file = self.str(self.records.file[rec as usize])?;
         let base = file.rsplit('/').next().unwrap_or(file);
-        let line = self.records.line[r];
         Some(if line == NO_LINE {
             base.to_string()
         } else {
@@ -334,12 +336,17 @@ impl Store {
 
     /// The text drawn on a bar: what it is and where it came from.
     pub fn label(&self, rec: u32) -> String {
+        self.label_at(rec, self.records.line[rec as usize])
+    }
+
+    /// [`Self::label`] with the source line `line` instead of the record's own.
+    pub fn label_at(&self, rec: u32, line: i32) -> String {
         let mut s = self.kind_word(rec).to_string();
         if let Some(name) = self.str(self.records.name[rec as usize]) {
             s.push(' ');
             s.push_str(name);
         }
-        if let Some(loc) = self.location(rec) {
+        if let Some(loc) = self.location_at(rec, line) {
             s.push(' ');
             s.push_str(&loc);
         }

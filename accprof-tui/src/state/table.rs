@@ -14,9 +14,11 @@
 //! built in the background (with the advice), so those rows appear when it is done; the host
 //! enqueue time stays beside the device time in the "host" column.
 
+use crate::state::constructs::RowKey;
 use crate::state::kind::kind_of_code;
 use crate::state::store::Store;
-use accprof_abi::acc_event_t;
+use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_analysis::source::RegionEnds;
 use accprof_analysis::{Profile, TimeSource};
 use accprof_trace::device;
 use std::collections::HashMap;
@@ -51,6 +53,25 @@ impl TableRow {
             TimeSource::Host => "[host]",
             TimeSource::Device => "[device]",
         }
+    }
+}
+
+/// The label of a host-counted row whose first event is `rec`.
+fn host_label(store: &Store, key: &RowKey, rec: u32, region_ends: &[RegionEnds]) -> String {
+    let r = rec as usize;
+    let data = store.records.parent[r] == acc_construct_t::DATA.0 as u8;
+    let ends = region_ends.get(usize::from(store.records.source[r]));
+    let closing = ends.filter(|_| data).and_then(|ends| {
+        let file = store.str(store.records.file[r])?;
+        let function = match key {
+            RowKey::Construct(k) => k.func.and_then(|f| store.str(f.0)),
+            RowKey::Event(_) => None,
+        };
+        ends.exit_line(file, function, i64::from(store.records.line[r]))
+    });
+    match closing.and_then(|l| i32::try_from(l).ok()) {
+        Some(line) => store.label_at(rec, line),
+        None => store.label(rec),
     }
 }
 
@@ -149,13 +170,22 @@ pub fn profile_rows(p: &Profile) -> Vec<ProfileRow> {
 /// The rows, in no particular order (the table view sorts them): the host-counted rows, and
 /// `from_profiles` (kernels and transfers of traces with device records), rows of the same name
 /// from several traces summed.
-pub fn rows(store: &Store, from_profiles: &[TableRow]) -> Vec<TableRow> {
+///
+/// A host row of a data region's exit (its event's parent construct is a data construct) is
+/// shown at the region's closing line where its trace's source is at hand (`region_ends`, per
+/// source: [`RegionEnds::exit_line`], the rule the report's profile follows), not at the
+/// statement inside the region where the runtime reported it.
+pub fn rows(
+    store: &Store,
+    from_profiles: &[TableRow],
+    region_ends: &[RegionEnds],
+) -> Vec<TableRow> {
     let mut rows: Vec<TableRow> = store
         .constructs
         .map
-        .values()
-        .map(|s| TableRow {
-            what: store.label(s.first_rec),
+        .iter()
+        .map(|(key, s)| TableRow {
+            what: host_label(store, key, s.first_rec, region_ends),
             event: kind_of_code(store.records.kind[s.first_rec as usize]),
             count: s.count,
             total_ns: s.total_ns,

@@ -66,7 +66,11 @@ impl Default for TableView {
 impl TableView {
     /// Rebuilds the rows (host counts and the profile's device-timed rows) in the current order.
     pub fn refresh(&mut self, state: &State) {
-        self.rows = table::rows(&state.store, &state.analysis.profile_rows);
+        self.rows = table::rows(
+            &state.store,
+            &state.analysis.profile_rows,
+            &state.analysis.region_ends,
+        );
         sort(&mut self.rows, self.sort, self.reverse);
     }
 

@@ -2,12 +2,14 @@
 //! while recording starts) block every signal, so that a signal reaches the program's threads
 //! exactly as it would without accprof: a program that blocks SIGTERM and takes it with
 //! `sigwait` in a thread of its own still gets it there, never in a thread of ours, where
-//! its default action would end the process. Faults in our own code are still delivered: the
-//! kernel forces a synchronous fault through a blocked mask.
+//! its default action would end the process. The faults a thread's own instructions raise
+//! (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP) stay open: a blocked one is forced through with
+//! its default action, which ends the process, where a handler would have taken it (the data
+//! checker's page guards, which may cover the malloc headers our threads touch).
 
 use std::io;
 
-/// Runs `f` with every signal blocked on this thread, restoring the mask after: threads
+/// Runs `f` with every signal but the faults above blocked on this thread, restoring the mask after: threads
 /// created inside inherit the full mask from their first instruction (a mask set by the new
 /// thread itself would leave a window in which a signal could land there).
 pub fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
@@ -27,6 +29,15 @@ impl MaskGuard {
             let mut all: libc::sigset_t = std::mem::zeroed();
             let mut old: libc::sigset_t = std::mem::zeroed();
             libc::sigfillset(&mut all);
+            for sig in [
+                libc::SIGSEGV,
+                libc::SIGBUS,
+                libc::SIGILL,
+                libc::SIGFPE,
+                libc::SIGTRAP,
+            ] {
+                libc::sigdelset(&mut all, sig);
+            }
             MaskGuard(
                 (libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) == 0).then_some(old),
             )
@@ -43,7 +54,7 @@ impl Drop for MaskGuard {
     }
 }
 
-/// Starts a thread of the tool's own, named `name`, with every signal blocked.
+/// Starts a thread of the tool's own, named `name`, with every signal but the faults blocked.
 pub fn spawn<F>(name: &str, f: F) -> io::Result<std::thread::JoinHandle<()>>
 where
     F: FnOnce() + Send + 'static,

@@ -23,7 +23,10 @@ use std::sync::Arc;
 /// this thread, blocked for the time of the spawn): the program's signals reach the program's
 /// threads as they would without the runtime's. A program that blocks SIGTERM and takes it
 /// with `sigwait` would otherwise have it delivered to a worker, whose default action ends the
-/// process.
+/// process. The faults a thread's own instructions raise (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+/// SIGTRAP) stay open: a queue's worker runs the program's kernels, whose page faults and
+/// single steps the checker (and the program's own handlers) take; blocked, the kernel ends
+/// the process on the first one instead.
 pub fn spawn_worker<F, T>(name: String, f: F) -> std::io::Result<std::thread::JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -35,6 +38,15 @@ where
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
+        for sig in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGILL,
+            libc::SIGFPE,
+            libc::SIGTRAP,
+        ] {
+            libc::sigdelset(&mut all, sig);
+        }
         (libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) == 0).then_some(old)
     };
     let spawned = std::thread::Builder::new().name(name).spawn(f);

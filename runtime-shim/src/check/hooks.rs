@@ -672,8 +672,16 @@ pub fn released(host: usize, copied_back: bool) {
     lift(&mut t);
     let watched = guard_pages(t.host, t.bytes, t.on_stack);
     let mut dropped = dropped;
-    if watched.is_none_or(|(_, skip)| skip != 0) {
-        // No guard sees every host read of the lost results: reported now.
+    // Where busy neighbours took the shared edge pages off the guard, the pages wholly inside
+    // the array still see the host's reads: the lost results are reported when the host reads
+    // them there, and not at all when it never does (a program that ends, or leaves the array
+    // to the device, after its last kernel). A host reading only the edges is not seen.
+    let interior = watched.is_some_and(|((start, end), skip)| {
+        let pages = (end - start) / pages::page_size();
+        pages > usize::from(skip & 1) + usize::from(skip >> 1 & 1)
+    });
+    if !interior {
+        // No guard sees the host's reads of the lost results: reported now, as unwatched.
         if let Some((release, kernel)) = dropped.take() {
             st.add(Finding {
                 kind: "results_dropped",
@@ -684,7 +692,7 @@ pub fn released(host: usize, copied_back: bool) {
                 construct: kernel,
                 other: Place::Unknown,
                 write: false,
-                detail: "",
+                detail: "unwatched",
             });
         }
     }

@@ -7,13 +7,16 @@
 //! ([`render`]); the exit status is the program's, or 1 when it exited 0 but a bug was found.
 
 pub mod advise_notes;
+mod clauses;
 mod findings;
+mod names;
 mod render;
+mod source;
 
 use crate::commands::run::{find_library, find_shim, keep_source_lines, prepend, resolve_program};
 use crate::error::CliError;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Run a program on the emulated device with the data-clause checker, and report the bugs a
@@ -109,6 +112,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     cmd.env("ACCSHIM_CHECK", &report_path);
     cmd.env("ACC_DEVICE_TYPE", "emulated");
     cmd.env("ACCSHIM_QUIET", "1");
+    let started = std::time::SystemTime::now();
     let status = cmd
         .status()
         .map_err(|e| CliError::new(format!("cannot start {}: {e}", exe.display())))?;
@@ -117,6 +121,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
         (None, Some(s)) => 128 + s,
         _ => 1,
     };
+    if code == 0 && !report_path.exists() {
+        // A program that ran no construct on the device (only runtime routines, or its host
+        // path) has nothing to check: that is no failure of the program's.
+        eprintln!(
+            "accprof check: {}: nothing checked (no OpenACC construct ran on the emulated device, or the program ended without exit())",
+            exe.display()
+        );
+        return Ok(());
+    }
     let text = std::fs::read_to_string(&report_path).map_err(|_| {
         let how = match status.signal() {
             Some(s) => format!("was killed by signal {s}"),
@@ -130,6 +143,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             code.clamp(1, 255) as u8,
         )
     })?;
+    let trace = rank_trace(&trace, started);
     let have_trace = trace.exists();
     if have_trace {
         keep_source_lines(&trace, true);
@@ -144,10 +158,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Format::Sarif => render::sarif(&report),
     };
     write(args.output.as_ref(), args.format, &out)?;
-    let failed = report
-        .findings
-        .iter()
-        .any(|f| f.kind.level() >= args.fail_on);
+    let failed = report.findings.iter().any(|f| f.level() >= args.fail_on);
     if code != 0 {
         std::process::exit(code);
     }
@@ -155,6 +166,40 @@ pub fn run(args: Args) -> Result<(), CliError> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// The run's trace: `trace`, or, for a program that started MPI (libaccprof then names the
+/// trace `NAME.rankR.trace` so ranks do not overwrite each other), the newest such file this
+/// run wrote beside it.
+fn rank_trace(trace: &Path, started: std::time::SystemTime) -> PathBuf {
+    if trace.exists() {
+        return trace.to_path_buf();
+    }
+    let (Some(dir), Some(stem)) = (trace.parent(), trace.file_stem()) else {
+        return trace.to_path_buf();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!("{}.rank", stem.to_string_lossy());
+    let ext = trace
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let newest = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&prefix) && n.ends_with(&ext)
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .filter(|(t, _)| *t >= started)
+        .max();
+    newest.map_or_else(|| trace.to_path_buf(), |(_, p)| p)
 }
 
 /// Text goes to standard error (the program's output is on standard output), JSON and SARIF

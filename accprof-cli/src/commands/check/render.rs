@@ -1,6 +1,7 @@
 //! The checker's findings as text (one block per finding), JSON, or SARIF 2.1.0.
 
-use super::findings::{Finding, Kind, Report};
+use super::findings::{Finding, Kind, Place, Report};
+use super::source::Line;
 use serde_json::{json, Value};
 
 pub fn text(r: &Report) -> String {
@@ -12,7 +13,7 @@ pub fn text(r: &Report) -> String {
             "accprof check: {program}: no data-clause problem found on the emulated device\n"
         );
     }
-    let count = |l: super::Level| r.findings.iter().filter(|f| f.kind.level() == l).count();
+    let count = |l: super::Level| r.findings.iter().filter(|f| f.level() == l).count();
     let mut out = format!(
         "accprof check: {program}: {} finding(s): {} error(s), {} warning(s), {} note(s)\n",
         r.findings.len(),
@@ -23,16 +24,59 @@ pub fn text(r: &Report) -> String {
     for f in &r.findings {
         let place = f.at.as_ref().or(f.construct.as_ref()).map(|l| l.short());
         out.push_str(&format!(
-            "\n{}: {} of {}{}\n  {}\n  fix: {}\n",
-            f.kind.level().name(),
+            "\n{}: {} of {}{}\n  {}\n{}  fix: {}\n",
+            f.level().name(),
             f.kind.id(),
             f.variable,
             place.map_or(String::new(), |p| format!(" at {p}")),
             f.message,
+            also_text(f),
             f.fix
         ));
     }
     out
+}
+
+/// Where a place shows: the access, else the construct.
+fn shown_at(p: &Place) -> Option<&Line> {
+    p.at.as_ref().or(p.construct.as_ref())
+}
+
+/// The line listing a finding's other places (`  the same at 3 more places: a.c:12, 40, 57`),
+/// the file named where it changes; empty for a finding of one place.
+fn also_text(f: &Finding) -> String {
+    if f.also.is_empty() {
+        return String::new();
+    }
+    let mut file =
+        f.at.as_ref()
+            .or(f.construct.as_ref())
+            .map(|l| l.file.clone());
+    let lines: Vec<String> = f
+        .also
+        .iter()
+        .filter_map(shown_at)
+        .map(|l| {
+            if file.as_deref() == Some(l.file.as_str()) {
+                l.line.to_string()
+            } else {
+                file = Some(l.file.clone());
+                l.short()
+            }
+        })
+        .collect();
+    let what = match (f.kind, f.also.len()) {
+        (Kind::HostMemoryInKernel, 1) => "kernel given it",
+        (Kind::HostMemoryInKernel, _) => "kernels given it",
+        (_, 1) => "place",
+        _ => "places",
+    };
+    format!(
+        "  the same at {} more {what} ({} in all): {}\n",
+        f.also.len(),
+        f.occurrences(),
+        lines.join(", ")
+    )
 }
 
 fn line_json(f: &Finding) -> (Value, Value, Value) {
@@ -51,15 +95,27 @@ pub fn json(r: &Report) -> String {
         .iter()
         .map(|f| {
             let (file, line, construct_line) = line_json(f);
+            let lines: Vec<Value> = f
+                .places()
+                .map(|p| {
+                    json!({
+                        "file": shown_at(&p).map(|l| l.file.clone()),
+                        "line": p.at.as_ref().map(|l| l.line),
+                        "construct_line": p.construct.as_ref().map(|l| l.line),
+                    })
+                })
+                .collect();
             json!({
                 "kind": f.kind.id(),
-                "level": f.kind.level().name(),
+                "level": f.level().name(),
                 "variable": f.variable,
                 "file": file,
                 "line": line,
                 "construct_line": construct_line,
                 "message": f.message,
                 "fix": f.fix,
+                "occurrences": f.occurrences(),
+                "lines": lines,
             })
         })
         .collect();
@@ -77,7 +133,7 @@ fn uri(file: &str) -> String {
     }
 }
 
-fn location(l: &super::findings::Line, id: usize, text: &str) -> Value {
+fn location(l: &Line, id: usize, text: &str) -> Value {
     json!({
         "id": id,
         "physicalLocation": {
@@ -108,7 +164,7 @@ pub fn sarif(r: &Report) -> String {
             let mut res = json!({
                 "ruleId": f.kind.id(),
                 "ruleIndex": index,
-                "level": f.kind.level().name(),
+                "level": f.level().name(),
                 "message": { "text": format!("{} Fix: {}", capital(&f.message), f.fix) },
                 "properties": { "variable": f.variable, "fix": f.fix }
             });
@@ -116,8 +172,19 @@ pub fn sarif(r: &Report) -> String {
             if let Some(l) = primary {
                 res["locations"] = json!([location(l, 0, &f.variable)]);
             }
+            let mut related = Vec::new();
             if let (Some(c), Some(_)) = (&f.construct, &f.at) {
-                res["relatedLocations"] = json!([location(c, 1, "the construct")]);
+                related.push(location(c, 1, "the construct"));
+            }
+            // The same cause's other places: one result, one fix.
+            for p in &f.also {
+                if let Some(l) = shown_at(p) {
+                    let id = related.len() + 1;
+                    related.push(location(l, id, &format!("{} again", f.variable)));
+                }
+            }
+            if !related.is_empty() {
+                res["relatedLocations"] = json!(related);
             }
             res
         })

@@ -302,14 +302,10 @@ pub fn put_slice<T: Strings + ?Sized>(
         None => put_name(name, s, strings),
     }
     name.push(b'"');
-    o.str(
-        "cat",
-        if dev.is_some() {
-            device_category(s.event())
-        } else {
-            category(s.event())
-        },
-    );
+    let cat = o.key("cat");
+    cat.push(b'"');
+    put_category(cat, s, dev.is_some());
+    cat.push(b'"');
     let mut a = Object::open(o.key("args"));
     put_args(&mut a, s, strings);
     if let Some(d) = dev {
@@ -503,6 +499,36 @@ pub(super) fn category(kind: acc_event_t) -> &'static str {
         k if accprof_trace::nvtx::is_nvtx(k) => "nvtx",
         _ => "other",
     }
+}
+
+/// A slice's categories, comma-separated as both formats read them: its kind ([`category`],
+/// [`device_category`]), then `implicit` for data the runtime moved without a clause naming it,
+/// then `construct=WORD` for an operation (transfer, launch, memory event, device record) of a
+/// construct. They are tags rather than arguments so that Perfetto interns each combination
+/// once instead of writing two arguments on every event.
+pub(super) fn put_category(out: &mut Vec<u8>, s: &Slice, device: bool) {
+    out.extend_from_slice(
+        if device {
+            device_category(s.event())
+        } else {
+            category(s.event())
+        }
+        .as_bytes(),
+    );
+    if s.implicit {
+        out.extend_from_slice(b",implicit");
+    }
+    if let Some(c) = operation_construct(s, device) {
+        out.extend_from_slice(b",construct=");
+        out.extend_from_slice(construct_word(c).as_bytes());
+    }
+}
+
+/// The construct an operation belongs to; none for a construct's own slice, which is named
+/// after it.
+fn operation_construct(s: &Slice, device: bool) -> Option<acc_construct_t> {
+    let operation = accprof_timeline::is_enqueue(s.event()) || s.is_point() || device;
+    s.construct().filter(|_| operation)
 }
 
 /// The details shown when a slice is selected.

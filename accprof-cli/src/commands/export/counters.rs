@@ -23,7 +23,7 @@ pub enum Counter {
     Memory,
     /// Bytes in flight (JSON).
     InFlight,
-    /// Bytes moved so far (Perfetto, which shows it as what each transfer moved).
+    /// Bytes moved so far (Perfetto, where it stands in for bytes in flight).
     Moved,
 }
 

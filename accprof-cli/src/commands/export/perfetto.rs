@@ -10,14 +10,22 @@
 //! Names, categories, source locations and string arguments are interned by the writer; this
 //! module keeps one handle per distinct value in its own tables (keyed by the trace's string ids,
 //! not by the formatted text, so that an event that repeats a known name costs a hash lookup).
+//!
+//! Counter values ride on the slice or instant that starts at their time (TrackEvent's
+//! `extra_counter_values`: a few bytes instead of a packet of their own). A counter's value is
+//! final only once its window has passed ([`super::counters`]), later than the layout hands out
+//! most slices (and sooner than others on traces of many threads), so slices are held here for
+//! their values to come and values wait for their slices, each up to a bound
+//! ([`HOLD_PER_STEP`], [`WAITING_PER_STEP`]); a value no slice carried gets a packet of its own
+//! on its counter's track.
 
 use super::batch::{Batch, Output, Process, Summary};
 use super::chrome;
 use super::counters::Counter;
 use super::strings::{Shipped, Strings};
 use accprof_perfetto::{
-    Arg, ArgNameId, ArgValue, CategoryId, CounterUnit, Event, FlowId, LocationId, NameId,
-    PerfettoWriter, StringId, TrackId,
+    Arg, ArgNameId, ArgValue, CategoryId, CounterUnit, CounterValue, Event, FlowId, LocationId,
+    NameId, PerfettoWriter, TrackId,
 };
 use accprof_timeline::compact::{NONE_I32, NONE_U32};
 use accprof_timeline::track::lane_name;
@@ -29,6 +37,17 @@ use std::io::{self, Write};
 /// SipHash's DoS resistance buys nothing and costs a third of the time.
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
+/// Slices held for the counter values at their start times, at most, per step of the counters'
+/// window (8 per step: 65,536 slices for the default window of 8192 steps). A window releases a
+/// value after that many later steps of its counter, which a trace of transfers reaches within
+/// a few times as many slices.
+const HOLD_PER_STEP: usize = 8;
+/// Counter values waiting for a slice to carry them, at most, per step of the counters' window
+/// (524,288 by default); past it the earliest gets a packet of its own. Values mostly wait here
+/// rather than slices in the hold where many threads make the layout's windows slow to release
+/// slices (64 threads: about 550,000 packets after their values).
+const WAITING_PER_STEP: usize = 64;
+
 /// Per trace: its process, strings, process track, device group and counter tracks.
 #[derive(Default)]
 struct TraceOut {
@@ -36,9 +55,17 @@ struct TraceOut {
     strings: Shipped,
     track: Option<TrackId>,
     devices: Option<TrackId>,
-    /// Device memory in use, bytes moved; and the bytes moved so far, as last written.
+    /// Device memory in use, bytes moved.
     counters: [Option<TrackId>; 2],
-    moved: i64,
+}
+
+/// Slices waiting to be written, in the order the layout gave them, with their device
+/// records and the flows they start beside them (most slices have neither).
+#[derive(Default)]
+struct Held {
+    slices: std::collections::VecDeque<(Slice, bool, u8)>,
+    devices: std::collections::VecDeque<DeviceSlice>,
+    flows: std::collections::VecDeque<u64>,
 }
 
 /// The Perfetto export's writing side.
@@ -58,10 +85,19 @@ pub struct PerfettoOutput<W: Write> {
     outs: Vec<FlowId>,
     name_buf: Vec<u8>,
     slices: usize,
+    held: Held,
+    /// Counter values no slice has carried yet, by time and counter track uuid.
+    waiting: std::collections::BTreeMap<(u64, u64), CounterValue>,
+    carried: Vec<CounterValue>,
+    /// Slices held and counter values waiting, at most.
+    hold: usize,
+    waiting_max: usize,
 }
 
 impl<W: Write> PerfettoOutput<W> {
-    pub fn new(out: W, zero: u64) -> Self {
+    /// The output of a Perfetto trace to `out`, times from `zero`, counters through windows of
+    /// `steps` steps.
+    pub fn new(out: W, zero: u64, steps: usize) -> Self {
         let mut w = PerfettoWriter::new(out);
         let names = Names::new(&mut w);
         PerfettoOutput {
@@ -76,6 +112,11 @@ impl<W: Write> PerfettoOutput<W> {
             outs: Vec::new(),
             name_buf: Vec::new(),
             slices: 0,
+            held: Held::default(),
+            waiting: std::collections::BTreeMap::new(),
+            carried: Vec::new(),
+            hold: steps.saturating_mul(HOLD_PER_STEP),
+            waiting_max: steps.saturating_mul(WAITING_PER_STEP),
         }
     }
 
@@ -97,6 +138,12 @@ impl<W: Write> PerfettoOutput<W> {
         };
         let track = self.w.process(pid as i32, &name, &[])?;
         self.trace(trace).track = Some(track);
+        // Made before any slice track of the process, so that the process's slices carry
+        // their values without naming the tracks (the writer's sequence defaults); bytes moved
+        // first, the counter most events carry.
+        for counter in [Counter::Moved, Counter::Memory] {
+            self.counter(trace, counter)?;
+        }
         Ok(track)
     }
 
@@ -181,24 +228,91 @@ impl<W: Write> PerfettoOutput<W> {
     }
 
     fn counter(&mut self, trace: u16, counter: Counter) -> io::Result<TrackId> {
+        // The process first: making it makes its counters.
+        let process = self.process(trace)?;
         let which = usize::from(counter != Counter::Memory);
         if let Some(t) = self.trace(trace).counters[which] {
             return Ok(t);
         }
-        let process = self.process(trace)?;
-        let t = match counter {
-            // Written as what each transfer moved: two points per transfer fewer than bytes in
-            // flight, to show what the slices of the copies already show.
-            Counter::Moved => {
-                self.w
-                    .delta_counter_track(process, counter.name(), CounterUnit::Bytes)?
-            }
-            _ => self
-                .w
-                .counter_track(process, counter.name(), CounterUnit::Bytes)?,
-        };
+        // Bytes moved so far rather than bytes in flight: one point per transfer instead of
+        // two, since the copies' slices already show when bytes are in flight.
+        let t = self
+            .w
+            .counter_track(process, counter.name(), CounterUnit::Bytes)?;
         self.trace(trace).counters[which] = Some(t);
         Ok(t)
+    }
+
+    /// Writes the earliest held slice, with the counter values waiting at its start.
+    fn write_held(&mut self) -> io::Result<()> {
+        let Some((s, has_device, n)) = self.held.slices.pop_front() else {
+            return Ok(());
+        };
+        let d = if has_device {
+            self.held.devices.pop_front()
+        } else {
+            None
+        };
+        let track = self.track(s.track, s.lane)?;
+        let ins = match d.and_then(|d| d.flow) {
+            Some(f) => vec![self.flow(f.id)],
+            None => Vec::new(),
+        };
+        let mut outs = std::mem::take(&mut self.outs);
+        outs.clear();
+        for _ in 0..n {
+            let Some(f) = self.held.flows.pop_front() else {
+                break;
+            };
+            outs.push(self.flow(f));
+        }
+        let start = s.start.saturating_sub(self.zero);
+        let mut carried = std::mem::take(&mut self.carried);
+        carried.clear();
+        while let Some((&key, &value)) = self
+            .waiting
+            .range((start, 0)..)
+            .next()
+            .filter(|((ts, _), _)| *ts == start)
+        {
+            self.waiting.remove(&key);
+            carried.push(value);
+        }
+        let queue = match self.tracks[s.track as usize].as_ref().map(|t| t.0.kind) {
+            Some(TrackKind::DeviceQueue { queue }) => Some(queue),
+            _ => None,
+        };
+        let at = Placed {
+            s: &s,
+            dev: d.as_ref(),
+            track,
+            queue,
+            zero: self.zero,
+        };
+        let strings = &self.traces[usize::from(s.trace)].strings;
+        let r = put_slice(
+            &mut self.w,
+            &mut self.names,
+            at,
+            strings,
+            Flows {
+                outs: &outs,
+                ins: &ins,
+                counters: &carried,
+            },
+            &mut self.name_buf,
+        );
+        self.outs = outs;
+        self.carried = carried;
+        r
+    }
+
+    /// Writes the earliest waiting counter value in a packet of its own.
+    fn write_waiting(&mut self) -> io::Result<()> {
+        match self.waiting.pop_first() {
+            Some(((ts, _), c)) => self.w.counter(c.track, ts, c.value),
+            None => Ok(()),
+        }
     }
 }
 
@@ -218,51 +332,30 @@ impl<W: Write> Output<W> for PerfettoOutput<W> {
             self.trace(*trace).strings.add(*id, text.clone());
         }
         for p in &b.slices {
-            let s = &p.s;
-            let track = self.track(s.track, s.lane)?;
-            let d = p.device(b);
-            let ins = match d.and_then(|d| d.flow) {
-                Some(f) => vec![self.flow(f.id)],
-                None => Vec::new(),
-            };
-            let mut outs = std::mem::take(&mut self.outs);
-            outs.clear();
-            for &n in p.flows_out(b) {
-                outs.push(self.flow(n));
-            }
-            let at = Placed {
-                s,
-                dev: d,
-                track,
-                zero: self.zero,
-            };
-            let strings = &self.traces[usize::from(s.trace)].strings;
-            let r = put_slice(
-                &mut self.w,
-                &mut self.names,
-                at,
-                strings,
-                &outs,
-                &ins,
-                &mut self.name_buf,
-            );
-            self.outs = outs;
-            r?;
+            let device = p.device(b);
+            let flows = p.flows_out(b);
+            let n = u8::try_from(flows.len())
+                .map_err(|_| io::Error::other("a slice starts more than 255 flows"))?;
+            self.held.slices.push_back((p.s, device.is_some(), n));
+            self.held.devices.extend(device.copied());
+            self.held.flows.extend(flows.iter().copied());
         }
         self.slices += b.slices.len();
         for &(trace, counter, ts, value) in &b.counters {
-            let value = match counter {
-                Counter::Memory => value,
-                Counter::Moved => {
-                    let moved = &mut self.trace(trace).moved;
-                    let step = value - *moved;
-                    *moved = value;
-                    step
-                }
-                Counter::InFlight => continue,
-            };
+            if counter == Counter::InFlight {
+                continue;
+            }
             let track = self.counter(trace, counter)?;
-            self.w.counter(track, ts.saturating_sub(self.zero), value)?;
+            self.waiting.insert(
+                (ts.saturating_sub(self.zero), track.uuid()),
+                CounterValue { track, value },
+            );
+        }
+        while self.held.slices.len() > self.hold {
+            self.write_held()?;
+        }
+        while self.waiting.len() > self.waiting_max {
+            self.write_waiting()?;
         }
         Ok(())
     }
@@ -273,6 +366,12 @@ impl<W: Write> Output<W> for PerfettoOutput<W> {
             for trace in 0..self.traces.len() {
                 self.process(trace as u16)?;
             }
+        }
+        while !self.held.slices.is_empty() {
+            self.write_held()?;
+        }
+        while !self.waiting.is_empty() {
+            self.write_waiting()?;
         }
         let count = self.lanes.iter().flatten().map(|l| l.1.len()).sum();
         let (mut out, _) = self.w.finish()?;
@@ -293,7 +392,17 @@ struct Placed<'a> {
     s: &'a Slice,
     dev: Option<&'a DeviceSlice>,
     track: TrackId,
+    /// The queue of the slice's track, when it is an async queue's.
+    queue: Option<i64>,
     zero: u64,
+}
+
+/// What a slice's packet carries besides the slice: the flows it starts and ends, and counter
+/// values at its start.
+struct Flows<'a> {
+    outs: &'a [FlowId],
+    ins: &'a [FlowId],
+    counters: &'a [CounterValue],
 }
 
 /// Writes one slice (or instant) with its name, category, location, args and flows.
@@ -302,14 +411,14 @@ fn put_slice<W: Write, T: Strings + ?Sized>(
     names: &mut Names,
     at: Placed<'_>,
     strings: &T,
-    outs: &[FlowId],
-    ins: &[FlowId],
+    carries: Flows<'_>,
     name_buf: &mut Vec<u8>,
 ) -> io::Result<()> {
     let Placed {
         s,
         dev,
         track,
+        queue,
         zero,
     } = at;
     let (name, category, location) = names.look(w, s, dev, strings, name_buf);
@@ -317,12 +426,13 @@ fn put_slice<W: Write, T: Strings + ?Sized>(
         name: names.arg_bytes,
         value: ArgValue::Uint(0),
     }; 8];
-    let n = names.args(w, s, dev.is_some(), &mut args);
+    let n = names.args(s, dev.is_some(), queue, &mut args);
     let mut ev = Event::named(name)
         .category(category)
         .args(&args[..n])
-        .flows_out(outs)
-        .flows_in(ins);
+        .flows_out(carries.outs)
+        .flows_in(carries.ins)
+        .counters(carries.counters);
     if let Some(loc) = location {
         ev = ev.location(loc);
     }
@@ -353,6 +463,7 @@ struct NameKey {
 struct LookKey {
     name: NameKey,
     device: bool,
+    implicit: bool,
     src_file: u32,
     func: u32,
     line: i32,
@@ -382,9 +493,8 @@ struct Names {
     /// Name, category and location together: one lookup per event.
     looks: HashMap<LookKey, (NameId, CategoryId, Option<LocationId>)>,
     names: HashMap<NameKey, NameId>,
-    categories: HashMap<&'static str, CategoryId>,
+    categories: HashMap<Vec<u8>, CategoryId>,
     locations: HashMap<(u16, u32, u32, i32), LocationId>,
-    constructs: HashMap<i32, StringId>,
     /// Per (track, lane, event kind, kernel), the geometry of its last launch.
     geometry: HashMap<(u32, u16, i32, u32), [u32; 3]>,
     arg_bytes: ArgNameId,
@@ -393,8 +503,6 @@ struct Names {
     arg_vector: ArgNameId,
     arg_async: ArgNameId,
     arg_queue: ArgNameId,
-    arg_construct: ArgNameId,
-    arg_implicit: ArgNameId,
 }
 
 impl Names {
@@ -404,7 +512,6 @@ impl Names {
             names: HashMap::default(),
             categories: HashMap::default(),
             locations: HashMap::default(),
-            constructs: HashMap::default(),
             geometry: HashMap::default(),
             arg_bytes: w.arg_name("bytes"),
             arg_gangs: w.arg_name("num_gangs"),
@@ -412,8 +519,6 @@ impl Names {
             arg_vector: w.arg_name("vector_length"),
             arg_async: w.arg_name("async"),
             arg_queue: w.arg_name("async_queue"),
-            arg_construct: w.arg_name("construct"),
-            arg_implicit: w.arg_name("implicit"),
         }
     }
 
@@ -429,6 +534,7 @@ impl Names {
         let key = LookKey {
             name: name_key(s, dev),
             device: dev.is_some(),
+            implicit: s.implicit,
             src_file: s.src_file,
             func: s.func,
             line: s.line,
@@ -467,21 +573,22 @@ impl Names {
         id
     }
 
+    /// The slice's categories, one interned string per combination (trace_processor joins
+    /// several categories of an event with commas, so one string is the same to it).
     fn category<W: Write>(
         &mut self,
         w: &mut PerfettoWriter<W>,
         s: &Slice,
         device: bool,
     ) -> CategoryId {
-        let label = if device {
-            chrome::device_category(s.event())
-        } else {
-            chrome::category(s.event())
-        };
-        *self
-            .categories
-            .entry(label)
-            .or_insert_with(|| w.category(label))
+        let mut label = Vec::new();
+        chrome::put_category(&mut label, s, device);
+        if let Some(&id) = self.categories.get(&label) {
+            return id;
+        }
+        let id = w.category(&String::from_utf8_lossy(&label));
+        self.categories.insert(label, id);
+        id
     }
 
     fn location<W: Write, T: Strings + ?Sized>(
@@ -514,14 +621,15 @@ impl Names {
         self.geometry.insert(key, geometry) != Some(geometry)
     }
 
-    /// The JSON export's args that Perfetto shows beside a slice and its name does not: bytes,
-    /// launch geometry (when it changed, see [`Self::new_geometry`]), async queue, enclosing
-    /// construct, implicit.
-    fn args<'a, W: Write>(
+    /// The JSON export's args that Perfetto shows beside a slice and neither its name nor its
+    /// category nor its track says: bytes, launch geometry (when it changed, see
+    /// [`Self::new_geometry`]), async and async queue (see [`async_args`]). `queue` is the
+    /// queue of the slice's track when it is an async queue's.
+    fn args<'a>(
         &mut self,
-        w: &mut PerfettoWriter<W>,
         s: &Slice,
         device: bool,
+        queue: Option<i64>,
         out: &mut [Arg<'a>; 8],
     ) -> usize {
         let mut n = 0;
@@ -529,7 +637,10 @@ impl Names {
             out[n] = a;
             n += 1;
         };
-        if let Some(b) = s.bytes() {
+        // A device copy's name states its size ([`chrome::put_device_name`]); exactly, unless
+        // it is rounded to a tenth of its unit, and then the argument still gives it.
+        let named = |b: u64| device && s.event() == device::MEMCPY && names_exactly(b);
+        if let Some(b) = s.bytes().filter(|&b| !named(b)) {
             push(Arg {
                 name: self.arg_bytes,
                 value: ArgValue::Uint(b),
@@ -552,41 +663,43 @@ impl Names {
                 }
             }
         }
-        // Synchronous work (acc_async_sync, most events) is what its track already says: only
-        // asynchronous events carry their async argument and queue, a fifth of the file less.
-        if s.async_ != NONE_I32 && i64::from(s.async_) != accprof_abi::ACC_ASYNC_SYNC {
+        let (async_, async_queue) = async_args(s, queue);
+        if let Some(a) = async_ {
             push(Arg {
                 name: self.arg_async,
-                value: ArgValue::Int(i64::from(s.async_)),
+                value: ArgValue::Int(a),
             });
-            if s.async_queue != NONE_I32 {
-                push(Arg {
-                    name: self.arg_queue,
-                    value: ArgValue::Int(i64::from(s.async_queue)),
-                });
-            }
         }
-        // A construct's own slice is named after it; the operations inside (transfers,
-        // launches, allocations) say which construct they belong to.
-        let inside = accprof_timeline::is_enqueue(s.event()) || s.is_point() || device;
-        if let Some(c) = s.construct().filter(|_| inside) {
-            let sid = *self
-                .constructs
-                .entry(c.0)
-                .or_insert_with(|| w.string(chrome::construct_word(c)));
+        if let Some(q) = async_queue {
             push(Arg {
-                name: self.arg_construct,
-                value: ArgValue::Interned(sid),
+                name: self.arg_queue,
+                value: ArgValue::Int(q),
             });
         }
-        if s.implicit {
-            push(Arg {
-                name: self.arg_implicit,
-                value: ArgValue::Bool(true),
-            });
-        }
+        // The construct an operation belongs to and `implicit` are in its category.
         n
     }
+}
+
+/// Whether [`accprof_timeline::format::bytes_compact`] writes `b` without rounding: under a
+/// KiB, or a whole number of its unit.
+fn names_exactly(b: u64) -> bool {
+    [1u64 << 30, 1 << 20, 1 << 10]
+        .into_iter()
+        .find(|&unit| b >= unit)
+        .is_none_or(|unit| b.is_multiple_of(unit))
+}
+
+/// The `async` and `async_queue` args Perfetto writes. Synchronous work (acc_async_sync, most
+/// events) is what its track already says, and an async queue's track is named by its number:
+/// only an asynchronous event carries them, and not a value its queue track names (on the track
+/// of queue `q`, `async_queue` when the runtime gave one is `q`, else `async` is).
+pub(super) fn async_args(s: &Slice, queue: Option<i64>) -> (Option<i64>, Option<i64>) {
+    if s.async_ == NONE_I32 || i64::from(s.async_) == accprof_abi::ACC_ASYNC_SYNC {
+        return (None, None);
+    }
+    let own = |v: i32| (v != NONE_I32 && Some(i64::from(v)) != queue).then_some(i64::from(v));
+    (own(s.async_), own(s.async_queue))
 }
 
 /// The text of a name formatted for JSON (escaped, without quotes).
@@ -610,5 +723,97 @@ mod tests {
     fn escaped_names_come_back_as_text() {
         assert_eq!(unescape(br#"a \"b\" c\\d"#), r#"a "b" c\d"#);
         assert_eq!(unescape(b"plain"), "plain");
+    }
+
+    #[test]
+    fn a_device_copy_whose_name_states_its_size_exactly_carries_no_bytes_argument() {
+        use accprof_timeline::format::bytes_compact;
+        for b in [0, 1000, 1024, 8 << 20, 3 << 30] {
+            assert!(names_exactly(b), "{b}: {}", bytes_compact(b));
+        }
+        for b in [1025, (8 << 20) + 1, 1536] {
+            assert!(!names_exactly(b), "{b}: {}", bytes_compact(b));
+        }
+    }
+
+    /// Values that come after their slices were written get packets of their own, the others
+    /// ride on their slices; Perfetto's protos read every value back at its time either way.
+    #[test]
+    fn counter_values_too_late_for_their_slice_are_written_on_their_own() {
+        use accprof_abi::acc_event_t;
+        use accprof_timeline::{TrackKey, TrackKind};
+        use accprof_trace::{Event as TraceEvent, Field};
+        let decoder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../accprof-perfetto/tests/decode_trace.py");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("late.pftrace");
+        // A counter window of 1 step: 8 slices held, 64 values waiting.
+        let mut out = PerfettoOutput::new(std::fs::File::create(&path).unwrap(), 0, 1);
+        let mut b = Batch::default();
+        b.processes.push((
+            0,
+            Process {
+                pid: 7,
+                name: "p".into(),
+            },
+        ));
+        let key = TrackKey {
+            trace: 0,
+            kind: TrackKind::Host { thread: Some(1) },
+        };
+        b.tracks.push((0, key, "host thread 1".into()));
+        let uploads = 20u64;
+        for i in 0..uploads {
+            let mut ev = TraceEvent::new(acc_event_t::ENQUEUE_UPLOAD_START, 100 * (i + 1));
+            ev.end_ns = 100 * (i + 1) + 50;
+            ev.set(Field::Bytes, 10);
+            b.slices.push(super::super::batch::Placed {
+                s: Slice::from_event(&ev, 0, 0, |t| t),
+                device: NONE_U32,
+                flows: (0, 0),
+            });
+        }
+        out.batch(&b).unwrap();
+        b.clear();
+        // Bytes moved so far at each upload, after 12 of the slices were written.
+        for i in 0..uploads {
+            let value = 10 * (i as i64 + 1);
+            b.counters.push((0, Counter::Moved, 100 * (i + 1), value));
+        }
+        out.batch(&b).unwrap();
+        out.finish(None).unwrap();
+
+        let Ok(run) = std::process::Command::new("python3")
+            .arg(&decoder)
+            .arg(&path)
+            .output()
+        else {
+            return;
+        };
+        if run.status.code() == Some(3) && std::env::var("CI").as_deref() != Ok("true") {
+            // No perfetto package here (CI installs it).
+            return;
+        }
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let decoded: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        let values: Vec<(u64, i64)> = decoded["counters"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|v| v.as_array().unwrap().clone())
+            .map(|v| (v[0].as_u64().unwrap(), v[1].as_i64().unwrap()))
+            .collect();
+        let expected: Vec<(u64, i64)> = (0..uploads)
+            .map(|i| (100 * (i + 1), 10 * (i as i64 + 1)))
+            .collect();
+        assert_eq!(values, expected);
+        assert_eq!(
+            decoded["carried_counter_values"], 8,
+            "the slices still held"
+        );
     }
 }

@@ -237,7 +237,8 @@ fn attempt<W: Write + Send>(
     let (tx, rx) = mpsc::sync_channel::<Message>(2);
     let (back_tx, back_rx) = mpsc::channel::<Batch>();
     std::thread::scope(|scope| {
-        let writer = scope.spawn(move || write(format, out, rx, back_tx));
+        let steps = plan.steps;
+        let writer = scope.spawn(move || write(format, out, rx, back_tx, steps));
         let mut outbox = Outbox {
             tx,
             back: back_rx,
@@ -559,12 +560,14 @@ impl Sink for Outbox {
     }
 }
 
-/// The writing thread: waits for the time zero, then writes every batch.
+/// The writing thread: waits for the time zero, then writes every batch. `steps` is the
+/// counters' window, which decides how long Perfetto holds slices for their values.
 fn write<W: Write>(
     format: Format,
     out: W,
     rx: mpsc::Receiver<Message>,
     back: mpsc::Sender<Batch>,
+    steps: usize,
 ) -> io::Result<(W, Summary)> {
     let zero = match rx.recv() {
         Ok(Message::Start(zero)) => zero,
@@ -573,7 +576,7 @@ fn write<W: Write>(
     };
     match format {
         Format::Chrome => drive(JsonOutput::new(out, zero)?, rx, back),
-        Format::Perfetto => drive(PerfettoOutput::new(out, zero), rx, back),
+        Format::Perfetto => drive(PerfettoOutput::new(out, zero, steps), rx, back),
     }
 }
 
