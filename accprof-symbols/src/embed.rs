@@ -190,7 +190,10 @@ pub fn symbolize_file(path: &Path) -> Result<Symbolized, TraceError> {
     file.set_len(found.complete_end).map_err(io)?;
     file.seek(SeekFrom::End(0)).map_err(io)?;
     let mut w = TraceWriter::append(file, found.next_seq);
-    w.write_symbols(&table).map_err(io)?;
+    if let Err(e) = w.write_symbols(&table) {
+        w.cut_partial_chunk(found.complete_end);
+        return Err(io(e));
+    }
     out.entries = table.len();
     Ok(out)
 }

@@ -56,22 +56,28 @@ pub fn fold_into_trace(path: &Path) -> Result<u64, TraceError> {
         file.set_len(found.complete_end).map_err(io)?;
         file.seek(SeekFrom::End(0)).map_err(io)?;
         let mut w = TraceWriter::append(file, found.next_seq);
-        w.write_strings(
-            recovered
-                .strings
-                .iter()
-                .map(|(id, bytes)| (StrId(*id), &bytes[..])),
-        )
-        .map_err(io)?;
-        for s in &recovered.slots {
-            w.write_slot_written(s.slot, s.generation, s.events.len() as u64)
-                .map_err(io)?;
-            for chunk in s.events.chunks(EVENTS_PER_CHUNK) {
-                w.write_events(chunk).map_err(io)?;
+        let written = (|| {
+            w.write_strings(
+                recovered
+                    .strings
+                    .iter()
+                    .map(|(id, bytes)| (StrId(*id), &bytes[..])),
+            )?;
+            for s in &recovered.slots {
+                w.write_slot_written(s.slot, s.generation, s.events.len() as u64)?;
+                for chunk in s.events.chunks(EVENTS_PER_CHUNK) {
+                    w.write_events(chunk)?;
+                }
             }
+            w.flush()?;
+            w.get_ref().sync_all()
+        })();
+        if let Err(e) = written {
+            // The live file stays for another try, so the trace goes back to what it held
+            // before: a later fold then writes each event once.
+            let _ = w.get_ref().set_len(found.complete_end);
+            return Err(io(e));
         }
-        w.flush().map_err(io)?;
-        w.get_ref().sync_all().map_err(io)?;
     }
     std::fs::remove_file(&live).map_err(|source| TraceError::Io {
         path: live.display().to_string(),

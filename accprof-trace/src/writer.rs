@@ -227,6 +227,16 @@ impl<W: Write> TraceWriter<W> {
     }
 }
 
+impl TraceWriter<std::fs::File> {
+    /// After a failed write: cuts the file back to the end of its last whole chunk, `start`
+    /// being where this writer began (0 for [`TraceWriter::new`], the end of the trace's last
+    /// complete chunk for [`TraceWriter::append`]). A chunk the disk took only part of would
+    /// read as a run killed mid-write.
+    pub fn cut_partial_chunk(&self, start: u64) {
+        let _ = self.out.set_len(start + self.bytes_written);
+    }
+}
+
 /// Why events were not recorded (payload of a lost chunk). Readers show unknown reasons as
 /// "other".
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]

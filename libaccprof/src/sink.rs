@@ -43,13 +43,23 @@ impl TraceFile {
         self.file.as_raw_fd()
     }
 
-    /// Cuts a regular file back to `len` bytes (after a failed write); nothing for a stream.
+    /// Cuts a regular file back to `len` bytes (after a failed write) and writes on from there
+    /// (the file is not opened for appending); nothing for a stream.
     pub fn cut_to(&self, len: u64) {
-        if self.stream.is_none() {
-            let _ = self.file.set_len(len);
+        if self.stream.is_none() && self.file.set_len(len).is_ok() {
+            // SAFETY: moves the offset of our own descriptor.
+            unsafe { libc::lseek(self.file.as_raw_fd(), len as libc::off_t, libc::SEEK_SET) };
         }
     }
+}
 
+/// After a write of `w` failed: a chunk the disk took only part of reads as a run killed
+/// mid-write, so the file is cut back to where its last whole chunk ends.
+pub fn cut_partial_chunk(w: &accprof_trace::TraceWriter<TraceFile>) {
+    w.get_ref().cut_to(w.bytes_written());
+}
+
+impl TraceFile {
     fn gone(&self) -> io::Error {
         let name = self
             .stream

@@ -55,6 +55,8 @@ impl LateWriter {
             && self.writer.write_events(&[e]).is_ok();
         if ok {
             WRITTEN.fetch_add(1, Ordering::Relaxed);
+        } else {
+            crate::sink::cut_partial_chunk(&self.writer);
         }
         ok
     }
@@ -94,12 +96,15 @@ pub fn hand_over_late_writer(
             late.lost += 1;
         }
     }
-    if late.lost > 0
-        && w.writer
+    if late.lost > 0 {
+        if w.writer
             .write_lost(&[(LostReason::Late, late.lost)])
             .is_ok()
-    {
-        late.lost = 0;
+        {
+            late.lost = 0;
+        } else {
+            crate::sink::cut_partial_chunk(&w.writer);
+        }
     }
     late.writer = Some(w);
 }
@@ -109,7 +114,12 @@ pub fn hand_over_late_writer(
 /// writer (the final flush failed).
 pub fn with_writer<T>(f: impl FnOnce(&mut TraceWriter<crate::sink::TraceFile>) -> T) -> Option<T> {
     let mut late = LATE.lock().ok()?;
-    late.writer.as_mut().map(|w| f(&mut w.writer))
+    late.writer.as_mut().map(|w| {
+        let r = f(&mut w.writer);
+        // Whatever `f` wrote in whole chunks stays; a chunk a failed write left in part goes.
+        crate::sink::cut_partial_chunk(&w.writer);
+        r
+    })
 }
 
 /// The writer will not be handed over (the final flush failed): waiting events are lost.

@@ -310,10 +310,7 @@ impl Collector {
         eprintln!("accprof: {message}");
         self.failed = Some(message);
         if let Some(w) = self.writer.take() {
-            // A chunk the disk took only part of reads as a run killed mid-write: the trace
-            // ends where its last whole chunk ends instead.
-            let whole = w.bytes_written();
-            w.into_inner().cut_to(whole);
+            crate::sink::cut_partial_chunk(&w);
         }
         self.dropped += lost;
     }
@@ -370,7 +367,9 @@ impl Collector {
             return;
         }
         if let Some(w) = self.writer.as_mut() {
-            let _ = w.write_drops(&drops);
+            if w.write_drops(&drops).is_err() {
+                crate::sink::cut_partial_chunk(w);
+            }
         }
     }
 
@@ -384,6 +383,7 @@ impl Collector {
                 end_monotonic_ns: crate::clock::monotonic_ns(),
             };
             if let Err(e) = w.write_footer(&footer).and_then(|_| w.flush()) {
+                crate::sink::cut_partial_chunk(&w);
                 // Not said yet: the caller prints it.
                 unsaid = Some(format!("cannot finish the trace: {e}"));
             } else {
