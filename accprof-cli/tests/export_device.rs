@@ -334,7 +334,9 @@ fn shim_staged_copies_on_helper_threads_flow_from_the_upload_that_staged_them() 
             host.iter().any(|h| {
                 // "upload 128 MiB A[0:n*m]": the upload of A or Anew.
                 h["name"].as_str().unwrap().starts_with("upload ")
-                    && h["args"]["var"].as_str().is_some_and(|v| v.starts_with('A'))
+                    && h["args"]["var"]
+                        .as_str()
+                        .is_some_and(|v| v.starts_with('A'))
             }),
             "{host:?}"
         );

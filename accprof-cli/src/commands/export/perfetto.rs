@@ -625,12 +625,7 @@ impl Names {
     /// category nor its track says: bytes, launch geometry (when it changed, see
     /// [`Self::new_geometry`]), async and async queue (see [`async_args`]). `queue` is the
     /// queue of the slice's track when it is an async queue's.
-    fn args<'a>(
-        &mut self,
-        s: &Slice,
-        queue: Option<i64>,
-        out: &mut [Arg<'a>; 8],
-    ) -> usize {
+    fn args<'a>(&mut self, s: &Slice, queue: Option<i64>, out: &mut [Arg<'a>; 8]) -> usize {
         let mut n = 0;
         let mut push = |a: Arg<'a>| {
             out[n] = a;
