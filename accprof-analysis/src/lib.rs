@@ -38,8 +38,8 @@
 //!   [`Profile::allocs`]: the patterns the advice rules read.
 //!
 //! Every duration is a [`Timing`] tagged with its [`TimeSource`]: `Host` (between the runtime's
-//! start and end callbacks, on the host thread) today; `Device` once traces carry device-measured
-//! durations. Every table row keeps a few [`EventRef`]s (the event's index in the trace and its
+//! start and end callbacks, on the host thread) or `Device` (the device's own records, where a
+//! trace carries them). Every table row keeps a few [`EventRef`]s (the event's index in the trace and its
 //! times), so that a UI can jump to the evidence; times are monotonic nanoseconds
 //! (subtract [`ProfileSource::start_monotonic_ns`] for time since the start).
 //!

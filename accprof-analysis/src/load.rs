@@ -272,7 +272,7 @@ fn add_common_warnings(p: &mut Profile, ended_said: bool) {
     }
     if !ended_said {
         p.warnings.push(format!(
-            "{label}: the trace has no end marker (the program crashed, was killed, or is still running); wall time is the span of the recorded events"
+            "{label}: the trace has no end marker (the program crashed, was killed or is still running, or its disk filled); wall time is the span of the recorded events"
         ));
     }
 }

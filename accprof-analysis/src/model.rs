@@ -1,8 +1,8 @@
 //! What a trace says, aggregated: the [`Profile`] and its tables.
 //!
-//! Every duration is a [`Timing`] that names where it was measured ([`TimeSource`]): today every
-//! duration comes from host-side start/end callbacks; a later trace version adds device-measured
-//! durations (CUPTI), and the report labels each line with its source.
+//! Every duration is a [`Timing`] that names where it was measured ([`TimeSource`]): between the
+//! runtime's host-side start/end callbacks, or on the device (CUPTI's records), and the report
+//! labels each line with its source.
 
 use serde::Serialize;
 

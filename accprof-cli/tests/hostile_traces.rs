@@ -17,7 +17,8 @@ use tools::{accprof, stderr};
 
 /// A command past this is hanging.
 const HANG: Duration = Duration::from_secs(60);
-/// Memory a command may use on this small trace (reading /proc/self/pagemap took 8.7 GB).
+/// Memory a command may use on this small trace (a source file naming /proc/self/pagemap reads
+/// gigabytes unless bounded by its size).
 const MAX_RSS_KB: i64 = 512 << 10;
 
 const HOSTILE: &str = "\x1b]0;owned\x07\x1b[2J\x1b]52;c;ZWNobw==\x07\u{9b}31m\u{202e}<b>&amp;\n";

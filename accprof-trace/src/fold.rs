@@ -5,7 +5,7 @@
 
 use crate::live::{in_use, live_path};
 use crate::model::StrId;
-use crate::recover::recover;
+use crate::recover::{recover, HeapBlocks};
 use crate::symbols::scan;
 use crate::{TraceError, TraceReader, TraceWriter};
 use std::io::{Seek, SeekFrom};
@@ -31,17 +31,22 @@ pub fn fold_into_trace(path: &Path) -> Result<u64, TraceError> {
     }
     let found = scan(path)?;
     let mut reader = TraceReader::open(path)?.without_live_file();
-    while reader.next_event()?.is_some() {}
+    let mut blocks = HeapBlocks::default();
+    while let Some(e) = reader.next_event()? {
+        blocks.see(&e);
+    }
     if reader.footer().is_some() || found.version < 2 {
         return Ok(0);
     }
-    let recovered = recover(&live, reader.header().pid, reader.slots_written()).map_err(|why| {
-        TraceError::Corrupt {
-            path: live.display().to_string(),
-            offset: 0,
-            what: format!("the live file cannot be folded in: {why}"),
-        }
-    })?;
+    let mut recovered =
+        recover(&live, reader.header().pid, reader.slots_written()).map_err(|why| {
+            TraceError::Corrupt {
+                path: live.display().to_string(),
+                offset: 0,
+                what: format!("the live file cannot be folded in: {why}"),
+            }
+        })?;
+    recovered.name_heap_blocks(&blocks);
     let count = recovered.len() as u64;
     if count > 0 {
         let mut file = std::fs::OpenOptions::new()

@@ -170,6 +170,20 @@ pub struct TraceReader<R: Read> {
     symbols: crate::symbols::SymbolTable,
 }
 
+/// The heap blocks named by the events of the trace at `path`, read without its live file; as
+/// far as it reads when it is damaged.
+fn heap_blocks_of(path: &Path) -> crate::recover::HeapBlocks {
+    let mut blocks = crate::recover::HeapBlocks::default();
+    if let Ok(r) = TraceReader::open(path) {
+        let mut r = r.without_live_file();
+        let mut ev = Event::default();
+        while let Ok(true) = r.next_event_into(&mut ev) {
+            blocks.see(&ev);
+        }
+    }
+    blocks
+}
+
 impl TraceReader<BufReader<File>> {
     /// Opens `path` and reads its header.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
@@ -384,7 +398,7 @@ impl<R: Read> TraceReader<R> {
     pub fn truncation_warning(&self) -> Option<String> {
         (self.truncated_bytes() > 0).then(|| {
             format!(
-                "{}: the trace ends in the middle of a chunk ({} bytes cut at byte {}); the program was probably killed. Showing what was recorded before that.",
+                "{}: the trace ends in the middle of a chunk ({} bytes cut at byte {}); the program was probably killed, or its disk filled. Showing what was recorded before that.",
                 self.label,
                 self.truncated_bytes(),
                 self.offset
@@ -399,7 +413,7 @@ impl<R: Read> TraceReader<R> {
         self.truncation_warning().or_else(|| {
             self.footer.is_none().then(|| {
                 format!(
-                    "{}: the trace has no end marker (the program crashed, was killed, or is still running); showing what was recorded before that",
+                    "{}: the trace has no end marker (the program crashed, was killed or is still running, or its disk filled); showing what was recorded before that",
                     self.label
                 )
             })
@@ -465,7 +479,13 @@ impl<R: Read> TraceReader<R> {
         }
         self.live_read = true;
         match crate::recover::recover(&path, self.header.pid, &self.slots_written) {
-            Ok(r) => {
+            Ok(mut r) => {
+                // The trace beside its live file `T.live`, read again for its heap blocks:
+                // only when a killed run's events are recovered.
+                let trace = path.to_str().and_then(|p| p.strip_suffix(".live"));
+                if let Some(trace) = trace.filter(|_| !r.is_empty()) {
+                    r.name_heap_blocks(&heap_blocks_of(Path::new(trace)));
+                }
                 for (id, bytes) in &r.strings {
                     if *id <= MAX_STRING_ID {
                         self.strings.define(*id, bytes);

@@ -4,14 +4,18 @@
 //! slot-written chunk (slot, generation, events) just before the events: the reader skips
 //! that many events of the slot when the slot still has that generation (a slot is cleared
 //! and its generation bumped once its contents are in the trace).
+//!
+//! The tool library names a transfer's heap block (`alloc_site`, `alloc_base`, `alloc_bytes`)
+//! when it writes the event into the trace; the live file holds events as recorded, unnamed.
+//! [`HeapBlocks`] gives recovered events the block that the trace's own events were named by.
 
 use crate::live::{
     slot_stride, word, HEADER_BYTES, LIVE_MAGIC, LIVE_VERSION, MAX_SLOTS, MAX_SLOT_WORDS,
     SLOT_HEADER_BYTES, STRINGS_BYTES, STRING_COMMITTED,
 };
-use crate::model::Event;
+use crate::model::{Event, Field};
 use crate::packed::{Unpack, MAX_EVENT_WORDS};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -94,6 +98,69 @@ impl Recovered {
         let mut events: Vec<Event> = self.slots.into_iter().flat_map(|s| s.events).collect();
         events.sort_by_key(|e| e.start_ns);
         events
+    }
+}
+
+/// The heap blocks a trace's events were named by, to name the events recovered from its
+/// live file the same way. A block is known by the latest event the trace names with it; a
+/// block freed and another allocated at its address only in the part of the run that the
+/// live file alone holds would keep the earlier block's name, so a recovered event is named
+/// only when it lies wholly inside the block.
+#[derive(Debug, Default)]
+pub struct HeapBlocks {
+    /// base -> (bytes, allocation site, start of the latest event named by it)
+    by_base: BTreeMap<u64, (u64, u64, u64)>,
+}
+
+impl HeapBlocks {
+    /// Takes the block `e` is named by, if any.
+    pub fn see(&mut self, e: &Event) {
+        let (Some(base), Some(bytes), Some(site)) = (
+            e.get(Field::AllocBase),
+            e.get(Field::AllocBytes),
+            e.get(Field::AllocSite),
+        ) else {
+            return;
+        };
+        let b = self
+            .by_base
+            .entry(base)
+            .or_insert((bytes, site, e.start_ns));
+        if e.start_ns >= b.2 {
+            *b = (bytes, site, e.start_ns);
+        }
+    }
+
+    /// Names an unnamed event whose host bytes lie wholly inside a known block.
+    pub fn name(&self, e: &mut Event) {
+        if e.get(Field::VarName).is_some() || e.get(Field::AllocSite).is_some() {
+            return;
+        }
+        let Some(p) = e.get(Field::HostPtr) else {
+            return;
+        };
+        let Some((&base, &(bytes, site, _))) = self.by_base.range(..=p).next_back() else {
+            return;
+        };
+        let end = p.saturating_add(e.get(Field::Bytes).unwrap_or(1).max(1));
+        if end > base.saturating_add(bytes) {
+            return;
+        }
+        e.set(Field::AllocSite, site);
+        e.set(Field::AllocBase, base);
+        e.set(Field::AllocBytes, bytes);
+    }
+}
+
+impl Recovered {
+    /// Names the recovered events' heap blocks as the trace's events were ([`HeapBlocks`]).
+    pub fn name_heap_blocks(&mut self, blocks: &HeapBlocks) {
+        if blocks.by_base.is_empty() {
+            return;
+        }
+        for e in self.slots.iter_mut().flat_map(|s| s.events.iter_mut()) {
+            blocks.name(e);
+        }
     }
 }
 
@@ -322,6 +389,47 @@ fn reader_anchor() -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn upload(t: u64, ptr: u64, bytes: u64) -> Event {
+        let mut e = Event::new(accprof_abi::acc_event_t::ENQUEUE_UPLOAD_START, t);
+        e.set(Field::HostPtr, ptr);
+        e.set(Field::Bytes, bytes);
+        e
+    }
+
+    fn named(t: u64, ptr: u64, bytes: u64, base: u64, size: u64, site: u64) -> Event {
+        let mut e = upload(t, ptr, bytes);
+        e.set(Field::AllocBase, base);
+        e.set(Field::AllocBytes, size);
+        e.set(Field::AllocSite, site);
+        e
+    }
+
+    #[test]
+    fn a_recovered_transfer_takes_the_latest_block_that_wholly_holds_it() {
+        let mut blocks = HeapBlocks::default();
+        blocks.see(&named(10, 0x1000, 0x100, 0x1000, 0x100, 0xa1));
+        // Freed and allocated again at the same address, from another line.
+        blocks.see(&named(30, 0x1000, 0x80, 0x1000, 0x80, 0xb2));
+        blocks.see(&named(20, 0x1000, 0x100, 0x1000, 0x100, 0xa1));
+        let mut inside = upload(40, 0x1040, 0x40);
+        blocks.name(&mut inside);
+        assert_eq!(inside.get(Field::AllocSite), Some(0xb2));
+        assert_eq!(inside.get(Field::AllocBase), Some(0x1000));
+        assert_eq!(inside.get(Field::AllocBytes), Some(0x80));
+        // Past the latest block's end: no name rather than the earlier block's.
+        let mut across = upload(40, 0x1040, 0x80);
+        blocks.name(&mut across);
+        assert_eq!(across.get(Field::AllocSite), None);
+        let mut outside = upload(40, 0x2000, 8);
+        blocks.name(&mut outside);
+        assert_eq!(outside.get(Field::AllocSite), None);
+        // A variable the runtime named keeps its name.
+        let mut by_name = upload(40, 0x1000, 8);
+        by_name.set(Field::VarName, 3);
+        blocks.name(&mut by_name);
+        assert_eq!(by_name.get(Field::AllocSite), None);
+    }
 
     #[test]
     #[cfg(target_arch = "x86_64")]

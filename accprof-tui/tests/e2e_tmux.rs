@@ -321,3 +321,94 @@ fn the_event_the_advice_names_is_one_flag_or_search_away() {
     tmux.wait_for("no such event", |s| s.contains("no event #999999"));
     tmux.send(&["q"]);
 }
+
+/// A trace someone hands you: its module is a FIFO (opening it to resolve call sites would
+/// wait forever), its source file `/proc/self/pagemap` (gigabytes unless read no further than
+/// its size), and its strings set the terminal's title. The timeline, an event's details and
+/// the advice open; the title stays the terminal's.
+#[test]
+fn a_crafted_trace_neither_hangs_the_timeline_nor_drives_the_terminal() {
+    use accprof_abi::acc_event_t;
+    use accprof_trace::{Event, Field, Footer, Header, Module, StrId, TraceWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("libvictim.so");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let title = "\x1b]0;owned\x07\x1b]2;owned\x07";
+    let header = Header {
+        exe: format!("/bin/app{title}"),
+        args: vec!["app".into()],
+        pid: 4242,
+        hostname: format!("node{title}"),
+        start_unix_ns: 1_700_000_000_000_000_000,
+        start_monotonic_ns: 1_000_000,
+        tool_version: "0.1.0".into(),
+        registration: "acc_register_library".into(),
+        ..Header::default()
+    };
+    let trace = dir.path().join("crafted.trace");
+    let mut w = TraceWriter::new(std::fs::File::create(&trace).unwrap(), &header).unwrap();
+    let (func, var) = (format!("main{title}"), format!("A{title}"));
+    w.write_strings([
+        (StrId(0), &b"/proc/self/pagemap"[..]),
+        (StrId(1), func.as_bytes()),
+        (StrId(2), var.as_bytes()),
+    ])
+    .unwrap();
+    w.write_modules(&[Module {
+        path: fifo.display().to_string(),
+        bias: 0,
+        start: 0x40_0000,
+        end: 0x50_0000,
+        build_id: Vec::new(),
+    }])
+    .unwrap();
+    let mut events = Vec::new();
+    for i in 0..20u64 {
+        let t = 2_000_000 + i * 100_000;
+        let mut c = Event::new(acc_event_t::COMPUTE_CONSTRUCT_START, t);
+        c.end_ns = t + 50_000;
+        c.set_i64(Field::Thread, 1);
+        c.set(Field::SrcFile, 0);
+        c.set(Field::FuncName, 1);
+        c.set_i64(Field::LineNo, 3);
+        c.set(Field::ReturnAddress, 0x40_1000 + i);
+        events.push(c);
+        let mut up = Event::new(acc_event_t::ENQUEUE_UPLOAD_START, t + 10_000);
+        up.end_ns = t + 20_000;
+        up.set_i64(Field::Thread, 1);
+        up.set(Field::Bytes, 1 << 20);
+        up.set(Field::VarName, 2);
+        up.set(Field::HostPtr, 0x7000_0000);
+        up.set(Field::ReturnAddress, 0x40_2000 + i);
+        events.push(up);
+    }
+    w.write_events(&events).unwrap();
+    w.write_footer(&Footer {
+        events_recorded: 40,
+        events_dropped: 0,
+        end_monotonic_ns: 5_000_000,
+    })
+    .unwrap();
+    drop(w);
+    let tmux = Tmux::start(&format!("{BIN} --event 1 {}; sleep 30", trace.display()));
+    tmux.wait_for("the upload's details", |s| {
+        s.contains("crafted.trace") && s.contains("acc_ev_enqueue_upload") && s.contains("Details")
+    });
+    tmux.send(&["a"]);
+    tmux.wait_for("the findings panel", |s| s.contains("Advice findings"));
+    tmux.send(&["Escape"]);
+    let pane_title = Command::new("tmux")
+        .args(["-L", &tmux.socket, "display-message", "-p", "#{pane_title}"])
+        .output()
+        .unwrap();
+    let pane_title = String::from_utf8_lossy(&pane_title.stdout);
+    assert!(
+        !pane_title.contains("owned"),
+        "the trace set the title: {pane_title}"
+    );
+    tmux.send(&["q"]);
+}

@@ -101,6 +101,167 @@ fn run_with_a_missing_or_non_executable_program_is_one_line() {
     );
 }
 
+/// A trace name whose directory cannot take a file is refused before the program starts, which
+/// would otherwise run to its end unrecorded: a path through a regular file, and a read-only
+/// file system where the test can mount one.
+#[test]
+fn run_refuses_a_trace_name_it_cannot_write_before_the_program_starts() {
+    let dir = scratch("run-unwritable");
+    let exe = compile_c("exit_code.c", &dir, &[]);
+    std::fs::write(dir.join("file.txt"), "x").unwrap();
+    let through_a_file = accprof(&dir)
+        .args(["run", "-o", "file.txt/sub/t.trace", "--"])
+        .arg(&exe)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let ro = dir.join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    let read_only = Command::new("unshare")
+        .current_dir(&dir)
+        .args(["-rm", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs -o ro,size=64k none {0} && exec \"$@\"",
+            ro.display()
+        ))
+        .arg("sh")
+        .arg(accprof_cli())
+        .args(["run", "-o", "ro/t.trace", "--"])
+        .arg(&exe)
+        .env_remove("LD_PRELOAD")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let mut cases = vec![("through a file", through_a_file, "is not a directory")];
+    if stderr(&read_only).contains("unshare:") || stderr(&read_only).contains("mount:") {
+        eprintln!("no read-only mount here: {}", stderr(&read_only).trim());
+    } else {
+        cases.push(("read-only", read_only, "Read-only file system"));
+    }
+    for (how, out, why) in cases {
+        let err = stderr(&out);
+        assert_ne!(out.status.code(), Some(0), "{how}: {err}");
+        assert_eq!(err.lines().count(), 1, "{how}: {err}");
+        assert!(
+            err.contains("cannot write the trace") && err.contains(why),
+            "{how}: {err}"
+        );
+        assert!(!err.contains("to stderr"), "{how}: the program ran: {err}");
+    }
+}
+
+/// `-o FIFO` with `accprof dump FIFO` reading it, the documented way to stream: the trace goes
+/// to the reader whole, and `accprof run` ends with the program, saying where the trace went
+/// (it must not open the FIFO again to read the trace back: with no writer left that waits
+/// forever).
+#[test]
+fn run_streaming_to_a_fifo_ends_with_the_program() {
+    let dir = scratch("run-fifo");
+    let exe = compile_c("exit_code.c", &dir, &[]);
+    let fifo = dir.join("t.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = accprof(&dir)
+        .args(["dump", "-q", "t.fifo"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut run = accprof(&dir)
+        .args(["run", "-o", "t.fifo", "--"])
+        .arg(&exe)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while run.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = run.kill();
+            panic!("accprof run still running 60 s after it started");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let run = run.wait_with_output().unwrap();
+    let err = stderr(&run);
+    assert!(run.status.success(), "{err}");
+    assert!(err.contains("the trace was streamed to t.fifo"), "{err}");
+    let dumped = reader.wait_with_output().unwrap();
+    assert!(dumped.status.success(), "{}", stderr(&dumped));
+    assert!(
+        String::from_utf8_lossy(&dumped.stdout).contains("acc_ev_compute_construct_start"),
+        "{}",
+        stderr(&dumped)
+    );
+}
+
+/// A run whose disk filled has a trace without its end: the summary says so before its
+/// figures, which cover only what was recorded.
+#[test]
+fn run_says_when_the_trace_it_summarises_was_cut_short() {
+    let dir = scratch("run-full");
+    let exe = compile_c("hostile_program.c", &dir, &["-g", "-pthread"]);
+    let small = dir.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let out = Command::new("unshare")
+        .current_dir(&dir)
+        .args(["-rm", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs -o size=256k none {0} && exec \"$@\"",
+            small.display()
+        ))
+        .arg("sh")
+        .arg(accprof_cli())
+        .args(["run", "-o", "small/t.trace", "--"])
+        .arg(&exe)
+        .args(["reexec", "200000", "0"])
+        .env_remove("LD_PRELOAD")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    if err.contains("unshare:") || err.contains("mount:") {
+        eprintln!("no tmpfs here: {}", err.trim());
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let warned = err
+        .lines()
+        // Cut between two chunks, or inside the one the disk took only part of.
+        .position(|l| {
+            l.starts_with("accprof: warning:")
+                && (l.contains("no end marker") || l.contains("in the middle of a chunk"))
+                && l.contains("disk filled")
+        });
+    let figures = err
+        .lines()
+        .position(|l| l.contains("in compute constructs"));
+    assert!(
+        matches!((warned, figures), (Some(w), Some(f)) if w < f),
+        "{err}"
+    );
+}
+
+/// `-q` leaves standard error to the program, the bundled runtime's banner included.
+#[test]
+fn run_quiet_on_the_bundled_runtime_prints_only_the_programs_own_lines() {
+    let dir = scratch("run-quiet-shim");
+    let exe = compile_c("exit_code.c", &dir, &[]);
+    let out = accprof(&dir)
+        .args(["run", "-q", "--runtime", "shim", "-o", "t.trace", "--"])
+        .arg(&exe)
+        .env_remove("ACCSHIM_QUIET")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "to stderr\n");
+    assert!(dir.join("t.trace").is_file());
+}
+
 #[test]
 fn run_report_and_advise_print_after_the_program() {
     let dir = scratch("run-report");

@@ -177,7 +177,7 @@ fn a_fifo_whose_reader_goes_away_never_kills_the_program() {
     drop(reader);
     drop(child.stdin.take());
     let o = finish(child, "reader gone");
-    // Before: killed by SIGPIPE (status 141) in the exit flush.
+    // A write to a FIFO without a reader raises SIGPIPE, whose default action is death.
     assert_eq!(o.status.code(), Some(0), "{:?} {}", o.status, stderr(&o));
     let lines = accprof_lines(&o);
     assert_eq!(lines.len(), 1, "{lines:?}");
@@ -253,8 +253,8 @@ fn dev_stdout_streams_and_nothing_is_created_under_dev() {
 
 #[test]
 fn a_trace_streamed_through_a_fifo_into_accprof_dump_arrives_whole() {
-    // The documented way to stream: dump reads the FIFO while the program writes it. The
-    // reader used to read ahead for the trace's symbols first, taking part of the stream.
+    // The documented way to stream: dump reads the FIFO while the program writes it. A FIFO
+    // is read once, from the start: a look ahead for the trace's symbols would take part of it.
     let dir = scratch("fifo-dump");
     let exe = program(&dir);
     let fifo = dir.join("stream");
@@ -495,8 +495,8 @@ fn a_full_disk_or_file_limit_is_said_once_with_its_reason() {
         cases.push(("full tmpfs", tmpfs, "No space left on device"));
     }
     for (how, o, why) in cases {
-        // Before: SIGXFSZ ended the program under the file size limit (from the live file's
-        // size, set on the program's thread).
+        // Past the file size limit a write raises SIGXFSZ, which ends the program unless the
+        // tool keeps it from the program's threads (the live file is sized on them).
         assert!(o.status.success(), "{how}: {:?} {}", o.status, stderr(&o));
         assert_eq!(
             String::from_utf8_lossy(&o.stdout),
@@ -520,7 +520,7 @@ fn a_full_disk_or_file_limit_is_said_once_with_its_reason() {
 #[test]
 fn a_death_inside_the_allocator_is_not_held_back_and_keeps_its_events() {
     // glibc aborts from inside free() holding its allocator's lock: the final flush, which
-    // allocates, can never finish. The dying thread used to wait 10 s for it.
+    // allocates, can never finish: the dying thread must not wait the whole 10 s for it.
     let dir = scratch("heap-corrupt");
     let exe = program(&dir);
     let trace = dir.join("t.trace");
@@ -587,7 +587,7 @@ fn symbolize_refuses_the_trace_of_a_running_program_and_leaves_it_whole() {
 fn a_second_sigterm_during_the_exit_flush_waits_for_it() {
     // The flush streams to a FIFO whose reader is slow but steady, so the flush takes a while;
     // a second SIGTERM (as `timeout` sends one to the program and one to its group) comes in
-    // the middle. It used to land on a thread of the tool's own and end the process there.
+    // the middle. On a thread of the tool's own it would end the process there.
     let dir = scratch("second-sigterm");
     let exe = program(&dir);
     let fifo = dir.join("stream");
@@ -741,7 +741,7 @@ fn each_unusable_setting_is_said_once_with_its_value_even_through_a_shell() {
 fn a_forked_child_never_hangs_at_its_first_construct() {
     // Another thread runs constructs without pause while the main thread forks; each child
     // runs one construct on the thread that forked. libgomp's profiling lock, held by the other
-    // thread at the fork, used to hang 20-30% of the children under the tool (none without).
+    // thread at the fork, hangs a child that dispatches with it (docs/performance/robustness.md).
     let dir = scratch("fork-hang");
     let exe = compile_c("fork_hang.c", &dir, &["-lpthread"]);
     let trace = dir.join("t.trace");

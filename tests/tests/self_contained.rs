@@ -4,6 +4,7 @@
 //! symbols chunk, written when the program ended (or by `accprof run` after a kill).
 
 use accprof_integration_tests::{accprof_cli, libaccprof, load, scratch, stderr, workspace_root};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -207,6 +208,97 @@ fn a_run_killed_under_accprof_run_keeps_its_lines_after_a_rebuild() {
         stderr(&again)
     );
     assert_eq!(symbols_chunks(&trace), 1);
+}
+
+/// Heap arrays moved before and after the tool's sweep wrote the first events into the trace,
+/// then SIGKILL: the later events are only in the live file, which holds them unnamed.
+const KILLED_HEAP: &str = r#"#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+static void step(double *T, double *U, int n) {
+#pragma acc parallel loop copy(T[0:n]) copyin(U[0:n])
+    for (int i = 0; i < n; i++) T[i] += U[i];
+}
+int main(void) {
+    int n = 1 << 14;
+    double *T = calloc(n, sizeof *T);
+    double *U = calloc(n, sizeof *U);
+    for (int it = 0; it < 20; it++) step(T, U, n);
+    usleep(800000);
+    for (int it = 0; it < 20; it++) step(T, U, n);
+    raise(SIGKILL);
+    return 0;
+}
+"#;
+
+/// The report's uploaded variables of the trace `t` in `dir`: name and uploads.
+fn uploads_by_variable(dir: &Path, t: &str) -> Vec<(String, u64)> {
+    let o = accprof(dir, &["report", "--format", "json", t]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    r["traces"][0]["profile"]["variables"]
+        .as_array()
+        .expect("variables")
+        .iter()
+        .filter(|v| v["direction"] == "host_to_device")
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap_or_default().to_string(),
+                v["count"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// A killed run's events recovered from its live file name their heap arrays as the trace's
+/// own events do: folded in by `accprof run`, and read beside the trace by `accprof report`
+/// (unnamed, each would be a second array `host 0x...+128 KiB` that the advice cannot name).
+#[test]
+fn a_killed_runs_recovered_transfers_keep_their_heap_arrays_names() {
+    let dir = scratch("sc-killed-heap");
+    std::fs::write(dir.join("killed_heap.c"), KILLED_HEAP).unwrap();
+    let exe = build(&dir, "killed_heap.c", "killed_heap");
+    let o = accprof(
+        &dir,
+        &[
+            "run",
+            "-q",
+            "--runtime",
+            "shim",
+            "-o",
+            "k.trace",
+            "--",
+            "./killed_heap",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(128 + 9), "{}", stderr(&o));
+    let shim = accprof_integration_tests::artifact("libaccshim.so");
+    let direct = Command::new(&exe)
+        .current_dir(&dir)
+        .env(
+            "LD_PRELOAD",
+            format!("{}:{}", shim.display(), libaccprof().display()),
+        )
+        .env("ACCPROF_OUT", dir.join("d.trace"))
+        .env("ACCPROF_QUIET", "1")
+        .env("ACCSHIM_QUIET", "1")
+        .output()
+        .expect("the program runs");
+    assert_eq!(direct.status.signal(), Some(9), "{}", stderr(&direct));
+    assert!(dir.join("d.trace.live").exists(), "the live file is left");
+    for t in ["k.trace", "d.trace"] {
+        let vars = uploads_by_variable(&dir, t);
+        let named = |n: &str| vars.iter().find(|(v, _)| v == n).map(|(_, u)| *u);
+        assert_eq!(named("T[0:n]"), Some(40), "{t}: {vars:?}");
+        assert_eq!(named("U[0:n]"), Some(40), "{t}: {vars:?}");
+        // (`n`, passed by value, is a 4-byte host address of its own.)
+        assert!(
+            !vars
+                .iter()
+                .any(|(v, _)| v.contains("0x") && v.ends_with("KiB")),
+            "{t}: {vars:?}"
+        );
+    }
 }
 
 /// A build with relative source paths in its debug information (`-fdebug-prefix-map=DIR=.`, as

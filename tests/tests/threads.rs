@@ -53,8 +53,8 @@ fn four_threads_lose_nothing() {
 
 /// Two threads on the bundled runtime: each thread's buffers reach the trace on their own, so
 /// the file holds one thread's allocations after the other's later ones. The report replays
-/// them in time order: it prints (it used to index out of bounds in the device-memory line),
-/// its series never goes back in time, and every allocation meets its free.
+/// them in time order: it prints (replayed in file order, the device-memory line indexes out
+/// of bounds), its series never goes back in time, and every allocation meets its free.
 #[test]
 fn the_report_of_two_threads_on_the_bundled_runtime_orders_device_memory_in_time() {
     let dir = scratch("threads-report");

@@ -100,6 +100,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Some(p) => p.display().to_string(),
         None => format!("accprof.{exe_name}.%p.trace"),
     };
+    check_writable(&out)?;
 
     let mut cmd = Command::new(&exe);
     cmd.args(&args.command[1..]);
@@ -173,6 +174,23 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Some(s) => format!("was killed by signal {s}"),
         None => format!("exited with status {code}"),
     };
+    let streamed = PathBuf::from(out.replace("%p", &pid.to_string()));
+    if traces.is_empty()
+        && streamed
+            .metadata()
+            .is_ok_and(|m| !m.is_file() && !m.is_dir())
+    {
+        // A FIFO or device: the trace went to its reader, and cannot be read back here.
+        if !args.quiet {
+            eprintln!(
+                "accprof: {} {how} after {:.2} s; the trace was streamed to {}",
+                exe_name,
+                elapsed.as_secs_f64(),
+                streamed.display()
+            );
+        }
+        return exit_like(code);
+    }
     if traces.is_empty() {
         if !args.quiet {
             eprintln!(
@@ -235,15 +253,70 @@ pub fn run(args: Args) -> Result<(), CliError> {
     exit_like(code)
 }
 
+/// Refuses, before the program starts, a trace name whose directory cannot take a new file
+/// (read-only, not a directory, no permission): the program would run to its end unrecorded.
+/// A name that already leads to something other than a directory (a FIFO, a device, an
+/// earlier trace) is the tool library's to judge; a directory still to be made is judged by
+/// the nearest one that exists, and a `%` pattern by the part before it.
+fn check_writable(out: &str) -> Result<(), CliError> {
+    let path = Path::new(out);
+    if path.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+        return Ok(());
+    }
+    let dir = if out.ends_with('/') {
+        path
+    } else {
+        path.parent().unwrap_or(Path::new(""))
+    };
+    // The components before the first one that holds a pattern.
+    let fixed: PathBuf = dir
+        .components()
+        .take_while(|c| !c.as_os_str().to_string_lossy().contains('%'))
+        .collect();
+    let mut existing = if fixed.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        fixed
+    };
+    while !existing.exists() {
+        match existing.parent() {
+            Some(p) if !p.as_os_str().is_empty() => existing = p.to_path_buf(),
+            // The working directory: gone only if removed under us, which creating tells.
+            _ => return Ok(()),
+        }
+    }
+    let refuse = |why: String| {
+        Err(CliError::new(format!(
+            "cannot write the trace {out}: {why}; give -o a path in a directory you can write"
+        )))
+    };
+    if !existing.is_dir() {
+        return refuse(format!("{} is not a directory", existing.display()));
+    }
+    let c = std::ffi::CString::new(existing.as_os_str().as_encoded_bytes())
+        .map_err(|_| CliError::new(format!("{out}: the name holds a NUL byte")))?;
+    // SAFETY: access reads the NUL-terminated path only.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return refuse(format!("{}: {e}", existing.display()));
+    }
+    Ok(())
+}
+
+/// The trace at `path` opened to read back, when it is a regular file: opening a FIFO whose
+/// writer has gone waits for the next one forever.
+fn read_back(path: &Path) -> Option<accprof_trace::TraceReader<std::io::BufReader<std::fs::File>>> {
+    if !path.metadata().is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    accprof_trace::TraceReader::open(path).ok()
+}
+
 /// Whether all `traces` are one process's (its images, when it ran exec).
 fn one_process(traces: &[PathBuf]) -> bool {
     let pids: std::collections::BTreeSet<Option<u32>> = traces
         .iter()
-        .map(|t| {
-            accprof_trace::TraceReader::open(t)
-                .ok()
-                .map(|r| r.header().pid)
-        })
+        .map(|t| read_back(t).map(|r| r.header().pid))
         .collect();
     pids.len() == 1
 }
@@ -314,6 +387,11 @@ fn reuse<A: clap::Args>(
 /// A few lines: where the time went, and the next commands to try.
 fn print_summary(trace: &Path) -> Result<(), CliError> {
     let profile = accprof_analysis::Profile::from_path(trace)?;
+    // A trace cut short (a full disk stops recording) holds only part of the run: said
+    // before its figures.
+    for w in &profile.warnings {
+        eprintln!("accprof: warning: {w}");
+    }
     let s = &profile.summary;
     let f = accprof_analysis::format::duration;
     eprintln!(
@@ -465,7 +543,7 @@ fn expected_traces(out: &str, pid: u32, started_unix_ns: u64) -> Vec<PathBuf> {
         return own;
     }
     let fresh_rank = |path: &Path| {
-        accprof_trace::TraceReader::open(path).ok().and_then(|r| {
+        read_back(path).and_then(|r| {
             let h = r.header();
             // Slack for the clocks' granularity between two processes' reads.
             (h.start_unix_ns + 1_000_000_000 >= started_unix_ns)
@@ -541,7 +619,7 @@ fn expected_trace_paths(out: &str, pid: u32, started_unix_ns: u64) -> Vec<PathBu
     let expanded = out.replace("%p", &pid.to_string());
     let p = PathBuf::from(&expanded);
     let start_of = |path: &Path| {
-        accprof_trace::TraceReader::open(path).ok().and_then(|r| {
+        read_back(path).and_then(|r| {
             let h = r.header();
             // Slack for the clocks' granularity between two processes' reads.
             (h.pid == pid && h.start_unix_ns + 1_000_000_000 >= started_unix_ns)
