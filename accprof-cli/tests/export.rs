@@ -75,7 +75,7 @@ fn laplace_like_trace_exports_valid_nested_tracks() {
     assert_eq!(kernel[0]["args"]["num_gangs"], 256);
     assert_eq!(kernel[0]["args"]["vector_length"], 128);
     assert_eq!(kernel[0]["args"]["kernel"], "main_42_gpu");
-    let upload = find(&evs, "upload A");
+    let upload = find(&evs, "upload 8 MiB A");
     assert_eq!(upload[0]["args"]["bytes"], 8 << 20);
     assert_eq!(upload[0]["args"]["var"], "A");
     assert_eq!(upload[0]["cat"], "transfer");

@@ -331,9 +331,13 @@ fn shim_staged_copies_on_helper_threads_flow_from_the_upload_that_staged_them() 
         assert_eq!(track_of(&sum, s), "host thread 0: device (synchronous)");
         let host = slice_at(&evs, &s["pid"], &s["tid"], s["ts"].as_f64().unwrap());
         assert!(
-            host.iter()
-                .any(|h| h["name"].as_str().unwrap().starts_with("upload A")
-                    || h["name"].as_str().unwrap().starts_with("upload Anew")),
+            host.iter().any(|h| {
+                // "upload 128 MiB A[0:n*m]": the upload of A or Anew.
+                h["name"].as_str().unwrap().starts_with("upload ")
+                    && h["args"]["var"]
+                        .as_str()
+                        .is_some_and(|v| v.starts_with('A'))
+            }),
             "{host:?}"
         );
     }
@@ -497,7 +501,7 @@ fn synthetic_device_records_get_stream_tracks_names_args_lanes_and_flows() {
     let expected: BTreeMap<String, String> = [
         ("k_10", "parallel pipe.c:10"),
         ("k_10b", "parallel pipe.c:10"),
-        ("memcpy HtoD 1 MiB B", "upload B"),
+        ("memcpy HtoD 1 MiB B", "upload 1 MiB B"),
     ]
     .into_iter()
     .map(|(a, b)| (a.to_string(), b.to_string()))

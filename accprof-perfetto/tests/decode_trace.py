@@ -96,8 +96,9 @@ def decode(path):
         if packet.sequence_flags & SEQ_NEEDS_INCREMENTAL_STATE and not seq.valid:
             raise TraceError(f"packet on sequence {seq_id} needs incremental state that was never cleared")
         if packet.HasField("interned_data"):
-            if not (packet.sequence_flags & (SEQ_NEEDS_INCREMENTAL_STATE | SEQ_INCREMENTAL_STATE_CLEARED)):
-                raise TraceError("interned data on a packet without the incremental-state flags")
+            # trace_processor reads interned data whatever the packet's flags.
+            if not seq.valid:
+                raise TraceError(f"interned data on sequence {seq_id} before its state was cleared")
             i = packet.interned_data
             for e in i.event_names:
                 seq.define("names", e.iid, e.name, definitions)
@@ -146,8 +147,11 @@ def decode(path):
         if not packet.HasField("track_event"):
             raise TraceError("packet with nothing accprof writes")
         track_events += 1
-        if not packet.sequence_flags & SEQ_NEEDS_INCREMENTAL_STATE:
-            raise TraceError("track event without SEQ_NEEDS_INCREMENTAL_STATE")
+        # SEQ_NEEDS_INCREMENTAL_STATE only makes trace_processor drop the packet when its
+        # sequence's state is invalid; accprof's writer clears every sequence first and leaves
+        # the flag out, so an event on a sequence never cleared breaks its rule.
+        if not seq.valid:
+            raise TraceError(f"track event on sequence {seq_id} before its state was cleared")
 
         # Timestamp: the packet's own clock, else the sequence default.
         clock = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else seq.default_clock

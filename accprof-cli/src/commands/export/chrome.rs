@@ -369,6 +369,15 @@ pub(super) fn put_name<T: Strings + ?Sized>(out: &mut Vec<u8>, s: &Slice, string
         }
     };
     out.extend_from_slice(what.as_bytes());
+    // Data movement and device memory state their size, as device copies do ("upload 8 MiB
+    // A"): the size is what a user reads first, and a name that states it exactly spares the
+    // Perfetto export a `bytes` argument on every such slice.
+    if names_size(kind) {
+        if let Some(b) = s.bytes() {
+            out.push(b' ');
+            out.extend_from_slice(bytes_compact(b).as_bytes());
+        }
+    }
     // Enter/exit data events also mark the edges of data regions and compute constructs.
     if matches!(
         kind,
@@ -403,6 +412,22 @@ pub(super) fn put_name<T: Strings + ?Sized>(out: &mut Vec<u8>, s: &Slice, string
             }
         }
     }
+}
+
+/// Whether a slice of this kind states its bytes in its name: host transfers and the
+/// allocations, creations, deletions and frees of device memory ([`put_name`]), device copies
+/// ([`put_device_name`]).
+pub(super) fn names_size(kind: acc_event_t) -> bool {
+    matches!(
+        kind,
+        acc_event_t::ENQUEUE_UPLOAD_START
+            | acc_event_t::ENQUEUE_DOWNLOAD_START
+            | acc_event_t::CREATE
+            | acc_event_t::DELETE
+            | acc_event_t::ALLOC
+            | acc_event_t::FREE
+            | device::MEMCPY
+    )
 }
 
 /// "parallel", "kernels", "data"... from `acc_construct_parallel`.

@@ -30,7 +30,6 @@ use accprof_perfetto::{
 use accprof_timeline::compact::{NONE_I32, NONE_U32};
 use accprof_timeline::track::lane_name;
 use accprof_timeline::{CompactEvent as Slice, DeviceSlice, NameStyle, TrackKind, TrackTable};
-use accprof_trace::device;
 use std::io::{self, Write};
 
 /// The export's tables are looked up on small integer keys once or more per event, where
@@ -426,7 +425,7 @@ fn put_slice<W: Write, T: Strings + ?Sized>(
         name: names.arg_bytes,
         value: ArgValue::Uint(0),
     }; 8];
-    let n = names.args(s, dev.is_some(), queue, &mut args);
+    let n = names.args(s, queue, &mut args);
     let mut ev = Event::named(name)
         .category(category)
         .args(&args[..n])
@@ -453,8 +452,9 @@ struct NameKey {
     src_file: u32,
     line: i32,
     point: bool,
-    /// Device records: the copy kind and bytes their names show.
+    /// Device records: the copy kind their names show.
     copy: u64,
+    /// The bytes the names of transfers and device memory show ([`chrome::names_size`]).
     bytes: u64,
 }
 
@@ -480,7 +480,7 @@ fn name_key(s: &Slice, dev: Option<&DeviceSlice>) -> NameKey {
         line: if dev.is_some() { NONE_I32 } else { s.line },
         point: s.is_point(),
         copy: dev.and_then(|d| d.record.copy_kind).unwrap_or(u64::MAX),
-        bytes: if dev.is_some() && s.event() == device::MEMCPY {
+        bytes: if chrome::names_size(s.event()) {
             s.bytes
         } else {
             u64::MAX
@@ -625,21 +625,16 @@ impl Names {
     /// category nor its track says: bytes, launch geometry (when it changed, see
     /// [`Self::new_geometry`]), async and async queue (see [`async_args`]). `queue` is the
     /// queue of the slice's track when it is an async queue's.
-    fn args<'a>(
-        &mut self,
-        s: &Slice,
-        device: bool,
-        queue: Option<i64>,
-        out: &mut [Arg<'a>; 8],
-    ) -> usize {
+    fn args<'a>(&mut self, s: &Slice, queue: Option<i64>, out: &mut [Arg<'a>; 8]) -> usize {
         let mut n = 0;
         let mut push = |a: Arg<'a>| {
             out[n] = a;
             n += 1;
         };
-        // A device copy's name states its size ([`chrome::put_device_name`]); exactly, unless
-        // it is rounded to a tenth of its unit, and then the argument still gives it.
-        let named = |b: u64| device && s.event() == device::MEMCPY && names_exactly(b);
+        // A transfer's (or an allocation's) name states its size ([`chrome::names_size`]);
+        // exactly, unless it is rounded to a tenth of its unit, and then the argument still
+        // gives it.
+        let named = |b: u64| chrome::names_size(s.event()) && names_exactly(b);
         if let Some(b) = s.bytes().filter(|&b| !named(b)) {
             push(Arg {
                 name: self.arg_bytes,
@@ -726,7 +721,7 @@ mod tests {
     }
 
     #[test]
-    fn a_device_copy_whose_name_states_its_size_exactly_carries_no_bytes_argument() {
+    fn a_size_is_named_exactly_under_a_kib_or_in_whole_units() {
         use accprof_timeline::format::bytes_compact;
         for b in [0, 1000, 1024, 8 << 20, 3 << 30] {
             assert!(names_exactly(b), "{b}: {}", bytes_compact(b));
