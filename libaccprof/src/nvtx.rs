@@ -269,6 +269,15 @@ pub fn take_names() -> Vec<accprof_trace::Event> {
 }
 
 fn name(kind: accprof_abi::acc_event_t, domain: Option<u32>, key: u64, text: Option<Vec<u8>>) {
+    let _ = std::panic::catch_unwind(|| name_unguarded(kind, domain, key, text));
+}
+
+fn name_unguarded(
+    kind: accprof_abi::acc_event_t,
+    domain: Option<u32>,
+    key: u64,
+    text: Option<Vec<u8>>,
+) {
     use accprof_trace::Field;
     let Some(text) = text else { return };
     let id = crate::strings::define_text(&text);
@@ -453,50 +462,42 @@ unsafe extern "C" fn range_pop() -> c_int {
 unsafe extern "C" fn name_category_a(category: u32, n: *const c_char) {
     // SAFETY: the program's NUL-terminated string.
     let text = unsafe { c_text(n) };
-    let _ = std::panic::catch_unwind(|| {
-        name(
-            accprof_trace::nvtx::CATEGORY_NAME,
-            None,
-            u64::from(category),
-            text,
-        )
-    });
+    name(
+        accprof_trace::nvtx::CATEGORY_NAME,
+        None,
+        u64::from(category),
+        text,
+    );
 }
 unsafe extern "C" fn name_category_w(category: u32, n: *const libc::wchar_t) {
     // SAFETY: the program's NUL-terminated wide string.
     let text = unsafe { wide_text(n) };
-    let _ = std::panic::catch_unwind(|| {
-        name(
-            accprof_trace::nvtx::CATEGORY_NAME,
-            None,
-            u64::from(category),
-            text,
-        )
-    });
+    name(
+        accprof_trace::nvtx::CATEGORY_NAME,
+        None,
+        u64::from(category),
+        text,
+    );
 }
 unsafe extern "C" fn name_os_thread_a(thread: u32, n: *const c_char) {
     // SAFETY: as above.
     let text = unsafe { c_text(n) };
-    let _ = std::panic::catch_unwind(|| {
-        name(
-            accprof_trace::nvtx::THREAD_NAME,
-            None,
-            u64::from(thread),
-            text,
-        )
-    });
+    name(
+        accprof_trace::nvtx::THREAD_NAME,
+        None,
+        u64::from(thread),
+        text,
+    );
 }
 unsafe extern "C" fn name_os_thread_w(thread: u32, n: *const libc::wchar_t) {
     // SAFETY: as above.
     let text = unsafe { wide_text(n) };
-    let _ = std::panic::catch_unwind(|| {
-        name(
-            accprof_trace::nvtx::THREAD_NAME,
-            None,
-            u64::from(thread),
-            text,
-        )
-    });
+    name(
+        accprof_trace::nvtx::THREAD_NAME,
+        None,
+        u64::from(thread),
+        text,
+    );
 }
 unsafe extern "C" fn domain_mark_ex(d: *const c_void, a: *const EventAttributes) {
     // SAFETY: as above.
@@ -519,14 +520,12 @@ unsafe extern "C" fn domain_range_pop(d: *const c_void) -> c_int {
 unsafe extern "C" fn domain_name_category_a(d: *const c_void, category: u32, n: *const c_char) {
     // SAFETY: as above.
     let text = unsafe { c_text(n) };
-    let _ = std::panic::catch_unwind(|| {
-        name(
-            accprof_trace::nvtx::CATEGORY_NAME,
-            domain_of(d),
-            u64::from(category),
-            text,
-        )
-    });
+    name(
+        accprof_trace::nvtx::CATEGORY_NAME,
+        domain_of(d),
+        u64::from(category),
+        text,
+    );
 }
 unsafe extern "C" fn domain_name_category_w(
     d: *const c_void,
@@ -535,14 +534,12 @@ unsafe extern "C" fn domain_name_category_w(
 ) {
     // SAFETY: as above.
     let text = unsafe { wide_text(n) };
-    let _ = std::panic::catch_unwind(|| {
-        name(
-            accprof_trace::nvtx::CATEGORY_NAME,
-            domain_of(d),
-            u64::from(category),
-            text,
-        )
-    });
+    name(
+        accprof_trace::nvtx::CATEGORY_NAME,
+        domain_of(d),
+        u64::from(category),
+        text,
+    );
 }
 unsafe extern "C" fn domain_register_string_a(
     _d: *const c_void,
