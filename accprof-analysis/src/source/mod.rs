@@ -24,19 +24,12 @@ pub enum Language {
 }
 
 impl Language {
-    /// Fortran for .f, .for, .f90, .f95, .f03, .f08 (any case); C (and C++) otherwise.
+    /// Fortran for .f, .for, .f90, .f95, .f03, .f08 (any case); C (and C++) otherwise: the
+    /// extensions the names from the program read the same way.
     pub fn of(file: &str) -> Language {
-        let ext = file
-            .rsplit_once('.')
-            .map(|(_, e)| e.to_ascii_lowercase())
-            .unwrap_or_default();
-        if matches!(
-            ext.as_str(),
-            "f" | "for" | "ftn" | "f77" | "f90" | "f95" | "f03" | "f08"
-        ) {
-            Language::Fortran
-        } else {
-            Language::C
+        match accprof_symbols::source_names::Syntax::of(file) {
+            accprof_symbols::source_names::Syntax::Fortran => Language::Fortran,
+            accprof_symbols::source_names::Syntax::C => Language::C,
         }
     }
 
