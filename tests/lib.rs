@@ -47,6 +47,10 @@ pub fn accprof_cli() -> PathBuf {
 /// A fresh directory for one test's files.
 pub fn scratch(test: &str) -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
+    static PRUNED: std::sync::Once = std::sync::Once::new();
+    // Kept after the run for a look at what failed; the next run's first scratch directory
+    // clears those of runs whose process is gone, so repeated runs do not fill the disk.
+    PRUNED.call_once(prune_scratch_of_finished_runs);
     let dir = std::env::temp_dir().join(format!(
         "accprof-it-{}-{}-{}",
         test,
@@ -56,6 +60,24 @@ pub fn scratch(test: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
+}
+
+/// Removes `accprof-it-TEST-PID-N` directories whose process has ended.
+fn prune_scratch_of_finished_runs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("accprof-it-")) else {
+            continue;
+        };
+        // TEST may hold dashes: the process id is the second field from the end.
+        let pid = rest.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// The source of a test program in tests/programs/.

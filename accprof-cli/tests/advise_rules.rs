@@ -4,7 +4,7 @@
 
 use accprof_abi::acc_event_t;
 use accprof_trace::{Event, Field, Footer, Header, StrId, TraceWriter};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const US: u64 = 1_000;
@@ -127,18 +127,14 @@ impl Run {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "accprof-advise-rules-{name}-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// The rule ids `accprof advise --format json` reports for `run`.
 fn rules(name: &str, run: &Run) -> Vec<String> {
-    let path = scratch(name).join("t.trace");
+    // Removed when this function returns.
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("accprof-advise-rules-{name}-"))
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join("t.trace");
     run.write(&path);
     let out = Command::new(env!("CARGO_BIN_EXE_accprof"))
         .args(["advise", "--format", "json", "-q"])
