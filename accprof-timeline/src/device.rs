@@ -409,6 +409,51 @@ mod tests {
     }
 
     #[test]
+    fn the_issuer_is_the_innermost_accepted_slice_open_at_the_call() {
+        let (c, up, down) = (
+            acc_event_t::COMPUTE_CONSTRUCT_START,
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            acc_event_t::ENQUEUE_DOWNLOAD_START,
+        );
+        let slices = [
+            (c, 0, 100),
+            (down, 10, 50),
+            (acc_event_t::CREATE, 20, 20),
+            (up, 60, 70),
+            (c, 60, 90),
+        ];
+        let pick =
+            |search: IssuerSearch, t: u64| issuer_among(search, t, slices.iter().copied(), |&s| s);
+        let thread = |kind| IssuerSearch::Thread(1, Some(kind));
+        // An upload's record issued inside a download: the construct around it issued it.
+        assert_eq!(pick(thread(up), 20), Some((c, 0, 100)));
+        assert_eq!(pick(thread(down), 20), Some((down, 10, 50)));
+        // Of a construct and an enqueue that start together, the shorter.
+        assert_eq!(pick(thread(up), 65), Some((up, 60, 70)));
+        assert_eq!(pick(thread(down), 65), Some((c, 60, 90)));
+        // A helper thread's record: only an enqueue of its kind.
+        assert_eq!(pick(IssuerSearch::Enqueue(up), 20), None);
+        assert_eq!(pick(IssuerSearch::Enqueue(up), 65), Some((up, 60, 70)));
+        assert_eq!(pick(IssuerSearch::Nowhere, 65), None);
+        assert_eq!(pick(thread(up), 150), None);
+        let kernel = DeviceOp::Kernel;
+        let program = |t: i64| t == 1;
+        assert_eq!(
+            IssuerSearch::of(kernel, None, program),
+            IssuerSearch::Nowhere
+        );
+        assert_eq!(
+            IssuerSearch::of(DeviceOp::Memset, Some((9, 5)), program),
+            IssuerSearch::Nowhere,
+            "a helper's work no runtime reports"
+        );
+        assert_eq!(
+            IssuerSearch::of(kernel, Some((9, 5)), program),
+            IssuerSearch::Enqueue(acc_event_t::ENQUEUE_LAUNCH_START)
+        );
+    }
+
+    #[test]
     fn records_say_what_and_who() {
         let mut ev = Event::new(device::MEMCPY, 10);
         ev.set(

@@ -28,14 +28,21 @@
 //! started before the call. The innermost of those containing the call is the issuer: slices
 //! still unread that contain it end later, so they enclose it (one thread's slices nest). A
 //! record whose issuer was let go of ([`Issuers`]'s budget) gets none and is counted.
+//!
+//! A kernel record that names no call is given a launch of its kernel by name
+//! ([`crate::by_name`]), once no launch that starts earlier can still come out of a window of
+//! its trace; its issuer is that launch, among the slices kept. The caller tells the kernel
+//! names' texts ([`Layout::name_kernel`]); without them such records get no issuer.
 
+use crate::by_name::{call_of, ByName, KernelLaunches, Launch};
 use crate::compact::{CompactEvent, NONE_U32};
-use crate::device::{DeviceRecord, IssuerSearch};
+use crate::device::{DeviceOp, DeviceRecord, IssuerSearch};
 use crate::issuers::{better, Found, Issuers, Kept};
 use crate::lanes::Lanes;
 use crate::order::StartWindow;
 use crate::track::{TrackId, TrackKey, TrackKind, TrackTable};
-use accprof_trace::{Event, Header};
+use accprof_abi::acc_event_t;
+use accprof_trace::{Event, Header, StrId};
 use rustc_hash::FxHashSet;
 use std::collections::VecDeque;
 
@@ -188,6 +195,8 @@ pub struct LayoutStats {
 struct Pending {
     s: CompactEvent,
     record: DeviceRecord,
+    /// The launch a kernel record without its call was given by name.
+    by_name: Option<Launch<TrackId>>,
 }
 
 /// One trace being laid out, or laid out.
@@ -200,6 +209,8 @@ struct TraceState {
     noting: bool,
     /// Such slices were laid out without being kept.
     unnoted: bool,
+    /// Kernel names, and the launches laid out that wait for a record without its call.
+    by_name: KernelLaunches<TrackId>,
 }
 
 /// The streaming layout (see the module's documentation).
@@ -276,8 +287,18 @@ impl Layout {
             ended: false,
             noting: self.cfg.note_issuers || h.device_activity().is_some(),
             unnoted: false,
+            by_name: KernelLaunches::default(),
         });
         (self.traces.len() - 1) as u16
+    }
+
+    /// Tells that string `id` of the trace begun last is the kernel name `text` (call it
+    /// before pushing the first event that uses `id`): kernel records that name no call are
+    /// then tied to a launch of their kernel ([`crate::by_name`]).
+    pub fn name_kernel(&mut self, id: StrId, text: &str) {
+        if let Some(t) = self.traces.last_mut() {
+            t.by_name.name(id, text);
+        }
     }
 
     /// The tracks met so far.
@@ -437,7 +458,11 @@ impl Layout {
             let record = self.records[k];
             self.free_records.push(k as u32);
             s.device = NONE_U32;
-            self.pending[s.track as usize].push_back(Pending { s, record });
+            self.pending[s.track as usize].push_back(Pending {
+                s,
+                record,
+                by_name: None,
+            });
             self.pending_count += 1;
             return self.link_track(s.track, sink, self.cfg.pending);
         }
@@ -446,6 +471,11 @@ impl Layout {
         if matches!(kind, TrackKind::DeviceStream { .. }) || !st.noting {
             st.unnoted |= !matches!(kind, TrackKind::DeviceStream { .. });
             return sink.slice(&self.tracks, &s, &[]).map_err(Stop::Sink);
+        }
+        if s.event() == acc_event_t::ENQUEUE_LAUNCH_START && st.by_name.is_named() {
+            if let Some(n) = st.by_name.of(s.name_id()) {
+                st.by_name.add_launch(n, (s.start, s.end, s.track));
+            }
         }
         let mut kept = std::mem::take(&mut self.kept);
         self.issuers.note(&s, &mut kept);
@@ -497,8 +527,14 @@ impl Layout {
         keep: usize,
     ) -> Result<(), Stop<S::Error>> {
         let t = track as usize;
-        while let Some(p) = self.pending[t].front() {
+        while !self.pending[t].is_empty() {
             let force = self.pending_count > keep;
+            if !self.named_launch(t, force) {
+                break;
+            }
+            let Some(p) = self.pending[t].front() else {
+                break;
+            };
             let Some(found) = self.issuer(p, force) else {
                 break;
             };
@@ -515,11 +551,80 @@ impl Layout {
         Ok(())
     }
 
+    /// Whether the record first waiting on `track` is not one that waits for a launch of its
+    /// kernel by name: a kernel record without its call is given one here ([`ByName`]), once
+    /// no launch of its trace that starts earlier can still be laid out (with `force`, or at
+    /// the end of the trace, what is known now).
+    fn named_launch(&mut self, track: usize, force: bool) -> bool {
+        let Some(p) = self.pending[track].front() else {
+            return true;
+        };
+        if p.by_name.is_some() || p.record.op != DeviceOp::Kernel || p.record.issued().is_some() {
+            return true;
+        }
+        let trace = p.s.trace;
+        let st = &self.traces[trace as usize];
+        let Some(n) = st.by_name.of(p.s.name_id()) else {
+            return true;
+        };
+        let horizon = if force || st.ended {
+            u64::MAX
+        } else {
+            self.launch_horizon(trace)
+        };
+        let start = p.s.start;
+        match self.traces[trace as usize]
+            .by_name
+            .decide(n, start, horizon)
+        {
+            ByName::Wait => false,
+            ByName::NoLaunch => true,
+            ByName::Launch(l) => {
+                if let Some(p) = self.pending[track].front_mut() {
+                    p.by_name = Some(l);
+                }
+                true
+            }
+        }
+    }
+
+    /// No launch of `trace` that starts before this can still come out of a window.
+    fn launch_horizon(&self, trace: u16) -> u64 {
+        self.tracks
+            .of_trace(trace)
+            .filter(|(_, key)| {
+                matches!(
+                    key.kind,
+                    TrackKind::DeviceSync { .. } | TrackKind::DeviceQueue { .. }
+                )
+            })
+            .filter_map(|(track, _)| self.windows[track as usize].next_start_bound())
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The call time of `p` on the layout's clock: its own, or the middle of the launch it
+    /// was given by name.
+    fn call_of(&self, p: &Pending) -> Option<u64> {
+        if let Some(l) = p.by_name {
+            return Some(call_of(&l));
+        }
+        let shift = self.traces[p.s.trace as usize].shift;
+        p.record.host_call_ns.map(|t| shifted(t, shift))
+    }
+
     /// The answer of the issuer rule for `p`, or `None` while slices that may have issued it
     /// are still to be laid out. With `force`, what is known now.
     fn issuer(&self, p: &Pending, force: bool) -> Option<Found> {
         let trace = p.s.trace;
         let st = &self.traces[trace as usize];
+        if let Some(l) = p.by_name {
+            // The launch itself (what the rule's search from its middle finds), if still kept.
+            let launch = |s: &CompactEvent| {
+                s.event() == acc_event_t::ENQUEUE_LAUNCH_START && (s.start, s.end) == (l.0, l.1)
+            };
+            return Some(self.issuers.innermost(l.2, call_of(&l), launch));
+        }
         let search = p
             .record
             .issuer_search(|t| self.reporting.contains(&(trace, t)));
@@ -569,10 +674,19 @@ impl Layout {
             }
             Found::None => return none,
         };
-        let shift = self.traces[p.s.trace as usize].shift;
-        let Some(call) = p.record.host_call_ns.map(|t| shifted(t, shift)) else {
+        let Some(call) = self.call_of(p) else {
             return none;
         };
+        if p.by_name.is_none()
+            && p.record.op == DeviceOp::Kernel
+            && h.event() == acc_event_t::ENQUEUE_LAUNCH_START
+        {
+            // A launch a record names as its call is that record's, not one by name.
+            let st = &mut self.traces[p.s.trace as usize];
+            if let Some(n) = st.by_name.of(h.name_id()) {
+                st.by_name.claim(n, (h.start, h.end, h.track));
+            }
+        }
         let from_ts = inside(&h, call);
         // The arrow's end lies inside the device slice and not before its start: a viewer drops
         // a flow whose end comes before its beginning (clocks of host and device can disagree
@@ -617,7 +731,7 @@ fn inside(s: &CompactEvent, t: u64) -> u64 {
 mod tests {
     use super::*;
     use accprof_abi::acc_event_t;
-    use accprof_trace::{Field, Header};
+    use accprof_trace::{Field, Header, StrId};
 
     /// A slice as a sink was handed it: (track, start, end, lane, depth, issuer's start, flows
     /// out).
@@ -776,6 +890,70 @@ mod tests {
                 .filter(|s| !s.6.is_empty() && s.0 != 2)
                 .collect();
             assert_eq!(flows_out.len(), if hold { 2 } else { 0 }, "{hold}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_record_without_its_call_is_tied_to_a_launch_of_its_kernel() {
+        let named = |mut e: Event, id: u32| {
+            e.set(Field::KernelName, u64::from(id));
+            e
+        };
+        let unissued = |start: u64, end: u64, id: u32| {
+            let mut e = Event::new(accprof_trace::device::KERNEL, start);
+            e.end_ns = end;
+            e.set(Field::AsyncHandle, 7);
+            named(e, id)
+        };
+        let ms = 1_000_000;
+        // Two launches of kernel "k" (id 1; its records name it with id 2), one of "other"
+        // (id 3). The first launch's record says its call; the second's does not; the third
+        // record started on the device long before any launch left of its kernel.
+        let events = vec![
+            named(ev(L, 10 * ms, 11 * ms, 1), 1),
+            named(ev(L, 20 * ms, 21 * ms, 1), 1),
+            named(ev(L, 30 * ms, 31 * ms, 1), 3),
+            ev(C, 5 * ms, 40 * ms, 1),
+            named(kernel(12 * ms, 13 * ms, 1, 10 * ms + 5), 2),
+            unissued(22 * ms, 23 * ms, 2),
+            unissued(2 * ms, 3 * ms, 2),
+            unissued(32 * ms, 33 * ms, 4),
+        ];
+        for told in [true, false] {
+            let mut got = Got::default();
+            let mut l = Layout::new(LayoutConfig {
+                note_issuers: true,
+                zero: Some(0),
+                ..small()
+            });
+            l.begin_trace(&Header::default());
+            if told {
+                for (id, text) in [(1, "k"), (2, "k"), (3, "other"), (4, "other")] {
+                    l.name_kernel(StrId(id), text);
+                }
+            }
+            for e in &events {
+                l.push(e, &mut got).unwrap();
+            }
+            l.end_trace(&mut got).unwrap();
+            l.finish(&mut got).unwrap();
+            let records: Vec<_> = got
+                .slices
+                .iter()
+                .filter(|s| s.0 == 2)
+                .map(|s| (s.1 / ms, s.5.map(|i| i / ms)))
+                .collect();
+            let by_name = |launch| told.then_some(launch);
+            assert_eq!(
+                records,
+                [
+                    (2, None),
+                    (12, Some(10)),
+                    (22, by_name(20)),
+                    (32, by_name(30))
+                ],
+                "names told: {told}"
+            );
         }
     }
 
