@@ -30,8 +30,9 @@
 //! record whose issuer was let go of ([`Issuers`]'s budget) gets none and is counted.
 //!
 //! A kernel record that names no call is given a launch of its kernel by name
-//! ([`crate::by_name`]), once no launch that starts earlier can still come out of a window of
-//! its trace; its issuer is that launch, among the slices kept. The caller tells the kernel
+//! ([`crate::by_name`]): the records of each kernel in issue order, whatever order their
+//! streams lay them out in, each once no launch that starts earlier can still come out of a
+//! window of its trace; its issuer is that launch, among the slices kept. The caller tells the kernel
 //! names' texts ([`Layout::name_kernel`]); without them such records get no issuer.
 
 use crate::by_name::{call_of, ByName, KernelLaunches, Launch};
@@ -43,7 +44,7 @@ use crate::order::StartWindow;
 use crate::track::{TrackId, TrackKey, TrackKind, TrackTable};
 use accprof_abi::acc_event_t;
 use accprof_trace::{Event, Header, StrId};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
 /// How a layout buffers.
@@ -195,9 +196,15 @@ pub struct LayoutStats {
 struct Pending {
     s: CompactEvent,
     record: DeviceRecord,
-    /// The launch a kernel record without its call was given by name.
+    /// A kernel record without its call waiting for the by-name rule: its number there.
+    unissued: Option<u64>,
+    /// The launch it was given by name.
     by_name: Option<Launch<TrackId>>,
 }
+
+/// A kernel record without its call, in line for the by-name rule: (correlation id, device
+/// start) for the order, its number, its device start.
+type InLine = ((u64, u64), u64, u64);
 
 /// One trace being laid out, or laid out.
 #[derive(Debug)]
@@ -211,6 +218,13 @@ struct TraceState {
     unnoted: bool,
     /// Kernel names, and the launches laid out that wait for a record without its call.
     by_name: KernelLaunches<TrackId>,
+    /// Per kernel name, its records without their call not yet decided, in issue order (the
+    /// rule takes them in that order, whatever order their streams lay them out in).
+    in_line: FxHashMap<u32, VecDeque<InLine>>,
+    /// What the rule said for records decided before their slice was linked, by number.
+    said: FxHashMap<u64, ByName<TrackId>>,
+    /// Numbers records without their call.
+    next_unissued: u64,
 }
 
 /// The streaming layout (see the module's documentation).
@@ -222,7 +236,7 @@ pub struct Layout {
     lanes: Vec<Lanes>,
     traces: Vec<TraceState>,
     /// Device records while their slices are in a window; free slots.
-    records: Vec<DeviceRecord>,
+    records: Vec<(DeviceRecord, Option<u64>)>,
     free_records: Vec<u32>,
     issuers: Issuers,
     /// Per device stream track, its slices waiting for their issuers, in order.
@@ -288,6 +302,9 @@ impl Layout {
             noting: self.cfg.note_issuers || h.device_activity().is_some(),
             unnoted: false,
             by_name: KernelLaunches::default(),
+            in_line: FxHashMap::default(),
+            said: FxHashMap::default(),
+            next_unissued: 0,
         });
         (self.traces.len() - 1) as u16
     }
@@ -332,7 +349,8 @@ impl Layout {
                 }
                 st.noting = true;
             }
-            s.device = self.keep_record(record);
+            let unissued = self.line_up(trace, &record, &s);
+            s.device = self.keep_record((record, unissued));
         } else {
             self.tracks.note_event(trace, ev);
             if let Some(t) = ev.thread() {
@@ -415,7 +433,24 @@ impl Layout {
         r
     }
 
-    fn keep_record(&mut self, r: DeviceRecord) -> u32 {
+    /// Puts a kernel record without its call in line for the by-name rule (its kernel's name
+    /// told), and gives its number there.
+    fn line_up(&mut self, trace: u16, record: &DeviceRecord, s: &CompactEvent) -> Option<u64> {
+        if record.op != DeviceOp::Kernel || record.issued().is_some() {
+            return None;
+        }
+        let st = &mut self.traces[trace as usize];
+        let n = st.by_name.of(s.name_id())?;
+        let seq = st.next_unissued;
+        st.next_unissued += 1;
+        let key = (record.correlation.unwrap_or(u64::MAX), s.start);
+        let q = st.in_line.entry(n).or_default();
+        let at = q.partition_point(|e| e.0 <= key);
+        q.insert(at, (key, seq, s.start));
+        Some(seq)
+    }
+
+    fn keep_record(&mut self, r: (DeviceRecord, Option<u64>)) -> u32 {
         match self.free_records.pop() {
             Some(k) => {
                 self.records[k as usize] = r;
@@ -455,12 +490,13 @@ impl Layout {
         self.tracks.note_lane(s.track, s.lane);
         self.stats.slices += 1;
         if let Some(k) = s.device_index() {
-            let record = self.records[k];
+            let (record, unissued) = self.records[k];
             self.free_records.push(k as u32);
             s.device = NONE_U32;
             self.pending[s.track as usize].push_back(Pending {
                 s,
                 record,
+                unissued,
                 by_name: None,
             });
             self.pending_count += 1;
@@ -552,40 +588,50 @@ impl Layout {
     }
 
     /// Whether the record first waiting on `track` is not one that waits for a launch of its
-    /// kernel by name: a kernel record without its call is given one here ([`ByName`]), once
-    /// no launch of its trace that starts earlier can still be laid out (with `force`, or at
-    /// the end of the trace, what is known now).
+    /// kernel by name: a kernel record without its call is given one here ([`ByName`]), after
+    /// the records of its kernel issued before it, once no launch of its trace that starts
+    /// earlier can still be laid out (with `force`, or at the end of the trace, what is known
+    /// now).
     fn named_launch(&mut self, track: usize, force: bool) -> bool {
         let Some(p) = self.pending[track].front() else {
             return true;
         };
-        if p.by_name.is_some() || p.record.op != DeviceOp::Kernel || p.record.issued().is_some() {
-            return true;
-        }
-        let trace = p.s.trace;
-        let st = &self.traces[trace as usize];
-        let Some(n) = st.by_name.of(p.s.name_id()) else {
+        let Some(seq) = p.unissued else {
             return true;
         };
-        let horizon = if force || st.ended {
+        let trace = p.s.trace as usize;
+        let Some(n) = self.traces[trace].by_name.of(p.s.name_id()) else {
+            return true;
+        };
+        let horizon = if force || self.traces[trace].ended {
             u64::MAX
         } else {
-            self.launch_horizon(trace)
+            self.launch_horizon(trace as u16)
         };
-        let start = p.s.start;
-        match self.traces[trace as usize]
-            .by_name
-            .decide(n, start, horizon)
-        {
-            ByName::Wait => false,
-            ByName::NoLaunch => true,
-            ByName::Launch(l) => {
-                if let Some(p) = self.pending[track].front_mut() {
-                    p.by_name = Some(l);
+        // The records of this kernel before it in issue order are decided first.
+        let st = &mut self.traces[trace];
+        while !st.said.contains_key(&seq) {
+            let Some(&(_, first, device_start)) = st.in_line.get(&n).and_then(|q| q.front()) else {
+                break;
+            };
+            match st.by_name.decide(n, device_start, horizon) {
+                ByName::Wait => return false,
+                said => {
+                    st.said.insert(first, said);
+                    if let Some(q) = st.in_line.get_mut(&n) {
+                        q.pop_front();
+                    }
                 }
-                true
             }
         }
+        let said = st.said.remove(&seq);
+        if let Some(p) = self.pending[track].front_mut() {
+            p.unissued = None;
+            if let Some(ByName::Launch(l)) = said {
+                p.by_name = Some(l);
+            }
+        }
+        true
     }
 
     /// No launch of `trace` that starts before this can still come out of a window.
@@ -690,11 +736,15 @@ impl Layout {
         let from_ts = inside(&h, call);
         // The arrow's end lies inside the device slice and not before its start: a viewer drops
         // a flow whose end comes before its beginning (clocks of host and device can disagree
-        // by a little).
+        // by a little). A record that ran before its call (by that much) keeps its issuer, with
+        // no arrow.
         let (lo, hi) = interior(&p.s);
         let to_ts = from_ts.max(lo);
         if to_ts > hi {
-            return none;
+            return DeviceSlice {
+                issuer: Some(h),
+                ..none
+            };
         }
         self.stats.flows += 1;
         let id = self.stats.flows;

@@ -252,7 +252,7 @@ struct DeviceRecord {
     host_ns: u64,
     /// Whether the trace says which call issued it (thread and time); else `thread` is -1 and
     /// `host_ns` the device start until its launch is found by kernel name
-    /// (`kernel_names`, or `match_kernels_by_name` at the end).
+    /// (the timeline's by-name rule, see `kernel_names`).
     issued: bool,
     /// A kernel record without its call, waiting for the launch of its kernel (by name, see
     /// `kernel_names`).
