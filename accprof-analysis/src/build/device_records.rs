@@ -51,7 +51,8 @@ impl ProfileBuilder {
     pub(super) fn feed_device_record(&mut self, ev: &Event, thread: i64, r: EventRef) {
         let Some(kind) = DeviceOp::of(ev) else { return };
         self.summary.device_records += 1;
-        let issued = ev.get(Field::HostCallNs).is_some();
+        // As the timeline's `DeviceRecord::issued`: a call names its thread and time.
+        let issued = ev.get(Field::HostCallNs).is_some() && ev.thread().is_some();
         let mut name_pending = false;
         if !issued && kind == DeviceOp::Kernel {
             match ev.kernel_name() {

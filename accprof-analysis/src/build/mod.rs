@@ -250,9 +250,9 @@ struct DeviceRecord {
     thread: i64,
     /// When the host thread issued the driver call.
     host_ns: u64,
-    /// Whether the trace says which call issued it (thread and time); else `thread` is -1 and
-    /// `host_ns` the device start until its launch is found by kernel name
-    /// (the timeline's by-name rule, see `kernel_names`).
+    /// Whether the trace says which call issued it (thread and time); else `host_ns` is the
+    /// device start (and `thread` the record's, or -1) until its launch is found by kernel
+    /// name (the timeline's by-name rule, see `kernel_names`).
     issued: bool,
     /// A kernel record without its call, waiting for the launch of its kernel (by name, see
     /// `kernel_names`).
