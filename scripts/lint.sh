@@ -10,6 +10,8 @@ cargo fmt --all --check
 
 echo "== cargo clippy (warnings denied)"
 cargo clippy --workspace --all-targets --release -- -D warnings
+# The per-stage benchmark's build of the tool library (libaccprof/src/bench_stage.rs).
+cargo clippy -p libaccprof --lib --release --features bench-stages -- -D warnings
 
 echo "== import circles between modules (every crate)"
 python3 scripts/module_cycles.py --self-test

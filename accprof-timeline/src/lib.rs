@@ -24,6 +24,7 @@
 //! - [`issuers`]: the recent slices a late device record may have been issued by.
 //! - [`layout`]: the streaming [`Layout`] of traces that export and plot draw ([`Sink`]); the
 //!   TUI, which keeps every event, applies the same rules whole.
+//! - [`title`]: a slice's one [`Title`] ("upload 8 MiB A", "parallel"), the same in every view.
 //! - [`mod@format`]: durations, bytes and rates for people, the same in every view.
 //!
 //! ```
@@ -60,6 +61,7 @@ pub mod lanes;
 pub mod layout;
 pub mod order;
 pub mod taxonomy;
+pub mod title;
 pub mod track;
 
 pub use compact::CompactEvent;
@@ -68,4 +70,5 @@ pub use layout::{DeviceSlice, Flow, Late, Layout, LayoutConfig, LayoutStats, Sin
 pub use taxonomy::{
     is_async, is_enqueue, is_point, Category, ChildKind, ConstructKind, Direction, EventClass,
 };
+pub use title::Title;
 pub use track::{NameStyle, TrackId, TrackKey, TrackKind, TrackTable};

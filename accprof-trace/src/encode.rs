@@ -16,7 +16,7 @@
 //! 8 to 20 bytes.
 
 use crate::model::{Event, Field, FIELD_COUNT};
-use crate::varint::{put_u64, unzigzag, zigzag, Cursor, Malformed};
+use crate::varint::{unzigzag, zigzag, Cursor, Malformed};
 use accprof_abi::acc_event_t;
 
 /// Delta state for one chunk.
@@ -32,37 +32,71 @@ impl EventEncoder {
 
     /// Appends `ev` to `out`.
     pub fn encode(&mut self, ev: &Event, out: &mut Vec<u8>) {
+        // The writer thread encodes every event the program's threads record, so this works
+        // on the fields' indices and values directly, writes the varints straight into the
+        // output's spare capacity, and carries only the changed fields into the next event's
+        // base (an event is 400 bytes; a typical one changes a handful of fields).
         let prev = &self.prev;
-        put_u64(out, zigzag(i64::from(ev.kind.0)));
-        put_u64(out, zigzag(ev.start_ns.wrapping_sub(prev.start_ns) as i64));
-        put_u64(out, ev.duration_ns());
-        // Only fields present in either event can differ.
-        let mut changed: u64 = 0;
-        let mut candidates = ev.present_mask() | prev.present_mask();
-        while candidates != 0 {
-            let i = candidates.trailing_zeros();
-            candidates &= candidates - 1;
-            let f = Field::ALL[i as usize];
-            if ev.get(f) != prev.get(f) {
+        let (now_set, before_set) = (ev.present_mask(), prev.present_mask());
+        let (now, before) = (ev.values(), prev.values());
+        // A field set in one event only differs; one set in both, when its values do.
+        let mut changed = now_set ^ before_set;
+        let mut both = now_set & before_set;
+        while both != 0 {
+            let i = both.trailing_zeros() as usize;
+            both &= both - 1;
+            if now[i] != before[i] {
                 changed |= 1 << i;
             }
         }
-        put_u64(out, changed);
+        out.reserve(MAX_ENCODED);
+        let start = out.len();
+        let buf = out.spare_capacity_mut();
+        let mut at = put_at(buf, 0, zigzag(i64::from(ev.kind.0)));
+        at = put_at(
+            buf,
+            at,
+            zigzag(ev.start_ns.wrapping_sub(prev.start_ns) as i64),
+        );
+        at = put_at(buf, at, ev.duration_ns());
+        at = put_at(buf, at, changed);
         let mut bits = changed;
         while bits != 0 {
             let i = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            let f = Field::ALL[i];
-            match ev.get(f) {
-                None => put_u64(out, 0),
-                Some(v) => {
-                    let base = prev.get(f).unwrap_or(0);
-                    put_u64(out, zigzag(v.wrapping_sub(base) as i64).wrapping_add(1));
-                }
-            }
+            let d = if now_set & (1 << i) == 0 {
+                0
+            } else {
+                let base = if before_set & (1 << i) == 0 {
+                    0
+                } else {
+                    before[i]
+                };
+                zigzag(now[i].wrapping_sub(base) as i64).wrapping_add(1)
+            };
+            at = put_at(buf, at, d);
         }
-        self.prev = *ev;
+        // SAFETY: the first `at` bytes of the spare capacity were just written.
+        unsafe { out.set_len(start + at) };
+        self.prev.take_changed(ev, changed);
     }
+}
+
+/// The longest encoding of one event: a varint (at most 10 bytes) for the kind, start,
+/// duration and mask, and one per field.
+const MAX_ENCODED: usize = 10 * (4 + FIELD_COUNT);
+
+/// Writes `v` as a varint at `at` of `buf` (which has room: see [`MAX_ENCODED`]); returns
+/// where the next one goes.
+#[inline(always)]
+fn put_at(buf: &mut [std::mem::MaybeUninit<u8>], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        buf[at].write((v as u8) | 0x80);
+        v >>= 7;
+        at += 1;
+    }
+    buf[at].write(v as u8);
+    at + 1
 }
 
 /// The decoding side of [`EventEncoder`].
@@ -141,6 +175,10 @@ mod tests {
         evs[13].kind = acc_event_t(12345);
         evs[14].start_ns = 5; // time going backwards across threads is legal
         evs[14].end_ns = 5;
+        // Absent for one event, then back with the value it had before: the encoder's base
+        // must not be the stale value it kept.
+        evs[20].clear(Field::VarName);
+        evs[21].set(Field::VarName, 4);
         let mut enc = EventEncoder::new();
         let mut buf = Vec::new();
         for e in &evs {

@@ -423,6 +423,22 @@ impl Event {
         })
     }
 
+    /// Becomes `ev` where the fields in `changed` (and the kind and times) differ from this
+    /// event; every other present field already holds `ev`'s value (the encoder's delta base).
+    #[inline]
+    pub(crate) fn take_changed(&mut self, ev: &Event, changed: u64) {
+        self.kind = ev.kind;
+        self.start_ns = ev.start_ns;
+        self.end_ns = ev.end_ns;
+        self.present = ev.present;
+        let mut bits = changed & ev.present;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            self.values[i] = ev.values[i];
+        }
+    }
+
     /// Which fields are set, as a bit mask indexed by [`Field`].
     #[inline]
     pub fn present_mask(&self) -> u64 {

@@ -215,7 +215,7 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
         side.enqueue
             .map(|e| store.label(store.rec_of(e)))
             .as_deref(),
-        Some("upload A t.c:10")
+        Some("upload 2 MiB A t.c:10")
     );
     // The memset has no call time: nothing to pair.
     let m = find(&app, BarKind::DeviceMemset, None);
@@ -239,7 +239,7 @@ fn device_records_get_stream_lanes_and_pair_with_the_host_events_that_issued_the
         "{s}"
     );
     assert!(
-        s.contains("host enqueue     upload A t.c:10")
+        s.contains("host enqueue     upload 2 MiB A t.c:10")
             && s.contains("enqueue duration 1.0 us [host]"),
         "{s}"
     );

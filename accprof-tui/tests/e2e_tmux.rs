@@ -314,8 +314,11 @@ fn the_event_the_advice_names_is_one_flag_or_search_away() {
         s.contains(&format!("event #{launch}")) && s.contains("acc_ev_enqueue_launch")
     });
     tmux.send(&["/", &format!("#{upload}"), "Enter"]);
+    // Titled as the exports title it, with its size (accprof_timeline::Title).
     tmux.wait_for("the upload selected", |s| {
-        s.contains(&format!("event #{upload}")) && s.contains("acc_ev_enqueue_upload")
+        s.contains(&format!("event #{upload}"))
+            && s.contains("acc_ev_enqueue_upload")
+            && s.contains("upload 8 MiB ")
     });
     tmux.send(&["/", "#999999", "Enter"]);
     tmux.wait_for("no such event", |s| s.contains("no event #999999"));

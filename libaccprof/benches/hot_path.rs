@@ -150,6 +150,14 @@ fn main() {
     let trace = dir.join("bench.trace");
     std::env::set_var("ACCPROF_OUT", &trace);
     std::env::set_var("ACCPROF_QUIET", "1");
+    // The events' CUDA handles are made up: with a CUDA driver present, timing device work
+    // with CUDA events (the default when CUPTI is not recording) would call the driver on them
+    // at every launch and copy. Measured here is recording.
+    for (k, v) in [("ACCPROF_CUDA_EVENTS", "off"), ("ACCPROF_CUPTI", "off")] {
+        if std::env::var_os(k).is_none() {
+            std::env::set_var(k, v);
+        }
+    }
     register_with(Some(fake_reg), "benchmark");
     // SAFETY: the registered pointer is accprof's on_event.
     let ours: Callback =

@@ -30,6 +30,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod api;
+mod bench_stage;
 mod clock;
 mod config;
 mod content;

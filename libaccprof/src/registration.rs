@@ -43,6 +43,7 @@ pub fn register_with(reg: acc_prof_reg, how: &str) {
     if is_libgomp(reg_fn as *mut c_void) {
         remember_libgomp_unregister();
     }
+    crate::bench_stage::read_env();
     crate::lifecycle::on_registered(how);
     for ev in acc_event_t::ALL {
         // SAFETY: `reg_fn` is the runtime's acc_prof_register; our callback has the

@@ -6,7 +6,7 @@
 //! uploads, downloads, data directives and updates, or compute constructs and allocations, get
 //! colours of their own.
 
-use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_abi::acc_event_t;
 use accprof_timeline::{is_point, DeviceOp, Direction};
 use accprof_trace::{device, Event};
 
@@ -193,51 +193,6 @@ pub fn device_code_name(code: u8) -> &'static str {
         CODE_DTOH => "DtoH",
         CODE_MEMSET => "memset",
         _ => "copy",
-    }
-}
-
-/// A short name for an event kind, for bar labels and the details pane ("compute", "upload"...),
-/// refined by the construct that caused it where that tells more (a `data` region vs `enter data`).
-pub fn short_kind_name(kind: acc_event_t, parent: Option<i64>) -> &'static str {
-    match kind {
-        acc_event_t::COMPUTE_CONSTRUCT_START => match parent.map(|p| acc_construct_t(p as i32)) {
-            Some(acc_construct_t::KERNELS) => "kernels",
-            Some(acc_construct_t::SERIAL) => "serial",
-            _ => "parallel",
-        },
-        acc_event_t::ENTER_DATA_START => match parent.map(|p| acc_construct_t(p as i32)) {
-            Some(acc_construct_t::DATA) => "data (enter)",
-            Some(acc_construct_t::ENTER_DATA) => "enter data",
-            Some(acc_construct_t::PARALLEL)
-            | Some(acc_construct_t::KERNELS)
-            | Some(acc_construct_t::SERIAL) => "implicit enter",
-            _ => "enter data",
-        },
-        acc_event_t::EXIT_DATA_START => match parent.map(|p| acc_construct_t(p as i32)) {
-            Some(acc_construct_t::DATA) => "data (exit)",
-            Some(acc_construct_t::EXIT_DATA) => "exit data",
-            Some(acc_construct_t::PARALLEL)
-            | Some(acc_construct_t::KERNELS)
-            | Some(acc_construct_t::SERIAL) => "implicit exit",
-            _ => "exit data",
-        },
-        acc_event_t::ENQUEUE_LAUNCH_START => "launch",
-        acc_event_t::ENQUEUE_UPLOAD_START => "upload",
-        acc_event_t::ENQUEUE_DOWNLOAD_START => "download",
-        acc_event_t::UPDATE_START => "update",
-        acc_event_t::WAIT_START => "wait",
-        acc_event_t::DEVICE_INIT_START => "device init",
-        acc_event_t::DEVICE_SHUTDOWN_START => "device shutdown",
-        acc_event_t::RUNTIME_SHUTDOWN => "runtime shutdown",
-        acc_event_t::ALLOC => "alloc",
-        acc_event_t::FREE => "free",
-        acc_event_t::CREATE => "create",
-        acc_event_t::DELETE => "delete",
-        accprof_trace::nvtx::RANGE | accprof_trace::nvtx::START_END => "NVTX",
-        accprof_trace::nvtx::MARK => "NVTX mark",
-        accprof_trace::nvtx::CATEGORY_NAME => "NVTX category",
-        accprof_trace::nvtx::THREAD_NAME => "NVTX thread name",
-        _ => "event",
     }
 }
 

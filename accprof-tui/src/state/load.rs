@@ -14,6 +14,7 @@ use accprof_symbols::ResolvingReader;
 use accprof_symbols::Symbolizer;
 use accprof_timeline::layout::{shifted, wall_clock_shift};
 use accprof_timeline::taxonomy::is_async_value;
+use accprof_timeline::title::states_size;
 use accprof_timeline::{is_enqueue, CompactEvent, DeviceRecord, EventClass, TrackKind};
 use accprof_trace::{device, Event, Field, StrId, StringTable, TraceError, TraceReader};
 use std::fs::File;
@@ -445,6 +446,9 @@ fn add_event(feed: &mut Feed, ev: &Event, store: &mut Store) {
     r.file.push(file);
     r.line.push(compact.line);
     r.source.push(feed.source as u16);
+    if let Some(b) = compact.bytes().filter(|_| states_size(ev.kind)) {
+        r.sizes.push(rec, b);
+    }
     // With device records, kernels and transfers come into the table from accprof-analysis's
     // profile, which ties device times to them (see state::table); the host counts the rest.
     let from_profile =

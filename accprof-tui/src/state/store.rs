@@ -3,7 +3,8 @@
 //! A trace's `Event` is ~250 bytes; ten million of them would not fit comfortably. While reading,
 //! each event becomes a record of what the timeline, search and labels need (~35 bytes in all):
 //! its placement (lane, row, start, end, category) in the lane's [`Track`]s and a few
-//! per-record fields (kind, name, source file and line). The details pane re-reads the full
+//! per-record fields (kind, name, source file and line; the size of a transfer or an allocation,
+//! which its label states, apart: [`Sizes`]). The details pane re-reads the full
 //! event from the file when one is selected (`Loader::fetch` in `state::load`).
 //!
 //! A lane is one track of accprof-timeline's layout (a host thread, its synchronous device
@@ -11,9 +12,12 @@
 //! layout's lanes and depths ([`accprof_timeline::lanes`]): the TUI keeps every event, so it
 //! places them whole, by the rules the streaming layout applies as they go.
 
-use crate::state::kind::BarKind;
+use crate::state::kind::{device_code_name, is_device_code, kind_of_code, BarKind};
 use crate::state::track::Track;
+use accprof_abi::{acc_construct_t, acc_event_t};
+use accprof_timeline::format::bytes_compact;
 use accprof_timeline::lanes::Lanes;
+use accprof_timeline::Title;
 use accprof_timeline::{NameStyle, TrackKey, TrackKind, TrackTable};
 use std::collections::HashMap;
 
@@ -75,6 +79,8 @@ pub struct Records {
     pub line: Vec<i32>,
     /// Which source the record came from.
     pub source: Vec<u16>,
+    /// The bytes a record's title states (transfers, device memory, device copies).
+    pub sizes: Sizes,
 }
 
 impl Records {
@@ -93,6 +99,28 @@ impl Records {
 
     pub fn is_empty(&self) -> bool {
         self.kind.is_empty()
+    }
+}
+
+/// The bytes of the records whose title states a size
+/// ([`accprof_timeline::title::states_size`]), in record order: constructs, launches and waits
+/// state none and cost nothing here, where a column for every record would cost 8 bytes each.
+#[derive(Clone, Debug, Default)]
+pub struct Sizes {
+    recs: Vec<u32>,
+    bytes: Vec<u64>,
+}
+
+impl Sizes {
+    /// Records `rec`'s size; records come in increasing order.
+    pub fn push(&mut self, rec: u32, bytes: u64) {
+        debug_assert!(self.recs.last().is_none_or(|&last| last < rec));
+        self.recs.push(rec);
+        self.bytes.push(bytes);
+    }
+
+    pub fn get(&self, rec: u32) -> Option<u64> {
+        self.recs.binary_search(&rec).ok().map(|i| self.bytes[i])
     }
 }
 
@@ -320,37 +348,76 @@ impl Store {
         })
     }
 
-    /// What a record is, in a word or two: `parallel`, `implicit enter`, `upload`, `HtoD`.
-    pub fn kind_word(&self, rec: u32) -> &'static str {
-        use crate::state::kind::{device_code_name, is_device_code, kind_of_code, short_kind_name};
+    /// What a record is and what it concerns, without a size or a place: `parallel`,
+    /// `enter data (parallel)`, `upload A`, `HtoD A`.
+    pub fn what(&self, rec: u32) -> String {
+        self.title(rec, None)
+    }
+
+    fn parent(&self, rec: u32) -> Option<acc_construct_t> {
+        let p = self.records.parent[rec as usize];
+        (p != NO_PARENT).then(|| acc_construct_t(i32::from(p)))
+    }
+
+    /// The text drawn on a bar: what it is and where it came from, "upload 8 MiB A t.c:10".
+    pub fn label(&self, rec: u32) -> String {
+        let bytes = self.records.sizes.get(rec);
+        self.located(self.title(rec, bytes), rec, self.records.line[rec as usize])
+    }
+
+    /// The label of a table row that sums every event like `rec`, at source line `line`: a
+    /// bar's label without the size of one of them (the row has its own column of bytes).
+    pub fn row_label_at(&self, rec: u32, line: i32) -> String {
+        self.located(self.title(rec, None), rec, line)
+    }
+
+    /// What the record is and what it concerns: accprof-timeline's [`Title`], the words the
+    /// exports name slices with, where the TUI's differ for a reason:
+    /// - a launch reads `launch NAME`, not the kernel's name alone: the TUI puts the device's
+    ///   `kernel NAME` on the rows beside it and in the same table, and the word is what tells
+    ///   the host's enqueue from the kernel's run;
+    /// - a device record starts with the legend's word for it (`kernel NAME`, `HtoD 8 MiB A`),
+    ///   where the exports write `NAME` and `memcpy HtoD 8 MiB A` (their tracks and categories
+    ///   say it ran on the device): on a bar the word is what says so, and what fits.
+    fn title(&self, rec: u32, bytes: Option<u64>) -> String {
         let r = rec as usize;
         let code = self.records.kind[r];
-        let parent =
-            (self.records.parent[r] != NO_PARENT).then(|| i64::from(self.records.parent[r]));
+        let name = self.str(self.records.name[r]);
         if is_device_code(code) {
-            device_code_name(code)
+            let mut s = device_code_name(code).to_string();
+            for part in [bytes.map(bytes_compact), name.map(str::to_string)]
+                .into_iter()
+                .flatten()
+            {
+                s.push(' ');
+                s.push_str(&part);
+            }
+            return s;
+        }
+        let kind = kind_of_code(code);
+        let title = Title {
+            kind,
+            construct: self.parent(rec),
+            bytes,
+            name,
+        };
+        if kind == acc_event_t::ENQUEUE_LAUNCH_START {
+            format!("launch {title}")
         } else {
-            short_kind_name(kind_of_code(code), parent)
+            title.to_string()
         }
     }
 
-    /// The text drawn on a bar: what it is and where it came from.
-    pub fn label(&self, rec: u32) -> String {
-        self.label_at(rec, self.records.line[rec as usize])
-    }
-
-    /// [`Self::label`] with the source line `line` instead of the record's own.
-    pub fn label_at(&self, rec: u32, line: i32) -> String {
-        let mut s = self.kind_word(rec).to_string();
-        if let Some(name) = self.str(self.records.name[rec as usize]) {
-            s.push(' ');
-            s.push_str(name);
-        }
+    /// `text` followed by the record's `file:line`, at `line`, when it has one. Every bar says
+    /// where it came from, data movement too, whose place the exports keep in the slice's
+    /// arguments: a bar has no arguments to hover over, and the place is what tells apart the
+    /// uploads of one variable by two constructs.
+    fn located(&self, mut text: String, rec: u32, line: i32) -> String {
         if let Some(loc) = self.location_at(rec, line) {
-            s.push(' ');
-            s.push_str(&loc);
+            text.push(' ');
+            text.push_str(&loc);
         }
-        s
+        text
     }
 
     /// Every event, as references, in no particular order (search and jumps).

@@ -69,10 +69,8 @@ fn host_label(store: &Store, key: &RowKey, rec: u32, region_ends: &[RegionEnds])
         };
         ends.exit_line(file, function, i64::from(store.records.line[r]))
     });
-    match closing.and_then(|l| i32::try_from(l).ok()) {
-        Some(line) => store.label_at(rec, line),
-        None => store.label(rec),
-    }
+    let line = closing.and_then(|l| i32::try_from(l).ok());
+    store.row_label_at(rec, line.unwrap_or(store.records.line[r]))
 }
 
 /// A kernel or transfer row from a profile, before its evidence event is mapped to a record.

@@ -324,7 +324,7 @@ fn device_lines(
         .unwrap_or_default();
     if let Some(c) = side.construct {
         let rec = store.rec_of(c);
-        out.push(kv("construct", store.kind_word(rec).to_string()));
+        out.push(kv("construct", store.what(rec)));
         out.extend(store.location(rec).map(|l| kv("source", l)));
     } else {
         out.push(kv("construct", "none open on the issuing thread".into()));

@@ -35,7 +35,7 @@ void fake_set_table(const acc_prof_callback in[acc_ev_last]);
 void acc_prof_register(acc_event_t ev, acc_prof_callback cb, acc_register_t info);
 void acc_prof_unregister(acc_event_t ev, acc_prof_callback cb, acc_register_t info);
 
-#define MAX_TOOLS 8
+#define MAX_TOOLS 12
 struct tool {
     const char *name;
     acc_prof_callback table[acc_ev_last];
@@ -239,6 +239,11 @@ static void add_tool(const char *name, const char *path) {
     struct tool *t = &tools[ntools++];
     t->name = name;
     if (path) {
+        /* NAME@SETTING: a libaccprof built for the per-stage benchmark (stages.sh) registers
+           under ACCPROF_BENCH_STAGE=SETTING; each setting is its own copy of the library. */
+        const char *at = strchr(name, '@');
+        if (at)
+            setenv("ACCPROF_BENCH_STAGE", at + 1, 1);
         void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!h) {
             fprintf(stderr, "harness: cannot load %s: %s\n", path, dlerror());
@@ -277,6 +282,12 @@ int main(int argc, char **argv) {
     evict_bytes = (size_t)(ek ? atol(ek) : 4096) << 10;
     evict_buf = calloc(1, evict_bytes + 64);
     make_events();
+    /* The events' CUDA handles are made up: on a machine with a CUDA driver, a tool timing
+       device work with CUDA events (accprof's default when CUPTI is not recording) would call
+       the driver on them at every launch and copy, and fail. What is measured here is
+       recording; device timing's cost is the driver's. */
+    setenv("ACCPROF_CUDA_EVENTS", "off", 0);
+    setenv("ACCPROF_CUPTI", "off", 0);
     add_tool("empty callback", NULL);
     for (int i = 5; i < argc && ntools < MAX_TOOLS; i++) {
         char *eq = strchr(argv[i], '=');

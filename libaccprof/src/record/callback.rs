@@ -5,9 +5,9 @@
 //! takes [`slow`]: the first event of the process or of a thread, a fork, ACCPROF_SELF_TIME,
 //! events after the exit flush, a callback re-entered on its thread.
 
-use crate::hot;
 use crate::record::thread_state::{Incoming, ThreadState};
 use crate::recorder::{self, fork_gate, Recorder};
+use crate::{bench_stage, hot};
 use accprof_abi::read::{ApiView, EventView, ProfView};
 use accprof_abi::{acc_api_info, acc_event_info, acc_prof_info};
 use std::cell::{Cell, RefCell};
@@ -187,10 +187,18 @@ unsafe fn common(
         // SAFETY: forwarded.
         return unsafe { slow(hot::load(), prof, info, api) };
     }
+    if bench_stage::stops_after(bench_stage::PROLOGUE) {
+        st.slot().in_callback.store(false, Ordering::Release);
+        return;
+    }
     // A panic must never unwind into the runtime's C frames; if one happens we lose this event.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: forwarded from our caller's contract.
         if let Some(inc) = unsafe { incoming(now, prof, info, api) } {
+            if bench_stage::stops_after(bench_stage::VIEWS) {
+                std::hint::black_box(&inc);
+                return;
+            }
             if let Some(rec) = recorder::recorder() {
                 st.handle(rec, &inc);
             }

@@ -346,6 +346,10 @@ fn emit(slot: &Slot, rec: &Recorder, words: &Words, len: usize) {
     if recorder::finished() {
         return emit_late(words, len);
     }
+    if crate::bench_stage::stops_after(crate::bench_stage::NO_EMIT) {
+        std::hint::black_box((words, len));
+        return;
+    }
     // SAFETY: only the thread state owning the slot emits into it.
     let buf = unsafe { slot.buffer() };
     if !buf.push_raw(words, len) {

@@ -13,9 +13,11 @@ use accprof_abi::{acc_construct_t, acc_event_t};
 use accprof_timeline::compact::{NONE_I32, NONE_U32};
 use accprof_timeline::device::{copy_direction_name, memory_kind_name, record_name};
 use accprof_timeline::format::{bytes_compact, gbps};
+use accprof_timeline::title::construct_word;
 use accprof_timeline::track::lane_name;
-use accprof_timeline::{CompactEvent as Slice, DeviceSlice, Flow, NameStyle, TrackTable};
+use accprof_timeline::{CompactEvent as Slice, DeviceSlice, Flow, NameStyle, Title, TrackTable};
 use accprof_trace::{device, EventFlags};
+use std::fmt::{self, Write as _};
 use std::io::{self, Write};
 
 /// Flushes the buffer to the output once it holds this much.
@@ -324,84 +326,14 @@ pub fn put_slice<T: Strings + ?Sized>(
     o.close();
 }
 
-/// The slice's title: what happened, to what, and where in the source.
+/// The slice's title: what happened, to what ([`Title`], the one rule every view names a slice
+/// by), and where in the source.
 pub(super) fn put_name<T: Strings + ?Sized>(out: &mut Vec<u8>, s: &Slice, strings: &T) {
-    let var = strings.resolve(s.name_id());
-    let kind = s.event();
-    let what: &str = match kind {
-        acc_event_t::COMPUTE_CONSTRUCT_START => s.construct().map_or("compute", construct_word),
-        acc_event_t::ENTER_DATA_START => "enter data",
-        acc_event_t::EXIT_DATA_START => "exit data",
-        acc_event_t::UPDATE_START => "update",
-        acc_event_t::WAIT_START => "wait",
-        acc_event_t::DEVICE_INIT_START => "device init",
-        acc_event_t::DEVICE_SHUTDOWN_START => "device shutdown",
-        acc_event_t::RUNTIME_SHUTDOWN => "runtime shutdown",
-        acc_event_t::ENQUEUE_UPLOAD_START => "upload",
-        acc_event_t::ENQUEUE_DOWNLOAD_START => "download",
-        acc_event_t::ENQUEUE_LAUNCH_START => {
-            if let Some(k) = var {
-                put_str_body(out, k);
-                return;
-            }
-            "kernel"
-        }
-        acc_event_t::CREATE => "create",
-        acc_event_t::DELETE => "delete",
-        acc_event_t::ALLOC => "alloc",
-        acc_event_t::FREE => "free",
-        // The program's NVTX ranges and marks: named as the program named them.
-        other if accprof_trace::nvtx::is_nvtx(other) => {
-            match var {
-                Some(m) => put_str_body(out, m),
-                None if other == accprof_trace::nvtx::MARK => out.extend_from_slice(b"NVTX mark"),
-                None => out.extend_from_slice(b"NVTX range"),
-            }
-            return;
-        }
-        other => {
-            out.extend_from_slice(other.name().unwrap_or("unknown event").as_bytes());
-            if other.name().is_none() {
-                out.push(b' ');
-                super::json::put_i64(out, i64::from(other.0));
-            }
-            return;
-        }
-    };
-    out.extend_from_slice(what.as_bytes());
-    // Data movement and device memory state their size, as device copies do ("upload 8 MiB
-    // A"): the size is what a user reads first, and a name that states it exactly spares the
-    // Perfetto export a `bytes` argument on every such slice.
-    if names_size(kind) {
-        if let Some(b) = s.bytes() {
-            out.push(b' ');
-            out.extend_from_slice(bytes_compact(b).as_bytes());
-        }
-    }
-    // Enter/exit data events also mark the edges of data regions and compute constructs.
-    if matches!(
-        kind,
-        acc_event_t::ENTER_DATA_START | acc_event_t::EXIT_DATA_START
-    ) {
-        if let Some(c) = s
-            .construct()
-            .filter(|c| !matches!(*c, acc_construct_t::ENTER_DATA | acc_construct_t::EXIT_DATA))
-        {
-            out.extend_from_slice(b" (");
-            out.extend_from_slice(if c == acc_construct_t::DATA {
-                b"data region"
-            } else {
-                construct_word(c).as_bytes()
-            });
-            out.push(b')');
-        }
-    }
-    if let Some(v) = var {
-        out.push(b' ');
-        put_str_body(out, v);
-    }
+    let title = Title::of(s, strings.resolve(s.name_id()));
+    // Writing into a Vec cannot fail.
+    let _ = write!(JsonText(out), "{title}");
     // Data movement is named by its variable; constructs by where they are in the source.
-    if !accprof_timeline::is_enqueue(kind) && !s.is_point() {
+    if !accprof_timeline::is_enqueue(s.event()) && !s.is_point() {
         if let Some(file) = strings.resolve(s.src_file_id()) {
             let base = file.rsplit('/').next().unwrap_or(file);
             out.push(b' ');
@@ -414,29 +346,14 @@ pub(super) fn put_name<T: Strings + ?Sized>(out: &mut Vec<u8>, s: &Slice, string
     }
 }
 
-/// Whether a slice of this kind states its bytes in its name: host transfers and the
-/// allocations, creations, deletions and frees of device memory ([`put_name`]), device copies
-/// ([`put_device_name`]).
-pub(super) fn names_size(kind: acc_event_t) -> bool {
-    matches!(
-        kind,
-        acc_event_t::ENQUEUE_UPLOAD_START
-            | acc_event_t::ENQUEUE_DOWNLOAD_START
-            | acc_event_t::CREATE
-            | acc_event_t::DELETE
-            | acc_event_t::ALLOC
-            | acc_event_t::FREE
-            | device::MEMCPY
-    )
-}
+/// Text written into a JSON string's body, escaped.
+struct JsonText<'a>(&'a mut Vec<u8>);
 
-/// "parallel", "kernels", "data"... from `acc_construct_parallel`.
-pub(super) fn construct_word(c: acc_construct_t) -> &'static str {
-    c.name()
-        .map_or("construct", |n| {
-            n.strip_prefix("acc_construct_").unwrap_or(n)
-        })
-        .trim()
+impl fmt::Write for JsonText<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        put_str_body(self.0, s);
+        Ok(())
+    }
 }
 
 /// A device record's title: "kernel_name", "memcpy HtoD 128 MiB A", "memset".

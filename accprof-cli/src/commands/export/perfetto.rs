@@ -28,6 +28,7 @@ use accprof_perfetto::{
     NameId, PerfettoWriter, TrackId,
 };
 use accprof_timeline::compact::{NONE_I32, NONE_U32};
+use accprof_timeline::title::states_size;
 use accprof_timeline::track::lane_name;
 use accprof_timeline::{CompactEvent as Slice, DeviceSlice, NameStyle, TrackKind, TrackTable};
 use std::io::{self, Write};
@@ -454,7 +455,7 @@ struct NameKey {
     point: bool,
     /// Device records: the copy kind their names show.
     copy: u64,
-    /// The bytes the names of transfers and device memory show ([`chrome::names_size`]).
+    /// The bytes the names of transfers and device memory show ([`states_size`]).
     bytes: u64,
 }
 
@@ -480,7 +481,7 @@ fn name_key(s: &Slice, dev: Option<&DeviceSlice>) -> NameKey {
         line: if dev.is_some() { NONE_I32 } else { s.line },
         point: s.is_point(),
         copy: dev.and_then(|d| d.record.copy_kind).unwrap_or(u64::MAX),
-        bytes: if chrome::names_size(s.event()) {
+        bytes: if states_size(s.event()) {
             s.bytes
         } else {
             u64::MAX
@@ -631,10 +632,10 @@ impl Names {
             out[n] = a;
             n += 1;
         };
-        // A transfer's (or an allocation's) name states its size ([`chrome::names_size`]);
+        // A transfer's (or an allocation's) name states its size ([`states_size`]);
         // exactly, unless it is rounded to a tenth of its unit, and then the argument still
         // gives it.
-        let named = |b: u64| chrome::names_size(s.event()) && names_exactly(b);
+        let named = |b: u64| states_size(s.event()) && names_exactly(b);
         if let Some(b) = s.bytes().filter(|&b| !named(b)) {
             push(Arg {
                 name: self.arg_bytes,
