@@ -22,9 +22,10 @@
 //! (or before the record) can still arrive: the caller's `horizon` is the earliest start of a
 //! launch it may still be handed (`u64::MAX` once every launch was). At most
 //! [`LAUNCH_WINDOW`] launches of one kernel wait; older ones leave (counted), so memory stays
-//! bounded. The profile (`accprof-analysis`) and the streaming layout ([`crate::layout`]) both
-//! decide with this type; they differ only in what they call an issuer (`W`): the profile a
-//! thread, the layout the track the launch was laid out on.
+//! bounded. The profile (`accprof-analysis`), the streaming layout ([`crate::layout`]) and the
+//! TUI all decide with this type; they differ only in what they call an issuer (`W`, which
+//! orders launches that start and end together): the profile a thread, the layout the track
+//! the launch was laid out on, the TUI its bar.
 
 use accprof_trace::StrId;
 use rustc_hash::FxHashMap;
