@@ -4,17 +4,36 @@
 //!
 //! # The issuer rule
 //!
-//! A record names the host thread that made the driver call and when ([`DeviceRecord::issued`]).
-//! It was issued by the innermost slice open at that time on that thread's own tracks (its
-//! constructs, and the runtime's synchronous enqueue calls inside them): the one that started
-//! last, the shorter at equal starts ([`inner_key`]). Runtimes that stage copies on helper
-//! threads of their own report no OpenACC events there; for those, the issuer is the runtime
-//! enqueue of the same kind ([`DeviceOp::enqueue_event`]) open at that time on any thread's
-//! synchronous device track or async queue of the process. [`DeviceRecord::issuer_search`] says
-//! which of the two applies; [`innermost_open`] answers "innermost slice containing t" for a
-//! batch of questions over laid-out slices, and `crate::issuers` as slices stream by.
+//! Every view that ties records to their issuer decides with the functions of this module and
+//! of [`crate::by_name`]: the streaming layout ([`crate::layout`], for export and plot), the
+//! TUI, and the profile behind report, advise and diff (`accprof-analysis`, which then puts
+//! the record's time in the construct or operation of its issuer). Each keeps the candidate
+//! slices its own way; which slices are candidates and which one wins is decided here.
+//!
+//! 1. A record names the host thread that made the driver call and when
+//!    ([`DeviceRecord::issued`]). A kernel record that names no call is first given one by its
+//!    kernel's name ([`crate::by_name`]: the middle of the earliest launch of that kernel no
+//!    other record claimed), and is then searched for like any other.
+//! 2. Where to look ([`IssuerSearch::of`]): when the issuing thread recorded OpenACC events,
+//!    on that thread's own slices ([`IssuerSearch::Thread`]): its constructs and the runtime's
+//!    enqueue calls inside them (an enqueue of another kind than the record's did not issue
+//!    it: what encloses it did). Runtimes that stage copies on helper threads of their own
+//!    report no OpenACC events there; for those, the runtime's enqueue of the same kind
+//!    ([`DeviceOp::enqueue_event`]) on any thread of the process ([`IssuerSearch::Enqueue`]).
+//!    A record without a call, or from a helper thread for work no runtime reports (a memset),
+//!    has no issuer ([`IssuerSearch::Nowhere`]).
+//! 3. Which candidate wins ([`issuer_among`]): of the slices open at the call that the search
+//!    [`accepts`](IssuerSearch::accepts), the innermost: the one that started last, the shorter
+//!    at equal starts ([`inner_key`]).
+//!
+//! [`innermost_open`] answers step 3 for a batch of calls over laid-out slices, and
+//! `crate::issuers` as slices stream by. The one difference between views is what they can
+//! see of a thread's own slices: the profile keeps a thread's asynchronous enqueues with its
+//! other operations, while the layout and the TUI place them on their queue's track, which
+//! names no thread; there a record issued inside an asynchronous launch is tied to the
+//! construct around it, the construct the profile puts it in too.
 
-use crate::taxonomy::{is_enqueue, Direction};
+use crate::taxonomy::{is_enqueue, is_point, Direction};
 use crate::track::TrackKind;
 use accprof_abi::acc_event_t;
 use accprof_trace::{device, Event, EventFlags, Field};
@@ -101,16 +120,7 @@ impl DeviceRecord {
     /// says whether a thread of its process recorded OpenACC events (a thread that did not is
     /// a runtime's helper thread).
     pub fn issuer_search(&self, reports_events: impl Fn(i64) -> bool) -> IssuerSearch {
-        let Some((thread, _)) = self.issued() else {
-            return IssuerSearch::Nowhere;
-        };
-        if reports_events(thread) {
-            return IssuerSearch::Thread(thread, self.op.enqueue_event());
-        }
-        match self.op.enqueue_event() {
-            Some(kind) => IssuerSearch::Enqueue(kind),
-            None => IssuerSearch::Nowhere,
-        }
+        IssuerSearch::of(self.op, self.issued(), reports_events)
     }
 
     /// The copy's direction in CUPTI's numbering (`CUpti_ActivityMemcpyKind`), for a copy.
@@ -162,6 +172,26 @@ pub enum IssuerSearch {
 }
 
 impl IssuerSearch {
+    /// Where the issuer of a record of operation `op`, issued by thread and at time `issued`
+    /// (when it says), is looked for; `reports_events` says whether a thread of its process
+    /// recorded OpenACC events (a thread that did not is a runtime's helper thread).
+    pub fn of(
+        op: DeviceOp,
+        issued: Option<(i64, u64)>,
+        reports_events: impl Fn(i64) -> bool,
+    ) -> IssuerSearch {
+        let Some((thread, _)) = issued else {
+            return IssuerSearch::Nowhere;
+        };
+        if reports_events(thread) {
+            return IssuerSearch::Thread(thread, op.enqueue_event());
+        }
+        match op.enqueue_event() {
+            Some(kind) => IssuerSearch::Enqueue(kind),
+            None => IssuerSearch::Nowhere,
+        }
+    }
+
     /// Whether slices of a track of this kind may have issued the record.
     pub fn looks_on(&self, track: TrackKind) -> bool {
         match (*self, track) {
@@ -192,6 +222,30 @@ impl IssuerSearch {
 /// started last, the shorter at equal starts.
 pub fn inner_key(start: u64, end: u64) -> (u64, std::cmp::Reverse<u64>) {
     (start, std::cmp::Reverse(end))
+}
+
+/// The issuer among `candidates` (slices on the tracks `search` looks on, as
+/// `(event kind, start, end)` by `of`) of a record issued at `t`: the innermost slice open at
+/// `t` that `search` accepts (instants contain nothing). At equal keys the earlier candidate
+/// stays.
+pub fn issuer_among<C>(
+    search: IssuerSearch,
+    t: u64,
+    candidates: impl IntoIterator<Item = C>,
+    of: impl Fn(&C) -> (acc_event_t, u64, u64),
+) -> Option<C> {
+    let mut best: Option<(C, (u64, std::cmp::Reverse<u64>))> = None;
+    for c in candidates {
+        let (kind, start, end) = of(&c);
+        if start > t || end < t || is_point(kind) || !search.accepts(kind) {
+            continue;
+        }
+        let key = inner_key(start, end);
+        if best.as_ref().is_none_or(|(_, k)| key > *k) {
+            best = Some((c, key));
+        }
+    }
+    best.map(|(c, _)| c)
 }
 
 /// "HtoD", "DtoH", ... as CUDA's tools name a copy's direction (CUPTI's memcpy kind), and in
@@ -352,6 +406,51 @@ mod tests {
         .map(|(q, f)| (q.t, f))
         .collect();
         assert_eq!(found, [(15, 1), (25, 0), (35, 2), (50, 3), (110, 3)]);
+    }
+
+    #[test]
+    fn the_issuer_is_the_innermost_accepted_slice_open_at_the_call() {
+        let (c, up, down) = (
+            acc_event_t::COMPUTE_CONSTRUCT_START,
+            acc_event_t::ENQUEUE_UPLOAD_START,
+            acc_event_t::ENQUEUE_DOWNLOAD_START,
+        );
+        let slices = [
+            (c, 0, 100),
+            (down, 10, 50),
+            (acc_event_t::CREATE, 20, 20),
+            (up, 60, 70),
+            (c, 60, 90),
+        ];
+        let pick =
+            |search: IssuerSearch, t: u64| issuer_among(search, t, slices.iter().copied(), |&s| s);
+        let thread = |kind| IssuerSearch::Thread(1, Some(kind));
+        // An upload's record issued inside a download: the construct around it issued it.
+        assert_eq!(pick(thread(up), 20), Some((c, 0, 100)));
+        assert_eq!(pick(thread(down), 20), Some((down, 10, 50)));
+        // Of a construct and an enqueue that start together, the shorter.
+        assert_eq!(pick(thread(up), 65), Some((up, 60, 70)));
+        assert_eq!(pick(thread(down), 65), Some((c, 60, 90)));
+        // A helper thread's record: only an enqueue of its kind.
+        assert_eq!(pick(IssuerSearch::Enqueue(up), 20), None);
+        assert_eq!(pick(IssuerSearch::Enqueue(up), 65), Some((up, 60, 70)));
+        assert_eq!(pick(IssuerSearch::Nowhere, 65), None);
+        assert_eq!(pick(thread(up), 150), None);
+        let kernel = DeviceOp::Kernel;
+        let program = |t: i64| t == 1;
+        assert_eq!(
+            IssuerSearch::of(kernel, None, program),
+            IssuerSearch::Nowhere
+        );
+        assert_eq!(
+            IssuerSearch::of(DeviceOp::Memset, Some((9, 5)), program),
+            IssuerSearch::Nowhere,
+            "a helper's work no runtime reports"
+        );
+        assert_eq!(
+            IssuerSearch::of(kernel, Some((9, 5)), program),
+            IssuerSearch::Enqueue(acc_event_t::ENQUEUE_LAUNCH_START)
+        );
     }
 
     #[test]

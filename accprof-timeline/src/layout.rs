@@ -28,15 +28,23 @@
 //! started before the call. The innermost of those containing the call is the issuer: slices
 //! still unread that contain it end later, so they enclose it (one thread's slices nest). A
 //! record whose issuer was let go of ([`Issuers`]'s budget) gets none and is counted.
+//!
+//! A kernel record that names no call is given a launch of its kernel by name
+//! ([`crate::by_name`]): the records of each kernel in issue order, whatever order their
+//! streams lay them out in, each once no launch that starts earlier can still come out of a
+//! window of its trace; its issuer is that launch, among the slices kept. The caller tells the kernel
+//! names' texts ([`Layout::name_kernel`]); without them such records get no issuer.
 
+use crate::by_name::{call_of, ByName, KernelLaunches, Launch};
 use crate::compact::{CompactEvent, NONE_U32};
-use crate::device::{DeviceRecord, IssuerSearch};
+use crate::device::{DeviceOp, DeviceRecord, IssuerSearch};
 use crate::issuers::{better, Found, Issuers, Kept};
 use crate::lanes::Lanes;
 use crate::order::StartWindow;
 use crate::track::{TrackId, TrackKey, TrackKind, TrackTable};
-use accprof_trace::{Event, Header};
-use rustc_hash::FxHashSet;
+use accprof_abi::acc_event_t;
+use accprof_trace::{Event, Header, StrId};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
 /// How a layout buffers.
@@ -188,7 +196,15 @@ pub struct LayoutStats {
 struct Pending {
     s: CompactEvent,
     record: DeviceRecord,
+    /// A kernel record without its call waiting for the by-name rule: its number there.
+    unissued: Option<u64>,
+    /// The launch it was given by name.
+    by_name: Option<Launch<TrackId>>,
 }
+
+/// A kernel record without its call, in line for the by-name rule: (correlation id, device
+/// start) for the order, its number, its device start.
+type InLine = ((u64, u64), u64, u64);
 
 /// One trace being laid out, or laid out.
 #[derive(Debug)]
@@ -200,6 +216,15 @@ struct TraceState {
     noting: bool,
     /// Such slices were laid out without being kept.
     unnoted: bool,
+    /// Kernel names, and the launches laid out that wait for a record without its call.
+    by_name: KernelLaunches<TrackId>,
+    /// Per kernel name, its records without their call not yet decided, in issue order (the
+    /// rule takes them in that order, whatever order their streams lay them out in).
+    in_line: FxHashMap<u32, VecDeque<InLine>>,
+    /// What the rule said for records decided before their slice was linked, by number.
+    said: FxHashMap<u64, ByName<TrackId>>,
+    /// Numbers records without their call.
+    next_unissued: u64,
 }
 
 /// The streaming layout (see the module's documentation).
@@ -211,7 +236,7 @@ pub struct Layout {
     lanes: Vec<Lanes>,
     traces: Vec<TraceState>,
     /// Device records while their slices are in a window; free slots.
-    records: Vec<DeviceRecord>,
+    records: Vec<(DeviceRecord, Option<u64>)>,
     free_records: Vec<u32>,
     issuers: Issuers,
     /// Per device stream track, its slices waiting for their issuers, in order.
@@ -276,8 +301,21 @@ impl Layout {
             ended: false,
             noting: self.cfg.note_issuers || h.device_activity().is_some(),
             unnoted: false,
+            by_name: KernelLaunches::default(),
+            in_line: FxHashMap::default(),
+            said: FxHashMap::default(),
+            next_unissued: 0,
         });
         (self.traces.len() - 1) as u16
+    }
+
+    /// Tells that string `id` of the trace begun last is the kernel name `text` (call it
+    /// before pushing the first event that uses `id`): kernel records that name no call are
+    /// then tied to a launch of their kernel ([`crate::by_name`]).
+    pub fn name_kernel(&mut self, id: StrId, text: &str) {
+        if let Some(t) = self.traces.last_mut() {
+            t.by_name.name(id, text);
+        }
     }
 
     /// The tracks met so far.
@@ -311,7 +349,8 @@ impl Layout {
                 }
                 st.noting = true;
             }
-            s.device = self.keep_record(record);
+            let unissued = self.line_up(trace, &record, &s);
+            s.device = self.keep_record((record, unissued));
         } else {
             self.tracks.note_event(trace, ev);
             if let Some(t) = ev.thread() {
@@ -394,7 +433,24 @@ impl Layout {
         r
     }
 
-    fn keep_record(&mut self, r: DeviceRecord) -> u32 {
+    /// Puts a kernel record without its call in line for the by-name rule (its kernel's name
+    /// told), and gives its number there.
+    fn line_up(&mut self, trace: u16, record: &DeviceRecord, s: &CompactEvent) -> Option<u64> {
+        if record.op != DeviceOp::Kernel || record.issued().is_some() {
+            return None;
+        }
+        let st = &mut self.traces[trace as usize];
+        let n = st.by_name.of(s.name_id())?;
+        let seq = st.next_unissued;
+        st.next_unissued += 1;
+        let key = (record.correlation.unwrap_or(u64::MAX), s.start);
+        let q = st.in_line.entry(n).or_default();
+        let at = q.partition_point(|e| e.0 <= key);
+        q.insert(at, (key, seq, s.start));
+        Some(seq)
+    }
+
+    fn keep_record(&mut self, r: (DeviceRecord, Option<u64>)) -> u32 {
         match self.free_records.pop() {
             Some(k) => {
                 self.records[k as usize] = r;
@@ -434,10 +490,15 @@ impl Layout {
         self.tracks.note_lane(s.track, s.lane);
         self.stats.slices += 1;
         if let Some(k) = s.device_index() {
-            let record = self.records[k];
+            let (record, unissued) = self.records[k];
             self.free_records.push(k as u32);
             s.device = NONE_U32;
-            self.pending[s.track as usize].push_back(Pending { s, record });
+            self.pending[s.track as usize].push_back(Pending {
+                s,
+                record,
+                unissued,
+                by_name: None,
+            });
             self.pending_count += 1;
             return self.link_track(s.track, sink, self.cfg.pending);
         }
@@ -446,6 +507,11 @@ impl Layout {
         if matches!(kind, TrackKind::DeviceStream { .. }) || !st.noting {
             st.unnoted |= !matches!(kind, TrackKind::DeviceStream { .. });
             return sink.slice(&self.tracks, &s, &[]).map_err(Stop::Sink);
+        }
+        if s.event() == acc_event_t::ENQUEUE_LAUNCH_START && st.by_name.is_named() {
+            if let Some(n) = st.by_name.of(s.name_id()) {
+                st.by_name.add_launch(n, (s.start, s.end, s.track));
+            }
         }
         let mut kept = std::mem::take(&mut self.kept);
         self.issuers.note(&s, &mut kept);
@@ -497,8 +563,14 @@ impl Layout {
         keep: usize,
     ) -> Result<(), Stop<S::Error>> {
         let t = track as usize;
-        while let Some(p) = self.pending[t].front() {
+        while !self.pending[t].is_empty() {
             let force = self.pending_count > keep;
+            if !self.named_launch(t, force) {
+                break;
+            }
+            let Some(p) = self.pending[t].front() else {
+                break;
+            };
             let Some(found) = self.issuer(p, force) else {
                 break;
             };
@@ -515,11 +587,90 @@ impl Layout {
         Ok(())
     }
 
+    /// Whether the record first waiting on `track` is not one that waits for a launch of its
+    /// kernel by name: a kernel record without its call is given one here ([`ByName`]), after
+    /// the records of its kernel issued before it, once no launch of its trace that starts
+    /// earlier can still be laid out (with `force`, or at the end of the trace, what is known
+    /// now).
+    fn named_launch(&mut self, track: usize, force: bool) -> bool {
+        let Some(p) = self.pending[track].front() else {
+            return true;
+        };
+        let Some(seq) = p.unissued else {
+            return true;
+        };
+        let trace = p.s.trace as usize;
+        let Some(n) = self.traces[trace].by_name.of(p.s.name_id()) else {
+            return true;
+        };
+        let horizon = if force || self.traces[trace].ended {
+            u64::MAX
+        } else {
+            self.launch_horizon(trace as u16)
+        };
+        // The records of this kernel before it in issue order are decided first.
+        let st = &mut self.traces[trace];
+        while !st.said.contains_key(&seq) {
+            let Some(&(_, first, device_start)) = st.in_line.get(&n).and_then(|q| q.front()) else {
+                break;
+            };
+            match st.by_name.decide(n, device_start, horizon) {
+                ByName::Wait => return false,
+                said => {
+                    st.said.insert(first, said);
+                    if let Some(q) = st.in_line.get_mut(&n) {
+                        q.pop_front();
+                    }
+                }
+            }
+        }
+        let said = st.said.remove(&seq);
+        if let Some(p) = self.pending[track].front_mut() {
+            p.unissued = None;
+            if let Some(ByName::Launch(l)) = said {
+                p.by_name = Some(l);
+            }
+        }
+        true
+    }
+
+    /// No launch of `trace` that starts before this can still come out of a window.
+    fn launch_horizon(&self, trace: u16) -> u64 {
+        self.tracks
+            .of_trace(trace)
+            .filter(|(_, key)| {
+                matches!(
+                    key.kind,
+                    TrackKind::DeviceSync { .. } | TrackKind::DeviceQueue { .. }
+                )
+            })
+            .filter_map(|(track, _)| self.windows[track as usize].next_start_bound())
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The call time of `p` on the layout's clock: its own, or the middle of the launch it
+    /// was given by name.
+    fn call_of(&self, p: &Pending) -> Option<u64> {
+        if let Some(l) = p.by_name {
+            return Some(call_of(&l));
+        }
+        let shift = self.traces[p.s.trace as usize].shift;
+        p.record.host_call_ns.map(|t| shifted(t, shift))
+    }
+
     /// The answer of the issuer rule for `p`, or `None` while slices that may have issued it
     /// are still to be laid out. With `force`, what is known now.
     fn issuer(&self, p: &Pending, force: bool) -> Option<Found> {
         let trace = p.s.trace;
         let st = &self.traces[trace as usize];
+        if let Some(l) = p.by_name {
+            // The launch itself (what the rule's search from its middle finds), if still kept.
+            let launch = |s: &CompactEvent| {
+                s.event() == acc_event_t::ENQUEUE_LAUNCH_START && (s.start, s.end) == (l.0, l.1)
+            };
+            return Some(self.issuers.innermost(l.2, call_of(&l), launch));
+        }
         let search = p
             .record
             .issuer_search(|t| self.reporting.contains(&(trace, t)));
@@ -569,18 +720,31 @@ impl Layout {
             }
             Found::None => return none,
         };
-        let shift = self.traces[p.s.trace as usize].shift;
-        let Some(call) = p.record.host_call_ns.map(|t| shifted(t, shift)) else {
+        let Some(call) = self.call_of(p) else {
             return none;
         };
+        if p.by_name.is_none()
+            && p.record.op == DeviceOp::Kernel
+            && h.event() == acc_event_t::ENQUEUE_LAUNCH_START
+        {
+            // A launch a record names as its call is that record's, not one by name.
+            let st = &mut self.traces[p.s.trace as usize];
+            if let Some(n) = st.by_name.of(h.name_id()) {
+                st.by_name.claim(n, (h.start, h.end, h.track));
+            }
+        }
         let from_ts = inside(&h, call);
         // The arrow's end lies inside the device slice and not before its start: a viewer drops
         // a flow whose end comes before its beginning (clocks of host and device can disagree
-        // by a little).
+        // by a little). A record that ran before its call (by that much) keeps its issuer, with
+        // no arrow.
         let (lo, hi) = interior(&p.s);
         let to_ts = from_ts.max(lo);
         if to_ts > hi {
-            return none;
+            return DeviceSlice {
+                issuer: Some(h),
+                ..none
+            };
         }
         self.stats.flows += 1;
         let id = self.stats.flows;
@@ -617,7 +781,7 @@ fn inside(s: &CompactEvent, t: u64) -> u64 {
 mod tests {
     use super::*;
     use accprof_abi::acc_event_t;
-    use accprof_trace::{Field, Header};
+    use accprof_trace::{Field, Header, StrId};
 
     /// A slice as a sink was handed it: (track, start, end, lane, depth, issuer's start, flows
     /// out).
@@ -776,6 +940,70 @@ mod tests {
                 .filter(|s| !s.6.is_empty() && s.0 != 2)
                 .collect();
             assert_eq!(flows_out.len(), if hold { 2 } else { 0 }, "{hold}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_record_without_its_call_is_tied_to_a_launch_of_its_kernel() {
+        let named = |mut e: Event, id: u32| {
+            e.set(Field::KernelName, u64::from(id));
+            e
+        };
+        let unissued = |start: u64, end: u64, id: u32| {
+            let mut e = Event::new(accprof_trace::device::KERNEL, start);
+            e.end_ns = end;
+            e.set(Field::AsyncHandle, 7);
+            named(e, id)
+        };
+        let ms = 1_000_000;
+        // Two launches of kernel "k" (id 1; its records name it with id 2), one of "other"
+        // (id 3). The first launch's record says its call; the second's does not; the third
+        // record started on the device long before any launch left of its kernel.
+        let events = vec![
+            named(ev(L, 10 * ms, 11 * ms, 1), 1),
+            named(ev(L, 20 * ms, 21 * ms, 1), 1),
+            named(ev(L, 30 * ms, 31 * ms, 1), 3),
+            ev(C, 5 * ms, 40 * ms, 1),
+            named(kernel(12 * ms, 13 * ms, 1, 10 * ms + 5), 2),
+            unissued(22 * ms, 23 * ms, 2),
+            unissued(2 * ms, 3 * ms, 2),
+            unissued(32 * ms, 33 * ms, 4),
+        ];
+        for told in [true, false] {
+            let mut got = Got::default();
+            let mut l = Layout::new(LayoutConfig {
+                note_issuers: true,
+                zero: Some(0),
+                ..small()
+            });
+            l.begin_trace(&Header::default());
+            if told {
+                for (id, text) in [(1, "k"), (2, "k"), (3, "other"), (4, "other")] {
+                    l.name_kernel(StrId(id), text);
+                }
+            }
+            for e in &events {
+                l.push(e, &mut got).unwrap();
+            }
+            l.end_trace(&mut got).unwrap();
+            l.finish(&mut got).unwrap();
+            let records: Vec<_> = got
+                .slices
+                .iter()
+                .filter(|s| s.0 == 2)
+                .map(|s| (s.1 / ms, s.5.map(|i| i / ms)))
+                .collect();
+            let by_name = |launch| told.then_some(launch);
+            assert_eq!(
+                records,
+                [
+                    (2, None),
+                    (12, Some(10)),
+                    (22, by_name(20)),
+                    (32, by_name(30))
+                ],
+                "names told: {told}"
+            );
         }
     }
 

@@ -15,7 +15,8 @@
 //!   ([`TrackKind::name`]) and the [`TrackTable`] of a layout's tracks.
 //! - [`device`]: what a device record says ([`DeviceRecord`], [`DeviceOp`]), the words CUDA's
 //!   tools name copies and memory with, and the one rule that ties a record to the slice that
-//!   issued it ([`DeviceRecord::issuer_search`], [`device::inner_key`]).
+//!   issued it ([`DeviceRecord::issuer_search`], [`device::issuer_among`]), with
+//!   [`by_name`] for kernel records that name no call.
 //! - [`compact`]: [`CompactEvent`], an event in 88 bytes, as a layout holds and places it.
 //! - [`order`]: slices in start order from the end order a trace holds them in, through a
 //!   bounded window per track ([`order::StartWindow`]).
@@ -51,6 +52,7 @@
 //! [`mod@format`]. Its tests can check it agrees with the report, export and plot through
 //! `accprof_testkit::consistency`.
 
+pub mod by_name;
 pub mod compact;
 pub mod device;
 pub mod format;

@@ -119,6 +119,15 @@ impl<S: Span> StartWindow<S> {
     pub fn is_empty(&self) -> bool {
         self.held.is_empty()
     }
+
+    /// No slice that starts before this can come out of the window any more (the earliest
+    /// held, else the last released); `None` before anything came in.
+    pub fn next_start_bound(&self) -> Option<u64> {
+        self.held
+            .front()
+            .map(|s| s.start())
+            .or(self.released.map(|r| r.0))
+    }
 }
 
 #[cfg(test)]

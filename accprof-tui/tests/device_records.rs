@@ -264,3 +264,69 @@ fn an_event_the_loader_does_not_hold_is_a_fault_of_ours_not_a_corrupt_trace() {
         );
     }
 }
+
+/// A kernel record that names no call (CUPTI's launch callback off, as libaccprof has it once
+/// the runtime reports launches) is tied to the launch of its kernel by name, as the report and
+/// the export tie it: the record names the kernel with an id of its own. A record of a kernel
+/// no runtime launched is tied to nothing.
+#[test]
+fn a_kernel_record_without_its_call_pairs_with_the_launch_of_its_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("by_name.trace");
+    let header = Header {
+        extra: vec![("device_activity".into(), "cupti".into())],
+        ..Header::default()
+    };
+    let (own_id, library) = (StrId(3), StrId(4));
+    let mut w = TraceWriter::new(std::fs::File::create(&path).unwrap(), &header).unwrap();
+    w.write_strings([
+        (FILE, &b"/src/t.c"[..]),
+        (KERNEL, &b"k"[..]),
+        (own_id, &b"k"[..]),
+        (library, &b"cublas_gemm"[..]),
+    ])
+    .unwrap();
+    let mut launch = host(acc_event_t::ENQUEUE_LAUNCH_START, 2000, 2500, 1);
+    launch.set(Field::KernelName, u64::from(KERNEL.0));
+    let compute = host(acc_event_t::COMPUTE_CONSTRUCT_START, 1000, 9000, 1);
+    let unissued = |start: u64, name: StrId| {
+        let mut e = Event::new(device::KERNEL, start);
+        e.end_ns = start + 400;
+        e.set(Field::AsyncHandle, COPY_STREAM);
+        e.set(Field::CorrelationId, start);
+        e.set(Field::KernelName, u64::from(name.0));
+        e
+    };
+    let events = [
+        launch,
+        compute,
+        unissued(2600, own_id),
+        unissued(4000, library),
+    ];
+    w.write_events(&events).unwrap();
+    w.write_footer(&Footer::default()).unwrap();
+    drop(w);
+    let app = open(&path);
+    let store = &app.state.store;
+    let launch = find(&app, BarKind::Launch, None);
+    let work = device_work_of(store, launch);
+    assert_eq!(
+        work.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(),
+        [(2600, 3000)]
+    );
+    let side = host_side_of(store, &work[0]);
+    assert_eq!(side.enqueue, Some(launch));
+    assert_eq!(
+        side.construct
+            .map(|c| store.label(store.rec_of(c)))
+            .as_deref(),
+        Some("parallel t.c:10")
+    );
+    let library = store
+        .device
+        .all()
+        .map(|(_, d)| d)
+        .find(|d| d.start == 4000)
+        .unwrap();
+    assert_eq!(host_side_of(store, &library), Default::default());
+}

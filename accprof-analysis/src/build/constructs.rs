@@ -54,10 +54,10 @@ impl ProfileBuilder {
             ts.construct_spans.push(ConstructSpan {
                 start: r.start_ns,
                 end: r.end_ns,
+                kind: ev.kind,
                 construct: cid,
                 instance: inst,
             });
-            ts.reports_ops = true;
         }
         let (mut leaves, covered) = Self::pop_inside(ts, r.start_ns, r.end_ns);
         let inside_open = matches!(ts.stack.back(), Some(Item::Closed { start, end, resolved: true, .. }) if *start <= r.start_ns && r.end_ns <= *end);

@@ -11,17 +11,19 @@
 //! record whose call falls before what was dropped is counted as late (a warning says how many)
 //! instead of being tied to the wrong construct.
 //!
-//! The innermost construct open at a call is found by the timeline's own sweep
-//! ([`innermost_open`]), the one the layout uses. The record kept here is not the timeline's
-//! `DeviceRecord`: the profile ties a record to an operation on its thread's construct stack
-//! (or, for a runtime's helper thread, on any thread's), gives a kernel record without its call
-//! the middle of the launch its name matched as its call, and keeps what the totals need and a
-//! timeline does not (the event's reference for samples, the variable, host address and
-//! allocation site of a copy, the kernel's name).
+//! What issued a record is decided by the timeline's issuer rule
+//! ([`accprof_timeline::device`]: where to look, which candidate wins; and
+//! [`accprof_timeline::by_name`] for kernel records that name no call), the rule the export's
+//! layout and the TUI apply: the candidates here are the operations the runtime reported (its
+//! enqueues) and the construct instances, kept per thread; the innermost construct open at a
+//! call is found by the timeline's own sweep ([`innermost_open`]). The record kept here is not
+//! the timeline's `DeviceRecord`: it keeps what the totals need and a timeline does not (the
+//! event's reference for samples, the variable, host address and allocation site of a copy,
+//! the kernel's name).
 
 use super::kernel_names::CLOCK_SLACK_NS;
 use super::*;
-use accprof_timeline::device::{innermost_open, Query, Span};
+use accprof_timeline::device::{innermost_open, issuer_among, IssuerSearch, Query, Span};
 
 /// Records that wait before a round ties those that are ready.
 pub(super) const DEVICE_ROUND: usize = 1 << 15;
@@ -49,7 +51,8 @@ impl ProfileBuilder {
     pub(super) fn feed_device_record(&mut self, ev: &Event, thread: i64, r: EventRef) {
         let Some(kind) = DeviceOp::of(ev) else { return };
         self.summary.device_records += 1;
-        let issued = ev.get(Field::HostCallNs).is_some();
+        // As the timeline's `DeviceRecord::issued`: a call names its thread and time.
+        let issued = ev.get(Field::HostCallNs).is_some() && ev.thread().is_some();
         let mut name_pending = false;
         if !issued && kind == DeviceOp::Kernel {
             match ev.kernel_name() {
@@ -143,7 +146,7 @@ impl ProfileBuilder {
             let fronts: HashMap<i64, u64> = self
                 .threads
                 .iter()
-                .filter(|(_, ts)| ts.reports_ops)
+                .filter(|(_, ts)| ts.reports_events)
                 .map(|(&t, ts)| (t, stack_start(ts)))
                 .collect();
             // A helper thread's copy belongs to an operation of another thread.
@@ -165,7 +168,7 @@ impl ProfileBuilder {
                     excess -= 1;
                     d.name_pending = false;
                     let n = self.kernel_names.of(d.kernel);
-                    if n.is_some_and(|n| self.kernel_names.launched(n)) {
+                    if n.is_some_and(|n| self.kernel_names.launches.launched(n)) {
                         self.kernel_names.gave_up += 1;
                     }
                     ready.push(d);
@@ -181,7 +184,11 @@ impl ProfileBuilder {
         let mut low: HashMap<i64, u64> = HashMap::default();
         let mut helpers_low = u64::MAX;
         for d in ready.iter().chain(&waiting).filter(|d| d.issued) {
-            if self.threads.get(&d.thread).is_some_and(|ts| ts.reports_ops) {
+            if self
+                .threads
+                .get(&d.thread)
+                .is_some_and(|ts| ts.reports_events)
+            {
                 let l = low.entry(d.thread).or_insert(u64::MAX);
                 *l = (*l).min(d.host_ns);
             } else {
@@ -234,7 +241,7 @@ impl ProfileBuilder {
             index_spans(ts);
         }
         if self.device_rounds.by_name {
-            match_kernels_by_name(&self.threads, &mut recs, strings);
+            self.match_kernels_at_end(&mut recs, strings);
         } else {
             self.match_named_kernels(&mut recs, u64::MAX);
         }
@@ -272,20 +279,7 @@ impl ProfileBuilder {
                 DeviceOp::Copy(Direction::HostToDevice) => ChildKind::Upload,
                 _ => ChildKind::Download,
             };
-            let ts = self.threads.get(&d.thread);
-            // The issuing thread's own operation; else one open on another thread at that time:
-            // runtimes stage copies on helper threads of their own (the shim's pinned uploads),
-            // which report no OpenACC events.
-            let op = ts.and_then(|ts| find_op(ts, d.host_ns, want)).or_else(|| {
-                let helper = ts.is_none_or(|ts| !ts.reports_ops);
-                if !helper {
-                    return None;
-                }
-                self.threads
-                    .values()
-                    .find_map(|other| find_op(other, d.host_ns, want))
-            });
-            if let Some(op) = op {
+            if let Some((_, op)) = self.issuing_op(&d, span) {
                 self.add_device_bytes(want, d.bytes);
                 self.add_device_time(&op, dur(d.r));
                 continue;
@@ -333,8 +327,60 @@ impl ProfileBuilder {
         }
     }
 
+    /// Where the issuer rule looks for what issued `d`.
+    pub(super) fn issuer_search(&self, d: &DeviceRecord) -> IssuerSearch {
+        let reports = |t: i64| self.threads.get(&t).is_some_and(|ts| ts.reports_events);
+        IssuerSearch::of(d.kind, d.issued.then_some((d.thread, d.host_ns)), reports)
+    }
+
+    /// The runtime-reported operation (with its thread) that issued `d` by the issuer rule,
+    /// when the winner is one rather than `construct` (the innermost construct instance open
+    /// at the call on the issuing thread, if any) or nothing.
+    pub(super) fn issuing_op(
+        &self,
+        d: &DeviceRecord,
+        construct: Option<ConstructSpan>,
+    ) -> Option<(i64, OpSpan)> {
+        #[derive(Clone, Copy)]
+        enum Candidate {
+            Op(i64, OpSpan),
+            Construct(ConstructSpan),
+        }
+        let t = d.host_ns;
+        let search = self.issuer_search(d);
+        fn ops<'a>(
+            (&thread, ts): (&i64, &'a ThreadState),
+            t: u64,
+        ) -> impl Iterator<Item = Candidate> + 'a {
+            open_ops(ts, t).map(move |o| Candidate::Op(thread, o))
+        }
+        let of = |c: &Candidate| match *c {
+            Candidate::Op(_, o) => (enqueue_of(o.kind), o.start, o.end),
+            Candidate::Construct(s) => (s.kind, s.start, s.end),
+        };
+        let found = match search {
+            IssuerSearch::Thread(thread, _) => {
+                let own = self
+                    .threads
+                    .get_key_value(&thread)
+                    .into_iter()
+                    .flat_map(|e| ops(e, t));
+                let constructs = construct.map(Candidate::Construct);
+                issuer_among(search, t, own.chain(constructs), of)
+            }
+            IssuerSearch::Enqueue(_) => {
+                issuer_among(search, t, self.threads.iter().flat_map(|e| ops(e, t)), of)
+            }
+            IssuerSearch::Nowhere => None,
+        };
+        match found? {
+            Candidate::Op(thread, o) => Some((thread, o)),
+            Candidate::Construct(_) => None,
+        }
+    }
+
     /// For each record, the innermost construct instance open on its issuing thread when it was
-    /// issued: the shared matching sweep (`accprof_timeline::device::innermost_open`) over every
+    /// issued (for records the issuer rule looks for on their own thread): the shared matching sweep (`accprof_timeline::device::innermost_open`) over every
     /// thread's construct spans at once.
     fn enclosing_constructs(&self, recs: &[DeviceRecord]) -> Vec<Option<ConstructSpan>> {
         struct ThreadSpan(u32, ConstructSpan);
@@ -370,8 +416,11 @@ impl ProfileBuilder {
             .iter()
             .enumerate()
             .filter_map(|(i, d)| {
+                let IssuerSearch::Thread(thread, _) = self.issuer_search(d) else {
+                    return None;
+                };
                 Some(Query {
-                    group: group(d.thread)?,
+                    group: group(thread)?,
                     t: d.host_ns,
                     tag: i,
                 })
@@ -474,80 +523,32 @@ fn dur(r: EventRef) -> u64 {
     r.end_ns.saturating_sub(r.start_ns)
 }
 
-/// Sorts a thread's host-reported operations by start (outermost first), for [`find_op`].
+/// Sorts a thread's host-reported operations by start (outermost first), for [`open_ops`].
 fn index_spans(ts: &mut ThreadState) {
     ts.op_spans
         .sort_by_key(|o| (o.start, std::cmp::Reverse(o.end)));
 }
 
-/// Gives kernel records that do not say which call issued them the thread and time of the
-/// runtime's reported launch of the same kernel, at the end of the trace, for a builder the
-/// reader did not name kernels to (`kernel_names` does the same while streaming). libaccprof
-/// stops CUPTI's launch callback (a costly one) once the runtime reports launches through
-/// acc_prof; GCC, NVHPC and the shim report each launch with the kernel's name, which CUPTI's
-/// records carry too. Per name, the launches not already claimed by a record with its call are
-/// taken in host time order and the records in issue (correlation id) order; a record that
-/// started on the device before its candidate launch was issued is not that launch's, and stays
-/// outside any construct (as do kernels that no runtime reported, such as a CUDA library's).
-fn match_kernels_by_name(
-    threads: &HashMap<i64, ThreadState>,
-    recs: &mut [DeviceRecord],
-    strings: &StringTable,
-) {
-    if !recs.iter().any(|d| d.kind == DeviceOp::Kernel && !d.issued) {
-        return;
-    }
-    let mut claimed = std::collections::HashSet::new();
-    for d in recs
+/// The host-reported operations of this thread that may be open at `t`: the issuer rule's
+/// candidates among them. Operations of one kind do not overlap on a thread, so a look back
+/// over a few neighbours of `t` finds every one open then.
+fn open_ops(ts: &ThreadState, t: u64) -> impl Iterator<Item = OpSpan> + '_ {
+    let ops = &ts.op_spans;
+    let end = ops.partition_point(|o| o.start <= t);
+    ops[..end]
         .iter()
-        .filter(|d| d.kind == DeviceOp::Kernel && d.issued)
-    {
-        if let Some(op) = threads
-            .get(&d.thread)
-            .and_then(|ts| find_op(ts, d.host_ns, ChildKind::Launch))
-        {
-            claimed.insert((d.thread, op.start));
-        }
-    }
-    let mut launches: HashMap<&str, Vec<(u64, u64, i64)>> = HashMap::default();
-    for (&thread, ts) in threads {
-        for o in ts
-            .op_spans
-            .iter()
-            .filter(|o| o.kind == ChildKind::Launch && !claimed.contains(&(thread, o.start)))
-        {
-            if let Some(name) = strings.resolve(o.kernel_name) {
-                launches
-                    .entry(name)
-                    .or_default()
-                    .push((o.start, o.end, thread));
-            }
-        }
-    }
-    for list in launches.values_mut() {
-        list.sort_unstable();
-    }
-    let mut order: Vec<usize> = (0..recs.len())
-        .filter(|&i| recs[i].kind == DeviceOp::Kernel && !recs[i].issued)
-        .collect();
-    order.sort_by_key(|&i| (recs[i].correlation.unwrap_or(u64::MAX), recs[i].r.start_ns));
-    let mut next: HashMap<&str, usize> = HashMap::default();
-    for i in order {
-        let Some(name) = strings.resolve(recs[i].kernel) else {
-            continue;
-        };
-        let Some(list) = launches.get(name) else {
-            continue;
-        };
-        let k = next.entry(name).or_default();
-        let Some(&(start, end, thread)) = list.get(*k) else {
-            continue;
-        };
-        if recs[i].r.start_ns.saturating_add(CLOCK_SLACK_NS) < start {
-            continue;
-        }
-        *k += 1;
-        recs[i].thread = thread;
-        recs[i].host_ns = start + (end - start) / 2;
+        .rev()
+        .take(8)
+        .filter(move |o| o.end >= t)
+        .copied()
+}
+
+/// The runtime event of a host-reported operation (operation spans hold launches, uploads and
+/// downloads only).
+fn enqueue_of(kind: ChildKind) -> acc_event_t {
+    match kind {
+        ChildKind::Launch => acc_event_t::ENQUEUE_LAUNCH_START,
+        ChildKind::Upload => acc_event_t::ENQUEUE_UPLOAD_START,
+        _ => acc_event_t::ENQUEUE_DOWNLOAD_START,
     }
 }

@@ -73,10 +73,10 @@ impl ProfileBuilder {
                 names.gave_up
             ));
         }
-        if names.records_seen && names.left_window > 0 {
+        if names.records_seen && names.launches.left_window > 0 {
             profile.warnings.push(format!(
                 "{} launch(es) waited for their kernel record longer than accprof keeps launches ({} per kernel); kernel records meant for them may be counted outside any construct",
-                names.left_window,
+                names.launches.left_window,
                 kernel_names::LAUNCH_WINDOW
             ));
         }

@@ -221,6 +221,8 @@ const SLICE_NAMES_KEPT: usize = 8;
 struct ConstructSpan {
     start: u64,
     end: u64,
+    /// The construct's event (the issuer rule accepts any construct).
+    kind: acc_event_t,
     construct: u32,
     instance: u64,
 }
@@ -248,9 +250,9 @@ struct DeviceRecord {
     thread: i64,
     /// When the host thread issued the driver call.
     host_ns: u64,
-    /// Whether the trace says which call issued it (thread and time); else `thread` is -1 and
-    /// `host_ns` the device start until its launch is found by kernel name
-    /// (`kernel_names`, or `match_kernels_by_name` at the end).
+    /// Whether the trace says which call issued it (thread and time); else `host_ns` is the
+    /// device start (and `thread` the record's, or -1) until its launch is found by kernel
+    /// name (the timeline's by-name rule, see `kernel_names`).
     issued: bool,
     /// A kernel record without its call, waiting for the launch of its kernel (by name, see
     /// `kernel_names`).
@@ -296,9 +298,9 @@ struct ThreadState {
     /// that no device record to come should need are dropped, see `device_records`).
     construct_spans: Vec<ConstructSpan>,
     op_spans: Vec<OpSpan>,
-    /// The thread reported constructs or operations (device mode): a device record it issued
-    /// is its own, not a runtime helper thread's.
-    reports_ops: bool,
+    /// The thread recorded OpenACC events (device mode): a device record it issued is its
+    /// own, not a runtime helper thread's (the issuer rule's test).
+    reports_events: bool,
     /// A deque so that flushing the oldest entries (see [`MAX_PENDING`]) moves nothing.
     stack: VecDeque<Item>,
     /// Host time covered by the events at the bottom of the stack (not inside another event).
@@ -398,6 +400,8 @@ pub struct ProfileBuilder {
     /// Device properties events: device ordinal and the text of its limits.
     device_properties: Vec<(i64, StrId)>,
     device_rounds: device_records::DeviceRounds,
+    /// The last thread noted as recording events (see `note_reporting`).
+    last_reporting: Option<i64>,
     kernel_names: kernel_names::KernelNames,
     /// The program's NVTX ranges and what happened inside them.
     nvtx: nvtx::NvtxRanges,
@@ -471,6 +475,9 @@ impl ProfileBuilder {
             end_ns: ev.end_ns.max(ev.start_ns),
         };
         self.index += 1;
+        if self.device_mode && !device::is_device_record(ev.kind) {
+            self.note_reporting(ev);
+        }
         // The program's own annotations: not OpenACC activity (the summary's span and counts
         // stay the OpenACC events'), but kept for the table of NVTX ranges.
         if accprof_trace::nvtx::is_nvtx(ev.kind) {
@@ -518,6 +525,18 @@ impl ProfileBuilder {
             EventClass::ImplicitData => self.push_group(thread, r),
             EventClass::Construct(kind) => self.push_construct(thread, ev, kind, r),
         }
+    }
+
+    /// Notes that the thread of `ev` (not a device record) recorded events: the issuer rule
+    /// tells a program's thread from a runtime's helper thread by that, as the layout does
+    /// (every event but an NVTX name counts).
+    fn note_reporting(&mut self, ev: &Event) {
+        let Some(t) = ev.thread() else { return };
+        if self.last_reporting == Some(t) || accprof_trace::nvtx::is_name(ev.kind) {
+            return;
+        }
+        self.last_reporting = Some(t);
+        self.threads.entry(t).or_default().reports_events = true;
     }
 
     fn leaf(&self, ev: &Event, kind: ChildKind, r: EventRef) -> Leaf {
@@ -605,29 +624,15 @@ impl ProfileBuilder {
                 };
                 let ts = self.threads.entry(thread).or_default();
                 ts.op_spans.push(span);
-                ts.reports_ops = true;
                 if let Some(n) = self.kernel_names.of(leaf.kernel) {
                     if leaf.kind == ChildKind::Launch {
                         let l = (leaf.r.start_ns, leaf.r.end_ns, thread);
-                        self.kernel_names.add_launch(n, l);
+                        self.kernel_names.launches.add_launch(n, l);
                     }
                 }
             }
         }
     }
-}
-
-/// The host-reported operation of kind `want` whose callbacks enclose `t` on this thread.
-fn find_op(ts: &ThreadState, t: u64, want: ChildKind) -> Option<OpSpan> {
-    let ops = &ts.op_spans;
-    let end = ops.partition_point(|o| o.start <= t);
-    // Operations of one kind do not overlap on a thread; look back over a few neighbours.
-    ops[..end]
-        .iter()
-        .rev()
-        .take(8)
-        .find(|o| o.kind == want && o.end >= t)
-        .copied()
 }
 
 #[cfg(test)]

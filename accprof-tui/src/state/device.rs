@@ -6,6 +6,10 @@
 //! bytes each, on top of the ~35 every record costs), so traces without them pay nothing.
 
 use accprof_timeline::DeviceRecord;
+use rustc_hash::FxHashMap;
+
+/// A bar by (lane, track, index): a launch a kernel record was tied to by name.
+pub type LaunchAt = (usize, usize, usize);
 
 /// The device records, in record order, with their times on the store's clock.
 #[derive(Clone, Debug, Default)]
@@ -19,6 +23,11 @@ pub struct DeviceIndex {
     pub end: Vec<u64>,
     /// Indices of records with a host call time, sorted by it.
     by_call: Vec<u32>,
+    /// Kernel records that name no call, by index: the launch the by-name rule gave each
+    /// (`crate::state::pairing::tie_by_name`) and the call time that gives it (its middle).
+    by_name: FxHashMap<u32, (LaunchAt, u64)>,
+    /// The same, by launch.
+    by_launch: FxHashMap<LaunchAt, Vec<u32>>,
 }
 
 /// One device record as the store holds it: what it says, and its times on the store's clock.
@@ -27,6 +36,9 @@ pub struct DeviceBar {
     pub rec: u32,
     pub record: DeviceRecord,
     pub host_call: Option<u64>,
+    /// For a kernel record that names no call: the launch its kernel's name tied it to, and
+    /// the middle of that launch (the call the issuer rule gives it).
+    pub by_name: Option<(LaunchAt, u64)>,
     pub start: u64,
     pub end: u64,
 }
@@ -78,6 +90,7 @@ impl DeviceIndex {
             rec: self.rec[i],
             record: self.record[i],
             host_call: (self.host_call[i] != 0).then_some(self.host_call[i]),
+            by_name: self.by_name.get(&(i as u32)).copied(),
             start: self.start[i],
             end: self.end[i],
         }
@@ -93,6 +106,31 @@ impl DeviceIndex {
             .map(|&i| i as usize)
             .take_while(move |&i| self.host_call[i] <= b)
             .map(|i| self.get(i))
+    }
+
+    /// Ties kernel records that name no call to launches (index, launch, call time), in place
+    /// of the ties of the rows before.
+    pub fn set_by_name(&mut self, ties: Vec<(u32, LaunchAt, u64)>) {
+        self.by_name.clear();
+        self.by_launch.clear();
+        for (i, at, call) in ties {
+            self.by_name.insert(i, (at, call));
+            self.by_launch.entry(at).or_default().push(i);
+        }
+    }
+
+    /// The records tied to the launch at `at` by name.
+    pub fn tied_to(&self, at: LaunchAt) -> impl Iterator<Item = DeviceBar> + '_ {
+        self.by_launch
+            .get(&at)
+            .into_iter()
+            .flatten()
+            .map(|&i| self.get(i as usize))
+    }
+
+    /// Every record, in record order.
+    pub fn all(&self) -> impl Iterator<Item = (u32, DeviceBar)> + '_ {
+        (0..self.len()).map(|i| (i as u32, self.get(i)))
     }
 
     /// The device record behind record id `rec`, if it is one.

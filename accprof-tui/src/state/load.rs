@@ -187,6 +187,7 @@ impl Loader {
         if added > 0 {
             let t = std::time::Instant::now();
             store.rebuild();
+            crate::state::pairing::tie_by_name(store);
             if std::env::var_os("ACCPROF_TUI_TIMING").is_some() {
                 eprintln!("rebuild: {:.2?}", t.elapsed());
             }

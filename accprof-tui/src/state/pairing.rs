@@ -2,20 +2,28 @@
 //! (accprof-timeline's `device`): a record was issued by the innermost event open at its call
 //! on its issuing thread's lanes (the thread's own and its synchronous device work); a record
 //! issued by a runtime's helper thread (one with no OpenACC events) by the runtime's enqueue of
-//! the same kind open then on any thread ([`accprof_timeline::device::IssuerSearch`]).
+//! the same kind open then on any thread ([`accprof_timeline::device::IssuerSearch`]); a kernel
+//! record that names no call by the launch of its kernel the by-name rule gives it
+//! ([`tie_by_name`], accprof-timeline's `by_name`).
 //!
 //! The TUI asks per selected event (the details pane) instead of tying every record up front
 //! as the export does: a lane's rows hold disjoint events, so the events open at a time are at
 //! most one per row, and the rule's order picks among those few.
 
-use crate::state::device::DeviceBar;
+use crate::state::device::{DeviceBar, LaunchAt};
 use crate::state::kind::kind_of_code;
 use crate::state::store::{BarRef, Store, NO_STR};
+use accprof_abi::acc_event_t;
+use accprof_timeline::by_name::{call_of, ByName, KernelLaunches, Unissued};
 use accprof_timeline::device::{inner_key, IssuerSearch};
-use accprof_timeline::{is_enqueue, TrackKind};
+use accprof_timeline::{is_enqueue, DeviceOp, TrackKind};
+use accprof_trace::StrId;
 
 /// The event that issued device record `dev`, by the issuer rule.
 pub fn issuer_of(store: &Store, dev: &DeviceBar) -> Option<BarRef> {
+    if let Some(((lane, track, idx), _)) = dev.by_name {
+        return Some(BarRef { lane, track, idx });
+    }
     let t = dev.host_call?;
     let source = usize::from(store.records.source[dev.rec as usize]);
     let search = dev
@@ -34,12 +42,86 @@ pub fn issuer_of(store: &Store, dev: &DeviceBar) -> Option<BarRef> {
 pub fn device_work_of(store: &Store, host: BarRef) -> Vec<DeviceBar> {
     let source = store.lanes[host.lane].source;
     let (a, b) = store.span_of(host);
-    store
+    let mut work: Vec<DeviceBar> = store
         .device
         .called_between(a, b)
         .filter(|r| usize::from(store.records.source[r.rec as usize]) == source)
         .filter(|r| issuer_of(store, r) == Some(host))
-        .collect()
+        .collect();
+    work.extend(store.device.tied_to((host.lane, host.track, host.idx)));
+    work
+}
+
+/// Gives each kernel record that names no call the launch of its kernel the by-name rule
+/// picks (accprof-timeline's `by_name`, as the report and the export do), per trace, among
+/// every launch on the rows; the rows' positions change when they are rebuilt, so this runs
+/// after each rebuild.
+pub fn tie_by_name(store: &mut Store) {
+    let mut ties = Vec::new();
+    for source in 0..store.sources.len() {
+        let of_source = |d: &DeviceBar| usize::from(store.records.source[d.rec as usize]) == source;
+        let unissued: Vec<(u32, DeviceBar)> = store
+            .device
+            .all()
+            .filter(|(_, d)| of_source(d) && d.record.op == DeviceOp::Kernel)
+            .filter(|(_, d)| d.record.issued().is_none())
+            .collect();
+        if unissued.is_empty() {
+            continue;
+        }
+        let mut launches: KernelLaunches<LaunchAt> = KernelLaunches::unbounded();
+        let name = |launches: &mut KernelLaunches<LaunchAt>, rec: u32| {
+            let id = store.records.name[rec as usize];
+            launches.name(StrId(id), store.strings.get(id)?);
+            launches.of(Some(StrId(id)))
+        };
+        let is_launch = |rec: u32| {
+            kind_of_code(store.records.kind[rec as usize]) == acc_event_t::ENQUEUE_LAUNCH_START
+        };
+        for (lane, l) in store.lanes.iter().enumerate() {
+            let enqueues = matches!(
+                l.kind,
+                TrackKind::DeviceSync { .. } | TrackKind::DeviceQueue { .. }
+            );
+            if l.source != source || !enqueues {
+                continue;
+            }
+            for (track, t) in l.tracks.iter().enumerate() {
+                for idx in (0..t.len()).filter(|&i| is_launch(t.rec[i])) {
+                    if let Some(n) = name(&mut launches, t.rec[idx]) {
+                        launches.add_launch(n, (t.start[idx], t.end[idx], (lane, track, idx)));
+                    }
+                }
+            }
+        }
+        // A launch a record names as its call is that record's, not one by name.
+        for (_, d) in store.device.all().filter(|(_, d)| of_source(d)) {
+            if d.record.op != DeviceOp::Kernel || d.record.issued().is_none() {
+                continue;
+            }
+            let Some(b) = issuer_of(store, &d).filter(|b| is_launch(store.rec_of(*b))) else {
+                continue;
+            };
+            if let Some(n) = name(&mut launches, store.rec_of(b)) {
+                let (start, end) = store.span_of(b);
+                launches.claim(n, (start, end, (b.lane, b.track, b.idx)));
+            }
+        }
+        let asked: Vec<Unissued> = unissued
+            .iter()
+            .map(|(_, d)| Unissued {
+                kernel: Some(StrId(store.records.name[d.rec as usize])),
+                correlation: d.record.correlation,
+                device_start: d.start,
+            })
+            .collect();
+        for ((i, _), said) in unissued.iter().zip(launches.decide_all(&asked, u64::MAX)) {
+            if let ByName::Launch(l) = said {
+                ties.push((*i, l.2, call_of(&l)));
+            }
+        }
+    }
+    store.device.set_by_name(ties);
 }
 
 /// What a device record belongs to on the host side.
@@ -55,7 +137,7 @@ pub struct HostSide {
 
 /// The issuer of `dev` and the construct it was issued in.
 pub fn host_side_of(store: &Store, dev: &DeviceBar) -> HostSide {
-    let Some(call) = dev.host_call else {
+    let Some(call) = dev.host_call.or(dev.by_name.map(|(_, call)| call)) else {
         return HostSide::default();
     };
     let issuer = issuer_of(store, dev);

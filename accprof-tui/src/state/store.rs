@@ -264,13 +264,18 @@ impl Store {
         self.device.finish();
     }
 
-    /// Whether `thread` of `source` recorded OpenACC events (device records issued from a
-    /// thread that did not came from a runtime's helper thread).
+    /// Whether `thread` of `source` recorded events (device records issued from a thread that
+    /// did not came from a runtime's helper thread): any but device records, NVTX ranges
+    /// included, as the layout and the profile count them.
     pub fn reports_events(&self, source: usize, thread: i64) -> bool {
         let thread = Some(thread);
-        [TrackKind::Host { thread }, TrackKind::DeviceSync { thread }]
-            .iter()
-            .any(|&kind| self.lane_index.contains_key(&(source, kind)))
+        [
+            TrackKind::Host { thread },
+            TrackKind::DeviceSync { thread },
+            TrackKind::Nvtx { thread },
+        ]
+        .iter()
+        .any(|&kind| self.lane_index.contains_key(&(source, kind)))
     }
 
     /// The lane of `(source, kind)`, if it exists.

@@ -21,6 +21,7 @@ use super::Format;
 use crate::error::CliError;
 use crate::progress::ProgressBar;
 use accprof_analysis::load::DEVICE_ACTIVITY_KEY;
+use accprof_analysis::KernelNameNotes;
 use accprof_symbols::ResolvingReader;
 use accprof_timeline::compact::NONE_U32;
 use accprof_timeline::layout::{shifted, wall_clock_shift, Stop};
@@ -358,16 +359,23 @@ fn read_trace(
     let mut shipping = Shipping::default();
     let mut undefined = 0;
     let mut stop: Option<Result<Retry, WriterGone>> = None;
+    // Kernel names' texts, for the layout to tie kernel records without their call to a
+    // launch of their kernel.
+    let mut kernels = KernelNameNotes::default();
     let r = r.try_for_each_batch_noting(
         |ev, strings| {
             let new = shipping.ship(ev, strings);
             undefined = shipping.undefined;
-            new
+            let kernel = kernels.note(ev, strings);
+            (new.is_some() || kernel.is_some()).then_some((new, kernel))
         },
         |events, names, bytes| {
-            for list in names {
-                for (id, text) in list {
+            for (list, kernel) in names {
+                for (id, text) in list.iter().flatten() {
                     outbox.batch.strings.push((trace, *id, text.clone()));
+                }
+                if let Some((id, text)) = kernel {
+                    layout.name_kernel(*id, text);
                 }
             }
             for ev in events {
