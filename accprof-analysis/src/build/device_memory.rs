@@ -17,7 +17,7 @@ use crate::model::{DeviceMemory, EventRef, HeldArray};
 use accprof_abi::acc_event_t;
 use accprof_trace::{Event, EventFlags, Field, StrId, StringTable};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 // Keyed by device pointers and device numbers, which no one picks to collide: the Fx hash,
 // as the rest of the builder.
 use rustc_hash::FxHashMap as HashMap;
@@ -275,8 +275,12 @@ fn push_point(series: &mut Vec<(u64, u64)>, t: u64, bytes: u64) {
 pub(crate) struct DeviceMemoryTracker {
     by_alloc: Tracker,
     by_create: Tracker,
-    /// Operations not replayed yet, earliest first.
-    window: BinaryHeap<Reverse<Waiting>>,
+    /// Operations not replayed yet that came in order (each no earlier than the one before):
+    /// nearly all of them, so the window costs a queue's push and pop per operation.
+    in_order: VecDeque<Op>,
+    /// Operations not replayed yet that came earlier than the last one in `in_order` (another
+    /// thread's buffer reaching the trace late), earliest first.
+    late: BinaryHeap<Reverse<Waiting>>,
 }
 
 impl DeviceMemoryTracker {
@@ -288,14 +292,40 @@ impl DeviceMemoryTracker {
         ) {
             return;
         }
-        self.window.push(Reverse(Waiting(Op::of(ev, r))));
-        if self.window.len() > REORDER_WINDOW {
+        let op = Op::of(ev, r);
+        if self
+            .in_order
+            .back()
+            .is_none_or(|last| last.order() <= op.order())
+        {
+            let (len, cap) = (self.in_order.len(), self.in_order.capacity());
+            if len == cap {
+                // Doubling, but never past the window (plus the one pushed before a replay):
+                // a plain doubling would hold twice the window's memory on long traces.
+                let want = (cap * 2).clamp(16, REORDER_WINDOW + 1);
+                self.in_order.reserve_exact(want.saturating_sub(len).max(1));
+            }
+            self.in_order.push_back(op);
+        } else {
+            self.late.push(Reverse(Waiting(op)));
+        }
+        if self.in_order.len() + self.late.len() > REORDER_WINDOW {
             self.replay_earliest();
         }
     }
 
     fn replay_earliest(&mut self) {
-        let Some(Reverse(Waiting(op))) = self.window.pop() else {
+        let late_first = match (self.late.peek(), self.in_order.front()) {
+            (Some(Reverse(Waiting(l))), Some(o)) => l.order() < o.order(),
+            (Some(_), None) => true,
+            _ => false,
+        };
+        let op = if late_first {
+            self.late.pop().map(|Reverse(Waiting(op))| op)
+        } else {
+            self.in_order.pop_front()
+        };
+        let Some(op) = op else {
             return;
         };
         match op.kind {
@@ -309,7 +339,7 @@ impl DeviceMemoryTracker {
 
     /// Per device, ordered by device number.
     pub(crate) fn finish(mut self, strings: &StringTable) -> Vec<DeviceMemory> {
-        while !self.window.is_empty() {
+        while !self.in_order.is_empty() || !self.late.is_empty() {
             self.replay_earliest();
         }
         if self.by_alloc.devices.is_empty() {
@@ -430,7 +460,7 @@ mod tests {
         // its allocation came first and overlapped the first one's.
         let strings = StringTable::default();
         let mut t = DeviceMemoryTracker::default();
-        for (kind, time, ptr, bytes) in [
+        for (index, (kind, time, ptr, bytes)) in [
             (acc_event_t::ALLOC, 20, 0xa, Some(100)),
             (acc_event_t::FREE, 40, 0xa, None),
             (acc_event_t::ALLOC, 10, 0xb, Some(50)),
@@ -438,9 +468,12 @@ mod tests {
             // The first thread's pointer again, reused by the runtime after its free.
             (acc_event_t::ALLOC, 50, 0xa, Some(10)),
             (acc_event_t::FREE, 60, 0xa, None),
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let (e, mut r) = ev(kind, time, ptr, bytes, None);
-            r.index = t.window.len() as u64;
+            r.index = index as u64;
             t.feed(&e, r);
         }
         let d = &t.finish(&strings)[0];
