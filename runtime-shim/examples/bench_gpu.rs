@@ -8,8 +8,8 @@
 //! write every line of the source itself, as for an array the program has just computed;
 //! without it the source has just been read by the previous copy). The staging pipeline's
 //! shape comes from ACCSHIM_STAGE_* (runtime-shim/README.md). Beside the staged copy, `h2d` times the alternative of pinning the
-//! caller's buffer for the copy (cuMemHostRegister, copy, unregister): on the H200 machine that
-//! costs 3.1 ms for 64 MiB (12 GB/s in all), which is why the runtime stages instead.
+//! caller's buffer for the copy (cuMemHostRegister, copy, unregister): registering costs more
+//! than the copy it serves (docs/performance/shim.md), which is why the runtime stages instead.
 //!
 //! `--only calls` measures what a profiling tool loaded into the process adds to each CUDA driver
 //! call an OpenACC runtime makes (run it bare, then under each tool, and subtract): an async

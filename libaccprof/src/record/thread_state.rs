@@ -364,7 +364,7 @@ fn emit(slot: &Slot, rec: &Recorder, words: &Words, len: usize) {
     }
     // The next record is copied to fresh lines of the buffer, which the writer thread last
     // read: fetched now, they arrive while the program runs instead of during the next
-    // callback (about 30 ns less per callback on the H200 machine, docs/performance/libaccprof.md).
+    // callback (measured in docs/performance/libaccprof.md).
     // SAFETY: as above.
     unsafe { slot.buffer() }.prefetch_next(4);
 }

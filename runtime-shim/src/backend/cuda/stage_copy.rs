@@ -3,13 +3,13 @@
 //!
 //! A staged byte crosses host memory up to three times: the CPU reads the source, writes the
 //! buffer, and the copy engine reads the buffer. How the buffer is written decides the last
-//! two (measured on the H200 machine, docs/performance/shim.md):
+//! two (figures in docs/performance/shim.md):
 //! - ordinary stores first read every line for ownership, and leave it in the writing core's
-//!   private cache, where the copy engine's read must fetch it: slowest (18-30 GB/s);
+//!   private cache, where the copy engine's read must fetch it: slowest;
 //! - non-temporal stores skip the read but send every line to DRAM, which the copy engine then
-//!   reads back (39-43 GB/s at 64 MiB);
+//!   reads back;
 //! - ordinary stores followed by CLDEMOTE move the lines to the shared last-level cache, where
-//!   the copy engine finds them without going to DRAM (43-45 GB/s at 64 MiB, 47-49 at 256 MiB).
+//!   the copy engine finds them without going to DRAM: fastest.
 //!   CLDEMOTE is a hint that older CPUs execute as a no-op, which would leave the slowest
 //!   case, so it is used only where CPUID reports it.
 
@@ -74,7 +74,7 @@ fn cpu_has_cldemote() -> bool {
 /// the bytes are visible to a DMA started afterwards. The non-temporal copy prefetches the
 /// source `prefetch` bytes ahead (0: not at all): the hardware's prefetchers stop at each 4 KiB
 /// page, so a thread copying memory that is not in the caches otherwise waits on every page's
-/// first lines (on the H200 machine one thread copies 10 GB/s with a 2 KiB prefetch, 7 without).
+/// first lines (docs/performance/shim.md measures the difference).
 ///
 /// # Safety
 /// `src` and `dst` are valid for `len` bytes and do not overlap; `dst` is 16-byte aligned.

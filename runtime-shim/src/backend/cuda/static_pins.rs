@@ -3,11 +3,11 @@
 //!
 //! A staged copy moves every byte through host memory three times (the CPU reads the source
 //! and writes a pinned buffer, the DMA reads that buffer), and host memory is what limits it
-//! (about 41-45 GB/s up and 40 down on the H200 machine, where pinned memory copies at 55). A
+//! (a staged copy runs below a pinned one's speed: docs/performance/shim.md). A
 //! program that copies the same arrays again and again (GCC's implicit `copy` of a naive loop:
 //! 1 GiB per Laplace iteration) pays that every time. Registering a range with the driver
-//! (cuMemHostRegister) makes it pinned in place; it costs about 60 us per MiB (7.6 ms for
-//! 128 MiB on the H200 machine), more than two staged copies, so a range is registered only on
+//! (cuMemHostRegister) makes it pinned in place; it costs more than two staged copies of the
+//! range (docs/performance/shim.md), so a range is registered only on
 //! its third staged copy: a data region's one copy in and one copy out stay staged.
 //!
 //! Only ranges inside the main program's writable static data (its `.data` and `.bss`, read

@@ -68,8 +68,8 @@ pub struct Upload {
     /// How many chunks each buffer has had issued...
     issued: Vec<AtomicUsize>,
     /// ...and how many of their DMAs a thread has seen complete: the others then need not ask
-    /// the driver again. (Asking once per piece, from 16 threads at once, cost each staging
-    /// thread about 170 us of a 64 MiB upload on the H200 machine: docs/performance/shim.md.)
+    /// the driver again. (Asking once per piece, from many threads at once, cost each staging
+    /// thread a large share of an upload: docs/performance/shim.md.)
     completed: Vec<AtomicUsize>,
     failed: AtomicBool,
 }
