@@ -56,10 +56,7 @@ if [ "${1:-}" = stage ]; then
   cp -L /usr/lib/x86_64-linux-gnu/libgomp.so.1 /usr/lib/x86_64-linux-gnu/libgomp-plugin-nvptx.so.1 $D/lib/
   INC=${NVTX_INCLUDE:-$(python3 -c "import sysconfig, glob; print(glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/*/include')[0])")}
   gcc -O2 -g -fopenacc -foffload=disable -I"$INC" -o $D/harness/nvtx_cost libaccprof/benches/harness/nvtx_cost.c -ldl
-  HARNESS_BUILD=$D/harness bash -c 'H=libaccprof/benches/harness; B=$HARNESS_BUILD
-    gcc -O2 -g -shared -fPIC -o $B/libfakeacc.so $H/fake_runtime.c
-    gcc -O2 -g -shared -fPIC -o $B/libstoretool.so $H/store_tool.c
-    gcc -O2 -g -o $B/harness $H/harness.c -L$B -lfakeacc -Wl,-rpath,"\$ORIGIN" -ldl'
+  bash libaccprof/benches/harness/build.sh $D/harness
   strip $D/libaccprof.so $D/libaccshim.so $D/hot_path
   du -sh $D
   exit 0

@@ -13,8 +13,7 @@ SHIM=$(realpath target/release/libaccshim.so)
 B=${HARNESS_BUILD:-target/harness}
 mkdir -p $B
 H=libaccprof/benches/harness
-gcc -O2 -g -shared -fPIC -o $B/libfakeacc.so $H/fake_runtime.c
-gcc -O2 -g -o $B/harness $H/harness.c -L$B -lfakeacc -Wl,-rpath,'$ORIGIN' -ldl
+bash $H/build.sh $B
 gcc -O2 -g -fopenacc -foffload=disable -DDATA_REGION -o $B/laplace_host scripts/gpu/laplace.c -lm
 T=$(mktemp -d)
 export ACCPROF_OUT=$T/i.trace ACCPROF_QUIET=1 ACCPROF_SYMBOLS=off ACCSHIM_QUIET=1

@@ -12,9 +12,7 @@ ROUNDS=${2:-7}
 B=${HARNESS_BUILD:-target/harness}
 mkdir -p $B
 H=libaccprof/benches/harness
-gcc -O2 -g -shared -fPIC -o $B/libfakeacc.so $H/fake_runtime.c
-gcc -O2 -g -shared -fPIC -o $B/libstoretool.so $H/store_tool.c
-gcc -O2 -g -o $B/harness $H/harness.c -L$B -lfakeacc -Wl,-rpath,'$ORIGIN' -ldl
+bash $H/build.sh $B
 export ACCPROF_OUT=${ACCPROF_OUT:-/tmp/accprof-harness-$$.trace} ACCPROF_QUIET=1 ACCPROF_SYMBOLS=off
 PRE=()
 [ "${PRELOAD:-0}" = 1 ] && PRE=(env LD_PRELOAD="$LIB")

@@ -14,11 +14,7 @@ SETTINGS="prologue views no-emit full"
 stage() {
   local D=$1
   CARGO_TARGET_DIR=${STAGES_TARGET:-target/stages} cargo build --release -p libaccprof --lib --features bench-stages
-  mkdir -p "$D"
-  local H=libaccprof/benches/harness
-  gcc -O2 -g -shared -fPIC -o "$D/libfakeacc.so" $H/fake_runtime.c
-  gcc -O2 -g -shared -fPIC -o "$D/libstoretool.so" $H/store_tool.c
-  gcc -O2 -g -o "$D/harness" $H/harness.c -L"$D" -lfakeacc -Wl,-rpath,'$ORIGIN' -ldl
+  bash libaccprof/benches/harness/build.sh "$D"
   for s in $SETTINGS; do
     cp "${STAGES_TARGET:-target/stages}/release/libaccprof.so" "$D/libaccprof-$s.so"
     strip "$D/libaccprof-$s.so"
