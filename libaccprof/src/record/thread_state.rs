@@ -15,7 +15,10 @@ use crate::recorder::slots::Slot;
 use crate::recorder::{self, late, Recorder};
 use crate::strings::ThreadStrings;
 use accprof_abi::read::{ApiView, EventView, ProfView};
-use accprof_abi::{acc_device_api, acc_event_t, EventInfoKind, EventShape};
+use accprof_abi::{
+    acc_api_info, acc_device_api, acc_event_info, acc_event_t, acc_prof_info, EventInfoKind,
+    EventShape,
+};
 use accprof_trace::raw::{self, word};
 use accprof_trace::Event;
 use std::sync::atomic::Ordering;
@@ -44,14 +47,87 @@ pub struct ThreadState {
     nvtx: NvtxThread,
 }
 
-/// The fields of one callback, as read from the runtime's structures.
-pub struct Incoming<'a> {
+/// One callback's arguments, read only as far as every callback needs: the event's kind and
+/// how many bytes of `acc_prof_info` the runtime filled. The structures are copied whole into
+/// the record; the field-by-field views (accprof_abi::read) are built only on the rare paths
+/// that read a single field (a structure filled in part, CUDA events, a device shutdown).
+#[derive(Clone, Copy)]
+pub struct Call {
     pub now: u64,
     pub kind: acc_event_t,
     pub shape: EventShape,
-    pub prof: ProfView<'a>,
-    pub info: Option<EventView<'a>>,
-    pub api: Option<ApiView<'a>>,
+    prof: *const acc_prof_info,
+    prof_valid: usize,
+    /// Null when the runtime passed none.
+    info: *const acc_event_info,
+    /// Null when the runtime passed none, and for end events (which take their handles from
+    /// their start).
+    api: *const acc_api_info,
+}
+
+/// `valid_bytes` (the second `int` of every structure) as a byte count: negative covers nothing.
+#[inline(always)]
+fn valid_bytes(head: u64) -> usize {
+    let v = (head >> 32) as u32 as i32;
+    if v < 0 {
+        0
+    } else {
+        v as usize
+    }
+}
+
+impl Call {
+    /// The callback's arguments; `None` when `prof` is NULL.
+    ///
+    /// # Safety
+    /// As for the callback: each pointer is NULL or points at its structure, whose first
+    /// `valid_bytes` bytes (at least the first 8) are readable through the callback.
+    #[inline(always)]
+    pub unsafe fn new(
+        now: u64,
+        prof: *const acc_prof_info,
+        info: *const acc_event_info,
+        api: *const acc_api_info,
+    ) -> Option<Self> {
+        if prof.is_null() {
+            return None;
+        }
+        // SAFETY: event_type and valid_bytes are the first 8 bytes, which every runtime fills.
+        let head = unsafe { (prof as *const u64).read_unaligned() };
+        let kind = acc_event_t(head as u32 as i32);
+        let shape = kind.shape();
+        Some(Self {
+            now,
+            kind,
+            shape,
+            prof,
+            prof_valid: valid_bytes(head),
+            info,
+            api: if shape == EventShape::End {
+                std::ptr::null()
+            } else {
+                api
+            },
+        })
+    }
+
+    /// `acc_prof_info`, field by field.
+    fn prof_view(&self) -> Option<ProfView<'_>> {
+        // SAFETY: the contract of `new`.
+        unsafe { ProfView::new(self.prof) }
+    }
+
+    /// The event information, field by field.
+    fn info_view(&self) -> Option<EventView<'_>> {
+        // SAFETY: as above.
+        unsafe { EventView::new(self.info, self.kind) }
+    }
+
+    /// `acc_api_info`, field by field (`None` for end events).
+    pub fn api_view(&self) -> Option<ApiView<'_>> {
+        // SAFETY: as above.
+        unsafe { ApiView::new(self.api) }
+    }
 }
 
 impl ThreadState {
@@ -80,24 +156,37 @@ impl ThreadState {
 
     /// Records one callback.
     #[inline(always)]
-    pub fn handle(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
-        match inc.shape {
-            EventShape::Start => self.start(rec, inc),
-            EventShape::End => self.end(rec, inc),
-            EventShape::Point | EventShape::Unknown => self.point(rec, inc),
+    pub fn handle(&mut self, rec: &Recorder, c: &Call) {
+        match c.shape {
+            EventShape::Start => self.start(rec, c),
+            EventShape::End => self.end(rec, c),
+            EventShape::Point | EventShape::Unknown => self.point(rec, c),
         }
-        if inc.kind == acc_event_t::DEVICE_SHUTDOWN_START && self.cuda.is_some() {
-            self.before_device_shutdown(rec, inc);
+        // One test for the three kinds that need more than a record (the bits of
+        // DEVICE_SHUTDOWN_START, RUNTIME_SHUTDOWN and ENQUEUE_LAUNCH_START).
+        const SPECIAL: u32 = 1 << 3 | 1 << 5 | 1 << 18;
+        if (c.kind.0 as u32) < 32 && SPECIAL >> c.kind.0 & 1 != 0 {
+            self.special(rec, c);
         }
-        if inc.kind == acc_event_t::RUNTIME_SHUTDOWN {
-            rec.request_flush();
+    }
+
+    #[cold]
+    fn special(&mut self, rec: &Recorder, c: &Call) {
+        match c.kind {
+            acc_event_t::DEVICE_SHUTDOWN_START if self.cuda.is_some() => {
+                self.before_device_shutdown(rec, c)
+            }
+            acc_event_t::RUNTIME_SHUTDOWN => rec.request_flush(),
+            // Before the launch reaches the driver, so that CUPTI's callback already skips it.
+            acc_event_t::ENQUEUE_LAUNCH_START => crate::device::cupti::runtime_reports_launches(),
+            _ => {}
         }
     }
 
     #[inline]
-    fn start(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
+    fn start(&mut self, rec: &Recorder, c: &Call) {
         if self.open.depth >= MAX_OPEN {
-            self.give_up_oldest(rec, inc.now);
+            self.give_up_oldest(rec, c.now);
         }
         // An event the runtime calls implicit (the implicit enter/exit data of a compute
         // construct, the device init of a first construct) comes from the directive that is
@@ -111,7 +200,7 @@ impl ThreadState {
         self.open.depth += 1;
         fill(
             o,
-            inc,
+            c,
             &mut self.strings,
             (self.os_tid, self.nvtx.top()),
             &mut self.last_tid,
@@ -122,22 +211,22 @@ impl ThreadState {
             // An upload's bytes are what the runtime is about to copy: hashed now.
             o.hash = crate::content::hash_record(&o.words[..o.len], false);
         }
-        if let Some(c) = self.cuda.as_mut() {
-            c.on_start(inc.kind, self.open.depth - 1, inc.api.as_ref());
+        if let Some(cuda) = self.cuda.as_mut() {
+            cuda.on_start(c.kind, self.open.depth - 1, c.api_view().as_ref());
         }
     }
 
     #[inline]
-    fn end(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
-        let start_kind = inc.kind.partner();
+    fn end(&mut self, rec: &Recorder, c: &Call) {
+        let start_kind = c.kind.partner();
         let Some(i) = self.open.find_last(start_kind) else {
-            return self.unmatched_end(rec, inc, start_kind);
+            return self.unmatched_end(rec, c, start_kind);
         };
         let o = &mut self.open.entries[i];
-        o.words[word::END] = inc.now.max(o.words[word::START]);
+        o.words[word::END] = c.now.max(o.words[word::START]);
         if !o.complete {
             // Some runtimes fill a field only at the end (bytes of a download).
-            complete(o, inc, &mut self.strings);
+            complete(o, c, &mut self.strings);
         }
         if crate::content::on() && o.hash.is_none() {
             // A synchronous download's bytes are what it delivered: hashed now.
@@ -145,22 +234,22 @@ impl ThreadState {
         }
         let len = o.sealed();
         emit(&self.slot, rec, &o.words, len);
-        if let Some(c) = self.cuda.as_mut() {
+        if let Some(cuda) = self.cuda.as_mut() {
             if let Some(e) = o.as_event() {
-                c.on_end(start_kind, i, &e);
+                cuda.on_end(start_kind, i, &e);
             }
         }
         self.open.close(i);
     }
 
     #[inline]
-    fn point(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
+    fn point(&mut self, rec: &Recorder, c: &Call) {
         let o = &mut self.scratch;
         let threads = (self.os_tid, self.nvtx.top());
-        fill(o, inc, &mut self.strings, threads, &mut self.last_tid, 0);
-        o.words[word::END] = inc.now;
+        fill(o, c, &mut self.strings, threads, &mut self.last_tid, 0);
+        o.words[word::END] = c.now;
         if self.open.depth == 0 && wants_api_call_site(&o.words) {
-            api_call_site(o, inc.kind);
+            api_call_site(o, c.kind);
         }
         emit(&self.slot, rec, &o.words, o.len);
     }
@@ -168,13 +257,13 @@ impl ThreadState {
     /// An end whose start this thread never saw: kept, flagged, at the end's time, with what
     /// the end event carries.
     #[cold]
-    fn unmatched_end(&mut self, rec: &Recorder, inc: &Incoming<'_>, start_kind: acc_event_t) {
+    fn unmatched_end(&mut self, rec: &Recorder, c: &Call, start_kind: acc_event_t) {
         let o = &mut self.scratch;
         let threads = (self.os_tid, self.nvtx.top());
-        fill(o, inc, &mut self.strings, threads, &mut self.last_tid, 0);
+        fill(o, c, &mut self.strings, threads, &mut self.last_tid, 0);
         o.words[word::HEAD] =
             o.words[word::HEAD] & !0xffff_ffff | u64::from(start_kind.0 as u32) | raw::NO_START;
-        o.words[word::END] = inc.now;
+        o.words[word::END] = c.now;
         emit(&self.slot, rec, &o.words, o.len);
     }
 
@@ -195,9 +284,9 @@ impl ThreadState {
     /// The runtime is about to shut down a device: its CUDA context may be gone after this
     /// event, so the CUDA events recorded in it are finished now (waiting a bounded time).
     #[cold]
-    fn before_device_shutdown(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
-        let Some(a) = inc
-            .api
+    fn before_device_shutdown(&mut self, rec: &Recorder, c: &Call) {
+        let Some(a) = c
+            .api_view()
             .filter(|a| a.device_api() == Some(acc_device_api::CUDA))
         else {
             return;
@@ -505,17 +594,20 @@ unsafe fn copy_part(to: &mut [u64], p: *const u8, valid: usize) {
     unsafe { std::ptr::copy_nonoverlapping(p, to.as_mut_ptr() as *mut u8, n) };
 }
 
-/// Copies the event information of an event of `kind` (7 words, or 3 for the other events);
-/// returns the words copied and whether the runtime filled all of them.
+/// Copies the event information at `p` of an event of `kind` (7 words, or 3 for the other
+/// events); returns the words copied and whether the runtime filled all of them.
 ///
 /// # Safety
-/// As for [`copy_struct`], for the member of acc_event_info that `kind` uses.
+/// `p` points at the member of acc_event_info that `kind` uses, its first `valid_bytes` bytes
+/// (at least the first 8) readable.
 #[inline(always)]
-unsafe fn copy_info(to: &mut [u64], i: &EventView<'_>) -> (usize, bool) {
-    let (p, valid) = (i.as_ptr() as *const u8, i.valid_bytes());
+unsafe fn copy_info(to: &mut [u64], p: *const acc_event_info, kind: EventInfoKind) -> (usize, bool) {
+    // SAFETY: valid_bytes is in the first 8 bytes of every member.
+    let valid = valid_bytes(unsafe { (p as *const u64).read_unaligned() });
+    let p = p as *const u8;
     // SAFETY: forwarded.
     unsafe {
-        match i.info_kind() {
+        match kind {
             EventInfoKind::Other => (OTHER_WORDS, copy_struct::<OTHER_WORDS>(to, p, valid)),
             _ => (INFO_WORDS, copy_struct::<INFO_WORDS>(to, p, valid)),
         }
@@ -529,6 +621,7 @@ const OTHER_WORDS: usize = std::mem::size_of::<accprof_abi::acc_other_event_info
 /// Word indices inside copied structures (x86-64 C layout, checked by a test).
 mod at {
     /// acc_prof_info: thread_id is the high half of word 2; the two strings.
+    pub const THREAD_ID: usize = 2;
     pub const SRC_FILE: usize = 5;
     pub const FUNC_NAME: usize = 6;
     /// acc_*_event_info: implicit is the high half of word 1; the name (var_name or
@@ -537,34 +630,33 @@ mod at {
     pub const NAME: usize = 3;
 }
 
-/// Makes `o` the record of the event `inc` (its start and, for a point event, its end).
+/// Makes `o` the record of the event `c` (its start and, for a point event, its end).
 #[inline(always)]
 fn fill(
     o: &mut Open,
-    inc: &Incoming<'_>,
+    c: &Call,
     strings: &mut ThreadStrings,
     (os_tid, nvtx_range): (i64, u32),
     last_tid: &mut i64,
     enclosing: u64,
 ) {
-    let kind = inc.kind;
+    let kind = c.kind;
     let w = &mut o.words;
-    w[word::START] = inc.now;
+    w[word::START] = c.now;
     let mut at = raw::HEADER_WORDS;
     let mut parts = raw::PROF;
-    let p = &inc.prof;
     let prof_at = at;
-    // SAFETY: the view's pointer covers `valid_bytes` bytes (its constructor's contract).
-    let whole_prof = unsafe {
-        copy_struct::<PROF_WORDS>(&mut w[at..], p.as_ptr() as *const u8, p.valid_bytes())
-    };
+    // SAFETY: `c.prof` covers `prof_valid` bytes (Call::new's contract).
+    let whole_prof =
+        unsafe { copy_struct::<PROF_WORDS>(&mut w[at..], c.prof as *const u8, c.prof_valid) };
     at += PROF_WORDS;
     let (mut name, mut implicit) = (None, false);
-    o.complete = kind.info_kind() == EventInfoKind::Other;
-    if let Some(i) = &inc.info {
+    let info_kind = kind.info_kind();
+    o.complete = info_kind == EventInfoKind::Other;
+    if !c.info.is_null() {
         let info_at = at;
-        // SAFETY: as above.
-        let (n, whole) = unsafe { copy_info(&mut w[at..], i) };
+        // SAFETY: as above, for the event information.
+        let (n, whole) = unsafe { copy_info(&mut w[at..], c.info, info_kind) };
         at += n;
         parts |= raw::INFO;
         if whole {
@@ -573,7 +665,7 @@ fn fill(
             implicit = iw[at::IMPLICIT] >> 32 != 0;
             if n == INFO_WORDS {
                 let p = iw[at::NAME] as *const std::ffi::c_char;
-                o.complete = match i.info_kind() {
+                o.complete = match info_kind {
                     // var_name, bytes (SIZE_MAX: unknown), host_ptr, device_ptr.
                     EventInfoKind::Data => {
                         !p.is_null() && iw[4] != u64::MAX && iw[5] != 0 && iw[6] != 0
@@ -584,40 +676,40 @@ fn fill(
                 name = intern(strings, Some(p));
             }
         } else {
-            implicit = i.implicit().is_some_and(|v| v != 0);
-            name = intern_name(strings, i);
+            (implicit, name) = partial_info(c, strings);
             o.complete = false;
         }
     }
-    if let Some(a) = &inc.api {
-        // SAFETY: as above.
-        unsafe { copy_struct::<API_WORDS>(&mut w[at..], a.as_ptr() as *const u8, a.valid_bytes()) };
+    if !c.api.is_null() {
+        // SAFETY: as above, for acc_api_info (valid_bytes in its first 8 bytes).
+        unsafe {
+            let valid = valid_bytes((c.api as *const u64).read_unaligned());
+            copy_struct::<API_WORDS>(&mut w[at..], c.api as *const u8, valid)
+        };
         at += API_WORDS;
         parts |= raw::API;
     }
-    let (src, func) = if whole_prof {
+    let (file_func, tid) = if whole_prof {
         let pw = &w[prof_at..prof_at + PROF_WORDS];
-        (
-            intern(strings, Some(pw[at::SRC_FILE] as *const std::ffi::c_char)),
-            intern(strings, Some(pw[at::FUNC_NAME] as *const std::ffi::c_char)),
-        )
+        // SAFETY: the runtime's strings live through the callback.
+        let file_func = unsafe {
+            strings.file_func(
+                pw[at::SRC_FILE] as *const std::ffi::c_char,
+                pw[at::FUNC_NAME] as *const std::ffi::c_char,
+            )
+        };
+        (file_func, (pw[at::THREAD_ID] >> 32) as u32 as i32)
     } else {
-        (
-            intern(strings, p.src_file()),
-            intern(strings, p.func_name()),
-        )
+        partial_prof(c, strings)
     };
-    w[word::FILE_FUNC] = id_word(src) | id_word(func) << 32;
+    w[word::FILE_FUNC] = file_func;
     w[word::NAMES] = id_word(name);
     w[word::OS_THREAD] = u64::from(os_tid as u32) | u64::from(nvtx_range) << 32;
-    let tid = match p.thread_id() {
-        Some(t) if t >= 0 => i64::from(t),
-        _ => os_tid,
-    };
+    let tid = if tid >= 0 { i64::from(tid) } else { os_tid };
     if tid != *last_tid {
         publish_tid(last_tid, tid);
     }
-    w[word::CALL_SITE] = if src.is_none() && wants_call_site(kind) {
+    w[word::CALL_SITE] = if file_func as u32 == 0 && wants_call_site(kind) {
         if enclosing != 0 && implicit {
             enclosing
         } else {
@@ -628,6 +720,30 @@ fn fill(
     };
     w[word::HEAD] = raw::TAG | parts | u64::from(kind.0 as u32);
     o.len = at;
+}
+
+/// `implicit` and the variable or kernel name of an event information the runtime filled in
+/// part.
+#[cold]
+fn partial_info(c: &Call, strings: &mut ThreadStrings) -> (bool, Option<u32>) {
+    let Some(i) = c.info_view() else {
+        return (false, None);
+    };
+    (i.implicit().is_some_and(|v| v != 0), intern_name(strings, &i))
+}
+
+/// The file-and-function word and the thread id (-1: none) of an `acc_prof_info` the runtime
+/// filled in part.
+#[cold]
+fn partial_prof(c: &Call, strings: &mut ThreadStrings) -> (u64, i32) {
+    let Some(p) = c.prof_view() else {
+        return (0, -1);
+    };
+    let (src, func) = (intern(strings, p.src_file()), intern(strings, p.func_name()));
+    (
+        id_word(src) | id_word(func) << 32,
+        p.thread_id().unwrap_or(-1),
+    )
 }
 
 /// The variable or kernel name of a partly filled event information.
@@ -643,16 +759,16 @@ fn intern_name(strings: &mut ThreadStrings, i: &EventView<'_>) -> Option<u32> {
 /// An end event completing its start: the end's information goes into the record, for the
 /// fields the start lacked (rare: most runtimes fill everything at the start).
 #[cold]
-fn complete(o: &mut Open, inc: &Incoming<'_>, strings: &mut ThreadStrings) {
-    let Some(i) = &inc.info else { return };
-    let n = raw::info_words(inc.kind);
+fn complete(o: &mut Open, c: &Call, strings: &mut ThreadStrings) {
+    let Some(i) = c.info_view() else { return };
+    let n = raw::info_words(c.kind);
     if o.words[word::HEAD] & raw::END_INFO != 0 || o.len + n > raw::MAX_WORDS {
         return;
     }
     let at = o.len;
     // SAFETY: the view's pointer covers `valid_bytes` bytes.
-    let _ = unsafe { copy_info(&mut o.words[at..], i) };
-    let name = intern_name(strings, i);
+    let _ = unsafe { copy_info(&mut o.words[at..], c.info, c.kind.info_kind()) };
+    let name = intern_name(strings, &i);
     o.words[word::NAMES] |= id_word(name) << 32;
     o.words[word::HEAD] |= raw::END_INFO;
     o.len = at + n;
@@ -763,6 +879,7 @@ mod tests {
     fn the_copied_words_hold_the_fields_where_the_callback_reads_them() {
         use accprof_abi::*;
         use std::mem::offset_of;
+        assert_eq!(offset_of!(acc_prof_info, thread_id), 8 * at::THREAD_ID + 4);
         assert_eq!(offset_of!(acc_prof_info, src_file), 8 * at::SRC_FILE);
         assert_eq!(offset_of!(acc_prof_info, func_name), 8 * at::FUNC_NAME);
         assert_eq!(
