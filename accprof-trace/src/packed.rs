@@ -279,6 +279,21 @@ impl PackedEvents {
         Some(unsafe { &mut *(self.ptr.as_ptr().add(self.used) as *mut [u64; MAX_EVENT_WORDS]) })
     }
 
+    /// The free words after the committed ones, at least a raw record's worth, for a raw
+    /// record built in place; `None` when the buffer has no room. Finish with
+    /// [`commit_in_place`](Self::commit_in_place).
+    #[inline(always)]
+    pub fn spare_raw(&mut self) -> Option<&mut [u64; crate::raw::MAX_WORDS]> {
+        const { assert!(crate::raw::MAX_WORDS <= MAX_EVENT_WORDS) };
+        if !self.has_room() {
+            return None;
+        }
+        // SAFETY: as in `spare`.
+        Some(unsafe {
+            &mut *(self.ptr.as_ptr().add(self.used) as *mut [u64; crate::raw::MAX_WORDS])
+        })
+    }
+
     /// Commits the event written into [`spare`](Self::spare): a packed event (kind, start,
     /// end, mask, then one word per bit of the mask) of `words` words.
     #[inline]

@@ -269,7 +269,9 @@ impl ThreadStrings {
     #[inline(always)]
     pub unsafe fn file_func(&mut self, file: *const c_char, func: *const c_char) -> u64 {
         let c = &self.file_func;
-        if c.file == file as usize && c.func == func as usize && c.epoch == crate::hot::strings_epoch()
+        if c.file == file as usize
+            && c.func == func as usize
+            && c.epoch == crate::hot::strings_epoch()
         {
             return c.word;
         }

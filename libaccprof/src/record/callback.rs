@@ -201,7 +201,10 @@ unsafe fn common(
         unsafe { on_call(&mut *st_ptr, now, prof, info, api) }
     }));
     // SAFETY: as above.
-    unsafe { &*st_ptr }.slot().in_callback.store(false, Ordering::Release);
+    unsafe { &*st_ptr }
+        .slot()
+        .in_callback
+        .store(false, Ordering::Release);
 }
 
 /// The common case's work, inside the panic guard.

@@ -39,12 +39,15 @@ pub struct ThreadState {
     /// The thread id last published to [`crate::recorder::thread_id::current_thread_id`].
     last_tid: i64,
     strings: ThreadStrings,
+    /// The innermost open event's record is being built in the buffer's free words, where it
+    /// will be committed, instead of in its entry of `open` (see [`ThreadState::start`]).
+    top_in_buffer: bool,
     /// CUDA events around launches and copies, when they are in use (cuda_events).
     cuda: Option<crate::device::cuda_events::pending::ThreadEvents>,
-    /// Where a point event or an unmatched end is built.
-    scratch: Open,
     /// The program's NVTX ranges open on this thread.
     nvtx: NvtxThread,
+    /// Where a point event or an unmatched end is built.
+    scratch: Open,
 }
 
 /// One callback's arguments, read only as far as every callback needs: the event's kind and
@@ -142,9 +145,10 @@ impl ThreadState {
             os_tid,
             last_tid: i64::MIN,
             strings: ThreadStrings::default(),
+            top_in_buffer: false,
             cuda: crate::device::cuda_events::thread_events(),
-            scratch: NO_OPEN,
             nvtx: NvtxThread::default(),
+            scratch: NO_OPEN,
         }
     }
 
@@ -183,6 +187,11 @@ impl ThreadState {
         }
     }
 
+    /// A start: the record of a transfer, a launch or a wait (events that runtimes nest nothing
+    /// in) is built where it will be committed, in the buffer's free words; its end then only
+    /// stamps its time and commits it. Should another record be committed first
+    /// ([`spill`](Self::spill)), or for the other events (constructs, which hold transfers and
+    /// launches), the record is built in its entry of the open stack and copied at its end.
     #[inline]
     fn start(&mut self, rec: &Recorder, c: &Call) {
         if self.open.depth >= MAX_OPEN {
@@ -191,34 +200,98 @@ impl ThreadState {
         // An event the runtime calls implicit (the implicit enter/exit data of a compute
         // construct, the device init of a first construct) comes from the directive that is
         // open around it: take that directive's call site instead of finding it again.
-        let enclosing = self
-            .open
-            .depth
-            .checked_sub(1)
-            .map_or(0, |i| self.open.entries[i].words[word::CALL_SITE]);
-        let o = &mut self.open.entries[self.open.depth];
+        let enclosing = if self.open.depth == 0 {
+            0
+        } else {
+            self.top_words()[word::CALL_SITE]
+        };
+        self.spill();
+        let i = self.open.depth;
         self.open.depth += 1;
-        fill(
-            o,
+        // SAFETY: this thread state owns its slot's buffer.
+        // ENQUEUE_LAUNCH_START, ENQUEUE_UPLOAD_START, ENQUEUE_DOWNLOAD_START, WAIT_START.
+        const LEAVES: u32 = 1 << 18 | 1 << 20 | 1 << 22 | 1 << 24;
+        let leaf = (c.kind.0 as u32) < 32 && LEAVES >> c.kind.0 & 1 != 0;
+        let spare = if !leaf
+            || recorder::finished()
+            || crate::bench_stage::stops_after(crate::bench_stage::NO_EMIT)
+        {
+            None
+        } else {
+            // SAFETY: this thread state owns its slot's buffer.
+            unsafe { self.slot.buffer() }.spare_raw()
+        };
+        self.top_in_buffer = spare.is_some();
+        let o = &mut self.open.entries[i];
+        let w = match spare {
+            Some(w) => w,
+            None => &mut o.words,
+        };
+        let threads = (self.os_tid, self.nvtx.top());
+        (o.len, o.complete) = fill(
+            w,
             c,
             &mut self.strings,
-            (self.os_tid, self.nvtx.top()),
+            threads,
             &mut self.last_tid,
             enclosing,
         );
         o.hash = None;
         if crate::content::on() {
             // An upload's bytes are what the runtime is about to copy: hashed now.
-            o.hash = crate::content::hash_record(&o.words[..o.len], false);
+            o.hash = crate::content::hash_record(&w[..o.len], false);
         }
         if let Some(cuda) = self.cuda.as_mut() {
-            cuda.on_start(c.kind, self.open.depth - 1, c.api_view().as_ref());
+            cuda.on_start(c.kind, i, c.api_view().as_ref());
+        }
+    }
+
+    /// The innermost open event's words, wherever they are being built.
+    #[inline(always)]
+    fn top_words(&mut self) -> &mut Words {
+        let top = self.open.depth - 1;
+        if self.top_in_buffer {
+            // SAFETY: this thread state owns its slot's buffer; its free words hold the record
+            // (nothing was committed or shipped since `start` put it there: `spill` runs first).
+            if let Some(w) = unsafe { self.slot.buffer() }.spare_raw() {
+                return w;
+            }
+        }
+        &mut self.open.entries[top].words
+    }
+
+    /// Moves the innermost open event's record from the buffer's free words to its entry:
+    /// before anything else is committed to the buffer or the buffer is shipped.
+    #[inline(always)]
+    fn spill(&mut self) {
+        if self.top_in_buffer {
+            self.spill_top();
+        }
+    }
+
+    #[inline(never)]
+    fn spill_top(&mut self) {
+        self.top_in_buffer = false;
+        let o = &mut self.open.entries[self.open.depth - 1];
+        // SAFETY: as in `top_words`.
+        if let Some(w) = unsafe { self.slot.buffer() }.spare_raw() {
+            o.words[..o.len].copy_from_slice(&w[..o.len]);
         }
     }
 
     #[inline]
     fn end(&mut self, rec: &Recorder, c: &Call) {
-        let start_kind = c.kind.partner();
+        // An end event's number is its start's plus one (Call::shape said End).
+        let start_kind = acc_event_t(c.kind.0 - 1);
+        let want = u64::from(start_kind.0 as u32);
+        // After the exit flush a record goes to the file directly (emit), not to the buffer.
+        if self.top_in_buffer
+            && self.top_words()[word::HEAD] & 0xffff_ffff == want
+            && !recorder::finished()
+        {
+            return self.end_in_buffer(c, start_kind);
+        }
+        self.spill();
         let Some(i) = self.open.find_last(start_kind) else {
             return self.unmatched_end(rec, c, start_kind);
         };
@@ -226,27 +299,66 @@ impl ThreadState {
         o.words[word::END] = c.now.max(o.words[word::START]);
         if !o.complete {
             // Some runtimes fill a field only at the end (bytes of a download).
-            complete(o, c, &mut self.strings);
+            complete(&mut o.words, &mut o.len, c, &mut self.strings);
         }
         if crate::content::on() && o.hash.is_none() {
             // A synchronous download's bytes are what it delivered: hashed now.
             o.hash = crate::content::hash_record(&o.words[..o.len], true);
         }
-        let len = o.sealed();
+        let len = seal(&mut o.words, o.len, o.hash);
         emit(&self.slot, rec, &o.words, len);
         if let Some(cuda) = self.cuda.as_mut() {
-            if let Some(e) = o.as_event() {
+            if let Some(e) = as_event(&o.words, len) {
                 cuda.on_end(start_kind, i, &e);
             }
         }
         self.open.close(i);
     }
 
+    /// The end of the innermost open event, whose record is in the buffer's free words:
+    /// stamped and committed where it lies.
+    #[inline(always)]
+    fn end_in_buffer(&mut self, c: &Call, start_kind: acc_event_t) {
+        let i = self.open.depth - 1;
+        self.open.depth = i;
+        self.top_in_buffer = false;
+        // SAFETY: as in `top_words`.
+        let buf = unsafe { self.slot.buffer() };
+        let Some(w) = buf.spare_raw() else { return };
+        let o = &mut self.open.entries[i];
+        w[word::END] = c.now.max(w[word::START]);
+        if !o.complete {
+            complete(w, &mut o.len, c, &mut self.strings);
+        }
+        if crate::content::on() && o.hash.is_none() {
+            o.hash = crate::content::hash_record(&w[..o.len], true);
+        }
+        let len = seal(w, o.len, o.hash);
+        if let Some(cuda) = self.cuda.as_mut() {
+            if let Some(e) = as_event(w, len) {
+                cuda.on_end(start_kind, i, &e);
+            }
+        }
+        buf.commit_in_place(len);
+        // The next record is written to fresh lines of the buffer, which the writer thread
+        // last read: fetched now, they arrive while the program runs instead of during the
+        // next callback (measured in docs/performance/libaccprof.md).
+        buf.prefetch_next(4);
+    }
+
     #[inline]
     fn point(&mut self, rec: &Recorder, c: &Call) {
+        self.spill();
         let o = &mut self.scratch;
         let threads = (self.os_tid, self.nvtx.top());
-        fill(o, c, &mut self.strings, threads, &mut self.last_tid, 0);
+        (o.len, o.complete) = fill(
+            &mut o.words,
+            c,
+            &mut self.strings,
+            threads,
+            &mut self.last_tid,
+            0,
+        );
         o.words[word::END] = c.now;
         if self.open.depth == 0 && wants_api_call_site(&o.words) {
             api_call_site(o, c.kind);
@@ -260,7 +372,14 @@ impl ThreadState {
     fn unmatched_end(&mut self, rec: &Recorder, c: &Call, start_kind: acc_event_t) {
         let o = &mut self.scratch;
         let threads = (self.os_tid, self.nvtx.top());
-        fill(o, c, &mut self.strings, threads, &mut self.last_tid, 0);
+        (o.len, o.complete) = fill(
+            &mut o.words,
+            c,
+            &mut self.strings,
+            threads,
+            &mut self.last_tid,
+            0,
+        );
         o.words[word::HEAD] =
             o.words[word::HEAD] & !0xffff_ffff | u64::from(start_kind.0 as u32) | raw::NO_START;
         o.words[word::END] = c.now;
@@ -270,10 +389,11 @@ impl ThreadState {
     /// The stack is full: the oldest open event is written out as unfinished.
     #[cold]
     fn give_up_oldest(&mut self, rec: &Recorder, now: u64) {
+        self.spill();
         let o = &mut self.open.entries[0];
         o.words[word::END] = now.max(o.words[word::START]);
         o.words[word::HEAD] |= raw::NO_END;
-        let len = o.sealed();
+        let len = seal(&mut o.words, o.len, o.hash);
         emit(&self.slot, rec, &o.words, len);
         self.open.close(0);
         if let Some(c) = self.cuda.as_mut() {
@@ -304,6 +424,7 @@ impl ThreadState {
 
     /// Hands this thread's buffer to the collector now.
     pub fn flush(&mut self, rec: &Recorder) {
+        self.spill();
         // SAFETY: this thread state owns its slot's buffer.
         unsafe { self.slot.ship(&rec.tx) };
     }
@@ -314,13 +435,14 @@ impl ThreadState {
         if let Some(c) = self.cuda.as_mut() {
             c.abandon_open();
         }
+        self.spill();
         for e in self.nvtx.close_all(now) {
             emit_event(&self.slot, rec, &e);
         }
         for o in &mut self.open.entries[..self.open.depth] {
             o.words[word::END] = now.max(o.words[word::START]);
             o.words[word::HEAD] |= raw::NO_END;
-            let len = o.sealed();
+            let len = seal(&mut o.words, o.len, o.hash);
             emit(&self.slot, rec, &o.words, len);
         }
         self.open.depth = 0;
@@ -346,6 +468,7 @@ impl ThreadState {
 
     /// nvtxRangePush: opens a range on this thread; its level in its domain.
     pub fn nvtx_push(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) -> i32 {
+        self.spill();
         let thread = self.thread_id();
         let (given_up, level) = self.nvtx.push(&mut self.strings, now, thread, attrs);
         crate::recorder::thread_id::set_current_nvtx_range(self.nvtx.top());
@@ -358,6 +481,7 @@ impl ThreadState {
     /// nvtxRangePop: closes the innermost range of `domain`; its level, or -1 when none was
     /// open (as nvtx3 says an error).
     pub fn nvtx_pop(&mut self, rec: &Recorder, now: u64, domain: Option<u32>) -> i32 {
+        self.spill();
         let popped = self.nvtx.pop(now, domain);
         crate::recorder::thread_id::set_current_nvtx_range(self.nvtx.top());
         match popped {
@@ -371,6 +495,7 @@ impl ThreadState {
 
     /// nvtxMark.
     pub fn nvtx_mark(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) {
+        self.spill();
         let thread = self.thread_id();
         let e = nvtx::build(
             &mut self.strings,
@@ -401,6 +526,7 @@ impl ThreadState {
 
     /// nvtxRangeEnd, on whichever thread ends the range.
     pub fn nvtx_end(&mut self, rec: &Recorder, now: u64, id: u64) {
+        self.spill();
         if let Some(e) = nvtx::end(id, now) {
             emit_event(&self.slot, rec, &e);
         }
@@ -488,28 +614,26 @@ const NO_OPEN: Open = Open {
     hash: None,
 };
 
-impl Open {
-    /// The record's length once its hash, if any, is its last word.
-    #[inline(always)]
-    fn sealed(&mut self) -> usize {
-        match self.hash {
-            None => self.len,
-            Some(h) => self.seal_hash(h),
-        }
+/// The length of the record in `w` (of `len` words) once its hash, if any, is its last word.
+#[inline(always)]
+fn seal(w: &mut Words, len: usize, hash: Option<u64>) -> usize {
+    match hash {
+        None => len,
+        Some(h) => seal_hash(w, len, h),
     }
+}
 
-    #[cold]
-    fn seal_hash(&mut self, h: u64) -> usize {
-        self.words[self.len] = h;
-        self.words[word::HEAD] |= raw::HASH;
-        self.len + 1
-    }
+#[cold]
+fn seal_hash(w: &mut Words, len: usize, h: u64) -> usize {
+    w[len] = h;
+    w[word::HEAD] |= raw::HASH;
+    len + 1
+}
 
-    /// The event this record reads as (for the rare paths that need it on this thread).
-    fn as_event(&self) -> Option<Event> {
-        let mut e = Event::default();
-        raw::decode(&self.words[..self.len], &mut e).map(|_| e)
-    }
+/// The event a record reads as (for the rare paths that need it on this thread).
+fn as_event(w: &Words, len: usize) -> Option<Event> {
+    let mut e = Event::default();
+    raw::decode(&w[..len], &mut e).map(|_| e)
 }
 
 /// The events a thread has started and not yet ended, innermost last. Entries are reused:
@@ -601,7 +725,11 @@ unsafe fn copy_part(to: &mut [u64], p: *const u8, valid: usize) {
 /// `p` points at the member of acc_event_info that `kind` uses, its first `valid_bytes` bytes
 /// (at least the first 8) readable.
 #[inline(always)]
-unsafe fn copy_info(to: &mut [u64], p: *const acc_event_info, kind: EventInfoKind) -> (usize, bool) {
+unsafe fn copy_info(
+    to: &mut [u64],
+    p: *const acc_event_info,
+    kind: EventInfoKind,
+) -> (usize, bool) {
     // SAFETY: valid_bytes is in the first 8 bytes of every member.
     let valid = valid_bytes(unsafe { (p as *const u64).read_unaligned() });
     let p = p as *const u8;
@@ -630,18 +758,18 @@ mod at {
     pub const NAME: usize = 3;
 }
 
-/// Makes `o` the record of the event `c` (its start and, for a point event, its end).
+/// Makes `w` the record of the event `c` (its start and, for a point event, its end); returns
+/// its length in words and whether the start carried every field its end could add.
 #[inline(always)]
 fn fill(
-    o: &mut Open,
+    w: &mut Words,
     c: &Call,
     strings: &mut ThreadStrings,
     (os_tid, nvtx_range): (i64, u32),
     last_tid: &mut i64,
     enclosing: u64,
-) {
+) -> (usize, bool) {
     let kind = c.kind;
-    let w = &mut o.words;
     w[word::START] = c.now;
     let mut at = raw::HEADER_WORDS;
     let mut parts = raw::PROF;
@@ -652,7 +780,7 @@ fn fill(
     at += PROF_WORDS;
     let (mut name, mut implicit) = (None, false);
     let info_kind = kind.info_kind();
-    o.complete = info_kind == EventInfoKind::Other;
+    let mut complete = info_kind == EventInfoKind::Other;
     if !c.info.is_null() {
         let info_at = at;
         // SAFETY: as above, for the event information.
@@ -665,7 +793,7 @@ fn fill(
             implicit = iw[at::IMPLICIT] >> 32 != 0;
             if n == INFO_WORDS {
                 let p = iw[at::NAME] as *const std::ffi::c_char;
-                o.complete = match info_kind {
+                complete = match info_kind {
                     // var_name, bytes (SIZE_MAX: unknown), host_ptr, device_ptr.
                     EventInfoKind::Data => {
                         !p.is_null() && iw[4] != u64::MAX && iw[5] != 0 && iw[6] != 0
@@ -677,7 +805,7 @@ fn fill(
             }
         } else {
             (implicit, name) = partial_info(c, strings);
-            o.complete = false;
+            complete = false;
         }
     }
     if !c.api.is_null() {
@@ -719,7 +847,7 @@ fn fill(
         0
     };
     w[word::HEAD] = raw::TAG | parts | u64::from(kind.0 as u32);
-    o.len = at;
+    (at, complete)
 }
 
 /// `implicit` and the variable or kernel name of an event information the runtime filled in
@@ -729,7 +857,10 @@ fn partial_info(c: &Call, strings: &mut ThreadStrings) -> (bool, Option<u32>) {
     let Some(i) = c.info_view() else {
         return (false, None);
     };
-    (i.implicit().is_some_and(|v| v != 0), intern_name(strings, &i))
+    (
+        i.implicit().is_some_and(|v| v != 0),
+        intern_name(strings, &i),
+    )
 }
 
 /// The file-and-function word and the thread id (-1: none) of an `acc_prof_info` the runtime
@@ -739,7 +870,10 @@ fn partial_prof(c: &Call, strings: &mut ThreadStrings) -> (u64, i32) {
     let Some(p) = c.prof_view() else {
         return (0, -1);
     };
-    let (src, func) = (intern(strings, p.src_file()), intern(strings, p.func_name()));
+    let (src, func) = (
+        intern(strings, p.src_file()),
+        intern(strings, p.func_name()),
+    );
     (
         id_word(src) | id_word(func) << 32,
         p.thread_id().unwrap_or(-1),
@@ -759,19 +893,19 @@ fn intern_name(strings: &mut ThreadStrings, i: &EventView<'_>) -> Option<u32> {
 /// An end event completing its start: the end's information goes into the record, for the
 /// fields the start lacked (rare: most runtimes fill everything at the start).
 #[cold]
-fn complete(o: &mut Open, c: &Call, strings: &mut ThreadStrings) {
+fn complete(w: &mut Words, len: &mut usize, c: &Call, strings: &mut ThreadStrings) {
     let Some(i) = c.info_view() else { return };
     let n = raw::info_words(c.kind);
-    if o.words[word::HEAD] & raw::END_INFO != 0 || o.len + n > raw::MAX_WORDS {
+    if w[word::HEAD] & raw::END_INFO != 0 || *len + n > raw::MAX_WORDS {
         return;
     }
-    let at = o.len;
+    let at = *len;
     // SAFETY: the view's pointer covers `valid_bytes` bytes.
-    let _ = unsafe { copy_info(&mut o.words[at..], c.info, c.kind.info_kind()) };
+    let _ = unsafe { copy_info(&mut w[at..], c.info, c.kind.info_kind()) };
     let name = intern_name(strings, &i);
-    o.words[word::NAMES] |= id_word(name) << 32;
-    o.words[word::HEAD] |= raw::END_INFO;
-    o.len = at + n;
+    w[word::NAMES] |= id_word(name) << 32;
+    w[word::HEAD] |= raw::END_INFO;
+    *len = at + n;
 }
 
 /// A string id as a record stores it: id + 1, 0 for none.
