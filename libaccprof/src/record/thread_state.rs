@@ -346,11 +346,28 @@ impl ThreadState {
         buf.prefetch_next(4);
     }
 
+    /// A point event: built in the buffer's free words and committed there, or (after the
+    /// exit flush, or with no buffer) built aside and emitted.
     #[inline]
     fn point(&mut self, rec: &Recorder, c: &Call) {
         self.spill();
-        let o = &mut self.scratch;
         let threads = (self.os_tid, self.nvtx.top());
+        let outside = self.open.depth == 0;
+        let in_buffer =
+            !recorder::finished() && !crate::bench_stage::stops_after(crate::bench_stage::NO_EMIT);
+        // SAFETY: this thread state owns its slot's buffer.
+        let buf = unsafe { self.slot.buffer() };
+        if let Some(w) = buf.spare_raw().filter(|_| in_buffer) {
+            let (len, _) = fill(w, c, &mut self.strings, threads, &mut self.last_tid, 0);
+            w[word::END] = c.now;
+            if outside && wants_api_call_site(w) {
+                api_call_site(w, c.kind);
+            }
+            buf.commit_in_place(len);
+            buf.prefetch_next(4);
+            return;
+        }
+        let o = &mut self.scratch;
         (o.len, o.complete) = fill(
             &mut o.words,
             c,
@@ -360,8 +377,8 @@ impl ThreadState {
             0,
         );
         o.words[word::END] = c.now;
-        if self.open.depth == 0 && wants_api_call_site(&o.words) {
-            api_call_site(o, c.kind);
+        if outside && wants_api_call_site(&o.words) {
+            api_call_site(&mut o.words, c.kind);
         }
         emit(&self.slot, rec, &o.words, o.len);
     }
@@ -946,9 +963,9 @@ fn wants_api_call_site(w: &Words) -> bool {
 const INFO_AT: usize = raw::HEADER_WORDS + PROF_WORDS;
 
 #[cold]
-fn api_call_site(o: &mut Open, kind: acc_event_t) {
+fn api_call_site(w: &mut Words, kind: acc_event_t) {
     if let Some(ra) = crate::unwind::caller_return_address(kind.0 as u32) {
-        o.words[word::CALL_SITE] = ra;
+        w[word::CALL_SITE] = ra;
     }
 }
 
