@@ -185,14 +185,16 @@ const EMPTY: Entry = Entry {
 };
 
 /// A recording thread's strings: a direct-mapped table in front of a [`StringCache`].
+// repr(C): what every callback reads first, in one cache line.
+#[repr(C)]
 pub struct ThreadStrings {
-    entries: Box<[Entry]>,
-    all: StringCache,
-    defs: Vec<(StrId, Box<[u8]>)>,
+    entries: Box<[Entry; ENTRIES]>,
     /// The last source file and function pointers, and the record word their ids made: a
     /// runtime passes the same pair for every event of a construct. Valid while `epoch` is the
     /// strings epoch (0: never; set only when both were trusted or NULL).
     file_func: FileFunc,
+    all: StringCache,
+    defs: Vec<(StrId, Box<[u8]>)>,
 }
 
 #[derive(Clone, Copy)]
@@ -209,15 +211,15 @@ unsafe impl Send for ThreadStrings {}
 impl Default for ThreadStrings {
     fn default() -> Self {
         Self {
-            entries: vec![EMPTY; ENTRIES].into_boxed_slice(),
-            all: StringCache::default(),
-            defs: Vec::new(),
+            entries: Box::new([EMPTY; ENTRIES]),
             file_func: FileFunc {
                 file: 0,
                 func: 0,
                 epoch: 0,
                 word: 0,
             },
+            all: StringCache::default(),
+            defs: Vec::new(),
         }
     }
 }

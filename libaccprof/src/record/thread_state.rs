@@ -30,22 +30,24 @@ const MAX_OPEN: usize = 128;
 
 type Words = [u64; raw::MAX_WORDS];
 
-// repr(C): the fields every callback reads first, in the first cache line.
+// repr(C): the fields every callback reads come first: the first two cache lines.
 #[repr(C)]
 pub struct ThreadState {
     slot: Arc<Slot>,
     open: OpenStack,
-    os_tid: i64,
-    /// The thread id last published to [`crate::recorder::thread_id::current_thread_id`].
-    last_tid: i64,
-    strings: ThreadStrings,
     /// The innermost open event's record is being built in the buffer's free words, where it
     /// will be committed, instead of in its entry of `open` (see [`ThreadState::start`]).
     top_in_buffer: bool,
-    /// CUDA events around launches and copies, when they are in use (cuda_events).
-    cuda: Option<crate::device::cuda_events::pending::ThreadEvents>,
+    /// `cuda` is in use (read without touching its cache line).
+    cuda_on: bool,
+    os_tid: i64,
+    /// The thread id last published to [`crate::recorder::thread_id::current_thread_id`].
+    last_tid: i64,
     /// The program's NVTX ranges open on this thread.
     nvtx: NvtxThread,
+    strings: ThreadStrings,
+    /// CUDA events around launches and copies, when they are in use (cuda_events).
+    cuda: Option<crate::device::cuda_events::pending::ThreadEvents>,
     /// Where a point event or an unmatched end is built.
     scratch: Open,
 }
@@ -139,15 +141,17 @@ impl ThreadState {
         let os_tid = i64::from(unsafe { libc::gettid() });
         let slot = Arc::new(Slot::new(os_tid));
         rec.registry.add(slot.clone());
+        let cuda = crate::device::cuda_events::thread_events();
         Self {
             slot,
             open: OpenStack::default(),
+            top_in_buffer: false,
+            cuda_on: cuda.is_some(),
             os_tid,
             last_tid: i64::MIN,
-            strings: ThreadStrings::default(),
-            top_in_buffer: false,
-            cuda: crate::device::cuda_events::thread_events(),
             nvtx: NvtxThread::default(),
+            strings: ThreadStrings::default(),
+            cuda,
             scratch: NO_OPEN,
         }
     }
@@ -177,7 +181,7 @@ impl ThreadState {
     #[cold]
     fn special(&mut self, rec: &Recorder, c: &Call) {
         match c.kind {
-            acc_event_t::DEVICE_SHUTDOWN_START if self.cuda.is_some() => {
+            acc_event_t::DEVICE_SHUTDOWN_START if self.cuda_on => {
                 self.before_device_shutdown(rec, c)
             }
             acc_event_t::RUNTIME_SHUTDOWN => rec.request_flush(),
@@ -241,8 +245,10 @@ impl ThreadState {
             // An upload's bytes are what the runtime is about to copy: hashed now.
             o.hash = crate::content::hash_record(&w[..o.len], false);
         }
-        if let Some(cuda) = self.cuda.as_mut() {
-            cuda.on_start(c.kind, i, c.api_view().as_ref());
+        if self.cuda_on {
+            if let Some(cuda) = self.cuda.as_mut() {
+                cuda.on_start(c.kind, i, c.api_view().as_ref());
+            }
         }
     }
 
@@ -307,9 +313,11 @@ impl ThreadState {
         }
         let len = seal(&mut o.words, o.len, o.hash);
         emit(&self.slot, rec, &o.words, len);
-        if let Some(cuda) = self.cuda.as_mut() {
-            if let Some(e) = as_event(&o.words, len) {
-                cuda.on_end(start_kind, i, &e);
+        if self.cuda_on {
+            if let Some(cuda) = self.cuda.as_mut() {
+                if let Some(e) = as_event(&o.words, len) {
+                    cuda.on_end(start_kind, i, &e);
+                }
             }
         }
         self.open.close(i);
@@ -334,9 +342,11 @@ impl ThreadState {
             o.hash = crate::content::hash_record(&w[..o.len], true);
         }
         let len = seal(w, o.len, o.hash);
-        if let Some(cuda) = self.cuda.as_mut() {
-            if let Some(e) = as_event(w, len) {
-                cuda.on_end(start_kind, i, &e);
+        if self.cuda_on {
+            if let Some(cuda) = self.cuda.as_mut() {
+                if let Some(e) = as_event(w, len) {
+                    cuda.on_end(start_kind, i, &e);
+                }
             }
         }
         buf.commit_in_place(len);
@@ -611,24 +621,27 @@ fn emit_late(words: &Words, len: usize) {
 }
 
 /// A start event waiting for its end, as the record it will be.
+// What an end reads of a record built in the buffer (`len`, `complete`, `hash`) comes first:
+// one cache line of the entry.
+#[repr(C, align(64))]
 #[derive(Clone, Copy)]
 struct Open {
-    words: Words,
+    /// The hash of the transfer's bytes (ACCPROF_CONTENT), written as the record's last word
+    /// when it is emitted: the end's information, when copied, comes before it.
+    hash: Option<u64>,
     /// Words of `words` in use.
     len: usize,
     /// The start carried every field its end could add (so the end's information is not
     /// copied).
     complete: bool,
-    /// The hash of the transfer's bytes (ACCPROF_CONTENT), written as the record's last word
-    /// when it is emitted: the end's information, when copied, comes before it.
-    hash: Option<u64>,
+    words: Words,
 }
 
 const NO_OPEN: Open = Open {
-    words: [0; raw::MAX_WORDS],
+    hash: None,
     len: 0,
     complete: true,
-    hash: None,
+    words: [0; raw::MAX_WORDS],
 };
 
 /// The length of the record in `w` (of `len` words) once its hash, if any, is its last word.
