@@ -14,6 +14,7 @@ use crate::record::nvtx::{self, NvtxAttrs, NvtxThread};
 use crate::recorder::slots::Slot;
 use crate::recorder::{self, late, Recorder};
 use crate::strings::ThreadStrings;
+use crate::unwind::Shortcuts;
 use accprof_abi::read::{ApiView, EventView, ProfView};
 use accprof_abi::{
     acc_api_info, acc_device_api, acc_event_info, acc_event_t, acc_prof_info, EventInfoKind,
@@ -46,6 +47,8 @@ pub struct ThreadState {
     /// The program's NVTX ranges open on this thread.
     nvtx: NvtxThread,
     strings: ThreadStrings,
+    /// Where construct calls were found on the stack (unwind).
+    shortcuts: Shortcuts,
     /// CUDA events around launches and copies, when they are in use (cuda_events).
     cuda: Option<crate::device::cuda_events::pending::ThreadEvents>,
     /// Where a point event or an unmatched end is built.
@@ -151,6 +154,7 @@ impl ThreadState {
             last_tid: i64::MIN,
             nvtx: NvtxThread::default(),
             strings: ThreadStrings::default(),
+            shortcuts: Shortcuts::default(),
             cuda,
             scratch: NO_OPEN,
         }
@@ -235,7 +239,7 @@ impl ThreadState {
         (o.len, o.complete) = fill(
             w,
             c,
-            &mut self.strings,
+            (&mut self.strings, &mut self.shortcuts),
             threads,
             &mut self.last_tid,
             enclosing,
@@ -368,10 +372,17 @@ impl ThreadState {
         // SAFETY: this thread state owns its slot's buffer.
         let buf = unsafe { self.slot.buffer() };
         if let Some(w) = buf.spare_raw().filter(|_| in_buffer) {
-            let (len, _) = fill(w, c, &mut self.strings, threads, &mut self.last_tid, 0);
+            let (len, _) = fill(
+                w,
+                c,
+                (&mut self.strings, &mut self.shortcuts),
+                threads,
+                &mut self.last_tid,
+                0,
+            );
             w[word::END] = c.now;
             if outside && wants_api_call_site(w) {
-                api_call_site(w, c.kind);
+                api_call_site(w, &mut self.shortcuts, c.kind);
             }
             buf.commit_in_place(len);
             buf.prefetch_next(4);
@@ -381,14 +392,14 @@ impl ThreadState {
         (o.len, o.complete) = fill(
             &mut o.words,
             c,
-            &mut self.strings,
+            (&mut self.strings, &mut self.shortcuts),
             threads,
             &mut self.last_tid,
             0,
         );
         o.words[word::END] = c.now;
         if outside && wants_api_call_site(&o.words) {
-            api_call_site(&mut o.words, c.kind);
+            api_call_site(&mut o.words, &mut self.shortcuts, c.kind);
         }
         emit(&self.slot, rec, &o.words, o.len);
     }
@@ -402,7 +413,7 @@ impl ThreadState {
         (o.len, o.complete) = fill(
             &mut o.words,
             c,
-            &mut self.strings,
+            (&mut self.strings, &mut self.shortcuts),
             threads,
             &mut self.last_tid,
             0,
@@ -794,7 +805,7 @@ mod at {
 fn fill(
     w: &mut Words,
     c: &Call,
-    strings: &mut ThreadStrings,
+    (strings, shortcuts): (&mut ThreadStrings, &mut Shortcuts),
     (os_tid, nvtx_range): (i64, u32),
     last_tid: &mut i64,
     enclosing: u64,
@@ -871,7 +882,7 @@ fn fill(
         if enclosing != 0 && implicit {
             enclosing
         } else {
-            crate::unwind::caller_return_address(kind.0 as u32).unwrap_or(0)
+            crate::unwind::caller_return_address(shortcuts, kind.0 as u32).unwrap_or(0)
         }
     } else {
         0
@@ -976,8 +987,8 @@ fn wants_api_call_site(w: &Words) -> bool {
 const INFO_AT: usize = raw::HEADER_WORDS + PROF_WORDS;
 
 #[cold]
-fn api_call_site(w: &mut Words, kind: acc_event_t) {
-    if let Some(ra) = crate::unwind::caller_return_address(kind.0 as u32) {
+fn api_call_site(w: &mut Words, shortcuts: &mut Shortcuts, kind: acc_event_t) {
+    if let Some(ra) = crate::unwind::caller_return_address(shortcuts, kind.0 as u32) {
         w[word::CALL_SITE] = ra;
     }
 }
