@@ -218,17 +218,15 @@ impl PackedEvents {
         if !self.has_room() {
             return false;
         }
-        // SAFETY: `has_room` guarantees MAX_EVENT_WORDS >= raw::MAX_WORDS free words; all of
-        // `words` is copied (one copy of a constant size, whatever the record's length: fewer
-        // instructions than a copy of `len` words), only `len` committed.
+        let len = len.min(crate::raw::MAX_WORDS);
+        // SAFETY: `has_room` guarantees MAX_EVENT_WORDS >= raw::MAX_WORDS free words. Only
+        // `len` words are copied: a record of every part is 28 words (224 bytes), which the C
+        // library copies with eight wide moves, where the whole array (288 bytes) takes its
+        // loop for larger copies (twice the instructions).
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                words.as_ptr(),
-                self.ptr.as_ptr().add(self.used),
-                crate::raw::MAX_WORDS,
-            )
+            std::ptr::copy_nonoverlapping(words.as_ptr(), self.ptr.as_ptr().add(self.used), len)
         };
-        self.used += len.min(crate::raw::MAX_WORDS);
+        self.used += len;
         self.publish();
         true
     }
@@ -279,6 +277,21 @@ impl PackedEvents {
         // SAFETY: `has_room` guarantees MAX_EVENT_WORDS free words from `used`, which no
         // reader looks at before they are committed.
         Some(unsafe { &mut *(self.ptr.as_ptr().add(self.used) as *mut [u64; MAX_EVENT_WORDS]) })
+    }
+
+    /// The free words after the committed ones, at least a raw record's worth, for a raw
+    /// record built in place; `None` when the buffer has no room. Finish with
+    /// [`commit_in_place`](Self::commit_in_place).
+    #[inline(always)]
+    pub fn spare_raw(&mut self) -> Option<&mut [u64; crate::raw::MAX_WORDS]> {
+        const { assert!(crate::raw::MAX_WORDS <= MAX_EVENT_WORDS) };
+        if !self.has_room() {
+            return None;
+        }
+        // SAFETY: as in `spare`.
+        Some(unsafe {
+            &mut *(self.ptr.as_ptr().add(self.used) as *mut [u64; crate::raw::MAX_WORDS])
+        })
     }
 
     /// Commits the event written into [`spare`](Self::spare): a packed event (kind, start,

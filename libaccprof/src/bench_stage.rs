@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The callback returns after its prologue (hot word, clock, thread state, re-entry flag).
 pub const PROLOGUE: u8 = 1;
-/// ... after building the views of the runtime's structures as well.
+/// ... after entering the panic guard and reading the event's kind (the runtime's structures
+/// are read whole, later, when the record is built).
 pub const VIEWS: u8 = 2;
 /// ... after building the record on the thread's stack of open events, but not copying it into
 /// the buffer.

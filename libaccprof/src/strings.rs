@@ -185,10 +185,24 @@ const EMPTY: Entry = Entry {
 };
 
 /// A recording thread's strings: a direct-mapped table in front of a [`StringCache`].
+// repr(C): what every callback reads first, in one cache line.
+#[repr(C)]
 pub struct ThreadStrings {
-    entries: Box<[Entry]>,
+    entries: Box<[Entry; ENTRIES]>,
+    /// The last source file and function pointers, and the record word their ids made: a
+    /// runtime passes the same pair for every event of a construct. Valid while `epoch` is the
+    /// strings epoch (0: never; set only when both were trusted or NULL).
+    file_func: FileFunc,
     all: StringCache,
     defs: Vec<(StrId, Box<[u8]>)>,
+}
+
+#[derive(Clone, Copy)]
+struct FileFunc {
+    file: usize,
+    func: usize,
+    epoch: u32,
+    word: u64,
 }
 
 // SAFETY: the raw pointers in `entries` point into `all`'s boxed strings, which move with it.
@@ -197,7 +211,13 @@ unsafe impl Send for ThreadStrings {}
 impl Default for ThreadStrings {
     fn default() -> Self {
         Self {
-            entries: vec![EMPTY; ENTRIES].into_boxed_slice(),
+            entries: Box::new([EMPTY; ENTRIES]),
+            file_func: FileFunc {
+                file: 0,
+                func: 0,
+                epoch: 0,
+                word: 0,
+            },
             all: StringCache::default(),
             defs: Vec::new(),
         }
@@ -211,23 +231,75 @@ impl ThreadStrings {
     /// `p` is NULL or points at a NUL-terminated string that stays valid during the call.
     #[inline]
     pub unsafe fn intern(&mut self, p: *const c_char) -> Option<StrId> {
+        // SAFETY: forwarded.
+        unsafe { self.intern_trusted(p) }.0
+    }
+
+    /// As [`intern`](Self::intern), and whether the string may be trusted without comparing
+    /// its bytes while the strings epoch stays (NULL: yes).
+    ///
+    /// # Safety
+    /// As for [`intern`](Self::intern).
+    #[inline]
+    unsafe fn intern_trusted(&mut self, p: *const c_char) -> (Option<StrId>, bool) {
         if p.is_null() {
-            return None;
+            return (None, true);
         }
         let key = p as usize;
         let e = &self.entries[slot_of(key)];
         if e.ptr == key {
             if e.trusted == crate::hot::strings_epoch() {
-                return Some(StrId(e.id));
+                return (Some(StrId(e.id)), true);
             }
             // SAFETY: `stored` points at `stored_len` bytes owned by `all` (see Entry), and
             // `p` is the caller's string.
             if unsafe { same_c_string(p, std::slice::from_raw_parts(e.stored, e.stored_len)) } {
-                return Some(StrId(e.id));
+                return (Some(StrId(e.id)), false);
             }
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.miss(p) }
+        let id = unsafe { self.miss(p) };
+        let e = &self.entries[slot_of(key)];
+        (id, e.ptr == key && e.trusted == crate::hot::strings_epoch())
+    }
+
+    /// A raw record's file-and-function word (`file id + 1 | function id + 1 << 32`, 0 for
+    /// none) for the source file and function name pointers of an `acc_prof_info`.
+    ///
+    /// # Safety
+    /// Each pointer is NULL or points at a NUL-terminated string valid during the call.
+    #[inline(always)]
+    pub unsafe fn file_func(&mut self, file: *const c_char, func: *const c_char) -> u64 {
+        let c = &self.file_func;
+        if c.file == file as usize
+            && c.func == func as usize
+            && c.epoch == crate::hot::strings_epoch()
+        {
+            return c.word;
+        }
+        // SAFETY: forwarded.
+        unsafe { self.file_func_miss(file, func) }
+    }
+
+    #[cold]
+    #[inline(never)]
+    unsafe fn file_func_miss(&mut self, file: *const c_char, func: *const c_char) -> u64 {
+        // SAFETY: forwarded.
+        let ((f, f_trusted), (g, g_trusted)) =
+            unsafe { (self.intern_trusted(file), self.intern_trusted(func)) };
+        let id = |s: Option<StrId>| s.map_or(0, |s| u64::from(s.0) + 1);
+        let word = id(f) | id(g) << 32;
+        self.file_func = FileFunc {
+            file: file as usize,
+            func: func as usize,
+            epoch: if f_trusted && g_trusted {
+                crate::hot::strings_epoch()
+            } else {
+                0
+            },
+            word,
+        };
+        word
     }
 
     #[cold]

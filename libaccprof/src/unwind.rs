@@ -205,14 +205,20 @@ const EMPTY: Shortcut = Shortcut {
     uses: 0,
 };
 
-struct Shortcuts {
+/// A recording thread's shortcuts (kept in its state: a thread-local of a loaded library is
+/// reached through the loader's `__tls_get_addr`).
+pub struct Shortcuts {
     entries: [Shortcut; SHORTCUTS],
     next: usize,
 }
 
-thread_local! {
-    static SHORTCUTS_OF_THREAD: std::cell::RefCell<Shortcuts> =
-        const { std::cell::RefCell::new(Shortcuts { entries: [EMPTY; SHORTCUTS], next: 0 }) };
+impl Default for Shortcuts {
+    fn default() -> Self {
+        Shortcuts {
+            entries: [EMPTY; SHORTCUTS],
+            next: 0,
+        }
+    }
 }
 
 impl Shortcuts {
@@ -286,29 +292,23 @@ impl Shortcuts {
 /// The return address of the innermost frame outside the tool and the runtime, if any, for
 /// an event of `kind` (module docs: a shortcut per stack position and kind).
 #[inline(never)]
-pub fn caller_return_address(kind: u32) -> Option<u64> {
+pub fn caller_return_address(shortcuts: &mut Shortcuts, kind: u32) -> Option<u64> {
     if !CONSTRUCT_SKIP.armed() {
         return None;
     }
     let marker = 0u8;
     let sp = std::hint::black_box(&marker) as *const u8 as usize;
-    if let Ok(Some(ra)) =
-        SHORTCUTS_OF_THREAD.try_with(|s| s.try_borrow_mut().ok()?.lookup(sp, kind))
-    {
+    if let Some(ra) = shortcuts.lookup(sp, kind) {
         return Some(ra);
     }
     let (ra, slot) = walk(&|ip| CONSTRUCT_SKIP.skips(ip))?;
     // SAFETY: a slot above this frame is in this thread's live stack.
     let holds_ra = slot > sp && unsafe { (slot as *const u64).read_volatile() } == ra;
-    let _ = SHORTCUTS_OF_THREAD.try_with(|s| {
-        if let Ok(mut s) = s.try_borrow_mut() {
-            if holds_ra {
-                s.learn(sp, kind, ra, slot);
-            } else {
-                s.forget(sp, kind);
-            }
-        }
-    });
+    if holds_ra {
+        shortcuts.learn(sp, kind, ra, slot);
+    } else {
+        shortcuts.forget(sp, kind);
+    }
     Some(ra)
 }
 

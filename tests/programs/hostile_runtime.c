@@ -114,6 +114,42 @@ int main(int argc, char **argv) {
     good(&pi, (acc_event_t)99);
     fire((acc_event_t)99, &pi, &ei, &ai);
 
+    /* 5b. Events inside a transfer (no runtime nests in one, but one may): an upload holding
+     * an alloc and a launch; then a download the program ends inside. */
+    good(&pi, acc_ev_enqueue_upload_start);
+    memset(&ei, 0, sizeof ei);
+    ei.data_event.event_type = acc_ev_enqueue_upload_start;
+    ei.data_event.valid_bytes = _ACC_DATA_EVENT_INFO_VALID_BYTES;
+    ei.data_event.var_name = "A";
+    ei.data_event.bytes = 64;
+    ei.data_event.host_ptr = &ai;
+    ei.data_event.device_ptr = &ei;
+    fire(acc_ev_enqueue_upload_start, &pi, &ei, &ai);
+    good(&pi, acc_ev_alloc);
+    ei.data_event.event_type = acc_ev_alloc;
+    fire(acc_ev_alloc, &pi, &ei, &ai);
+    acc_event_info li;
+    memset(&li, 0, sizeof li);
+    li.launch_event.event_type = acc_ev_enqueue_launch_start;
+    li.launch_event.valid_bytes = _ACC_LAUNCH_EVENT_INFO_VALID_BYTES;
+    li.launch_event.kernel_name = "inner";
+    li.launch_event.num_gangs = 1;
+    li.launch_event.num_workers = 1;
+    li.launch_event.vector_length = 32;
+    good(&pi, acc_ev_enqueue_launch_start);
+    fire(acc_ev_enqueue_launch_start, &pi, &li, &ai);
+    good(&pi, acc_ev_enqueue_launch_end);
+    li.launch_event.event_type = acc_ev_enqueue_launch_end;
+    fire(acc_ev_enqueue_launch_end, &pi, &li, &ai);
+    good(&pi, acc_ev_enqueue_upload_end);
+    ei.data_event.event_type = acc_ev_enqueue_upload_end;
+    fire(acc_ev_enqueue_upload_end, &pi, &ei, &ai);
+    good(&pi, acc_ev_enqueue_download_start);
+    ei.data_event.event_type = acc_ev_enqueue_download_start;
+    ei.data_event.var_name = "B";
+    fire(acc_ev_enqueue_download_start, &pi, &ei, &ai);
+    memset(&ei, 0, sizeof ei);
+
     /* 6. A start that never ends (the program ends inside it). */
     good(&pi, acc_ev_update_start);
     pi.src_file = "hostile.c";

@@ -29,16 +29,21 @@ fn bad_fields_odd_orders_and_late_events_are_kept_and_flagged() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{}", stdout, stderr(&out));
     assert!(
-        stdout.contains("main done") && stdout.contains("calls 10"),
+        stdout.contains("main done") && stdout.contains("calls 16"),
         "{stdout}"
     );
     let t = load(&trace);
     let kinds: Vec<i32> = t.events.iter().map(|e| e.kind.0).collect();
-    // 1 compute pair, 1 launch pair, wait end alone, free, event 99, free on the new thread,
-    // the update start left open (closed at exit), runtime shutdown after exit.
+    // 1 compute pair, 1 launch pair, wait end alone, free, event 99, an upload holding an
+    // alloc and a launch, a download and the update start left open (closed at exit), free on
+    // the new thread, runtime shutdown after exit.
     let mut sorted = kinds.clone();
     sorted.sort();
-    assert_eq!(sorted, vec![5, 9, 9, 14, 16, 18, 24, 99], "{kinds:?}");
+    assert_eq!(
+        sorted,
+        vec![5, 8, 9, 9, 14, 16, 18, 18, 20, 22, 24, 99],
+        "{kinds:?}"
+    );
     let find = |k: acc_event_t| t.events.iter().find(|e| e.kind == k).unwrap();
 
     let compute = find(acc_event_t::COMPUTE_CONSTRUCT_START);
@@ -74,6 +79,25 @@ fn bad_fields_odd_orders_and_late_events_are_kept_and_flagged() {
         "the free on the other thread carries that thread's id"
     );
 
+    // A transfer's record is built in the buffer where it will be committed; events inside it
+    // move it out first, and every event keeps its fields and times.
+    let upload = find(acc_event_t::ENQUEUE_UPLOAD_START);
+    let inner = t
+        .events
+        .iter()
+        .find(|e| e.kind == acc_event_t::ENQUEUE_LAUNCH_START && e.get(Field::KernelName).is_some())
+        .unwrap();
+    assert_eq!(t.str(upload.var_name()), Some("A"));
+    assert_eq!(upload.bytes(), Some(64));
+    assert!(!upload.flags().contains(EventFlags::NO_END));
+    assert_eq!(t.str(inner.kernel_name()), Some("inner"));
+    assert!(upload.start_ns <= inner.start_ns && inner.end_ns <= upload.end_ns);
+    let alloc = find(acc_event_t::ALLOC);
+    assert!(upload.start_ns <= alloc.start_ns && alloc.start_ns <= inner.start_ns);
+    let download = find(acc_event_t::ENQUEUE_DOWNLOAD_START);
+    assert_eq!(t.str(download.var_name()), Some("B"));
+    assert!(download.flags().contains(EventFlags::NO_END));
+
     let update = find(acc_event_t::UPDATE_START);
     assert!(update.flags().contains(EventFlags::NO_END));
     assert_eq!(t.str(update.src_file()), Some("hostile.c"));
@@ -82,9 +106,9 @@ fn bad_fields_odd_orders_and_late_events_are_kept_and_flagged() {
     let shutdown = find(acc_event_t::RUNTIME_SHUTDOWN);
     assert!(shutdown.flags().contains(EventFlags::AFTER_SHUTDOWN));
     // The footer counted what was written before exit; the late event follows it.
-    assert_eq!(t.footer.as_ref().unwrap().events_recorded, 7);
+    assert_eq!(t.footer.as_ref().unwrap().events_recorded, 11);
     assert!(
-        stderr(&out).contains("7 events recorded"),
+        stderr(&out).contains("11 events recorded"),
         "{}",
         stderr(&out)
     );

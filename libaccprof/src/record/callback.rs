@@ -5,10 +5,9 @@
 //! takes [`slow`]: the first event of the process or of a thread, a fork, ACCPROF_SELF_TIME,
 //! events after the exit flush, a callback re-entered on its thread.
 
-use crate::record::thread_state::{Incoming, ThreadState};
+use crate::record::thread_state::{Call, ThreadState};
 use crate::recorder::{self, fork_gate, Recorder};
 use crate::{bench_stage, hot};
-use accprof_abi::read::{ApiView, EventView, ProfView};
 use accprof_abi::{acc_api_info, acc_event_info, acc_prof_info};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -182,67 +181,55 @@ unsafe fn common(
     slot.in_callback.store(true, Ordering::Relaxed);
     // Looked at again now that the flag is set: a thread about to fork or exit sets its bit,
     // waits, then reads the flags (recorder::fork_gate, lifecycle::finish_as).
-    if hot::load() & hot::STATE_MASK != recorder::State::Recording as u32 || fork_gate::pending() {
+    let again = hot::load();
+    if again & (hot::STATE_MASK | hot::FORK_PENDING) != recorder::State::Recording as u32 {
         st.slot().in_callback.store(false, Ordering::Relaxed);
         // SAFETY: forwarded.
-        return unsafe { slow(hot::load(), prof, info, api) };
+        return unsafe { slow(again, prof, info, api) };
     }
     if bench_stage::stops_after(bench_stage::PROLOGUE) {
         st.slot().in_callback.store(false, Ordering::Release);
         return;
     }
+    let st_ptr: *mut ThreadState = st;
     // A panic must never unwind into the runtime's C frames; if one happens we lose this event.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: forwarded from our caller's contract.
-        if let Some(inc) = unsafe { incoming(now, prof, info, api) } {
-            if bench_stage::stops_after(bench_stage::VIEWS) {
-                std::hint::black_box(&inc);
-                return;
-            }
-            if let Some(rec) = recorder::recorder() {
-                st.handle(rec, &inc);
-            }
-        }
+    // The closure takes the callback's arguments by value: the runtime's structures are read
+    // inside it, once.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        // SAFETY: forwarded from our caller's contract; `st_ptr` is this thread's state,
+        // used by this callback only (the flag above).
+        unsafe { on_call(&mut *st_ptr, now, prof, info, api) }
     }));
-    st.slot().in_callback.store(false, Ordering::Release);
+    // SAFETY: as above.
+    unsafe { &*st_ptr }
+        .slot()
+        .in_callback
+        .store(false, Ordering::Release);
 }
 
-/// The runtime's structures, as views.
+/// The common case's work, inside the panic guard.
 ///
 /// # Safety
 /// As for [`on_event`].
 #[inline(always)]
-unsafe fn incoming<'a>(
+unsafe fn on_call(
+    st: &mut ThreadState,
     now: u64,
     prof: *mut acc_prof_info,
     info: *mut acc_event_info,
     api: *mut acc_api_info,
-) -> Option<Incoming<'a>> {
-    // SAFETY: the runtime's pointers are valid for valid_bytes, or NULL, through the callback.
-    let prof = unsafe { ProfView::new(prof) }?;
-    let kind = prof.event_type();
-    let shape = kind.shape();
-    // SAFETY: as above.
-    let info = unsafe { EventView::new(info, kind) };
-    // An end event takes its handles from its start; only starts and points read them.
-    let api = if shape == accprof_abi::EventShape::End {
-        None
-    } else {
-        // SAFETY: as above.
-        unsafe { ApiView::new(api) }
+) {
+    // SAFETY: forwarded.
+    let Some(c) = (unsafe { Call::new(now, prof, info, api) }) else {
+        return;
     };
-    if kind == accprof_abi::acc_event_t::ENQUEUE_LAUNCH_START {
-        // Before the launch reaches the driver, so that CUPTI's callback already skips it.
-        crate::device::cupti::runtime_reports_launches();
+    if bench_stage::stops_after(bench_stage::VIEWS) {
+        std::hint::black_box(&c);
+        return;
     }
-    Some(Incoming {
-        now,
-        kind,
-        shape,
-        prof,
-        info,
-        api,
-    })
+    if let Some(rec) = recorder::recorder() {
+        st.handle(rec, &c);
+    }
 }
 
 /// Everything but the common case.
@@ -288,7 +275,7 @@ unsafe fn record(
     };
     let now = if starting { crate::clock::now() } else { now };
     // SAFETY: forwarded.
-    let Some(inc) = (unsafe { incoming(now, prof, info, api) }) else {
+    let Some(c) = (unsafe { Call::new(now, prof, info, api) }) else {
         return starting;
     };
     let handled = thread_state(rec).is_some_and(|st| {
@@ -303,12 +290,12 @@ unsafe fn record(
             fork_gate::skip();
             return true;
         }
-        st.handle(rec, &inc);
+        st.handle(rec, &c);
         st.slot().in_callback.store(false, Ordering::Release);
         true
     });
     if !handled {
-        record_orphan(rec, &inc);
+        record_orphan(rec, &c);
     }
     starting
 }
@@ -380,10 +367,10 @@ pub fn finish_current_thread(rec: &Recorder) {
 
 /// Records an event from a thread whose own state cannot be used (its thread-local storage is
 /// being torn down, or the callback was re-entered). Rare, so a lock is fine here.
-fn record_orphan(rec: &Recorder, inc: &Incoming<'_>) {
+fn record_orphan(rec: &Recorder, c: &Call) {
     if let Ok(mut o) = ORPHANS.lock() {
         o.get_or_insert_with(|| ThreadState::new(rec))
-            .handle(rec, inc);
+            .handle(rec, c);
     }
 }
 

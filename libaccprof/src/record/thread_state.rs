@@ -14,8 +14,12 @@ use crate::record::nvtx::{self, NvtxAttrs, NvtxThread};
 use crate::recorder::slots::Slot;
 use crate::recorder::{self, late, Recorder};
 use crate::strings::ThreadStrings;
+use crate::unwind::Shortcuts;
 use accprof_abi::read::{ApiView, EventView, ProfView};
-use accprof_abi::{acc_device_api, acc_event_t, EventInfoKind, EventShape};
+use accprof_abi::{
+    acc_api_info, acc_device_api, acc_event_info, acc_event_t, acc_prof_info, EventInfoKind,
+    EventShape,
+};
 use accprof_trace::raw::{self, word};
 use accprof_trace::Event;
 use std::sync::atomic::Ordering;
@@ -27,31 +31,111 @@ const MAX_OPEN: usize = 128;
 
 type Words = [u64; raw::MAX_WORDS];
 
-// repr(C): the fields every callback reads first, in the first cache line.
+// repr(C): the fields every callback reads come first: the first two cache lines.
 #[repr(C)]
 pub struct ThreadState {
     slot: Arc<Slot>,
     open: OpenStack,
+    /// The innermost open event's record is being built in the buffer's free words, where it
+    /// will be committed, instead of in its entry of `open` (see [`ThreadState::start`]).
+    top_in_buffer: bool,
+    /// `cuda` is in use (read without touching its cache line).
+    cuda_on: bool,
     os_tid: i64,
     /// The thread id last published to [`crate::recorder::thread_id::current_thread_id`].
     last_tid: i64,
+    /// The program's NVTX ranges open on this thread.
+    nvtx: NvtxThread,
     strings: ThreadStrings,
+    /// Where construct calls were found on the stack (unwind).
+    shortcuts: Shortcuts,
     /// CUDA events around launches and copies, when they are in use (cuda_events).
     cuda: Option<crate::device::cuda_events::pending::ThreadEvents>,
     /// Where a point event or an unmatched end is built.
     scratch: Open,
-    /// The program's NVTX ranges open on this thread.
-    nvtx: NvtxThread,
 }
 
-/// The fields of one callback, as read from the runtime's structures.
-pub struct Incoming<'a> {
+/// One callback's arguments, read only as far as every callback needs: the event's kind and
+/// how many bytes of `acc_prof_info` the runtime filled. The structures are copied whole into
+/// the record; the field-by-field views (accprof_abi::read) are built only on the rare paths
+/// that read a single field (a structure filled in part, CUDA events, a device shutdown).
+#[derive(Clone, Copy)]
+pub struct Call {
     pub now: u64,
     pub kind: acc_event_t,
     pub shape: EventShape,
-    pub prof: ProfView<'a>,
-    pub info: Option<EventView<'a>>,
-    pub api: Option<ApiView<'a>>,
+    prof: *const acc_prof_info,
+    prof_valid: usize,
+    /// Null when the runtime passed none.
+    info: *const acc_event_info,
+    /// Null when the runtime passed none, and for end events (which take their handles from
+    /// their start).
+    api: *const acc_api_info,
+}
+
+/// `valid_bytes` (the second `int` of every structure) as a byte count: negative covers nothing.
+#[inline(always)]
+fn valid_bytes(head: u64) -> usize {
+    let v = (head >> 32) as u32 as i32;
+    if v < 0 {
+        0
+    } else {
+        v as usize
+    }
+}
+
+impl Call {
+    /// The callback's arguments; `None` when `prof` is NULL.
+    ///
+    /// # Safety
+    /// As for the callback: each pointer is NULL or points at its structure, whose first
+    /// `valid_bytes` bytes (at least the first 8) are readable through the callback.
+    #[inline(always)]
+    pub unsafe fn new(
+        now: u64,
+        prof: *const acc_prof_info,
+        info: *const acc_event_info,
+        api: *const acc_api_info,
+    ) -> Option<Self> {
+        if prof.is_null() {
+            return None;
+        }
+        // SAFETY: event_type and valid_bytes are the first 8 bytes, which every runtime fills.
+        let head = unsafe { (prof as *const u64).read_unaligned() };
+        let kind = acc_event_t(head as u32 as i32);
+        let shape = kind.shape();
+        Some(Self {
+            now,
+            kind,
+            shape,
+            prof,
+            prof_valid: valid_bytes(head),
+            info,
+            api: if shape == EventShape::End {
+                std::ptr::null()
+            } else {
+                api
+            },
+        })
+    }
+
+    /// `acc_prof_info`, field by field.
+    fn prof_view(&self) -> Option<ProfView<'_>> {
+        // SAFETY: the contract of `new`.
+        unsafe { ProfView::new(self.prof) }
+    }
+
+    /// The event information, field by field.
+    fn info_view(&self) -> Option<EventView<'_>> {
+        // SAFETY: as above.
+        unsafe { EventView::new(self.info, self.kind) }
+    }
+
+    /// `acc_api_info`, field by field (`None` for end events).
+    pub fn api_view(&self) -> Option<ApiView<'_>> {
+        // SAFETY: as above.
+        unsafe { ApiView::new(self.api) }
+    }
 }
 
 impl ThreadState {
@@ -60,15 +144,19 @@ impl ThreadState {
         let os_tid = i64::from(unsafe { libc::gettid() });
         let slot = Arc::new(Slot::new(os_tid));
         rec.registry.add(slot.clone());
+        let cuda = crate::device::cuda_events::thread_events();
         Self {
             slot,
             open: OpenStack::default(),
+            top_in_buffer: false,
+            cuda_on: cuda.is_some(),
             os_tid,
             last_tid: i64::MIN,
-            strings: ThreadStrings::default(),
-            cuda: crate::device::cuda_events::thread_events(),
-            scratch: NO_OPEN,
             nvtx: NvtxThread::default(),
+            strings: ThreadStrings::default(),
+            shortcuts: Shortcuts::default(),
+            cuda,
+            scratch: NO_OPEN,
         }
     }
 
@@ -80,87 +168,238 @@ impl ThreadState {
 
     /// Records one callback.
     #[inline(always)]
-    pub fn handle(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
-        match inc.shape {
-            EventShape::Start => self.start(rec, inc),
-            EventShape::End => self.end(rec, inc),
-            EventShape::Point | EventShape::Unknown => self.point(rec, inc),
+    pub fn handle(&mut self, rec: &Recorder, c: &Call) {
+        match c.shape {
+            EventShape::Start => self.start(rec, c),
+            EventShape::End => self.end(rec, c),
+            EventShape::Point | EventShape::Unknown => self.point(rec, c),
         }
-        if inc.kind == acc_event_t::DEVICE_SHUTDOWN_START && self.cuda.is_some() {
-            self.before_device_shutdown(rec, inc);
-        }
-        if inc.kind == acc_event_t::RUNTIME_SHUTDOWN {
-            rec.request_flush();
+        // One test for the three kinds that need more than a record (the bits of
+        // DEVICE_SHUTDOWN_START, RUNTIME_SHUTDOWN and ENQUEUE_LAUNCH_START).
+        const SPECIAL: u32 = 1 << 3 | 1 << 5 | 1 << 18;
+        if (c.kind.0 as u32) < 32 && SPECIAL >> c.kind.0 & 1 != 0 {
+            self.special(rec, c);
         }
     }
 
+    #[cold]
+    fn special(&mut self, rec: &Recorder, c: &Call) {
+        match c.kind {
+            acc_event_t::DEVICE_SHUTDOWN_START if self.cuda_on => {
+                self.before_device_shutdown(rec, c)
+            }
+            acc_event_t::RUNTIME_SHUTDOWN => rec.request_flush(),
+            // Before the launch reaches the driver, so that CUPTI's callback already skips it.
+            acc_event_t::ENQUEUE_LAUNCH_START => crate::device::cupti::runtime_reports_launches(),
+            _ => {}
+        }
+    }
+
+    /// A start: the record of a transfer, a launch or a wait (events that runtimes nest nothing
+    /// in) is built where it will be committed, in the buffer's free words; its end then only
+    /// stamps its time and commits it. Should another record be committed first
+    /// ([`spill`](Self::spill)), or for the other events (constructs, which hold transfers and
+    /// launches), the record is built in its entry of the open stack and copied at its end.
     #[inline]
-    fn start(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
+    fn start(&mut self, rec: &Recorder, c: &Call) {
         if self.open.depth >= MAX_OPEN {
-            self.give_up_oldest(rec, inc.now);
+            self.give_up_oldest(rec, c.now);
         }
         // An event the runtime calls implicit (the implicit enter/exit data of a compute
         // construct, the device init of a first construct) comes from the directive that is
         // open around it: take that directive's call site instead of finding it again.
-        let enclosing = self
-            .open
-            .depth
-            .checked_sub(1)
-            .map_or(0, |i| self.open.entries[i].words[word::CALL_SITE]);
-        let o = &mut self.open.entries[self.open.depth];
+        let enclosing = if self.open.depth == 0 {
+            0
+        } else {
+            self.top_words()[word::CALL_SITE]
+        };
+        self.spill();
+        let i = self.open.depth;
         self.open.depth += 1;
-        fill(
-            o,
-            inc,
-            &mut self.strings,
-            (self.os_tid, self.nvtx.top()),
+        // SAFETY: this thread state owns its slot's buffer.
+        // ENQUEUE_LAUNCH_START, ENQUEUE_UPLOAD_START, ENQUEUE_DOWNLOAD_START, WAIT_START.
+        const LEAVES: u32 = 1 << 18 | 1 << 20 | 1 << 22 | 1 << 24;
+        let leaf = (c.kind.0 as u32) < 32 && LEAVES >> c.kind.0 & 1 != 0;
+        let spare = if !leaf
+            || recorder::finished()
+            || crate::bench_stage::stops_after(crate::bench_stage::NO_EMIT)
+        {
+            None
+        } else {
+            // SAFETY: this thread state owns its slot's buffer.
+            unsafe { self.slot.buffer() }.spare_raw()
+        };
+        self.top_in_buffer = spare.is_some();
+        let o = &mut self.open.entries[i];
+        let w = match spare {
+            Some(w) => w,
+            None => &mut o.words,
+        };
+        let threads = (self.os_tid, self.nvtx.top());
+        (o.len, o.complete) = fill(
+            w,
+            c,
+            (&mut self.strings, &mut self.shortcuts),
+            threads,
             &mut self.last_tid,
             enclosing,
         );
         o.hash = None;
         if crate::content::on() {
             // An upload's bytes are what the runtime is about to copy: hashed now.
-            o.hash = crate::content::hash_record(&o.words[..o.len], false);
+            o.hash = crate::content::hash_record(&w[..o.len], false);
         }
-        if let Some(c) = self.cuda.as_mut() {
-            c.on_start(inc.kind, self.open.depth - 1, inc.api.as_ref());
+        if self.cuda_on {
+            if let Some(cuda) = self.cuda.as_mut() {
+                cuda.on_start(c.kind, i, c.api_view().as_ref());
+            }
+        }
+    }
+
+    /// The innermost open event's words, wherever they are being built.
+    #[inline(always)]
+    fn top_words(&mut self) -> &mut Words {
+        let top = self.open.depth - 1;
+        if self.top_in_buffer {
+            // SAFETY: this thread state owns its slot's buffer; its free words hold the record
+            // (nothing was committed or shipped since `start` put it there: `spill` runs first).
+            if let Some(w) = unsafe { self.slot.buffer() }.spare_raw() {
+                return w;
+            }
+        }
+        &mut self.open.entries[top].words
+    }
+
+    /// Moves the innermost open event's record from the buffer's free words to its entry:
+    /// before anything else is committed to the buffer or the buffer is shipped.
+    #[inline(always)]
+    fn spill(&mut self) {
+        if self.top_in_buffer {
+            self.spill_top();
+        }
+    }
+
+    #[inline(never)]
+    fn spill_top(&mut self) {
+        self.top_in_buffer = false;
+        let o = &mut self.open.entries[self.open.depth - 1];
+        // SAFETY: as in `top_words`.
+        if let Some(w) = unsafe { self.slot.buffer() }.spare_raw() {
+            o.words[..o.len].copy_from_slice(&w[..o.len]);
         }
     }
 
     #[inline]
-    fn end(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
-        let start_kind = inc.kind.partner();
+    fn end(&mut self, rec: &Recorder, c: &Call) {
+        // An end event's number is its start's plus one (Call::shape said End).
+        let start_kind = acc_event_t(c.kind.0 - 1);
+        let want = u64::from(start_kind.0 as u32);
+        // After the exit flush a record goes to the file directly (emit), not to the buffer.
+        if self.top_in_buffer
+            && self.top_words()[word::HEAD] & 0xffff_ffff == want
+            && !recorder::finished()
+        {
+            return self.end_in_buffer(c, start_kind);
+        }
+        self.spill();
         let Some(i) = self.open.find_last(start_kind) else {
-            return self.unmatched_end(rec, inc, start_kind);
+            return self.unmatched_end(rec, c, start_kind);
         };
         let o = &mut self.open.entries[i];
-        o.words[word::END] = inc.now.max(o.words[word::START]);
+        o.words[word::END] = c.now.max(o.words[word::START]);
         if !o.complete {
             // Some runtimes fill a field only at the end (bytes of a download).
-            complete(o, inc, &mut self.strings);
+            complete(&mut o.words, &mut o.len, c, &mut self.strings);
         }
         if crate::content::on() && o.hash.is_none() {
             // A synchronous download's bytes are what it delivered: hashed now.
             o.hash = crate::content::hash_record(&o.words[..o.len], true);
         }
-        let len = o.sealed();
+        let len = seal(&mut o.words, o.len, o.hash);
         emit(&self.slot, rec, &o.words, len);
-        if let Some(c) = self.cuda.as_mut() {
-            if let Some(e) = o.as_event() {
-                c.on_end(start_kind, i, &e);
+        if self.cuda_on {
+            if let Some(cuda) = self.cuda.as_mut() {
+                if let Some(e) = as_event(&o.words, len) {
+                    cuda.on_end(start_kind, i, &e);
+                }
             }
         }
         self.open.close(i);
     }
 
+    /// The end of the innermost open event, whose record is in the buffer's free words:
+    /// stamped and committed where it lies.
+    #[inline(always)]
+    fn end_in_buffer(&mut self, c: &Call, start_kind: acc_event_t) {
+        let i = self.open.depth - 1;
+        self.open.depth = i;
+        self.top_in_buffer = false;
+        // SAFETY: as in `top_words`.
+        let buf = unsafe { self.slot.buffer() };
+        let Some(w) = buf.spare_raw() else { return };
+        let o = &mut self.open.entries[i];
+        w[word::END] = c.now.max(w[word::START]);
+        if !o.complete {
+            complete(w, &mut o.len, c, &mut self.strings);
+        }
+        if crate::content::on() && o.hash.is_none() {
+            o.hash = crate::content::hash_record(&w[..o.len], true);
+        }
+        let len = seal(w, o.len, o.hash);
+        if self.cuda_on {
+            if let Some(cuda) = self.cuda.as_mut() {
+                if let Some(e) = as_event(w, len) {
+                    cuda.on_end(start_kind, i, &e);
+                }
+            }
+        }
+        buf.commit_in_place(len);
+        // The next record is written to fresh lines of the buffer, which the writer thread
+        // last read: fetched now, they arrive while the program runs instead of during the
+        // next callback (measured in docs/performance/libaccprof.md).
+        buf.prefetch_next(4);
+    }
+
+    /// A point event: built in the buffer's free words and committed there, or (after the
+    /// exit flush, or with no buffer) built aside and emitted.
     #[inline]
-    fn point(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
-        let o = &mut self.scratch;
+    fn point(&mut self, rec: &Recorder, c: &Call) {
+        self.spill();
         let threads = (self.os_tid, self.nvtx.top());
-        fill(o, inc, &mut self.strings, threads, &mut self.last_tid, 0);
-        o.words[word::END] = inc.now;
-        if self.open.depth == 0 && wants_api_call_site(&o.words) {
-            api_call_site(o, inc.kind);
+        let outside = self.open.depth == 0;
+        let in_buffer =
+            !recorder::finished() && !crate::bench_stage::stops_after(crate::bench_stage::NO_EMIT);
+        // SAFETY: this thread state owns its slot's buffer.
+        let buf = unsafe { self.slot.buffer() };
+        if let Some(w) = buf.spare_raw().filter(|_| in_buffer) {
+            let (len, _) = fill(
+                w,
+                c,
+                (&mut self.strings, &mut self.shortcuts),
+                threads,
+                &mut self.last_tid,
+                0,
+            );
+            w[word::END] = c.now;
+            if outside && wants_api_call_site(w) {
+                api_call_site(w, &mut self.shortcuts, c.kind);
+            }
+            buf.commit_in_place(len);
+            buf.prefetch_next(4);
+            return;
+        }
+        let o = &mut self.scratch;
+        (o.len, o.complete) = fill(
+            &mut o.words,
+            c,
+            (&mut self.strings, &mut self.shortcuts),
+            threads,
+            &mut self.last_tid,
+            0,
+        );
+        o.words[word::END] = c.now;
+        if outside && wants_api_call_site(&o.words) {
+            api_call_site(&mut o.words, &mut self.shortcuts, c.kind);
         }
         emit(&self.slot, rec, &o.words, o.len);
     }
@@ -168,23 +407,31 @@ impl ThreadState {
     /// An end whose start this thread never saw: kept, flagged, at the end's time, with what
     /// the end event carries.
     #[cold]
-    fn unmatched_end(&mut self, rec: &Recorder, inc: &Incoming<'_>, start_kind: acc_event_t) {
+    fn unmatched_end(&mut self, rec: &Recorder, c: &Call, start_kind: acc_event_t) {
         let o = &mut self.scratch;
         let threads = (self.os_tid, self.nvtx.top());
-        fill(o, inc, &mut self.strings, threads, &mut self.last_tid, 0);
+        (o.len, o.complete) = fill(
+            &mut o.words,
+            c,
+            (&mut self.strings, &mut self.shortcuts),
+            threads,
+            &mut self.last_tid,
+            0,
+        );
         o.words[word::HEAD] =
             o.words[word::HEAD] & !0xffff_ffff | u64::from(start_kind.0 as u32) | raw::NO_START;
-        o.words[word::END] = inc.now;
+        o.words[word::END] = c.now;
         emit(&self.slot, rec, &o.words, o.len);
     }
 
     /// The stack is full: the oldest open event is written out as unfinished.
     #[cold]
     fn give_up_oldest(&mut self, rec: &Recorder, now: u64) {
+        self.spill();
         let o = &mut self.open.entries[0];
         o.words[word::END] = now.max(o.words[word::START]);
         o.words[word::HEAD] |= raw::NO_END;
-        let len = o.sealed();
+        let len = seal(&mut o.words, o.len, o.hash);
         emit(&self.slot, rec, &o.words, len);
         self.open.close(0);
         if let Some(c) = self.cuda.as_mut() {
@@ -195,9 +442,9 @@ impl ThreadState {
     /// The runtime is about to shut down a device: its CUDA context may be gone after this
     /// event, so the CUDA events recorded in it are finished now (waiting a bounded time).
     #[cold]
-    fn before_device_shutdown(&mut self, rec: &Recorder, inc: &Incoming<'_>) {
-        let Some(a) = inc
-            .api
+    fn before_device_shutdown(&mut self, rec: &Recorder, c: &Call) {
+        let Some(a) = c
+            .api_view()
             .filter(|a| a.device_api() == Some(acc_device_api::CUDA))
         else {
             return;
@@ -215,6 +462,7 @@ impl ThreadState {
 
     /// Hands this thread's buffer to the collector now.
     pub fn flush(&mut self, rec: &Recorder) {
+        self.spill();
         // SAFETY: this thread state owns its slot's buffer.
         unsafe { self.slot.ship(&rec.tx) };
     }
@@ -225,13 +473,14 @@ impl ThreadState {
         if let Some(c) = self.cuda.as_mut() {
             c.abandon_open();
         }
+        self.spill();
         for e in self.nvtx.close_all(now) {
             emit_event(&self.slot, rec, &e);
         }
         for o in &mut self.open.entries[..self.open.depth] {
             o.words[word::END] = now.max(o.words[word::START]);
             o.words[word::HEAD] |= raw::NO_END;
-            let len = o.sealed();
+            let len = seal(&mut o.words, o.len, o.hash);
             emit(&self.slot, rec, &o.words, len);
         }
         self.open.depth = 0;
@@ -257,6 +506,7 @@ impl ThreadState {
 
     /// nvtxRangePush: opens a range on this thread; its level in its domain.
     pub fn nvtx_push(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) -> i32 {
+        self.spill();
         let thread = self.thread_id();
         let (given_up, level) = self.nvtx.push(&mut self.strings, now, thread, attrs);
         crate::recorder::thread_id::set_current_nvtx_range(self.nvtx.top());
@@ -269,6 +519,7 @@ impl ThreadState {
     /// nvtxRangePop: closes the innermost range of `domain`; its level, or -1 when none was
     /// open (as nvtx3 says an error).
     pub fn nvtx_pop(&mut self, rec: &Recorder, now: u64, domain: Option<u32>) -> i32 {
+        self.spill();
         let popped = self.nvtx.pop(now, domain);
         crate::recorder::thread_id::set_current_nvtx_range(self.nvtx.top());
         match popped {
@@ -282,6 +533,7 @@ impl ThreadState {
 
     /// nvtxMark.
     pub fn nvtx_mark(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) {
+        self.spill();
         let thread = self.thread_id();
         let e = nvtx::build(
             &mut self.strings,
@@ -312,6 +564,7 @@ impl ThreadState {
 
     /// nvtxRangeEnd, on whichever thread ends the range.
     pub fn nvtx_end(&mut self, rec: &Recorder, now: u64, id: u64) {
+        self.spill();
         if let Some(e) = nvtx::end(id, now) {
             emit_event(&self.slot, rec, &e);
         }
@@ -379,48 +632,49 @@ fn emit_late(words: &Words, len: usize) {
 }
 
 /// A start event waiting for its end, as the record it will be.
+// What an end reads of a record built in the buffer (`len`, `complete`, `hash`) comes first:
+// one cache line of the entry.
+#[repr(C, align(64))]
 #[derive(Clone, Copy)]
 struct Open {
-    words: Words,
+    /// The hash of the transfer's bytes (ACCPROF_CONTENT), written as the record's last word
+    /// when it is emitted: the end's information, when copied, comes before it.
+    hash: Option<u64>,
     /// Words of `words` in use.
     len: usize,
     /// The start carried every field its end could add (so the end's information is not
     /// copied).
     complete: bool,
-    /// The hash of the transfer's bytes (ACCPROF_CONTENT), written as the record's last word
-    /// when it is emitted: the end's information, when copied, comes before it.
-    hash: Option<u64>,
+    words: Words,
 }
 
 const NO_OPEN: Open = Open {
-    words: [0; raw::MAX_WORDS],
+    hash: None,
     len: 0,
     complete: true,
-    hash: None,
+    words: [0; raw::MAX_WORDS],
 };
 
-impl Open {
-    /// The record's length once its hash, if any, is its last word.
-    #[inline(always)]
-    fn sealed(&mut self) -> usize {
-        match self.hash {
-            None => self.len,
-            Some(h) => self.seal_hash(h),
-        }
+/// The length of the record in `w` (of `len` words) once its hash, if any, is its last word.
+#[inline(always)]
+fn seal(w: &mut Words, len: usize, hash: Option<u64>) -> usize {
+    match hash {
+        None => len,
+        Some(h) => seal_hash(w, len, h),
     }
+}
 
-    #[cold]
-    fn seal_hash(&mut self, h: u64) -> usize {
-        self.words[self.len] = h;
-        self.words[word::HEAD] |= raw::HASH;
-        self.len + 1
-    }
+#[cold]
+fn seal_hash(w: &mut Words, len: usize, h: u64) -> usize {
+    w[len] = h;
+    w[word::HEAD] |= raw::HASH;
+    len + 1
+}
 
-    /// The event this record reads as (for the rare paths that need it on this thread).
-    fn as_event(&self) -> Option<Event> {
-        let mut e = Event::default();
-        raw::decode(&self.words[..self.len], &mut e).map(|_| e)
-    }
+/// The event a record reads as (for the rare paths that need it on this thread).
+fn as_event(w: &Words, len: usize) -> Option<Event> {
+    let mut e = Event::default();
+    raw::decode(&w[..len], &mut e).map(|_| e)
 }
 
 /// The events a thread has started and not yet ended, innermost last. Entries are reused:
@@ -505,17 +759,24 @@ unsafe fn copy_part(to: &mut [u64], p: *const u8, valid: usize) {
     unsafe { std::ptr::copy_nonoverlapping(p, to.as_mut_ptr() as *mut u8, n) };
 }
 
-/// Copies the event information of an event of `kind` (7 words, or 3 for the other events);
-/// returns the words copied and whether the runtime filled all of them.
+/// Copies the event information at `p` of an event of `kind` (7 words, or 3 for the other
+/// events); returns the words copied and whether the runtime filled all of them.
 ///
 /// # Safety
-/// As for [`copy_struct`], for the member of acc_event_info that `kind` uses.
+/// `p` points at the member of acc_event_info that `kind` uses, its first `valid_bytes` bytes
+/// (at least the first 8) readable.
 #[inline(always)]
-unsafe fn copy_info(to: &mut [u64], i: &EventView<'_>) -> (usize, bool) {
-    let (p, valid) = (i.as_ptr() as *const u8, i.valid_bytes());
+unsafe fn copy_info(
+    to: &mut [u64],
+    p: *const acc_event_info,
+    kind: EventInfoKind,
+) -> (usize, bool) {
+    // SAFETY: valid_bytes is in the first 8 bytes of every member.
+    let valid = valid_bytes(unsafe { (p as *const u64).read_unaligned() });
+    let p = p as *const u8;
     // SAFETY: forwarded.
     unsafe {
-        match i.info_kind() {
+        match kind {
             EventInfoKind::Other => (OTHER_WORDS, copy_struct::<OTHER_WORDS>(to, p, valid)),
             _ => (INFO_WORDS, copy_struct::<INFO_WORDS>(to, p, valid)),
         }
@@ -529,6 +790,7 @@ const OTHER_WORDS: usize = std::mem::size_of::<accprof_abi::acc_other_event_info
 /// Word indices inside copied structures (x86-64 C layout, checked by a test).
 mod at {
     /// acc_prof_info: thread_id is the high half of word 2; the two strings.
+    pub const THREAD_ID: usize = 2;
     pub const SRC_FILE: usize = 5;
     pub const FUNC_NAME: usize = 6;
     /// acc_*_event_info: implicit is the high half of word 1; the name (var_name or
@@ -537,34 +799,33 @@ mod at {
     pub const NAME: usize = 3;
 }
 
-/// Makes `o` the record of the event `inc` (its start and, for a point event, its end).
+/// Makes `w` the record of the event `c` (its start and, for a point event, its end); returns
+/// its length in words and whether the start carried every field its end could add.
 #[inline(always)]
 fn fill(
-    o: &mut Open,
-    inc: &Incoming<'_>,
-    strings: &mut ThreadStrings,
+    w: &mut Words,
+    c: &Call,
+    (strings, shortcuts): (&mut ThreadStrings, &mut Shortcuts),
     (os_tid, nvtx_range): (i64, u32),
     last_tid: &mut i64,
     enclosing: u64,
-) {
-    let kind = inc.kind;
-    let w = &mut o.words;
-    w[word::START] = inc.now;
+) -> (usize, bool) {
+    let kind = c.kind;
+    w[word::START] = c.now;
     let mut at = raw::HEADER_WORDS;
     let mut parts = raw::PROF;
-    let p = &inc.prof;
     let prof_at = at;
-    // SAFETY: the view's pointer covers `valid_bytes` bytes (its constructor's contract).
-    let whole_prof = unsafe {
-        copy_struct::<PROF_WORDS>(&mut w[at..], p.as_ptr() as *const u8, p.valid_bytes())
-    };
+    // SAFETY: `c.prof` covers `prof_valid` bytes (Call::new's contract).
+    let whole_prof =
+        unsafe { copy_struct::<PROF_WORDS>(&mut w[at..], c.prof as *const u8, c.prof_valid) };
     at += PROF_WORDS;
     let (mut name, mut implicit) = (None, false);
-    o.complete = kind.info_kind() == EventInfoKind::Other;
-    if let Some(i) = &inc.info {
+    let info_kind = kind.info_kind();
+    let mut complete = info_kind == EventInfoKind::Other;
+    if !c.info.is_null() {
         let info_at = at;
-        // SAFETY: as above.
-        let (n, whole) = unsafe { copy_info(&mut w[at..], i) };
+        // SAFETY: as above, for the event information.
+        let (n, whole) = unsafe { copy_info(&mut w[at..], c.info, info_kind) };
         at += n;
         parts |= raw::INFO;
         if whole {
@@ -573,7 +834,7 @@ fn fill(
             implicit = iw[at::IMPLICIT] >> 32 != 0;
             if n == INFO_WORDS {
                 let p = iw[at::NAME] as *const std::ffi::c_char;
-                o.complete = match i.info_kind() {
+                complete = match info_kind {
                     // var_name, bytes (SIZE_MAX: unknown), host_ptr, device_ptr.
                     EventInfoKind::Data => {
                         !p.is_null() && iw[4] != u64::MAX && iw[5] != 0 && iw[6] != 0
@@ -584,50 +845,80 @@ fn fill(
                 name = intern(strings, Some(p));
             }
         } else {
-            implicit = i.implicit().is_some_and(|v| v != 0);
-            name = intern_name(strings, i);
-            o.complete = false;
+            (implicit, name) = partial_info(c, strings);
+            complete = false;
         }
     }
-    if let Some(a) = &inc.api {
-        // SAFETY: as above.
-        unsafe { copy_struct::<API_WORDS>(&mut w[at..], a.as_ptr() as *const u8, a.valid_bytes()) };
+    if !c.api.is_null() {
+        // SAFETY: as above, for acc_api_info (valid_bytes in its first 8 bytes).
+        unsafe {
+            let valid = valid_bytes((c.api as *const u64).read_unaligned());
+            copy_struct::<API_WORDS>(&mut w[at..], c.api as *const u8, valid)
+        };
         at += API_WORDS;
         parts |= raw::API;
     }
-    let (src, func) = if whole_prof {
+    let (file_func, tid) = if whole_prof {
         let pw = &w[prof_at..prof_at + PROF_WORDS];
-        (
-            intern(strings, Some(pw[at::SRC_FILE] as *const std::ffi::c_char)),
-            intern(strings, Some(pw[at::FUNC_NAME] as *const std::ffi::c_char)),
-        )
+        // SAFETY: the runtime's strings live through the callback.
+        let file_func = unsafe {
+            strings.file_func(
+                pw[at::SRC_FILE] as *const std::ffi::c_char,
+                pw[at::FUNC_NAME] as *const std::ffi::c_char,
+            )
+        };
+        (file_func, (pw[at::THREAD_ID] >> 32) as u32 as i32)
     } else {
-        (
-            intern(strings, p.src_file()),
-            intern(strings, p.func_name()),
-        )
+        partial_prof(c, strings)
     };
-    w[word::FILE_FUNC] = id_word(src) | id_word(func) << 32;
+    w[word::FILE_FUNC] = file_func;
     w[word::NAMES] = id_word(name);
     w[word::OS_THREAD] = u64::from(os_tid as u32) | u64::from(nvtx_range) << 32;
-    let tid = match p.thread_id() {
-        Some(t) if t >= 0 => i64::from(t),
-        _ => os_tid,
-    };
+    let tid = if tid >= 0 { i64::from(tid) } else { os_tid };
     if tid != *last_tid {
         publish_tid(last_tid, tid);
     }
-    w[word::CALL_SITE] = if src.is_none() && wants_call_site(kind) {
+    w[word::CALL_SITE] = if file_func as u32 == 0 && wants_call_site(kind) {
         if enclosing != 0 && implicit {
             enclosing
         } else {
-            crate::unwind::caller_return_address(kind.0 as u32).unwrap_or(0)
+            crate::unwind::caller_return_address(shortcuts, kind.0 as u32).unwrap_or(0)
         }
     } else {
         0
     };
     w[word::HEAD] = raw::TAG | parts | u64::from(kind.0 as u32);
-    o.len = at;
+    (at, complete)
+}
+
+/// `implicit` and the variable or kernel name of an event information the runtime filled in
+/// part.
+#[cold]
+fn partial_info(c: &Call, strings: &mut ThreadStrings) -> (bool, Option<u32>) {
+    let Some(i) = c.info_view() else {
+        return (false, None);
+    };
+    (
+        i.implicit().is_some_and(|v| v != 0),
+        intern_name(strings, &i),
+    )
+}
+
+/// The file-and-function word and the thread id (-1: none) of an `acc_prof_info` the runtime
+/// filled in part.
+#[cold]
+fn partial_prof(c: &Call, strings: &mut ThreadStrings) -> (u64, i32) {
+    let Some(p) = c.prof_view() else {
+        return (0, -1);
+    };
+    let (src, func) = (
+        intern(strings, p.src_file()),
+        intern(strings, p.func_name()),
+    );
+    (
+        id_word(src) | id_word(func) << 32,
+        p.thread_id().unwrap_or(-1),
+    )
 }
 
 /// The variable or kernel name of a partly filled event information.
@@ -643,19 +934,19 @@ fn intern_name(strings: &mut ThreadStrings, i: &EventView<'_>) -> Option<u32> {
 /// An end event completing its start: the end's information goes into the record, for the
 /// fields the start lacked (rare: most runtimes fill everything at the start).
 #[cold]
-fn complete(o: &mut Open, inc: &Incoming<'_>, strings: &mut ThreadStrings) {
-    let Some(i) = &inc.info else { return };
-    let n = raw::info_words(inc.kind);
-    if o.words[word::HEAD] & raw::END_INFO != 0 || o.len + n > raw::MAX_WORDS {
+fn complete(w: &mut Words, len: &mut usize, c: &Call, strings: &mut ThreadStrings) {
+    let Some(i) = c.info_view() else { return };
+    let n = raw::info_words(c.kind);
+    if w[word::HEAD] & raw::END_INFO != 0 || *len + n > raw::MAX_WORDS {
         return;
     }
-    let at = o.len;
+    let at = *len;
     // SAFETY: the view's pointer covers `valid_bytes` bytes.
-    let _ = unsafe { copy_info(&mut o.words[at..], i) };
-    let name = intern_name(strings, i);
-    o.words[word::NAMES] |= id_word(name) << 32;
-    o.words[word::HEAD] |= raw::END_INFO;
-    o.len = at + n;
+    let _ = unsafe { copy_info(&mut w[at..], c.info, c.kind.info_kind()) };
+    let name = intern_name(strings, &i);
+    w[word::NAMES] |= id_word(name) << 32;
+    w[word::HEAD] |= raw::END_INFO;
+    *len = at + n;
 }
 
 /// A string id as a record stores it: id + 1, 0 for none.
@@ -696,9 +987,9 @@ fn wants_api_call_site(w: &Words) -> bool {
 const INFO_AT: usize = raw::HEADER_WORDS + PROF_WORDS;
 
 #[cold]
-fn api_call_site(o: &mut Open, kind: acc_event_t) {
-    if let Some(ra) = crate::unwind::caller_return_address(kind.0 as u32) {
-        o.words[word::CALL_SITE] = ra;
+fn api_call_site(w: &mut Words, shortcuts: &mut Shortcuts, kind: acc_event_t) {
+    if let Some(ra) = crate::unwind::caller_return_address(shortcuts, kind.0 as u32) {
+        w[word::CALL_SITE] = ra;
     }
 }
 
@@ -763,6 +1054,7 @@ mod tests {
     fn the_copied_words_hold_the_fields_where_the_callback_reads_them() {
         use accprof_abi::*;
         use std::mem::offset_of;
+        assert_eq!(offset_of!(acc_prof_info, thread_id), 8 * at::THREAD_ID + 4);
         assert_eq!(offset_of!(acc_prof_info, src_file), 8 * at::SRC_FILE);
         assert_eq!(offset_of!(acc_prof_info, func_name), 8 * at::FUNC_NAME);
         assert_eq!(

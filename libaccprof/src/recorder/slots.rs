@@ -136,7 +136,9 @@ impl Pool {
 }
 
 /// One recording thread's buffer and what other threads need to know of it.
-#[repr(C)]
+// The flag and the buffer's fields that every callback reads and writes share one cache line
+// (aligned: an Arc puts its counts before the value).
+#[repr(C, align(64))]
 #[derive(Debug)]
 pub struct Slot {
     /// The owner is inside a callback (read by a thread about to fork or exit).
