@@ -154,11 +154,7 @@ impl ChunkHeader {
 
     /// The header [`frame`](Self::frame) puts before `payload`, for a caller that built the
     /// payload after room for it.
-    pub fn header_bytes(
-        kind: ChunkKind,
-        sequence: u32,
-        payload: &[u8],
-    ) -> [u8; CHUNK_HEADER_LEN] {
+    pub fn header_bytes(kind: ChunkKind, sequence: u32, payload: &[u8]) -> [u8; CHUNK_HEADER_LEN] {
         debug_assert!(payload.len() <= MAX_CHUNK_PAYLOAD);
         let seq = sequence.to_le_bytes();
         let mut crc = crc32fast::Hasher::new();

@@ -123,8 +123,12 @@ impl FieldEncoder {
     /// Sets a field (a name found by the writer), replacing the value the event had.
     #[inline]
     pub fn set(&mut self, f: Field, v: u64) {
-        let f_ = &mut self.fields;
         let bit = 1u64 << f as usize;
+        if self.memo.fields() & bit != 0 {
+            // A slot the next record may keep as it is.
+            self.memo.forget();
+        }
+        let f_ = &mut self.fields;
         if f_.cur.present_mask() & bit != 0 {
             // Set already: back to the previous event's value before setting it again.
             let (present, slots) = f_.cur.parts_mut();
@@ -241,6 +245,15 @@ const MAX_ENCODED: usize = 10 * (4 + FIELD_COUNT);
 unsafe fn put(mut p: *mut u8, mut v: u64) -> *mut u8 {
     // SAFETY: the caller's contract.
     unsafe {
+        // Most values of an event (kinds, masks, small deltas) take one or two bytes.
+        if v < 0x80 {
+            p.write(v as u8);
+            return p.add(1);
+        }
+        if v < 0x4000 {
+            (p as *mut u16).write_unaligned((v as u16 & 0x7f | 0x80) | ((v >> 7) as u16) << 8);
+            return p.add(2);
+        }
         while v >= 0x80 {
             p.write((v as u8) | 0x80);
             v >>= 7;
@@ -255,12 +268,7 @@ unsafe fn put(mut p: *mut u8, mut v: u64) -> *mut u8 {
 /// then `delta(i)` for each field `i` of the mask, in index order. The writer thread writes
 /// every byte of the trace here: one capacity check per event, not one per byte.
 #[inline(always)]
-fn put_event(
-    out: &mut Vec<u8>,
-    head: [u64; 4],
-    changed: u64,
-    mut delta: impl FnMut(usize) -> u64,
-) {
+fn put_event(out: &mut Vec<u8>, head: [u64; 4], changed: u64, mut delta: impl FnMut(usize) -> u64) {
     out.reserve(MAX_ENCODED);
     let len = out.len();
     // SAFETY: MAX_ENCODED bytes were reserved past `len`: four varints of at most 10 bytes

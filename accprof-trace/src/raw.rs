@@ -55,12 +55,13 @@ pub const PROF_WORDS: usize = std::mem::size_of::<acc_prof_info>() / 8;
 #[inline]
 pub fn info_words(kind: acc_event_t) -> usize {
     match kind.info_kind() {
-        EventInfoKind::Other => std::mem::size_of::<accprof_abi::acc_other_event_info>() / 8,
-        _ => std::mem::size_of::<acc_event_info>() / 8,
+        EventInfoKind::Other => OTHER_INFO_WORDS,
+        _ => FULL_INFO_WORDS,
     }
 }
 pub const API_WORDS: usize = std::mem::size_of::<acc_api_info>() / 8;
 const FULL_INFO_WORDS: usize = std::mem::size_of::<acc_event_info>() / 8;
+const OTHER_INFO_WORDS: usize = std::mem::size_of::<accprof_abi::acc_other_event_info>() / 8;
 /// The most words a record takes.
 pub const MAX_WORDS: usize = HEADER_WORDS + PROF_WORDS + 2 * FULL_INFO_WORDS + API_WORDS + 1;
 
@@ -102,23 +103,47 @@ struct Layout {
 }
 
 impl Layout {
+    /// The layout of every combination of parts (bits 32-36 of word 0) for both sizes of
+    /// event information, computed once: a record's layout is one load, not a dozen branches
+    /// (the writer reads every record).
+    const TABLE: [Layout; 64] = {
+        let mut t = [Layout {
+            prof: 0,
+            info: 0,
+            api: 0,
+            end_info: 0,
+            hash: 0,
+            len: 0,
+        }; 64];
+        let mut i = 0;
+        while i < 64 {
+            let info_words = if i & 32 != 0 {
+                FULL_INFO_WORDS
+            } else {
+                OTHER_INFO_WORDS
+            };
+            let prof = HEADER_WORDS;
+            let info = prof + (i & 1) * PROF_WORDS;
+            let api = info + (i >> 1 & 1) * info_words;
+            let end_info = api + (i >> 2 & 1) * API_WORDS;
+            let hash = end_info + (i >> 3 & 1) * info_words;
+            t[i] = Layout {
+                prof,
+                info,
+                api,
+                end_info,
+                hash,
+                len: hash + (i >> 4 & 1),
+            };
+            i += 1;
+        }
+        t
+    };
+
     #[inline(always)]
     fn of(head: u64) -> Self {
-        let info_words = info_words(kind_of(head));
-        let has = |bit: u64| usize::from(head & bit != 0);
-        let prof = HEADER_WORDS;
-        let info = prof + has(PROF) * PROF_WORDS;
-        let api = info + has(INFO) * info_words;
-        let end_info = api + has(API) * API_WORDS;
-        let hash = end_info + has(END_INFO) * info_words;
-        Self {
-            prof,
-            info,
-            api,
-            end_info,
-            hash,
-            len: hash + has(HASH),
-        }
+        let wide = usize::from(info_words(kind_of(head)) == FULL_INFO_WORDS);
+        Self::TABLE[(head >> 32) as usize & 31 | wide << 5]
     }
 }
 
@@ -134,15 +159,23 @@ struct Parts<'a> {
 #[inline(always)]
 fn parts(words: &[u64], head: u64) -> Option<(Parts<'_>, usize)> {
     let l = Layout::of(head);
-    let words = words.get(..l.len)?;
-    let part = |at: usize, next: usize| (next > at).then(|| &words[at..next]);
+    if words.len() < l.len {
+        return None;
+    }
+    let at = words.as_ptr();
+    // SAFETY (each part): the record's `l.len` words are in `words`, and every part of a
+    // layout lies inside them, as long as the part says (Layout::TABLE: offsets grow by the
+    // parts' sizes up to `len`).
     Some((
         Parts {
-            prof: part(l.prof, l.info).and_then(|p| p.try_into().ok()),
-            info: part(l.info, l.api),
-            api: part(l.api, l.end_info).and_then(|p| p.try_into().ok()),
-            end_info: part(l.end_info, l.hash),
-            hash: part(l.hash, l.len).map(|h| h[0]),
+            prof: (l.info > l.prof)
+                .then(|| unsafe { &*(at.add(l.prof) as *const [u64; PROF_WORDS]) }),
+            info: (l.api > l.info).then(|| unsafe { words.get_unchecked(l.info..l.api) }),
+            api: (l.end_info > l.api)
+                .then(|| unsafe { &*(at.add(l.api) as *const [u64; API_WORDS]) }),
+            end_info: (l.hash > l.end_info)
+                .then(|| unsafe { words.get_unchecked(l.end_info..l.hash) }),
+            hash: (l.len > l.hash).then(|| unsafe { *words.get_unchecked(l.hash) }),
         },
         l.len,
     ))
@@ -241,6 +274,46 @@ impl Memo {
         self.prof = None;
         self.api = None;
     }
+
+    /// The fields whose slots the memo relies on.
+    pub(crate) fn fields(&self) -> u64 {
+        self.prof.map_or(0, |m| m.fields) | self.api.map_or(0, |m| m.fields)
+    }
+}
+
+/// Whether `a` and `b` differ, but for the bits `ignore` of their first words. No early exit
+/// per word: on x86-64, 16 bytes at a time.
+#[inline(always)]
+fn differs<const N: usize>(a: &[u64; N], b: &[u64; N], ignore: u64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64; every load reads two words inside `a` or `b`.
+        unsafe {
+            let load =
+                |p: &[u64; N], i: usize| _mm_loadu_si128(p.as_ptr().add(i) as *const __m128i);
+            let keep = _mm_set_epi64x(-1, !ignore as i64);
+            let mut acc = _mm_and_si128(_mm_xor_si128(load(a, 0), load(b, 0)), keep);
+            let mut i = 2;
+            while i + 2 <= N {
+                acc = _mm_or_si128(acc, _mm_xor_si128(load(a, i), load(b, i)));
+                i += 2;
+            }
+            let mut d = _mm_cvtsi128_si64(acc) | _mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc));
+            if N % 2 == 1 {
+                d |= (a[N - 1] ^ b[N - 1]) as i64;
+            }
+            d != 0
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut d = (a[0] ^ b[0]) & !ignore;
+        for i in 1..N {
+            d |= a[i] ^ b[i];
+        }
+        d != 0
+    }
 }
 
 /// Decodes a part, whose words are `words` and which also depends on `extra`, with `read`,
@@ -255,12 +328,8 @@ fn memoized<S: Sink, const N: usize>(
     read: impl FnOnce(&mut S, &mut EventFlags),
 ) {
     if let Some(m) = memo {
-        let first = (m.words[0] ^ words[0]) & !ignore;
-        let rest = m.words[1..]
-            .iter()
-            .zip(&words[1..])
-            .fold(0, |d, (x, y)| d | (x ^ y));
-        if first | rest | (m.extra[0] ^ extra[0]) | (m.extra[1] ^ extra[1]) == 0 {
+        let extra_differs = (m.extra[0] ^ extra[0]) | (m.extra[1] ^ extra[1]) != 0;
+        if !extra_differs && !differs(&m.words, words, ignore) {
             sink.keep(m.fields);
             *flags = flags.union(EventFlags(m.flags));
             return;

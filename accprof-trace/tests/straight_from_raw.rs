@@ -135,7 +135,13 @@ fn record(r: &mut Rng, last: &mut Last) -> Vec<u64> {
     }
     if r.chance(20) {
         parts |= raw::END_INFO;
-        body.extend(structure(r, kind + 1, info_words, info_words as u64 * 8, true));
+        body.extend(structure(
+            r,
+            kind + 1,
+            info_words,
+            info_words as u64 * 8,
+            true,
+        ));
     }
     if r.chance(10) {
         parts |= raw::HASH;
@@ -166,7 +172,10 @@ fn record(r: &mut Rng, last: &mut Last) -> Vec<u64> {
 }
 
 fn packed_event(r: &mut Rng) -> Event {
-    let mut e = Event::new(acc_event_t(r.pick(&[1201, 1202, 1203])), 2_000_000 + r.below(1000));
+    let mut e = Event::new(
+        acc_event_t(r.pick(&[1201, 1202, 1203])),
+        2_000_000 + r.below(1000),
+    );
     e.end_ns = e.start_ns + r.below(100);
     for _ in 0..r.below(6) {
         e.set(Field::ALL[r.below(48) as usize], value(r));
@@ -198,10 +207,16 @@ fn adjust(start: u64, end: u64) -> (u64, u64) {
 
 fn names_for(e: &Event) -> Option<[(Field, u64); 3]> {
     let p = e.get(Field::HostPtr)?;
+    // Now and then a field the record set itself, and one of the fields records repeat.
+    let repeated = if p & 0x2000 != 0 {
+        Field::Thread
+    } else {
+        Field::AllocBytes
+    };
     (e.get(Field::VarName).is_none() && p & 0x1000 != 0).then_some([
         (Field::AllocSite, 0x5555_0000_0042),
         (Field::AllocBase, p & !0xfff),
-        (Field::AllocBytes, 1 << 20),
+        (repeated, 1 << 20),
     ])
 }
 
@@ -246,9 +261,14 @@ fn straight_encoding_writes_the_bytes_of_decoding_and_encoding() {
     let mut last = Last::default();
     // Several buffers, one of them over a chunk's 16384 events, and many short ones (each
     // starts a chunk, often with the structures of the record before).
-    let sizes = [300, 1, 17000, 2000].into_iter().chain((0..60).map(|i| 1 + i % 4));
+    let sizes = [300, 1, 17000, 2000]
+        .into_iter()
+        .chain((0..60).map(|i| 1 + i % 4));
     let bufs: Vec<PackedEvents> = sizes.map(|n| buffer(&mut r, &mut last, n)).collect();
-    let words: Vec<Vec<u64>> = bufs.iter().map(|b| b.shared().untaken().0.to_vec()).collect();
+    let words: Vec<Vec<u64>> = bufs
+        .iter()
+        .map(|b| b.shared().untaken().0.to_vec())
+        .collect();
     let refs: Vec<&[u64]> = words.iter().map(|w| &w[..]).collect();
     let (a, b, n) = both(&refs);
     assert_eq!(n, 300 + 1 + 17000 + 2000 + 150);
