@@ -156,6 +156,9 @@ struct Parts<'a> {
     hash: Option<u64>,
 }
 
+// The record's `l.len` words are in `words`, and every part of a layout lies inside them, as
+// long as the part says (Layout::TABLE: offsets grow by the parts' sizes up to `len`): each
+// part is taken without a bounds check (the writer reads every record).
 #[inline(always)]
 fn parts(words: &[u64], head: u64) -> Option<(Parts<'_>, usize)> {
     let l = Layout::of(head);
@@ -163,19 +166,28 @@ fn parts(words: &[u64], head: u64) -> Option<(Parts<'_>, usize)> {
         return None;
     }
     let at = words.as_ptr();
-    // SAFETY (each part): the record's `l.len` words are in `words`, and every part of a
-    // layout lies inside them, as long as the part says (Layout::TABLE: offsets grow by the
-    // parts' sizes up to `len`).
+    let prof = (l.info > l.prof).then(|| {
+        // SAFETY: PROF_WORDS words at `l.prof` inside the record (above).
+        unsafe { &*(at.add(l.prof) as *const [u64; PROF_WORDS]) }
+    });
+    let api = (l.end_info > l.api).then(|| {
+        // SAFETY: API_WORDS words at `l.api` inside the record (above).
+        unsafe { &*(at.add(l.api) as *const [u64; API_WORDS]) }
+    });
+    // SAFETY: each range lies inside the record (above).
+    let info = (l.api > l.info).then(|| unsafe { words.get_unchecked(l.info..l.api) });
+    // SAFETY: as above.
+    let end_info =
+        (l.hash > l.end_info).then(|| unsafe { words.get_unchecked(l.end_info..l.hash) });
+    // SAFETY: as above.
+    let hash = (l.len > l.hash).then(|| unsafe { *words.get_unchecked(l.hash) });
     Some((
         Parts {
-            prof: (l.info > l.prof)
-                .then(|| unsafe { &*(at.add(l.prof) as *const [u64; PROF_WORDS]) }),
-            info: (l.api > l.info).then(|| unsafe { words.get_unchecked(l.info..l.api) }),
-            api: (l.end_info > l.api)
-                .then(|| unsafe { &*(at.add(l.api) as *const [u64; API_WORDS]) }),
-            end_info: (l.hash > l.end_info)
-                .then(|| unsafe { words.get_unchecked(l.end_info..l.hash) }),
-            hash: (l.len > l.hash).then(|| unsafe { *words.get_unchecked(l.hash) }),
+            prof,
+            info,
+            api,
+            end_info,
+            hash,
         },
         l.len,
     ))
