@@ -147,20 +147,27 @@ impl ChunkHeader {
     /// A version 2 chunk of `kind` with sequence number `sequence`, header and payload, into
     /// `out` (cleared first).
     pub fn frame(out: &mut Vec<u8>, kind: ChunkKind, sequence: u32, payload: &[u8]) {
+        out.clear();
+        out.extend_from_slice(&Self::header_bytes(kind, sequence, payload));
+        out.extend_from_slice(payload);
+    }
+
+    /// The header [`frame`](Self::frame) puts before `payload`, for a caller that built the
+    /// payload after room for it.
+    pub fn header_bytes(kind: ChunkKind, sequence: u32, payload: &[u8]) -> [u8; CHUNK_HEADER_LEN] {
         debug_assert!(payload.len() <= MAX_CHUNK_PAYLOAD);
         let seq = sequence.to_le_bytes();
         let mut crc = crc32fast::Hasher::new();
         crc.update(&seq);
         crc.update(payload);
-        out.clear();
-        out.extend_from_slice(&CHUNK_MAGIC);
-        out.push(kind as u8);
-        out.push(0);
-        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc.finalize().to_le_bytes());
-        out.extend_from_slice(&seq);
-        out[3] = header_check(&out[..CHUNK_HEADER_LEN]);
-        out.extend_from_slice(payload);
+        let mut h = [0; CHUNK_HEADER_LEN];
+        h[..2].copy_from_slice(&CHUNK_MAGIC);
+        h[2] = kind as u8;
+        h[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        h[8..12].copy_from_slice(&crc.finalize().to_le_bytes());
+        h[12..16].copy_from_slice(&seq);
+        h[3] = header_check(&h);
+        h
     }
 }
 

@@ -49,22 +49,14 @@ impl EventEncoder {
                 changed |= 1 << i;
             }
         }
-        out.reserve(MAX_ENCODED);
-        let start = out.len();
-        let buf = out.spare_capacity_mut();
-        let mut at = put_at(buf, 0, zigzag(i64::from(ev.kind.0)));
-        at = put_at(
-            buf,
-            at,
+        let head = [
+            zigzag(i64::from(ev.kind.0)),
             zigzag(ev.start_ns.wrapping_sub(prev.start_ns) as i64),
-        );
-        at = put_at(buf, at, ev.duration_ns());
-        at = put_at(buf, at, changed);
-        let mut bits = changed;
-        while bits != 0 {
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let d = if now_set & (1 << i) == 0 {
+            ev.duration_ns(),
+            changed,
+        ];
+        put_event(out, head, changed, |i| {
+            if now_set & (1 << i) == 0 {
                 0
             } else {
                 let base = if before_set & (1 << i) == 0 {
@@ -73,12 +65,171 @@ impl EventEncoder {
                     before[i]
                 };
                 zigzag(now[i].wrapping_sub(base) as i64).wrapping_add(1)
-            };
-            at = put_at(buf, at, d);
-        }
-        // SAFETY: the first `at` bytes of the spare capacity were just written.
-        unsafe { out.set_len(start + at) };
+            }
+        });
         self.prev.take_changed(ev, changed);
+    }
+}
+
+/// Delta state for one chunk, fed field by field: the writer decodes each raw record
+/// (crate::raw) or packed event straight into it, and each field is compared with the previous
+/// event's value as it is set, so that no event is built and compared afterwards, and fields
+/// the record repeats from the one before (crate::raw::Memo) are not read again. Writes exactly
+/// what [`EventEncoder`] writes for the same events.
+#[derive(Debug, Default)]
+pub struct FieldEncoder {
+    fields: Fields,
+    memo: crate::raw::Memo,
+}
+
+/// The event being read and the previous event's delta base.
+#[derive(Debug)]
+struct Fields {
+    /// The event being read. Until a field is set, its slot holds the previous event's value
+    /// (or an older one: only the fields of `prev_present` are the previous event's).
+    cur: Event,
+    /// The previous event's fields and start (0 and 0 at the start of a chunk).
+    prev_present: u64,
+    prev_start: u64,
+    /// The fields set so far that differ from the previous event's, and what each is written
+    /// as (zigzag of the difference, plus one).
+    changed: u64,
+    deltas: [u64; FIELD_COUNT],
+}
+
+impl Default for Fields {
+    fn default() -> Self {
+        Self {
+            cur: Event::default(),
+            prev_present: 0,
+            prev_start: 0,
+            changed: 0,
+            deltas: [0; FIELD_COUNT],
+        }
+    }
+}
+
+impl FieldEncoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The event read last, as it will be encoded.
+    #[inline]
+    pub fn event(&self) -> &Event {
+        &self.fields.cur
+    }
+
+    /// Sets a field (a name found by the writer), replacing the value the event had.
+    #[inline]
+    pub fn set(&mut self, f: Field, v: u64) {
+        let bit = 1u64 << f as usize;
+        if self.memo.fields() & bit != 0 {
+            // A slot the next record may keep as it is.
+            self.memo.forget();
+        }
+        let f_ = &mut self.fields;
+        if f_.cur.present_mask() & bit != 0 {
+            // Set already: back to the previous event's value before setting it again.
+            let (present, slots) = f_.cur.parts_mut();
+            *present &= !bit;
+            let now = slots[f as usize];
+            if f_.changed & bit != 0 && f_.prev_present & bit != 0 {
+                slots[f as usize] =
+                    now.wrapping_sub(unzigzag(f_.deltas[f as usize].wrapping_sub(1)) as u64);
+            }
+            f_.changed &= !bit;
+        }
+        crate::raw::Sink::set(f_, f, v);
+    }
+
+    /// Replaces the event's times (converted to the trace's clock).
+    #[inline]
+    pub fn set_times(&mut self, start_ns: u64, end_ns: u64) {
+        (self.fields.cur.start_ns, self.fields.cur.end_ns) = (start_ns, end_ns);
+    }
+
+    /// A new chunk: the next event is encoded against nothing.
+    pub(crate) fn restart(&mut self) {
+        self.fields.prev_present = 0;
+        self.fields.prev_start = 0;
+    }
+
+    /// Reads the next event of a thread buffer's words (a raw record or a packed event, as
+    /// crate::packed::Unpack does); returns the words it took, `None` at words that do not
+    /// decode.
+    #[inline]
+    pub(crate) fn read(&mut self, words: &[u64]) -> Option<usize> {
+        crate::packed::read_next(words, &mut self.fields, &mut self.memo)
+    }
+
+    /// Appends the event read last to `out`.
+    #[inline]
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
+        let f = &mut self.fields;
+        let ev = &f.cur;
+        let present = ev.present_mask();
+        let changed = f.changed | (f.prev_present & !present);
+        let head = [
+            zigzag(i64::from(ev.kind.0)),
+            zigzag(ev.start_ns.wrapping_sub(f.prev_start) as i64),
+            ev.duration_ns(),
+            changed,
+        ];
+        let deltas = &f.deltas;
+        put_event(out, head, changed, |i| {
+            if present & (1 << i) == 0 {
+                0
+            } else {
+                deltas[i]
+            }
+        });
+        f.prev_present = present;
+        f.prev_start = ev.start_ns;
+    }
+}
+
+impl crate::raw::Sink for Fields {
+    #[inline(always)]
+    fn begin(&mut self, kind: acc_event_t, start: u64, end: u64) {
+        self.cur.reset(kind, start, end);
+        self.changed = 0;
+    }
+
+    #[inline(always)]
+    fn set(&mut self, f: Field, v: u64) {
+        let (i, bit) = (f as usize, 1u64 << f as usize);
+        let (present, slots) = self.cur.parts_mut();
+        let old = std::mem::replace(&mut slots[i], v);
+        *present |= bit;
+        let base = if self.prev_present & bit == 0 {
+            0
+        } else if old == v {
+            return;
+        } else {
+            old
+        };
+        self.changed |= bit;
+        self.deltas[i] = zigzag(v.wrapping_sub(base) as i64).wrapping_add(1);
+    }
+
+    #[inline(always)]
+    fn present(&self) -> u64 {
+        self.cur.present_mask()
+    }
+
+    #[inline(always)]
+    fn keep(&mut self, mask: u64) {
+        let (present, slots) = self.cur.parts_mut();
+        *present |= mask;
+        // Kept fields the previous event lacked (the first of a chunk) are new all the same.
+        let mut fresh = mask & !self.prev_present;
+        while fresh != 0 {
+            let i = fresh.trailing_zeros() as usize;
+            fresh &= fresh - 1;
+            self.changed |= 1 << i;
+            self.deltas[i] = zigzag(slots[i] as i64).wrapping_add(1);
+        }
     }
 }
 
@@ -86,17 +237,57 @@ impl EventEncoder {
 /// duration and mask, and one per field.
 const MAX_ENCODED: usize = 10 * (4 + FIELD_COUNT);
 
-/// Writes `v` as a varint at `at` of `buf` (which has room: see [`MAX_ENCODED`]); returns
-/// where the next one goes.
+/// Writes `v` as a varint at `p`; returns where the next one goes.
+///
+/// # Safety
+/// `p` has room for 10 bytes (the longest varint).
 #[inline(always)]
-fn put_at(buf: &mut [std::mem::MaybeUninit<u8>], mut at: usize, mut v: u64) -> usize {
-    while v >= 0x80 {
-        buf[at].write((v as u8) | 0x80);
-        v >>= 7;
-        at += 1;
+unsafe fn put(mut p: *mut u8, mut v: u64) -> *mut u8 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        // Most values of an event (kinds, masks, small deltas) take one or two bytes.
+        if v < 0x80 {
+            p.write(v as u8);
+            return p.add(1);
+        }
+        if v < 0x4000 {
+            (p as *mut u16).write_unaligned((v as u16 & 0x7f | 0x80) | ((v >> 7) as u16) << 8);
+            return p.add(2);
+        }
+        while v >= 0x80 {
+            p.write((v as u8) | 0x80);
+            v >>= 7;
+            p = p.add(1);
+        }
+        p.write(v as u8);
+        p.add(1)
     }
-    buf[at].write(v as u8);
-    at + 1
+}
+
+/// Appends one event's encoding to `out`: its kind, start delta, duration and change mask,
+/// then `delta(i)` for each field `i` of the mask, in index order. The writer thread writes
+/// every byte of the trace here: one capacity check per event, not one per byte.
+#[inline(always)]
+fn put_event(out: &mut Vec<u8>, head: [u64; 4], changed: u64, mut delta: impl FnMut(usize) -> u64) {
+    out.reserve(MAX_ENCODED);
+    let len = out.len();
+    // SAFETY: MAX_ENCODED bytes were reserved past `len`: four varints of at most 10 bytes
+    // for the head and one per field of the mask (at most FIELD_COUNT); all written before
+    // the length covers them.
+    unsafe {
+        let start = out.as_mut_ptr().add(len);
+        let mut p = start;
+        for v in head {
+            p = put(p, v);
+        }
+        let mut bits = changed;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            p = put(p, delta(i));
+        }
+        out.set_len(len + p.offset_from(start) as usize);
+    }
 }
 
 /// The decoding side of [`EventEncoder`].

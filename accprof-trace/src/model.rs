@@ -445,6 +445,13 @@ impl Event {
         self.present
     }
 
+    /// The presence mask and the slots, for a decoder that diffs each field against the
+    /// previous event's value as it sets it (crate::encode::FieldEncoder).
+    #[inline(always)]
+    pub(crate) fn parts_mut(&mut self) -> (&mut u64, &mut [u64; FIELD_COUNT]) {
+        (&mut self.present, &mut self.values)
+    }
+
     pub fn flags(&self) -> EventFlags {
         EventFlags(self.get(Field::Flags).unwrap_or(0))
     }

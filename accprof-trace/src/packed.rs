@@ -400,24 +400,35 @@ impl Unpack<'_> {
     /// The next event into `e`: a raw record (crate::raw) or a packed event. False at the end
     /// or at words that do not decode.
     fn next_into(&mut self, e: &mut Event) -> bool {
-        match self.words.first() {
+        match read_next(self.words, e, &mut crate::raw::Memo::default()) {
+            Some(n) => {
+                self.words = &self.words[n..];
+                true
+            }
             None => false,
-            Some(&head) if crate::raw::is_raw(head) => match crate::raw::decode(self.words, e) {
-                Some(n) => {
-                    self.words = &self.words[n..];
-                    true
-                }
-                None => false,
-            },
-            Some(_) => match self.next_parts() {
-                Some(p) => {
-                    p.write_to(e);
-                    true
-                }
-                None => false,
-            },
         }
     }
+}
+
+/// Reads the event at the start of `words` (a raw record or a packed event) into `sink`;
+/// returns the words it took, `None` at the end or at words that do not decode. `memo` is the
+/// sink's (crate::raw::Memo).
+#[inline(always)]
+pub(crate) fn read_next<S: crate::raw::Sink>(
+    words: &[u64],
+    sink: &mut S,
+    memo: &mut crate::raw::Memo,
+) -> Option<usize> {
+    let head = *words.first()?;
+    if crate::raw::is_raw(head) {
+        return crate::raw::decode_into(words, sink, memo);
+    }
+    let mut rest = Unpack { words };
+    let p = rest.next_parts()?;
+    // A packed event sets fields the memo does not know of.
+    memo.forget();
+    p.write_to(sink);
+    Some(words.len() - rest.words.len())
 }
 
 /// The header word, among a slot header's reserved ones, where the writer keeps how many
@@ -516,8 +527,8 @@ struct Parts<'a> {
 
 impl Parts<'_> {
     /// Makes `e` this event, clearing whatever it held before.
-    fn write_to(&self, e: &mut Event) {
-        e.reset(acc_event_t(self.kind as u32 as i32), self.start, self.end);
+    fn write_to<S: crate::raw::Sink>(&self, e: &mut S) {
+        e.begin(acc_event_t(self.kind as u32 as i32), self.start, self.end);
         let mut bits = self.mask;
         for &v in self.values {
             e.set(Field::ALL[bits.trailing_zeros() as usize], v);

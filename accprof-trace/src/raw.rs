@@ -52,14 +52,16 @@ pub const NO_END: u64 = 1 << 41;
 pub const HEADER_WORDS: usize = 7;
 pub const PROF_WORDS: usize = std::mem::size_of::<acc_prof_info>() / 8;
 /// The words of `acc_event_info` copied for an event of `kind`.
+#[inline]
 pub fn info_words(kind: acc_event_t) -> usize {
     match kind.info_kind() {
-        EventInfoKind::Other => std::mem::size_of::<accprof_abi::acc_other_event_info>() / 8,
-        _ => std::mem::size_of::<acc_event_info>() / 8,
+        EventInfoKind::Other => OTHER_INFO_WORDS,
+        _ => FULL_INFO_WORDS,
     }
 }
 pub const API_WORDS: usize = std::mem::size_of::<acc_api_info>() / 8;
 const FULL_INFO_WORDS: usize = std::mem::size_of::<acc_event_info>() / 8;
+const OTHER_INFO_WORDS: usize = std::mem::size_of::<accprof_abi::acc_other_event_info>() / 8;
 /// The most words a record takes.
 pub const MAX_WORDS: usize = HEADER_WORDS + PROF_WORDS + 2 * FULL_INFO_WORDS + API_WORDS + 1;
 
@@ -86,45 +88,109 @@ pub fn is_raw(head: u64) -> bool {
 
 /// The words of the record whose word 0 is `head`.
 pub fn len(head: u64) -> usize {
-    let info = info_words(kind_of(head));
-    HEADER_WORDS
-        + if head & PROF != 0 { PROF_WORDS } else { 0 }
-        + if head & INFO != 0 { info } else { 0 }
-        + if head & API != 0 { API_WORDS } else { 0 }
-        + if head & END_INFO != 0 { info } else { 0 }
-        + usize::from(head & HASH != 0)
+    Layout::of(head).len
 }
 
-/// Where each part of a record lies.
+/// Where each part of a record lies: word indices, equal to the next part's when absent.
+#[derive(Clone, Copy)]
+struct Layout {
+    prof: usize,
+    info: usize,
+    api: usize,
+    end_info: usize,
+    hash: usize,
+    len: usize,
+}
+
+impl Layout {
+    /// The layout of every combination of parts (bits 32-36 of word 0) for both sizes of
+    /// event information, computed once: a record's layout is one load, not a dozen branches
+    /// (the writer reads every record).
+    const TABLE: [Layout; 64] = {
+        let mut t = [Layout {
+            prof: 0,
+            info: 0,
+            api: 0,
+            end_info: 0,
+            hash: 0,
+            len: 0,
+        }; 64];
+        let mut i = 0;
+        while i < 64 {
+            let info_words = if i & 32 != 0 {
+                FULL_INFO_WORDS
+            } else {
+                OTHER_INFO_WORDS
+            };
+            let prof = HEADER_WORDS;
+            let info = prof + (i & 1) * PROF_WORDS;
+            let api = info + (i >> 1 & 1) * info_words;
+            let end_info = api + (i >> 2 & 1) * API_WORDS;
+            let hash = end_info + (i >> 3 & 1) * info_words;
+            t[i] = Layout {
+                prof,
+                info,
+                api,
+                end_info,
+                hash,
+                len: hash + (i >> 4 & 1),
+            };
+            i += 1;
+        }
+        t
+    };
+
+    #[inline(always)]
+    fn of(head: u64) -> Self {
+        let wide = usize::from(info_words(kind_of(head)) == FULL_INFO_WORDS);
+        Self::TABLE[(head >> 32) as usize & 31 | wide << 5]
+    }
+}
+
+/// The parts of a record.
 struct Parts<'a> {
-    prof: Option<&'a [u64]>,
+    prof: Option<&'a [u64; PROF_WORDS]>,
     info: Option<&'a [u64]>,
-    api: Option<&'a [u64]>,
+    api: Option<&'a [u64; API_WORDS]>,
     end_info: Option<&'a [u64]>,
     hash: Option<u64>,
 }
 
-fn parts(words: &[u64]) -> Option<Parts<'_>> {
-    let head = *words.first()?;
-    if words.len() < len(head) {
+// The record's `l.len` words are in `words`, and every part of a layout lies inside them, as
+// long as the part says (Layout::TABLE: offsets grow by the parts' sizes up to `len`): each
+// part is taken without a bounds check (the writer reads every record).
+#[inline(always)]
+fn parts(words: &[u64], head: u64) -> Option<(Parts<'_>, usize)> {
+    let l = Layout::of(head);
+    if words.len() < l.len {
         return None;
     }
-    let info = info_words(kind_of(head));
-    let mut at = HEADER_WORDS;
-    let mut take = |bit: u64, n: usize| {
-        (head & bit != 0).then(|| {
-            let s = &words[at..at + n];
-            at += n;
-            s
-        })
-    };
-    Some(Parts {
-        prof: take(PROF, PROF_WORDS),
-        info: take(INFO, info),
-        api: take(API, API_WORDS),
-        end_info: take(END_INFO, info),
-        hash: take(HASH, 1).map(|h| h[0]),
-    })
+    let at = words.as_ptr();
+    let prof = (l.info > l.prof).then(|| {
+        // SAFETY: PROF_WORDS words at `l.prof` inside the record (above).
+        unsafe { &*(at.add(l.prof) as *const [u64; PROF_WORDS]) }
+    });
+    let api = (l.end_info > l.api).then(|| {
+        // SAFETY: API_WORDS words at `l.api` inside the record (above).
+        unsafe { &*(at.add(l.api) as *const [u64; API_WORDS]) }
+    });
+    // SAFETY: each range lies inside the record (above).
+    let info = (l.api > l.info).then(|| unsafe { words.get_unchecked(l.info..l.api) });
+    // SAFETY: as above.
+    let end_info =
+        (l.hash > l.end_info).then(|| unsafe { words.get_unchecked(l.end_info..l.hash) });
+    // SAFETY: as above.
+    let hash = (l.len > l.hash).then(|| unsafe { *words.get_unchecked(l.hash) });
+    Some((
+        Parts {
+            prof,
+            info,
+            api,
+            end_info,
+            hash,
+        },
+        l.len,
+    ))
 }
 
 /// Fields a data event's start usually carries; its end's information is copied (and read)
@@ -156,44 +222,186 @@ const fn mask(fields: &[Field]) -> u64 {
 /// Reads the record at the start of `words` into `e`; returns the words it took, or `None`
 /// when they are not a whole raw record.
 pub fn decode(words: &[u64], e: &mut Event) -> Option<usize> {
+    decode_into(words, e, &mut Memo::default())
+}
+
+/// Where a record's fields go as they are read: an [`Event`], or the writer's encoder, which
+/// compares each field with the previous event's as it arrives (crate::encode::FieldEncoder).
+/// Every field is set at most once per event.
+pub(crate) trait Sink {
+    /// Starts an event of `kind` at `start..end` with no field set.
+    fn begin(&mut self, kind: acc_event_t, start: u64, end: u64);
+    fn set(&mut self, f: Field, v: u64);
+    /// The fields set since [`begin`](Self::begin).
+    fn present(&self) -> u64;
+    /// The fields of `mask` are set again to the values this sink was last given for them
+    /// (their slots still hold them: see [`Memo`]).
+    fn keep(&mut self, mask: u64);
+}
+
+impl Sink for Event {
+    #[inline(always)]
+    fn begin(&mut self, kind: acc_event_t, start: u64, end: u64) {
+        self.reset(kind, start, end);
+    }
+    #[inline(always)]
+    fn set(&mut self, f: Field, v: u64) {
+        Event::set(self, f, v);
+    }
+    #[inline(always)]
+    fn present(&self) -> u64 {
+        self.present_mask()
+    }
+    #[inline(always)]
+    fn keep(&mut self, mask: u64) {
+        *self.parts_mut().0 |= mask;
+    }
+}
+
+/// The `acc_prof_info` and `acc_api_info` of the record decoded last into one sink, and the
+/// fields they gave. A thread's records nearly always repeat both (the same thread, device,
+/// queue and source position; GCC's for a whole run), so a decoder that finds them unchanged
+/// keeps their fields instead of reading them again: a comparison of 16 words instead of the
+/// field-by-field rules below. Valid only while nothing but this decoder sets those fields in
+/// the sink (whose slots keep the values); [`forget`](Self::forget) otherwise.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Memo {
+    prof: Option<MemoPart<PROF_WORDS>>,
+    api: Option<MemoPart<API_WORDS>>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct MemoPart<const N: usize> {
+    /// The part's words and the header words its fields also depend on.
+    words: [u64; N],
+    extra: [u64; 2],
+    /// The fields the part set, and the flags it raised.
+    fields: u64,
+    flags: u64,
+}
+
+impl Memo {
+    /// The sink's slots were written by something else: nothing is known any more.
+    pub(crate) fn forget(&mut self) {
+        self.prof = None;
+        self.api = None;
+    }
+
+    /// The fields whose slots the memo relies on.
+    pub(crate) fn fields(&self) -> u64 {
+        self.prof.map_or(0, |m| m.fields) | self.api.map_or(0, |m| m.fields)
+    }
+}
+
+/// Whether `a` and `b` differ, but for the bits `ignore` of their first words. No early exit
+/// per word: on x86-64, 16 bytes at a time.
+#[inline(always)]
+fn differs<const N: usize>(a: &[u64; N], b: &[u64; N], ignore: u64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64; every load reads two words inside `a` or `b`.
+        unsafe {
+            let load =
+                |p: &[u64; N], i: usize| _mm_loadu_si128(p.as_ptr().add(i) as *const __m128i);
+            let keep = _mm_set_epi64x(-1, !ignore as i64);
+            let mut acc = _mm_and_si128(_mm_xor_si128(load(a, 0), load(b, 0)), keep);
+            let mut i = 2;
+            while i + 2 <= N {
+                acc = _mm_or_si128(acc, _mm_xor_si128(load(a, i), load(b, i)));
+                i += 2;
+            }
+            let mut d = _mm_cvtsi128_si64(acc) | _mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc));
+            if N % 2 == 1 {
+                d |= (a[N - 1] ^ b[N - 1]) as i64;
+            }
+            d != 0
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut d = (a[0] ^ b[0]) & !ignore;
+        for i in 1..N {
+            d |= a[i] ^ b[i];
+        }
+        d != 0
+    }
+}
+
+/// Decodes a part, whose words are `words` and which also depends on `extra`, with `read`,
+/// unless the memo holds the same words, in which case the sink keeps the fields the part
+/// gave last time. The bits `ignore` of its first word decide none of its fields.
+#[inline(always)]
+fn memoized<S: Sink, const N: usize>(
+    memo: &mut Option<MemoPart<N>>,
+    (words, ignore, extra): (&[u64; N], u64, [u64; 2]),
+    sink: &mut S,
+    flags: &mut EventFlags,
+    read: impl FnOnce(&mut S, &mut EventFlags),
+) {
+    if let Some(m) = memo {
+        let extra_differs = (m.extra[0] ^ extra[0]) | (m.extra[1] ^ extra[1]) != 0;
+        if !extra_differs && !differs(&m.words, words, ignore) {
+            sink.keep(m.fields);
+            *flags = flags.union(EventFlags(m.flags));
+            return;
+        }
+    }
+    let (before, mut raised) = (sink.present(), EventFlags(0));
+    read(sink, &mut raised);
+    *flags = flags.union(raised);
+    *memo = Some(MemoPart {
+        words: *words,
+        extra,
+        fields: sink.present() & !before,
+        flags: raised.0,
+    });
+}
+
+/// [`decode`] into any sink, keeping in `memo` what the next record may repeat.
+#[inline(always)]
+pub(crate) fn decode_into<S: Sink>(words: &[u64], e: &mut S, memo: &mut Memo) -> Option<usize> {
     let head = *words.first()?;
     if !is_raw(head) {
         return None;
     }
-    let p = parts(words)?;
+    let (p, len) = parts(words, head)?;
     let kind = kind_of(head);
-    e.reset(kind, words[word::START], words[word::END]);
+    e.begin(kind, words[word::START], words[word::END]);
     let id = |v: u64| (v != 0).then(|| v - 1);
     let file_func = words[word::FILE_FUNC];
     let names = words[word::NAMES];
-    let (src, func) = (id(file_func & 0xffff_ffff), id(file_func >> 32));
+    let os_thread = words[word::OS_THREAD] & 0xffff_ffff;
     let (name, end_name) = (id(names & 0xffff_ffff), id(names >> 32));
     let mut flags = EventFlags(0);
-    if let Some(prof) = p.prof {
-        // SAFETY: `prof` holds PROF_WORDS words, the size of acc_prof_info, 8-byte aligned,
-        // copied with the runtime's valid_bytes (which the view respects) and zeros after.
-        let prof = unsafe { ProfView::new(prof.as_ptr() as *const acc_prof_info) };
-        if let Some(prof) = prof {
-            fill_prof(
-                e,
-                &prof,
-                words[word::OS_THREAD] & 0xffff_ffff,
-                &mut flags,
-                src,
-                func,
-            );
+    match p.prof {
+        Some(prof) => {
+            // The event type (low half of the first word) decides none of the fields; the
+            // string ids and the OS thread id do.
+            let part = (prof, 0xffff_ffff, [file_func, os_thread]);
+            memoized(&mut memo.prof, part, e, &mut flags, |e, flags| {
+                // SAFETY: `prof` holds PROF_WORDS words, the size of acc_prof_info, 8-byte
+                // aligned, copied with the runtime's valid_bytes (which the view respects) and
+                // zeros after.
+                let prof = unsafe { ProfView::new(prof.as_ptr() as *const acc_prof_info) };
+                if let Some(prof) = prof {
+                    let (src, func) = (id(file_func & 0xffff_ffff), id(file_func >> 32));
+                    fill_prof(e, &prof, os_thread, flags, src, func);
+                }
+            });
         }
+        None => memo.prof = None,
     }
-    if let Some(api) = p.api {
-        // SAFETY: as above, for acc_api_info.
-        if let Some(a) = unsafe { ApiView::new(api.as_ptr() as *const acc_api_info) } {
-            if let Some(d) = a.device_api().filter(|&d| d != acc_device_api::NONE) {
-                e.set_i64(Field::DeviceApi, i64::from(d.0));
-                set_ptr(e, Field::DeviceHandle, a.device_handle());
-                set_ptr(e, Field::ContextHandle, a.context_handle());
-                set_ptr(e, Field::AsyncHandle, a.async_handle());
-            }
+    match p.api {
+        Some(api) => {
+            memoized(&mut memo.api, (api, 0, [0, 0]), e, &mut flags, |e, _| {
+                // SAFETY: as above, for acc_api_info.
+                if let Some(a) = unsafe { ApiView::new(api.as_ptr() as *const acc_api_info) } {
+                    fill_api(e, &a);
+                }
+            });
         }
+        None => memo.api = None,
     }
     if let Some(info) = p.info {
         // SAFETY: as above, for the start's acc_event_info (as many words as its member).
@@ -209,7 +417,7 @@ pub fn decode(words: &[u64], e: &mut Event) -> Option<usize> {
         };
         // Some runtimes fill a field only at the end (bytes of a download): what the start
         // lacked, the end gives.
-        if e.present_mask() & wanted != wanted {
+        if e.present() & wanted != wanted {
             let end = info.as_ptr() as *const acc_event_info;
             // SAFETY: as above, for the end's acc_event_info.
             if let Some(i) = unsafe { EventView::new(end, kind.partner()) } {
@@ -235,13 +443,23 @@ pub fn decode(words: &[u64], e: &mut Event) -> Option<usize> {
         flags = flags.union(EventFlags::NO_END);
     }
     if flags.0 != 0 {
-        e.add_flags(flags);
+        e.set(Field::Flags, flags.0);
     }
-    Some(len(head))
+    Some(len)
 }
 
-fn fill_prof(
-    e: &mut Event,
+fn fill_api<S: Sink>(e: &mut S, a: &ApiView<'_>) {
+    if let Some(d) = a.device_api().filter(|&d| d != acc_device_api::NONE) {
+        e.set(Field::DeviceApi, i64::from(d.0) as u64);
+        set_ptr(e, Field::DeviceHandle, a.device_handle());
+        set_ptr(e, Field::ContextHandle, a.context_handle());
+        set_ptr(e, Field::AsyncHandle, a.async_handle());
+    }
+}
+
+#[inline(always)]
+fn fill_prof<S: Sink>(
+    e: &mut S,
     p: &ProfView<'_>,
     os_thread: u64,
     flags: &mut EventFlags,
@@ -249,26 +467,26 @@ fn fill_prof(
     func: Option<u64>,
 ) {
     match p.thread_id() {
-        Some(t) if t >= 0 => e.set_i64(Field::Thread, i64::from(t)),
+        Some(t) if t >= 0 => e.set(Field::Thread, i64::from(t) as u64),
         _ => {
             e.set(Field::Thread, os_thread);
             *flags = flags.union(EventFlags::OS_THREAD_ID);
         }
     }
     if let Some(v) = p.version() {
-        e.set_i64(Field::Version, i64::from(v));
+        e.set(Field::Version, i64::from(v) as u64);
     }
     if let Some(v) = p.device_type() {
-        e.set_i64(Field::DeviceType, i64::from(v.0));
+        e.set(Field::DeviceType, i64::from(v.0) as u64);
     }
     if let Some(v) = p.device_number() {
-        e.set_i64(Field::DeviceNumber, i64::from(v));
+        e.set(Field::DeviceNumber, i64::from(v) as u64);
     }
     if let Some(v) = p.async_() {
-        e.set_i64(Field::Async, v as i64);
+        e.set(Field::Async, v as i64 as u64);
     }
     if let Some(v) = p.async_queue() {
-        e.set_i64(Field::AsyncQueue, v as i64);
+        e.set(Field::AsyncQueue, v as i64 as u64);
     }
     // Runtimes say "unknown line" with -1 (GCC) or 0.
     for (f, v) in [
@@ -278,7 +496,7 @@ fn fill_prof(
         (Field::FuncEndLineNo, p.func_end_line_no()),
     ] {
         if let Some(l) = v.filter(|&l| l > 0) {
-            e.set_i64(f, i64::from(l));
+            e.set(f, i64::from(l) as u64);
         }
     }
     // The strings were interned where the callback read them (their pointers mean nothing
@@ -293,22 +511,23 @@ fn fill_prof(
 
 /// The event information's fields; with `only_missing` (an end completing its start), those
 /// the event lacks.
-fn fill_info(
-    e: &mut Event,
+#[inline(always)]
+fn fill_info<S: Sink>(
+    e: &mut S,
     i: &EventView<'_>,
     name: Option<u64>,
     flags: &mut EventFlags,
     only_missing: bool,
 ) {
-    let missing = |e: &Event, f: Field| !only_missing || e.get(f).is_none();
+    let missing = |e: &S, f: Field| !only_missing || e.present() & (1 << f as u64) == 0;
     if missing(e, Field::ParentConstruct) {
         if let Some(v) = i.parent_construct() {
-            e.set_i64(Field::ParentConstruct, i64::from(v.0));
+            e.set(Field::ParentConstruct, i64::from(v.0) as u64);
         }
     }
     if missing(e, Field::Implicit) {
         if let Some(v) = i.implicit() {
-            e.set_i64(Field::Implicit, i64::from(v));
+            e.set(Field::Implicit, i64::from(v) as u64);
         }
     }
     if let Some(d) = i.data() {
@@ -351,7 +570,8 @@ fn fill_info(
     }
 }
 
-fn set_ptr(e: &mut Event, f: Field, p: Option<*const std::ffi::c_void>) {
+#[inline(always)]
+fn set_ptr<S: Sink>(e: &mut S, f: Field, p: Option<*const std::ffi::c_void>) {
     if let Some(p) = p.filter(|p| !p.is_null()) {
         e.set(f, p as u64);
     }

@@ -6,8 +6,8 @@
 //! program killed at any moment leaves every earlier chunk whole and at most one partial chunk at
 //! the end, which the reader reports as a truncated tail.
 
-use crate::chunk::{ChunkHeader, ChunkKind, FILE_HEADER_LEN, MAX_CHUNK_PAYLOAD};
-use crate::encode::EventEncoder;
+use crate::chunk::{ChunkHeader, ChunkKind, CHUNK_HEADER_LEN, FILE_HEADER_LEN, MAX_CHUNK_PAYLOAD};
+use crate::encode::{EventEncoder, FieldEncoder};
 use crate::header::{Footer, Header, Module};
 use crate::model::{Event, StrId};
 use crate::varint::{put_blob, put_u64, zigzag};
@@ -26,7 +26,25 @@ pub struct TraceWriter<W: Write> {
     bytes_written: u64,
     /// The sequence number of the next chunk.
     seq: u32,
+    /// Events chunks encoded by [`stage_events`](Self::stage_events), not written yet.
+    staged: Staged,
 }
+
+/// Events chunks encoded straight from a thread buffer's words, each built after room for
+/// its header and event count so that it is written without a copy.
+#[derive(Debug, Default)]
+struct Staged {
+    encoder: FieldEncoder,
+    /// Each chunk's bytes (from [`STAGED_ROOM`]) and events.
+    chunks: Vec<(Vec<u8>, usize)>,
+    /// Buffers of chunks written, for the next ones.
+    spare: Vec<Vec<u8>>,
+}
+
+/// The room before a staged chunk's events: its header and, just before the events, the
+/// event count (a varint of at most 3 bytes: [`EVENTS_PER_CHUNK`] < 2^21).
+const STAGED_ROOM: usize = CHUNK_HEADER_LEN + 3;
+const _: () = assert!(EVENTS_PER_CHUNK < 1 << 21);
 
 impl<W: Write> TraceWriter<W> {
     /// Writes the file header and the header chunk.
@@ -37,6 +55,7 @@ impl<W: Write> TraceWriter<W> {
             payload: Vec::new(),
             bytes_written: 0,
             seq: 0,
+            staged: Staged::default(),
         };
         let mut payload = Vec::new();
         header.encode(&mut payload);
@@ -56,6 +75,7 @@ impl<W: Write> TraceWriter<W> {
             payload,
             bytes_written: first.len() as u64,
             seq: w.seq,
+            staged: Staged::default(),
         })
     }
 
@@ -69,6 +89,7 @@ impl<W: Write> TraceWriter<W> {
             payload: Vec::new(),
             bytes_written: 0,
             seq: next_seq,
+            staged: Staged::default(),
         }
     }
 
@@ -130,6 +151,77 @@ impl<W: Write> TraceWriter<W> {
             self.payload = payload;
             r?;
         }
+        Ok(())
+    }
+
+    /// Encodes the events in `words`, a thread buffer's committed words (crate::packed: raw
+    /// records and packed events), straight into events chunks, which
+    /// [`write_staged`](Self::write_staged) writes after whatever must precede them (the
+    /// strings and modules the events refer to). `each` sees every event once it is read and
+    /// before it is encoded, to convert its times and add fields. Stops at words that do not
+    /// decode; returns the events encoded.
+    pub fn stage_events(&mut self, words: &[u64], mut each: impl FnMut(&mut FieldEncoder)) -> u64 {
+        let st = &mut self.staged;
+        let mut words = words;
+        let mut total = 0;
+        while !words.is_empty() {
+            let mut buf = st.spare.pop().unwrap_or_default();
+            buf.clear();
+            buf.resize(STAGED_ROOM, 0);
+            st.encoder.restart();
+            let mut count = 0;
+            while count < EVENTS_PER_CHUNK {
+                let Some(n) = st.encoder.read(words) else {
+                    words = &[];
+                    break;
+                };
+                words = &words[n..];
+                each(&mut st.encoder);
+                st.encoder.finish(&mut buf);
+                count += 1;
+                if words.is_empty() {
+                    break;
+                }
+            }
+            if count == 0 {
+                st.spare.push(buf);
+                break;
+            }
+            st.chunks.push((buf, count));
+            total += count as u64;
+        }
+        total
+    }
+
+    /// Writes the chunks [`stage_events`](Self::stage_events) encoded (all dropped if one
+    /// fails).
+    pub fn write_staged(&mut self) -> io::Result<()> {
+        let mut chunks = std::mem::take(&mut self.staged.chunks);
+        let mut r = Ok(());
+        for (mut buf, count) in chunks.drain(..) {
+            if r.is_ok() {
+                r = self.emit_staged(buf.as_mut_slice(), count);
+            }
+            self.staged.spare.push(buf);
+        }
+        // The list's allocation is kept too.
+        self.staged.chunks = chunks;
+        r
+    }
+
+    /// Frames a staged chunk in place (its count and header just before its events) and
+    /// writes it.
+    fn emit_staged(&mut self, buf: &mut [u8], count: usize) -> io::Result<()> {
+        let mut n = Vec::with_capacity(3);
+        put_u64(&mut n, count as u64);
+        let payload_at = STAGED_ROOM - n.len();
+        buf[payload_at..STAGED_ROOM].copy_from_slice(&n);
+        let at = payload_at - CHUNK_HEADER_LEN;
+        let header = ChunkHeader::header_bytes(ChunkKind::Events, self.seq, &buf[payload_at..]);
+        buf[at..payload_at].copy_from_slice(&header);
+        self.seq = self.seq.wrapping_add(1);
+        self.out.write_all(&buf[at..])?;
+        self.bytes_written += (buf.len() - at) as u64;
         Ok(())
     }
 

@@ -114,24 +114,32 @@ impl BlockMap {
     /// recorded block when it happened and which has no name yet. Device records are looked up
     /// at the host call that issued them. Returns whether it did.
     pub fn annotate(&self, ev: &mut Event) -> bool {
-        if ev.get(Field::VarName).is_some() || ev.get(Field::AllocSite).is_some() {
-            return false;
-        }
-        let Some(p) = ev.get(Field::HostPtr) else {
+        let Some(fields) = self.name_of(ev) else {
             return false;
         };
+        for (f, v) in fields {
+            ev.set(f, v);
+        }
+        true
+    }
+
+    /// The fields [`annotate`](Self::annotate) sets on `ev`, if any.
+    pub fn name_of(&self, ev: &Event) -> Option<[(Field, u64); 3]> {
+        if ev.get(Field::VarName).is_some() || ev.get(Field::AllocSite).is_some() {
+            return None;
+        }
+        let p = ev.get(Field::HostPtr)?;
         let t = if accprof_trace::device::is_device_record(ev.kind) {
             ev.get(Field::HostCallNs).unwrap_or(ev.start_ns)
         } else {
             ev.start_ns
         };
-        let Some(b) = self.find(p, t) else {
-            return false;
-        };
-        ev.set(Field::AllocSite, b.site);
-        ev.set(Field::AllocBase, b.base);
-        ev.set(Field::AllocBytes, b.size);
-        true
+        let b = self.find(p, t)?;
+        Some([
+            (Field::AllocSite, b.site),
+            (Field::AllocBase, b.base),
+            (Field::AllocBytes, b.size),
+        ])
     }
 
     #[cfg(test)]

@@ -327,6 +327,12 @@ impl Namer {
         }
     }
 
+    /// The alloc_* fields [`annotate`](Self::annotate) would set on `ev` (when naming).
+    #[inline]
+    pub fn name_of(&self, ev: &Event) -> Option<[(Field, u64); 3]> {
+        self.blocks.name_of(ev)
+    }
+
     /// A [`accprof_trace::model::tool::HEAP_RECORDS_LOST`] event when records were lost since the
     /// last call.
     pub fn loss_event(&mut self) -> Option<Event> {

@@ -40,8 +40,8 @@ struct Collector {
     dropped: u64,
     /// Heap blocks, to tag events whose host pointer lies in one.
     heap: crate::heap::Namer,
-    /// A thread batch's events, unpacked; reused so that the writer allocates once.
-    unpacked: Vec<Event>,
+    /// The code addresses of the events being written that lie outside every module known.
+    module_watch: ModuleWatch,
     /// The loader's counts of modules loaded and unloaded, when last looked at.
     load_counts: (u64, u64),
 }
@@ -98,7 +98,7 @@ pub fn run(rec: &'static Recorder, rx: Receiver<Message>, opened: Opened) {
         events: 0,
         dropped: 0,
         heap: crate::heap::Namer::new(),
-        unpacked: Vec::new(),
+        module_watch: ModuleWatch::default(),
         load_counts: crate::modules::load_counts(),
     };
     // The file was created with the first event (so that a process that records holds it from
@@ -177,21 +177,53 @@ impl Collector {
         rec.pool.give_back(b);
     }
 
-    /// Writes the events committed to `buf` since the writer last took from it.
+    /// Writes the events committed to `buf` since the writer last took from it: encoded
+    /// straight from the buffer's words, each event's times converted and its heap block
+    /// named on the way, then the strings and modules they refer to, then the events.
     fn write_untaken(&mut self, buf: SharedBuffer) {
         let (words, end) = buf.untaken();
         if words.is_empty() {
             return;
         }
-        let mut events = std::mem::take(&mut self.unpacked);
-        Unpack::from_words(words).unpack_into(&mut events);
-        for e in &mut events {
-            e.start_ns = self.clock.to_ns(e.start_ns);
-            e.end_ns = self.clock.to_ns(e.end_ns);
+        let Some(w) = self.writer.as_mut() else {
+            self.dropped += Unpack::from_words(words).count() as u64;
+            buf.taken_to(end);
+            return;
+        };
+        // Blocks allocated before the events that name them: taken first.
+        self.heap.drain(&mut self.clock);
+        let naming = self.heap.naming();
+        let (clock, heap) = (&mut self.clock, &self.heap);
+        let (watch, known) = (&mut self.module_watch, &self.modules);
+        let n = w.stage_events(words, |ev| {
+            let e = ev.event();
+            ev.set_times(clock.to_ns(e.start_ns), clock.to_ns(e.end_ns));
+            if naming && ev.event().get(Field::HostPtr).is_some() {
+                if let Some(fields) = heap.name_of(ev.event()) {
+                    for (f, v) in fields {
+                        ev.set(f, v);
+                    }
+                }
+            }
+            watch.note(ev.event(), known);
+        });
+        // Names the recording threads defined before the events that use them: taken first.
+        let thread_strings = crate::strings::take_new();
+        let new_modules = self.module_watch.take_new(&mut self.modules);
+        let r = w
+            .write_strings(thread_strings.iter().map(|(id, s)| (*id, &s[..])))
+            .and_then(|_| w.write_modules(&new_modules))
+            .and_then(|_| match buf.slot() {
+                Some((index, generation)) => w.write_slot_written(index, generation, n),
+                None => Ok(()),
+            })
+            .and_then(|_| w.write_staged());
+        crate::progress::note();
+        match r {
+            Ok(()) => self.events += n,
+            Err(e) => self.fail(format!("cannot write the trace: {e}; recording stopped"), n),
         }
-        self.write_events(&mut events, &[], buf.slot());
         buf.taken_to(end);
-        self.unpacked = events;
     }
 
     /// Device records: already on CLOCK_MONOTONIC, and their buffers are not the pool's.
@@ -214,7 +246,10 @@ impl Collector {
         // Names the recording threads defined before the events that use them: taken first.
         let thread_strings = crate::strings::take_new();
         if let Some(w) = self.writer.as_mut() {
-            let new_modules = modules_to_record(&mut self.modules, events);
+            for e in events.iter() {
+                self.module_watch.note(e, &self.modules);
+            }
+            let new_modules = self.module_watch.take_new(&mut self.modules);
             let r = w
                 .write_strings(
                     thread_strings
@@ -408,25 +443,53 @@ impl Collector {
     }
 }
 
-/// Modules containing return addresses (calls into the runtime, heap allocation sites) of
-/// `events` that have not been written yet. Reads the process's module map again only when an
-/// address falls outside every known module.
-fn modules_to_record(known: &mut Vec<Module>, events: &[Event]) -> Vec<Module> {
-    let mut fresh = Vec::new();
-    let code_addresses = events
-        .iter()
-        .flat_map(|e| [e.get(Field::ReturnAddress), e.get(Field::AllocSite)])
-        .flatten();
-    for ra in code_addresses {
-        if known.iter().any(|m| m.contains(ra)) {
-            continue;
+/// The code addresses (calls into the runtime, heap allocation sites) of the events being
+/// written that lie outside every module written so far.
+#[derive(Default)]
+struct ModuleWatch {
+    /// The module the last address lay in: consecutive events nearly always call from the
+    /// same one.
+    last: std::ops::Range<u64>,
+    unknown: Vec<u64>,
+}
+
+impl ModuleWatch {
+    #[inline]
+    fn note(&mut self, e: &Event, known: &[Module]) {
+        const CODE: u64 = 1 << Field::ReturnAddress as u64 | 1 << Field::AllocSite as u64;
+        if e.present_mask() & CODE == 0 {
+            return;
         }
-        for m in crate::modules::loaded_modules() {
-            if !known.iter().any(|k| k.start == m.start && k.path == m.path) {
-                fresh.push(m.clone());
-                known.push(m);
+        for a in [e.get(Field::ReturnAddress), e.get(Field::AllocSite)]
+            .into_iter()
+            .flatten()
+        {
+            if self.last.contains(&a) {
+                continue;
+            }
+            match known.iter().find(|m| m.contains(a)) {
+                Some(m) => self.last = m.start..m.end,
+                None if self.unknown.last() != Some(&a) => self.unknown.push(a),
+                None => {}
             }
         }
     }
-    fresh
+
+    /// The modules holding the addresses noted outside `known`, added to it. Reads the
+    /// process's module map again only when there are such addresses.
+    fn take_new(&mut self, known: &mut Vec<Module>) -> Vec<Module> {
+        let mut fresh = Vec::new();
+        for a in self.unknown.drain(..) {
+            if known.iter().any(|m| m.contains(a)) {
+                continue;
+            }
+            for m in crate::modules::loaded_modules() {
+                if !known.iter().any(|k| k.start == m.start && k.path == m.path) {
+                    fresh.push(m.clone());
+                    known.push(m);
+                }
+            }
+        }
+        fresh
+    }
 }
