@@ -6,6 +6,7 @@
 #   bash scripts/gpu/overhead.sh stage            # builds into .device-carry/overhead
 #   BASE_LIB=/path/libaccprof.so bash scripts/gpu/overhead.sh stage   # also stages another
 #                                                 # build, run beside this one as "base"
+#   BASE_BENCH=/path/hot_path-... (with BASE_LIB or BASE_REV)   # also that build's hot-path bench
 #   BASE_REV=<commit> bash scripts/gpu/overhead.sh stage   # builds that commit's libaccprof
 #                                                 # (in /tmp, a few minutes) and stages it as "base"
 # There (carry .device-carry/overhead, 20 MB):
@@ -51,6 +52,9 @@ if [ "${1:-}" = stage ]; then
     rm -rf "$src"
   fi
   [ -n "${BASE_LIB:-}" ] && cp "$BASE_LIB" $D/libaccprof_base.so && strip $D/libaccprof_base.so
+  # The base commit's hot-path bench binary (cargo bench -p libaccprof --bench hot_path --no-run
+  # in a checkout of it), to compare two-thread rates on the same machine start.
+  [ -n "${BASE_BENCH:-}" ] && cp "$BASE_BENCH" $D/hot_path_base && strip $D/hot_path_base
   OFF=(-O2 -g -fopenacc -foffload=nvptx-none "-foffload-options=-misa=sm_80 -lm")
   gcc "${OFF[@]}" -DDATA_REGION scripts/gpu/laplace.c -o $D/gcc_laplace_data -lm
   cp -L /usr/lib/x86_64-linux-gnu/libgomp.so.1 /usr/lib/x86_64-linux-gnu/libgomp-plugin-nvptx.so.1 $D/lib/
@@ -94,8 +98,13 @@ for r in 1 2 3; do
   ACC_DEVICE_TYPE=host LD_PRELOAD=$D/libaccprof.so $D/harness/nvtx_cost 1000000
   rm -f $T/h*.trace
 done
-echo "== [${SECONDS}s] hot-path benchmark (3 runs)"
-for r in 1 2 3; do (cd $T && $D/hot_path --bench) | grep -E "added|thread CPU|two threads|read back"; done
+echo "== [${SECONDS}s] hot-path benchmark (3 runs; alternating with base's bench when staged)"
+for r in 1 2 3; do
+  echo "accprof:"; (cd $T && $D/hot_path --bench) | grep -E "added|thread CPU|two threads|read back"
+  if [ -x $D/hot_path_base ]; then
+    echo "base:"; (cd $T && $D/hot_path_base --bench) | grep -E "added|thread CPU|two threads|read back"
+  fi
+done
 unset ACCPROF_OUT ACCPROF_QUIET ACCPROF_SYMBOLS
 
 gcc_run() { # config -> runs GCC's Laplace on libgomp
