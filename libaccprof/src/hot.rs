@@ -7,7 +7,7 @@
 //! gate, the self-time switch, the clock's kind and content hashing share this word; each owner changes only its
 //! own bits.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 /// The low byte: the recorder's state (`recorder::State`).
 pub const STATE_MASK: u32 = 0xff;
@@ -19,12 +19,31 @@ pub const SELF_TIME: u32 = 1 << 9;
 pub const TSC: u32 = 1 << 10;
 /// ACCPROF_CONTENT is on: transfers' bytes are hashed (crate::content).
 pub const CONTENT: u32 = 1 << 11;
+/// CUPTI records device activity and its launch callback is still on: the next launch start
+/// switches it off (device::cupti::runtime_reports_launches).
+pub const LAUNCH_SWITCH: u32 = 1 << 12;
 
 #[repr(C, align(64))]
-struct Line(AtomicU32, AtomicU32);
+struct Line(AtomicU32, AtomicU32, AtomicPtr<u8>);
 
-/// The word, and beside it in the same line the strings' epoch.
-static HOT: Line = Line(AtomicU32::new(0), AtomicU32::new(1));
+/// The word, and beside it in the same line the strings' epoch and the recorder.
+static HOT: Line = Line(
+    AtomicU32::new(0),
+    AtomicU32::new(1),
+    AtomicPtr::new(std::ptr::null_mut()),
+);
+
+/// The recorder, once installed (recorder::install publishes it here so that a callback finds
+/// it in the line it reads first; null before).
+#[inline(always)]
+pub fn recorder() -> *const u8 {
+    HOT.2.load(Ordering::Acquire)
+}
+
+/// Publishes the recorder (once, at its installation).
+pub fn set_recorder(p: *const u8) {
+    HOT.2.store(p as *mut u8, Ordering::Release);
+}
 
 /// Which read-only string addresses the recording threads may trust without comparing bytes:
 /// bumped when a module was unloaded (see the strings module). Never 0.

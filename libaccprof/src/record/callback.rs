@@ -6,6 +6,7 @@
 //! events after the exit flush, a callback re-entered on its thread.
 
 use crate::record::thread_state::{Call, ThreadState};
+use crate::recorder::slots::Slot;
 use crate::recorder::{self, fork_gate, Recorder};
 use crate::{bench_stage, hot};
 use accprof_abi::{acc_api_info, acc_event_info, acc_prof_info};
@@ -27,9 +28,14 @@ thread_local! {
 /// calls into the loader and reads two or three cache lines of its tables: about five lines
 /// per callback when the caches are cold). Direct-mapped: a thread whose entry another thread
 /// holds uses [`CURRENT`]. Each entry is claimed and released by its own thread only.
+// 32 bytes: an entry never straddles two cache lines.
+#[repr(C, align(32))]
 struct Entry {
     thread: AtomicUsize,
     state: AtomicPtr<ThreadState>,
+    /// The state's slot, read beside the state (not through it): one dependent load fewer
+    /// before the re-entry flag, which matters when the caches are cold.
+    slot: AtomicPtr<Slot>,
 }
 
 const THREADS: usize = 1024;
@@ -37,6 +43,7 @@ static BY_THREAD: [Entry; THREADS] = [const {
     Entry {
         thread: AtomicUsize::new(0),
         state: AtomicPtr::new(std::ptr::null_mut()),
+        slot: AtomicPtr::new(std::ptr::null_mut()),
     }
 }; THREADS];
 
@@ -67,12 +74,29 @@ fn entry_of(tp: usize) -> &'static Entry {
 /// The calling thread's state: from [`BY_THREAD`], else from [`CURRENT`]; null if none.
 #[inline(always)]
 fn current() -> *mut ThreadState {
+    current_with_slot().0
+}
+
+/// The calling thread's state and its slot (both null if none).
+#[inline(always)]
+fn current_with_slot() -> (*mut ThreadState, *const Slot) {
     let tp = thread_pointer();
     let e = entry_of(tp);
     if tp != 0 && e.thread.load(Ordering::Relaxed) == tp {
-        return e.state.load(Ordering::Relaxed);
+        return (
+            e.state.load(Ordering::Relaxed),
+            e.slot.load(Ordering::Relaxed),
+        );
     }
-    CURRENT.try_with(Cell::get).unwrap_or(std::ptr::null_mut())
+    current_from_tls()
+}
+
+#[cold]
+fn current_from_tls() -> (*mut ThreadState, *const Slot) {
+    let st = CURRENT.try_with(Cell::get).unwrap_or(std::ptr::null_mut());
+    // SAFETY: a non-null CURRENT is this thread's live state.
+    let slot = unsafe { st.as_ref() }.map_or(std::ptr::null(), |s| s.slot() as *const Slot);
+    (st, slot)
 }
 
 /// Makes `st` the calling thread's state (CURRENT, and BY_THREAD if its entry is free).
@@ -86,6 +110,7 @@ fn set_current(st: *mut ThreadState) {
     if st.is_null() {
         if e.thread.load(Ordering::Relaxed) == tp {
             e.state.store(std::ptr::null_mut(), Ordering::Relaxed);
+            e.slot.store(std::ptr::null_mut(), Ordering::Relaxed);
             e.thread.store(0, Ordering::Release);
         }
     } else if e
@@ -93,6 +118,9 @@ fn set_current(st: *mut ThreadState) {
         .compare_exchange(0, tp, Ordering::AcqRel, Ordering::Relaxed)
         .is_ok()
     {
+        // SAFETY: `st` is this thread's live state (the caller's).
+        let slot = unsafe { &*st }.slot() as *const Slot as *mut Slot;
+        e.slot.store(slot, Ordering::Release);
         e.state.store(st, Ordering::Release);
     }
 }
@@ -129,7 +157,8 @@ pub unsafe extern "C" fn on_event(
     api: *mut acc_api_info,
 ) {
     let word = hot::load();
-    if word & !(hot::TSC | hot::SELF_TIME) != recorder::State::Recording as u32 {
+    if word & !(hot::TSC | hot::SELF_TIME | hot::LAUNCH_SWITCH) != recorder::State::Recording as u32
+    {
         // SAFETY: forwarded.
         return unsafe { slow(word, prof, info, api) };
     }
@@ -166,14 +195,14 @@ unsafe fn common(
 ) {
     // Time first: everything after this is our own overhead, not the runtime's.
     let now = crate::clock::now_for(word);
-    let st = current();
-    // SAFETY: a non-null CURRENT is this thread's live state; the flag below keeps a
-    // re-entered callback (a signal handler calling the runtime) from using it twice.
-    let Some(st) = (unsafe { st.as_mut() }) else {
+    let (st, slot) = current_with_slot();
+    // SAFETY: a non-null state is this thread's live state, and `slot` its slot (null with
+    // it); the flag below keeps a re-entered callback (a signal handler calling the runtime)
+    // from using them twice.
+    let (Some(st), Some(slot)) = (unsafe { st.as_mut() }, unsafe { slot.as_ref() }) else {
         // SAFETY: forwarded.
         return unsafe { slow(word, prof, info, api) };
     };
-    let slot = st.slot();
     if slot.in_callback.load(Ordering::Relaxed) {
         // SAFETY: forwarded.
         return unsafe { slow(word, prof, info, api) };
@@ -183,12 +212,12 @@ unsafe fn common(
     // waits, then reads the flags (recorder::fork_gate, lifecycle::finish_as).
     let again = hot::load();
     if again & (hot::STATE_MASK | hot::FORK_PENDING) != recorder::State::Recording as u32 {
-        st.slot().in_callback.store(false, Ordering::Relaxed);
+        slot.in_callback.store(false, Ordering::Relaxed);
         // SAFETY: forwarded.
         return unsafe { slow(again, prof, info, api) };
     }
     if bench_stage::stops_after(bench_stage::PROLOGUE) {
-        st.slot().in_callback.store(false, Ordering::Release);
+        slot.in_callback.store(false, Ordering::Release);
         return;
     }
     let st_ptr: *mut ThreadState = st;
@@ -200,11 +229,7 @@ unsafe fn common(
         // used by this callback only (the flag above).
         unsafe { on_call(&mut *st_ptr, now, prof, info, api) }
     }));
-    // SAFETY: as above.
-    unsafe { &*st_ptr }
-        .slot()
-        .in_callback
-        .store(false, Ordering::Release);
+    slot.in_callback.store(false, Ordering::Release);
 }
 
 /// The common case's work, inside the panic guard.

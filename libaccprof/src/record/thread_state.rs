@@ -190,7 +190,11 @@ impl ThreadState {
             }
             acc_event_t::RUNTIME_SHUTDOWN => rec.request_flush(),
             // Before the launch reaches the driver, so that CUPTI's callback already skips it.
-            acc_event_t::ENQUEUE_LAUNCH_START => crate::device::cupti::runtime_reports_launches(),
+            acc_event_t::ENQUEUE_LAUNCH_START
+                if crate::hot::load() & crate::hot::LAUNCH_SWITCH != 0 =>
+            {
+                crate::device::cupti::runtime_reports_launches()
+            }
             _ => {}
         }
     }

@@ -94,12 +94,17 @@ pub fn set_starter(start: fn()) {
 /// Installs the recorder; `None` if one was installed already.
 pub fn install(rec: Recorder) -> Option<&'static Recorder> {
     RECORDER.set(rec).ok()?;
-    RECORDER.get()
+    let rec = RECORDER.get()?;
+    crate::hot::set_recorder(rec as *const Recorder as *const u8);
+    Some(rec)
 }
 
 /// The recorder, if recording has started.
+#[inline(always)]
 pub fn recorder() -> Option<&'static Recorder> {
-    RECORDER.get()
+    // SAFETY: the hot line holds null or the address of RECORDER's value, which is set once and
+    // never dropped.
+    unsafe { (crate::hot::recorder() as *const Recorder).as_ref() }
 }
 
 /// The recorder to use for an event, starting recording on the first one; `None` when events

@@ -164,6 +164,9 @@ fn start_inner() -> Result<HeaderKeys, String> {
     // callbacks find it. Records are converted with the flag read at delivery.
     MONOTONIC.store(monotonic, Ordering::Release);
     ACTIVE.store(true, Ordering::Release);
+    if !LAUNCH_CALLBACK_OFF.load(Ordering::Acquire) {
+        crate::hot::set(crate::hot::LAUNCH_SWITCH, true);
+    }
     Ok(vec![
         ("device_activity".into(), "cupti".into()),
         ("cupti_library".into(), lib.path.clone()),
@@ -195,7 +198,7 @@ fn anchor(s: &State) {
 }
 
 /// Switches CUPTI's launch callback off, once: the runtime reports its launches through acc_prof.
-/// Called by the hot path on every enqueue_launch start; after the first, one relaxed load.
+/// Called by the hot path on an enqueue_launch start while the hot word's LAUNCH_SWITCH is set.
 /// Kernel records from then on carry no issuing call. (Left to the collector, the switch came
 /// only at its first sweep, 200 ms in: after all of a short solver loop.)
 pub fn runtime_reports_launches() {
@@ -205,6 +208,7 @@ pub fn runtime_reports_launches() {
     {
         return;
     }
+    crate::hot::set(crate::hot::LAUNCH_SWITCH, false);
     let Some(s) = STATE.get() else { return };
     let sub = SUBSCRIBER.load(Ordering::Acquire);
     let _ = std::panic::catch_unwind(|| {
