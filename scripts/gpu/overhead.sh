@@ -83,7 +83,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || 
 
 echo "== [${SECONDS}s] C harness on the host CPU (ns per callback; 'added' is over the empty callback)"
 export ACCPROF_OUT=$T/h.trace ACCPROF_QUIET=1 ACCPROF_SYMBOLS=off
-TOOLS=(store=$D/harness/libstoretool.so accprof=$D/libaccprof.so)
+TOOLS=(tsc=$D/harness/libtsctool.so store=$D/harness/libstoretool.so accprof=$D/libaccprof.so)
 [ $HAVE_BASE = 1 ] && TOOLS+=(base=$D/libaccprof_base.so)
 for shape in shim gcc; do
   for mode in warm cold; do

@@ -28,7 +28,7 @@ fi
 for shape in shim gcc; do
   for mode in warm cold; do
     n=2000000; [ $mode = cold ] && n=5600
-    "${PRE[@]}" $B/harness $shape $mode $n $ROUNDS store=$B/libstoretool.so accprof=$LIB ${TOOLS:-}
+    "${PRE[@]}" $B/harness $shape $mode $n $ROUNDS tsc=$B/libtsctool.so store=$B/libstoretool.so accprof=$LIB ${TOOLS:-}
     rm -f "$ACCPROF_OUT"
   done
 done

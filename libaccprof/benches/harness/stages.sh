@@ -28,7 +28,7 @@ run() {
   for shape in shim gcc; do
     for mode in warm cold; do
       n=2000000; [ $mode = cold ] && n=2800
-      "$D/harness" $shape $mode $n "$ROUNDS" store="$D/libstoretool.so" "${tools[@]}"
+      "$D/harness" $shape $mode $n "$ROUNDS" tsc="$D/libtsctool.so" store="$D/libstoretool.so" "${tools[@]}"
       rm -f "$ACCPROF_OUT"*
     done
   done

@@ -58,75 +58,110 @@ struct Open {
     instance: u32,
 }
 
-/// One thread's open push/pop ranges.
+/// One thread's open push/pop ranges. Entries are reused, and events are built in them and
+/// handed out by reference: an event is 416 bytes, and copying it in and out of the stack was
+/// most of a push and pop's cost.
 #[derive(Default)]
 pub struct NvtxThread {
     stack: Vec<Open>,
+    /// Entries of `stack` open.
+    depth: usize,
+    /// Where a mark is built.
+    mark: Event,
 }
 
 impl NvtxThread {
     /// The innermost open push/pop range's instance number, 0 if none.
     #[inline(always)]
     pub fn top(&self) -> u32 {
-        self.stack.last().map_or(0, |o| o.instance)
+        match self.depth {
+            0 => 0,
+            d => self.stack[d - 1].instance,
+        }
     }
 
-    /// Opens a range; returns the range given up to keep the stack bounded (written out as
-    /// unfinished), and the new range's level in its domain (0-based, as nvtxRangePush
-    /// returns it).
+    /// Opens a range; returns its level in its domain (0-based, as nvtxRangePush returns
+    /// it). A range given up to keep the stack bounded goes to `emit`, unfinished.
     pub fn push(
         &mut self,
         strings: &mut ThreadStrings,
         now: u64,
         thread: i64,
         attrs: &NvtxAttrs,
-    ) -> (Option<Event>, i32) {
-        let mut given_up = None;
-        if self.stack.len() >= MAX_OPEN {
-            let mut o = self.stack.remove(0);
+        emit: impl FnOnce(&Event),
+    ) -> i32 {
+        if self.depth >= MAX_OPEN {
+            let o = &mut self.stack[0];
             o.event.end_ns = now.max(o.event.start_ns);
             o.event.add_flags(EventFlags::NO_END);
-            given_up = Some(o.event);
+            emit(&o.event);
+            self.stack[..self.depth].rotate_left(1);
+            self.depth -= 1;
         }
-        let mut event = build(strings, nvtx::RANGE, now, thread, attrs);
-        let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
-        event.set(Field::NvtxRange, u64::from(instance));
         let parent = self.top();
-        if parent != 0 {
-            event.set(Field::NvtxParent, u64::from(parent));
-        }
         let level = self.level(attrs.domain);
-        self.stack.push(Open {
-            event,
-            domain: attrs.domain,
-            instance,
-        });
-        (given_up, level)
+        if self.depth == self.stack.len() {
+            self.stack.push(Open {
+                event: Event::default(),
+                domain: None,
+                instance: 0,
+            });
+        }
+        let o = &mut self.stack[self.depth];
+        build_into(&mut o.event, strings, nvtx::RANGE, now, thread, attrs);
+        o.instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
+        o.domain = attrs.domain;
+        o.event.set(Field::NvtxRange, u64::from(o.instance));
+        if parent != 0 {
+            o.event.set(Field::NvtxParent, u64::from(parent));
+        }
+        self.depth += 1;
+        level
     }
 
-    /// Closes the innermost range of `domain`; returns it with its level, or `None` when the
-    /// domain has no open range on this thread.
-    pub fn pop(&mut self, now: u64, domain: Option<u32>) -> Option<(Event, i32)> {
-        let i = self.stack.iter().rposition(|o| o.domain == domain)?;
-        let mut o = self.stack.remove(i);
-        o.event.end_ns = now.max(o.event.start_ns);
-        Some((o.event, self.level(domain)))
+    /// Closes the innermost range of `domain`, handing its event to `emit`; returns its level,
+    /// or `None` when the domain has no open range on this thread.
+    pub fn pop(&mut self, now: u64, domain: Option<u32>, emit: impl FnOnce(&Event)) -> Option<i32> {
+        let i = self.stack[..self.depth]
+            .iter()
+            .rposition(|o| o.domain == domain)?;
+        let e = &mut self.stack[i].event;
+        e.end_ns = now.max(e.start_ns);
+        emit(e);
+        // Pops come innermost first; only an interleaving of domains moves entries.
+        self.stack[i..self.depth].rotate_left(1);
+        self.depth -= 1;
+        Some(self.level(domain))
     }
 
     fn level(&self, domain: Option<u32>) -> i32 {
-        self.stack.iter().filter(|o| o.domain == domain).count() as i32
+        self.stack[..self.depth]
+            .iter()
+            .filter(|o| o.domain == domain)
+            .count() as i32
+    }
+
+    /// A mark `now`, handed to `emit`.
+    pub fn mark(
+        &mut self,
+        strings: &mut ThreadStrings,
+        now: u64,
+        thread: i64,
+        attrs: &NvtxAttrs,
+        emit: impl FnOnce(&Event),
+    ) {
+        build_into(&mut self.mark, strings, nvtx::MARK, now, thread, attrs);
+        emit(&self.mark);
     }
 
     /// What is still open when the thread or the program ends: written out unfinished.
-    pub fn close_all(&mut self, now: u64) -> Vec<Event> {
-        self.stack
-            .drain(..)
-            .map(|mut o| {
-                o.event.end_ns = now.max(o.event.start_ns);
-                o.event.add_flags(EventFlags::NO_END);
-                o.event
-            })
-            .collect()
+    pub fn close_all(&mut self, now: u64, mut emit: impl FnMut(&Event)) {
+        for o in &mut self.stack[..self.depth] {
+            o.event.end_ns = now.max(o.event.start_ns);
+            o.event.add_flags(EventFlags::NO_END);
+            emit(&o.event);
+        }
+        self.depth = 0;
     }
 }
 
@@ -138,7 +173,21 @@ pub fn build(
     thread: i64,
     attrs: &NvtxAttrs,
 ) -> Event {
-    let mut e = Event::new(kind, now);
+    let mut e = Event::default();
+    build_into(&mut e, strings, kind, now, thread, attrs);
+    e
+}
+
+/// Makes `e` the event [`build`] returns (without zeroing the slots of unset fields).
+pub fn build_into(
+    e: &mut Event,
+    strings: &mut ThreadStrings,
+    kind: accprof_abi::acc_event_t,
+    now: u64,
+    thread: i64,
+    attrs: &NvtxAttrs,
+) {
+    e.reset(kind, now, now);
     e.set_i64(Field::Thread, thread);
     let message = match attrs.message {
         Message::None => None,
@@ -162,7 +211,6 @@ pub fn build(
         e.set(Field::NvtxPayload, v);
         e.set(Field::NvtxPayloadType, u64::from(t));
     }
-    e
 }
 
 // ---- start/end ranges: shared by all threads -------------------------------------------------
@@ -263,27 +311,42 @@ mod tests {
             domain: Some(9),
             ..NvtxAttrs::message(Message::Id(2))
         };
-        assert_eq!(t.push(&mut strings, 10, 1, &a).1, 0);
+        let none = |_: &Event| panic!("nothing is given up");
+        assert_eq!(t.push(&mut strings, 10, 1, &a, none), 0);
         let outer = t.top();
         assert_eq!(
-            t.push(&mut strings, 11, 1, &d).1,
+            t.push(&mut strings, 11, 1, &d, none),
             0,
             "another domain: level 0"
         );
-        assert_eq!(t.push(&mut strings, 12, 1, &a).1, 1);
-        let (inner, level) = t.pop(13, None).unwrap();
+        assert_eq!(t.push(&mut strings, 12, 1, &a, none), 1);
+        let mut inner = Event::default();
+        let level = t.pop(13, None, |e| inner = *e).unwrap();
         assert_eq!(level, 1);
         assert_eq!((inner.start_ns, inner.end_ns), (12, 13));
         assert_eq!(inner.get(Field::NvtxMessage), Some(1));
         assert!(inner.get(Field::NvtxParent).is_some());
-        let (dom, _) = t.pop(14, Some(9)).unwrap();
+        let mut dom = Event::default();
+        t.pop(14, Some(9), |e| dom = *e).unwrap();
         assert_eq!(dom.get(Field::NvtxDomain), Some(9));
         assert_eq!(dom.get(Field::NvtxParent), Some(u64::from(outer)));
         assert_eq!(t.top(), outer);
-        assert!(t.pop(15, Some(9)).is_none(), "nothing open in that domain");
-        let left = t.close_all(20);
+        assert!(
+            t.pop(15, Some(9), |_| panic!("not this one")).is_none(),
+            "nothing open in that domain"
+        );
+        // A reused entry keeps nothing of the range it held before.
+        let b = NvtxAttrs::message(Message::None);
+        t.push(&mut strings, 16, 1, &b, none);
+        let mut reused = Event::default();
+        t.pop(17, None, |e| reused = *e).unwrap();
+        assert_eq!(reused.get(Field::NvtxMessage), None);
+        assert_eq!(reused.get(Field::NvtxParent), Some(u64::from(outer)));
+        let mut left = Vec::new();
+        t.close_all(20, |e| left.push(*e));
         assert_eq!(left.len(), 1);
         assert!(left[0].flags().contains(EventFlags::NO_END));
+        assert_eq!(t.top(), 0);
     }
 
     #[test]

@@ -478,9 +478,8 @@ impl ThreadState {
             c.abandon_open();
         }
         self.spill();
-        for e in self.nvtx.close_all(now) {
-            emit_event(&self.slot, rec, &e);
-        }
+        let slot = &self.slot;
+        self.nvtx.close_all(now, |e| emit_event(slot, rec, e));
         for o in &mut self.open.entries[..self.open.depth] {
             o.words[word::END] = now.max(o.words[word::START]);
             o.words[word::HEAD] |= raw::NO_END;
@@ -512,11 +511,11 @@ impl ThreadState {
     pub fn nvtx_push(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) -> i32 {
         self.spill();
         let thread = self.thread_id();
-        let (given_up, level) = self.nvtx.push(&mut self.strings, now, thread, attrs);
+        let slot = &self.slot;
+        let level = self.nvtx.push(&mut self.strings, now, thread, attrs, |e| {
+            emit_event(slot, rec, e)
+        });
         crate::recorder::thread_id::set_current_nvtx_range(self.nvtx.top());
-        if let Some(e) = given_up {
-            emit_event(&self.slot, rec, &e);
-        }
         level
     }
 
@@ -524,29 +523,20 @@ impl ThreadState {
     /// open (as nvtx3 says an error).
     pub fn nvtx_pop(&mut self, rec: &Recorder, now: u64, domain: Option<u32>) -> i32 {
         self.spill();
-        let popped = self.nvtx.pop(now, domain);
+        let slot = &self.slot;
+        let level = self.nvtx.pop(now, domain, |e| emit_event(slot, rec, e));
         crate::recorder::thread_id::set_current_nvtx_range(self.nvtx.top());
-        match popped {
-            Some((e, level)) => {
-                emit_event(&self.slot, rec, &e);
-                level
-            }
-            None => -1,
-        }
+        level.unwrap_or(-1)
     }
 
     /// nvtxMark.
     pub fn nvtx_mark(&mut self, rec: &Recorder, now: u64, attrs: &NvtxAttrs) {
         self.spill();
         let thread = self.thread_id();
-        let e = nvtx::build(
-            &mut self.strings,
-            accprof_trace::nvtx::MARK,
-            now,
-            thread,
-            attrs,
-        );
-        emit_event(&self.slot, rec, &e);
+        let slot = &self.slot;
+        self.nvtx.mark(&mut self.strings, now, thread, attrs, |e| {
+            emit_event(slot, rec, e)
+        });
     }
 
     /// nvtxRangeStart: a range any thread may end; its id.
