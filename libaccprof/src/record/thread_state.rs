@@ -926,8 +926,8 @@ fn intern_name(strings: &mut ThreadStrings, i: &EventView<'_>) -> Option<u32> {
 }
 
 /// An end event completing its start: the end's information goes into the record, for the
-/// fields the start lacked (rare: most runtimes fill everything at the start).
-#[cold]
+/// fields the start lacked (GCC names no variable, so every transfer of GCC's comes here).
+#[inline(never)]
 fn complete(w: &mut Words, len: &mut usize, c: &Call, strings: &mut ThreadStrings) {
     let Some(i) = c.info_view() else { return };
     let n = raw::info_words(c.kind);
@@ -937,10 +937,22 @@ fn complete(w: &mut Words, len: &mut usize, c: &Call, strings: &mut ThreadString
     let at = *len;
     // SAFETY: the view's pointer covers `valid_bytes` bytes.
     let _ = unsafe { copy_info(&mut w[at..], c.info, c.kind.info_kind()) };
+    // An end that repeats its start's information (libgomp fills one structure for both and
+    // changes only its event number) adds no field: the record is left as it was.
+    if w[word::HEAD] & raw::INFO != 0 && same_info(&w[INFO_AT..INFO_AT + n], &w[at..at + n]) {
+        return;
+    }
     let name = intern_name(strings, &i);
     w[word::NAMES] |= id_word(name) << 32;
     w[word::HEAD] |= raw::END_INFO;
     *len = at + n;
+}
+
+/// Whether two copies of an event information are the same but for their event numbers (the
+/// low half of their first word).
+#[inline(always)]
+fn same_info(start: &[u64], end: &[u64]) -> bool {
+    start[0] >> 32 == end[0] >> 32 && start[1..] == end[1..]
 }
 
 /// A string id as a record stores it: id + 1, 0 for none.
@@ -1030,6 +1042,47 @@ mod tests {
             None,
             "closed events are not found"
         );
+    }
+
+    #[test]
+    fn an_end_repeating_its_start_adds_nothing_a_reader_sees() {
+        // A GCC-like upload: no variable name, so the start is incomplete; the end repeats the
+        // start's information but for its event number.
+        let n = raw::info_words(acc_event_t::ENQUEUE_UPLOAD_START);
+        let mut info = [0u64; 7];
+        info[0] = u64::from(acc_event_t::ENQUEUE_UPLOAD_START.0 as u32)
+            | (accprof_abi::valid_bytes::DATA_EVENT_INFO as u64) << 32;
+        info[4] = 4096; // bytes
+        info[5] = 0x7f00_0000_1000; // host_ptr
+        info[6] = 0x7e00_0000_1000; // device_ptr
+        let mut end_info = info;
+        end_info[0] =
+            end_info[0] & !0xffff_ffff | u64::from(acc_event_t::ENQUEUE_UPLOAD_END.0 as u32);
+        let mut w = [0u64; raw::MAX_WORDS];
+        w[word::HEAD] = raw::TAG
+            | raw::PROF
+            | raw::INFO
+            | u64::from(acc_event_t::ENQUEUE_UPLOAD_START.0 as u32);
+        w[word::START] = 10;
+        w[word::END] = 20;
+        w[raw::HEADER_WORDS] = u64::from(acc_event_t::ENQUEUE_UPLOAD_START.0 as u32)
+            | (accprof_abi::valid_bytes::PROF_INFO as u64) << 32;
+        w[INFO_AT..INFO_AT + n].copy_from_slice(&info[..n]);
+        let len = INFO_AT + n;
+        assert!(same_info(&info[..n], &end_info[..n]));
+        let mut with_end = w;
+        with_end[len..len + n].copy_from_slice(&end_info[..n]);
+        with_end[word::HEAD] |= raw::END_INFO;
+        let (mut a, mut b) = (Event::default(), Event::default());
+        raw::decode(&w[..len], &mut a).unwrap();
+        raw::decode(&with_end[..len + n], &mut b).unwrap();
+        assert_eq!(
+            a, b,
+            "the end's copy of the same information changes nothing"
+        );
+        let mut differs = end_info;
+        differs[6] = 0x7e00_0000_2000;
+        assert!(!same_info(&info[..n], &differs[..n]));
     }
 
     #[test]
