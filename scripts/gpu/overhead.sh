@@ -27,10 +27,12 @@
 #  3. ACCPROF_SELF_TIME: accprof's own time per callback on the program's thread, GCC's
 #     data-region Laplace (4096^2, ITERS iterations) on libgomp and on the bundled runtime;
 #  4. REPS paired repetitions of the same runs, no tool against accprof with CUPTI and CUDA
-#     events off (and "base" when staged), the configurations interleaved with a rotating start:
+#     events off, a no-op tool (ACC_PROFLIB: what any tool's presence costs the runtime) and
+#     "base" when staged, the configurations interleaved with a rotating start:
 #     the solver loop's time (" total:") and the whole run's, as medians, as the median of the
 #     per-repetition differences, and their spread.
 # Run it on more than one machine start: a start's figure moves by about a point.
+# PAIRS_ONLY=1 runs the host line and section 4 only.
 set -u
 D=.device-carry/overhead
 N=${N:-4096}
@@ -61,6 +63,9 @@ if [ "${1:-}" = stage ]; then
   INC=${NVTX_INCLUDE:-$(python3 -c "import sysconfig, glob; print(glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/*/include')[0])")}
   gcc -O2 -g -fopenacc -foffload=disable -I"$INC" -o $D/harness/nvtx_cost libaccprof/benches/harness/nvtx_cost.c -ldl
   bash libaccprof/benches/harness/build.sh $D/harness
+  # A tool that registers every event and does nothing: what a tool's presence costs the
+  # runtime's dispatch, apart from accprof's own callback.
+  gcc -O2 -shared -fPIC -o $D/libnoop_tool.so tests/programs/noop_tool.c
   strip $D/libaccprof.so $D/libaccshim.so $D/hot_path
   du -sh $D
   exit 0
@@ -81,6 +86,7 @@ grep -m1 'model name' /proc/cpuinfo
 echo "cores: $(nproc); clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU seen"
 
+if [ "${PAIRS_ONLY:-0}" != 1 ]; then
 echo "== [${SECONDS}s] C harness on the host CPU (ns per callback; 'added' is over the empty callback)"
 export ACCPROF_OUT=$T/h.trace ACCPROF_QUIET=1 ACCPROF_SYMBOLS=off
 TOOLS=(tsc=$D/harness/libtsctool.so store=$D/harness/libstoretool.so accprof=$D/libaccprof.so)
@@ -106,22 +112,26 @@ for r in 1 2 3; do
   fi
 done
 unset ACCPROF_OUT ACCPROF_QUIET ACCPROF_SYMBOLS
+fi
 
 gcc_run() { # config -> runs GCC's Laplace on libgomp
   case $1 in
     none) $D/gcc_laplace_data $N $ITERS ;;
+    noop) ACC_PROFLIB=$D/libnoop_tool.so $D/gcc_laplace_data $N $ITERS ;;
     *) ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=off ACCPROF_QUIET=1 ACCPROF_OUT=$T/o.trace LD_PRELOAD=$D/$(lib $1) $D/gcc_laplace_data $N $ITERS ;;
   esac
 }
 shim_run() { # config -> the same binary on the bundled runtime
   case $1 in
     none) ACCSHIM_QUIET=1 LD_PRELOAD=$D/libaccshim.so $D/gcc_laplace_data $N $ITERS ;;
+    noop) ACCSHIM_QUIET=1 ACC_PROFLIB=$D/libnoop_tool.so LD_PRELOAD=$D/libaccshim.so $D/gcc_laplace_data $N $ITERS ;;
     *) ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=off ACCPROF_QUIET=1 ACCPROF_OUT=$T/o.trace ACCSHIM_QUIET=1 \
          LD_PRELOAD="$D/libaccshim.so $D/$(lib $1)" $D/gcc_laplace_data $N $ITERS ;;
   esac
 }
 lib() { [ "$1" = base ] && echo libaccprof_base.so || echo libaccprof.so; }
 
+if [ "${PAIRS_ONLY:-0}" != 1 ]; then
 echo "== [${SECONDS}s] ACCPROF_SELF_TIME (CUPTI and CUDA events off), $N^2, $ITERS iterations"
 for prog in gcc shim; do
   for r in 1 2 3; do
@@ -133,8 +143,10 @@ for prog in gcc shim; do
   done
 done
 
+fi
+
 echo "== [${SECONDS}s] paired repetitions (up to $REPS, until ${BUDGET_S}s), $N^2, $ITERS iterations"
-order=(none accprof); [ $HAVE_BASE = 1 ] && order+=(base)
+order=(none accprof noop); [ $HAVE_BASE = 1 ] && order+=(base)
 k=${#order[@]}
 # GCC's and the shim's repetitions interleaved, so that a budget cut leaves both with as many.
 for r in $(seq $REPS); do
