@@ -114,19 +114,38 @@ done
 unset ACCPROF_OUT ACCPROF_QUIET ACCPROF_SYMBOLS
 fi
 
+# VARIANTS="NAME:VAR=VALUE,VAR=VALUE NAME2:..." adds configurations to the paired runs: accprof
+# with those settings (e.g. "heapoff:ACCPROF_HEAP=off"); PROFLIB as a setting loads accprof
+# through ACC_PROFLIB instead of LD_PRELOAD.
+variant_env() { # config -> its settings, comma-separated ("" for none)
+  for v in ${VARIANTS:-}; do [ "${v%%:*}" = "$1" ] && { echo "${v#*:}"; return; }; done
+}
+tool_env() { # config -> env arguments that load accprof (LD_PRELOAD, after PRE) with its settings
+  local pre=$1 cfg=$2 extra lib
+  extra=$(variant_env "$cfg")
+  lib=$D/$(lib "$cfg")
+  local args=(ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=off ACCPROF_QUIET=1 ACCPROF_OUT=$T/o.trace)
+  if [[ ",$extra," == *",PROFLIB,"* ]]; then
+    args+=(ACC_PROFLIB=$lib ${pre:+LD_PRELOAD=$pre})
+  else
+    args+=("LD_PRELOAD=${pre:+$pre }$lib")
+  fi
+  local IFS=,
+  for kv in $extra; do [ "$kv" != PROFLIB ] && [ -n "$kv" ] && args+=("$kv"); done
+  printf '%s\n' "${args[@]}"
+}
 gcc_run() { # config -> runs GCC's Laplace on libgomp
   case $1 in
     none) $D/gcc_laplace_data $N $ITERS ;;
     noop) ACC_PROFLIB=$D/libnoop_tool.so $D/gcc_laplace_data $N $ITERS ;;
-    *) ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=off ACCPROF_QUIET=1 ACCPROF_OUT=$T/o.trace LD_PRELOAD=$D/$(lib $1) $D/gcc_laplace_data $N $ITERS ;;
+    *) mapfile -t e < <(tool_env "" "$1"); env "${e[@]}" $D/gcc_laplace_data $N $ITERS ;;
   esac
 }
 shim_run() { # config -> the same binary on the bundled runtime
   case $1 in
     none) ACCSHIM_QUIET=1 LD_PRELOAD=$D/libaccshim.so $D/gcc_laplace_data $N $ITERS ;;
     noop) ACCSHIM_QUIET=1 ACC_PROFLIB=$D/libnoop_tool.so LD_PRELOAD=$D/libaccshim.so $D/gcc_laplace_data $N $ITERS ;;
-    *) ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=off ACCPROF_QUIET=1 ACCPROF_OUT=$T/o.trace ACCSHIM_QUIET=1 \
-         LD_PRELOAD="$D/libaccshim.so $D/$(lib $1)" $D/gcc_laplace_data $N $ITERS ;;
+    *) mapfile -t e < <(tool_env "$D/libaccshim.so" "$1"); env ACCSHIM_QUIET=1 "${e[@]}" $D/gcc_laplace_data $N $ITERS ;;
   esac
 }
 lib() { [ "$1" = base ] && echo libaccprof_base.so || echo libaccprof.so; }
@@ -147,6 +166,7 @@ fi
 
 echo "== [${SECONDS}s] paired repetitions (up to $REPS, until ${BUDGET_S}s), $N^2, $ITERS iterations"
 order=(none accprof noop); [ $HAVE_BASE = 1 ] && order+=(base)
+for v in ${VARIANTS:-}; do order+=("${v%%:*}"); done
 k=${#order[@]}
 # GCC's and the shim's repetitions interleaved, so that a budget cut leaves both with as many.
 for r in $(seq $REPS); do
