@@ -14,8 +14,8 @@ pub const PROLOGUE: u8 = 1;
 /// ... after entering the panic guard and reading the event's kind (the runtime's structures
 /// are read whole, later, when the record is built).
 pub const VIEWS: u8 = 2;
-/// ... after building the record on the thread's stack of open events, but not copying it into
-/// the buffer.
+/// ... after building the record on the thread's stack of open events (never in the buffer's
+/// free words), but not committing it to the buffer.
 pub const NO_EMIT: u8 = 3;
 
 #[cfg(feature = "bench-stages")]

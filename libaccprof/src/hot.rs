@@ -4,8 +4,9 @@
 //! decide that with one load from one cache line: between two callbacks a program runs
 //! driver and kernel code that evicts the tool's data, and each line the tool touches then
 //! comes back from memory (docs/performance/libaccprof.md). So the recorder's state, the fork
-//! gate, the self-time switch, the clock's kind and content hashing share this word; each owner changes only its
-//! own bits.
+//! gate, the self-time switch, the clock's kind, content hashing and CUPTI's pending launch
+//! switch share this word, each owner changing only its own bits; the strings' epoch and the
+//! recorder's address share its cache line.
 
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 

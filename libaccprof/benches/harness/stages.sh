@@ -6,8 +6,9 @@
 #   bash libaccprof/benches/harness/stages.sh stage DIR   # build into DIR (to carry elsewhere)
 #   bash libaccprof/benches/harness/stages.sh run DIR [ROUNDS]
 #   bash libaccprof/benches/harness/stages.sh [ROUNDS]     # both, here
-# Settings: prologue (hot word, clock, thread state, re-entry flag), views (+ the views of the
-# runtime's structures), no-emit (+ the record built, not copied into the buffer), full.
+# Settings: prologue (hot word, clock, thread state, re-entry flag), views (+ the panic guard
+# entered and the event's kind read), no-emit (+ the record built on the open-event stack, not
+# committed to the buffer), full.
 set -eu
 cd "$(dirname "$0")/../../.."
 SETTINGS="prologue views no-emit full"

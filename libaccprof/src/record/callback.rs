@@ -1,7 +1,8 @@
 //! The one callback registered for every event.
 //!
 //! The common case (recording, no fork pending, not measuring itself) reads one word
-//! (crate::hot), the clock, and one thread-local pointer to the thread's state; anything else
+//! (crate::hot), the clock, and the thread's state and slot from a table keyed by the thread
+//! pointer; anything else
 //! takes [`slow`]: the first event of the process or of a thread, a fork, ACCPROF_SELF_TIME,
 //! events after the exit flush, a callback re-entered on its thread.
 
