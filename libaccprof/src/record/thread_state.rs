@@ -1,7 +1,9 @@
 //! What each recording thread keeps: its slot, the constructs it has open, its strings.
 //!
-//! A start event is held on the thread's open stack until its end event arrives; then the two
-//! are joined into one record and buffered. Runtimes nest events properly on a thread, but not
+//! A start event is held until its end event arrives; then the two are joined into one record
+//! and committed to the thread's buffer. A transfer's, launch's or wait's record is built where
+//! it will be committed, in the buffer's free words; a construct's, which holds other events, on
+//! the thread's open stack. Runtimes nest events properly on a thread, but not
 //! always (an end without its start, a start never ended), so matching searches the stack from
 //! the top and every odd case is kept and flagged rather than dropped.
 //!
