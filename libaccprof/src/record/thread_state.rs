@@ -23,7 +23,7 @@ use accprof_abi::{
     EventShape,
 };
 use accprof_trace::raw::{self, word};
-use accprof_trace::Event;
+use accprof_trace::{Event, PackedEvents};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -360,10 +360,7 @@ impl ThreadState {
             }
         }
         buf.commit_in_place(len);
-        // The next record is written to fresh lines of the buffer, which the writer thread
-        // last read: fetched now, they arrive while the program runs instead of during the
-        // next callback (measured in docs/performance/libaccprof.md).
-        buf.prefetch_next(4);
+        fetch_next_lines(buf);
     }
 
     /// A point event: built in the buffer's free words and committed there, or (after the
@@ -391,7 +388,7 @@ impl ThreadState {
                 api_call_site(w, &mut self.shortcuts, c.kind);
             }
             buf.commit_in_place(len);
-            buf.prefetch_next(4);
+            fetch_next_lines(buf);
             return;
         }
         let o = &mut self.scratch;
@@ -611,11 +608,16 @@ fn emit(slot: &Slot, rec: &Recorder, words: &Words, len: usize) {
         // SAFETY: as above.
         unsafe { slot.buffer() }.push_raw(words, len);
     }
-    // The next record is copied to fresh lines of the buffer, which the writer thread last
-    // read: fetched now, they arrive while the program runs instead of during the next
-    // callback (measured in docs/performance/libaccprof.md).
     // SAFETY: as above.
-    unsafe { slot.buffer() }.prefetch_next(4);
+    fetch_next_lines(unsafe { slot.buffer() });
+}
+
+/// After a commit: the next record is written to fresh lines of the buffer, which the writer
+/// thread last read; fetched now, they arrive while the program runs instead of during the next
+/// callback (measured in docs/performance/libaccprof.md).
+#[inline(always)]
+fn fetch_next_lines(buf: &PackedEvents) {
+    buf.prefetch_next(4);
 }
 
 #[cold]
