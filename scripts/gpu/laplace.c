@@ -1,15 +1,15 @@
 /* The seeds' Laplace 2D solver (the data-locality case study), in C for GCC's OpenACC.
- *
  *   gcc -O2 -g -fopenacc -foffload=nvptx-none -foffload-options="-misa=sm_80 -lm" laplace.c -o laplace -lm
  *   ./laplace [n] [iterations]          n <= NMAX (4096), default 4096 and 20
- *
  * Built plain it is the naive version: each compute construct copies A and Anew in and out
  * (implicitly, as the arrays are not present). With -DDATA_REGION the loop is wrapped in
- * `#pragma acc data copy(A) create(Anew)`, the fix the case study makes.
- *
- * A and Anew are global arrays on purpose: their addresses are in the symbol table, which is
- * how accprof names the host side of transfers GCC reports no names for. As in the seeds, the
- * whole arrays move (NMAX x NMAX doubles, 128 MiB each) whatever n is. */
+ * `#pragma acc data copy(A) create(Anew)`, the fix the case study makes. A and Anew are global
+ * on purpose: the symbol table names them, which is how accprof names the host side of transfers
+ * GCC reports no names for. As in the seeds, the whole arrays move (NMAX^2 doubles, 128 MiB each).
+ * laplace_blocks.c includes this file with AFTER_ITERATION defined. (Tests find the pragmas' lines.) */
+#ifndef AFTER_ITERATION
+#define AFTER_ITERATION(iter) ((void)0)
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +70,7 @@ int main(int argc, char **argv)
                 for (int i = 1; i < n - 1; i++)
                     A[j][i] = Anew[j][i];
             }
-            iter++;
+            iter++; AFTER_ITERATION(iter);
         }
     }
     double secs = now_s() - t0;

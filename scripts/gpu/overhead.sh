@@ -26,13 +26,17 @@
 #     and callbacks per second from 2 threads, read back;
 #  3. ACCPROF_SELF_TIME: accprof's own time per callback on the program's thread, GCC's
 #     data-region Laplace (4096^2, ITERS iterations) on libgomp and on the bundled runtime;
-#  4. REPS paired repetitions of the same runs, no tool against accprof with CUPTI and CUDA
+#  4. in-process blocks (scripts/gpu/laplace_blocks.c): the same binary switching every callback
+#     off and on between blocks of LAPLACE_BLOCK iterations, BLOCK_RUNS runs (default 3) of
+#     BLOCK_ITERS iterations (default 3000) per configuration: the loop's cost of a tool's
+#     callbacks, paired at a scale of milliseconds (no tool gives the method's own spread);
+#  5. REPS paired repetitions of the same runs, no tool against accprof with CUPTI and CUDA
 #     events off, a no-op tool (ACC_PROFLIB: what any tool's presence costs the runtime) and
 #     "base" when staged, the configurations interleaved with a rotating start:
 #     the solver loop's time (" total:") and the whole run's, as medians, as the median of the
 #     per-repetition differences, and their spread.
 # Run it on more than one machine start: a start's figure moves by about a point.
-# PAIRS_ONLY=1 runs the host line and section 4 only.
+# PAIRS_ONLY=1 runs the host line and section 5 only; BLOCKS_ONLY=1 the host line and section 4.
 set -u
 D=.device-carry/overhead
 N=${N:-4096}
@@ -59,6 +63,7 @@ if [ "${1:-}" = stage ]; then
   [ -n "${BASE_BENCH:-}" ] && cp "$BASE_BENCH" $D/hot_path_base && strip $D/hot_path_base
   OFF=(-O2 -g -fopenacc -foffload=nvptx-none "-foffload-options=-misa=sm_80 -lm")
   gcc "${OFF[@]}" -DDATA_REGION scripts/gpu/laplace.c -o $D/gcc_laplace_data -lm
+  gcc "${OFF[@]}" -DDATA_REGION -Iscripts/gpu scripts/gpu/laplace_blocks.c -o $D/gcc_laplace_blocks -lm
   cp -L /usr/lib/x86_64-linux-gnu/libgomp.so.1 /usr/lib/x86_64-linux-gnu/libgomp-plugin-nvptx.so.1 $D/lib/
   INC=${NVTX_INCLUDE:-$(python3 -c "import sysconfig, glob; print(glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/*/include')[0])")}
   gcc -O2 -g -fopenacc -foffload=disable -I"$INC" -o $D/harness/nvtx_cost libaccprof/benches/harness/nvtx_cost.c -ldl
@@ -86,7 +91,7 @@ grep -m1 'model name' /proc/cpuinfo
 echo "cores: $(nproc); clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU seen"
 
-if [ "${PAIRS_ONLY:-0}" != 1 ]; then
+if [ "${PAIRS_ONLY:-0}" != 1 ] && [ "${BLOCKS_ONLY:-0}" != 1 ]; then
 echo "== [${SECONDS}s] C harness on the host CPU (ns per callback; 'added' is over the empty callback)"
 export ACCPROF_OUT=$T/h.trace ACCPROF_QUIET=1 ACCPROF_SYMBOLS=off
 TOOLS=(tsc=$D/harness/libtsctool.so store=$D/harness/libstoretool.so accprof=$D/libaccprof.so)
@@ -134,23 +139,26 @@ tool_env() { # config -> env arguments that load accprof (LD_PRELOAD, after PRE)
   for kv in $extra; do [ "$kv" != PROFLIB ] && [ -n "$kv" ] && args+=("$kv"); done
   printf '%s\n' "${args[@]}"
 }
+# PROG (default gcc_laplace_data) and IT (default ITERS) pick the binary and its iterations.
 gcc_run() { # config -> runs GCC's Laplace on libgomp
+  local p=$D/${PROG:-gcc_laplace_data} it=${IT:-$ITERS}
   case $1 in
-    none) $D/gcc_laplace_data $N $ITERS ;;
-    noop) ACC_PROFLIB=$D/libnoop_tool.so $D/gcc_laplace_data $N $ITERS ;;
-    *) mapfile -t e < <(tool_env "" "$1"); env "${e[@]}" $D/gcc_laplace_data $N $ITERS ;;
+    none) $p $N $it ;;
+    noop) ACC_PROFLIB=$D/libnoop_tool.so $p $N $it ;;
+    *) mapfile -t e < <(tool_env "" "$1"); env "${e[@]}" $p $N $it ;;
   esac
 }
 shim_run() { # config -> the same binary on the bundled runtime
+  local p=$D/${PROG:-gcc_laplace_data} it=${IT:-$ITERS}
   case $1 in
-    none) ACCSHIM_QUIET=1 LD_PRELOAD=$D/libaccshim.so $D/gcc_laplace_data $N $ITERS ;;
-    noop) ACCSHIM_QUIET=1 ACC_PROFLIB=$D/libnoop_tool.so LD_PRELOAD=$D/libaccshim.so $D/gcc_laplace_data $N $ITERS ;;
-    *) mapfile -t e < <(tool_env "$D/libaccshim.so" "$1"); env ACCSHIM_QUIET=1 "${e[@]}" $D/gcc_laplace_data $N $ITERS ;;
+    none) ACCSHIM_QUIET=1 LD_PRELOAD=$D/libaccshim.so $p $N $it ;;
+    noop) ACCSHIM_QUIET=1 ACC_PROFLIB=$D/libnoop_tool.so LD_PRELOAD=$D/libaccshim.so $p $N $it ;;
+    *) mapfile -t e < <(tool_env "$D/libaccshim.so" "$1"); env ACCSHIM_QUIET=1 "${e[@]}" $p $N $it ;;
   esac
 }
 lib() { [ "$1" = base ] && echo libaccprof_base.so || echo libaccprof.so; }
 
-if [ "${PAIRS_ONLY:-0}" != 1 ]; then
+if [ "${PAIRS_ONLY:-0}" != 1 ] && [ "${BLOCKS_ONLY:-0}" != 1 ]; then
 echo "== [${SECONDS}s] ACCPROF_SELF_TIME (CUPTI and CUDA events off), $N^2, $ITERS iterations"
 for prog in gcc shim; do
   for r in 1 2 3; do
@@ -163,6 +171,54 @@ for prog in gcc shim; do
 done
 
 fi
+
+if [ "${PAIRS_ONLY:-0}" != 1 ]; then
+BLOCK_RUNS=${BLOCK_RUNS:-3} BLOCK_ITERS=${BLOCK_ITERS:-3000}
+export LAPLACE_BLOCK=${LAPLACE_BLOCK:-10}
+echo "== [${SECONDS}s] in-process blocks: callbacks off and on every $LAPLACE_BLOCK iterations, $N^2, $BLOCK_ITERS iterations, $BLOCK_RUNS runs"
+order=(none accprof noop); [ $HAVE_BASE = 1 ] && order+=(base)
+for v in ${VARIANTS:-}; do order+=("${v%%:*}"); done
+for r in $(seq $BLOCK_RUNS); do
+  for prog in gcc shim; do
+    for cfg in "${order[@]}"; do
+      PROG=gcc_laplace_blocks IT=$BLOCK_ITERS ${prog}_run $cfg 2>&1 | awk -v k="$prog $cfg $r" '/^block /{print k, $3, $4}'
+      rm -f $T/o*.trace
+    done
+  done
+done > $T/blocks.txt
+python3 - $T/blocks.txt <<'PY'
+import collections, statistics as st, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    prog, cfg, r, state, secs = line.split()
+    runs[(prog, cfg, r)].append((state == "on", float(secs)))
+def q(v, p):
+    v = sorted(v); i = (len(v) - 1) * p; lo = int(i); hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (i - lo)
+# A pair is blocks 2p and 2p+1 (one off, one on); the first pair (start-up) is left out.
+for prog in ("gcc", "shim"):
+    for cfg in dict.fromkeys(c for (p, c, _) in runs if p == prog):
+        diffs, on_s, off_s, per_run, secs = [], 0.0, 0.0, [], []
+        for (p, c, r), blocks in sorted(runs.items()):
+            if (p, c) != (prog, cfg):
+                continue
+            d = []
+            secs += [x for _, x in blocks]
+            for i in range(2, len(blocks) - 1, 2):
+                (a_on, a), (b_on, b) = blocks[i], blocks[i + 1]
+                on, off = (a, b) if a_on else (b, a)
+                d.append((on - off) / off * 100)
+                on_s += on; off_s += off
+            per_run.append(st.median(d) if d else float("nan"))
+            diffs += d
+        if not diffs:
+            print(f"{prog} {cfg}: no blocks"); continue
+        print(f"{prog} {cfg}: callbacks on vs off, {len(diffs)} pairs of blocks: paired median {st.median(diffs):+.2f}% "
+              f"(quartiles {q(diffs, .25):+.2f}% .. {q(diffs, .75):+.2f}%), total on/off {(on_s / off_s - 1) * 100:+.2f}%, "
+              f"per run {', '.join(f'{m:+.2f}%' for m in per_run)}; block median {st.median(secs) * 1e3:.2f} ms")
+PY
+fi
+[ "${BLOCKS_ONLY:-0}" = 1 ] && { echo "== [${SECONDS}s] done"; rm -rf $T; exit 0; }
 
 echo "== [${SECONDS}s] paired repetitions (up to $REPS, until ${BUDGET_S}s), $N^2, $ITERS iterations"
 order=(none accprof noop); [ $HAVE_BASE = 1 ] && order+=(base)
