@@ -35,7 +35,8 @@
 #     "base" when staged, the configurations interleaved with a rotating start:
 #     the solver loop's time (" total:") and the whole run's, as medians, as the median of the
 #     per-repetition differences, and their spread.
-# Run it on more than one machine start: a start's figure moves by about a point.
+# Run it on more than one machine start: a start's figure moves by about a point (whole runs by
+# several; the in-process blocks of section 4 by a few tenths).
 # PAIRS_ONLY=1 runs the host line and section 5 only; BLOCKS_ONLY=1 the host line and section 4.
 set -u
 D=.device-carry/overhead
