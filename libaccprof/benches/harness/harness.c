@@ -16,7 +16,10 @@
      warm  callbacks back to back: ns per callback over the whole loop, wall and thread CPU;
      cold  EVICT_KIB of memory written between two callbacks (what the driver and the
            program do between two callbacks of a real run): ns per callback from TSC reads
-           around each dispatch.
+           around each dispatch;
+     l1    as cold, but 64 KiB written and 64 KiB of other code run between two callbacks:
+           the first-level caches hold none of the tool's lines, the second level all of them
+           (a CUDA driver call between two callbacks, with the tool's lines still in L2).
 
    Build and run: bash libaccprof/benches/harness/run.sh (docs/performance/libaccprof.md). */
 #define _GNU_SOURCE
@@ -160,8 +163,16 @@ __attribute__((noinline)) static void use_stack(void) {
     for (size_t i = 0; i < sizeof frame; i += 64) frame[i] = 0;
 }
 
+/* 64 KiB of straight-line code, twice a first-level instruction cache. */
+__attribute__((noinline)) static void run_other_code(void) {
+    __asm__ volatile(".rept 65536\n\tnop\n\t.endr" ::: "memory");
+}
+static int evict_code;
+
 static void evict(struct ev *v) {
     for (size_t i = 0; i < evict_bytes; i += 64) evict_buf[i]++;
+    if (evict_code)
+        run_other_code();
     use_stack();
     /* The thread control block: every libc call and stack-protected function reads it. */
     uint64_t canary;
@@ -266,12 +277,14 @@ static void add_tool(const char *name, const char *path) {
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr,
-                "usage: harness shim|gcc warm|cold CALLBACKS_PER_ROUND ROUNDS [NAME=TOOL.so ...]\n"
+                "usage: harness shim|gcc warm|cold|l1 CALLBACKS_PER_ROUND ROUNDS [NAME=TOOL.so ...]\n"
                 "  EVICT_KIB (default 4096) sets what cold mode writes between callbacks\n");
         return 2;
     }
     int gcc = strcmp(argv[1], "gcc") == 0;
-    int cold = strcmp(argv[2], "cold") == 0;
+    int l1 = strcmp(argv[2], "l1") == 0;
+    int cold = l1 || strcmp(argv[2], "cold") == 0;
+    evict_code = l1;
     long per_round = atol(argv[3]);
     int rounds = atoi(argv[4]);
     if (rounds < 1 || rounds > 64 || per_round < 28) {
@@ -279,7 +292,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *ek = getenv("EVICT_KIB");
-    evict_bytes = (size_t)(ek ? atol(ek) : 4096) << 10;
+    evict_bytes = (size_t)(ek ? atol(ek) : l1 ? 64 : 4096) << 10;
     evict_buf = calloc(1, evict_bytes + 64);
     make_events();
     /* The events' CUDA handles are made up: on a machine with a CUDA driver, a tool timing
@@ -325,7 +338,7 @@ int main(int argc, char **argv) {
         }
     }
     printf("%s events, %s, %ld callbacks per round, %d rounds (medians; %s)\n", gcc ? "gcc" : "shim",
-           cold ? "cold" : "warm", iters * (gcc ? 28 : 2), rounds,
+           l1 ? "l1" : cold ? "cold" : "warm", iters * (gcc ? 28 : 2), rounds,
            cold ? "TSC around each dispatch" : "wall / thread CPU over the loop");
     double base = median(tools[0].ns, tools[0].rounds);
     double base_cpu = median(tools[0].cpu_ns, tools[0].rounds);
