@@ -19,7 +19,9 @@
            around each dispatch;
      l1    as cold, but 64 KiB written and 64 KiB of other code run between two callbacks:
            the first-level caches hold none of the tool's lines, the second level all of them
-           (a CUDA driver call between two callbacks, with the tool's lines still in L2).
+           (a CUDA driver call between two callbacks, with the tool's lines still in L2);
+     tlb   as l1, and one line written in each of 4096 pages (16 MiB) besides: the address
+           translations cached for the tool's pages are gone too.
 
    Build and run: bash libaccprof/benches/harness/run.sh (docs/performance/libaccprof.md). */
 #define _GNU_SOURCE
@@ -169,8 +171,13 @@ __attribute__((noinline)) static void run_other_code(void) {
 }
 static int evict_code;
 
+static uint8_t *tlb_buf;
+enum { TLB_PAGES = 4096 };
+
 static void evict(struct ev *v) {
     for (size_t i = 0; i < evict_bytes; i += 64) evict_buf[i]++;
+    if (tlb_buf)
+        for (size_t i = 0; i < TLB_PAGES; i++) tlb_buf[i * 4096 + (i % 64) * 64]++;
     if (evict_code)
         run_other_code();
     use_stack();
@@ -277,12 +284,15 @@ static void add_tool(const char *name, const char *path) {
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr,
-                "usage: harness shim|gcc warm|cold|l1 CALLBACKS_PER_ROUND ROUNDS [NAME=TOOL.so ...]\n"
+                "usage: harness shim|gcc warm|cold|l1|tlb CALLBACKS_PER_ROUND ROUNDS [NAME=TOOL.so ...]\n"
                 "  EVICT_KIB (default 4096) sets what cold mode writes between callbacks\n");
         return 2;
     }
     int gcc = strcmp(argv[1], "gcc") == 0;
-    int l1 = strcmp(argv[2], "l1") == 0;
+    int tlb = strcmp(argv[2], "tlb") == 0;
+    int l1 = tlb || strcmp(argv[2], "l1") == 0;
+    if (tlb)
+        tlb_buf = calloc(TLB_PAGES, 4096);
     int cold = l1 || strcmp(argv[2], "cold") == 0;
     evict_code = l1;
     long per_round = atol(argv[3]);
@@ -338,7 +348,7 @@ int main(int argc, char **argv) {
         }
     }
     printf("%s events, %s, %ld callbacks per round, %d rounds (medians; %s)\n", gcc ? "gcc" : "shim",
-           l1 ? "l1" : cold ? "cold" : "warm", iters * (gcc ? 28 : 2), rounds,
+           tlb ? "tlb" : l1 ? "l1" : cold ? "cold" : "warm", iters * (gcc ? 28 : 2), rounds,
            cold ? "TSC around each dispatch" : "wall / thread CPU over the loop");
     double base = median(tools[0].ns, tools[0].rounds);
     double base_cpu = median(tools[0].cpu_ns, tools[0].rounds);
