@@ -127,7 +127,7 @@ fn set_current(st: *mut ThreadState) {
 }
 
 /// Events recorded on threads whose own state was unavailable (see `record_orphan`).
-static ORPHANS: Mutex<Option<ThreadState>> = Mutex::new(None);
+static ORPHANS: Mutex<Option<Box<ThreadState>>> = Mutex::new(None);
 
 /// The thread's state, freed after it is retired when the thread ends.
 struct ThreadStateGuard(*mut ThreadState);
@@ -369,7 +369,7 @@ fn thread_state(rec: &Recorder) -> Option<&'static mut ThreadState> {
                 // Retired already: the thread is ending.
                 return None;
             }
-            let p = Box::into_raw(Box::new(ThreadState::new(rec)));
+            let p = Box::into_raw(ThreadState::boxed(rec));
             *o = Some(ThreadStateGuard(p));
             set_current(p);
             // SAFETY: just made; owned by the guard until the thread ends.
@@ -395,7 +395,7 @@ pub fn finish_current_thread(rec: &Recorder) {
 /// being torn down, or the callback was re-entered). Rare, so a lock is fine here.
 fn record_orphan(rec: &Recorder, c: &Call) {
     if let Ok(mut o) = ORPHANS.lock() {
-        o.get_or_insert_with(|| ThreadState::new(rec))
+        o.get_or_insert_with(|| ThreadState::boxed(rec))
             .handle(rec, c);
     }
 }

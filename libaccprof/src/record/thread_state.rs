@@ -34,10 +34,14 @@ const MAX_OPEN: usize = 128;
 type Words = [u64; raw::MAX_WORDS];
 
 // repr(C): the fields every callback reads come first: the first two cache lines.
-#[repr(C)]
+/// A recording thread's state. A callback that follows a driver call finds the address
+/// translations of its pages gone as well as their cache lines (docs/performance/libaccprof.md,
+/// the harness's `tlb` mode), so everything a common callback touches here lies in the first
+/// page: the state is page-aligned, its small fields come first and the open-event stack last,
+/// its first entries (the usual nesting: construct, data event, transfer) inside that page.
+#[repr(C, align(4096))]
 pub struct ThreadState {
     slot: Arc<Slot>,
-    open: OpenStack,
     /// The innermost open event's record is being built in the buffer's free words, where it
     /// will be committed, instead of in its entry of `open` (see [`ThreadState::start`]).
     top_in_buffer: bool,
@@ -46,8 +50,6 @@ pub struct ThreadState {
     os_tid: i64,
     /// The thread id last published to [`crate::recorder::thread_id::current_thread_id`].
     last_tid: i64,
-    /// The program's NVTX ranges open on this thread.
-    nvtx: NvtxThread,
     strings: ThreadStrings,
     /// Where construct calls were found on the stack (unwind).
     shortcuts: Shortcuts,
@@ -55,12 +57,11 @@ pub struct ThreadState {
     cuda: Option<crate::device::cuda_events::pending::ThreadEvents>,
     /// Where a point event or an unmatched end is built.
     scratch: Open,
+    /// The program's NVTX ranges open on this thread.
+    nvtx: NvtxThread,
+    open: OpenStack,
 }
 
-/// One callback's arguments, read only as far as every callback needs: the event's kind and
-/// how many bytes of `acc_prof_info` the runtime filled. The structures are copied whole into
-/// the record; the field-by-field views (accprof_abi::read) are built only on the rare paths
-/// that read a single field (a structure filled in part, CUDA events, a device shutdown).
 #[derive(Clone, Copy)]
 pub struct Call {
     pub now: u64,
@@ -141,24 +142,36 @@ impl Call {
 }
 
 impl ThreadState {
-    pub fn new(rec: &Recorder) -> Self {
+    /// A new state for the calling thread, its slot registered with `rec`. Built in place on
+    /// the heap: the open-event stack makes it 41 KiB, too much to pass through the stack of a
+    /// thread the runtime made.
+    pub fn boxed(rec: &Recorder) -> Box<Self> {
         // SAFETY: gettid has no preconditions.
         let os_tid = i64::from(unsafe { libc::gettid() });
         let slot = Arc::new(Slot::new(os_tid));
         rec.registry.add(slot.clone());
         let cuda = crate::device::cuda_events::thread_events();
-        Self {
-            slot,
-            open: OpenStack::default(),
-            top_in_buffer: false,
-            cuda_on: cuda.is_some(),
-            os_tid,
-            last_tid: i64::MIN,
-            nvtx: NvtxThread::default(),
-            strings: ThreadStrings::default(),
-            shortcuts: Shortcuts::default(),
-            cuda,
-            scratch: NO_OPEN,
+        let mut b = Box::<Self>::new_uninit();
+        let p = b.as_mut_ptr();
+        // SAFETY: every field of the allocation is written once below, through raw pointers
+        // (no reference to uninitialised memory is made), before `assume_init`.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).slot).write(slot);
+            std::ptr::addr_of_mut!((*p).top_in_buffer).write(false);
+            std::ptr::addr_of_mut!((*p).cuda_on).write(cuda.is_some());
+            std::ptr::addr_of_mut!((*p).os_tid).write(os_tid);
+            std::ptr::addr_of_mut!((*p).last_tid).write(i64::MIN);
+            std::ptr::addr_of_mut!((*p).strings).write(ThreadStrings::default());
+            std::ptr::addr_of_mut!((*p).shortcuts).write(Shortcuts::default());
+            std::ptr::addr_of_mut!((*p).cuda).write(cuda);
+            std::ptr::addr_of_mut!((*p).scratch).write(NO_OPEN);
+            std::ptr::addr_of_mut!((*p).nvtx).write(NvtxThread::default());
+            std::ptr::addr_of_mut!((*p).open.depth).write(0);
+            let entries = std::ptr::addr_of_mut!((*p).open.entries) as *mut Open;
+            for i in 0..MAX_OPEN {
+                entries.add(i).write(NO_OPEN);
+            }
+            b.assume_init()
         }
     }
 
@@ -677,18 +690,10 @@ fn as_event(w: &Words, len: usize) -> Option<Event> {
 
 /// The events a thread has started and not yet ended, innermost last. Entries are reused:
 /// a start writes only the words of its record.
+#[repr(C)]
 struct OpenStack {
-    entries: Box<[Open]>,
     depth: usize,
-}
-
-impl Default for OpenStack {
-    fn default() -> Self {
-        Self {
-            entries: vec![NO_OPEN; MAX_OPEN].into_boxed_slice(),
-            depth: 0,
-        }
-    }
+    entries: [Open; MAX_OPEN],
 }
 
 impl OpenStack {
@@ -1029,8 +1034,26 @@ mod tests {
     }
 
     #[test]
+    fn a_common_callback_touches_one_page_of_the_thread_state() {
+        // The state starts a page; its fields, the stack's depth and its first entries (a
+        // construct, a data event inside it, a transfer inside that, and room for a wait and
+        // an NVTX-heavy nesting) end inside that page.
+        assert_eq!(std::mem::align_of::<ThreadState>(), 4096);
+        let entries =
+            std::mem::offset_of!(ThreadState, open) + std::mem::offset_of!(OpenStack, entries);
+        assert!(
+            entries + 6 * std::mem::size_of::<Open>() <= 4096,
+            "the first six open entries end at {}",
+            entries + 6 * std::mem::size_of::<Open>()
+        );
+    }
+
+    #[test]
     fn the_open_stack_keeps_order_when_an_inner_end_is_missing() {
-        let mut s = OpenStack::default();
+        let mut s = Box::new(OpenStack {
+            depth: 0,
+            entries: [NO_OPEN; MAX_OPEN],
+        });
         for (k, t) in [(16, 1), (10, 2), (20, 3)] {
             s.entries[s.depth] = open(k, t);
             s.depth += 1;
