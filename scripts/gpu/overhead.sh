@@ -22,7 +22,8 @@
 #  1. the host: CPU model, cores, clocksource, GPU;
 #  2. the C harness (libaccprof/benches/harness) on the host CPU: ns added per callback,
 #     warm, with the first-level caches emptied between callbacks (l1: 64 KiB written, 64 KiB
-#     of other code run) and with 4 MiB written, for the shim's events and GCC's; what an
+#     of other code run), with their pages' address translations gone too (tlb: 4096 pages
+#     touched) and with 4 MiB written, for the shim's events and GCC's; what an
 #     NVTX push+pop and a mark cost with accprof; and the hot-path benchmark: ns per callback
 #     and callbacks per second from 2 threads, read back;
 #  3. ACCPROF_SELF_TIME: accprof's own time per callback on the program's thread, GCC's
@@ -99,8 +100,8 @@ export ACCPROF_OUT=$T/h.trace ACCPROF_QUIET=1 ACCPROF_SYMBOLS=off
 TOOLS=(tsc=$D/harness/libtsctool.so store=$D/harness/libstoretool.so accprof=$D/libaccprof.so)
 [ $HAVE_BASE = 1 ] && TOOLS+=(base=$D/libaccprof_base.so)
 for shape in shim gcc; do
-  for mode in warm l1 cold; do
-    n=2000000; [ $mode != warm ] && n=5600
+  for mode in warm l1 tlb cold; do
+    n=2000000; [ $mode != warm ] && n=5600; [ $mode = tlb ] && n=1120
     $D/harness/harness $shape $mode $n 7 "${TOOLS[@]}"
     rm -f $T/h*.trace
   done

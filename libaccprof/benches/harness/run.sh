@@ -2,7 +2,8 @@
 # Builds and runs the C harness (harness.c) against libaccprof and the reference tools.
 #   bash libaccprof/benches/harness/run.sh [LIB] [ROUNDS]
 # LIB: the libaccprof.so to measure (default target/release/libaccprof.so); more tools as
-# NAME=PATH in TOOLS. Prints, for both event shapes, warm, l1 (first-level caches cold) and cold, ns per callback.
+# NAME=PATH in TOOLS. Prints, for both event shapes, ns per callback: warm, l1 (first-level
+# caches cold), tlb (address translations gone too) and cold.
 # Set PRELOAD=1 to have libaccprof LD_PRELOADed (static TLS, as with `accprof run`) rather
 # than dlopened (ACC_PROFLIB's way).
 set -eu
@@ -26,8 +27,8 @@ if [ -n "$INC" ] && [ -f "$INC/nvtx3/nvToolsExt.h" ]; then
   rm -f "$ACCPROF_OUT"
 fi
 for shape in shim gcc; do
-  for mode in warm l1 cold; do
-    n=2000000; [ $mode != warm ] && n=5600
+  for mode in warm l1 tlb cold; do
+    n=2000000; [ $mode != warm ] && n=5600; [ $mode = tlb ] && n=1120
     "${PRE[@]}" $B/harness $shape $mode $n $ROUNDS tsc=$B/libtsctool.so store=$B/libstoretool.so accprof=$LIB ${TOOLS:-}
     rm -f "$ACCPROF_OUT"
   done
