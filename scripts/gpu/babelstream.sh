@@ -13,6 +13,8 @@
 # alone) on libgomp and on the bundled runtime, in a rotating order; the summary gives, per
 # kernel, the paired median of each configuration's minimum and average time against no tool,
 # and ACCPROF_SELF_TIME's callbacks per operation and ns per callback.
+# VARIANTS="NAME:VAR=VALUE,VAR=VALUE ..." adds accprof with those settings to the repetitions
+# (e.g. "shm:ACCPROF_OUT=/dev/shm/b.trace heapoff:ACCPROF_HEAP=off"); RUNTIMES="gomp" runs one.
 set -u
 D=.device-carry/babel
 SIZE=${SIZE:-33554432}
@@ -52,23 +54,35 @@ stream() { # runtime config [env...] -> BabelStream's csv
   local pre=""
   [ "$rt" = shim ] && pre=$D/libaccshim.so
   case $cfg in
-    accprof) pre="${pre:+$pre }$D/libaccprof.so" ;;
+    none) ;;
     noop) e+=(ACC_PROFLIB=$D/libnoop_tool.so) ;;
+    *)
+      pre="${pre:+$pre }$D/libaccprof.so"
+      for v in ${VARIANTS:-}; do
+        if [ "${v%%:*}" = "$cfg" ]; then
+          local IFS=,
+          for kv in ${v#*:}; do e+=("$kv"); done
+        fi
+      done
+      ;;
   esac
   env "${e[@]}" ${pre:+LD_PRELOAD="$pre"} "$@" $D/acc-stream -s $SIZE -n $TIMES --csv
   rm -f $T/o*.trace
 }
 
 echo "== [${SECONDS}s] ACCPROF_SELF_TIME, $SIZE elements, $TIMES times"
-for rt in gomp shim; do
+RUNTIMES=${RUNTIMES:-gomp shim}
+for rt in $RUNTIMES; do
   stream $rt accprof ACCPROF_SELF_TIME=1 2>&1 | grep -E 'time inside' | sed "s/^/$rt: /"
 done
 
 echo "== [${SECONDS}s] $REPS paired repetitions"
 order=(none accprof noop)
+for v in ${VARIANTS:-}; do order+=("${v%%:*}"); done
+k=${#order[@]}
 for r in $(seq $REPS); do
-  for rt in gomp shim; do
-    rot=$(( (r - 1) % 3 ))
+  for rt in $RUNTIMES; do
+    rot=$(( (r - 1) % k ))
     for cfg in "${order[@]:rot}" "${order[@]:0:rot}"; do
       stream $rt $cfg 2>/dev/null | awk -F, -v k="$rt $r $cfg" 'NR > 1 && NF == 8 {print k, $1, $6, $8}'
     done
@@ -85,12 +99,14 @@ def q(v, p):
     return v[lo] + (v[hi] - v[lo]) * (i - lo)
 for rt in ("gomp", "shim"):
     for kernel in ("Copy", "Mul", "Add", "Triad", "Dot"):
-        reps = [v for (r_, k, _), v in sorted(d.items()) if (r_, k) == (rt, kernel) and len(v) == 3]
+        reps = [v for (r_, k, _), v in sorted(d.items()) if (r_, k) == (rt, kernel)]
+        cfgs = sorted({c for x in reps for c in x} - {"none"})
+        reps = [x for x in reps if "none" in x and all(c in x for c in cfgs)]
         if not reps:
             continue
         none_avg = st.median(x["none"][1] for x in reps)
         parts = []
-        for cfg in ("accprof", "noop"):
+        for cfg in cfgs:
             for what, i in (("min", 0), ("avg", 1)):
                 diffs = [(x[cfg][i] - x["none"][i]) / x["none"][i] * 100 for x in reps]
                 parts.append(f"{cfg} {what} {st.median(diffs):+.2f}% ({q(diffs, .25):+.2f} .. {q(diffs, .75):+.2f})")
