@@ -184,10 +184,31 @@ const EMPTY: Entry = Entry {
     stored_len: 0,
 };
 
-/// A recording thread's strings: a direct-mapped table in front of a [`StringCache`].
+/// Strings a thread met lately that need no comparison while the strings epoch stays, inside
+/// the thread's state (its page: docs/performance/libaccprof.md): a named event finds its
+/// variable or kernel name here without touching the table's two pages.
+const FRONT: usize = 8;
+
+#[derive(Clone, Copy)]
+struct Front {
+    ptr: usize,
+    id: u32,
+    /// The strings epoch the string was trusted at (0: unused; epochs are never 0).
+    trusted: u32,
+}
+
+const NO_FRONT: Front = Front {
+    ptr: 0,
+    id: 0,
+    trusted: 0,
+};
+
+/// A recording thread's strings: a few trusted ones inline, then a direct-mapped table in
+/// front of a [`StringCache`].
 // repr(C): what every callback reads first, in one cache line.
 #[repr(C)]
 pub struct ThreadStrings {
+    front: [Front; FRONT],
     entries: Box<[Entry; ENTRIES]>,
     /// The last source file and function pointers, and the record word their ids made: a
     /// runtime passes the same pair for every event of a construct. Valid while `epoch` is the
@@ -211,6 +232,7 @@ unsafe impl Send for ThreadStrings {}
 impl Default for ThreadStrings {
     fn default() -> Self {
         Self {
+            front: [NO_FRONT; FRONT],
             entries: Box::new([EMPTY; ENTRIES]),
             file_func: FileFunc {
                 file: 0,
@@ -246,9 +268,19 @@ impl ThreadStrings {
             return (None, true);
         }
         let key = p as usize;
+        let epoch = crate::hot::strings_epoch();
+        let f = &mut self.front[slot_of(key) % FRONT];
+        if f.ptr == key && f.trusted == epoch {
+            return (Some(StrId(f.id)), true);
+        }
         let e = &self.entries[slot_of(key)];
         if e.ptr == key {
-            if e.trusted == crate::hot::strings_epoch() {
+            if e.trusted == epoch {
+                *f = Front {
+                    ptr: key,
+                    id: e.id,
+                    trusted: epoch,
+                };
                 return (Some(StrId(e.id)), true);
             }
             // SAFETY: `stored` points at `stored_len` bytes owned by `all` (see Entry), and
@@ -363,6 +395,49 @@ unsafe fn bounded_c_bytes(p: *const c_char) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_finds_the_same_id_for_each_pointer_however_its_names_collide() {
+        // More read-only names than the inline entries and the table hold without collisions:
+        // every lookup after the first returns the id the first gave that pointer.
+        const NAMES: [&std::ffi::CStr; 12] = [
+            c"A",
+            c"Anew",
+            c"b",
+            c"c",
+            c"main$_omp_fn$0",
+            c"main$_omp_fn$1",
+            c"error",
+            c"n",
+            c"grid",
+            c"u",
+            c"v",
+            c"w",
+        ];
+        // The names are in this binary's read-only data: trusted, so the inline entries take them.
+        let at = |n: &&std::ffi::CStr| n.as_ptr() as u64;
+        let lo = NAMES.iter().map(at).min().unwrap();
+        let hi = NAMES.iter().map(at).max().unwrap() + 64;
+        publish_read_only(vec![(lo, hi)]);
+        let mut s = ThreadStrings::default();
+        // SAFETY: the names are NUL-terminated statics.
+        let first: Vec<_> = NAMES
+            .iter()
+            .map(|n| unsafe { s.intern(n.as_ptr()) })
+            .collect();
+        for round in 0..4 {
+            for (i, n) in NAMES.iter().enumerate().rev().skip(round) {
+                // SAFETY: as above.
+                assert_eq!(unsafe { s.intern(n.as_ptr()) }, first[i], "{n:?}");
+            }
+        }
+        let ids: std::collections::HashSet<_> = first.iter().collect();
+        assert_eq!(ids.len(), NAMES.len(), "distinct names, distinct ids");
+        assert!(
+            s.front.iter().filter(|f| f.trusted != 0).count() > 1,
+            "the inline entries were used"
+        );
+    }
 
     #[test]
     fn same_pointer_same_id_changed_content_new_id() {
