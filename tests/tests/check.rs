@@ -358,6 +358,25 @@ fn a_stale_read_is_credited_to_the_async_kernel_that_changed_the_array() {
 }
 
 #[test]
+fn a_thread_whose_tls_vector_shares_a_closed_page_runs_to_its_end() {
+    // The checker's fault handler reaches no thread-local before it has opened that page:
+    // without that, the thread faulted again inside the handler until its stack ran out.
+    let dir = scratch("check-tls");
+    let prog = build_with("tls_neighbour.c", &dir, &["-pthread"]);
+    let o = check(&["--format", "json"], &prog, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.starts_with("ok 32767.5"), "{stdout}");
+    let json = Output {
+        stdout: stdout[stdout.find('{').expect("JSON")..]
+            .as_bytes()
+            .to_vec(),
+        ..o.clone()
+    };
+    assert_eq!(findings(&json), Vec::<Value>::new(), "{}", stderr(&o));
+}
+
+#[test]
 fn openmp_threads_running_constructs_are_checked_each_on_its_own_arrays() {
     // Four host threads, each with its own data region and kernels: clean when correct, and
     // the one thread's stale read found at its line.

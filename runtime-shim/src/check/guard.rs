@@ -375,6 +375,16 @@ pub unsafe fn on_fault(info: *const libc::siginfo_t, ctx: *mut libc::c_void) -> 
     }
     let page = pages::page_of(addr);
     let _lock = pages::lock();
+    // This thread's TLS vector on a closed page (malloc put it beside an array): every
+    // thread-local read faults there, the handler's own included. Open that page for good.
+    if let Some(v) = pages::tls_vector().map(pages::page_of) {
+        if slots().iter().any(|s| s.wants(v)) {
+            give_up(v);
+            if v == page {
+                return true;
+            }
+        }
+    }
     let mut owner = None;
     let mut covered = false;
     for s in slots() {

@@ -9,9 +9,13 @@
 //! decisions and mprotect calls, never across an access to guarded memory. A thread that faults
 //! while holding it (a signal handler of the program touching a guarded page in the middle of
 //! a change) goes on without it rather than deadlock.
+//!
+//! The lock knows its holder by the thread pointer, not by a thread-local: a thread-local of a
+//! loaded library is reached through the thread's TLS vector, which glibc allocates on the
+//! heap when the thread is made, so it may share a page with an array the checker closes
+//! ([`tls_vector`]).
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub fn page_size() -> usize {
     static SIZE: AtomicUsize = AtomicUsize::new(0);
@@ -57,24 +61,60 @@ pub fn protect(start: usize, end: usize, prot: i32) -> bool {
     unsafe { libc::mprotect(start as *mut libc::c_void, end - start, prot) == 0 }
 }
 
-static LOCK: AtomicBool = AtomicBool::new(false);
+/// The holder's [`this_thread`], 0 when free.
+static LOCK: AtomicUsize = AtomicUsize::new(0);
 
-thread_local! {
-    /// This thread holds [`LOCK`].
-    static HOLDING: Cell<bool> = const { Cell::new(false) };
+/// This thread, as a number no other live thread has, read without thread-local storage.
+#[inline]
+fn this_thread() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let tp: usize;
+        // SAFETY: %fs:0 holds the thread control block's own address on x86-64 Linux (glibc
+        // and musl); reading it touches no memory but that block.
+        unsafe {
+            core::arch::asm!("mov {}, fs:0", out(reg) tp, options(nostack, readonly, preserves_flags))
+        };
+        tp
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // SAFETY: gettid has no preconditions and is async-signal-safe.
+        unsafe { libc::gettid() as usize }
+    }
+}
+
+/// The address of this thread's TLS vector (glibc's `dtv`, the second word of the thread
+/// control block on x86-64), through which every thread-local of a loaded library is reached;
+/// None where that layout is not known.
+pub fn tls_vector() -> Option<usize> {
+    #[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
+    {
+        let dtv: usize;
+        // SAFETY: as in `this_thread`: a read of the thread control block.
+        unsafe {
+            core::arch::asm!("mov {}, fs:8", out(reg) dtv, options(nostack, readonly, preserves_flags))
+        };
+        (dtv != 0).then_some(dtv)
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_env = "gnu")))]
+    {
+        None
+    }
 }
 
 /// Holds the protection lock until dropped (see the module's comment).
 pub struct Locked(bool);
 
 pub fn lock() -> Locked {
-    if HOLDING.with(Cell::get) {
+    let me = this_thread();
+    if LOCK.load(Ordering::Relaxed) == me {
         // A fault taken while this thread changes protections: go on without the lock.
         return Locked(false);
     }
     let mut spins = 0u32;
     while LOCK
-        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
     {
         spins += 1;
@@ -85,15 +125,13 @@ pub fn lock() -> Locked {
             unsafe { libc::sched_yield() };
         }
     }
-    HOLDING.with(|h| h.set(true));
     Locked(true)
 }
 
 impl Drop for Locked {
     fn drop(&mut self) {
         if self.0 {
-            HOLDING.with(|h| h.set(false));
-            LOCK.store(false, Ordering::Release);
+            LOCK.store(0, Ordering::Release);
         }
     }
 }
