@@ -1,6 +1,7 @@
 /* OpenMP host threads each running OpenACC constructs on an array of their own: no finding
    ("ok"), or one thread reading its array's stale host copy inside the data region
-   ("stale_host_read"), found at that line. */
+   ("stale_host_read"), found at that line. The arrays take whole pages, so that no other
+   thread's data shares a page with them (tls_neighbour.c is the case where it does). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 
 static double work (int t, int bug)
 {
-  double *x = malloc (N * sizeof *x);
+  double *x = aligned_alloc (4096, N * sizeof *x);
   for (int i = 0; i < N; i++)
     x[i] = t + i;
 #pragma acc data copy(x[0:N])
