@@ -33,12 +33,12 @@ const MAX_OPEN: usize = 128;
 
 type Words = [u64; raw::MAX_WORDS];
 
-// repr(C): the fields every callback reads come first: the first two cache lines.
 /// A recording thread's state. A callback that follows a driver call finds the address
 /// translations of its pages gone as well as their cache lines (docs/performance/libaccprof.md,
 /// the harness's `tlb` mode), so everything a common callback touches here lies in the first
 /// page: the state is page-aligned, its small fields come first and the open-event stack last,
 /// its first entries (the usual nesting: construct, data event, transfer) inside that page.
+/// Within it, the fields every callback reads come first: the first two cache lines.
 #[repr(C, align(4096))]
 pub struct ThreadState {
     slot: Arc<Slot>,
@@ -62,6 +62,10 @@ pub struct ThreadState {
     open: OpenStack,
 }
 
+/// One callback's arguments, read only as far as every callback needs: the event's kind and
+/// how many bytes of `acc_prof_info` the runtime filled. The structures are copied whole into
+/// the record; the field-by-field views (accprof_abi::read) are built only on the rare paths
+/// that read a single field (a structure filled in part, CUDA events, a device shutdown).
 #[derive(Clone, Copy)]
 pub struct Call {
     pub now: u64,
