@@ -67,6 +67,18 @@ fn findings(o: &Output) -> Vec<Value> {
     v["findings"].as_array().expect("findings").clone()
 }
 
+/// The findings of JSON printed to stdout after the program's own output.
+fn findings_after_output(o: &Output) -> Vec<Value> {
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json = Output {
+        stdout: stdout[stdout.find('{').expect("JSON")..]
+            .as_bytes()
+            .to_vec(),
+        ..o.clone()
+    };
+    findings(&json)
+}
+
 /// The line marked `BUG:<case>` in `src`.
 fn marked(src: &str, case: &str) -> i64 {
     let text = std::fs::read_to_string(check_dir().join(src)).unwrap();
@@ -154,14 +166,9 @@ fn suite(src: &str, bugs: &[Bug], correct: &[&str]) {
     for &case in correct {
         let o = check(&["--format", "json"], &prog, &[case]);
         let stdout = String::from_utf8_lossy(&o.stdout);
-        let json_start = stdout.find('{').expect("JSON after the program's output");
-        let json = Output {
-            stdout: stdout[json_start..].as_bytes().to_vec(),
-            ..o.clone()
-        };
         assert!(stdout.starts_with(case), "{src} {case}: {stdout}");
         assert_eq!(
-            findings(&json),
+            findings_after_output(&o),
             Vec::<Value>::new(),
             "{src} {case}: no finding"
         );
@@ -287,14 +294,7 @@ fn findings_of_one_cause_are_one_finding_with_every_place() {
     let dir = scratch("check-group");
     let prog = build("bugs.c", &dir);
     let o = check(&["--format", "json"], &prog, &["by_value_twice"]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let json = Output {
-        stdout: stdout[stdout.find('{').expect("JSON")..]
-            .as_bytes()
-            .to_vec(),
-        ..o.clone()
-    };
-    let found = findings(&json);
+    let found = findings_after_output(&o);
     let (first, again) = (
         marked("bugs.c", "host_memory_in_kernel"),
         marked("bugs.c", "by_value_again"),
@@ -337,14 +337,7 @@ fn a_stale_read_is_credited_to_the_async_kernel_that_changed_the_array() {
     let dir = scratch("check-async");
     let prog = build("bugs.c", &dir);
     let o = check(&["--format", "json"], &prog, &["async_stale"]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let json = Output {
-        stdout: stdout[stdout.find('{').expect("JSON")..]
-            .as_bytes()
-            .to_vec(),
-        ..o.clone()
-    };
-    let found = findings(&json);
+    let found = findings_after_output(&o);
     assert_eq!(found.len(), 1, "{found:#?}");
     let f = &found[0];
     assert_eq!(f["kind"], "stale_host_read", "{f:#?}");
@@ -367,13 +360,12 @@ fn a_thread_whose_tls_vector_shares_a_closed_page_runs_to_its_end() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.starts_with("ok 32767.5"), "{stdout}");
-    let json = Output {
-        stdout: stdout[stdout.find('{').expect("JSON")..]
-            .as_bytes()
-            .to_vec(),
-        ..o.clone()
-    };
-    assert_eq!(findings(&json), Vec::<Value>::new(), "{}", stderr(&o));
+    assert_eq!(
+        findings_after_output(&o),
+        Vec::<Value>::new(),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -383,24 +375,15 @@ fn openmp_threads_running_constructs_are_checked_each_on_its_own_arrays() {
     let dir = scratch("check-omp");
     let prog = build_with("omp_threads.c", &dir, &["-fopenmp", "-foffload=disable"]);
     let o = check(&["--format", "json"], &prog, &["ok"]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let json = Output {
-        stdout: stdout[stdout.find('{').expect("JSON")..]
-            .as_bytes()
-            .to_vec(),
-        ..o.clone()
-    };
-    assert_eq!(findings(&json), Vec::<Value>::new(), "{}", stderr(&o));
+    assert_eq!(
+        findings_after_output(&o),
+        Vec::<Value>::new(),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = check(&["--format", "json"], &prog, &["stale_host_read"]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let json = Output {
-        stdout: stdout[stdout.find('{').expect("JSON")..]
-            .as_bytes()
-            .to_vec(),
-        ..o.clone()
-    };
-    let found = findings(&json);
+    let found = findings_after_output(&o);
     assert!(
         found.len() == 1
             && found[0]["kind"] == "stale_host_read"
