@@ -50,6 +50,13 @@ fn changes_during_a_dispatch_apply_to_that_dispatch() {
         ("start_disable_event", "A |"),
         ("start_disable_everything", "A |"),
         ("start_disable_this_thread", "A |"),
+        // The same with one callback registered.
+        ("sole_disable_this_thread", "A |"),
+        ("sole_disable_event", "A |"),
+        // A thread that switched its own callbacks off gets none; the others still do, while
+        // it lives and after it ended.
+        ("sole_other_thread_off", "- | A | A"),
+        ("two_other_thread_off", "- | AB | AB"),
         // End events walk tail to head: B runs first and changes A, which comes later.
         ("end_enable_later", "BA | BA"),
         ("end_disable_later", "B | B"),
@@ -57,6 +64,9 @@ fn changes_during_a_dispatch_apply_to_that_dispatch() {
         // instance on (first, as the newest registration).
         ("end_register", "BA | CBA"),
         ("end_unregister_later", "B | B"),
+        // One callback that registers a second during its end event: the walk is past its
+        // place; the next instance calls both, the newest first.
+        ("end_sole_register", "B | CB"),
     ];
     let mut wrong = Vec::new();
     for (name, want) in expected {

@@ -55,6 +55,11 @@ pub struct Node {
 const CALLABLE: u64 = 1;
 
 impl Node {
+    /// The function this node stands for.
+    pub fn callback(&self) -> Callback {
+        self.cb
+    }
+
     /// Sets the node's place and whether dispatch calls it. Registry only (under its lock).
     /// `seq` must stay below 2^63 (one registration a nanosecond would take 292 years).
     pub fn set(&self, seq: u64, callable: bool) {
@@ -63,7 +68,7 @@ impl Node {
     }
 
     /// The node's (seq, callable), read together.
-    fn get(&self) -> (u64, bool) {
+    pub fn get(&self) -> (u64, bool) {
         let s = self.state.load(Ordering::Acquire);
         (s >> 1, s & CALLABLE != 0)
     }

@@ -9,6 +9,12 @@
 //!   why memory stays bounded however often callbacks are toggled or re-registered.
 //! - With no tool registered, dispatch must cost one atomic load: `ACTIVE` is true only while at
 //!   least one enabled callback of an enabled event exists and callbacks are globally enabled.
+//! - With a tool registered, the usual case is one callback per event (a tool registers its
+//!   function once per event), and it is dispatched on every OpenACC operation. `SOLE` holds that
+//!   callback while it is the only one that can run, so a dispatch reads two words instead of
+//!   the flags, the chain and the thread's switch twice; `GENERATION` tells it afterwards whether
+//!   anything changed while the callback ran, and only then does it walk the chain for the rest
+//!   of the instance.
 //! - The registry is a `static` with constant initialisers, so a tool may register from its own
 //!   constructor before the runtime has initialised (libaccprof does).
 //! - Registering the same callback twice for one event bumps a count (it is still called once),
@@ -18,7 +24,7 @@ pub use super::callback_list::{Callback, Order};
 use super::callback_list::{CallbackList, Node};
 use accprof_abi::{acc_event_t, acc_register_t};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Number of event slots (event numbers 0..LAST).
@@ -37,9 +43,35 @@ static GLOBAL_ENABLED: AtomicBool = AtomicBool::new(true);
 /// True while some callback is enabled and callbacks are globally enabled: the dispatch fast path.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
+/// Per event: the node of its only callable callback while callbacks are globally on, the event
+/// is on and exactly one of its callbacks is registered and enabled; null otherwise (then
+/// dispatch walks the chain). Written under the lock, before `GENERATION` moves.
+static SOLE: [AtomicPtr<Node>; NUM_EVENTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; NUM_EVENTS];
+
+/// Moves on every change of the registry and of any thread's switch, after the change is
+/// visible: a dispatch that read `SOLE` and finds the same generation after the callback
+/// returned knows no callback can be left to call for that instance.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// How many threads have switched their callbacks off with `acc_toggle_per_thread`: while any
+/// has, dispatch asks the thread's own switch and never takes `SOLE`.
+static THREADS_OFF: AtomicUsize = AtomicUsize::new(0);
+
+/// `acc_toggle_per_thread`: callbacks disabled for this thread only. A thread that ends switched
+/// off gives its count in `THREADS_OFF` back, so the other threads' fast path returns.
+struct ThreadSwitch(Cell<bool>);
+
+impl Drop for ThreadSwitch {
+    fn drop(&mut self) {
+        if !self.0.get() {
+            THREADS_OFF.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
 thread_local! {
-    /// `acc_toggle_per_thread`: callbacks disabled for this thread only.
-    static THREAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    static THREAD_ENABLED: ThreadSwitch = const { ThreadSwitch(Cell::new(true)) };
 }
 
 /// The registry's own record of a function registered (now or once) for an event.
@@ -88,15 +120,24 @@ fn with_master<R>(f: impl FnOnce(&mut Master) -> R) -> R {
     r
 }
 
-/// Recomputes [`ACTIVE`] after a change (under the lock, so stores do not race each other).
+/// Recomputes [`ACTIVE`] and [`SOLE`] after a change (under the lock, so stores do not race
+/// each other), then moves [`GENERATION`].
 fn update_active(m: &Master) {
-    let any = m.events.iter().enumerate().any(|(ev, regs)| {
-        EVENT_ENABLED[ev].load(Ordering::Relaxed) && regs.iter().any(Registered::callable)
-    });
-    ACTIVE.store(
-        any && GLOBAL_ENABLED.load(Ordering::Relaxed),
-        Ordering::Release,
-    );
+    let global = GLOBAL_ENABLED.load(Ordering::Relaxed);
+    let mut any = false;
+    for (ev, regs) in m.events.iter().enumerate() {
+        let on = EVENT_ENABLED[ev].load(Ordering::Relaxed);
+        let mut callable = regs.iter().filter(|r| r.callable());
+        let (first, second) = (callable.next(), callable.next());
+        any |= on && first.is_some();
+        let sole = match (global && on, first, second) {
+            (true, Some(r), None) => r.node as *const Node as *mut Node,
+            _ => std::ptr::null_mut(),
+        };
+        SOLE[ev].store(sole, Ordering::Release);
+    }
+    ACTIVE.store(any && global, Ordering::Release);
+    GENERATION.fetch_add(1, Ordering::Release);
 }
 
 /// The dispatch fast path: false means no callback can run, whatever the event.
@@ -116,8 +157,18 @@ pub fn active() -> bool {
 pub struct Walk {
     ev: usize,
     order: Order,
-    /// The `seq` of the callback returned last; None before the first.
-    last: Option<u64>,
+    step: Step,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// No callback returned yet.
+    First,
+    /// The callback returned last came from [`SOLE`] (its `seq`), with the generation read
+    /// before it was taken.
+    AfterSole { seq: u64, generation: u64 },
+    /// The `seq` of the callback the chain gave last.
+    Chain(u64),
 }
 
 /// Starts walking the callbacks of one instance of `ev`.
@@ -126,14 +177,34 @@ pub fn walk(ev: acc_event_t, order: Order) -> Walk {
     Walk {
         ev: usize::try_from(ev.0).unwrap_or(usize::MAX),
         order,
-        last: None,
+        step: Step::First,
     }
 }
 
-impl Iterator for Walk {
-    type Item = Callback;
+impl Walk {
+    /// The event's only callable callback, when nothing else can be called for this instance
+    /// unless the registry changes while it runs.
+    #[inline(always)]
+    fn sole(&mut self) -> Option<Callback> {
+        if THREADS_OFF.load(Ordering::Relaxed) != 0 {
+            return None;
+        }
+        let generation = GENERATION.load(Ordering::Acquire);
+        // SAFETY: `SOLE` holds null or a node from `CallbackList::append`, which is never freed.
+        let node = unsafe { SOLE.get(self.ev)?.load(Ordering::Acquire).as_ref()? };
+        let (seq, callable) = node.get();
+        if !callable {
+            return None;
+        }
+        self.step = Step::AfterSole { seq, generation };
+        Some(node.callback())
+    }
 
-    fn next(&mut self) -> Option<Callback> {
+    /// The next callback after `last` (the `seq` of the one returned last) from the chain, as
+    /// the registry stands now. Out of line: the common walk (one callback) never gets here,
+    /// and inlined its register use would cost every walk a longer prologue.
+    #[inline(never)]
+    fn from_chain(&mut self, last: Option<u64>) -> Option<Callback> {
         // The event, every event or this thread switched off (perhaps by the callback that just
         // returned): no further callback for this instance.
         let (Some(list), Some(event_on)) = (LISTS.get(self.ev), EVENT_ENABLED.get(self.ev)) else {
@@ -141,13 +212,30 @@ impl Iterator for Walk {
         };
         if !GLOBAL_ENABLED.load(Ordering::Acquire)
             || !event_on.load(Ordering::Acquire)
-            || !THREAD_ENABLED.try_with(|c| c.get()).unwrap_or(false)
+            || !THREAD_ENABLED.try_with(|c| c.0.get()).unwrap_or(false)
         {
             return None;
         }
-        let (seq, cb) = list.next(self.order, self.last)?;
-        self.last = Some(seq);
+        let (seq, cb) = list.next(self.order, last)?;
+        self.step = Step::Chain(seq);
         Some(cb)
+    }
+}
+
+impl Iterator for Walk {
+    type Item = Callback;
+
+    fn next(&mut self) -> Option<Callback> {
+        match self.step {
+            Step::First => self.sole().or_else(|| self.from_chain(None)),
+            // The sole callback has returned and changed nothing: it was the only one.
+            Step::AfterSole { generation, .. }
+                if GENERATION.load(Ordering::Acquire) == generation =>
+            {
+                None
+            }
+            Step::AfterSole { seq, .. } | Step::Chain(seq) => self.from_chain(Some(seq)),
+        }
     }
 }
 
@@ -278,7 +366,16 @@ fn toggle_thread(ev: acc_event_t, cb: Option<Callback>, on: bool) {
     if ev != acc_event_t::NONE || cb.is_some() {
         return warn("acc_toggle_per_thread: only (acc_ev_none, NULL) is supported");
     }
-    let _ = THREAD_ENABLED.try_with(|c| c.set(on));
+    let _ = THREAD_ENABLED.try_with(|c| {
+        if c.0.replace(on) != on {
+            if on {
+                THREADS_OFF.fetch_sub(1, Ordering::Relaxed);
+            } else {
+                THREADS_OFF.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    GENERATION.fetch_add(1, Ordering::Release);
 }
 
 fn warn(msg: &str) {

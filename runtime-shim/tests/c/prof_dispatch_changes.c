@@ -8,6 +8,7 @@
    instance, then " | " and the second instance where the scenario needs one). */
 #include <openacc.h>
 #include <acc_prof.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -90,6 +91,42 @@ static void scenario (const char *name, int instances)
     }
 }
 
+/* Another thread switches its own callbacks off and dispatches while the main thread waits; the
+   main thread dispatches while that thread is still switched off, and again after it ended. */
+static pthread_barrier_t meet;
+
+static void *off_then_dispatch (void *arg)
+{
+  (void) arg;
+  acc_prof_unregister (acc_ev_none, NULL, acc_toggle_per_thread);
+  one_event ();
+  pthread_barrier_wait (&meet); /* the main thread looks at the trace and dispatches */
+  pthread_barrier_wait (&meet);
+  return NULL;
+}
+
+static void other_thread_off (const char *name)
+{
+  pthread_t t;
+  trace[0] = '\0';
+  pthread_barrier_init (&meet, NULL, 2);
+  pthread_create (&t, NULL, off_then_dispatch, NULL);
+  pthread_barrier_wait (&meet);
+  printf ("%s: %s", name, trace[0] ? trace : "-");
+  trace[0] = '\0';
+  one_event ();
+  printf (" | %s", trace);
+  pthread_barrier_wait (&meet);
+  pthread_join (t, NULL);
+  pthread_barrier_destroy (&meet);
+  trace[0] = '\0';
+  one_event ();
+  printf (" | %s\n", trace);
+  a_does = b_does = NULL;
+  unreg (cb_a);
+  unreg (cb_b);
+}
+
 int main (void)
 {
   acc_init (acc_device_default);
@@ -127,6 +164,19 @@ int main (void)
   reg (cb_a); reg (cb_b); a_does = disable_this_thread;
   scenario ("start_disable_this_thread", 2);
 
+  /* One callback alone (the usual case, which dispatch takes a shorter way for). */
+  reg (cb_a); a_does = disable_this_thread;
+  scenario ("sole_disable_this_thread", 2);
+
+  reg (cb_a); a_does = disable_event;
+  scenario ("sole_disable_event", 2);
+
+  reg (cb_a);
+  other_thread_off ("sole_other_thread_off");
+
+  reg (cb_a); reg (cb_b);
+  other_thread_off ("two_other_thread_off");
+
   /* End events: the list is walked tail to head, B before A. */
   ev = acc_ev_enter_data_end;
 
@@ -141,6 +191,9 @@ int main (void)
 
   reg (cb_a); reg (cb_b); b_does = unregister_a;
   scenario ("end_unregister_later", 2);
+
+  reg (cb_b); b_does = register_c;
+  scenario ("end_sole_register", 2);
 
   printf ("done\n");
   return 0;
