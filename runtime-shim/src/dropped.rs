@@ -27,8 +27,10 @@ const PENDING: u64 = u64::MAX;
 /// check is asked for (`ACCSHIM_DROP_CHECK=1`).
 pub fn track(rt: &Runtime) -> Option<Arc<AtomicU64>> {
     // The checker (src/check) reports dropped results itself, with the host's read of them.
+    // Read once: this runs for every copied-in entry, and getenv scans the whole environment.
+    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     (rt.backend.device_memory_is_host_readable()
-        && crate::env::flag("ACCSHIM_DROP_CHECK")
+        && *ASKED.get_or_init(|| crate::env::flag("ACCSHIM_DROP_CHECK"))
         && !crate::check::on())
     .then(|| Arc::new(AtomicU64::new(PENDING)))
 }

@@ -7,6 +7,9 @@
 #   BASE_LIB=/path/libaccprof.so bash scripts/gpu/overhead.sh stage   # also stages another
 #                                                 # build, run beside this one as "base"
 #   BASE_BENCH=/path/hot_path-... (with BASE_LIB or BASE_REV)   # also that build's hot-path bench
+#   BASE_SHIM=/path/libaccshim.so (with stage)    # another build of the bundled runtime: the
+#                                                 # blocks and pairs add "oldshim" and "oldnoop",
+#                                                 # accprof and the no-op tool on it (shim runs only)
 #   BASE_REV=<commit> bash scripts/gpu/overhead.sh stage   # builds that commit's libaccprof
 #                                                 # (in /tmp, a few minutes) and stages it as "base"
 # There (carry .device-carry/overhead, 20 MB):
@@ -61,6 +64,7 @@ if [ "${1:-}" = stage ]; then
     rm -rf "$src"
   fi
   [ -n "${BASE_LIB:-}" ] && cp "$BASE_LIB" $D/libaccprof_base.so && strip $D/libaccprof_base.so
+  [ -n "${BASE_SHIM:-}" ] && cp "$BASE_SHIM" $D/libaccshim_base.so && strip $D/libaccshim_base.so
   # The base commit's hot-path bench binary (cargo bench -p libaccprof --bench hot_path --no-run
   # in a checkout of it), to compare two-thread rates on the same machine start.
   [ -n "${BASE_BENCH:-}" ] && cp "$BASE_BENCH" $D/hot_path_base && strip $D/hot_path_base
@@ -88,6 +92,7 @@ rm -rf $B && cp -r $D $B && D=$B
 export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 T=$(mktemp -d)
 HAVE_BASE=0; [ -f $D/libaccprof_base.so ] && HAVE_BASE=1
+OLD_SHIM=(); [ -f $D/libaccshim_base.so ] && OLD_SHIM=(oldshim oldnoop)
 
 echo "== host: $(date -u +%Y-%m-%dT%H:%MZ)"
 grep -m1 'model name' /proc/cpuinfo
@@ -152,11 +157,12 @@ gcc_run() { # config -> runs GCC's Laplace on libgomp
   esac
 }
 shim_run() { # config -> the same binary on the bundled runtime
-  local p=$D/${PROG:-gcc_laplace_data} it=${IT:-$ITERS}
-  case $1 in
-    none) ACCSHIM_QUIET=1 LD_PRELOAD=$D/libaccshim.so $p $N $it ;;
-    noop) ACCSHIM_QUIET=1 ACC_PROFLIB=$D/libnoop_tool.so LD_PRELOAD=$D/libaccshim.so $p $N $it ;;
-    *) mapfile -t e < <(tool_env "$D/libaccshim.so" "$1"); env ACCSHIM_QUIET=1 "${e[@]}" $p $N $it ;;
+  local p=$D/${PROG:-gcc_laplace_data} it=${IT:-$ITERS} shim=$D/libaccshim.so cfg=$1
+  case $cfg in oldshim) shim=$D/libaccshim_base.so cfg=accprof ;; oldnoop) shim=$D/libaccshim_base.so cfg=noop ;; esac
+  case $cfg in
+    none) ACCSHIM_QUIET=1 LD_PRELOAD=$shim $p $N $it ;;
+    noop) ACCSHIM_QUIET=1 ACC_PROFLIB=$D/libnoop_tool.so LD_PRELOAD=$shim $p $N $it ;;
+    *) mapfile -t e < <(tool_env "$shim" "$cfg"); env ACCSHIM_QUIET=1 "${e[@]}" $p $N $it ;;
   esac
 }
 lib() { [ "$1" = base ] && echo libaccprof_base.so || echo libaccprof.so; }
@@ -179,11 +185,12 @@ if [ "${PAIRS_ONLY:-0}" != 1 ]; then
 BLOCK_RUNS=${BLOCK_RUNS:-3} BLOCK_ITERS=${BLOCK_ITERS:-3000}
 export LAPLACE_BLOCK=${LAPLACE_BLOCK:-10}
 echo "== [${SECONDS}s] in-process blocks: callbacks off and on every $LAPLACE_BLOCK iterations, $N^2, $BLOCK_ITERS iterations, $BLOCK_RUNS runs"
-order=(none accprof noop); [ $HAVE_BASE = 1 ] && order+=(base)
+order=(none accprof noop "${OLD_SHIM[@]}"); [ $HAVE_BASE = 1 ] && order+=(base)
 for v in ${VARIANTS:-}; do order+=("${v%%:*}"); done
 for r in $(seq $BLOCK_RUNS); do
   for prog in gcc shim; do
     for cfg in "${order[@]}"; do
+      [ $prog = gcc ] && [[ $cfg == old* ]] && continue
       PROG=gcc_laplace_blocks IT=$BLOCK_ITERS ${prog}_run $cfg 2>&1 | awk -v k="$prog $cfg $r" '/^block /{print k, $3, $4}'
       rm -f $T/o*.trace
     done
