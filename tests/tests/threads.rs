@@ -51,6 +51,37 @@ fn four_threads_lose_nothing() {
     }
 }
 
+/// More threads than the tables that find a thread's state without a thread-local lookup hold
+/// (126 entries beside the hot word, 1024 after them, direct-mapped: 300 threads collide in
+/// both): every thread's events still carry its own thread and none is lost.
+#[test]
+fn three_hundred_threads_each_record_on_their_own_state() {
+    let dir = scratch("threads-many");
+    let exe = compile_c("threads.c", &dir, &["-g", "-pthread"]);
+    let (threads, iters) = (300usize, 20usize);
+    let trace = dir.join("many.trace");
+    let out = run_profiled(
+        &exe,
+        &[&threads.to_string(), &iters.to_string()],
+        Load::Preload,
+        &trace,
+        // Each recording thread holds a buffer: 64 MiB of the default 512 KiB buffers serve
+        // 128 threads at once, so smaller ones here.
+        &[("ACCPROF_BUFFER_EVENTS", "256")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let t = load(&trace);
+    let mut per_thread: HashMap<i64, usize> = HashMap::new();
+    for e in t.events.iter() {
+        if e.kind == acc_event_t::COMPUTE_CONSTRUCT_START {
+            *per_thread.entry(e.thread().unwrap()).or_default() += 1;
+        }
+    }
+    assert_eq!(per_thread.len(), threads, "{per_thread:?}");
+    assert!(per_thread.values().all(|&n| n == iters), "{per_thread:?}");
+    assert_eq!(t.dropped_total, 0);
+}
+
 /// Two threads on the bundled runtime: each thread's buffers reach the trace on their own, so
 /// the file holds one thread's allocations after the other's later ones. The report replays
 /// them in time order: it prints (replayed in file order, the device-memory line indexes out

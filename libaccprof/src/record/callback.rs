@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 thread_local! {
     /// The thread's state, once it has recorded an event; null before, and after the thread
-    /// began to end. Read when [`THREADS`] has no entry for the thread.
+    /// began to end. Read when neither table has an entry for the thread.
     static CURRENT: Cell<*mut ThreadState> = const { Cell::new(std::ptr::null_mut()) };
     /// Owns the thread's state and retires it when the thread ends (set up on the thread's
     /// first event, off the common path).
@@ -27,17 +27,13 @@ thread_local! {
 /// The recording threads' states, found by the thread pointer (the x86-64 ABI keeps it at
 /// `%fs:0`; a register read, where reaching a thread-local variable from a shared library
 /// calls into the loader and reads two or three cache lines of its tables: about five lines
-/// per callback when the caches are cold). Direct-mapped: a thread whose entry another thread
-/// holds uses [`CURRENT`]. Each entry is claimed and released by its own thread only.
-// 32 bytes: an entry never straddles two cache lines.
-#[repr(C, align(32))]
-struct Entry {
-    thread: AtomicUsize,
-    state: AtomicPtr<ThreadState>,
-    /// The state's slot, read beside the state (not through it): one dependent load fewer
-    /// before the re-entry flag, which matters when the caches are cold.
-    slot: AtomicPtr<Slot>,
-}
+/// per callback when the caches are cold), in two direct-mapped tables: first the entries in
+/// the hot word's page (crate::hot), which a callback has just read, then [`BY_THREAD`] for a
+/// thread whose entry there another thread holds, then [`CURRENT`]. Each entry is claimed and
+/// released by its own thread only. An entry's `slot` is the state's slot, read beside the
+/// state (not through it): one dependent load fewer before the re-entry flag, which matters
+/// when the caches are cold.
+type Entry = hot::ThreadEntry;
 
 const THREADS: usize = 1024;
 static BY_THREAD: [Entry; THREADS] = [const {
@@ -68,11 +64,32 @@ fn thread_pointer() -> usize {
 }
 
 #[inline(always)]
-fn entry_of(tp: usize) -> &'static Entry {
-    &BY_THREAD[((tp as u64 >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % THREADS]
+fn hash_of(tp: usize) -> u64 {
+    (tp as u64 >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// The calling thread's state: from [`BY_THREAD`], else from [`CURRENT`]; null if none.
+/// The thread's entries: in the hot page, and in [`BY_THREAD`].
+#[inline(always)]
+fn entries_of(tp: usize) -> [&'static Entry; 2] {
+    let h = hash_of(tp);
+    [
+        hot::thread_entry(h),
+        &BY_THREAD[(h >> 54) as usize % THREADS],
+    ]
+}
+
+/// The state and slot an entry holds for the thread `tp`, if it is that thread's.
+#[inline(always)]
+fn held(e: &Entry, tp: usize) -> Option<(*mut ThreadState, *const Slot)> {
+    (tp != 0 && e.thread.load(Ordering::Relaxed) == tp).then(|| {
+        (
+            e.state.load(Ordering::Relaxed).cast(),
+            e.slot.load(Ordering::Relaxed).cast_const().cast(),
+        )
+    })
+}
+
+/// The calling thread's state: from the tables, else from [`CURRENT`]; null if none.
 #[inline(always)]
 fn current() -> *mut ThreadState {
     current_with_slot().0
@@ -82,47 +99,55 @@ fn current() -> *mut ThreadState {
 #[inline(always)]
 fn current_with_slot() -> (*mut ThreadState, *const Slot) {
     let tp = thread_pointer();
-    let e = entry_of(tp);
-    if tp != 0 && e.thread.load(Ordering::Relaxed) == tp {
-        return (
-            e.state.load(Ordering::Relaxed),
-            e.slot.load(Ordering::Relaxed),
-        );
+    match held(hot::thread_entry(hash_of(tp)), tp) {
+        Some(found) => found,
+        None => current_elsewhere(tp),
     }
-    current_from_tls()
 }
 
+/// The second table, then the thread-local variable.
 #[cold]
-fn current_from_tls() -> (*mut ThreadState, *const Slot) {
+fn current_elsewhere(tp: usize) -> (*mut ThreadState, *const Slot) {
+    if let Some(found) = held(entries_of(tp)[1], tp) {
+        return found;
+    }
     let st = CURRENT.try_with(Cell::get).unwrap_or(std::ptr::null_mut());
     // SAFETY: a non-null CURRENT is this thread's live state.
     let slot = unsafe { st.as_ref() }.map_or(std::ptr::null(), |s| s.slot() as *const Slot);
     (st, slot)
 }
 
-/// Makes `st` the calling thread's state (CURRENT, and BY_THREAD if its entry is free).
+/// Makes `st` the calling thread's state (CURRENT, and the first table entry for the thread
+/// that is free), or with null, none.
 fn set_current(st: *mut ThreadState) {
     let _ = CURRENT.try_with(|c| c.set(st));
     let tp = thread_pointer();
-    let e = entry_of(tp);
     if tp == 0 {
         return;
     }
+    let entries = entries_of(tp);
     if st.is_null() {
-        if e.thread.load(Ordering::Relaxed) == tp {
-            e.state.store(std::ptr::null_mut(), Ordering::Relaxed);
-            e.slot.store(std::ptr::null_mut(), Ordering::Relaxed);
-            e.thread.store(0, Ordering::Release);
+        for e in entries {
+            if e.thread.load(Ordering::Relaxed) == tp {
+                e.state.store(std::ptr::null_mut(), Ordering::Relaxed);
+                e.slot.store(std::ptr::null_mut(), Ordering::Relaxed);
+                e.thread.store(0, Ordering::Release);
+            }
         }
-    } else if e
-        .thread
-        .compare_exchange(0, tp, Ordering::AcqRel, Ordering::Relaxed)
-        .is_ok()
-    {
-        // SAFETY: `st` is this thread's live state (the caller's).
-        let slot = unsafe { &*st }.slot() as *const Slot as *mut Slot;
-        e.slot.store(slot, Ordering::Release);
-        e.state.store(st, Ordering::Release);
+        return;
+    }
+    // SAFETY: `st` is this thread's live state (the caller's).
+    let slot = unsafe { &*st }.slot() as *const Slot as *mut Slot;
+    for e in entries {
+        if e.thread.load(Ordering::Relaxed) == tp
+            || e.thread
+                .compare_exchange(0, tp, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            e.slot.store(slot.cast(), Ordering::Release);
+            e.state.store(st.cast(), Ordering::Release);
+            return;
+        }
     }
 }
 

@@ -204,7 +204,7 @@ impl Walk {
     /// the registry stands now. Out of line: the common walk (one callback) never gets here,
     /// and inlined its register use would cost every walk a longer prologue.
     #[inline(never)]
-    fn from_chain(&mut self, last: Option<u64>) -> Option<Callback> {
+    fn next_in_chain(&mut self, last: Option<u64>) -> Option<Callback> {
         // The event, every event or this thread switched off (perhaps by the callback that just
         // returned): no further callback for this instance.
         let (Some(list), Some(event_on)) = (LISTS.get(self.ev), EVENT_ENABLED.get(self.ev)) else {
@@ -227,14 +227,14 @@ impl Iterator for Walk {
 
     fn next(&mut self) -> Option<Callback> {
         match self.step {
-            Step::First => self.sole().or_else(|| self.from_chain(None)),
+            Step::First => self.sole().or_else(|| self.next_in_chain(None)),
             // The sole callback has returned and changed nothing: it was the only one.
             Step::AfterSole { generation, .. }
                 if GENERATION.load(Ordering::Acquire) == generation =>
             {
                 None
             }
-            Step::AfterSole { seq, .. } | Step::Chain(seq) => self.from_chain(Some(seq)),
+            Step::AfterSole { seq, .. } | Step::Chain(seq) => self.next_in_chain(Some(seq)),
         }
     }
 }
