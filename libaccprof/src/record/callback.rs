@@ -6,7 +6,7 @@
 //! takes [`slow`]: the first event of the process or of a thread, a fork, ACCPROF_SELF_TIME,
 //! events after the exit flush, a callback re-entered on its thread.
 
-use crate::record::thread_state::{Call, ThreadState};
+use crate::record::thread_state::{Call, ThreadBox, ThreadState};
 use crate::recorder::slots::Slot;
 use crate::recorder::{self, fork_gate, Recorder};
 use crate::{bench_stage, hot};
@@ -152,22 +152,20 @@ fn set_current(st: *mut ThreadState) {
 }
 
 /// Events recorded on threads whose own state was unavailable (see `record_orphan`).
-static ORPHANS: Mutex<Option<Box<ThreadState>>> = Mutex::new(None);
+static ORPHANS: Mutex<Option<ThreadBox>> = Mutex::new(None);
 
-/// The thread's state, freed after it is retired when the thread ends.
-struct ThreadStateGuard(*mut ThreadState);
+/// The thread's state, dropped after it is retired when the thread ends.
+struct ThreadStateGuard(ThreadBox);
 
 impl Drop for ThreadStateGuard {
     fn drop(&mut self) {
         // Later events of this thread (other thread-local destructors calling the runtime)
         // are orphans.
         set_current(std::ptr::null_mut());
-        // SAFETY: made by Box::into_raw in `thread_state`, released only here; CURRENT no
-        // longer points at it, and no callback of this thread is running (destructors run
-        // after the thread's code).
-        let mut st = unsafe { Box::from_raw(self.0) };
+        // CURRENT no longer points at the state, and no callback of this thread is running
+        // (destructors run after the thread's code); the box drops it after this.
         if let Some(rec) = recorder::recorder() {
-            st.retire(rec);
+            self.0.retire(rec);
         }
     }
 }
@@ -394,8 +392,9 @@ fn thread_state(rec: &Recorder) -> Option<&'static mut ThreadState> {
                 // Retired already: the thread is ending.
                 return None;
             }
-            let p = Box::into_raw(ThreadState::boxed(rec));
-            *o = Some(ThreadStateGuard(p));
+            let b = ThreadState::boxed(rec);
+            let p = b.state_ptr();
+            *o = Some(ThreadStateGuard(b));
             set_current(p);
             // SAFETY: just made; owned by the guard until the thread ends.
             Some(unsafe { &mut *p })

@@ -13,7 +13,7 @@
 //! libaccprof.md): this runs on the program's thread, under the runtime's lock.
 
 use crate::record::nvtx::{self, NvtxAttrs, NvtxThread};
-use crate::recorder::slots::Slot;
+use crate::recorder::slots::{Slot, SlotHome};
 use crate::recorder::{self, late, Recorder};
 use crate::strings::ThreadStrings;
 use crate::unwind::Shortcuts;
@@ -24,6 +24,9 @@ use accprof_abi::{
 };
 use accprof_trace::raw::{self, word};
 use accprof_trace::{Event, PackedEvents};
+use std::cell::UnsafeCell;
+use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -33,15 +36,88 @@ const MAX_OPEN: usize = 128;
 
 type Words = [u64; raw::MAX_WORDS];
 
-/// A recording thread's state. A callback that follows a driver call finds the address
-/// translations of its pages gone as well as their cache lines (docs/performance/libaccprof.md,
-/// the harness's `tlb` mode), so everything a common callback touches here lies in the first
-/// page: the state is page-aligned, its small fields come first and the open-event stack last,
-/// its first entries (the usual nesting: construct, data event, transfer) inside that page.
-/// Within it, the fields every callback reads come first: the first two cache lines.
+/// A recording thread's slot and state, in one allocation. A callback that follows a driver
+/// call finds the address translations of its pages gone as well as their cache lines
+/// (docs/performance/libaccprof.md, the harness's `tlb` mode), so everything a common callback
+/// touches here lies in the first page: the home is page-aligned, the slot comes first, then
+/// the state's small fields, and the state's open-event stack last, its first entries (the
+/// usual nesting: construct, data event, transfer) inside that page.
+///
+/// The registry holds the home (as the slot's [`SlotHome`]) until the writer is done with the
+/// slot, which can be after the thread ended; the state is dropped when the thread ends
+/// ([`ThreadBox`]), the memory when the last holder lets go.
 #[repr(C, align(4096))]
+pub struct ThreadHome {
+    slot: Slot,
+    state: UnsafeCell<ManuallyDrop<ThreadState>>,
+}
+
+// SAFETY: the slot is Sync (slots.rs); the state is touched only through the one ThreadBox
+// (its thread, or the orphan lock's holder), never through the registry's references.
+unsafe impl Sync for ThreadHome {}
+// SAFETY: as above.
+unsafe impl Send for ThreadHome {}
+
+impl SlotHome for ThreadHome {
+    fn slot(&self) -> &Slot {
+        &self.slot
+    }
+}
+
+/// The owner of a thread's state: dereferences to it, and drops it (not the slot, which the
+/// registry may still hold) when dropped.
+pub struct ThreadBox(Arc<ThreadHome>);
+
+impl ThreadBox {
+    /// The state's address, stable for the box's life (what CURRENT and the thread tables
+    /// hold).
+    pub fn state_ptr(&self) -> *mut ThreadState {
+        self.0.state.get().cast()
+    }
+}
+
+impl std::ops::Deref for ThreadBox {
+    type Target = ThreadState;
+
+    fn deref(&self) -> &ThreadState {
+        // SAFETY: the state lives until this box drops it; only this box reaches it.
+        unsafe { &*self.state_ptr() }
+    }
+}
+
+impl std::ops::DerefMut for ThreadBox {
+    fn deref_mut(&mut self) -> &mut ThreadState {
+        // SAFETY: as above, and `&mut self` makes this the only reference made through it.
+        unsafe { &mut *self.state_ptr() }
+    }
+}
+
+impl Drop for ThreadBox {
+    fn drop(&mut self) {
+        // SAFETY: the state is dropped once, here; nothing reaches it afterwards (the registry
+        // reads the slot only).
+        unsafe { ManuallyDrop::drop(&mut *self.0.state.get()) }
+    }
+}
+
+/// The thread's slot, in its home beside the state (valid as long as the state is).
+#[derive(Clone, Copy)]
+struct SlotRef(NonNull<Slot>);
+
+impl std::ops::Deref for SlotRef {
+    type Target = Slot;
+
+    fn deref(&self) -> &Slot {
+        // SAFETY: the slot is in the home that holds the state holding this reference.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+/// A recording thread's state (in its [`ThreadHome`], after its slot). Within it, the fields
+/// every callback reads come first: the first two cache lines.
+#[repr(C, align(64))]
 pub struct ThreadState {
-    slot: Arc<Slot>,
+    slot: SlotRef,
     /// The innermost open event's record is being built in the buffer's free words, where it
     /// will be committed, instead of in its entry of `open` (see [`ThreadState::start`]).
     top_in_buffer: bool,
@@ -149,18 +225,21 @@ impl ThreadState {
     /// A new state for the calling thread, its slot registered with `rec`. Built in place on
     /// the heap: the open-event stack makes it 41 KiB, too much to pass through the stack of a
     /// thread the runtime made.
-    pub fn boxed(rec: &Recorder) -> Box<Self> {
+    pub fn boxed(rec: &Recorder) -> ThreadBox {
         // SAFETY: gettid has no preconditions.
         let os_tid = i64::from(unsafe { libc::gettid() });
-        let slot = Arc::new(Slot::new(os_tid));
-        rec.registry.add(slot.clone());
         let cuda = crate::device::cuda_events::thread_events();
-        let mut b = Box::<Self>::new_uninit();
-        let p = b.as_mut_ptr();
+        let mut home = Arc::<ThreadHome>::new_uninit();
+        let h = Arc::get_mut(&mut home)
+            .expect("a new Arc has one holder")
+            .as_mut_ptr();
         // SAFETY: every field of the allocation is written once below, through raw pointers
         // (no reference to uninitialised memory is made), before `assume_init`.
-        unsafe {
-            std::ptr::addr_of_mut!((*p).slot).write(slot);
+        let home = unsafe {
+            let slot = std::ptr::addr_of_mut!((*h).slot);
+            slot.write(Slot::new(os_tid));
+            let p: *mut ThreadState = std::ptr::addr_of_mut!((*h).state).cast();
+            std::ptr::addr_of_mut!((*p).slot).write(SlotRef(NonNull::new_unchecked(slot)));
             std::ptr::addr_of_mut!((*p).top_in_buffer).write(false);
             std::ptr::addr_of_mut!((*p).cuda_on).write(cuda.is_some());
             std::ptr::addr_of_mut!((*p).os_tid).write(os_tid);
@@ -175,8 +254,10 @@ impl ThreadState {
             for i in 0..MAX_OPEN {
                 entries.add(i).write(NO_OPEN);
             }
-            b.assume_init()
-        }
+            home.assume_init()
+        };
+        rec.registry.add(home.clone());
+        ThreadBox(home)
     }
 
     /// This thread's buffer slot.
@@ -1039,17 +1120,35 @@ mod tests {
 
     #[test]
     fn a_common_callback_touches_one_page_of_the_thread_state() {
-        // The state starts a page; its fields, the stack's depth and its first entries (a
-        // construct, a data event inside it, a transfer inside that, and room for a wait and
-        // an NVTX-heavy nesting) end inside that page.
-        assert_eq!(std::mem::align_of::<ThreadState>(), 4096);
-        let entries =
-            std::mem::offset_of!(ThreadState, open) + std::mem::offset_of!(OpenStack, entries);
+        // The home starts a page; the slot, the state's fields, the stack's depth and its
+        // first entries (a construct, a data event inside it, a transfer inside that, and room
+        // for a wait and an NVTX-heavy nesting) end inside that page.
+        assert_eq!(std::mem::align_of::<ThreadHome>(), 4096);
+        assert_eq!(std::mem::offset_of!(ThreadHome, slot), 0);
+        let entries = std::mem::offset_of!(ThreadHome, state)
+            + std::mem::offset_of!(ThreadState, open)
+            + std::mem::offset_of!(OpenStack, entries);
         assert!(
             entries + 6 * std::mem::size_of::<Open>() <= 4096,
             "the first six open entries end at {}",
             entries + 6 * std::mem::size_of::<Open>()
         );
+    }
+
+    #[test]
+    fn the_slot_outlives_its_thread_state_in_the_registry() {
+        // The writer may sweep a slot after its thread ended: the box drops the state, the
+        // registry's reference keeps the slot readable.
+        let rec = crate::recorder::Recorder::for_tests();
+        let b = ThreadState::boxed(&rec);
+        let slot: *const Slot = b.slot();
+        assert_eq!(slot as usize % 4096, 0, "the slot starts the home's page");
+        assert_eq!(b.state_ptr() as usize / 4096, slot as usize / 4096);
+        drop(b);
+        let held = rec.registry.snapshot();
+        assert_eq!(held.len(), 1);
+        assert!(std::ptr::eq(held[0].slot(), slot));
+        assert!(!held[0].dead.load(Ordering::Relaxed));
     }
 
     #[test]

@@ -61,6 +61,24 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// A recorder with the environment's settings, no live file and no writer (its channel's
+    /// other end is dropped): for unit tests of what recording threads keep.
+    #[cfg(test)]
+    pub fn for_tests() -> Recorder {
+        let config = Config::from_env();
+        Recorder {
+            pool: Pool::new(
+                config.buffer_words,
+                config.max_buffers,
+                std::time::Duration::from_millis(config.max_wait_ms),
+                None,
+            ),
+            registry: Registry::default(),
+            tx: crossbeam_channel::unbounded().0,
+            config,
+        }
+    }
+
     /// Asks the collector to write out everything buffered so far (at runtime shutdown).
     pub fn request_flush(&self) {
         let _ = self.tx.send(Message::Flush);

@@ -233,15 +233,42 @@ impl Slot {
     }
 }
 
+/// What holds a slot: the slot alone, or the recording thread's own memory, so that the slot
+/// shares a page with what the thread's callbacks touch (record::thread_state). The registry
+/// keeps it alive until the writer is done with the slot, after its thread ended.
+pub trait SlotHome: Send + Sync {
+    fn slot(&self) -> &Slot;
+}
+
+impl SlotHome for Slot {
+    fn slot(&self) -> &Slot {
+        self
+    }
+}
+
+impl std::ops::Deref for dyn SlotHome {
+    type Target = Slot;
+
+    fn deref(&self) -> &Slot {
+        self.slot()
+    }
+}
+
+impl std::fmt::Debug for dyn SlotHome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.slot().fmt(f)
+    }
+}
+
 /// Every live slot, for the collector's sweeps and the exit flush. Locked when a thread records
 /// its first event and by the collector; never on the per-event path.
 #[derive(Debug, Default)]
 pub struct Registry {
-    slots: Mutex<Vec<Arc<Slot>>>,
+    slots: Mutex<Vec<Arc<dyn SlotHome>>>,
 }
 
 impl Registry {
-    pub fn add(&self, slot: Arc<Slot>) {
+    pub fn add(&self, slot: Arc<dyn SlotHome>) {
         if let Ok(mut v) = self.slots.lock() {
             v.push(slot);
         }
@@ -257,7 +284,7 @@ impl Registry {
     /// A snapshot of the slots, pruning those whose thread ended and that hold nothing more:
     /// their last buffer shipped and no drops still to be reported (a thread that dropped
     /// events and then ended must still have them counted).
-    pub fn snapshot(&self) -> Vec<Arc<Slot>> {
+    pub fn snapshot(&self) -> Vec<Arc<dyn SlotHome>> {
         match self.slots.lock() {
             Ok(mut v) => {
                 v.retain(|s| {
