@@ -301,6 +301,7 @@ fn init_locked(construct: acc_construct_t, implicit: bool, loc: &Loc) -> Result<
         device_type: t,
         device_number: num,
         api: dispatch::ApiHandles::NONE,
+        thread_id: dispatch::thread_id(),
     };
     let ti = dispatch::other_start(acc_event_t::DEVICE_INIT_START, &ctx);
     let backend: Result<Box<dyn Backend>> = match t {
@@ -657,6 +658,11 @@ impl Runtime {
                 self.backend.handles(Some(q))
             } else {
                 dispatch::ApiHandles::NONE
+            },
+            thread_id: if dispatch::enabled() {
+                dispatch::thread_id()
+            } else {
+                -1
             },
         }
     }

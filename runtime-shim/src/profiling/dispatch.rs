@@ -42,6 +42,9 @@ pub struct EvCtx {
     pub device_type: acc_device_t,
     pub device_number: i32,
     pub api: ApiHandles,
+    /// [`thread_id`] of the thread the operation runs on, looked up once per operation rather
+    /// than per event (a thread-local lookup from a shared library calls into the loader).
+    pub thread_id: i32,
 }
 
 /// Details of a data event (create, delete, alloc, free, upload, download).
@@ -91,14 +94,14 @@ pub fn enabled() -> bool {
     registry::active()
 }
 
-fn prof_info(ev: acc_event_t, c: &EvCtx, thread_id: i32) -> acc_prof_info {
+fn prof_info(ev: acc_event_t, c: &EvCtx) -> acc_prof_info {
     acc_prof_info {
         event_type: ev,
         valid_bytes: valid_bytes::PROF_INFO,
         version: ACC_PROF_INFO_VERSION_2_6,
         device_type: c.device_type,
         device_number: c.device_number,
-        thread_id,
+        thread_id: c.thread_id,
         async_: c.async_,
         async_queue: c.async_queue,
         src_file: c.loc.file,
@@ -192,9 +195,8 @@ fn call(ev: acc_event_t, c: &EvCtx, info: acc_event_info, order: Order) -> ToolI
     // including `tool_info` (the specification's common initial sequence), so this field is
     // initialized whichever variant `info` holds.
     let mut tool_info = unsafe { info.other_event.tool_info };
-    let mut thread = None;
     for cb in registry::walk(ev, order) {
-        let mut p = prof_info(ev, c, *thread.get_or_insert_with(thread_id));
+        let mut p = prof_info(ev, c);
         let mut a = api_info(c);
         let mut i = info;
         i.other_event.tool_info = tool_info;
