@@ -82,6 +82,33 @@ fn three_hundred_threads_each_record_on_their_own_state() {
     assert_eq!(t.dropped_total, 0);
 }
 
+/// More threads recording at once than there are buffers: the drops are counted, and the run
+/// says that the threads held every buffer (not that the writer fell behind) and what to set.
+#[test]
+fn more_recording_threads_than_buffers_are_said_to_be_the_cause_of_drops() {
+    let dir = scratch("threads-buffers");
+    let exe = compile_c("threads.c", &dir, &["-g", "-pthread"]);
+    let trace = dir.join("few.trace");
+    // 1 MiB of the default 512 KiB buffers: the pool's floor of 4 buffers, for 8 threads.
+    let out = run_profiled(
+        &exe,
+        &["8", "20"],
+        Load::Preload,
+        &trace,
+        &[
+            ("ACCPROF_MAX_BUFFER_MB", "1"),
+            ("ACCPROF_MAX_WAIT_MS", "10"),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("8 threads recorded at once and each holds one of the 4 buffers; lower ACCPROF_BUFFER_EVENTS"),
+        "{err}"
+    );
+    assert!(load(&trace).dropped_total > 0);
+}
+
 /// Two threads on the bundled runtime: each thread's buffers reach the trace on their own, so
 /// the file holds one thread's allocations after the other's later ones. The report replays
 /// them in time order: it prints (replayed in file order, the device-memory line indexes out

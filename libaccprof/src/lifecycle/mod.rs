@@ -297,10 +297,20 @@ fn say_where(rec: &Recorder, s: &Summary, ending: Ending) {
                 ));
             }
             if s.dropped > 0 {
-                line.push_str(&format!(
-                    " ({} events DROPPED because the trace writer fell behind; raise ACCPROF_MAX_BUFFER_MB)",
-                    s.dropped
-                ));
+                let threads = rec.registry.peak_threads();
+                if threads >= rec.pool.max_buffers() {
+                    // Every buffer was held by a recording thread: the writer had none to free.
+                    line.push_str(&format!(
+                        " ({} events DROPPED: {threads} threads recorded at once and each holds one of the {} buffers; lower ACCPROF_BUFFER_EVENTS or raise ACCPROF_MAX_BUFFER_MB)",
+                        s.dropped,
+                        rec.pool.max_buffers()
+                    ));
+                } else {
+                    line.push_str(&format!(
+                        " ({} events DROPPED because the trace writer fell behind; raise ACCPROF_MAX_BUFFER_MB)",
+                        s.dropped
+                    ));
+                }
             }
             let (device, device_dropped) = cupti::counts();
             if cupti::active() {

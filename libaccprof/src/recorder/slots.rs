@@ -79,6 +79,11 @@ impl Pool {
         got
     }
 
+    /// How many buffers the pool may have.
+    pub fn max_buffers(&self) -> usize {
+        self.max_buffers
+    }
+
     /// A new buffer while under the limit.
     fn allocate(&self) -> Option<PackedEvents> {
         let n = self.allocated.fetch_add(1, Ordering::Relaxed);
@@ -265,13 +270,22 @@ impl std::fmt::Debug for dyn SlotHome {
 #[derive(Debug, Default)]
 pub struct Registry {
     slots: Mutex<Vec<Arc<dyn SlotHome>>>,
+    /// The most threads that were recording at once (each holds a buffer of the pool).
+    peak_threads: AtomicUsize,
 }
 
 impl Registry {
     pub fn add(&self, slot: Arc<dyn SlotHome>) {
         if let Ok(mut v) = self.slots.lock() {
             v.push(slot);
+            let live = v.iter().filter(|s| !s.dead.load(Ordering::Relaxed)).count();
+            self.peak_threads.fetch_max(live, Ordering::Relaxed);
         }
+    }
+
+    /// The most threads that were recording at once.
+    pub fn peak_threads(&self) -> usize {
+        self.peak_threads.load(Ordering::Relaxed)
     }
 
     /// Whether any slot's owner is inside a callback; `None` when the list is busy (taken by
