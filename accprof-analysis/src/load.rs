@@ -266,7 +266,7 @@ fn add_common_warnings(p: &mut Profile, ended_said: bool) {
     let label = p.sources.last().map(|s| s.path.clone()).unwrap_or_default();
     if p.summary.dropped_events > 0 {
         p.warnings.push(format!(
-            "{label}: the tool dropped {} events because its writer fell behind; totals are lower bounds",
+            "{label}: the tool dropped {} events (no buffer was free: its writer fell behind, or more threads recorded at once than there were buffers); totals are lower bounds",
             p.summary.dropped_events
         ));
     }

@@ -136,7 +136,8 @@ impl Module {
 pub struct Footer {
     /// Events the tool recorded, as it counted them.
     pub events_recorded: u64,
-    /// Events the tool had to drop because its writer fell behind.
+    /// Events the tool had to drop because no buffer was free (its writer fell behind, or
+    /// more threads recorded at once than there were buffers).
     pub events_dropped: u64,
     /// CLOCK_MONOTONIC when the footer was written.
     pub end_monotonic_ns: u64,

@@ -20,7 +20,7 @@ pub struct Integrity {
     /// Events the footer counts as written that were not found before it (missing chunks), or
     /// found beyond its count (as negative: duplicated data in a version 1 trace).
     pub footer_mismatch: i64,
-    /// Events the tool dropped because its writer fell behind (drops chunks).
+    /// Events the tool dropped because no buffer was free (drops chunks).
     pub dropped: u64,
     /// Events that finished during the exit flush and could not be appended.
     pub lost_late: u64,
@@ -109,7 +109,7 @@ impl Integrity {
         }
         if self.dropped > 0 {
             p.push(format!(
-                "{} events DROPPED (the trace writer fell behind; raise ACCPROF_MAX_BUFFER_MB)",
+                "{} events DROPPED (no buffer was free: the trace writer fell behind, or more threads recorded at once than there were buffers; raise ACCPROF_MAX_BUFFER_MB)",
                 self.dropped
             ));
         }

@@ -262,7 +262,7 @@ impl Loader {
             self.warnings.extend(f.reader.loss_warning());
             if f.reader.dropped_total() > 0 {
                 self.warnings.push(format!(
-                    "{}: the tool dropped {} events (its writer fell behind)",
+                    "{}: the tool dropped {} events (no buffer was free)",
                     f.path.display(),
                     f.reader.dropped_total()
                 ));
