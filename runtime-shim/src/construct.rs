@@ -472,6 +472,7 @@ fn launch(
         workers,
         vector,
         args,
+        inline: Vec::new(),
         reduction: k.reduction.map(|r| r.0),
         gcc: None,
     };

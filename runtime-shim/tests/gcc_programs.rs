@@ -244,6 +244,28 @@ fn async_constructs_see_their_scalars_as_enqueued() {
 }
 
 #[test]
+fn firstprivate_scalars_go_with_the_kernels_arguments() {
+    // Each scalar used to get device data of its own per construct: alloc, create, upload,
+    // delete and free, six callbacks, for every loop bound and coefficient of every construct.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "firstprivate_scalars.c");
+    let gomp = text(&on_libgomp(&prog));
+    assert_eq!(gomp, "firstprivate scalars: 1003.00 526227.25\n");
+    let (o, evs) = logged_events(dir.path(), &prog);
+    assert_eq!(text(&o), gomp);
+    let up = "enqueue_upload_start";
+    for bytes in [1, 2, 4] {
+        assert_eq!(transfers(&evs, up, bytes), 0, "{bytes}-byte scalars");
+    }
+    // present_scale at its enter data, and the 8-byte struct (copy); the 12-byte one too.
+    assert_eq!(transfers(&evs, up, 8), 2);
+    assert_eq!(transfers(&evs, up, 12), 1);
+    // x, present_scale and the two structs: nothing else gets device memory.
+    assert_eq!(count(&evs, "alloc"), 4);
+    assert_eq!(count(&evs, "alloc"), count(&evs, "free"));
+}
+
+#[test]
 fn cpp_and_fortran_programs_give_libgomps_results() {
     let dir = tempfile::tempdir().unwrap();
     for src in ["vector.cpp", "saxpy.f90"] {

@@ -161,6 +161,10 @@ pub struct LaunchSpec {
     pub workers: u32,
     pub vector: u32,
     pub args: Vec<Val>,
+    /// Values the kernel reads through `args[i]` that travel with the arguments (a GCC
+    /// construct's firstprivate scalars): (i, the value's bytes, zero-padded). The backend puts
+    /// them in memory the kernel can read for its whole run and sets `args[i]` to their address.
+    pub inline: Vec<(usize, u64)>,
     pub reduction: Option<RedOp>,
     /// A kernel of a GCC-compiled program's nvptx image (CUDA backend).
     pub gcc: Option<GccKernel>,
@@ -332,4 +336,28 @@ pub fn chunks(n: usize, parts: usize) -> Vec<Range<usize>> {
         start += len;
     }
     out
+}
+
+/// A kernel's argument block as it lies at device address `base`: `args`, then the `inline`
+/// values one word each, with the `args[i]` of each value pointing at its word.
+pub fn args_with_inline(args: &[u64], inline: &[(usize, u64)], base: u64) -> Vec<u64> {
+    let mut block = Vec::with_capacity(args.len() + inline.len());
+    block.extend_from_slice(args);
+    for (j, &(i, value)) in inline.iter().enumerate() {
+        block[i] = base + ((args.len() + j) * 8) as u64;
+        block.push(value);
+    }
+    block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_values_follow_the_arguments_that_point_at_them() {
+        let block = args_with_inline(&[0x1000, 0, 0x2000, 0], &[(1, 7), (3, 9)], 0x500);
+        assert_eq!(block, vec![0x1000, 0x520, 0x2000, 0x528, 7, 9]);
+        assert_eq!(args_with_inline(&[5], &[], 0x500), vec![5]);
+    }
 }

@@ -25,7 +25,16 @@
 //! never a user-space address unless subnormal, and an integer equal to the address of mapped
 //! data is vanishingly rare; both are mapped as their clause says unless they are such an
 //! address.
+//!
+//! A copyin of a scalar of at most 8 bytes that is not on the device (what GCC makes of a
+//! `parallel` or `serial` construct's firstprivate scalars: loop bounds, coefficients), and
+//! GOMP_MAP_FIRSTPRIVATE of one, goes with the kernel's arguments ([`inline_value`]), as NVHPC
+//! passes firstprivate scalars as kernel parameters and libgomp packs them into the block it
+//! copies with the argument array: no device data of its own, so no alloc, create, upload,
+//! delete or free per scalar and construct. Nothing is lost: the device copy of such a
+//! variable lives for one construct and is never copied back.
 
+use super::kinds::MapKind;
 use crate::data::{self, Clause, ClauseKind, Op};
 use crate::error::Result;
 use std::ffi::c_void;
@@ -38,6 +47,56 @@ pub fn candidate(kind: ClauseKind, bytes: usize, was_absent: bool) -> bool {
     matches!(kind, ClauseKind::CopyIn | ClauseKind::Copy) && bytes == 8 && was_absent
 }
 
+/// The largest value that goes with a kernel's arguments.
+pub const INLINE_MAX: usize = 8;
+
+/// Whether a value of `bytes` may go with a kernel's arguments.
+pub fn inline_size(bytes: usize) -> bool {
+    (1..=INLINE_MAX).contains(&bytes)
+}
+
+/// Whether a compute construct's clause of GCC's kind `k`, of `bytes`, whose variable was not
+/// present, is a firstprivate value the kernel gets with its arguments ([`inline_value`]).
+pub fn inline_candidate(k: MapKind, bytes: usize, was_absent: bool) -> bool {
+    k == MapKind::TO && was_absent && inline_size(bytes)
+}
+
+/// The bytes (at most [`INLINE_MAX`], zero-padded) a kernel gets for the variable at `host`:
+/// its value, or for a pointer into present data that data's device address (as [`map`]).
+pub fn inline_value(op: &Op, host: usize, bytes: usize) -> u64 {
+    let mut word = [0u8; 8];
+    let n = bytes.min(INLINE_MAX);
+    // SAFETY: GCC passes the address of the variable (or of its copy) with its size.
+    unsafe { std::ptr::copy_nonoverlapping(host as *const u8, word.as_mut_ptr(), n) };
+    let value = u64::from_le_bytes(word);
+    if n == 8 {
+        if let Some(target) = present_target(op, host, value as usize) {
+            pointed_into_present_data(value as usize);
+            return target;
+        }
+    }
+    value
+}
+
+/// The device address of the present data that `value`, the 8 bytes at `host`, points into.
+fn present_target(op: &Op, host: usize, value: usize) -> Option<u64> {
+    let own = host..host + 8;
+    (value != 0 && !own.contains(&value))
+        .then(|| data::device_addr(op.rt, value))
+        .flatten()
+}
+
+/// A kernel gets the device address of present data for a pointer that held `value`: a finding
+/// for the checker, else a note with ACCSHIM_NOTES.
+fn pointed_into_present_data(value: usize) {
+    if crate::check::on() {
+        // On libgomp and a GPU the kernel would get the host's address: a finding, not a note.
+        crate::check::hooks::pointer_by_value(value, crate::loc::call_site());
+    } else if crate::env::flag("ACCSHIM_NOTES") {
+        say_once();
+    }
+}
+
 /// Maps the 8-byte variable at `host` for one construct (a structured reference): a pointer
 /// into present data gets that data's device address in its device copy and is not copied
 /// back; any other value is mapped as `kind` (copyin or copy) says. Returns the clause that the
@@ -45,10 +104,7 @@ pub fn candidate(kind: ClauseKind, bytes: usize, was_absent: bool) -> bool {
 pub fn map(op: &Op, host: usize, kind: ClauseKind) -> Result<(Clause, u64)> {
     // SAFETY: GCC passes the address of the variable (or of its copy) with its size, 8 bytes.
     let value = unsafe { (host as *const usize).read_unaligned() };
-    let own = host..host + 8;
-    let target = (value != 0 && !own.contains(&value))
-        .then(|| data::device_addr(op.rt, value))
-        .flatten();
+    let target = present_target(op, host, value);
     let clause = |kind| Clause {
         kind,
         host: host as *const c_void,
@@ -64,14 +120,7 @@ pub fn map(op: &Op, host: usize, kind: ClauseKind) -> Result<(Clause, u64)> {
     let c = clause(ClauseKind::Create);
     let slot = data::enter(op, &c, false)?.device_addr();
     data::write_pointer(op, &op.ctx, host, slot, target, c".attach.".as_ptr())?;
-    if crate::check::on() {
-        // On libgomp and a GPU the kernel would get the host's address: a finding, not a note.
-        crate::check::hooks::pointer_by_value(value, crate::loc::call_site());
-        return Ok((c, slot));
-    }
-    if crate::env::flag("ACCSHIM_NOTES") {
-        say_once();
-    }
+    pointed_into_present_data(value);
     Ok((c, slot))
 }
 

@@ -73,7 +73,7 @@ pub unsafe fn parallel(
     (|| -> Result<()> {
         let op = op_for(rt, construct, false, &NOWHERE, async_)?;
         let steps = ComputeSteps {
-            map: |op: &Op| map_structured(op, &vars),
+            map: |op: &Op| map_structured(op, &vars, true),
             launch: |implicit: &Op, mapped: &Mapped| launch(implicit, f, &tags, mapped),
             unmap: |implicit: &Op, mapped: Mapped| unmap_structured(implicit, &mapped),
         };
@@ -136,6 +136,7 @@ fn launch(op: &Op, f: usize, tags: &LaunchTags, mapped: &Mapped) -> Result<()> {
         workers: w,
         vector: v,
         args: mapped.devaddrs.clone(),
+        inline: mapped.inline.clone(),
         reduction: None,
         gcc,
     };

@@ -126,6 +126,10 @@ pub enum Undo {
 /// A construct's mapped variables: the device addresses its function gets, and the undo list.
 pub struct Mapped {
     pub devaddrs: Vec<Val>,
+    /// Values the kernel gets with its arguments instead of in device data of their own (its
+    /// firstprivate scalars): (index in `devaddrs`, the value's bytes, zero-padded). The backend
+    /// places them beside the argument block and points `devaddrs` at them.
+    pub inline: Vec<(usize, u64)>,
     pub undo: Vec<Undo>,
     /// Pointers the function gets that point at data not on the device (it gets NULL for them).
     pub absent_pointers: Vec<usize>,
@@ -182,11 +186,12 @@ fn data_kind(k: MapKind) -> bool {
         )
 }
 
-/// The entry of a compute or data construct: structured references for every clause, in order,
-/// attachments last (their targets must be present first).
-pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
+/// The entry of a compute construct (`kernel`) or a data construct: structured references for
+/// every clause, in order, attachments last (their targets must be present first).
+pub fn map_structured(op: &Op, vars: &Vars, kernel: bool) -> Result<Mapped> {
     let mut m = Mapped {
         devaddrs: vec![Val(0); vars.len()],
+        inline: Vec::new(),
         undo: Vec::with_capacity(vars.len()),
         absent_pointers: Vec::new(),
     };
@@ -219,11 +224,16 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
                 let by_value_kind = k != MapKind::FORCE_TO && k != MapKind::TO_PSET;
                 let pointed_to = i + 1 < vars.len()
                     && matches!(vars.kind(i + 1), MapKind::POINTER | MapKind::ATTACH);
+                if kernel && !pointed_to && super::by_value::inline_candidate(k, bytes, was_absent)
+                {
+                    by_value.push((i, None));
+                    continue;
+                }
                 if by_value_kind
                     && !pointed_to
                     && super::by_value::candidate(kind, bytes, was_absent)
                 {
-                    by_value.push((i, kind));
+                    by_value.push((i, Some(kind)));
                     continue;
                 }
                 let e = data::enter(op, &c, false)?;
@@ -243,6 +253,10 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
             // gives it.
             MapKind::FORCE_DEVICEPTR => firstprivate(op, host, bytes.max(8), &mut m)?,
             MapKind::FIRSTPRIVATE_INT => host as u64,
+            MapKind::FIRSTPRIVATE if kernel && super::by_value::inline_size(bytes) && host != 0 => {
+                by_value.push((i, None));
+                continue;
+            }
             MapKind::FIRSTPRIVATE => firstprivate(op, host, bytes, &mut m)?,
             MapKind::ZERO_LEN_ARRAY_SECTION => match data::device_addr(op.rt, host) {
                 Some(d) => d,
@@ -278,6 +292,13 @@ pub fn map_structured(op: &Op, vars: &Vars) -> Result<Mapped> {
         m.devaddrs[i] = Val(dev);
     }
     for (i, kind) in by_value {
+        let Some(kind) = kind else {
+            m.inline.push((
+                i,
+                super::by_value::inline_value(op, vars.host(i), vars.size(i)),
+            ));
+            continue;
+        };
         let (c, dev) = super::by_value::map(op, vars.host(i), kind)?;
         m.undo.push(Undo::Exit(c));
         created.push((vars.host(i), 8));
@@ -505,6 +526,7 @@ pub fn data_start(flags: i32, vars: Vars) {
                 op: super::fallback::host_op(acc_construct_t::DATA),
                 mapped: Mapped {
                     devaddrs: Vec::new(),
+                    inline: Vec::new(),
                     undo: Vec::new(),
                     absent_pointers: Vec::new(),
                 },
@@ -523,7 +545,7 @@ pub fn data_start(flags: i32, vars: Vars) {
         )?;
         let mapped =
             sequence::data_directive(&op, DataDirective::Enter, WaitClause::Absent, |op| {
-                map_structured(op, &vars)
+                map_structured(op, &vars, false)
             })?;
         Ok(Region { op, mapped })
     })()
@@ -667,6 +689,7 @@ fn enter_exit_vars(op: &Op, exit: bool, vars: &Vars) -> Result<()> {
                     // target's device address as for a construct.
                     let mut m = Mapped {
                         devaddrs: Vec::new(),
+                        inline: Vec::new(),
                         undo: Vec::new(),
                         absent_pointers: Vec::new(),
                     };

@@ -132,9 +132,11 @@ impl GccKernels {
         Ok((dev, bytes))
     }
 
-    /// Copies `args` into `s`'s ring (in stream order) and returns their device address.
-    fn args(&self, s: CUstream, args: &[u64]) -> Result<CUdeviceptr> {
-        let bytes = (args.len() * 8).max(8);
+    /// Copies `args` into `s`'s ring (in stream order), followed by the `inline` values (each
+    /// `args[i]` of theirs then holds its value's device address), and returns the device
+    /// address of the block.
+    fn args(&self, s: CUstream, args: &[u64], inline: &[(usize, u64)]) -> Result<CUdeviceptr> {
+        let bytes = ((args.len() + inline.len()) * 8).max(8);
         if bytes > RING {
             return Err(AccError::InvalidArgument(format!(
                 "a construct with {} mapped variables",
@@ -159,11 +161,12 @@ impl GccKernels {
         }
         let at = ring.base + ring.next as u64;
         ring.next += bytes.next_multiple_of(256);
-        if !args.is_empty() {
+        let block = crate::backend::args_with_inline(args, inline, at);
+        if !block.is_empty() {
             // From pageable memory the driver takes a copy of the bytes before it returns.
             check(
-                // SAFETY: `args` is valid for its length; `at` is inside the ring.
-                unsafe { sys::cuMemcpyHtoDAsync_v2(at, args.as_ptr().cast(), args.len() * 8, s) },
+                // SAFETY: `block` is valid for its length; `at` is inside the ring.
+                unsafe { sys::cuMemcpyHtoDAsync_v2(at, block.as_ptr().cast(), block.len() * 8, s) },
                 "cuMemcpyHtoDAsync (kernel arguments)",
             )?;
         }
@@ -179,6 +182,7 @@ impl GccKernels {
         s: CUstream,
         k: &GccKernel,
         args: &[u64],
+        inline: &[(usize, u64)],
         dims: [u32; 3],
     ) -> Result<[u32; 3]> {
         let (f, threads) = self.function(k)?;
@@ -202,7 +206,7 @@ impl GccKernels {
         } else {
             dims[0]
         };
-        let mut block = self.args(s, args)?;
+        let mut block = self.args(s, args, inline)?;
         let mut params = [&mut block as *mut CUdeviceptr as *mut c_void];
         check(
             // SAFETY: GCC's kernels take one 8-byte parameter (the device address of the argument

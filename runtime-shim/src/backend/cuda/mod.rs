@@ -1248,9 +1248,21 @@ impl Backend for Cuda {
         let s = self.op_stream(q)?;
         if let Some(g) = &k.gcc {
             let args: Vec<u64> = k.args.iter().map(|v| v.0).collect();
-            self.gcc
-                .launch(self.dev, s, g, &args, [k.gangs, k.workers, k.vector])?;
+            self.gcc.launch(
+                self.dev,
+                s,
+                g,
+                &args,
+                &k.inline,
+                [k.gangs, k.workers, k.vector],
+            )?;
             return Ok(None);
+        }
+        if !k.inline.is_empty() {
+            return Err(AccError::InvalidArgument(format!(
+                "kernel {} takes values with its arguments, which only GCC's kernels do",
+                k.name.to_string_lossy()
+            )));
         }
         let f = self.function(k)?;
         let mut vals: Vec<u64> = k.args.iter().map(|v| v.0).collect();

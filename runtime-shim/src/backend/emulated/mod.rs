@@ -407,7 +407,13 @@ impl Backend for Emulated {
                 k.name.to_string_lossy()
             )));
         };
-        let args = k.args.clone();
+        // The inline values live as long as the job; their words are the kernel's to write
+        // (a firstprivate copy), and moving the box into the job keeps its heap block in place.
+        let mut values: Box<[u64]> = k.inline.iter().map(|&(_, v)| v).collect();
+        let mut args = k.args.clone();
+        for (j, &(i, _)) in k.inline.iter().enumerate() {
+            args[i] = Val(values[j..].as_mut_ptr() as u64);
+        }
         // A serial construct (one gang) runs on one thread, like on the device.
         let threads = if k.gangs > 1 { self.threads } else { 1 };
         let (work, red) = (k.work, k.reduction);
@@ -417,6 +423,7 @@ impl Backend for Emulated {
         self.run(
             q,
             Box::new(move || {
+                let _values = &values;
                 let checking = checked.map(|site| {
                     let addrs: Vec<u64> = args.iter().map(|a| a.0).collect();
                     let before = check::kernel_starts(&addrs, site);
