@@ -21,7 +21,7 @@ export LD_LIBRARY_PATH=$PWD ACC_DEVICE_TYPE=nvidia
 shim() { env LD_PRELOAD="$PWD/libaccshim.so" ACCSHIM_QUIET=1 "$@"; }
 nvidia-smi -L 2>/dev/null || true
 echo "== outputs, libgomp vs shim"
-for p in directives transfers missing_copyout async_scalars launch_dims struct_members vector saxpy; do
+for p in directives transfers missing_copyout async_scalars firstprivate_scalars launch_dims struct_members vector saxpy; do
   [ -x "./$p" ] || continue
   g=$(timeout 120 "./$p" 2>&1); s=$(timeout 120 env LD_PRELOAD="$PWD/libaccshim.so" ACCSHIM_QUIET=1 "./$p" 2>&1)
   if [ "$g" = "$s" ]; then echo "same  $p"; else echo "DIFF  $p"; echo "  libgomp: $g" | head -12; echo "  shim:    $s" | head -12; fi
