@@ -15,6 +15,8 @@
 # and ACCPROF_SELF_TIME's callbacks per operation and ns per callback.
 # VARIANTS="NAME:VAR=VALUE,VAR=VALUE ..." adds accprof with those settings to the repetitions
 # (e.g. "shm:ACCPROF_OUT=/dev/shm/b.trace heapoff:ACCPROF_HEAP=off"); RUNTIMES="gomp" runs one.
+# BASE_SHIM=/path/libaccshim.so at stage time stages another build of the bundled runtime, run
+# as the runtime "oldshim" (RUNTIMES="gomp shim oldshim").
 set -u
 D=.device-carry/babel
 SIZE=${SIZE:-33554432}
@@ -31,6 +33,7 @@ if [ "${1:-}" = stage ]; then
   gcc -O2 -shared -fPIC -o $D/libnoop_tool.so tests/programs/noop_tool.c
   cp target/release/libaccprof.so target/release/libaccshim.so $D/
   strip $D/libaccprof.so $D/libaccshim.so
+  [ -n "${BASE_SHIM:-}" ] && cp "$BASE_SHIM" $D/libaccshim_base.so && strip $D/libaccshim_base.so
   cp -L /usr/lib/x86_64-linux-gnu/libgomp.so.1 /usr/lib/x86_64-linux-gnu/libgomp-plugin-nvptx.so.1 $D/lib/
   du -sh $D
   exit 0
@@ -53,6 +56,7 @@ stream() { # runtime config [env...] -> BabelStream's csv
   local e=(ACCSHIM_QUIET=1 ACCPROF_QUIET=1 ACCPROF_CUPTI=off ACCPROF_CUDA_EVENTS=off ACCPROF_OUT=$T/o.trace)
   local pre=""
   [ "$rt" = shim ] && pre=$D/libaccshim.so
+  [ "$rt" = oldshim ] && pre=$D/libaccshim_base.so
   case $cfg in
     none) ;;
     noop) e+=(ACC_PROFLIB=$D/libnoop_tool.so) ;;
@@ -97,7 +101,7 @@ for line in open(sys.argv[1]):
 def q(v, p):
     v = sorted(v); i = (len(v) - 1) * p; lo = int(i); hi = min(lo + 1, len(v) - 1)
     return v[lo] + (v[hi] - v[lo]) * (i - lo)
-for rt in ("gomp", "shim"):
+for rt in ("gomp", "shim", "oldshim"):
     for kernel in ("Copy", "Mul", "Add", "Triad", "Dot"):
         reps = [v for (r_, k, _), v in sorted(d.items()) if (r_, k) == (rt, kernel)]
         cfgs = sorted({c for x in reps for c in x} - {"none"})
