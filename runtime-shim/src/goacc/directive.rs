@@ -9,12 +9,44 @@
 //! `parallel`, as libgomp reports every one.
 
 use accprof_abi::acc_construct_t;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Mutex;
+
+/// Call sites a thread has asked about lately, direct-mapped: a program's compute constructs
+/// run over and over while a tool listens, and a hit takes no lock and no hashing of the map.
+const RECENT: usize = 64;
+
+thread_local! {
+    static RECENT_KINDS: Cell<[(usize, acc_construct_t); RECENT]> =
+        const { Cell::new([(0, acc_construct_t::PARALLEL); RECENT]) };
+}
 
 /// The compute construct that the GCC entry point called from `ret` runs. Each call site is
 /// looked up once (its module's debug information, then its source file) and remembered.
 pub fn compute_kind(ret: usize) -> acc_construct_t {
+    let at = (ret >> 2) % RECENT;
+    let hit = RECENT_KINDS
+        .try_with(|r| {
+            // SAFETY: the cell is this thread's and nothing else borrows it meanwhile.
+            let e = unsafe { (*r.as_ptr())[at] };
+            (e.0 == ret && ret != 0).then_some(e.1)
+        })
+        .ok()
+        .flatten();
+    if let Some(k) = hit {
+        return k;
+    }
+    let k = looked_up_kind(ret);
+    let _ = RECENT_KINDS.try_with(|r| {
+        // SAFETY: as above.
+        unsafe { (*r.as_ptr())[at] = (ret, k) }
+    });
+    k
+}
+
+/// [`compute_kind`] from the process's map, filled from the program on a first call.
+fn looked_up_kind(ret: usize) -> acc_construct_t {
     static KINDS: Mutex<Option<HashMap<usize, acc_construct_t>>> = Mutex::new(None);
     if let Some(&k) = KINDS
         .lock()
