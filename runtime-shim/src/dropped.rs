@@ -27,12 +27,15 @@ const PENDING: u64 = u64::MAX;
 /// check is asked for (`ACCSHIM_DROP_CHECK=1`).
 pub fn track(rt: &Runtime) -> Option<Arc<AtomicU64>> {
     // The checker (src/check) reports dropped results itself, with the host's read of them.
-    // Read once: this runs for every copied-in entry, and getenv scans the whole environment.
+    (rt.backend.device_memory_is_host_readable() && asked() && !crate::check::on())
+        .then(|| Arc::new(AtomicU64::new(PENDING)))
+}
+
+/// Whether the check was asked for (`ACCSHIM_DROP_CHECK=1`). Read once: this runs for every
+/// copied-in entry, and getenv scans the whole environment.
+pub fn asked() -> bool {
     static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    (rt.backend.device_memory_is_host_readable()
-        && *ASKED.get_or_init(|| crate::env::flag("ACCSHIM_DROP_CHECK"))
-        && !crate::check::on())
-    .then(|| Arc::new(AtomicU64::new(PENDING)))
+    *ASKED.get_or_init(|| crate::env::flag("ACCSHIM_DROP_CHECK"))
 }
 
 /// FNV-1a over 8-byte words (and the tail bytes): quick enough to run beside a memcpy.

@@ -713,6 +713,32 @@ fn a_missing_copyout_loses_the_results_as_on_a_gpu() {
 }
 
 #[test]
+fn a_copied_in_scalar_the_kernel_writes_is_reported_when_dropped_results_are_looked_for() {
+    // Scalars a construct copies in go with the kernel's arguments, except while dropped
+    // results are looked for: then the lost write must show in a device copy.
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "copyin_scalar_written.c");
+    assert_eq!(text(&on_libgomp(&prog)), "x=5 a[0]=5\n");
+    assert_eq!(text(&on_shim_quietly(&prog)), "x=0 a[0]=5\n");
+    let o = with_drop_check(&prog);
+    assert_eq!(text(&o), "x=0 a[0]=5\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("results dropped: the device copy of [0x") && err.contains(",+4]"),
+        "{err}"
+    );
+    // Firstprivate scalars nobody writes: nothing to say.
+    let prog = build(dir.path(), "firstprivate_scalars.c");
+    let o = with_drop_check(&prog);
+    assert_eq!(text(&o), "firstprivate scalars: 1003.00 526227.25\n");
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
 fn an_update_self_of_every_change_drops_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "update_self_copyin.c");

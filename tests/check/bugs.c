@@ -10,6 +10,7 @@
 
 #define N 8192
 double a[N], b[N], c[N];
+int count;
 
 static void init (void)
 {
@@ -70,6 +71,16 @@ int main (int argc, char **argv)
       for (int i = 0; i < N; i++)
         a[i] = -a[i];
       s = a[100];
+    }
+  else if (!strcmp (which, "scalar_dropped"))
+    {
+      /* GCC maps a copied-in scalar as it maps a firstprivate one. */
+#pragma acc parallel copyin(count) copy(a) /* BUG:scalar_dropped */
+      {
+        count = 5;
+        a[0] = count;
+      }
+      s = count + a[0];
     }
   else if (!strcmp (which, "host_memory_in_kernel"))
     {

@@ -103,6 +103,9 @@ struct Bug {
     kind: &'static str,
     variable: Option<&'static str>,
     fix: &'static str,
+    /// A warning where the kind is usually an error: the host's read of data too small to
+    /// guard is not seen.
+    warning: bool,
 }
 
 const fn bug(case: &'static str, kind: &'static str, variable: &'static str) -> Bug {
@@ -111,6 +114,7 @@ const fn bug(case: &'static str, kind: &'static str, variable: &'static str) -> 
         kind,
         variable: Some(variable),
         fix: "",
+        warning: false,
     }
 }
 
@@ -155,7 +159,7 @@ fn suite(src: &str, bugs: &[Bug], correct: &[&str]) {
             found.iter().all(|f| f["kind"] == kind),
             "{src} {case}: only the seeded kind: {found:#?}"
         );
-        let want = if is_error(kind) { 1 } else { 0 };
+        let want = if is_error(kind) && !b.warning { 1 } else { 0 };
         assert_eq!(
             o.status.code(),
             Some(want),
@@ -213,6 +217,12 @@ fn the_c_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are
         Bug {
             variable: None,
             ..bug("small_stale_device_read", "stale_device_read", "")
+        },
+        // A scalar the construct copies in and the kernel writes (a 4-byte global: its host
+        // read is not guarded).
+        Bug {
+            warning: true,
+            ..bug("scalar_dropped", "results_dropped", "count")
         },
     ]);
     suite(

@@ -32,7 +32,9 @@
 //! passes firstprivate scalars as kernel parameters and libgomp packs them into the block it
 //! copies with the argument array: no device data of its own, so no alloc, create, upload,
 //! delete or free per scalar and construct. Nothing is lost: the device copy of such a
-//! variable lives for one construct and is never copied back.
+//! variable lives for one construct and is never copied back. While dropped results are looked
+//! for (`accprof check`, `ACCSHIM_DROP_CHECK=1`) such a copyin keeps its device data, so that
+//! a kernel's write to it is seen.
 
 use super::kinds::MapKind;
 use crate::data::{self, Clause, ClauseKind, Op};
@@ -57,8 +59,15 @@ pub fn inline_size(bytes: usize) -> bool {
 
 /// Whether a compute construct's clause of GCC's kind `k`, of `bytes`, whose variable was not
 /// present, is a firstprivate value the kernel gets with its arguments ([`inline_value`]).
+/// Not while results dropped on the device are looked for (`accprof check`,
+/// `ACCSHIM_DROP_CHECK=1`): an explicit `copyin(x)` of a scalar the kernel writes is mapped
+/// as GCC maps a firstprivate one, and only its device copy shows the write that is lost.
 pub fn inline_candidate(k: MapKind, bytes: usize, was_absent: bool) -> bool {
-    k == MapKind::TO && was_absent && inline_size(bytes)
+    k == MapKind::TO
+        && was_absent
+        && inline_size(bytes)
+        && !crate::check::on()
+        && !crate::dropped::asked()
 }
 
 /// The bytes (at most [`INLINE_MAX`], zero-padded) a kernel gets for the variable at `host`:
