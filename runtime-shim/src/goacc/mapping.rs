@@ -124,6 +124,7 @@ pub enum Undo {
 }
 
 /// A construct's mapped variables: the device addresses its function gets, and the undo list.
+#[derive(Default)]
 pub struct Mapped {
     pub devaddrs: Vec<Val>,
     /// Values the kernel gets with its arguments instead of in device data of their own (its
@@ -186,6 +187,15 @@ fn data_kind(k: MapKind) -> bool {
         )
 }
 
+/// A variable passed by value (src/goacc/by_value.rs), mapped after the construct's other
+/// clauses so that data they map is present when its value is looked at.
+enum Deferred {
+    /// With the kernel's arguments.
+    Inline,
+    /// In device data of its own, as the clause of this kind says.
+    Mapped(ClauseKind),
+}
+
 /// The entry of a compute construct (`kernel`) or a data construct: structured references for
 /// every clause, in order, attachments last (their targets must be present first).
 pub fn map_structured(op: &Op, vars: &Vars, kernel: bool) -> Result<Mapped> {
@@ -226,14 +236,14 @@ pub fn map_structured(op: &Op, vars: &Vars, kernel: bool) -> Result<Mapped> {
                     && matches!(vars.kind(i + 1), MapKind::POINTER | MapKind::ATTACH);
                 if kernel && !pointed_to && super::by_value::inline_candidate(k, bytes, was_absent)
                 {
-                    by_value.push((i, None));
+                    by_value.push((i, Deferred::Inline));
                     continue;
                 }
                 if by_value_kind
                     && !pointed_to
                     && super::by_value::candidate(kind, bytes, was_absent)
                 {
-                    by_value.push((i, Some(kind)));
+                    by_value.push((i, Deferred::Mapped(kind)));
                     continue;
                 }
                 let e = data::enter(op, &c, false)?;
@@ -254,7 +264,7 @@ pub fn map_structured(op: &Op, vars: &Vars, kernel: bool) -> Result<Mapped> {
             MapKind::FORCE_DEVICEPTR => firstprivate(op, host, bytes.max(8), &mut m)?,
             MapKind::FIRSTPRIVATE_INT => host as u64,
             MapKind::FIRSTPRIVATE if kernel && super::by_value::inline_size(bytes) && host != 0 => {
-                by_value.push((i, None));
+                by_value.push((i, Deferred::Inline));
                 continue;
             }
             MapKind::FIRSTPRIVATE => firstprivate(op, host, bytes, &mut m)?,
@@ -291,8 +301,8 @@ pub fn map_structured(op: &Op, vars: &Vars, kernel: bool) -> Result<Mapped> {
         };
         m.devaddrs[i] = Val(dev);
     }
-    for (i, kind) in by_value {
-        let Some(kind) = kind else {
+    for (i, how) in by_value {
+        let Deferred::Mapped(kind) = how else {
             m.inline.push((
                 i,
                 super::by_value::inline_value(op, vars.host(i), vars.size(i)),
@@ -524,12 +534,7 @@ pub fn data_start(flags: i32, vars: Vars) {
         REGIONS.with(|r| {
             r.borrow_mut().push(Region {
                 op: super::fallback::host_op(acc_construct_t::DATA),
-                mapped: Mapped {
-                    devaddrs: Vec::new(),
-                    inline: Vec::new(),
-                    undo: Vec::new(),
-                    absent_pointers: Vec::new(),
-                },
+                mapped: Mapped::default(),
             })
         });
         return;
@@ -687,12 +692,7 @@ fn enter_exit_vars(op: &Op, exit: bool, vars: &Vars) -> Result<()> {
                 MapKind::POINTER => {
                     // A dynamic reference to the pointer variable; its device copy gets the
                     // target's device address as for a construct.
-                    let mut m = Mapped {
-                        devaddrs: Vec::new(),
-                        inline: Vec::new(),
-                        undo: Vec::new(),
-                        absent_pointers: Vec::new(),
-                    };
+                    let mut m = Mapped::default();
                     pointer(op, host, bytes, &created, &mut m)?;
                     // pointer() took a structured reference: make it a dynamic one.
                     if let Some(e) = op.rt.table().containing_mut(host) {

@@ -161,7 +161,14 @@ impl GccKernels {
         }
         let at = ring.base + ring.next as u64;
         ring.next += bytes.next_multiple_of(256);
-        let block = crate::backend::args_with_inline(args, inline, at);
+        // Most constructs pass no value inline: their array goes as it is, with no copy made.
+        let with_values;
+        let block = if inline.is_empty() {
+            args
+        } else {
+            with_values = crate::backend::args_with_inline(args, inline, at);
+            &with_values
+        };
         if !block.is_empty() {
             // From pageable memory the driver takes a copy of the bytes before it returns.
             check(
