@@ -21,6 +21,20 @@ pub fn clause_item(name: &str, lang: Language) -> Option<String> {
     })
 }
 
+/// How `name` goes into a clause when no array of the directive has a name a clause can take
+/// (`stand_in`): its label in angle brackets (`<host 0x7ffd...+32 KiB>`), for the user to
+/// replace, so that the directive still says which array takes which clause; otherwise as
+/// [`clause_item`] says.
+pub fn clause_item_or_stand_in(name: &str, lang: Language, stand_in: bool) -> Option<String> {
+    clause_item(name, lang).or_else(|| stand_in.then(|| format!("<{name}>")))
+}
+
+/// Whether none of `names` can go into a clause of `lang`: the directive then takes stand-ins
+/// ([`clause_item_or_stand_in`]).
+pub fn none_nameable<'a>(mut names: impl Iterator<Item = &'a str>, lang: Language) -> bool {
+    names.all(|n| clause_item(n, lang).is_none())
+}
+
 /// `copy(A) copyin(B) create(C)` from clause name -> items, in the order OpenACC guides write
 /// them.
 pub(crate) fn clause_text(clauses: &BTreeMap<&str, Vec<String>>) -> String {
@@ -37,10 +51,14 @@ pub(crate) fn clause_text(clauses: &BTreeMap<&str, Vec<String>>) -> String {
         .join(" ")
 }
 
-/// The sentence for memory no clause can name: what it is, and what the user adds for it.
-pub(crate) fn unnamed_note(unnamed: &[String]) -> String {
+/// The sentence for memory no clause can name: what it is, and what the user adds for it (or,
+/// when the directive holds stand-ins for all of it, replaces).
+pub(crate) fn unnamed_note(unnamed: &[String], stand_ins: bool) -> String {
     if unnamed.is_empty() {
         return String::new();
+    }
+    if stand_ins {
+        return "; no array here has a name a clause can take (each label says what the memory is and why): put the name your code holds each by in place of its <label>".to_string();
     }
     format!(
         "; {} moved the same way but has no name a clause can take (the label says what it is and why): add it to the clause under the name your code holds it by",
@@ -71,5 +89,21 @@ mod tests {
         c.insert("copy", vec!["A".to_string()]);
         c.insert("copyin", vec![]);
         assert_eq!(clause_text(&c), "copy(A) create(Anew)");
+    }
+
+    #[test]
+    fn a_directive_with_no_nameable_array_takes_stand_ins() {
+        let labels = ["host 0x7ffd0000+64 KiB", "heap@x.c:3 (returned)"];
+        assert!(none_nameable(labels.into_iter(), Language::C));
+        assert!(!none_nameable(["A", labels[0]].into_iter(), Language::C));
+        assert_eq!(
+            clause_item_or_stand_in(labels[0], Language::C, true).as_deref(),
+            Some("<host 0x7ffd0000+64 KiB>")
+        );
+        assert_eq!(clause_item_or_stand_in(labels[0], Language::C, false), None);
+        assert_eq!(
+            clause_item_or_stand_in("A", Language::C, true).as_deref(),
+            Some("A")
+        );
     }
 }

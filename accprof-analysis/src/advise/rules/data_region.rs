@@ -97,25 +97,43 @@ fn totals(vars: &[&VarTraffic]) -> Totals {
 fn region_clauses(
     vars: &[(&VarTraffic, &'static str)],
     lang: Language,
-) -> (String, Vec<String>, Vec<String>) {
+) -> (String, Vec<String>, Unnamed) {
     let mut clauses: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut unnamed = Vec::new();
     let mut present = Vec::new();
+    let stand_in = clauses::none_nameable(vars.iter().map(|(v, _)| v.name.as_str()), lang);
     for (v, clause) in vars {
-        match clauses::clause_item(&v.name, lang) {
-            Some(item) => {
-                let list = clauses.entry(clause).or_default();
-                if !list.contains(&item) {
-                    list.push(item.clone());
-                }
-                if !present.contains(&item) {
-                    present.push(item);
-                }
+        if clauses::clause_item(&v.name, lang).is_none() {
+            unnamed.push(v.name.clone());
+        }
+        if let Some(item) = clauses::clause_item_or_stand_in(&v.name, lang, stand_in) {
+            let list = clauses.entry(clause).or_default();
+            if !list.contains(&item) {
+                list.push(item.clone());
             }
-            None => unnamed.push(v.name.clone()),
+            if !present.contains(&item) {
+                present.push(item);
+            }
         }
     }
-    (clause_text(&clauses), present, unnamed)
+    (
+        clause_text(&clauses),
+        present,
+        Unnamed { unnamed, stand_in },
+    )
+}
+
+/// The arrays of a directive that no clause can name, and whether the directive holds
+/// stand-ins for them (it had no nameable array at all).
+struct Unnamed {
+    unnamed: Vec<String>,
+    stand_in: bool,
+}
+
+impl Unnamed {
+    fn note(&self) -> String {
+        clauses::unnamed_note(&self.unnamed, self.stand_in)
+    }
 }
 
 fn details(vars: &[(&VarTraffic, &'static str)], t: &Totals, cs: &[&Construct]) -> Vec<String> {
@@ -366,7 +384,7 @@ fn at_loop(p: &Profile, sources: &mut Sources, place: &Placement, vars: &[&VarTr
             "{wrap}{members}; {inside}{}{}{}",
             host_changes_note(&chosen, Some(&place.file), lang),
             content_hint(&chosen),
-            clauses::unnamed_note(&unnamed)
+            unnamed.note()
         ),
         events: t.events,
         time_ranges: vec![t.span],
@@ -431,7 +449,7 @@ fn around_lines(p: &Profile, vars: &[&VarTraffic]) -> Finding {
             present.join(", "),
             host_changes_note(&chosen, first.location.file.as_deref(), lang),
             content_hint(&chosen),
-            clauses::unnamed_note(&unnamed)
+            unnamed.note()
         ),
         events: t.events,
         time_ranges: vec![t.span],
@@ -454,9 +472,12 @@ fn enter_exit(p: &Profile, across: &[&VarTraffic]) -> Finding {
     let mut exit: Vec<String> = Vec::new();
     let mut unnamed = Vec::new();
     let mut present = Vec::new();
+    let stand_in = clauses::none_nameable(across.iter().map(|v| v.name.as_str()), lang);
     for v in across {
-        let Some(item) = clauses::clause_item(&v.name, lang) else {
+        if clauses::clause_item(&v.name, lang).is_none() {
             unnamed.push(v.name.clone());
+        }
+        let Some(item) = clauses::clause_item_or_stand_in(&v.name, lang, stand_in) else {
             continue;
         };
         present.push(item.clone());
@@ -502,7 +523,7 @@ fn enter_exit(p: &Profile, across: &[&VarTraffic]) -> Finding {
             directive(file, &format!("exit data {}", exit.join(" "))),
             present.join(", "),
             construct_lines(&cs),
-            clauses::unnamed_note(&unnamed)
+            clauses::unnamed_note(&unnamed, stand_in)
         ),
         events: t.events,
         time_ranges: vec![t.span],
@@ -637,6 +658,49 @@ mod tests {
             details.contains("A: 8 uploads, 8 downloads; 7 of 8 uploads carried bytes the device already held; 4 of 8 downloads brought back bytes the device had not changed -> copy"),
             "{details}"
         );
+    }
+
+    /// No array has a name a clause can take (a stack array of one of two sizes, say): the
+    /// directive still says which clause each takes, with its label for the user to replace,
+    /// never an empty `#pragma acc data`.
+    #[test]
+    fn arrays_no_clause_can_name_stand_in_by_their_labels() {
+        let mut r = Run::new();
+        let label = "host 0x7ffd0000+1 MiB";
+        for _ in 0..3 {
+            r.compute(57, MS, MS, |r, t| {
+                vec![
+                    r.transfer(
+                        acc_event_t::ENQUEUE_UPLOAD_START,
+                        t + US,
+                        t + MS / 4,
+                        57,
+                        label,
+                        1 << 20,
+                        0x7ffd_0000,
+                    ),
+                    r.transfer(
+                        acc_event_t::ENQUEUE_DOWNLOAD_START,
+                        t + MS / 2,
+                        t + MS - US,
+                        57,
+                        label,
+                        1 << 20,
+                        0x7ffd_0000,
+                    ),
+                ]
+            });
+        }
+        let wall = r.now;
+        let f = findings(&DataRegion, &r.profile(wall));
+        assert_eq!(rules_of(&f), [Rule::DataRegion]);
+        let change = &f[0].change;
+        assert!(
+            change.contains(&format!("data copy(<{label}>)")),
+            "{change}"
+        );
+        assert!(change.contains(&format!("present(<{label}>)")), "{change}");
+        assert!(change.contains("in place of its <label>"), "{change}");
     }
 
     #[test]

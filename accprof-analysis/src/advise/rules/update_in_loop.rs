@@ -72,6 +72,10 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
         // One directive per direction, each with its arrays as the source names them.
         let mut by_dir: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         let mut unnamed = Vec::new();
+        let stand_in = clauses::none_nameable(
+            sites.iter().map(|s| p.variables[s.variable].name.as_str()),
+            lang,
+        );
         for s in &sites {
             let word = if s.direction == Direction::HostToDevice {
                 "device"
@@ -79,14 +83,14 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
                 "self"
             };
             let name = &p.variables[s.variable].name;
-            match clauses::clause_item(name, lang) {
-                Some(item) => {
-                    let list = by_dir.entry(word).or_default();
-                    if !list.contains(&item) {
-                        list.push(item);
-                    }
+            if clauses::clause_item(name, lang).is_none() && !unnamed.contains(name) {
+                unnamed.push(name.clone());
+            }
+            if let Some(item) = clauses::clause_item_or_stand_in(name, lang, stand_in) {
+                let list = by_dir.entry(word).or_default();
+                if !list.contains(&item) {
+                    list.push(item);
                 }
-                None => unnamed.push(name.clone()),
             }
         }
         let updates: Vec<String> = by_dir
@@ -131,7 +135,7 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
             change: format!(
                 "move {} out of the loop ({after}, where the host needs the data), or update only the part the host reads each iteration, e.g. {part}{}",
                 updates.join(" and "),
-                clauses::unnamed_note(&unnamed)
+                clauses::unnamed_note(&unnamed, stand_in)
             ),
             events: c.samples.clone(),
             time_ranges: vec![(c.first_ns, c.last_ns)],
