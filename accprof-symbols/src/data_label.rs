@@ -14,7 +14,8 @@ pub enum DataKind {
     Descriptor,
     /// A heap block, named after the pointer its allocation was stored in.
     Heap,
-    /// A stack array, named by the debug information's one local array of its size.
+    /// A stack array, named by the local array of the debug information it is
+    /// (crate::stack_frames), or its one local array of that size.
     Stack,
     /// Memory whose variable is not known: the name is a hint (`heap@file.c:LINE`, `stack
     /// 0x7ffd...`) and this says why, in a word or two.

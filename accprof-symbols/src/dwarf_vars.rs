@@ -1,8 +1,9 @@
 //! What a module's DWARF says about its variables, for naming the host side of transfers:
 //! variables at fixed addresses (globals, function statics under their source names, not
 //! GCC's `z1.38`; Fortran module variables, and whether one is an allocatable's descriptor),
-//! the element size of arrays and pointers, and the local arrays by size (a stack array that a
-//! transfer moved whole is the one local array of its size).
+//! the element size of arrays and pointers, the local arrays by size (a stack array that a
+//! transfer moved whole is the one local array of its size), and each function's local arrays
+//! at fixed offsets from its frame (crate::stack_frames places them).
 
 use addr2line::gimli;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -29,6 +30,38 @@ pub struct DwarfVars {
     /// The element size of pointers and arrays by variable name, where every variable of that
     /// name agrees (`None` where they differ).
     pub element_bytes: HashMap<String, Option<u64>>,
+    /// The functions with local arrays at fixed offsets from their canonical frame address.
+    pub frames: Vec<FrameLayout>,
+}
+
+/// A function's local arrays that live at fixed offsets from its canonical frame address (GCC's
+/// frame base is `DW_OP_call_frame_cfa`, and an array in memory is `DW_OP_fbreg`): the layout
+/// of its stack frame, the same on every call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FrameLayout {
+    pub function: String,
+    /// The function's code, as file addresses [start, end).
+    pub ranges: Vec<(u64, u64)>,
+    /// C's `main` or a Fortran main program: its frame is live for the whole run.
+    pub main_program: bool,
+    pub locals: Vec<FrameLocal>,
+}
+
+impl FrameLayout {
+    /// Whether the file address `pc` is in the function's code.
+    pub fn contains(&self, pc: u64) -> bool {
+        self.ranges.iter().any(|&(s, e)| s <= pc && pc < e)
+    }
+}
+
+/// One local array of a [`FrameLayout`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameLocal {
+    pub name: String,
+    /// Its address minus the frame's CFA (negative: the frame lies below the CFA).
+    pub cfa_offset: i64,
+    pub size: u64,
+    pub element_bytes: Option<u64>,
 }
 
 impl DwarfVars {
@@ -134,30 +167,49 @@ fn read_unit(
         }
     };
     let mut entries = unit.entries();
-    // Whether the entries being read are inside a subprogram (locals, not globals).
+    // Whether the entries being read are inside a subprogram (locals, not globals): the depth
+    // of each enclosing subprogram, and its frame layout's index in `frames` when its frame
+    // base is the CFA.
     let mut depth = 0isize;
-    let mut subprogram_depth: Vec<isize> = Vec::new();
+    let mut subprogram_depth: Vec<(isize, Option<usize>)> = Vec::new();
+    let mut frames: Vec<(gimli::UnitOffset, FrameLayout)> = Vec::new();
     while let Some((delta, entry)) = entries.next_dfs()? {
         depth += delta;
-        while subprogram_depth.last().is_some_and(|&d| d >= depth) {
+        while subprogram_depth.last().is_some_and(|&(d, _)| d >= depth) {
             subprogram_depth.pop();
         }
         let tag = entry.tag();
         if tag == gimli::DW_TAG_subprogram {
-            subprogram_depth.push(depth);
+            let frame = if frame_base_is_cfa(entry, unit.encoding())? {
+                // Its code ranges are read at the end, for the functions with local arrays.
+                frames.push((entry.offset(), FrameLayout::default()));
+                Some(frames.len() - 1)
+            } else {
+                None
+            };
+            subprogram_depth.push((depth, frame));
             continue;
         }
         if tag != gimli::DW_TAG_variable && tag != gimli::DW_TAG_formal_parameter {
             continue;
         }
-        let Some(name) = entry
-            .attr_value(gimli::DW_AT_name)?
-            .and_then(|v| dwarf.attr_string(unit, v).ok())
-            .map(|s| s.to_string_lossy().into_owned())
-        else {
+        // A concrete instance of an inlined function's variable names its abstract origin,
+        // which holds the name and the type.
+        let origin = match entry.attr_value(gimli::DW_AT_abstract_origin)? {
+            Some(gimli::AttributeValue::UnitRef(o)) => unit.entry(o).ok(),
+            _ => None,
+        };
+        let Some(name) = own_or_origin_name(dwarf, unit, entry) else {
             continue;
         };
-        let shape = match entry.attr_value(gimli::DW_AT_type)? {
+        let ty = match entry.attr_value(gimli::DW_AT_type)? {
+            Some(t) => Some(t),
+            None => match &origin {
+                Some(o) => o.attr_value(gimli::DW_AT_type)?,
+                None => None,
+            },
+        };
+        let shape = match ty {
             Some(gimli::AttributeValue::UnitRef(t)) => shape_of(unit, fortran, t, &mut shapes, 0),
             _ => Shape::Plain(None),
         };
@@ -176,10 +228,33 @@ fn read_unit(
                 })
                 .or_insert(element);
         }
-        let address = match entry.attr_value(gimli::DW_AT_location)? {
-            Some(gimli::AttributeValue::Exprloc(expr)) => static_address(expr, unit.encoding()),
+        let location = match entry.attr_value(gimli::DW_AT_location)? {
+            Some(gimli::AttributeValue::Exprloc(expr)) => Some(expr),
             _ => None,
         };
+        let address = location.and_then(|e| static_address(e, unit.encoding()));
+        if let (
+            Some(&(_, Some(frame))),
+            Some(cfa_offset),
+            Shape::Array {
+                total: Some(size),
+                descriptor: false,
+                element,
+            },
+        ) = (
+            subprogram_depth.last(),
+            location.and_then(|e| frame_offset(e, unit.encoding())),
+            shape,
+        ) {
+            if tag == gimli::DW_TAG_variable && size > 0 {
+                frames[frame].1.locals.push(FrameLocal {
+                    name: name.clone(),
+                    cfa_offset,
+                    size,
+                    element_bytes: element,
+                });
+            }
+        }
         match (address, shape) {
             (Some(a), _) if tag == gimli::DW_TAG_variable => {
                 let (size, descriptor) = match shape {
@@ -209,7 +284,83 @@ fn read_unit(
             _ => {}
         }
     }
+    // A function whose entry or ranges cannot be read is left out, not the rest.
+    out.frames.extend(
+        frames
+            .into_iter()
+            .filter(|(_, f)| !f.locals.is_empty())
+            .filter_map(|(offset, f)| frame_code(dwarf, unit, offset, f).ok()),
+    );
     Ok(())
+}
+
+/// `f` with its function's name, whether it is the main program, and its code ranges.
+fn frame_code(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    unit: &gimli::Unit<R<'_>>,
+    offset: gimli::UnitOffset,
+    mut f: FrameLayout,
+) -> gimli::Result<FrameLayout> {
+    let entry = unit.entry(offset)?;
+    f.function = own_or_origin_name(dwarf, unit, &entry).unwrap_or_default();
+    f.main_program =
+        f.function == "main" || entry.attr_value(gimli::DW_AT_main_subprogram)?.is_some();
+    let mut ranges = dwarf.die_ranges(unit, &entry)?;
+    while let Some(r) = ranges.next()? {
+        f.ranges.push((r.begin, r.end));
+    }
+    Ok(f)
+}
+
+/// An entry's name, or its abstract origin's (a concrete instance of an inlined function, or
+/// of its variables).
+fn own_or_origin_name(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    unit: &gimli::Unit<R<'_>>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R<'_>>,
+) -> Option<String> {
+    let name_of = |e: &gimli::DebuggingInformationEntry<'_, '_, R<'_>>| {
+        e.attr_value(gimli::DW_AT_name)
+            .ok()
+            .flatten()
+            .and_then(|v| dwarf.attr_string(unit, v).ok())
+            .map(|s| s.to_string_lossy().into_owned())
+    };
+    name_of(entry).or_else(|| {
+        [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+            .into_iter()
+            .find_map(|at| match entry.attr_value(at).ok().flatten() {
+                Some(gimli::AttributeValue::UnitRef(o)) => {
+                    unit.entry(o).ok().and_then(|e| name_of(&e))
+                }
+                _ => None,
+            })
+    })
+}
+
+/// Whether a subprogram's frame base is its canonical frame address (`DW_OP_call_frame_cfa`,
+/// what GCC writes), so that its `DW_OP_fbreg` locals sit at fixed offsets from the CFA.
+fn frame_base_is_cfa(
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R<'_>>,
+    encoding: gimli::Encoding,
+) -> gimli::Result<bool> {
+    Ok(match entry.attr_value(gimli::DW_AT_frame_base)? {
+        Some(gimli::AttributeValue::Exprloc(expr)) => {
+            let mut ops = expr.operations(encoding);
+            matches!(ops.next(), Ok(Some(gimli::Operation::CallFrameCFA)))
+                && matches!(ops.next(), Ok(None))
+        }
+        _ => false,
+    })
+}
+
+/// The offset of a location expression that is one `DW_OP_fbreg`.
+fn frame_offset(expr: gimli::Expression<R<'_>>, encoding: gimli::Encoding) -> Option<i64> {
+    let mut ops = expr.operations(encoding);
+    match ops.next().ok()?? {
+        gimli::Operation::FrameOffset { offset } if ops.next().ok()?.is_none() => Some(offset),
+        _ => None,
+    }
 }
 
 /// The address of a location expression that is one `DW_OP_addr`.

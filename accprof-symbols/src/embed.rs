@@ -121,9 +121,18 @@ pub fn resolve_trace(path: &Path) -> Result<(SymbolTable, Vec<String>), TraceErr
             .allocations
             .insert(site - m.bias, name);
     }
+    // Stack arrays by where their frames were, else by size. The table keeps one name per
+    // address, which readers take for the whole of what was moved there: a range inside an
+    // array keeps its section.
+    let placed = sym.place_stack(&elsewhere);
     for (p, bytes) in elsewhere {
-        if let Some(d) = sym.resolve_stack(p, Some(bytes)) {
-            table.stack.insert(p, Some(d.name));
+        let name = match placed.get(&(p, bytes)) {
+            Some(d) if d.offset == 0 => Some(d.name.clone()),
+            Some(d) => Some(d.label(Some(bytes))),
+            None => sym.resolve_stack(p, Some(bytes)).map(|d| d.name),
+        };
+        if let Some(name) = name {
+            table.stack.insert(p, Some(name));
         }
     }
     warnings.append(&mut sym.warnings);

@@ -33,6 +33,7 @@ pub mod dwarf_vars;
 mod embed;
 mod reader;
 pub mod source_names;
+mod stack_frames;
 
 pub use data_label::{base_name, is_source_text, DataKind, DataSymbol};
 pub use embed::{resolve_trace, symbolize_file, Symbolized};
@@ -82,6 +83,12 @@ pub struct Symbolizer {
     source_dirs: Vec<std::path::PathBuf>,
     /// The main thread's stack as the tool library saw it at start (header key `stack`).
     stack: Option<(u64, u64)>,
+    /// The application's frames on that stack when the trace was created (header key
+    /// `stack_frames`): (return address, CFA).
+    stack_frames: Vec<(u64, u64)>,
+    /// Stack ranges placed one at a time ([`Symbolizer::resolve_stack`] without a symbols
+    /// chunk's answer).
+    placed_alone: HashMap<(u64, u64), Option<DataSymbol>>,
     /// Per thread, the data regions entered and not yet exited: (file, function, line).
     open_regions: HashMap<i64, Vec<(u64, u64, i64)>>,
 }
@@ -107,6 +114,8 @@ impl Symbolizer {
             sources: HashMap::new(),
             source_dirs: Vec::new(),
             stack: None,
+            stack_frames: Vec::new(),
+            placed_alone: HashMap::new(),
             open_regions: HashMap::new(),
         }
     }
@@ -118,6 +127,7 @@ impl Symbolizer {
             match k.as_str() {
                 "cwd" => self.source_dirs.push(v.into()),
                 STACK_KEY => self.stack = parse_range(v),
+                STACK_FRAMES_KEY => self.stack_frames = parse_frames(v),
                 _ => {}
             }
         }
@@ -397,8 +407,9 @@ impl Symbolizer {
     }
 
     /// A stack array of the main thread (inside the stack range the trace's header gives) that
-    /// a transfer of `bytes` moved whole: named when the program's debug information has one
-    /// local array of that size.
+    /// a transfer of `bytes` moved: as the symbols chunk names it, else placed in main's frame
+    /// or another function's ([`Symbolizer::place_stack`], this range alone), else the
+    /// program's one local array of that size.
     pub fn resolve_stack(&mut self, addr: u64, bytes: Option<u64>) -> Option<DataSymbol> {
         let (lo, hi) = self.stack?;
         if addr < lo || addr >= hi {
@@ -408,13 +419,70 @@ impl Symbolizer {
         let b = bytes.filter(|&b| b > 0)?;
         let name = match self.recorded.stack.get(&addr) {
             Some(name) => name.clone(),
-            None => self.stack_name(b),
+            None => {
+                // Read without the whole run's ranges (a trace whose symbols were not kept):
+                // this range alone, with main's frame where the header gives it.
+                let key = (addr, b);
+                if !self.placed_alone.contains_key(&key) {
+                    let placed = self.place_stack(&[key].into_iter().collect());
+                    self.placed_alone.insert(key, placed.get(&key).cloned());
+                }
+                if let Some(Some(d)) = self.placed_alone.get(&key) {
+                    return Some(d.clone());
+                }
+                self.stack_name(b)
+            }
         }?;
         Some(DataSymbol {
             kind: DataKind::Stack,
             syntax: self.module_syntax(0),
             ..DataSymbol::variable(&name, 0, b)
         })
+    }
+
+    /// Names the main thread's stack ranges (address, bytes) a run moved, all at once, by
+    /// where the frames of the program's functions must have been (crate::stack_frames): two
+    /// local arrays of one size are told apart when both were moved. A range inside an array
+    /// is named as its section.
+    pub fn place_stack(
+        &mut self,
+        ranges: &std::collections::BTreeSet<(u64, u64)>,
+    ) -> HashMap<(u64, u64), DataSymbol> {
+        let Some(stack) = self.stack else {
+            return HashMap::new();
+        };
+        let syntax = self.module_syntax(0);
+        let Some(m) = self.modules.first().cloned() else {
+            return HashMap::new();
+        };
+        let frames_at_start = self.stack_frames.clone();
+        let Some(vars) = self.dwarf_vars(&m) else {
+            return HashMap::new();
+        };
+        // The main program's frame, where the trace saw it: live for the whole run.
+        let known: Vec<(usize, u64)> = frames_at_start
+            .iter()
+            .filter(|&&(ip, _)| m.contains(ip))
+            .filter_map(|&(ip, cfa)| {
+                // A return address is the instruction after the call: the call is before it.
+                let pc = ip.checked_sub(m.bias)?.checked_sub(1)?;
+                let fi = vars.frames.iter().position(|f| f.contains(pc))?;
+                vars.frames[fi].main_program.then_some((fi, cfa))
+            })
+            .collect();
+        stack_frames::place(&vars.frames, stack, &known, ranges)
+            .into_iter()
+            .map(|(range, at)| {
+                let l = &vars.frames[at.frame].locals[at.local];
+                let sym = DataSymbol {
+                    kind: DataKind::Stack,
+                    syntax,
+                    element_bytes: l.element_bytes,
+                    ..DataSymbol::variable(&l.name, at.offset, l.size)
+                };
+                (range, sym)
+            })
+            .collect()
     }
 
     /// The one local array of `bytes` bytes in the program (its first module).
@@ -743,6 +811,21 @@ fn read_build_id(path: &str) -> Result<Option<Vec<u8>>, String> {
 
 /// The header key libaccprof writes with the main thread's stack range (`0xLO-0xHI`).
 pub const STACK_KEY: &str = "stack";
+
+/// The header key libaccprof writes with the application's frames on the main thread's stack
+/// when the trace was created, innermost first: `0xRETURN_ADDRESS@0xCFA`, space-separated.
+pub const STACK_FRAMES_KEY: &str = "stack_frames";
+
+/// The frames of a [`STACK_FRAMES_KEY`] value; a malformed item is left out.
+fn parse_frames(v: &str) -> Vec<(u64, u64)> {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    v.split_whitespace()
+        .filter_map(|item| {
+            let (ip, cfa) = item.split_once('@')?;
+            Some((hex(ip)?, hex(cfa)?))
+        })
+        .collect()
+}
 
 fn parse_range(v: &str) -> Option<(u64, u64)> {
     let (lo, hi) = v.split_once('-')?;

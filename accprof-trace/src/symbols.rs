@@ -96,8 +96,8 @@ impl ModuleSymbols {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SymbolTable {
     modules: BTreeMap<u32, ModuleSymbols>,
-    /// Stack addresses the trace's transfers moved, with the local array each was (`None`: no
-    /// one array of its size).
+    /// Stack addresses the trace's transfers moved, with the local array each was, as a
+    /// section when inside one (`None`: not known).
     pub stack: BTreeMap<u64, Option<String>>,
 }
 

@@ -312,6 +312,54 @@ pub fn caller_return_address(shortcuts: &mut Shortcuts, kind: u32) -> Option<u64
     Some(ra)
 }
 
+/// Up to this many frames of the application are kept by [`application_frames`].
+const MAX_APPLICATION_FRAMES: usize = 16;
+
+struct Frames {
+    /// (return address, canonical frame address of the frame below it), per frame visited.
+    visited: [(u64, u64); 64],
+    n: usize,
+}
+
+extern "C" fn visit_all(ctx: *mut UnwindContext, arg: *mut c_void) -> UnwindReasonCode {
+    // SAFETY: `arg` is the `Frames` that `application_frames` passed, alive for the walk.
+    let f = unsafe { &mut *(arg as *mut Frames) };
+    // SAFETY: ctx is the context the unwinder hands its callback.
+    let (ip, cfa) = unsafe { (_Unwind_GetIP(ctx) as u64, _Unwind_GetCFA(ctx) as u64) };
+    if ip == 0 || f.n == f.visited.len() {
+        return URC_NORMAL_STOP;
+    }
+    f.visited[f.n] = (ip, cfa);
+    f.n += 1;
+    URC_NO_REASON
+}
+
+/// The application's frames on the calling thread's stack, innermost first: each frame's
+/// return address (inside its function) and its own canonical frame address, which is where
+/// the debug information places the function's local arrays (`DW_OP_fbreg` from
+/// `DW_OP_call_frame_cfa`). Read once, when the trace is created: `main`'s frame stays where
+/// it is for the whole run, so readers can tell apart its local arrays of one size
+/// (accprof_symbols::stack_frames).
+pub fn application_frames() -> Vec<(u64, u64)> {
+    if !CONSTRUCT_SKIP.armed() {
+        return Vec::new();
+    }
+    let mut f = Frames {
+        visited: [(0, 0); 64],
+        n: 0,
+    };
+    // SAFETY: the callback only touches `f`, which outlives the call.
+    unsafe { _Unwind_Backtrace(visit_all, &mut f as *mut Frames as *mut c_void) };
+    // libgcc reports a frame with the CFA of the frame it was unwound from (the callee's: the
+    // caller's stack pointer at the call); the frame's own CFA comes with the next frame.
+    f.visited[..f.n]
+        .windows(2)
+        .filter(|w| !CONSTRUCT_SKIP.skips(w[0].0))
+        .map(|w| (w[0].0, w[1].1))
+        .take(MAX_APPLICATION_FRAMES)
+        .collect()
+}
+
 /// The return address of the innermost frame outside the tool, libc and the language
 /// runtimes: where the application asked for a heap block.
 #[inline(never)]

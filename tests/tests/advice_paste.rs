@@ -1,6 +1,6 @@
 //! Advice a user can paste and trust, on tests/apps programs of the shapes real codes have:
 //! heap arrays in locals and a struct behind a function that the time loop calls, a stack array
-//! and a function static, a C++ class member, Fortran module allocatables allocated on one line
+//! and a function static, local arrays of one size, a C++ class member, Fortran module allocatables allocated on one line
 //! with a data region ending its subroutine, acc_malloc scratch and neighbouring globals. Each
 //! runs on the bundled runtime with its transfers hashed (`accprof run --content`); the names in
 //! the report and advice are the source's; the advised data region is pasted where the advice
@@ -224,6 +224,29 @@ fn stack_arrays_and_statics_go_by_their_source_names() {
         "#pragma acc data copy(z) create(z1)",
     );
     assert!(!d.contains("0x"));
+}
+
+/// Two local arrays of one size, both moved (one by a kernel in a function the loop calls): told
+/// apart by where main's frame must have been, not by their sizes.
+#[test]
+fn stack_arrays_of_one_size_go_by_their_own_names() {
+    paste_and_rerun(
+        "gcc",
+        "stack_pair.c",
+        "stack_pair",
+        "#pragma acc data copy(u) create(v)",
+    );
+}
+
+/// Only one of two local arrays of one size moved: main's frame, as the trace's header gives
+/// it, says which.
+#[test]
+fn a_stack_array_moved_alone_is_named_by_mains_frame() {
+    let dir = scratch("names-stack-one");
+    std::fs::copy(app("stack_one.c"), dir.join("stack_one.c")).unwrap();
+    build("gcc", &dir, "stack_one.c", "stack_one");
+    profile(&dir, "stack_one", "t.trace");
+    assert_eq!(variables(&dir, "t.trace"), ["a", "a"], "copied in and out");
 }
 
 /// Fortran: module allocatables allocated on one line are `t` and `tnew` (their descriptors

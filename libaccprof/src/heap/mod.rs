@@ -136,9 +136,11 @@ pub fn counts() -> (u64, u64) {
 }
 
 /// Header keys describing how host memory can be named: the main thread's stack (readers
-/// name stack arrays that transfers moved), and heap naming when it is on.
+/// name stack arrays that transfers moved), the application's frames on it when this is the
+/// main thread (where its functions' local arrays lie), and heap naming when it is on.
 pub fn header_keys() -> Vec<(String, String)> {
-    let mut keys: Vec<(String, String)> = main_stack()
+    let stack = main_stack();
+    let mut keys: Vec<(String, String)> = stack
         .map(|(lo, hi)| {
             (
                 accprof_symbols::STACK_KEY.to_string(),
@@ -147,6 +149,20 @@ pub fn header_keys() -> Vec<(String, String)> {
         })
         .into_iter()
         .collect();
+    let here = &keys as *const _ as u64;
+    if stack.is_some_and(|(lo, hi)| lo <= here && here < hi) {
+        let frames = crate::unwind::application_frames();
+        if !frames.is_empty() {
+            keys.push((
+                accprof_symbols::STACK_FRAMES_KEY.to_string(),
+                frames
+                    .iter()
+                    .map(|(ip, cfa)| format!("{ip:#x}@{cfa:#x}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ));
+        }
+    }
     if !active() {
         return keys;
     }
