@@ -139,10 +139,37 @@ pub fn is_source_text(label: &str) -> bool {
 }
 
 /// The array a label names, without its section: `T` for `T[0:nx*ny]`, `t` for `t(1:10)`,
-/// `g->a` for `g->a[0:n]`.
+/// `g->a` for `g->a[0:n]`, `x` for a std::vector's data `x.data()[0:n]`.
 pub fn base_name(label: &str) -> &str {
+    let label = label
+        .split_once(crate::source_names::CONTAINER_DATA)
+        .map_or(label, |(v, _)| v);
     let end = label.find(['[', '(', ' ']).unwrap_or(label.len());
     label[..end].trim_end()
+}
+
+/// A std::vector's data (`x.data()[0:n]`) goes into a clause through a pointer, which a
+/// clause takes where it takes no call: the pointer's section (`x_data[0:n]`) and the
+/// declaration the user adds before the directive (`auto *x_data = x.data();`). `None` for
+/// any other label.
+pub fn pointer_for(label: &str) -> Option<(String, String)> {
+    let (v, section) = label.split_once(crate::source_names::CONTAINER_DATA)?;
+    let pointer: String = v
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect::<String>()
+        .split('_')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("_")
+        + "_data";
+    Some((
+        format!("{pointer}{section}"),
+        format!(
+            "auto *{pointer} = {v}{};",
+            crate::source_names::CONTAINER_DATA
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -159,6 +186,23 @@ mod tests {
             extent: extent.map(str::to_string),
             syntax,
         }
+    }
+
+    #[test]
+    fn a_vectors_data_goes_into_clauses_through_a_pointer() {
+        assert_eq!(base_name("x.data()[0:n]"), "x");
+        assert_eq!(
+            pointer_for("x.data()[0:n]"),
+            Some(("x_data[0:n]".into(), "auto *x_data = x.data();".into()))
+        );
+        assert_eq!(
+            pointer_for("g.v.data()[0:g.n]"),
+            Some((
+                "g_v_data[0:g.n]".into(),
+                "auto *g_v_data = g.v.data();".into()
+            ))
+        );
+        assert_eq!(pointer_for("T[0:n]"), None);
     }
 
     #[test]

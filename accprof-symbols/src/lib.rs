@@ -35,7 +35,7 @@ mod reader;
 pub mod source_names;
 mod stack_frames;
 
-pub use data_label::{base_name, is_source_text, DataKind, DataSymbol};
+pub use data_label::{base_name, is_source_text, pointer_for, DataKind, DataSymbol};
 pub use embed::{resolve_trace, symbolize_file, Symbolized};
 pub use reader::{ChunkIndex, ChunkReader, Resolve, ResolvingReader};
 
@@ -212,14 +212,25 @@ impl Symbolizer {
             ..Location::default()
         };
         if let Ok(mut frames) = loaded.loader.find_frames(probe) {
-            // The innermost frame (first) holds the call's own line, also when inlined.
-            if let Ok(Some(frame)) = frames.next() {
+            // The innermost frame (first) holds the call's own line, also when inlined; but a
+            // call inlined from a system header (std::vector's allocator reaching operator new)
+            // is the program's where the program's code called into that header.
+            let mut first = true;
+            while let Ok(Some(frame)) = frames.next() {
+                let file = frame.location.as_ref().and_then(|l| l.file);
+                if !first && file.is_none_or(is_system_header) {
+                    continue;
+                }
+                first = false;
                 if let Some(l) = frame.location {
                     loc.file = l.file.map(str::to_owned);
                     loc.line = l.line;
                 }
                 if let Some(f) = frame.function {
                     loc.function = f.demangle().ok().map(|s| s.into_owned());
+                }
+                if !loc.file.as_deref().is_some_and(is_system_header) {
+                    break;
                 }
             }
         }
@@ -807,6 +818,20 @@ fn read_build_id(path: &str) -> Result<Option<Vec<u8>>, String> {
         .build_id()
         .map_err(|e| e.to_string())?
         .map(<[u8]>::to_vec))
+}
+
+/// Whether `path` is a header of the system or the compiler (`/usr/include/c++/12/bits/...`),
+/// not of the program.
+fn is_system_header(path: &str) -> bool {
+    [
+        "/usr/include/",
+        "/usr/lib/gcc/",
+        "/usr/local/include/c++/",
+        "/opt/nvidia/",
+    ]
+    .iter()
+    .any(|p| path.starts_with(p))
+        || path.contains("/include/c++/")
 }
 
 /// The header key libaccprof writes with the main thread's stack range (`0xLO-0xHI`).

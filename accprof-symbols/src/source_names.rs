@@ -222,8 +222,63 @@ struct CallSite {
     callee: String,
     /// The arguments' text (`new T[n]`: the bracket's contents and the type).
     args: Vec<String>,
-    /// For `new T[n]`: `T`.
+    /// For `new T[n]`: `T`; for a std::vector's construction: its element type.
     new_type: Option<String>,
+    /// For a std::vector constructed or resized: the vector (`x` of `std::vector<double>
+    /// x(n)`, `g.v` of `g.v.resize(n)`).
+    container: Option<String>,
+}
+
+/// The name a std::vector's data goes by: the vector's, with `.data()` (a clause takes a
+/// pointer to it: data_label::pointer_for).
+pub const CONTAINER_DATA: &str = ".data()";
+
+/// The std::vector constructions of a statement that allocate: declarators with a count
+/// (`std::vector<double> x(n, 1.0), y(n);`, `vector<float> z = vector<float>(n);`), each with
+/// the position of its name.
+fn vector_declarations(chars: &[char], at: usize) -> Vec<CallSite> {
+    let rest: String = chars[at..].iter().collect();
+    let Some(args) = group(&rest, '<', '>') else {
+        return Vec::new();
+    };
+    let ty = args.trim().to_string();
+    let after_at = at + args.chars().count() + 2;
+    let after: String = chars[after_at..].iter().collect();
+    let mut out = Vec::new();
+    let mut offset = after_at;
+    for decl in split_top(&after, ',') {
+        let start = offset + decl.chars().count() - decl.trim_start().chars().count();
+        offset += decl.chars().count() + 1;
+        let d = decl.trim();
+        let name_end = d.find(|c: char| !is_ident(c)).unwrap_or(d.len());
+        let name = &d[..name_end];
+        let tail = d[name_end..].trim_start();
+        let call_args = if tail.starts_with('(') {
+            group(tail, '(', ')')
+        } else if let Some(init) = tail.strip_prefix('=') {
+            // `= std::vector<double>(n)`: the count in the constructor's parentheses.
+            init.find('(').and_then(|i| group(&init[i..], '(', ')'))
+        } else {
+            None
+        };
+        let Some(call_args) = call_args.filter(|a| !a.trim().is_empty()) else {
+            continue;
+        };
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        out.push(CallSite {
+            start,
+            callee: "vector".into(),
+            args: split_top(call_args, ',')
+                .into_iter()
+                .map(|a| a.trim().to_string())
+                .collect(),
+            new_type: Some(ty.clone()),
+            container: Some(name.to_string()),
+        });
+    }
+    out
 }
 
 fn is_ident(c: char) -> bool {
@@ -280,7 +335,37 @@ fn c_calls(stmt: &str) -> Vec<CallSite> {
                 callee: "new".into(),
                 args,
                 new_type: Some(ty),
+                container: None,
             });
+            i = j;
+            continue;
+        }
+        if word == "vector" && chars.get(k) == Some(&'<') {
+            out.extend(vector_declarations(&chars, k));
+            i = j;
+            continue;
+        }
+        if matches!(word.as_str(), "resize" | "assign")
+            && chars.get(k) == Some(&'(')
+            && i > 0
+            && chars[i - 1] == '.'
+        {
+            // `x.resize(n)`, `g.v.assign(n, 0.0)`: the vector before the dot.
+            let before: String = chars[..i - 1].iter().collect();
+            let receiver = last_postfix(before.trim_end());
+            let rest: String = chars[k..].iter().collect();
+            if let (false, Some(inner)) = (receiver.is_empty(), group(&rest, '(', ')')) {
+                out.push(CallSite {
+                    start: i,
+                    callee: word,
+                    args: split_top(inner, ',')
+                        .into_iter()
+                        .map(|a| a.trim().to_string())
+                        .collect(),
+                    new_type: None,
+                    container: Some(receiver.to_string()),
+                });
+            }
             i = j;
             continue;
         }
@@ -303,6 +388,7 @@ fn c_calls(stmt: &str) -> Vec<CallSite> {
                         .map(|a| a.trim().to_string())
                         .collect(),
                     new_type: None,
+                    container: None,
                 });
             }
         }
@@ -358,6 +444,15 @@ fn c_target(statements: &[String], ordinal: Option<usize>) -> Result<AllocTarget
         (_, Some(k)) if k >= 1 && k <= calls.len() => &calls[k - 1],
         _ => return Err(Unnamed::Ambiguous),
     };
+    if let Some(v) = &call.container {
+        // A vector's data, `count` elements of its type (`x(n)`, `x(n, 1.0)`, `x.resize(n)`).
+        let name = lvalue_of(v).ok_or(Unnamed::NotStored)?;
+        return Ok(AllocTarget {
+            name: format!("{name}{CONTAINER_DATA}"),
+            extent: call.args.first().map(|a| tidy(a)),
+            element_bytes: call.new_type.as_deref().and_then(c_type_bytes),
+        });
+    }
     let chars: Vec<char> = stmt.chars().collect();
     let before: String = chars[..call.start].iter().collect();
     let (extent, mut element_bytes) = c_extent(call);
@@ -848,6 +943,29 @@ mod tests {
             name(c("  s.v[k] = malloc(bytes);", 1, None)),
             ("s.v[k]".into(), None, None)
         );
+    }
+
+    #[test]
+    fn std_vectors_are_named_by_their_data() {
+        let two = "    std::vector<double> x(n, 1.0), y(n * 2);";
+        assert_eq!(
+            name(c(two, 1, Some(1))),
+            ("x.data()".into(), Some("n".into()), Some(8))
+        );
+        assert_eq!(
+            name(c(two, 1, Some(2))),
+            ("y.data()".into(), Some("n*2".into()), Some(8))
+        );
+        assert_eq!(
+            name(c("vector<float> z = vector<float>(nx * ny);", 1, None)),
+            ("z.data()".into(), Some("nx*ny".into()), Some(4))
+        );
+        assert_eq!(
+            name(c("  g.v.resize(g.n);", 1, None)),
+            ("g.v.data()".into(), Some("g.n".into()), None)
+        );
+        // `w` allocates nothing: the one allocation is `u`'s.
+        assert_eq!(name(c("std::vector<int> w, u(m);", 1, None)).0, "u.data()");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Advice a user can paste and trust, on tests/apps programs of the shapes real codes have:
 //! heap arrays in locals and a struct behind a function that the time loop calls, a stack array
-//! and a function static, local arrays of one size, a C++ class member, Fortran module allocatables allocated on one line
+//! and a function static, local arrays of one size, std::vectors, a C++ class member, Fortran module allocatables allocated on one line
 //! with a data region ending its subroutine, acc_malloc scratch and neighbouring globals. Each
 //! runs on the bundled runtime with its transfers hashed (`accprof run --content`); the names in
 //! the report and advice are the source's; the advised data region is pasted where the advice
@@ -143,8 +143,20 @@ fn paste_and_rerun(compiler: &str, source: &str, exe: &str, want_directive: &str
         .unwrap_or_else(|| panic!("no data_region finding: {fs:#?}"));
     let (directive, first, last) = region(f);
     assert_eq!(directive, want_directive, "{f:#}");
-    assert!(!f["change"].as_str().unwrap().contains("heap@"), "{f:#}");
-    paste(&dir.join(source), &directive, first, last);
+    let change = f["change"].as_str().unwrap();
+    assert!(!change.contains("heap@"), "{f:#}");
+    // Pointers the clauses take for std::vectors' data, declared just before the directive.
+    let declarations: Vec<&str> = change
+        .split('`')
+        .filter(|s| s.starts_with("auto *"))
+        .collect();
+    let pasted = declarations
+        .iter()
+        .copied()
+        .chain([directive.as_str()])
+        .collect::<Vec<_>>()
+        .join("\n");
+    paste(&dir.join(source), &pasted, first, last);
     build(compiler, &dir, source, exe);
     let after = profile(&dir, exe, "after.trace");
     assert_eq!(
@@ -235,6 +247,18 @@ fn stack_arrays_of_one_size_go_by_their_own_names() {
         "stack_pair.c",
         "stack_pair",
         "#pragma acc data copy(u) create(v)",
+    );
+}
+
+/// std::vectors, named by their data where their declaration allocated it (not in the
+/// allocator's header), go into the region through pointers the advice declares.
+#[test]
+fn std_vectors_go_in_through_pointers_to_their_data() {
+    paste_and_rerun(
+        "g++",
+        "vector_axpy.cpp",
+        "vector_axpy",
+        "#pragma acc data copy(y_data[0:n]) copyin(x_data[0:n])",
     );
 }
 

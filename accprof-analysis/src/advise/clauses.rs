@@ -3,7 +3,7 @@
 //! `host 0x7ffd...`) is never put in a clause: the advice names it in words instead.
 
 use crate::source::Language;
-use accprof_symbols::{base_name, is_source_text};
+use accprof_symbols::{base_name, is_source_text, pointer_for};
 use std::collections::BTreeMap;
 
 /// How `name` goes into a data clause of `lang`, if it can: C and C++ as the name is (a
@@ -14,7 +14,8 @@ pub fn clause_item(name: &str, lang: Language) -> Option<String> {
         return None;
     }
     Some(match lang {
-        Language::C => name.to_string(),
+        // A std::vector's data: through the pointer [`pointer_note`] declares.
+        Language::C => pointer_for(name).map_or_else(|| name.to_string(), |(p, _)| p),
         // A C-style section cannot be Fortran (a runtime's name for it, or a C file's array).
         Language::Fortran if name.contains('[') => base_name(name).to_string(),
         Language::Fortran => name.to_string(),
@@ -33,6 +34,24 @@ pub fn clause_item_or_stand_in(name: &str, lang: Language, stand_in: bool) -> Op
 /// ([`clause_item_or_stand_in`]).
 pub fn none_nameable<'a>(mut names: impl Iterator<Item = &'a str>, lang: Language) -> bool {
     names.all(|n| clause_item(n, lang).is_none())
+}
+
+/// The sentence that declares the pointers a directive's clauses take for std::vectors' data
+/// (`x.data()[0:n]` goes in as `x_data[0:n]`): empty when there are none.
+pub(crate) fn pointer_note<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let mut decls: Vec<String> = Vec::new();
+    for (_, d) in names.filter_map(pointer_for) {
+        if !decls.contains(&d) {
+            decls.push(d);
+        }
+    }
+    if decls.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; a clause takes a pointer, not a std::vector: put `{}` just before the directive",
+        decls.join(" ")
+    )
 }
 
 /// `copy(A) copyin(B) create(C)` from clause name -> items, in the order OpenACC guides write
@@ -89,6 +108,19 @@ mod tests {
         c.insert("copy", vec!["A".to_string()]);
         c.insert("copyin", vec![]);
         assert_eq!(clause_text(&c), "copy(A) create(Anew)");
+    }
+
+    #[test]
+    fn a_vectors_data_goes_in_through_a_pointer_the_note_declares() {
+        assert_eq!(
+            clause_item("x.data()[0:n]", Language::C).as_deref(),
+            Some("x_data[0:n]")
+        );
+        assert_eq!(
+            pointer_note(["x.data()[0:n]", "A", "x.data()[0:n]"].into_iter()),
+            "; a clause takes a pointer, not a std::vector: put `auto *x_data = x.data();` just before the directive"
+        );
+        assert_eq!(pointer_note(["A"].into_iter()), "");
     }
 
     #[test]

@@ -381,10 +381,11 @@ fn at_loop(p: &Profile, sources: &mut Sources, place: &Placement, vars: &[&VarTr
         },
         estimated_saving_ns: t.saving,
         change: format!(
-            "{wrap}{members}; {inside}{}{}{}",
+            "{wrap}{members}; {inside}{}{}{}{}",
             host_changes_note(&chosen, Some(&place.file), lang),
             content_hint(&chosen),
-            unnamed.note()
+            unnamed.note(),
+            clauses::pointer_note(chosen.iter().map(|(v, _)| v.name.as_str()))
         ),
         events: t.events,
         time_ranges: vec![t.span],
@@ -445,11 +446,12 @@ fn around_lines(p: &Profile, vars: &[&VarTraffic]) -> Finding {
         },
         estimated_saving_ns: t.saving,
         change: format!(
-            "{wrap} and use `present({})` on the compute constructs, so the arrays stay on the device between them{}{}{}",
+            "{wrap} and use `present({})` on the compute constructs, so the arrays stay on the device between them{}{}{}{}",
             present.join(", "),
             host_changes_note(&chosen, first.location.file.as_deref(), lang),
             content_hint(&chosen),
-            unnamed.note()
+            unnamed.note(),
+            clauses::pointer_note(chosen.iter().map(|(v, _)| v.name.as_str()))
         ),
         events: t.events,
         time_ranges: vec![t.span],
@@ -518,12 +520,13 @@ fn enter_exit(p: &Profile, across: &[&VarTraffic]) -> Finding {
         },
         estimated_saving_ns: t.saving,
         change: format!(
-            "add `{}` before the first call and `{}` after the last one, and `present({})` on the constructs at {}{}",
+            "add `{}` before the first call and `{}` after the last one, and `present({})` on the constructs at {}{}{}",
             directive(file, &format!("enter data {}", enter.join(" "))),
             directive(file, &format!("exit data {}", exit.join(" "))),
             present.join(", "),
             construct_lines(&cs),
-            clauses::unnamed_note(&unnamed, stand_in)
+            clauses::unnamed_note(&unnamed, stand_in),
+            clauses::pointer_note(across.iter().map(|v| v.name.as_str()))
         ),
         events: t.events,
         time_ranges: vec![t.span],

@@ -133,9 +133,10 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
             },
             estimated_saving_ns: saving,
             change: format!(
-                "move {} out of the loop ({after}, where the host needs the data), or update only the part the host reads each iteration, e.g. {part}{}",
+                "move {} out of the loop ({after}, where the host needs the data), or update only the part the host reads each iteration, e.g. {part}{}{}",
                 updates.join(" and "),
-                clauses::unnamed_note(&unnamed, stand_in)
+                clauses::unnamed_note(&unnamed, stand_in),
+                clauses::pointer_note(names.iter().map(String::as_str))
             ),
             events: c.samples.clone(),
             time_ranges: vec![(c.first_ns, c.last_ns)],

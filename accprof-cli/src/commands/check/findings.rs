@@ -401,6 +401,15 @@ fn explain(kind: Kind, name: Name, bytes: u64, r: Raw) -> Finding {
             directive("data copy({})"),
         ),
     };
+    // A std::vector's data goes into the clause through a pointer: declared first.
+    let fix = match name
+        .clause
+        .as_deref()
+        .and_then(accprof_symbols::pointer_for)
+    {
+        Some((pointer, declaration)) if fix.contains(&pointer) => format!("{declaration} {fix}"),
+        _ => fix,
+    };
     Finding {
         kind,
         variable: name.variable,
