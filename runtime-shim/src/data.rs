@@ -371,14 +371,23 @@ pub fn exit(op: &Op, c: &Clause, dynamic: bool, finalize: bool) -> Result<()> {
             &ctx,
             e,
             (copyout && from < to).then_some((from, to - from)),
+            dynamic,
         )?;
     }
     Ok(())
 }
 
 /// Removes an entry whose references are gone: copy `copy_back` (a host section inside it)
-/// back, delete, free (with their events).
-fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) -> Result<()> {
+/// back, delete, free (with their events). `by_directive`: an exit data (or acc_copyout) asked
+/// for the copy back, where the checker reports it; otherwise the end of the construct that
+/// mapped the data did, reported at that construct's directive.
+fn release(
+    op: &Op,
+    ctx: &EvCtx,
+    e: Entry,
+    copy_back: Option<(usize, usize)>,
+    by_directive: bool,
+) -> Result<()> {
     if let Some((host, bytes)) = copy_back {
         // Attached pointers inside the section get their host values back on the device first,
         // so that the copy back never writes device addresses into host pointers.
@@ -395,7 +404,7 @@ fn release(op: &Op, ctx: &EvCtx, e: Entry, copy_back: Option<(usize, usize)>) ->
                 },
             )?;
         }
-        let _release = crate::check::hooks::release_scope();
+        let _release = (!by_directive).then(crate::check::hooks::release_scope);
         download(op, ctx, host, e.dev_of(host), bytes, e.name)?;
     }
     if copy_back.is_none() {

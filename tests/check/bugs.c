@@ -142,6 +142,15 @@ int main (int argc, char **argv)
         b[i] += a[i] + 1;
       s = b[100];
     }
+  else if (!strcmp (which, "redundant_copyout"))
+    {
+      /* The kernel only reads a: exit data's copy back brings nothing new. */
+#pragma acc enter data copyin(a)
+#pragma acc parallel loop present(a) reduction(+:s)
+      for (int i = 0; i < N; i++)
+        s += a[i];
+#pragma acc exit data copyout(a) /* BUG:redundant_copyout */
+    }
   else if (!strcmp (which, "unused_transfer"))
     {
       for (int it = 0; it < 3; it++)

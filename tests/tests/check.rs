@@ -218,6 +218,11 @@ fn the_c_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are
             variable: None,
             ..bug("small_stale_device_read", "stale_device_read", "")
         },
+        // exit data copies back what no kernel changed: at the exit data, which wants delete.
+        Bug {
+            fix: "exit data delete(a)",
+            ..bug("redundant_copyout", "redundant_transfer", "a")
+        },
         // A scalar the construct copies in and the kernel writes (a 4-byte global: its host
         // read is not guarded).
         Bug {

@@ -361,6 +361,12 @@ fn explain(kind: Kind, name: Name, bytes: u64, r: Raw) -> Finding {
             ),
             if is_update {
                 format!("remove {}", directive("update self({})"))
+            } else if directive_text.as_ref().is_some_and(|t| t.contains("exit")) {
+                moved(
+                    &r.at,
+                    "delete",
+                    &["copyout", "pcopyout", "present_or_copyout"],
+                )
             } else {
                 moved(&r.at, "copyin", &["copy", "pcopy", "present_or_copy"])
             },
