@@ -1,7 +1,7 @@
-// std::vectors whose data a kernel in a function the time loop calls moves on every call: named
-// by their data (`x.data()[0:n]`, from the declaration their allocation is inlined from), and
-// the advised region keeps them on the device through pointers the advice declares, since a
-// clause takes no std::vector. Prints a checksum.
+// std::vectors whose data a kernel in a function the time loop (one line) calls moves on every
+// call: named by their data (`x.data()[0:n]`, from the declaration their allocation is inlined
+// from), and the advised region around that loop keeps them on the device through pointers the
+// advice declares, since a clause takes no std::vector. Prints a checksum.
 #include <cstdio>
 #include <vector>
 
@@ -18,8 +18,7 @@ int main()
     std::vector<double> x(n, 1.0), y(n, 0.0);
     for (int i = 0; i < n; i++)
         x[i] = i % 11;
-    for (int step = 0; step < 20; step++)
-        axpy(0.5, x.data(), y.data(), n);
+    for (int step = 0; step < 20; step++) axpy(0.5, x.data(), y.data(), n);
     double sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += y[i];

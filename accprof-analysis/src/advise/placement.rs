@@ -46,7 +46,11 @@ impl Placement {
         if !direct.is_empty() {
             what.push(format!("it calls {}", join_and(&direct)));
         }
-        let mut s = format!("{file}:{}-{}", self.the_loop.start, self.the_loop.end);
+        let mut s = if self.the_loop.end > self.the_loop.start {
+            format!("{file}:{}-{}", self.the_loop.start, self.the_loop.end)
+        } else {
+            format!("{file}:{}", self.the_loop.start)
+        };
         if !what.is_empty() {
             s.push_str(&format!(" ({})", what.join("; ")));
         }
@@ -181,10 +185,13 @@ fn loops_above(p: &Profile, sources: &mut Sources, cs: &[&Construct]) -> Vec<Pla
         let Some(src) = sources.get(p, &file) else {
             break;
         };
+        // A construct's directive comes after its loop's header; a call may be on the header's
+        // own line, a loop of one line (`for (...) f.step();`).
+        let header_holds = !calls.is_empty();
         let mut loops: Vec<LoopSpan> = src
             .loops()
             .into_iter()
-            .filter(|l| l.start < lo && l.end >= hi)
+            .filter(|l| (l.start < lo || (header_holds && l.start == lo)) && l.end >= hi)
             .collect();
         loops.sort_by_key(|l| l.end - l.start);
         let in_function = src.function_at(lo);
