@@ -345,12 +345,15 @@ fn c_calls(stmt: &str) -> Vec<CallSite> {
             i = j;
             continue;
         }
-        if matches!(word.as_str(), "resize" | "assign")
-            && chars.get(k) == Some(&'(')
+        if matches!(
+            word.as_str(),
+            "resize" | "assign" | "reserve" | "push_back" | "emplace_back" | "insert"
+        ) && chars.get(k) == Some(&'(')
             && i > 0
             && chars[i - 1] == '.'
         {
-            // `x.resize(n)`, `g.v.assign(n, 0.0)`: the vector before the dot.
+            // `x.resize(n)`, `g.v.assign(n, 0.0)`, `v.push_back(x)` (growing it): the vector
+            // before the dot.
             let before: String = chars[..i - 1].iter().collect();
             let receiver = last_postfix(before.trim_end());
             let rest: String = chars[k..].iter().collect();
@@ -445,11 +448,16 @@ fn c_target(statements: &[String], ordinal: Option<usize>) -> Result<AllocTarget
         _ => return Err(Unnamed::Ambiguous),
     };
     if let Some(v) = &call.container {
-        // A vector's data, `count` elements of its type (`x(n)`, `x(n, 1.0)`, `x.resize(n)`).
+        // A vector's data, `count` elements of its type (`x(n)`, `x(n, 1.0)`, `x.resize(n)`);
+        // grown by an element (`push_back`) or to a capacity (`reserve`): all it holds.
         let name = lvalue_of(v).ok_or(Unnamed::NotStored)?;
+        let extent = match call.callee.as_str() {
+            "vector" | "resize" | "assign" => call.args.first().map(|a| tidy(a)),
+            _ => Some(format!("{name}.size()")),
+        };
         return Ok(AllocTarget {
             name: format!("{name}{CONTAINER_DATA}"),
-            extent: call.args.first().map(|a| tidy(a)),
+            extent,
             element_bytes: call.new_type.as_deref().and_then(c_type_bytes),
         });
     }
@@ -963,6 +971,10 @@ mod tests {
         assert_eq!(
             name(c("  g.v.resize(g.n);", 1, None)),
             ("g.v.data()".into(), Some("g.n".into()), None)
+        );
+        assert_eq!(
+            name(c("      v.push_back(x * 2);", 1, None)),
+            ("v.data()".into(), Some("v.size()".into()), None)
         );
         // `w` allocates nothing: the one allocation is `u`'s.
         assert_eq!(name(c("std::vector<int> w, u(m);", 1, None)).0, "u.data()");
