@@ -270,10 +270,7 @@ fn vector_declarations(chars: &[char], at: usize) -> Vec<CallSite> {
         out.push(CallSite {
             start,
             callee: "vector".into(),
-            args: split_top(call_args, ',')
-                .into_iter()
-                .map(|a| a.trim().to_string())
-                .collect(),
+            args: arguments(call_args),
             new_type: Some(ty.clone()),
             container: Some(name.to_string()),
         });
@@ -361,10 +358,7 @@ fn c_calls(stmt: &str) -> Vec<CallSite> {
                 out.push(CallSite {
                     start: i,
                     callee: word,
-                    args: split_top(inner, ',')
-                        .into_iter()
-                        .map(|a| a.trim().to_string())
-                        .collect(),
+                    args: arguments(inner),
                     new_type: None,
                     container: Some(receiver.to_string()),
                 });
@@ -386,10 +380,7 @@ fn c_calls(stmt: &str) -> Vec<CallSite> {
                 out.push(CallSite {
                     start,
                     callee: word,
-                    args: split_top(inner, ',')
-                        .into_iter()
-                        .map(|a| a.trim().to_string())
-                        .collect(),
+                    args: arguments(inner),
                     new_type: None,
                     container: None,
                 });
@@ -398,6 +389,14 @@ fn c_calls(stmt: &str) -> Vec<CallSite> {
         i = j;
     }
     out
+}
+
+/// A call's arguments, each trimmed.
+fn arguments(inner: &str) -> Vec<String> {
+    split_top(inner, ',')
+        .into_iter()
+        .map(|a| a.trim().to_string())
+        .collect()
 }
 
 /// The contents of the group that `s` starts with (`s` begins with `open`).
