@@ -383,9 +383,50 @@ impl Symbolizer {
         });
         let named = match recorded {
             Some(r) => r,
-            None => self.name_allocation(index, &file, line, ordinal),
+            None => match self.vector_constructed_at(site) {
+                // The vector the program's code constructed or grew at that column: a member
+                // in a constructor's initializer list, one declarator of several.
+                Some(column) => self
+                    .source_lines(&file)
+                    .and_then(|lines| {
+                        source_names::vector_at(lines.get(line as usize - 1)?, column)
+                    })
+                    .map(|t| AllocName::Named {
+                        name: t.name,
+                        extent: t.extent,
+                        element_bytes: t.element_bytes,
+                        fortran: false,
+                    })
+                    .unwrap_or_else(|| self.name_allocation(index, &file, line, ordinal)),
+                None => self.name_allocation(index, &file, line, ordinal),
+            },
         };
         (hint, named)
+    }
+
+    /// Where in the program's line an allocation through std::vector's code was made: the
+    /// column (from 1) of the call the debug information says that code was inlined at. `None`
+    /// when the allocation did not come from a vector's inlined code.
+    fn vector_constructed_at(&mut self, site: u64) -> Option<u32> {
+        let index = self.modules.iter().rposition(|m| m.contains(site))?;
+        let module = self.modules[index].clone();
+        let probe = site.checked_sub(1)?.checked_sub(module.bias)?;
+        let loaded = self.load(&module)?;
+        let mut frames = loaded.loader.find_frames(probe).ok()?;
+        let mut through_vector = false;
+        while let Ok(Some(frame)) = frames.next() {
+            let location = frame.location.as_ref()?;
+            if location.file.is_some_and(is_system_header) {
+                through_vector |= frame
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.demangle().ok())
+                    .is_some_and(|f| f.starts_with("std::vector<"));
+                continue;
+            }
+            return through_vector.then_some(location.column?);
+        }
+        None
     }
 
     /// The variable the allocation on `line` of `file` was stored in, from the source.

@@ -81,6 +81,43 @@ pub fn allocation_target(
     }
 }
 
+/// The std::vector a C++ line constructs or grows at `column` (from 1): `u` of a constructor's
+/// initializer `u(n, 0.0)`, `y` of `std::vector<double> x(n), y(m);`, `g.v` of `g.v.resize(k)`.
+pub fn vector_at(line: &str, column: u32) -> Option<AllocTarget> {
+    let chars: Vec<char> = line.chars().collect();
+    let at = usize::try_from(column).ok()?.checked_sub(1)?;
+    let start = (0..=at.min(chars.len())).rev().find(|&i| {
+        i == 0 || !(is_ident(chars[i - 1]) || chars[i - 1] == '.' || chars[i - 1] == '>')
+    })?;
+    let rest: String = chars[start..].iter().collect();
+    let name_end = rest
+        .find(|c: char| !(is_ident(c) || c == '.' || c == '-' || c == '>'))
+        .unwrap_or(rest.len());
+    let (path, tail) = rest.split_at(name_end);
+    let tail = tail.trim_start();
+    let (receiver, call) = match path.rsplit_once('.') {
+        // `g.v.resize(k)`: the method's receiver.
+        Some((r, m)) if matches!(m, "resize" | "assign" | "reserve") => (r, Some(m)),
+        _ => (path, None),
+    };
+    let name = lvalue_of(receiver.trim_start_matches("this->"))?;
+    let args = if tail.starts_with('(') {
+        group(tail, '(', ')').map(arguments)
+    } else {
+        None
+    };
+    let extent = match (call, &args) {
+        (Some("reserve"), _) => Some(format!("{name}.size()")),
+        (_, Some(a)) => a.first().filter(|a| !a.is_empty()).map(|a| tidy(a)),
+        _ => None,
+    };
+    Some(AllocTarget {
+        name: format!("{name}{CONTAINER_DATA}"),
+        extent: extent.or_else(|| Some(format!("{name}.size()"))),
+        element_bytes: None,
+    })
+}
+
 /// The bytes of one element of C basic type `ty` (`double`, `unsigned long`, `float _Complex`).
 pub fn c_type_bytes(ty: &str) -> Option<u64> {
     let words: Vec<&str> = ty
@@ -949,6 +986,23 @@ mod tests {
         assert_eq!(
             name(c("  s.v[k] = malloc(bytes);", 1, None)),
             ("s.v[k]".into(), None, None)
+        );
+    }
+
+    #[test]
+    fn the_vector_at_a_column_is_named() {
+        let init = "    Field(int n_) : n(n_), u(n_, 1.0), v(n_, 0.0) {}";
+        let at = |c: u32| vector_at(init, c).map(|t| (t.name, t.extent));
+        assert_eq!(at(28), Some(("u.data()".into(), Some("n_".into()))));
+        assert_eq!(at(40), Some(("v.data()".into(), Some("n_".into()))));
+        let decl = "  std::vector<float> a(n), b(2 * n);";
+        assert_eq!(
+            vector_at(decl, 29).map(|t| (t.name, t.extent)),
+            Some(("b.data()".into(), Some("2*n".into())))
+        );
+        assert_eq!(
+            vector_at("    g.v.resize(k);", 5).map(|t| (t.name, t.extent)),
+            Some(("g.v.data()".into(), Some("k".into())))
         );
     }
 

@@ -262,6 +262,20 @@ fn std_vectors_go_in_through_pointers_to_their_data() {
     );
 }
 
+/// std::vector members sized in a constructor's initializer list are named by their data, each
+/// by the column its vector code was inlined at.
+#[test]
+fn vector_members_go_by_their_names() {
+    let dir = scratch("names-vector-members");
+    std::fs::copy(app("vector_members.cpp"), dir.join("vector_members.cpp")).unwrap();
+    build("g++", &dir, "vector_members.cpp", "vector_members");
+    profile(&dir, "vector_members", "t.trace");
+    let mut vars = variables(&dir, "t.trace");
+    vars.sort();
+    vars.dedup();
+    assert_eq!(vars, ["u.data()[0:size]", "v.data()[0:size]"]);
+}
+
 /// Only one of two local arrays of one size moved: main's frame, as the trace's header gives
 /// it, says which.
 #[test]
