@@ -38,6 +38,25 @@ static void shift (double *p, int n)
     p[i] += 1;
 }
 
+/* A stack array the host changes inside a data region: no guard can watch a stack, so only the
+   comparison of the two copies when the kernel starts sees it. */
+static double stack_stale (void)
+{
+  double w[N];
+  for (int i = 0; i < N; i++)
+    w[i] = i;
+  double s = 0;
+#pragma acc data copyin(w) /* BUG:stack_stale_device_read */
+  {
+    for (int i = 0; i < N; i++)
+      w[i] = 2 * i;
+#pragma acc parallel loop present(w) reduction(+:s)
+    for (int i = 0; i < N; i++)
+      s += w[i];
+  }
+  return s;
+}
+
 int main (int argc, char **argv)
 {
   const char *which = argc > 1 ? argv[1] : "ok_region";
@@ -184,6 +203,8 @@ int main (int argc, char **argv)
       free (p);
       free (q);
     }
+  else if (!strcmp (which, "stack_stale_device_read"))
+    s = stack_stale ();
   else if (!strcmp (which, "small_stale_device_read"))
     {
       int m = 640;

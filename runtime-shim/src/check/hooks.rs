@@ -319,6 +319,7 @@ pub fn mapped(host: usize, bytes: usize, dev: u64, uploads: bool, name: String, 
             guard: None,
             pending_upload: None,
             redundant_download: false,
+            synced_from_snapshot: false,
         },
     );
 }
@@ -355,7 +356,8 @@ pub fn before_upload(host: usize, dev: u64, bytes: usize, site: usize) -> guard:
 }
 
 /// After a copy host -> device: the copies agree on the range.
-pub fn after_upload(host: usize, _dev: u64, bytes: usize, site: usize) {
+/// `snapshot`: the copy was of the host's bytes as they were when it was queued.
+pub fn after_upload(host: usize, _dev: u64, bytes: usize, site: usize, snapshot: bool) {
     let _runtime = origin::runtime_scope();
     let mut st = state::lock();
     let Some(t) = st.tracked_at(host) else { return };
@@ -364,6 +366,7 @@ pub fn after_upload(host: usize, _dev: u64, bytes: usize, site: usize) {
     if host == t.host && bytes >= t.bytes {
         t.changed_by = None;
         t.host_wrote = None;
+        t.synced_from_snapshot = snapshot;
         t.pending_upload = Some(Place::Call(site));
         let key = t.host;
         arm(&mut st, key, Watch::Synced);
@@ -441,6 +444,7 @@ pub fn after_download(host: usize, _dev: u64, bytes: usize) {
     if host == t.host && bytes >= t.bytes {
         t.changed_by = None;
         t.host_wrote = None;
+        t.synced_from_snapshot = false;
         t.from_host = true;
         t.defined = true;
         let key = t.host;
@@ -505,11 +509,20 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
         let comparable = !t.holds_pointers
             && t.changed_by.is_none()
             && !t.guard.is_some_and(|(_, w)| w == Watch::Stale);
-        // Only a host write a guard saw: an unguarded copy (on the stack, too small to
-        // guard) may have been uploaded from a snapshot (an async queue's small copies are
-        // taken when queued), which the host may change at once, as it may.
-        if comparable && t.host_wrote.is_some() && !same(t.host, t.dev, t.bytes) {
-            let at = t.host_wrote.take().map(|(p, _)| p).unwrap_or_default();
+        // A host write a guard saw; or, for an unguarded copy (on the stack, too small to
+        // guard), the host's bytes no longer those the copies agreed on, unless they were
+        // uploaded from a snapshot (an async queue's small copies are taken when queued),
+        // which the host may change at once, as it may.
+        let unwatched = t.guard.is_none() && t.synced_digest.is_some() && !t.synced_from_snapshot;
+        if comparable && (t.host_wrote.is_some() || unwatched) && !same(t.host, t.dev, t.bytes) {
+            // Where the host wrote, when a guard saw it; else where the copies last agreed.
+            let (at, detail) = match t.host_wrote.take() {
+                Some((p, _)) => (p, ""),
+                None => (
+                    upload.clone().unwrap_or_else(|| t.mapped_at.clone()),
+                    "unwatched",
+                ),
+            };
             found.push(Finding {
                 kind: "stale_device_read",
                 host: t.host,
@@ -519,7 +532,7 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
                 construct: Place::Call(site),
                 other: Place::Unknown,
                 write: true,
-                detail: "",
+                detail,
             });
             // Reported once: the copies are taken to differ from here on.
             t.from_host = false;

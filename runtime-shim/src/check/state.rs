@@ -83,6 +83,9 @@ pub struct Tracked {
     pub guard: Option<(usize, guard::Watch)>,
     /// The last upload to it that no kernel has read yet (for unused uploads).
     pub pending_upload: Option<Place>,
+    /// The copies last agreed through an upload of a snapshot the host's bytes were copied to
+    /// when it was queued (a small copy on an async queue): the host may change them at once.
+    pub synced_from_snapshot: bool,
     /// Its last copy back moved what the host already had (reported as redundant, so its
     /// return to the device is not reported again as unused).
     pub redundant_download: bool,

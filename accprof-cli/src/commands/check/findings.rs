@@ -300,6 +300,14 @@ fn explain(kind: Kind, name: Name, bytes: u64, r: Raw) -> Finding {
             ),
             directive("update self({})"),
         ),
+        Kind::StaleDeviceRead if r.unwatched => (
+            format!(
+                "the host changes {v} after it is copied to the device at {}, and the kernel at {} uses its device copy without an update device: on a GPU the kernel computes with the old values (where the host writes could not be watched: the array is on the stack or smaller than a page)",
+                at(&r.at),
+                at(&r.construct)
+            ),
+            directive("update device({})"),
+        ),
         Kind::StaleDeviceRead => (
             format!(
                 "the host changes {v} at {}, and the kernel at {} uses its device copy without an update device: on a GPU the kernel computes with the old values",

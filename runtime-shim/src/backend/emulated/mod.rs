@@ -337,7 +337,7 @@ impl Backend for Emulated {
                         std::ptr::copy_nonoverlapping(copy.as_ptr(), d.0 as *mut u8, copy.len())
                     }
                     if let Some(site) = checked {
-                        check::after_upload(h, d.0 as u64, bytes, site);
+                        check::after_upload(h, d.0 as u64, bytes, site, true);
                     }
                 }),
             );
@@ -353,7 +353,7 @@ impl Backend for Emulated {
                 unsafe { std::ptr::copy_nonoverlapping(h.0 as *const u8, d.0 as *mut u8, bytes) }
                 drop(window);
                 if let Some(site) = checked {
-                    check::after_upload(h.0, d.0 as u64, bytes, site);
+                    check::after_upload(h.0, d.0 as u64, bytes, site, false);
                 }
             }),
         )
