@@ -57,6 +57,33 @@ static double stack_stale (void)
   return s;
 }
 
+/* A stack array that kernels on ten async queues change at once, each its own row: the device
+   copy changes under the other queues' kernels while one starts, which is no host change. */
+static double async_stack (void)
+{
+  double w[10][512];
+  for (int q = 0; q < 10; q++)
+    for (int i = 0; i < 512; i++)
+      w[q][i] = q;
+#pragma acc data copy(w)
+  {
+    for (int q = 0; q < 10; q++)
+      {
+#pragma acc parallel loop async(q) present(w)
+        for (int i = 0; i < 512; i++)
+          w[q][i] += i;
+#pragma acc parallel loop async(q) present(w)
+        for (int i = 0; i < 512; i++)
+          w[q][i] *= 2;
+      }
+#pragma acc wait
+  }
+  double s = 0;
+  for (int q = 0; q < 10; q++)
+    s += w[q][511];
+  return s;
+}
+
 int main (int argc, char **argv)
 {
   const char *which = argc > 1 ? argv[1] : "ok_region";
@@ -203,6 +230,8 @@ int main (int argc, char **argv)
       free (p);
       free (q);
     }
+  else if (!strcmp (which, "ok_async_stack"))
+    s = async_stack ();
   else if (!strcmp (which, "stack_stale_device_read"))
     s = stack_stale ();
   else if (!strcmp (which, "small_stale_device_read"))

@@ -240,6 +240,7 @@ fn the_c_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are
             "ok_region",
             "ok_updates",
             "ok_async",
+            "ok_async_stack",
             "ok_small",
             "ok_scratch",
         ],

@@ -510,11 +510,19 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
             && t.changed_by.is_none()
             && !t.guard.is_some_and(|(_, w)| w == Watch::Stale);
         // A host write a guard saw; or, for an unguarded copy (on the stack, too small to
-        // guard), the host's bytes no longer those the copies agreed on, unless they were
+        // guard), the host's bytes no longer those the copies agreed on while the device's
+        // still are (a kernel on another queue may be changing them now: the device copy is
+        // read after the comparison, so a change it made by then shows), unless they were
         // uploaded from a snapshot (an async queue's small copies are taken when queued),
         // which the host may change at once, as it may.
-        let unwatched = t.guard.is_none() && t.synced_digest.is_some() && !t.synced_from_snapshot;
-        if comparable && (t.host_wrote.is_some() || unwatched) && !same(t.host, t.dev, t.bytes) {
+        let unwatched = t.guard.is_none() && !t.synced_from_snapshot;
+        if comparable
+            && !same(t.host, t.dev, t.bytes)
+            && (t.host_wrote.is_some()
+                || (unwatched
+                    && t.synced_digest.is_some()
+                    && t.synced_digest == Some(digest(t.dev, t.bytes))))
+        {
             // Where the host wrote, when a guard saw it; else where the copies last agreed.
             let (at, detail) = match t.host_wrote.take() {
                 Some((p, _)) => (p, ""),
