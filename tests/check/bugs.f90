@@ -96,12 +96,41 @@ program bugs
     end do
     !$acc end data
     s = s + x(1)
+  case ('ok_async_local')
+    call async_local(s)
   case default
     print *, 'unknown case ', trim(which)
     stop 2
   end select
   print '(a, 1x, f0.1)', trim(which), s
 contains
+  ! Local arrays (on the stack, which no guard watches) that kernels on ten async queues change
+  ! at once, a column each: the device copy changes under the other queues' kernels as one
+  ! starts, which is no host change.
+  subroutine async_local(total)
+    real(8), intent(out) :: total
+    integer, parameter :: m = 1000
+    real(8) :: a(m, 10), b(m, 10), c(m, 10)
+    integer :: j, k
+    a = 1
+    b = 2
+    c = 0
+    !$acc data copyin(a, b) copy(c)
+    do k = 1, 10
+      !$acc serial loop async(k)
+      do j = 1, m
+        c(j, k) = a(j, k) + b(j, k)
+      end do
+      !$acc serial loop async(k)
+      do j = 1, m
+        c(j, k) = c(j, k) * 2
+      end do
+    end do
+    !$acc wait
+    !$acc end data
+    total = sum(c)
+  end subroutine async_local
+
   subroutine step()
     integer :: j
     !$acc parallel loop present(x, y)
