@@ -274,7 +274,11 @@ fn the_fortran_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_ru
         fix: "!$acc parallel loop copyin(x) copyout(y)",
         ..bug("unused_upload", "unused_transfer", "y")
     });
-    suite("bugs.f90", &bugs, &["ok_region", "ok_updates", "ok_async_local"]);
+    suite(
+        "bugs.f90",
+        &bugs,
+        &["ok_region", "ok_updates", "ok_async_local"],
+    );
 }
 
 #[test]

@@ -515,13 +515,13 @@ pub fn kernel_starts(args: &[u64], site: usize) -> Before {
         // read after the comparison, so a change it made by then shows), unless they were
         // uploaded from a snapshot (an async queue's small copies are taken when queued),
         // which the host may change at once, as it may.
-        let unwatched = t.guard.is_none() && !t.synced_from_snapshot;
+        // A guarded copy the host did not write is not compared: that would read every
+        // array of every kernel.
+        let unwatched = t.guard.is_none() && !t.synced_from_snapshot && t.synced_digest.is_some();
         if comparable
+            && (t.host_wrote.is_some() || unwatched)
             && !same(t.host, t.dev, t.bytes)
-            && (t.host_wrote.is_some()
-                || (unwatched
-                    && t.synced_digest.is_some()
-                    && t.synced_digest == Some(digest(t.dev, t.bytes))))
+            && (t.host_wrote.is_some() || t.synced_digest == Some(digest(t.dev, t.bytes)))
         {
             // Where the host wrote, when a guard saw it; else where the copies last agreed.
             let (at, detail) = match t.host_wrote.take() {
