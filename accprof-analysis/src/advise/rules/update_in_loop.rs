@@ -106,10 +106,14 @@ fn update_in_loop(p: &Profile, out: &mut Vec<Finding>) {
             Some(l) => format!("once after the loop at {}", l.describe()),
             None => "once after the loop".into(),
         };
+        // A std::vector's data by the pointer the note declares (`x_data`), not the vector.
         let first = names
             .first()
-            .map(|n| accprof_symbols::base_name(n))
-            .unwrap_or("a");
+            .map(|n| match accprof_symbols::pointer_for(n) {
+                Some((p, _)) => accprof_symbols::base_name(&p).to_string(),
+                None => accprof_symbols::base_name(n).to_string(),
+            })
+            .unwrap_or_else(|| "a".into());
         let part = match lang {
             Language::C => format!("`update self({first}[first:count])`"),
             Language::Fortran => format!("`update self({first}(i:j))`"),
