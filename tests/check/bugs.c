@@ -4,6 +4,7 @@
    The arrays are global, so that they have their source names without debug information;
    the "small_" cases use arrays of a few KiB from malloc, which share their first and last
    pages with each other and with malloc's own headers. */
+#include <openacc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,14 @@ int main (int argc, char **argv)
       for (int i = 0; i < N; i++)
         b[i] += a[i] + 1;
       s = b[100];
+    }
+  else if (!strcmp (which, "api_leak_at_exit"))
+    {
+      /* The runtime routine, not the directive: reported at its call. */
+      acc_copyin (a, sizeof a); /* BUG:api_leak_at_exit */
+#pragma acc parallel loop present(a) reduction(+:s)
+      for (int i = 0; i < N; i++)
+        s += a[i];
     }
   else if (!strcmp (which, "redundant_copyout"))
     {

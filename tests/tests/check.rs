@@ -221,6 +221,8 @@ fn the_c_bug_suite_is_found_with_kinds_arrays_and_lines_and_the_correct_runs_are
         // A stack array the host changes on a data region's device copy: no guard, so the
         // copies are compared when the kernel starts; reported at the copy in.
         bug("stack_stale_device_read", "stale_device_read", "w"),
+        // Mapped by acc_copyin, never released: at the routine's call.
+        bug("api_leak_at_exit", "leak_at_exit", "a"),
         // exit data copies back what no kernel changed: at the exit data, which wants delete.
         Bug {
             fix: "exit data delete(a)",

@@ -19,6 +19,23 @@ pub fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
+/// Where the program called a data routine of the runtime API (acc_copyin, acc_copyout, ...)
+/// from, for as long as the value lives, when checking and not inside a directive's entry
+/// point (which knows its own): the first word on the stack above this frame that points into
+/// the program's code, the return address of its call (for Fortran, through the language
+/// runtime's wrapper). Without it, what such a call maps is reported at no line.
+pub fn api_call_site() -> Option<crate::loc::CallSite> {
+    if !on() || crate::loc::call_site() != 0 {
+        return None;
+    }
+    let marker = 0u8;
+    let sp = std::hint::black_box(&marker) as *const u8 as usize;
+    let words = [const { std::sync::atomic::AtomicUsize::new(0) }; origin::STACK_WORDS];
+    origin::save_stack(sp, &words);
+    let ret = words[0].load(Ordering::Relaxed);
+    (ret != 0).then(|| crate::loc::CallSite::enter(ret))
+}
+
 pub(super) fn enable() {
     ON.store(true, Ordering::Release);
 }

@@ -383,6 +383,8 @@ fn enter_api(
             host_range(h, bytes, "data_arg", false)?;
         }
         let op = op(async_)?;
+        // After `op`, which starts the device (and the checker) on the first call.
+        let _site = crate::check::hooks::api_call_site();
         let e = sequence::data_directive(&op, DataDirective::Enter, WaitClause::Absent, |op| {
             data::enter(op, &clause(kind, h, bytes), true)
         })?;
@@ -406,6 +408,7 @@ fn exit_api(
             host_range(h, bytes, "data_arg", true)?;
         }
         let op = op(async_)?;
+        let _site = crate::check::hooks::api_call_site();
         sequence::data_directive(&op, DataDirective::Exit, WaitClause::Absent, |op| {
             data::exit(op, &clause(kind, h, bytes), true, finalize)
         })
@@ -419,6 +422,7 @@ fn update_api(what: &'static str, kind: ClauseKind, h: *mut c_void, bytes: usize
         }
         host_range(h, bytes, "data_arg", kind == ClauseKind::UpdateSelf)?;
         let op = op(async_)?;
+        let _site = crate::check::hooks::api_call_site();
         sequence::data_directive(&op, DataDirective::Update, WaitClause::Absent, |op| {
             data::update(op, &clause(kind, h, bytes), false)
         })
