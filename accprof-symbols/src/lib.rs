@@ -211,28 +211,8 @@ impl Symbolizer {
             module: module.path.clone(),
             ..Location::default()
         };
-        if let Ok(mut frames) = loaded.loader.find_frames(probe) {
-            // The innermost frame (first) holds the call's own line, also when inlined; but a
-            // call inlined from a system header (std::vector's allocator reaching operator new)
-            // is the program's where the program's code called into that header.
-            let mut first = true;
-            while let Ok(Some(frame)) = frames.next() {
-                let file = frame.location.as_ref().and_then(|l| l.file);
-                if !first && file.is_none_or(is_system_header) {
-                    continue;
-                }
-                first = false;
-                if let Some(l) = frame.location {
-                    loc.file = l.file.map(str::to_owned);
-                    loc.line = l.line;
-                }
-                if let Some(f) = frame.function {
-                    loc.function = f.demangle().ok().map(|s| s.into_owned());
-                }
-                if !loc.file.as_deref().is_some_and(is_system_header) {
-                    break;
-                }
-            }
+        if let Some(f) = program_frame(&loaded.loader, probe) {
+            (loc.file, loc.line, loc.function) = (f.file, f.line, f.function);
         }
         if loc.function.is_none() {
             loc.function = Some(match loaded.loader.find_symbol_info(probe) {
@@ -411,22 +391,14 @@ impl Symbolizer {
         let index = self.modules.iter().rposition(|m| m.contains(site))?;
         let module = self.modules[index].clone();
         let probe = site.checked_sub(1)?.checked_sub(module.bias)?;
-        let loaded = self.load(&module)?;
-        let mut frames = loaded.loader.find_frames(probe).ok()?;
-        let mut through_vector = false;
-        while let Ok(Some(frame)) = frames.next() {
-            let location = frame.location.as_ref()?;
-            if location.file.is_some_and(is_system_header) {
-                through_vector |= frame
-                    .function
-                    .as_ref()
-                    .and_then(|f| f.demangle().ok())
-                    .is_some_and(|f| f.starts_with("std::vector<"));
-                continue;
-            }
-            return through_vector.then_some(location.column?);
+        let f = program_frame(&self.load(&module)?.loader, probe)?;
+        if f.in_system_header {
+            return None;
         }
-        None
+        f.inlined
+            .iter()
+            .any(|callee| callee.starts_with("std::vector<"))
+            .then_some(f.column?)
     }
 
     /// The variable the allocation on `line` of `file` was stored in, from the source.
@@ -859,6 +831,57 @@ fn read_build_id(path: &str) -> Result<Option<Vec<u8>>, String> {
         .build_id()
         .map_err(|e| e.to_string())?
         .map(<[u8]>::to_vec))
+}
+
+/// Where the program's own code is at a code address, from the debug information's frames
+/// there (innermost first).
+struct ProgramFrame {
+    file: Option<String>,
+    line: Option<u32>,
+    column: Option<u32>,
+    function: Option<String>,
+    /// The functions of system headers inlined there, outermost last (`std::vector<...>::
+    /// vector` reaching operator new).
+    inlined: Vec<String>,
+    /// Every frame there is a system header's: this is the innermost one.
+    in_system_header: bool,
+}
+
+/// The innermost frame at file address `probe`, or, when it is code inlined from a system
+/// header, the program's frame that called into it (the program's line, where a vector's
+/// allocation through the allocator's header happened).
+fn program_frame(loader: &addr2line::Loader, probe: u64) -> Option<ProgramFrame> {
+    let mut frames = loader.find_frames(probe).ok()?;
+    let mut innermost: Option<ProgramFrame> = None;
+    let mut inlined = Vec::new();
+    while let Ok(Some(frame)) = frames.next() {
+        let location = frame.location.as_ref();
+        let file = location.and_then(|l| l.file).map(str::to_owned);
+        let function = frame
+            .function
+            .as_ref()
+            .and_then(|f| f.demangle().ok())
+            .map(|s| s.into_owned());
+        // The innermost frame without a file is taken as it is; an outer one is passed over.
+        let system = match &file {
+            Some(f) => is_system_header(f),
+            None => innermost.is_some(),
+        };
+        let here = ProgramFrame {
+            line: location.and_then(|l| l.line),
+            column: location.and_then(|l| l.column),
+            file,
+            function: function.clone(),
+            inlined: Vec::new(),
+            in_system_header: system,
+        };
+        if !system {
+            return Some(ProgramFrame { inlined, ..here });
+        }
+        inlined.extend(function);
+        innermost.get_or_insert(here);
+    }
+    innermost
 }
 
 /// Whether `path` is a header of the system or the compiler (`/usr/include/c++/12/bits/...`),

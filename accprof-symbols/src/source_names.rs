@@ -106,16 +106,25 @@ pub fn vector_at(line: &str, column: u32) -> Option<AllocTarget> {
     } else {
         None
     };
-    let extent = match (call, &args) {
-        (Some("reserve"), _) => Some(format!("{name}.size()")),
-        (_, Some(a)) => a.first().filter(|a| !a.is_empty()).map(|a| tidy(a)),
-        _ => None,
-    };
     Some(AllocTarget {
+        extent: Some(vector_extent(
+            &name,
+            call.unwrap_or("vector"),
+            args.as_deref(),
+        )),
         name: format!("{name}{CONTAINER_DATA}"),
-        extent: extent.or_else(|| Some(format!("{name}.size()"))),
         element_bytes: None,
     })
+}
+
+/// How many elements a vector's data holds after `how` (`vector`: its construction, or the
+/// method called on it) with `args`: the count a construction, `resize` or `assign` gives,
+/// else (grown by an element, to a capacity, or with no count written) all it holds.
+fn vector_extent(name: &str, how: &str, args: Option<&[String]>) -> String {
+    let count = args
+        .and_then(|a| a.first())
+        .filter(|a| !a.is_empty() && matches!(how, "vector" | "resize" | "assign"));
+    count.map_or_else(|| format!("{name}.size()"), |a| tidy(a))
 }
 
 /// The bytes of one element of C basic type `ty` (`double`, `unsigned long`, `float _Complex`).
@@ -487,13 +496,9 @@ fn c_target(statements: &[String], ordinal: Option<usize>) -> Result<AllocTarget
         // A vector's data, `count` elements of its type (`x(n)`, `x(n, 1.0)`, `x.resize(n)`);
         // grown by an element (`push_back`) or to a capacity (`reserve`): all it holds.
         let name = lvalue_of(v).ok_or(Unnamed::NotStored)?;
-        let extent = match call.callee.as_str() {
-            "vector" | "resize" | "assign" => call.args.first().map(|a| tidy(a)),
-            _ => Some(format!("{name}.size()")),
-        };
         return Ok(AllocTarget {
+            extent: Some(vector_extent(&name, &call.callee, Some(&call.args))),
             name: format!("{name}{CONTAINER_DATA}"),
-            extent,
             element_bytes: call.new_type.as_deref().and_then(c_type_bytes),
         });
     }
