@@ -95,6 +95,16 @@ fn transfer_bytes(dir: &Path, trace: &str) -> u64 {
     s["upload_bytes"].as_u64().unwrap() + s["download_bytes"].as_u64().unwrap()
 }
 
+/// `source` (tests/apps) built with `compiler` as `exe` in a scratch folder named `name`, and
+/// profiled there into `t.trace`; returns the folder.
+fn profiled(name: &str, compiler: &str, source: &str, exe: &str) -> PathBuf {
+    let dir = scratch(name);
+    std::fs::copy(app(source), dir.join(source)).unwrap();
+    build(compiler, &dir, source, exe);
+    profile(&dir, exe, "t.trace");
+    dir
+}
+
 /// The data_region finding's directive (the first backticked `#pragma acc data` or `!$acc
 /// data` of its change) and the loop it goes around.
 fn region(f: &Value) -> (String, usize, usize) {
@@ -194,10 +204,7 @@ fn laplace_gets_the_seeds_region_and_it_works_when_pasted() {
 /// read (copyin).
 #[test]
 fn the_region_goes_around_the_callers_loop_with_the_callers_pointers() {
-    let dir = scratch("names-heat-calls");
-    std::fs::copy(app("heat_calls.c"), dir.join("heat_calls.c")).unwrap();
-    build("gcc", &dir, "heat_calls.c", "heat_calls");
-    profile(&dir, "heat_calls", "t.trace");
+    let dir = profiled("names-heat-calls", "gcc", "heat_calls.c", "heat_calls");
     let vars = variables(&dir, "t.trace");
     for name in ["T[0:nx*ny]", "Tnew[0:nx*ny]", "g.w[0:g.n]"] {
         assert!(vars.iter().any(|v| v == name), "{name} in {vars:?}");
@@ -266,10 +273,12 @@ fn std_vectors_go_in_through_pointers_to_their_data() {
 /// by the column its vector code was inlined at.
 #[test]
 fn vector_members_go_by_their_names() {
-    let dir = scratch("names-vector-members");
-    std::fs::copy(app("vector_members.cpp"), dir.join("vector_members.cpp")).unwrap();
-    build("g++", &dir, "vector_members.cpp", "vector_members");
-    profile(&dir, "vector_members", "t.trace");
+    let dir = profiled(
+        "names-vector-members",
+        "g++",
+        "vector_members.cpp",
+        "vector_members",
+    );
     let mut vars = variables(&dir, "t.trace");
     vars.sort();
     vars.dedup();
@@ -280,10 +289,7 @@ fn vector_members_go_by_their_names() {
 /// it, says which.
 #[test]
 fn a_stack_array_moved_alone_is_named_by_mains_frame() {
-    let dir = scratch("names-stack-one");
-    std::fs::copy(app("stack_one.c"), dir.join("stack_one.c")).unwrap();
-    build("gcc", &dir, "stack_one.c", "stack_one");
-    profile(&dir, "stack_one", "t.trace");
+    let dir = profiled("names-stack-one", "gcc", "stack_one.c", "stack_one");
     assert_eq!(variables(&dir, "t.trace"), ["a", "a"], "copied in and out");
 }
 
@@ -292,10 +298,12 @@ fn a_stack_array_moved_alone_is_named_by_mains_frame() {
 /// procedure, and the exit of the region that ends its subroutine is on its END DATA line.
 #[test]
 fn fortran_module_arrays_get_a_region_in_the_main_programs_loop() {
-    let dir = scratch("names-fields-mod");
-    std::fs::copy(app("fields_mod.f90"), dir.join("fields_mod.f90")).unwrap();
-    build("gfortran", &dir, "fields_mod.f90", "fields_mod");
-    profile(&dir, "fields_mod", "t.trace");
+    let dir = profiled(
+        "names-fields-mod",
+        "gfortran",
+        "fields_mod.f90",
+        "fields_mod",
+    );
     let vars = variables(&dir, "t.trace");
     for name in ["t", "tnew", "t (descriptor)"] {
         assert!(vars.iter().any(|v| v == name), "{name} in {vars:?}");
@@ -329,10 +337,7 @@ fn fortran_module_arrays_get_a_region_in_the_main_programs_loop() {
 /// reaches it only through the object, which the advice says.
 #[test]
 fn a_class_member_goes_by_its_name_and_its_scope_is_said() {
-    let dir = scratch("names-field-class");
-    std::fs::copy(app("field_class.cpp"), dir.join("field_class.cpp")).unwrap();
-    build("g++", &dir, "field_class.cpp", "field_class");
-    profile(&dir, "field_class", "t.trace");
+    let dir = profiled("names-field-class", "g++", "field_class.cpp", "field_class");
     assert!(variables(&dir, "t.trace").iter().any(|v| v == "arr[0:n]"));
     let f = findings(&dir, "t.trace");
     let f = f.iter().find(|f| f["rule"] == "data_region").unwrap();
@@ -350,10 +355,7 @@ fn a_class_member_goes_by_its_name_and_its_scope_is_said() {
 /// separate variables, not an array moved in slices.
 #[test]
 fn acc_malloc_scratch_is_allocated_once_and_neighbouring_globals_are_no_slices() {
-    let dir = scratch("names-scratch");
-    std::fs::copy(app("scratch_malloc.c"), dir.join("scratch_malloc.c")).unwrap();
-    build("gcc", &dir, "scratch_malloc.c", "scratch_malloc");
-    profile(&dir, "scratch_malloc", "t.trace");
+    let dir = profiled("names-scratch", "gcc", "scratch_malloc.c", "scratch_malloc");
     let fs = findings(&dir, "t.trace");
     assert!(!fs.iter().any(|f| f["rule"] == "whole_array"), "{fs:#?}");
     let churn: Vec<&Value> = fs.iter().filter(|f| f["rule"] == "alloc_churn").collect();
